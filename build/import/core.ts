@@ -1,0 +1,176 @@
+// `isoatlas import core`: reference and long-read inputs → genes and isoforms of a new release
+// database, one transaction per track. Inputs are named by a release config file (JSON), so a
+// release is reproducible from what is written down.
+import { readFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { readGtf } from './gtf.js';
+import { readSqantiClassification } from './sqanti.js';
+import { readProteinFasta } from './fasta.js';
+import { InputError, sha256File } from './input.js';
+import { assembleReference } from './reference.js';
+import { assembleLongRead } from './long-read.js';
+import { assignTranscriptNames } from './naming.js';
+import { chooseCanonical } from './canonical.js';
+import type { GeneRecord, IsoformRecord } from '../release-db/records.js';
+import { createReleaseDb, type Db } from '../release-db/store.js';
+
+const InputSet = Type.Object(
+  {
+    gtf: Type.String(),
+    classification: Type.Optional(Type.String()),
+    fasta: Type.Optional(Type.String()),
+    source: Type.String(),
+    version: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export const CoreConfigSchema = Type.Object(
+  {
+    release: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' }),
+    date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+    title: Type.String(),
+    assembly: Type.String(),
+    reference: InputSet,
+    long_read: Type.Optional(Type.Intersect([InputSet, Type.Object({ classification: Type.String() })])),
+  },
+  { additionalProperties: false },
+);
+export type CoreConfig = Static<typeof CoreConfigSchema>;
+
+/** Reads a release config; input paths in it are relative to the config file. */
+export function loadCoreConfig(path: string): CoreConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new InputError(path, null, `cannot read the release config: ${(err as Error).message}`);
+  }
+  const errors = [...Value.Errors(CoreConfigSchema, raw)].slice(0, 5);
+  if (errors.length) {
+    throw new InputError(path, null, `invalid release config: ${errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}`);
+  }
+  const config = raw as CoreConfig;
+  const base = dirname(resolve(path));
+  const fix = (set: { gtf: string; classification?: string; fasta?: string }) => {
+    set.gtf = resolve(base, set.gtf);
+    if (set.classification) set.classification = resolve(base, set.classification);
+    if (set.fasta) set.fasta = resolve(base, set.fasta);
+  };
+  fix(config.reference);
+  if (config.long_read) fix(config.long_read);
+  return config;
+}
+
+export interface CoreSummary {
+  genes: number;
+  referenceIsoforms: number;
+  longReadIsoforms: number;
+  novelGenes: number;
+  longReadGtfOnly: number;
+  warnings: string[];
+}
+
+async function readSet(set: CoreConfig['reference']) {
+  const [gtf, classification, fasta] = await Promise.all([
+    readGtf(set.gtf),
+    set.classification ? readSqantiClassification(set.classification) : null,
+    set.fasta ? readProteinFasta(set.fasta) : null,
+  ]);
+  return {
+    gtf,
+    classification: classification && set.classification ? { file: set.classification, rows: classification } : null,
+    fasta: fasta && set.fasta ? { file: set.fasta, sequences: fasta } : null,
+  };
+}
+
+const GENE_COLUMNS = ['gene_id', 'gene_id_versioned', 'symbol', 'biotype', 'source', 'chromosome', 'strand', 'start', 'end', 'canonical_transcript_id', 'canonical_rule'] as const;
+const ISOFORM_COLUMNS = [
+  'transcript_id', 'transcript_id_unversioned', 'transcript_name', 'transcript_name_source', 'gene_id', 'source',
+  'transcript_type', 'structural_category', 'associated_transcript', 'associated_genes', 'chromosome', 'strand',
+  'start', 'end', 'length', 'exon_count', 'coding', 'protein_length', 'protein_sequence', 'nmd', 'nmd_source',
+  'expression_tpm', 'tags',
+] as const;
+
+function insertStatement(db: Db, table: string, columns: readonly string[]) {
+  return db.prepare(`INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`);
+}
+
+function toRow(iso: IsoformRecord) {
+  const bool = (b: boolean | null) => (b === null ? null : b ? 1 : 0);
+  return {
+    ...iso,
+    associated_genes: JSON.stringify(iso.associated_genes),
+    tags: JSON.stringify(iso.tags),
+    coding: bool(iso.coding),
+    nmd: bool(iso.nmd),
+  };
+}
+
+async function recordSources(db: Db, track: string, set: CoreConfig['reference'], records: number) {
+  const insert = db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, 0, ?, ?, ?, ?)');
+  for (const file of [set.gtf, set.classification, set.fasta]) {
+    if (file) insert.run(track, set.source, set.version ?? null, set.description ?? null, basename(file), await sha256File(file), records);
+  }
+}
+
+export async function importCore(config: CoreConfig, outPath: string): Promise<CoreSummary> {
+  const [reference, longRead] = await Promise.all([
+    readSet(config.reference),
+    config.long_read ? readSet(config.long_read) : null,
+  ]);
+
+  const genes = new Map<string, GeneRecord>();
+  const referenceIsoforms = assembleReference(reference, genes);
+  const lr = longRead ? assembleLongRead({ ...longRead, classification: longRead.classification! }, genes) : { isoforms: [], gtfOnly: 0 };
+  const all = [...referenceIsoforms, ...lr.isoforms];
+  assignTranscriptNames(all, genes);
+
+  const byGene = new Map<string, IsoformRecord[]>();
+  for (const iso of all) {
+    const list = byGene.get(iso.gene_id);
+    if (list) list.push(iso);
+    else byGene.set(iso.gene_id, [iso]);
+  }
+  for (const gene of genes.values()) {
+    const choice = chooseCanonical(byGene.get(gene.gene_id) ?? []);
+    gene.canonical_transcript_id = choice?.transcriptId ?? null;
+    gene.canonical_rule = choice?.rule ?? null;
+  }
+
+  await createReleaseDb(outPath, async (db) => {
+    const meta = db.prepare('INSERT INTO release_meta (key, value) VALUES (?, ?)');
+    for (const key of ['release', 'date', 'title', 'assembly'] as const) meta.run(key, config[key]);
+
+    const insertGene = insertStatement(db, 'genes', GENE_COLUMNS);
+    const insertIsoform = insertStatement(db, 'isoforms', ISOFORM_COLUMNS);
+    const sortedGenes = [...genes.values()].sort((a, b) => (a.gene_id < b.gene_id ? -1 : 1));
+    db.transaction(() => {
+      for (const gene of sortedGenes) if (gene.source === 'reference') insertGene.run(gene);
+      for (const iso of referenceIsoforms) insertIsoform.run(toRow(iso));
+    })();
+    await recordSources(db, 'reference', config.reference, referenceIsoforms.length);
+    if (config.long_read) {
+      db.transaction(() => {
+        for (const gene of sortedGenes) if (gene.source === 'long_read') insertGene.run(gene);
+        for (const iso of lr.isoforms) insertIsoform.run(toRow(iso));
+      })();
+      await recordSources(db, 'long_read', config.long_read, lr.isoforms.length);
+    }
+  });
+
+  return {
+    genes: genes.size,
+    referenceIsoforms: referenceIsoforms.length,
+    longReadIsoforms: lr.isoforms.length,
+    novelGenes: [...genes.values()].filter((g) => g.source === 'long_read').length,
+    longReadGtfOnly: lr.gtfOnly,
+    warnings: [
+      ...reference.gtf.warnings,
+      ...(longRead?.gtf.warnings ?? []),
+      ...(lr.gtfOnly ? [`${config.long_read!.gtf}: ${lr.gtfOnly} transcripts have no classification row and were skipped`] : []),
+    ],
+  };
+}

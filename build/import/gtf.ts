@@ -1,0 +1,150 @@
+// GENCODE / SQANTI3 GTF reader. Keeps what the atlas needs: genes (from `gene` lines when present),
+// transcripts with their attributes and tags, exon count and length, and CDS length.
+import { InputError, readLines } from './input.js';
+
+export interface GtfTranscript {
+  transcriptId: string;
+  geneId: string;
+  geneName: string | null;
+  geneType: string | null;
+  transcriptType: string | null;
+  transcriptName: string | null;
+  tags: string[];
+  chromosome: string;
+  strand: '+' | '-';
+  start: number;
+  end: number;
+  exonCount: number;
+  /** Sum of exon lengths (nt). */
+  length: number;
+  /** Sum of CDS lengths (nt); GENCODE CDS features exclude the stop codon. */
+  cdsLength: number;
+  line: number;
+}
+
+export interface GtfGene {
+  geneId: string;
+  geneName: string | null;
+  geneType: string | null;
+  chromosome: string;
+  strand: '+' | '-';
+  start: number;
+  end: number;
+}
+
+export interface Gtf {
+  file: string;
+  /** Things worth a curator's look that do not stop the import. */
+  warnings: string[];
+  transcripts: Map<string, GtfTranscript>;
+  genes: Map<string, GtfGene>;
+}
+
+// Values are quoted strings, or bare numbers/words such as `level 2` and `exon_number 1`.
+const ATTRIBUTE = /\s*([A-Za-z_][A-Za-z0-9_]*)\s+(?:"([^"]*)"|([A-Za-z0-9._:+-]+))\s*(?:;|$)/y;
+
+/** Parses `key "value"; key2 "v2"; tag "a"; tag "b";` — repeated keys (tag) are collected. */
+export function parseAttributes(text: string, fail: (problem: string) => never): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  ATTRIBUTE.lastIndex = 0;
+  let pos = 0;
+  const trimmed = text.trimEnd();
+  while (pos < trimmed.length) {
+    ATTRIBUTE.lastIndex = pos;
+    const m = ATTRIBUTE.exec(trimmed);
+    if (!m) fail(`malformed attribute near "${trimmed.slice(pos, pos + 40)}" (expected key "value";)`);
+    const value = m![2] ?? m![3];
+    const list = out.get(m![1]);
+    if (list) list.push(value);
+    else out.set(m![1], [value]);
+    pos = ATTRIBUTE.lastIndex;
+  }
+  return out;
+}
+
+export async function readGtf(path: string): Promise<Gtf> {
+  const transcripts = new Map<string, GtfTranscript>();
+  const genes = new Map<string, GtfGene>();
+  const exons = new Map<string, { count: number; length: number; cds: number; line: number }>();
+
+  for await (const [line, text] of readLines(path)) {
+    if (text === '' || text.startsWith('#')) continue;
+    const fail = (problem: string): never => {
+      throw new InputError(path, line, problem);
+    };
+    const f = text.split('\t');
+    if (f.length !== 9) fail(`expected 9 tab-separated GTF fields, found ${f.length} (truncated line?)`);
+    const [chromosome, , feature, startText, endText, , strand, , attributeText] = f;
+    if (!/^\d+$/.test(startText) || !/^\d+$/.test(endText)) fail(`start and end must be integers, found "${startText}" and "${endText}"`);
+    const start = Number(startText);
+    const end = Number(endText);
+    if (start < 1 || end < start) fail(`invalid interval ${start}-${end}`);
+    if (strand !== '+' && strand !== '-') fail(`strand must be + or -, found "${strand}"`);
+    const attrs = parseAttributes(attributeText, fail);
+    const one = (key: string) => attrs.get(key)?.[0] ?? null;
+    const need = (key: string) => one(key) ?? fail(`${feature} line has no ${key} attribute`);
+
+    if (feature === 'gene') {
+      const geneId = need('gene_id');
+      if (genes.has(geneId)) fail(`duplicate gene id ${geneId}`);
+      genes.set(geneId, {
+        geneId,
+        geneName: one('gene_name'),
+        geneType: one('gene_type') ?? one('gene_biotype'),
+        chromosome,
+        strand: strand as '+' | '-',
+        start,
+        end,
+      });
+    } else if (feature === 'transcript') {
+      const transcriptId = need('transcript_id');
+      const previous = transcripts.get(transcriptId);
+      if (previous) fail(`duplicate transcript id ${transcriptId} (first defined at line ${previous.line})`);
+      transcripts.set(transcriptId, {
+        transcriptId,
+        geneId: need('gene_id'),
+        geneName: one('gene_name'),
+        geneType: one('gene_type') ?? one('gene_biotype'),
+        transcriptType: one('transcript_type') ?? one('transcript_biotype'),
+        transcriptName: one('transcript_name'),
+        tags: [...(attrs.get('tag') ?? [])].sort(),
+        chromosome,
+        strand: strand as '+' | '-',
+        start,
+        end,
+        exonCount: 0,
+        length: 0,
+        cdsLength: 0,
+        line,
+      });
+    } else if (feature === 'exon' || feature === 'CDS') {
+      const transcriptId = need('transcript_id');
+      const acc = exons.get(transcriptId) ?? { count: 0, length: 0, cds: 0, line };
+      if (feature === 'exon') {
+        acc.count += 1;
+        acc.length += end - start + 1;
+      } else acc.cds += end - start + 1;
+      exons.set(transcriptId, acc);
+    }
+  }
+
+  for (const [transcriptId, acc] of exons) {
+    const t = transcripts.get(transcriptId);
+    if (!t) throw new InputError(path, acc.line, `exon of transcript ${transcriptId}, which has no transcript line`);
+    t.exonCount = acc.count;
+    t.length = acc.length;
+    t.cdsLength = acc.cds;
+  }
+  // A transcript line without exon lines happens in region-clipped subsets (the GENCODE v49 sample
+  // has 7): take the transcript as one exon spanning its line rather than dropping a real record.
+  const warnings: string[] = [];
+  for (const t of transcripts.values()) {
+    if (t.exonCount === 0) {
+      t.exonCount = 1;
+      t.length = t.end - t.start + 1;
+      warnings.push(`${path}:${t.line}: transcript ${t.transcriptId} has no exon lines; taken as one exon spanning ${t.start}-${t.end}`);
+    }
+  }
+  if (transcripts.size === 0) throw new InputError(path, null, 'no transcript lines found: is this a GTF file?');
+  return { file: path, warnings, transcripts, genes };
+}

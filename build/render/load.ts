@@ -1,0 +1,87 @@
+// Reads the core rows every renderer needs, once: genes, and isoforms joined with their metrics.
+import type { Db } from '../release-db/store.js';
+import type { MetricsBody } from '../../edge/contract/schemas.js';
+import { compareNatural, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
+
+export type GeneRow = GeneRecord;
+
+/** An isoform as rendered: the stored columns (less the protein sequence and NMD source, which no
+ * body shows), a name that is always set by now, and what the renderer derives. */
+export interface IsoformRow extends Omit<IsoformRecord, 'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source'> {
+  transcript_name: string;
+  canonical: boolean;
+  has_structure: boolean;
+  metrics: MetricsBody;
+}
+
+const bool = (v: number | null) => (v === null ? null : v === 1);
+
+export function loadGenes(db: Db): GeneRow[] {
+  return db.prepare('SELECT * FROM genes ORDER BY gene_id').all() as GeneRow[];
+}
+
+export function loadIsoforms(db: Db): IsoformRow[] {
+  const rows = db
+    .prepare(
+      `SELECT i.transcript_id, i.transcript_id_unversioned, i.transcript_name, i.transcript_name_source, i.gene_id,
+              i.source, i.transcript_type, i.structural_category, i.associated_transcript, i.associated_genes,
+              i.chromosome, i.strand, i.start, i.end, i.length, i.exon_count, i.coding, i.protein_length,
+              (g.canonical_transcript_id = i.transcript_id) AS canonical, i.expression_tpm, i.tags,
+              EXISTS (SELECT 1 FROM structures s WHERE s.transcript_id = i.transcript_id) AS has_structure,
+              m.delta_length, m.nmd, m.domains, m.neoantigens, m.ptm, m.plddt
+       FROM isoforms i JOIN genes g USING (gene_id) JOIN isoform_metrics m USING (transcript_id)
+       ORDER BY i.transcript_id`,
+    )
+    .all() as Record<string, unknown>[];
+  return rows.map((r) => ({
+    transcript_id: r.transcript_id as string,
+    transcript_id_unversioned: r.transcript_id_unversioned as string | null,
+    transcript_name: r.transcript_name as string,
+    transcript_name_source: r.transcript_name_source as 'gtf' | 'generated',
+    gene_id: r.gene_id as string,
+    source: r.source as 'reference' | 'long_read',
+    transcript_type: r.transcript_type as string | null,
+    structural_category: r.structural_category as string | null,
+    associated_transcript: r.associated_transcript as string | null,
+    associated_genes: JSON.parse(r.associated_genes as string),
+    chromosome: r.chromosome as string,
+    strand: r.strand as '+' | '-',
+    start: r.start as number,
+    end: r.end as number,
+    length: r.length as number,
+    exon_count: r.exon_count as number,
+    coding: bool(r.coding as number | null),
+    protein_length: r.protein_length as number | null,
+    canonical: r.canonical === 1,
+    expression_tpm: r.expression_tpm as number | null,
+    tags: JSON.parse(r.tags as string),
+    has_structure: r.has_structure === 1,
+    metrics: {
+      delta_length: r.delta_length as number | null,
+      nmd: bool(r.nmd as number | null),
+      domains: r.domains as number | null,
+      neoantigens: r.neoantigens as number | null,
+      ptm: r.ptm as number | null,
+      plddt: r.plddt as number | null,
+    },
+  }));
+}
+
+/** The order of a gene's isoforms in its record and pages: canonical first, then reference isoforms
+ * by name, then long-read isoforms by id (natural order). */
+export function compareIsoformsInGene(a: IsoformRow, b: IsoformRow): number {
+  if (a.canonical !== b.canonical) return a.canonical ? -1 : 1;
+  if (a.source !== b.source) return a.source === 'reference' ? -1 : 1;
+  return a.source === 'reference' ? compareNatural(a.transcript_name, b.transcript_name) : compareNatural(a.transcript_id, b.transcript_id);
+}
+
+export function groupByGene(isoforms: IsoformRow[]): Map<string, IsoformRow[]> {
+  const byGene = new Map<string, IsoformRow[]>();
+  for (const iso of isoforms) {
+    const list = byGene.get(iso.gene_id);
+    if (list) list.push(iso);
+    else byGene.set(iso.gene_id, [iso]);
+  }
+  for (const list of byGene.values()) list.sort(compareIsoformsInGene);
+  return byGene;
+}

@@ -1,0 +1,59 @@
+// Writes the rendered tree and records every file for the manifest. Writes are asynchronous with a
+// bound on how many are in flight, so large releases neither serialize on disk latency nor open
+// thousands of files at once.
+import { createHash } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { contentTypeOf, SAFE_ID } from '../../edge/contract/tree.js';
+
+export interface ManifestEntry {
+  path: string;
+  size: number;
+  sha256: string;
+  content_type: string;
+}
+
+export class TreeWriter {
+  readonly entries: ManifestEntry[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly madeDirs = new Set<string>();
+  bytes = 0;
+
+  constructor(
+    readonly root: string,
+    private readonly concurrency = 64,
+  ) {}
+
+  /** Checks an identifier before it becomes part of a file name. */
+  static safeId(id: string): string {
+    if (!SAFE_ID.test(id)) throw new Error(`identifier "${id}" cannot be a file name in the tree (allowed: ${SAFE_ID})`);
+    return id;
+  }
+
+  async json(path: string, body: unknown): Promise<void> {
+    await this.bytesAt(path, Buffer.from(JSON.stringify(body), 'utf8'));
+  }
+
+  async bytesAt(path: string, data: Buffer): Promise<void> {
+    const sha256 = createHash('sha256').update(data).digest('hex');
+    this.entries.push({ path, size: data.length, sha256, content_type: contentTypeOf(path) });
+    this.bytes += data.length;
+    while (this.inFlight.size >= this.concurrency) await Promise.race(this.inFlight);
+    const write = this.write(path, data).finally(() => this.inFlight.delete(write));
+    this.inFlight.add(write);
+  }
+
+  private async write(path: string, data: Buffer) {
+    const full = join(this.root, path);
+    const dir = dirname(full);
+    if (!this.madeDirs.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.madeDirs.add(dir);
+    }
+    await writeFile(full, data);
+  }
+
+  async flush(): Promise<void> {
+    await Promise.all(this.inFlight);
+  }
+}

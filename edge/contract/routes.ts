@@ -1,0 +1,199 @@
+// The v1 route table: paths, parameters with their bounds, response schemas and cache policy.
+// The edge function routes and validates from it, the OpenAPI document is generated from it, and the
+// contract tests iterate over it. Paths are relative to API_PREFIX.
+import type { SchemaName } from './schemas.js';
+
+export interface IntegerParam {
+  name: string;
+  description: string;
+  minimum: number;
+  maximum?: number;
+  default?: number;
+}
+export interface StringParam {
+  name: string;
+  description: string;
+  minLength: number;
+  maxLength: number;
+  required: boolean;
+}
+
+export type CachePolicy = 'release' | 'search' | 'redirect';
+/** Cache-Control per policy. Release-scoped files change only with a new release (the ETag is the
+ * content hash, so revalidation is cheap); search is computed per request and kept short. */
+export const cacheControl: Record<CachePolicy, string> = {
+  release: 'public, max-age=3600, stale-while-revalidate=86400',
+  search: 'public, max-age=60',
+  redirect: 'public, max-age=3600',
+};
+
+export interface Route {
+  id: string;
+  /** OpenAPI-style template, e.g. `/genes/{symbol}`. */
+  path: string;
+  summary: string;
+  description: string;
+  pathParams: { name: string; description: string; example: string }[];
+  integerParams: IntegerParam[];
+  stringParams: StringParam[];
+  /** The schema of a 200 body; null for the redirect route. */
+  schema: SchemaName | null;
+  status: 200 | 307;
+  cache: CachePolicy;
+  tag: 'genes' | 'isoforms' | 'search' | 'release';
+}
+
+const limit = (max: number, def: number): IntegerParam => ({
+  name: 'limit',
+  description: `Items per response, 1–${max}`,
+  minimum: 1,
+  maximum: max,
+  default: def,
+});
+const offset: IntegerParam = { name: 'offset', description: 'Items to skip', minimum: 0, default: 0 };
+const transcriptParam = {
+  name: 'transcript_id',
+  description:
+    'ENST… id with or without its version, PB.x.y long-read id, or transcript name (case-insensitive). Every form returns the same body.',
+  example: 'ENST00000006251.11',
+};
+const symbolParam = {
+  name: 'symbol',
+  description: 'Gene symbol (case-insensitive) or Ensembl gene id with or without version',
+  example: 'PRR5',
+};
+
+export const routes: Route[] = [
+  {
+    id: 'root',
+    path: '/',
+    summary: 'Release metadata and links to the endpoints',
+    description: 'The same body as /release.',
+    pathParams: [],
+    integerParams: [],
+    stringParams: [],
+    schema: 'Release',
+    status: 200,
+    cache: 'release',
+    tag: 'release',
+  },
+  {
+    id: 'release',
+    path: '/release',
+    summary: 'Release metadata',
+    description: 'Version, date, sources of each track, counts, and which tracks are generated.',
+    pathParams: [],
+    integerParams: [],
+    stringParams: [],
+    schema: 'Release',
+    status: 200,
+    cache: 'release',
+    tag: 'release',
+  },
+  {
+    id: 'gene',
+    path: '/genes/{symbol}',
+    summary: 'A gene and the summary of each of its isoforms',
+    description:
+      'A symbol shared by several genes (e.g. Y_RNA) answers 300 Multiple Choices with the candidate gene ids; use a gene id to pick one.',
+    pathParams: [symbolParam],
+    integerParams: [],
+    stringParams: [],
+    schema: 'Gene',
+    status: 200,
+    cache: 'release',
+    tag: 'genes',
+  },
+  {
+    id: 'geneIsoforms',
+    path: '/genes/{symbol}/isoforms',
+    summary: "A page of a gene's isoforms",
+    description: 'Ordered canonical first, then reference isoforms by name, then long-read isoforms by id.',
+    pathParams: [symbolParam],
+    integerParams: [limit(100, 100), offset],
+    stringParams: [],
+    schema: 'IsoformPage',
+    status: 200,
+    cache: 'release',
+    tag: 'genes',
+  },
+  {
+    id: 'isoform',
+    path: '/isoforms/{transcript_id}',
+    summary: 'An isoform: core record and summary metrics',
+    description: 'Δlength, NMD, domain, neoantigen and PTM counts, and mean pLDDT.',
+    pathParams: [transcriptParam],
+    integerParams: [],
+    stringParams: [],
+    schema: 'Isoform',
+    status: 200,
+    cache: 'release',
+    tag: 'isoforms',
+  },
+  {
+    id: 'domains',
+    path: '/isoforms/{transcript_id}/domains',
+    summary: 'Pfam and TED domains of an isoform',
+    description: 'Ordered by start position.',
+    pathParams: [transcriptParam],
+    integerParams: [],
+    stringParams: [],
+    schema: 'DomainList',
+    status: 200,
+    cache: 'release',
+    tag: 'isoforms',
+  },
+  {
+    id: 'neoantigens',
+    path: '/isoforms/{transcript_id}/neoantigens',
+    summary: 'Top predicted neoantigens of an isoform, best first',
+    description: 'Ranked by predicted affinity (lowest nM first), then percentile rank.',
+    pathParams: [transcriptParam],
+    integerParams: [limit(50, 50)],
+    stringParams: [],
+    schema: 'NeoantigenList',
+    status: 200,
+    cache: 'release',
+    tag: 'isoforms',
+  },
+  {
+    id: 'structure',
+    path: '/isoforms/{transcript_id}/structure',
+    summary: 'Redirect to the mmCIF file of the predicted structure',
+    description: '307 Temporary Redirect; 404 when the isoform has no predicted structure.',
+    pathParams: [transcriptParam],
+    integerParams: [],
+    stringParams: [],
+    schema: null,
+    status: 307,
+    cache: 'redirect',
+    tag: 'isoforms',
+  },
+  {
+    id: 'search',
+    path: '/search',
+    summary: 'Search genes and isoforms',
+    description:
+      'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names. Exact matches rank first, then prefix, then fuzzy (typo-tolerant) matches.',
+    pathParams: [],
+    integerParams: [limit(25, 10)],
+    stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }],
+    schema: 'SearchResults',
+    status: 200,
+    cache: 'search',
+    tag: 'search',
+  },
+  {
+    id: 'openapi',
+    path: '/openapi.json',
+    summary: 'This OpenAPI 3.1 document',
+    description: '',
+    pathParams: [],
+    integerParams: [],
+    stringParams: [],
+    schema: null,
+    status: 200,
+    cache: 'release',
+    tag: 'release',
+  },
+];

@@ -1,0 +1,281 @@
+// The JSON bodies of v1, stated once. Each schema is plain JSON Schema (2020-12) built with TypeBox,
+// which also gives the matching TypeScript type: the renderer is type-checked against the same
+// definition that the OpenAPI document publishes and the contract tests validate against.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Count = Type.Integer({ minimum: 0 });
+const Position = Type.Integer({ minimum: 1, description: '1-based position on the protein' });
+const Link = Type.String({ description: 'Root-relative URL of a related resource' });
+
+export const Provenance = Type.Union([Type.Literal('real'), Type.Literal('generated')], {
+  $id: 'Provenance',
+  description: '`generated`: produced by the seeded demo generator, not measured or predicted by a real tool.',
+});
+
+export const Metrics = Type.Object(
+  {
+    delta_length: Nullable(
+      Type.Integer({
+        description:
+          'Protein length minus the protein length of the gene canonical isoform (aa). null for non-coding isoforms or when the gene has no coding canonical isoform.',
+      }),
+    ),
+    nmd: Nullable(Type.Boolean({ description: 'Predicted nonsense-mediated decay target. null when unknown.' })),
+    domains: Nullable(Type.Integer({ minimum: 0, description: 'Pfam plus TED domains. null for non-coding isoforms or when the release has no domain track.' })),
+    neoantigens: Nullable(Type.Integer({ minimum: 0, description: 'Predicted neoantigen peptides (all, not only the top list). null when not applicable.' })),
+    ptm: Nullable(Type.Integer({ minimum: 0, description: 'Post-translational modification sites. null when not applicable.' })),
+    plddt: Nullable(Type.Number({ minimum: 0, maximum: 100, description: 'Mean pLDDT of the predicted structure. null without a structure.' })),
+  },
+  { $id: 'Metrics', additionalProperties: false },
+);
+
+export const Source = Type.Union([Type.Literal('reference'), Type.Literal('long_read')]);
+
+export const IsoformSummary = Type.Object(
+  {
+    transcript_id: Type.String(),
+    transcript_name: Type.String(),
+    source: Source,
+    canonical: Type.Boolean(),
+    protein_length: Nullable(Type.Integer({ minimum: 0, description: 'Amino acids, excluding the stop codon' })),
+    metrics: Type.Ref('Metrics'),
+    links: Type.Object({ self: Link }, { additionalProperties: false }),
+  },
+  { $id: 'IsoformSummary', additionalProperties: false },
+);
+
+export const CanonicalRule = Type.Union(
+  [
+    Type.Literal('MANE_Select'),
+    Type.Literal('Ensembl_canonical'),
+    Type.Literal('longest_coding'),
+    Type.Literal('longest_transcript'),
+  ],
+  { description: 'Which rule chose the canonical isoform (see the README: canonical isoform).' },
+);
+
+export const Gene = Type.Object(
+  {
+    gene_id: Type.String({ description: 'Unversioned Ensembl gene id, or the SQANTI3 label of a novel long-read locus' }),
+    gene_id_versioned: Nullable(Type.String()),
+    symbol: Type.String(),
+    biotype: Nullable(Type.String()),
+    source: Source,
+    chromosome: Type.String(),
+    strand: Type.Union([Type.Literal('+'), Type.Literal('-')]),
+    start: Type.Integer({ minimum: 1 }),
+    end: Type.Integer({ minimum: 1 }),
+    canonical_isoform: Nullable(
+      Type.Object(
+        { transcript_id: Type.String(), transcript_name: Type.String(), rule: CanonicalRule },
+        { additionalProperties: false },
+      ),
+    ),
+    isoform_count: Count,
+    isoforms: Type.Array(Type.Ref('IsoformSummary')),
+    links: Type.Object({ self: Link, isoforms: Link }, { additionalProperties: false }),
+  },
+  { $id: 'Gene', additionalProperties: false },
+);
+
+export const IsoformPage = Type.Object(
+  {
+    gene_id: Type.String(),
+    symbol: Type.String(),
+    total: Count,
+    limit: Type.Integer({ minimum: 1, maximum: 100 }),
+    offset: Count,
+    next: Nullable(Link),
+    items: Type.Array(Type.Ref('IsoformSummary')),
+  },
+  { $id: 'IsoformPage', additionalProperties: false },
+);
+
+export const Isoform = Type.Object(
+  {
+    transcript_id: Type.String({ description: 'ENST… (versioned) or PB.x.y' }),
+    transcript_id_unversioned: Nullable(Type.String()),
+    transcript_name: Type.String(),
+    transcript_name_source: Type.Union([Type.Literal('gtf'), Type.Literal('generated')]),
+    gene_id: Type.String(),
+    gene_symbol: Type.String(),
+    source: Source,
+    transcript_type: Nullable(Type.String()),
+    structural_category: Nullable(Type.String({ description: 'SQANTI3 structural category (long-read isoforms)' })),
+    associated_transcript: Nullable(Type.String()),
+    associated_genes: Type.Array(Type.String(), { description: 'All genes SQANTI3 associates (more than one for fusions)' }),
+    chromosome: Type.String(),
+    strand: Type.Union([Type.Literal('+'), Type.Literal('-')]),
+    start: Type.Integer({ minimum: 1 }),
+    end: Type.Integer({ minimum: 1 }),
+    length: Type.Integer({ minimum: 1, description: 'Transcript length (nt): sum of exon lengths' }),
+    exon_count: Type.Integer({ minimum: 1 }),
+    coding: Nullable(Type.Boolean()),
+    protein_length: Nullable(Type.Integer({ minimum: 0 })),
+    canonical: Type.Boolean(),
+    expression_tpm: Nullable(Type.Number({ minimum: 0 })),
+    tags: Type.Array(Type.String()),
+    metrics: Type.Ref('Metrics'),
+    links: Type.Object(
+      { self: Link, gene: Link, domains: Link, neoantigens: Link, structure: Nullable(Link) },
+      { additionalProperties: false },
+    ),
+  },
+  { $id: 'Isoform', additionalProperties: false },
+);
+
+export const Domain = Type.Object(
+  {
+    source: Type.Union([Type.Literal('pfam'), Type.Literal('ted')]),
+    accession: Type.String({ description: 'Pfam accession (PF…) or TED domain id' }),
+    name: Nullable(Type.String({ description: 'Pfam family name or CATH label' })),
+    start: Position,
+    end: Position,
+    segments: Type.Array(Type.Array(Position, { minItems: 2, maxItems: 2 }), {
+      description: '[start, end] of each segment; discontinuous domains have several',
+    }),
+    score: Nullable(Type.Number()),
+    evalue: Nullable(Type.Number({ minimum: 0 })),
+    provenance: Type.Ref('Provenance'),
+  },
+  { $id: 'Domain', additionalProperties: false },
+);
+
+export const DomainList = Type.Object(
+  {
+    transcript_id: Type.String(),
+    transcript_name: Type.String(),
+    protein_length: Nullable(Type.Integer({ minimum: 0 })),
+    total: Count,
+    items: Type.Array(Type.Ref('Domain')),
+  },
+  { $id: 'DomainList', additionalProperties: false },
+);
+
+export const Neoantigen = Type.Object(
+  {
+    rank: Type.Integer({ minimum: 1, description: 'Rank within the isoform, 1 = best' }),
+    peptide: Type.String({ pattern: '^[ACDEFGHIKLMNPQRSTVWYUX]+$' }),
+    length: Type.Integer({ minimum: 1 }),
+    allele: Type.String(),
+    affinity_nm: Nullable(Type.Number({ minimum: 0 })),
+    percentile_rank: Nullable(Type.Number({ minimum: 0, maximum: 100 })),
+    start: Position,
+    end: Position,
+    provenance: Type.Ref('Provenance'),
+  },
+  { $id: 'Neoantigen', additionalProperties: false },
+);
+
+export const NeoantigenList = Type.Object(
+  {
+    transcript_id: Type.String(),
+    transcript_name: Type.String(),
+    total: Count,
+    limit: Type.Integer({ minimum: 0, maximum: 50 }),
+    items: Type.Array(Type.Ref('Neoantigen')),
+  },
+  { $id: 'NeoantigenList', additionalProperties: false },
+);
+
+export const TrackSource = Type.Object(
+  {
+    track: Type.String(),
+    source: Type.String(),
+    version: Nullable(Type.String()),
+    generated: Type.Boolean(),
+    records: Count,
+    description: Nullable(Type.String()),
+    files: Type.Array(
+      Type.Object({ name: Type.String(), sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }) }, { additionalProperties: false }),
+      { description: 'The input files of this source, with their SHA-256' },
+    ),
+  },
+  { $id: 'TrackSource', additionalProperties: false },
+);
+
+export const Release = Type.Object(
+  {
+    service: Type.Literal('isoatlas'),
+    api_version: Type.Literal('v1'),
+    release: Type.String(),
+    date: Type.String({ format: 'date' }),
+    title: Type.String(),
+    assembly: Type.String(),
+    sources: Type.Array(Type.Ref('TrackSource')),
+    generated_tracks: Type.Array(Type.String()),
+    counts: Type.Record(Type.String(), Count),
+    links: Type.Record(Type.String(), Link),
+  },
+  { $id: 'Release', additionalProperties: false },
+);
+
+export const SearchHit = Type.Object(
+  {
+    type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
+    id: Type.String(),
+    symbol: Type.String(),
+    name: Nullable(Type.String()),
+    matched_field: Type.String(),
+    match: Type.Union([Type.Literal('exact'), Type.Literal('prefix'), Type.Literal('fuzzy')]),
+    score: Type.Number(),
+    link: Link,
+  },
+  { $id: 'SearchHit', additionalProperties: false },
+);
+
+export const SearchResults = Type.Object(
+  {
+    query: Type.String(),
+    limit: Type.Integer({ minimum: 1, maximum: 25 }),
+    total: Count,
+    items: Type.Array(Type.Ref('SearchHit')),
+  },
+  { $id: 'SearchResults', additionalProperties: false },
+);
+
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer({ minimum: 100, maximum: 599 }),
+    detail: Type.String(),
+    instance: Type.String(),
+  },
+  { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details' },
+);
+
+/** Every named schema, for Ajv and for `components.schemas` of the OpenAPI document. */
+export const schemas = {
+  Provenance,
+  Metrics,
+  IsoformSummary,
+  Gene,
+  IsoformPage,
+  Isoform,
+  Domain,
+  DomainList,
+  Neoantigen,
+  NeoantigenList,
+  TrackSource,
+  Release,
+  SearchHit,
+  SearchResults,
+  Problem,
+} as const;
+export type SchemaName = keyof typeof schemas;
+
+export type MetricsBody = Static<typeof Metrics>;
+export type IsoformSummaryBody = Omit<Static<typeof IsoformSummary>, 'metrics'> & { metrics: MetricsBody };
+export type GeneBody = Omit<Static<typeof Gene>, 'isoforms'> & { isoforms: IsoformSummaryBody[] };
+export type IsoformPageBody = Omit<Static<typeof IsoformPage>, 'items'> & { items: IsoformSummaryBody[] };
+export type IsoformBody = Omit<Static<typeof Isoform>, 'metrics'> & { metrics: MetricsBody };
+export type DomainBody = Static<typeof Domain> & { provenance: 'real' | 'generated' };
+export type DomainListBody = Omit<Static<typeof DomainList>, 'items'> & { items: DomainBody[] };
+export type NeoantigenBody = Static<typeof Neoantigen> & { provenance: 'real' | 'generated' };
+export type NeoantigenListBody = Omit<Static<typeof NeoantigenList>, 'items'> & { items: NeoantigenBody[] };
+export type TrackSourceBody = Static<typeof TrackSource>;
+export type ReleaseBody = Omit<Static<typeof Release>, 'sources'> & { sources: TrackSourceBody[] };
+export type SearchHitBody = Static<typeof SearchHit>;
+export type ProblemBody = Static<typeof Problem>;

@@ -1,0 +1,178 @@
+// Malformed input stops the import with a message naming the file, the line and the problem, exit
+// code 3, and leaves no half-written database. Fixtures are real lines of the chr22 inputs, damaged.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+
+const ROOT = join(__dirname, '..');
+const realLines = (file: string, n: number) => gunzipSync(readFileSync(join(ROOT, 'data/chr22', file))).toString('utf8').split('\n').slice(0, n);
+
+function isoatlas(...args: string[]) {
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8', env: { ...process.env, ISOATLAS_DEBUG: '' } });
+  return { code: r.status, stderr: r.stderr };
+}
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'isoatlas-bad-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A reference-only release config over a GTF written by the test. */
+function configFor(gtfLines: string[], name: string) {
+  const gtf = join(dir, `${name}.gtf`);
+  writeFileSync(gtf, gtfLines.join('\n') + '\n');
+  const config = join(dir, `${name}.config.json`);
+  writeFileSync(config, JSON.stringify({ release: 'bad', date: '2026-11-22', title: 't', assembly: 'GRCh38', reference: { gtf, source: 'test' } }));
+  return { gtf, config };
+}
+
+describe('core import of malformed inputs', () => {
+  const good = realLines('gencode.v38.basic_chr22_corrected.gtf.gz', 40);
+
+  it('accepts the undamaged lines (the fixture itself is valid)', () => {
+    const { config } = configFor(good, 'good');
+    const r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'good.sqlite'));
+    expect(r.stderr).toMatch(/imported \d+ genes/);
+    expect(r.code).toBe(0);
+  });
+
+  it('rejects a truncated GTF line, naming file and line', () => {
+    const lines = [...good];
+    lines[6] = lines[6].split('\t').slice(0, 5).join('\t');
+    const { gtf, config } = configFor(lines, 'truncated');
+    const out = join(dir, 'truncated.sqlite');
+    const r = isoatlas('import', 'core', '--config', config, '--out', out);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${gtf}:7: expected 9 tab-separated GTF fields, found 5`);
+    expect(existsSync(out)).toBe(false);
+    expect(readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]);
+  });
+
+  it('rejects a duplicate transcript id, naming both lines', () => {
+    const transcriptLine = good.findIndex((l) => l.split('\t')[2] === 'transcript');
+    const { gtf, config } = configFor([...good, good[transcriptLine]], 'duplicate');
+    const r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'duplicate.sqlite'));
+    expect(r.code).toBe(3);
+    const id = /transcript_id "([^"]+)"/.exec(good[transcriptLine])![1];
+    expect(r.stderr).toContain(`${gtf}:${good.length + 1}: duplicate transcript id ${id} (first defined at line ${transcriptLine + 1})`);
+  });
+
+  it('rejects a malformed attribute and a bad coordinate', () => {
+    const broken = [...good];
+    broken[2] = broken[2].replace('transcript_id "', 'transcript_id ="');
+    let r = isoatlas('import', 'core', '--config', configFor(broken, 'attr').config, '--out', join(dir, 'attr.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/attr\.gtf:3: malformed attribute/);
+    const coords = [...good];
+    coords[3] = coords[3].replace(/\t(\d+)\t(\d+)\t/, '\t$2\tabc\t');
+    r = isoatlas('import', 'core', '--config', configFor(coords, 'coords').config, '--out', join(dir, 'coords.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/coords\.gtf:4: start and end must be integers/);
+  });
+
+  it('rejects a classification without a required column and with a bad value', () => {
+    const cls = realLines('gencode.v38.basic_chr22_classification.txt.gz', 5);
+    const { gtf } = configFor(good, 'for-cls');
+    const write = (name: string, lines: string[]) => {
+      const file = join(dir, name);
+      writeFileSync(file, lines.join('\n') + '\n');
+      const config = join(dir, `${name}.json`);
+      writeFileSync(config, JSON.stringify({ release: 'bad', date: '2026-11-22', title: 't', assembly: 'GRCh38', reference: { gtf, classification: file, source: 'test' } }));
+      return { file, config };
+    };
+    const missing = write('missing-col.txt', [cls[0].replace('predicted_NMD', 'predicted_nmd'), ...cls.slice(1)]);
+    let r = isoatlas('import', 'core', '--config', missing.config, '--out', join(dir, 'c1.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${missing.file}:1: missing required column(s): predicted_NMD`);
+    const header = cls[0].split('\t');
+    const row = cls[2].split('\t');
+    row[header.indexOf('coding')] = 'maybe';
+    const bad = write('bad-value.txt', [cls[0], cls[1], row.join('\t')]);
+    r = isoatlas('import', 'core', '--config', bad.config, '--out', join(dir, 'c2.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${bad.file}:3: column "coding": expected coding or non_coding, found "maybe"`);
+  });
+
+  it('rejects an invalid release config and a missing input file with exit code 3', () => {
+    const config = join(dir, 'bad-config.json');
+    writeFileSync(config, JSON.stringify({ release: 'x', date: 'yesterday', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
+    let r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/invalid release config: \/date/);
+    writeFileSync(config, JSON.stringify({ release: 'x', date: '2026-01-01', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
+    r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('none.gtf: file not found');
+  });
+
+  it('answers usage errors with exit code 2 and help with 0', () => {
+    expect(isoatlas('import', 'core').code).toBe(2);
+    expect(isoatlas('import', 'track', 'colours', '--db', 'x', '--file', 'y', '--source', 'z').code).toBe(2);
+    const help = isoatlas('--help');
+    expect(help.code).toBe(0);
+  });
+});
+
+describe('track import of malformed TSVs', () => {
+  let db: string;
+  let before: string;
+  const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+  beforeAll(() => {
+    db = join(dir, 'tracks.sqlite');
+    copyFileSync(inject('demoDb'), db);
+    before = sha(db);
+  });
+
+  const track = (kind: string, name: string, lines: string[]) => {
+    const file = join(dir, name);
+    writeFileSync(file, lines.join('\n') + '\n');
+    return { file, ...isoatlas('import', 'track', kind, '--db', db, '--file', file, '--source', 'test') };
+  };
+
+  it('rejects an unknown column', () => {
+    const r = track('ptm', 'unknown-col.tsv', ['transcript_id\tposition\tresidue\tmodification\tcolour', 'ENST00000006251.11\t1\tM\tx\tred']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${r.file}:1: unknown column(s): colour`);
+  });
+
+  it('rejects a position beyond the protein and a residue that is not there', () => {
+    // ENST00000006251.11 (PRR5-201) is 379 aa and starts MSSPS…
+    let r = track('neoantigens', 'beyond.tsv', ['transcript_id\tpeptide\tallele\taffinity_nm\tstart', 'ENST00000006251.11\tMSSPSLSDL\tHLA-A*02:01\t50\t400']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${r.file}:2: column "start": position 400 is beyond the end of ENST00000006251.11's protein (379 aa)`);
+    r = track('ptm', 'residue.tsv', ['transcript_id\tposition\tresidue\tmodification', 'ENST00000006251.11\t2\tT\tPhosphothreonine']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('ENST00000006251.11 has S at position 2, not T');
+  });
+
+  it('rejects an unknown transcript and a non-coding one', () => {
+    let r = track('domains', 'unknown-tx.tsv', ['transcript_id\tsource\taccession\tstart\tend', 'ENST00000000000.1\tpfam\tPF00069\t1\t50']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('ENST00000000000.1 is not an isoform of this release');
+    r = track('domains', 'noncoding.tsv', ['transcript_id\tsource\taccession\tstart\tend', 'PB.3797.1\tpfam\tPF00069\t1\t50']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('PB.3797.1 is not a coding isoform');
+  });
+
+  it('leaves the release database untouched after every failed import', () => {
+    expect(sha(db)).toBe(before);
+    expect(readdirSync(dir).filter((f) => f.startsWith('tracks.sqlite.tmp'))).toEqual([]);
+  });
+
+  it('imports a valid track atomically and counts it in the metrics', () => {
+    const r = track('ptm', 'valid.tsv', ['transcript_id\tposition\tresidue\tmodification\tsource', 'ENST00000006251.11\t3\tS\tPhosphoserine\tcurated']);
+    expect(r.stderr).toContain('imported 1 ptm records');
+    expect(r.code).toBe(0);
+    expect(sha(db)).not.toBe(before);
+    // Importing the same file twice is refused.
+    const again = isoatlas('import', 'track', 'ptm', '--db', db, '--file', r.file, '--source', 'test');
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain('was already imported');
+  });
+});

@@ -1,0 +1,203 @@
+// The rendered tree of the demo release: every body against its schema, the manifest against the
+// files, every isoform reachable through the alias maps, pages, structures, search index, determinism.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import fg from 'fast-glob';
+import MiniSearch from 'minisearch';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildDemo } from '../build/cli.js';
+import { importCore, loadCoreConfig } from '../build/import/core.js';
+import { renderTree } from '../build/render/index.js';
+import { ISOFORM_PAGE_SIZE, NEOANTIGEN_TOP, contentTypeOf, treePaths } from '../edge/contract/tree.js';
+import { searchOptions } from '../edge/contract/search.js';
+import { routes } from '../edge/contract/routes.js';
+import { schemaForTreePath, validate } from './helpers/schemas.js';
+import type { GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, DomainListBody, ReleaseBody } from '../edge/contract/schemas.js';
+import type { AliasMaps } from '../build/render/aliases.js';
+import type { StructureMapEntry } from '../build/render/structures.js';
+
+const tree = () => inject('demoTree');
+const read = <T>(root: string, path: string): T => JSON.parse(readFileSync(join(root, path), 'utf8')) as T;
+
+interface Manifest {
+  release: string;
+  files: number;
+  bytes: number;
+  entries: { path: string; size: number; sha256: string; content_type: string }[];
+}
+
+describe('rendered demo tree', () => {
+  it('validates every JSON body against its schema', async () => {
+    const files = await fg('api/v1/**/*.json', { cwd: tree() });
+    const perSchema: Record<string, number> = {};
+    const failures: string[] = [];
+    for (const path of files) {
+      const schema = schemaForTreePath(path);
+      if (!schema) continue;
+      perSchema[schema] = (perSchema[schema] ?? 0) + 1;
+      const errors = validate(schema, read(tree(), path));
+      if (errors.length) failures.push(`${path}: ${errors.slice(0, 3).join('; ')}`);
+    }
+    expect(failures.slice(0, 5)).toEqual([]);
+    expect(perSchema).toEqual({ Release: 1, Gene: 1601, IsoformPage: 1601, Isoform: 6353, DomainList: 6353, NeoantigenList: 6353 });
+  });
+
+  it('lists every file in the manifest with its size, sha256 and content type, and nothing else', async () => {
+    const manifest = read<Manifest>(tree(), treePaths.manifest);
+    const onDisk = (await fg('**/*', { cwd: tree() })).filter((p) => p !== treePaths.manifest).sort();
+    expect(manifest.entries.map((e) => e.path)).toEqual(onDisk);
+    expect(manifest.files).toBe(onDisk.length);
+    for (const e of manifest.entries) {
+      const bytes = readFileSync(join(tree(), e.path));
+      expect(bytes.length, e.path).toBe(e.size);
+      expect(createHash('sha256').update(bytes).digest('hex'), e.path).toBe(e.sha256);
+      expect(e.content_type).toBe(contentTypeOf(e.path));
+    }
+    expect(manifest.bytes).toBe(manifest.entries.reduce((s, e) => s + e.size, 0));
+  });
+
+  it('reaches every isoform by id, unversioned id and name, in any case, and every gene by symbol and id', () => {
+    const aliases = read<AliasMaps>(tree(), treePaths.aliases);
+    const isoformFiles = fg.sync('api/v1/isoforms/*.json', { cwd: tree() });
+    expect(isoformFiles.length).toBe(6353);
+    for (const path of isoformFiles) {
+      const iso = read<IsoformBody>(tree(), path);
+      const keys = [iso.transcript_id, iso.transcript_name, iso.transcript_name.toUpperCase(), iso.transcript_name.toLowerCase()];
+      if (iso.transcript_id_unversioned) keys.push(iso.transcript_id_unversioned);
+      for (const key of keys) expect(aliases.isoforms[key.toLowerCase()], key).toBe(iso.transcript_id);
+      expect(path).toBe(treePaths.isoform(iso.transcript_id));
+    }
+    for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree() })) {
+      const gene = read<GeneBody>(tree(), path);
+      expect(aliases.genes[gene.gene_id.toLowerCase()]).toBe(gene.gene_id);
+      if (gene.gene_id_versioned) expect(aliases.genes[gene.gene_id_versioned.toLowerCase()]).toBe(gene.gene_id);
+      const bySymbol = aliases.genes[gene.symbol.toLowerCase()];
+      if (Array.isArray(bySymbol)) expect(bySymbol).toContain(gene.gene_id);
+      else expect(bySymbol).toBe(gene.gene_id);
+    }
+    expect(aliases.genes['y_rna']).toHaveLength(13); // a symbol naming 13 genes lists them all
+  });
+
+  it('pre-splits every gene isoform list into pages that list each isoform exactly once', () => {
+    for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree() })) {
+      const gene = read<GeneBody>(tree(), path);
+      const pages = fg.sync(`api/v1/genes/${gene.gene_id}/isoforms/*.json`, { cwd: tree() });
+      expect(pages.length).toBe(Math.max(1, Math.ceil(gene.isoform_count / ISOFORM_PAGE_SIZE)));
+      const listed = pages.flatMap((_, n) => read<IsoformPageBody>(tree(), treePaths.genePage(gene.gene_id, n)).items.map((i) => i.transcript_id));
+      expect(listed).toEqual(gene.isoforms.map((i) => i.transcript_id));
+      expect(new Set(listed).size).toBe(gene.isoform_count);
+    }
+  });
+
+  it('ranks neoantigens best first, keeps the top 50, and counts all of them in the metrics', () => {
+    let withMore = 0;
+    for (const path of fg.sync('api/v1/isoforms/*/neoantigens.json', { cwd: tree() })) {
+      const list = read<NeoantigenListBody>(tree(), path);
+      const iso = read<IsoformBody>(tree(), treePaths.isoform(list.transcript_id));
+      expect(list.items.length).toBe(Math.min(list.total, NEOANTIGEN_TOP));
+      list.items.forEach((n, i) => {
+        expect(n.rank).toBe(i + 1);
+        if (i > 0) expect(n.affinity_nm!).toBeGreaterThanOrEqual(list.items[i - 1].affinity_nm!);
+        expect(n.end - n.start + 1).toBe(n.peptide.length);
+      });
+      if (iso.coding) expect(iso.metrics.neoantigens).toBe(list.total);
+      else expect(iso.metrics.neoantigens).toBeNull();
+      if (list.total > NEOANTIGEN_TOP) withMore += 1;
+    }
+    expect(withMore).toBeGreaterThan(0); // the cut at 50 is exercised
+  });
+
+  it('marks every generated record and track as generated', () => {
+    const release = read<ReleaseBody>(tree(), treePaths.release);
+    expect(release.generated_tracks).toEqual(['domains', 'neoantigens', 'ptm', 'structures']);
+    expect(release.sources.filter((s) => s.generated).map((s) => s.track).sort()).toEqual(release.generated_tracks);
+    expect(release.sources.filter((s) => !s.generated).map((s) => s.track).sort()).toEqual(['long_read', 'reference']);
+    const domains = fg.sync('api/v1/isoforms/*/domains.json', { cwd: tree() }).map((p) => read<DomainListBody>(tree(), p));
+    const items = domains.flatMap((d) => d.items);
+    expect(items.length).toBe(release.counts.domains);
+    expect(items.every((d) => d.provenance === 'generated')).toBe(true);
+    expect(new Set(items.map((d) => d.source))).toEqual(new Set(['pfam', 'ted']));
+  });
+
+  it('maps each structure to an mmCIF file in the tree whose CA B-factors average to the isoform pLDDT', () => {
+    const map = read<Record<string, StructureMapEntry>>(tree(), treePaths.structureMap);
+    const entries = Object.entries(map);
+    expect(entries.length).toBe(read<ReleaseBody>(tree(), treePaths.release).counts.structures);
+    for (const [transcriptId, s] of entries) {
+      const text = readFileSync(join(tree(), s.path), 'utf8');
+      expect(createHash('sha256').update(text).digest('hex')).toBe(s.sha256);
+      expect(text.startsWith('data_')).toBe(true);
+      const iso = read<IsoformBody>(tree(), treePaths.isoform(transcriptId));
+      expect(iso.metrics.plddt).toBe(s.mean_plddt);
+      expect(iso.links.structure).toBe(`/api/v1/isoforms/${transcriptId}/structure`);
+    }
+    const without = read<IsoformBody>(tree(), treePaths.isoform('PB.3797.1'));
+    expect(without.metrics.plddt).toBeNull();
+    expect(without.links.structure).toBeNull();
+  });
+
+  it('renders a search index the edge can load with the shared options', () => {
+    const index = MiniSearch.loadJSON(readFileSync(join(tree(), treePaths.searchIndex), 'utf8'), searchOptions);
+    expect(index.documentCount).toBe(1601 + 6353);
+    const [top] = index.search('prr5');
+    expect(top).toMatchObject({ id: 'g:ENSG00000186654', type: 'gene', gene_symbol: 'PRR5' });
+    expect(index.search('prr5-201')[0]).toMatchObject({ id: 'i:ENST00000006251.11' });
+  });
+
+  it('renders an OpenAPI 3.1 document covering every route, whose refs all resolve', () => {
+    const doc = read<{ openapi: string; paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } }>(tree(), treePaths.openapi);
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths).sort()).toEqual(routes.map((r) => r.path).sort());
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g) ?? [];
+    expect(refs.length).toBeGreaterThan(10);
+    for (const ref of refs) {
+      const name = ref.replace(/^"\$ref":"#\/components\/schemas\//, '').replace(/"$/, '');
+      expect(doc.components.schemas[name], ref).toBeDefined();
+    }
+  });
+});
+
+describe('determinism', () => {
+  it('builds a byte-identical tree from the same inputs', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'isoatlas-determinism-'));
+    try {
+      const second = await buildDemo(work, { progress: false });
+      const a = readFileSync(join(tree(), treePaths.manifest));
+      const b = readFileSync(join(second.tree, treePaths.manifest));
+      // The manifest holds every file's sha256 (checked against the files above), so equal manifests
+      // mean equal trees.
+      expect(b.equals(a)).toBe(true);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('isoform pages of a gene with more than 100 isoforms (GENCODE v49: EEF1D has 144)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'isoatlas-v49-tree-'));
+    await importCore(loadCoreConfig(join(__dirname, 'fixtures/v49.config.json')), join(dir, 'v49.sqlite'));
+    await renderTree(join(dir, 'v49.sqlite'), join(dir, 'tree'), { progress: false });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('splits at 100 and links the next page', () => {
+    const root = join(dir, 'tree');
+    const aliases = read<AliasMaps>(root, treePaths.aliases);
+    const geneId = aliases.genes['eef1d'] as string;
+    const gene = read<GeneBody>(root, treePaths.gene(geneId));
+    expect(gene.isoform_count).toBe(144);
+    const p0 = read<IsoformPageBody>(root, treePaths.genePage(geneId, 0));
+    const p1 = read<IsoformPageBody>(root, treePaths.genePage(geneId, 1));
+    expect([p0.items.length, p1.items.length]).toEqual([100, 44]);
+    expect(p0.next).toBe(`/api/v1/genes/${geneId}/isoforms?limit=100&offset=100`);
+    expect(p1.next).toBeNull();
+    expect([...p0.items, ...p1.items].map((i) => i.transcript_id)).toEqual(gene.isoforms.map((i) => i.transcript_id));
+    expect(gene.isoforms[0].canonical).toBe(true);
+    expect(validate('IsoformPage', p0)).toEqual([]);
+    expect(statSync(join(root, treePaths.genePage(geneId, 2)), { throwIfNoEntry: false })).toBeUndefined();
+  });
+});
