@@ -12,6 +12,10 @@ import { TRACKS, type Track } from './release-db/schema.js';
 import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
 import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
+import { NotATreeError, serve } from './serve.js';
+import { bundleEdge } from './bundle-edge.js';
+import { existsSync } from 'node:fs';
+import { treePaths } from '../edge/contract/tree.js';
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, badInput: 3 } as const;
 
@@ -37,6 +41,23 @@ function parseTrack(value: string): Track {
   if (!(TRACKS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${TRACKS.join(', ')}`);
   return value as Track;
 }
+
+function parsePort(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number from 0 to 65535');
+  return Number(value);
+}
+
+function parseBaseUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
+    return value.replace(/\/$/, '');
+  } catch {
+    throw new InvalidArgumentError('expected an http(s) URL');
+  }
+}
+
+const DEFAULT_PORT = process.env.PORT ?? '8080';
 
 function parseSeed(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a non-negative integer');
@@ -163,6 +184,43 @@ export function program(): Command {
       log(summaryLine(summary, tree));
     });
 
+  cli
+    .command('serve')
+    .description('Serve a rendered tree over HTTP with the edge function (local server, offline mirrors).')
+    .option('--dir <tree>', 'rendered tree to serve', join(DEMO.work, 'tree'))
+    .option('--port <n>', 'port (0 picks a free one); default $PORT or 8080', parsePort, parsePort(DEFAULT_PORT))
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--structure-base <url>', 'base URL that structure redirects point into (default: this server, which serves /structures/ itself)', parseBaseUrl)
+    .action(async (o: { dir: string; port: number; host: string; structureBase?: string }) => {
+      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase });
+    });
+
+  cli
+    .command('start')
+    .description('Build the demo release if it has not been built, then serve it (what `npm start` runs).')
+    .option('--port <n>', 'port; default $PORT or 8080', parsePort, parsePort(DEFAULT_PORT))
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--rebuild', 'build the demo release again even if it exists', false)
+    .action(async (o: { port: number; host: string; rebuild: boolean }) => {
+      const tree = join(DEMO.work, 'tree');
+      if (o.rebuild || !existsSync(join(tree, treePaths.manifest))) {
+        const built = await buildDemo();
+        log(summaryLine(built.summary, built.tree));
+      } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
+      await serve({ dir: tree, port: o.port, host: o.host });
+    });
+
+  cli
+    .command('bundle-edge')
+    .description('Bundle the Lambda@Edge function with esbuild and print its size.')
+    .option('--out <dir>', 'output directory', join(PROJECT_ROOT, 'dist/edge'))
+    .requiredOption('--origin <url>', 'base URL of the published tree the function reads', parseBaseUrl)
+    .option('--structure-base <url>', 'base URL structure redirects point into', parseBaseUrl)
+    .action(async (o: { out: string; origin: string; structureBase?: string }) => {
+      const b = await bundleEdge({ outDir: o.out, originBaseUrl: o.origin, structureBaseUrl: o.structureBase });
+      log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`);
+    });
+
   return cli;
 }
 
@@ -175,7 +233,7 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof InputError || err instanceof NamingError) {
+    if (err instanceof InputError || err instanceof NamingError || err instanceof NotATreeError) {
       log(`isoatlas: invalid input: ${err.message}`);
       return EXIT.badInput;
     }

@@ -1,0 +1,41 @@
+// Bundles the edge function (edge/lambda-entry.ts) into one minified CommonJS file for Lambda@Edge
+// with esbuild, and reports its size against the Lambda@Edge limit for viewer/origin triggers.
+import { build } from 'esbuild';
+import { mkdirSync, statSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ENTRY = fileURLToPath(new URL('../edge/lambda-entry.ts', import.meta.url));
+/** Lambda@Edge: 1 MB zipped for viewer-request functions (50 MB for origin-request); we hold the
+ * edge to the stricter budget so it can move to either trigger. */
+export const EDGE_BUNDLE_BUDGET = 1024 * 1024;
+
+export interface EdgeBundle {
+  file: string;
+  bytes: number;
+  gzipBytes: number;
+}
+
+export async function bundleEdge(opts: { outDir: string; originBaseUrl: string; structureBaseUrl?: string }): Promise<EdgeBundle> {
+  const outDir = resolve(opts.outDir);
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, 'index.js');
+  await build({
+    entryPoints: [ENTRY],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+    legalComments: 'none',
+    outfile: file,
+    define: { __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ originBaseUrl: opts.originBaseUrl, structureBaseUrl: opts.structureBaseUrl }) },
+    logLevel: 'warning',
+  });
+  const bytes = statSync(file).size;
+  const gzipBytes = gzipSync(readFileSync(file), { level: 9 }).length;
+  if (gzipBytes > EDGE_BUNDLE_BUDGET) throw new Error(`edge bundle is ${gzipBytes} bytes compressed, over the ${EDGE_BUNDLE_BUDGET}-byte Lambda@Edge budget`);
+  return { file, bytes, gzipBytes };
+}

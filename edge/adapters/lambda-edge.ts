@@ -1,0 +1,54 @@
+// Adapter: Lambda@Edge (CloudFront origin-request trigger) → the edge handler → a CloudFront
+// generated response. Origin-request, not viewer-request: generated bodies may be up to 1 MB there
+// (40 KB at viewer-request), and CloudFront caches the result.
+import type { Handler } from '../handler.js';
+
+type CfHeaders = Record<string, { key?: string; value: string }[]>;
+
+export interface CloudFrontRequestEvent {
+  Records: {
+    cf: {
+      config: { distributionDomainName: string; eventType: string; requestId?: string; distributionId?: string };
+      request: { clientIp: string; method: string; uri: string; querystring: string; headers: CfHeaders };
+    };
+  }[];
+}
+
+export interface CloudFrontResultResponse {
+  status: string;
+  statusDescription?: string;
+  headers: CfHeaders;
+  body?: string;
+  bodyEncoding?: 'text' | 'base64';
+}
+
+/** Headers CloudFront does not let a function set on a generated response. */
+const READ_ONLY = new Set(['content-length', 'transfer-encoding', 'connection', 'via', 'upgrade', 'keep-alive', 'proxy-connection']);
+const TEXTUAL = /^(application\/(json|problem\+json)|text\/|chemical\/x-mmcif)/;
+
+export function createLambdaEdgeHandler(handler: Handler) {
+  return async function onOriginRequest(event: CloudFrontRequestEvent): Promise<CloudFrontResultResponse> {
+    const { request: cf, config } = event.Records[0].cf;
+    const host = cf.headers.host?.[0]?.value ?? config.distributionDomainName;
+    const headers = new Headers();
+    for (const [name, values] of Object.entries(cf.headers)) {
+      for (const { value } of values) headers.append(name, value);
+    }
+    const url = `https://${host}${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`;
+    // CloudFront's viewer address is the only client IP trusted for limits; X-Forwarded-For is not.
+    const response = await handler(new Request(url, { method: cf.method, headers }), { clientIp: cf.clientIp });
+
+    const out: CfHeaders = {};
+    response.headers.forEach((value, name) => {
+      if (!READ_ONLY.has(name)) out[name] = [{ key: name.replace(/(^|-)([a-z])/g, (_, dash, c) => dash + c.toUpperCase()), value }];
+    });
+    const result: CloudFrontResultResponse = { status: String(response.status), statusDescription: response.statusText || undefined, headers: out };
+    if (response.body && cf.method !== 'HEAD') {
+      const bytes = Buffer.from(await response.arrayBuffer());
+      const textual = TEXTUAL.test(response.headers.get('content-type') ?? '');
+      result.body = textual ? bytes.toString('utf8') : bytes.toString('base64');
+      result.bodyEncoding = textual ? 'text' : 'base64';
+    }
+    return result;
+  };
+}

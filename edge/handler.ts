@@ -1,0 +1,196 @@
+// The edge function: a pure (Request) => Response over an origin holding the rendered tree. It
+// resolves names through the alias maps, serves file-backed routes from the tree's files (slicing
+// pages when a limit/offset asks for it), answers search and the structure redirect, and turns every
+// bad input into a problem+json 4xx. No framework; Web-standard types only.
+import { cacheControl, type Route } from './contract/routes.js';
+import { ISOFORM_PAGE_SIZE, links, treePaths } from './contract/tree.js';
+import type { IsoformPageBody, NeoantigenListBody } from './contract/schemas.js';
+import { OriginError, type Origin } from './origin.js';
+import { ReleaseData, resolveGene, resolveIsoform } from './release-data.js';
+import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
+import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem } from './responses.js';
+import { search } from './search.js';
+
+export interface HandlerOptions {
+  origin: Origin;
+  /** Base URL the structure redirect points into (`<base>/structures/<id>.cif`). Default: the
+   * request's own origin, for a server that also serves the files (serveStructureFiles). */
+  structureBaseUrl?: string;
+  /** Serve `/structures/<id>.cif` from the tree (local server and mirrors; the CDN serves them from S3). */
+  serveStructureFiles?: boolean;
+}
+
+/** Facts about the request that only the adapter knows and the client cannot forge. */
+export interface RequestContext {
+  clientIp?: string;
+}
+
+export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;
+
+const decoder = new TextDecoder();
+const MMCIF_TYPE = 'chemical/x-mmcif';
+
+export function createHandler(options: HandlerOptions): Handler {
+  const { origin } = options;
+  const data = new ReleaseData(origin);
+
+  async function readTree(path: string): Promise<Uint8Array | null> {
+    return (await origin.read(path))?.body ?? null;
+  }
+
+  /** A file of the tree that the alias maps say must exist: its absence is the origin's fault. */
+  async function mustRead(path: string): Promise<Uint8Array> {
+    const body = await readTree(path);
+    if (!body) throw new OriginError(`${path} is missing from the tree at ${origin.description}`, 'unavailable');
+    return body;
+  }
+
+  async function geneId(request: Request, key: string): Promise<string | Response> {
+    const resolved = resolveGene(await data.aliases(), key);
+    if (resolved === null) return problem(request, { status: 404, detail: `no gene with symbol or id "${key}" in this release` });
+    if (Array.isArray(resolved)) {
+      return problem(request, {
+        status: 300,
+        detail: `symbol "${key}" names ${resolved.length} genes; ask for one of them by gene id`,
+        extra: { choices: resolved.map((id) => ({ gene_id: id, link: links.gene(id) })) },
+      });
+    }
+    return resolved;
+  }
+
+  async function transcriptId(request: Request, key: string): Promise<string | Response> {
+    const resolved = resolveIsoform(await data.aliases(), key);
+    return resolved ?? problem(request, { status: 404, detail: `no isoform with transcript id or name "${key}" in this release` });
+  }
+
+  async function geneIsoforms(request: Request, id: string, query: QueryValues): Promise<Response> {
+    const { limit, offset } = query.integers;
+    const cache = { request, cacheControl: cacheControl.release };
+    const firstPage = Math.floor(offset / ISOFORM_PAGE_SIZE);
+    if (limit === ISOFORM_PAGE_SIZE && offset % ISOFORM_PAGE_SIZE === 0) {
+      const bytes = await readTree(treePaths.genePage(id, firstPage));
+      if (bytes) {
+        const page = JSON.parse(decoder.decode(bytes)) as IsoformPageBody;
+        return jsonResponse(bytes, { ...cache, headers: page.next ? { Link: `<${page.next}>; rel="next"` } : {} });
+      }
+    }
+    // Any other window is sliced from the pre-split pages it overlaps.
+    const first = JSON.parse(decoder.decode(await mustRead(treePaths.genePage(id, 0)))) as IsoformPageBody;
+    const items = [];
+    const lastPage = Math.min(Math.floor((offset + limit - 1) / ISOFORM_PAGE_SIZE), Math.max(0, Math.ceil(first.total / ISOFORM_PAGE_SIZE) - 1));
+    for (let n = firstPage; n <= lastPage; n++) {
+      const page = n === 0 ? first : (JSON.parse(decoder.decode(await mustRead(treePaths.genePage(id, n)))) as IsoformPageBody);
+      items.push(...page.items);
+    }
+    const start = offset - firstPage * ISOFORM_PAGE_SIZE;
+    const next = offset + limit < first.total ? links.geneIsoforms(id, limit, offset + limit) : null;
+    const body: IsoformPageBody = {
+      gene_id: first.gene_id,
+      symbol: first.symbol,
+      total: first.total,
+      limit,
+      offset,
+      next,
+      items: offset >= first.total ? [] : items.slice(start, start + limit),
+    };
+    return jsonResponse(jsonBody(body), { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
+  }
+
+  async function neoantigens(request: Request, id: string, limit: number): Promise<Response> {
+    const bytes = await mustRead(treePaths.neoantigens(id));
+    const list = JSON.parse(decoder.decode(bytes)) as NeoantigenListBody;
+    if (limit >= list.limit) return jsonResponse(bytes, { request, cacheControl: cacheControl.release });
+    const body: NeoantigenListBody = { ...list, limit, items: list.items.slice(0, limit) };
+    return jsonResponse(jsonBody(body), { request, cacheControl: cacheControl.release });
+  }
+
+  async function structureRedirect(request: Request, id: string): Promise<Response> {
+    const entry = (await data.structures())[id];
+    if (!entry) return problem(request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });
+    const base = options.structureBaseUrl ?? new URL(request.url).origin;
+    const location = `${base.replace(/\/$/, '')}/${entry.path}`;
+    return new Response(null, { status: 307, headers: { ...CORS_HEADERS, Location: location, 'Cache-Control': cacheControl.redirect } });
+  }
+
+  async function structureFile(request: Request, name: string): Promise<Response> {
+    const id = name.endsWith('.cif') ? name.slice(0, -4) : null;
+    const entry = id === null ? undefined : (await data.structures())[id];
+    if (!entry || entry.path !== treePaths.structureFile(id!)) return problem(request, { status: 404, detail: `no structure file ${name}` });
+    const bytes = await mustRead(entry.path);
+    const response = await jsonResponse(bytes, { request, cacheControl: cacheControl.release });
+    if (response.status === 200) response.headers.set('Content-Type', MMCIF_TYPE);
+    return response;
+  }
+
+  async function route(request: Request, url: URL, matched: { route: Route; params: Record<string, string> }): Promise<Response> {
+    const query = parseQuery(matched.route, url.searchParams);
+    const cache = { request, cacheControl: cacheControl[matched.route.cache] };
+    switch (matched.route.id) {
+      case 'root':
+      case 'release':
+        return jsonResponse(await mustRead(treePaths.release), cache);
+      case 'openapi':
+        return jsonResponse(await mustRead(treePaths.openapi), cache);
+      case 'gene':
+      case 'geneIsoforms': {
+        const id = await geneId(request, matched.params.symbol);
+        if (typeof id !== 'string') return id;
+        return matched.route.id === 'gene' ? jsonResponse(await mustRead(treePaths.gene(id)), cache) : geneIsoforms(request, id, query);
+      }
+      case 'isoform':
+      case 'domains':
+      case 'neoantigens':
+      case 'structure': {
+        const id = await transcriptId(request, matched.params.transcript_id);
+        if (typeof id !== 'string') return id;
+        if (matched.route.id === 'isoform') return jsonResponse(await mustRead(treePaths.isoform(id)), cache);
+        if (matched.route.id === 'domains') return jsonResponse(await mustRead(treePaths.domains(id)), cache);
+        if (matched.route.id === 'neoantigens') return neoantigens(request, id, query.integers.limit);
+        return structureRedirect(request, id);
+      }
+      case 'search': {
+        const text = query.strings.query;
+        if (text.trim() === '') throw new RequestProblem(400, '"query" must contain something other than white space', 'query');
+        const limit = query.integers.limit;
+        const result = search(await data.searchIndex(), text, limit);
+        return jsonResponse(jsonBody({ query: text, limit, total: result.total, items: result.items }), cache);
+      }
+      default:
+        return problem(request, { status: 404, detail: `no route for ${url.pathname}` });
+    }
+  }
+
+  return async function handle(request: Request): Promise<Response> {
+    try {
+      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, Allow: ALLOW } });
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
+      }
+      const url = new URL(request.url);
+      if (options.serveStructureFiles && url.pathname.startsWith('/structures/')) {
+        const name = url.pathname.slice('/structures/'.length);
+        if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
+        return await structureFile(request, name);
+      }
+      const matched = matchRoute(url.pathname);
+      if (!matched) {
+        return problem(request, { status: 404, detail: `no endpoint at ${url.pathname.slice(0, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` });
+      }
+      return await route(request, url, matched);
+    } catch (err) {
+      if (err instanceof RequestProblem) {
+        return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
+      }
+      if (err instanceof OriginError) {
+        return problem(request, {
+          status: err.kind === 'timeout' ? 504 : 502,
+          detail: 'the atlas storage did not answer as expected; try again shortly',
+          headers: { 'Retry-After': '5' },
+        });
+      }
+      // A bug of ours, not the client's: say so without leaking internals.
+      console.error(`isoatlas edge: unexpected error: ${(err as Error).stack ?? err}`);
+      return problem(request, { status: 500, detail: 'an unexpected error occurred; it has been logged' });
+    }
+  };
+}

@@ -1,0 +1,25 @@
+// The origin: where the edge function reads files of the rendered tree (a local directory, an HTTP
+// base URL, and in the CDN deployment the S3 bucket). Paths are tree paths from contract/tree.ts,
+// never raw request paths.
+
+export interface OriginObject {
+  body: Uint8Array;
+}
+
+export interface Origin {
+  /** The file's bytes, or null when the tree has no such file. Throws OriginError when the origin
+   * itself fails (unreachable, times out, answers an error). */
+  read(path: string): Promise<OriginObject | null>;
+  /** For log lines, e.g. `dir:/srv/tree` or `http://mirror/`. */
+  readonly description: string;
+}
+
+export class OriginError extends Error {
+  constructor(
+    message: string,
+    readonly kind: 'unavailable' | 'timeout',
+  ) {
+    super(message);
+    this.name = 'OriginError';
+  }
+}

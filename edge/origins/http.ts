@@ -1,0 +1,29 @@
+// Reads a published tree through any base URL (a CDN, a static file server, a mirror).
+import { OriginError, type Origin, type OriginObject } from '../origin.js';
+
+export class HttpOrigin implements Origin {
+  readonly description: string;
+  private readonly base: string;
+
+  constructor(
+    baseUrl: string,
+    private readonly timeoutMs = 5000,
+  ) {
+    this.base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
+    this.description = this.base;
+  }
+
+  async read(path: string): Promise<OriginObject | null> {
+    let res: Response;
+    try {
+      res = await fetch(new URL(path, this.base), { signal: AbortSignal.timeout(this.timeoutMs) });
+    } catch (err) {
+      const timedOut = (err as Error).name === 'TimeoutError';
+      throw new OriginError(`${this.base}${path}: ${timedOut ? `no answer within ${this.timeoutMs} ms` : (err as Error).message}`, timedOut ? 'timeout' : 'unavailable');
+    }
+    // S3 answers 403 for a missing key when listing is not allowed.
+    if (res.status === 404 || res.status === 403) return null;
+    if (!res.ok) throw new OriginError(`${this.base}${path}: origin answered ${res.status}`, 'unavailable');
+    return { body: new Uint8Array(await res.arrayBuffer()) };
+  }
+}

@@ -1,0 +1,97 @@
+// Building responses: JSON with ETag and conditional GET, RFC 9457 problem details, CORS.
+// Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
+
+export const CORS_HEADERS: Record<string, string> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': 'ETag, Link, Location, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy',
+};
+
+export const PREFLIGHT_HEADERS: Record<string, string> = {
+  ...CORS_HEADERS,
+  'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
+  'Access-Control-Allow-Headers': 'Authorization, If-None-Match, Content-Type',
+  'Access-Control-Max-Age': '86400',
+};
+
+export const ALLOW = 'GET, HEAD, OPTIONS';
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+
+const REASONS: Record<number, string> = {
+  300: 'Multiple Choices',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+const encoder = new TextEncoder();
+
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>));
+  let hex = '';
+  for (const b of digest) hex += b.toString(16).padStart(2, '0');
+  return hex;
+}
+
+/** Does an If-None-Match header match this entity tag? (Weak comparison, as RFC 9110 asks for GET.) */
+export function etagMatches(ifNoneMatch: string | null, etag: string): boolean {
+  if (ifNoneMatch === null) return false;
+  const bare = etag.replace(/^W\//, '');
+  return ifNoneMatch.split(',').some((candidate) => {
+    const c = candidate.trim();
+    return c === '*' || c.replace(/^W\//, '') === bare;
+  });
+}
+
+export interface BodyOptions {
+  request: Request;
+  cacheControl: string;
+  headers?: Record<string, string>;
+}
+
+/** A 200 with a JSON body (already serialized), its sha256 as strong ETag, and 304 on a match.
+ * For a file-backed route the bytes are the file's, so the ETag equals the manifest's sha256. */
+export async function jsonResponse(bytes: Uint8Array, opts: BodyOptions): Promise<Response> {
+  const etag = `"${await sha256Hex(bytes)}"`;
+  const headers = new Headers({ ...CORS_HEADERS, ...opts.headers, ETag: etag, 'Cache-Control': opts.cacheControl });
+  if (etagMatches(opts.request.headers.get('If-None-Match'), etag)) return new Response(null, { status: 304, headers });
+  headers.set('Content-Type', JSON_TYPE);
+  headers.set('Content-Length', String(bytes.length));
+  return new Response(opts.request.method === 'HEAD' ? null : (bytes as Uint8Array<ArrayBuffer>), { status: 200, headers });
+}
+
+export function jsonBody(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+export interface ProblemInit {
+  status: number;
+  detail: string;
+  /** Extension members (RFC 9457 §3.2), e.g. the offending parameter. */
+  extra?: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+/** An RFC 9457 problem. `type` is about:blank (the status says what kind of problem it is) and
+ * `title` the status phrase; `detail` says what exactly went wrong and how to fix it. */
+export function problem(request: Request, init: ProblemInit): Response {
+  const url = new URL(request.url);
+  const body = {
+    type: 'about:blank',
+    title: REASONS[init.status] ?? 'Error',
+    status: init.status,
+    detail: init.detail,
+    instance: url.pathname + url.search,
+    ...init.extra,
+  };
+  const bytes = jsonBody(body);
+  const cache = init.status === 404 ? 'public, max-age=60' : 'no-store';
+  const headers = new Headers({ ...CORS_HEADERS, 'Cache-Control': cache, ...init.headers, 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(bytes.length) });
+  return new Response(request.method === 'HEAD' ? null : (bytes as Uint8Array<ArrayBuffer>), { status: init.status, headers });
+}
