@@ -77,6 +77,7 @@ export function parseQuery(route: Route, search: URLSearchParams): QueryValues {
       if (p.default !== undefined) integers[p.name] = p.default;
       continue;
     }
+    if (/^\d{16,}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${raw.slice(0, 30)}… is too large`, p.name);
     if (!/^-?\d{1,15}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; got "${raw.slice(0, 30)}"`, p.name);
     const value = Number(raw);
     if (value < p.minimum) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${value} is below the minimum of ${p.minimum}`, p.name);

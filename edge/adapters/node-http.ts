@@ -3,6 +3,7 @@
 // request, and bounds what a slow or oversized client can hold.
 import http from 'node:http';
 import type { Handler } from '../handler.js';
+import { ALLOW, problem } from '../responses.js';
 
 export interface NodeServerOptions {
   /** One line per request; never includes headers (they may carry an API key). */
@@ -23,15 +24,25 @@ function printable(text: string): string {
   return cut.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
-function toRequest(req: http.IncomingMessage, fallbackHost: string): Request | null {
+/** Methods Node's fetch Request refuses to construct; they are answered 405 like any other. */
+const UNCONSTRUCTIBLE = new Set(['CONNECT', 'TRACE', 'TRACK']);
+
+/** The Web Request for an incoming message, or a Response when the message cannot become one. */
+function toRequest(req: http.IncomingMessage, fallbackHost: string): Request | Response {
   const target = req.url ?? '';
-  if (!target.startsWith('/')) return null; // absolute-form or asterisk-form targets are not served
   const host = req.headers.host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(req.headers.host) ? req.headers.host : fallbackHost;
-  let url: URL;
+  // The target is appended to a fixed scheme and host, never resolved against them: a target such
+  // as `//evil.example/…` must stay a path, not choose the host that redirects point to.
+  let url: URL | null = null;
   try {
-    url = new URL(target, `http://${host}`);
+    if (target.startsWith('/')) url = new URL(`http://${host}${target}`);
   } catch {
-    return null;
+    url = null;
+  }
+  const method = req.method ?? 'GET';
+  if (!url) return problem(new Request(`http://${host}/`), { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
+  if (UNCONSTRUCTIBLE.has(method)) {
+    return problem(new Request(url), { status: 405, detail: `method ${method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
   }
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -42,7 +53,7 @@ function toRequest(req: http.IncomingMessage, fallbackHost: string): Request | n
       // A header value Headers refuses (invalid characters) is dropped, as a proxy would.
     }
   }
-  return new Request(url, { method: req.method, headers });
+  return new Request(url, { method, headers });
 }
 
 export function createNodeServer(handler: Handler, opts: NodeServerOptions = {}): http.Server {
@@ -62,12 +73,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       let status = 500;
       try {
         const request = toRequest(req, fallbackHost);
-        const response = request
-          ? await handler(request, { clientIp: req.socket.remoteAddress })
-          : new Response(JSON.stringify({ type: 'about:blank', title: 'Bad Request', status: 400, detail: 'the request target must be an absolute path', instance: '' }), {
-              status: 400,
-              headers: { 'Content-Type': 'application/problem+json; charset=utf-8' },
-            });
+        const response = request instanceof Response ? request : await handler(request, { clientIp: req.socket.remoteAddress });
         status = response.status;
         const headers: Record<string, string> = {};
         response.headers.forEach((value, name) => (headers[name] = value));
