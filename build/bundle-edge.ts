@@ -1,11 +1,12 @@
 // Bundles the edge function (edge/lambda-entry.ts) into one minified CommonJS file for Lambda@Edge
 // with esbuild, and reports its size against the Lambda@Edge limit for viewer/origin triggers.
 import { build } from 'esbuild';
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
 
 const ENTRY = fileURLToPath(new URL('../edge/lambda-entry.ts', import.meta.url));
 /** Lambda@Edge: 1 MB zipped for viewer-request functions (50 MB for origin-request); we hold the
@@ -18,7 +19,7 @@ export interface EdgeBundle {
   gzipBytes: number;
 }
 
-export async function bundleEdge(opts: { outDir: string; originBaseUrl: string; structureBaseUrl?: string }): Promise<EdgeBundle> {
+export async function bundleEdge(opts: { outDir: string } & EdgeBundleConfig): Promise<EdgeBundle> {
   const outDir = resolve(opts.outDir);
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, 'index.js');
@@ -30,10 +31,14 @@ export async function bundleEdge(opts: { outDir: string; originBaseUrl: string; 
     format: 'cjs',
     minify: true,
     legalComments: 'none',
+    // The Lambda Node.js 20 runtime ships AWS SDK v3; bundling the DynamoDB client would add ~630 KiB.
+    external: ['@aws-sdk/*'],
     outfile: file,
-    define: { __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ originBaseUrl: opts.originBaseUrl, structureBaseUrl: opts.structureBaseUrl }) },
+    define: { __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ originBaseUrl: opts.originBaseUrl, structureBaseUrl: opts.structureBaseUrl, access: opts.access } satisfies EdgeBundleConfig) },
     logLevel: 'warning',
   });
+  // The package is ESM; the deployment package says its own index.js is CommonJS.
+  writeFileSync(join(outDir, 'package.json'), `${JSON.stringify({ type: 'commonjs', main: 'index.js' })}\n`);
   const bytes = statSync(file).size;
   const gzipBytes = gzipSync(readFileSync(file), { level: 9 }).length;
   if (gzipBytes > EDGE_BUNDLE_BUDGET) throw new Error(`edge bundle is ${gzipBytes} bytes compressed, over the ${EDGE_BUNDLE_BUDGET}-byte Lambda@Edge budget`);

@@ -14,6 +14,8 @@ import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
 import { NotATreeError, serve } from './serve.js';
 import { bundleEdge } from './bundle-edge.js';
+import { addKeysCommand, readAccessConfig } from './keys/commands.js';
+import { readSecret } from './keys/registry.js';
 import { existsSync } from 'node:fs';
 import { treePaths } from '../edge/contract/tree.js';
 
@@ -25,6 +27,12 @@ export const DEMO = {
   work: join(PROJECT_ROOT, '.isoatlas/demo'),
   seed: 22,
 };
+const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
+
+function parseMode(value: string): 'open' | 'key-required' {
+  if (value !== 'open' && value !== 'key-required') throw new InvalidArgumentError('expected open or key-required');
+  return value;
+}
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 function logWarnings(warnings: string[]) {
@@ -191,8 +199,12 @@ export function program(): Command {
     .option('--port <n>', 'port (0 picks a free one); default $PORT or 8080', parsePort, parsePort(DEFAULT_PORT))
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--structure-base <url>', 'base URL that structure redirects point into (default: this server, which serves /structures/ itself)', parseBaseUrl)
-    .action(async (o: { dir: string; port: number; host: string; structureBase?: string }) => {
-      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase });
+    .option('--access <mode>', 'open (keys optional) or key-required', parseMode, 'open')
+    .option('--access-config <file>', 'tiers and limits (JSON; see `isoatlas keys tiers` and the README)')
+    .option('--keys-dir <dir>', 'key registry and server secret (see `isoatlas keys`)', DEFAULT_KEYS_DIR)
+    .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string }) => {
+      const access = readAccessConfig(o.accessConfig, o.access);
+      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir });
     });
 
   cli
@@ -207,7 +219,7 @@ export function program(): Command {
         const built = await buildDemo();
         log(summaryLine(built.summary, built.tree));
       } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
-      await serve({ dir: tree, port: o.port, host: o.host });
+      await serve({ dir: tree, port: o.port, host: o.host, access: readAccessConfig(undefined, 'open'), keysDir: DEFAULT_KEYS_DIR });
     });
 
   cli
@@ -216,10 +228,24 @@ export function program(): Command {
     .option('--out <dir>', 'output directory', join(PROJECT_ROOT, 'dist/edge'))
     .requiredOption('--origin <url>', 'base URL of the published tree the function reads', parseBaseUrl)
     .option('--structure-base <url>', 'base URL structure redirects point into', parseBaseUrl)
-    .action(async (o: { out: string; origin: string; structureBase?: string }) => {
-      const b = await bundleEdge({ outDir: o.out, originBaseUrl: o.origin, structureBaseUrl: o.structureBase });
-      log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`);
+    .option('--access <mode>', 'enable API keys and quotas in this arrangement (open or key-required)', parseMode)
+    .option('--access-config <file>', 'tiers and limits (JSON)')
+    .option('--quota-table <name>', 'DynamoDB table of quota counters', 'isoatlas-quota')
+    .option('--keys-table <name>', 'DynamoDB table of published keys', 'isoatlas-keys')
+    .option('--region <region>', 'AWS region of the tables', process.env.AWS_REGION ?? 'us-east-1')
+    .option('--keys-dir <dir>', 'where the server secret is (or set ISOATLAS_KEY_SECRET)', DEFAULT_KEYS_DIR)
+    .action(async (o: { out: string; origin: string; structureBase?: string; access?: 'open' | 'key-required'; accessConfig?: string; quotaTable: string; keysTable: string; region: string; keysDir: string }) => {
+      let access;
+      if (o.access) {
+        const keySecret = readSecret(o.keysDir, { create: false });
+        if (!keySecret) throw new Error(`no API key secret in ${o.keysDir} or ISOATLAS_KEY_SECRET: issue a key first (\`isoatlas keys issue\`)`);
+        access = { config: readAccessConfig(o.accessConfig, o.access), region: o.region, quotaTable: o.quotaTable, keysTable: o.keysTable, keySecret };
+      }
+      const b = await bundleEdge({ outDir: o.out, originBaseUrl: o.origin, structureBaseUrl: o.structureBase, access });
+      log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)${access ? `, access ${o.access} with DynamoDB ${o.quotaTable}/${o.keysTable}` : ''}`);
     });
+
+  addKeysCommand(cli, DEFAULT_KEYS_DIR, log);
 
   return cli;
 }

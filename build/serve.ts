@@ -7,13 +7,35 @@ import { treePaths } from '../edge/contract/tree.js';
 import { createHandler } from '../edge/handler.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
+import { AccessControl } from '../edge/access/control.js';
+import type { AccessConfig } from '../edge/access/config.js';
+import { importServerSecret } from '../edge/access/key-format.js';
+import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
+import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
+import { readSecret, registryPath } from './keys/registry.js';
 
 export interface ServeOptions {
   dir: string;
   port: number;
   host: string;
   structureBaseUrl?: string;
+  /** Arrangement and limits; keys are read from `keysDir` (registry.json, secret). */
+  access: AccessConfig;
+  keysDir: string;
   log?: (line: string) => void;
+}
+
+/** The local server's access control: counters in process, keys from the registry file (re-read
+ * when it changes, so a revocation applies within seconds). */
+async function localAccessControl(access: AccessConfig, keysDir: string): Promise<AccessControl> {
+  // Created now if missing, so keys issued after the server started are accepted.
+  const secretHex = readSecret(keysDir, { create: true })!;
+  return new AccessControl({
+    config: access,
+    store: new MemoryQuotaStore(),
+    keys: new FileKeyRegistry(registryPath(keysDir)),
+    secret: await importServerSecret(secretHex),
+  });
 }
 
 export class NotATreeError extends Error {}
@@ -27,7 +49,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
     }
   }
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const handler = createHandler({ origin: new LocalOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true });
+  const access = await localAccessControl(opts.access, opts.keysDir);
+  const handler = createHandler({ origin: new LocalOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access });
   const server = createNodeServer(handler, { log });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
@@ -35,7 +58,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   });
   const { port } = server.address() as AddressInfo;
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  log(`isoatlas serving ${dir} at http://${host}:${port}/api/v1/ (Ctrl-C to stop)`);
+  log(`isoatlas serving ${dir} at http://${host}:${port}/api/v1/ (access: ${opts.access.mode}; Ctrl-C to stop)`);
 
   await new Promise<void>((done) => {
     const stop = (signal: string) => {

@@ -10,6 +10,7 @@ import { ReleaseData, resolveGene, resolveIsoform } from './release-data.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
 import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem } from './responses.js';
 import { search } from './search.js';
+import type { AccessControl } from './access/control.js';
 
 export interface HandlerOptions {
   origin: Origin;
@@ -18,6 +19,8 @@ export interface HandlerOptions {
   structureBaseUrl?: string;
   /** Serve `/structures/<id>.cif` from the tree (local server and mirrors; the CDN serves them from S3). */
   serveStructureFiles?: boolean;
+  /** API keys and rate limits; without it every request is served. */
+  access?: AccessControl;
 }
 
 /** Facts about the request that only the adapter knows and the client cannot forge. */
@@ -160,12 +163,26 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  return async function handle(request: Request): Promise<Response> {
+  return async function handle(request: Request, context: RequestContext = {}): Promise<Response> {
     try {
+      // Preflights carry no credentials (browsers never send Authorization with them): not counted.
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, Allow: ALLOW } });
       if (request.method !== 'GET' && request.method !== 'HEAD') {
         return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
       }
+      if (!options.access) return await serveRequest(request);
+      const decision = await options.access.check(request, context.clientIp);
+      if (decision.denied) return decision.denied;
+      const response = await serveRequest(request);
+      for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);
+      return response;
+    } catch (err) {
+      return failure(request, err);
+    }
+  };
+
+  async function serveRequest(request: Request): Promise<Response> {
+    try {
       const url = new URL(request.url);
       if (options.serveStructureFiles && url.pathname.startsWith('/structures/')) {
         const name = url.pathname.slice('/structures/'.length);
@@ -178,19 +195,24 @@ export function createHandler(options: HandlerOptions): Handler {
       }
       return await route(request, url, matched);
     } catch (err) {
-      if (err instanceof RequestProblem) {
-        return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
-      }
-      if (err instanceof OriginError) {
-        return problem(request, {
-          status: err.kind === 'timeout' ? 504 : 502,
-          detail: 'the atlas storage did not answer as expected; try again shortly',
-          headers: { 'Retry-After': '5' },
-        });
-      }
-      // A bug of ours, not the client's: say so without leaking internals.
-      console.error(`isoatlas edge: unexpected error: ${(err as Error).stack ?? err}`);
-      return problem(request, { status: 500, detail: 'an unexpected error occurred; it has been logged' });
+      return failure(request, err);
     }
-  };
+  }
+
+  /** The problem response for anything thrown while answering. */
+  function failure(request: Request, err: unknown): Response {
+    if (err instanceof RequestProblem) {
+      return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
+    }
+    if (err instanceof OriginError) {
+      return problem(request, {
+        status: err.kind === 'timeout' ? 504 : 502,
+        detail: 'the atlas storage did not answer as expected; try again shortly',
+        headers: { 'Retry-After': '5' },
+      });
+    }
+    // A bug of ours, not the client's: say so without leaking internals.
+    console.error(`isoatlas edge: unexpected error: ${(err as Error).stack ?? err}`);
+    return problem(request, { status: 500, detail: 'an unexpected error occurred; it has been logged' });
+  }
 }

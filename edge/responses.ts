@@ -1,5 +1,6 @@
 // Building responses: JSON with ETag and conditional GET, RFC 9457 problem details, CORS.
 // Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
+import { redactKeys } from './access/key-format.js';
 
 export const CORS_HEADERS: Record<string, string> = {
   'Access-Control-Allow-Origin': '*',
@@ -86,8 +87,9 @@ export function problem(request: Request, init: ProblemInit): Response {
     type: 'about:blank',
     title: REASONS[init.status] ?? 'Error',
     status: init.status,
-    detail: init.detail,
-    instance: url.pathname + url.search,
+    // A key pasted into a URL by mistake is never echoed back.
+    detail: redactKeys(init.detail),
+    instance: redactKeys(url.pathname + url.search),
     ...init.extra,
   };
   const bytes = jsonBody(body);

@@ -4,14 +4,18 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { bundleEdge, EDGE_BUNDLE_BUDGET, type EdgeBundle } from '../build/bundle-edge.js';
 import { treePaths } from '../edge/contract/tree.js';
 import type { CloudFrontRequestEvent, CloudFrontResultResponse } from '../edge/adapters/lambda-edge.js';
 import { validate } from './helpers/schemas.js';
+import dynalite from 'dynalite';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { issueKey, readSecret } from '../build/keys/registry.js';
+import { publishKeys } from '../build/keys/commands.js';
+import { resolveAccessConfig } from '../edge/access/config.js';
 
 type LambdaHandler = (event: CloudFrontRequestEvent) => Promise<CloudFrontResultResponse>;
 
@@ -57,7 +61,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((ok) => staticServer.listen(0, '127.0.0.1', ok));
   const { port } = staticServer.address() as AddressInfo;
-  dir = mkdtempSync(join(tmpdir(), 'isoatlas-edge-bundle-'));
+  // Inside the project, so the bundle's external @aws-sdk/* resolve from node_modules as they would
+  // from the Lambda runtime.
+  mkdirSync(join(__dirname, '../.isoatlas'), { recursive: true });
+  dir = mkdtempSync(join(__dirname, '../.isoatlas/edge-bundle-'));
   bundle = await bundleEdge({ outDir: dir, originBaseUrl: `http://127.0.0.1:${port}/`, structureBaseUrl: 'https://structures.example.org' });
   handler = createRequire(import.meta.url)(bundle.file).handler as LambdaHandler;
 });
@@ -144,5 +151,52 @@ describe('Lambda@Edge origin-request adapter', () => {
     expect(header(r, 'retry-after')).toBe('5');
     expect(JSON.parse(r.body!).detail).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/); // no internals leak
     await new Promise<void>((ok) => staticServer.listen(0, '127.0.0.1', ok)); // for afterAll
+  });
+});
+
+describe('the deployed bundle with API keys and quotas in DynamoDB (dynalite)', () => {
+  let db: ReturnType<typeof dynalite>;
+  let keyed: LambdaHandler;
+  let key: string;
+  const env = { AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY };
+
+  beforeAll(async () => {
+    process.env.AWS_ACCESS_KEY_ID = 'test';
+    process.env.AWS_SECRET_ACCESS_KEY = 'test';
+    db = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+    await new Promise<void>((ok) => db.listen(0, '127.0.0.1', () => ok()));
+    const endpoint = `http://127.0.0.1:${(db.address() as AddressInfo).port}`;
+    const client = new DynamoDBClient({ endpoint, region: 'us-east-1' });
+    for (const [table, key] of [['quota', 'counter'], ['keys', 'id']]) {
+      await client.send(new CreateTableCommand({ TableName: table, AttributeDefinitions: [{ AttributeName: key, AttributeType: 'S' }], KeySchema: [{ AttributeName: key, KeyType: 'HASH' }], BillingMode: 'PAY_PER_REQUEST' }));
+    }
+    const keysDir = mkdtempSync(join(dir, 'keys-'));
+    key = (await issueKey(keysDir, { name: 'Edge', affiliation: 'Lab', use: 'bundle test', tier: 'standard' })).key;
+    await publishKeys(client, 'keys', keysDir);
+    const { port } = staticServer.address() as AddressInfo;
+    const accessBundle = await bundleEdge({
+      outDir: join(dir, 'with-access'),
+      originBaseUrl: `http://127.0.0.1:${port}/`,
+      access: { config: resolveAccessConfig({ key_required: { per_ip: { per_minute: 1000 }, tiers: { standard: { per_minute: 5 }, plus: { per_minute: 5 } } } }, 'key-required'), region: 'us-east-1', quotaTable: 'quota', keysTable: 'keys', keySecret: readSecret(keysDir, { create: false })!, endpoint },
+    });
+    keyed = createRequire(import.meta.url)(accessBundle.file).handler as LambdaHandler;
+  });
+  afterAll(async () => {
+    await new Promise((ok) => db.close(ok));
+    Object.assign(process.env, env);
+  });
+
+  it('refuses requests without a key and counts keyed ones in the shared table', async () => {
+    const none = await keyed(event('/api/v1/release'));
+    expect(none.status).toBe('401');
+    expect(header(none, 'www-authenticate')).toBe('Bearer realm="isoatlas"');
+    // Windows are real minutes here: keep clear of a boundary so the 7 requests share one window.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 58_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 50));
+    const replies = [];
+    for (let i = 0; i < 7; i++) replies.push(await keyed(event('/api/v1/genes/PRR5', '', 'GET', { Authorization: `Bearer ${key}` })));
+    expect(replies.map((r) => r.status)).toEqual(['200', '200', '200', '200', '200', '429', '429']);
+    expect(header(replies[0], 'ratelimit-limit')).toBe('5');
+    expect(Number(header(replies[5], 'retry-after'))).toBeGreaterThanOrEqual(1);
   });
 });

@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { Handler } from '../handler.js';
 import { ALLOW, problem } from '../responses.js';
+import { redactKeys } from '../access/key-format.js';
 
 export interface NodeServerOptions {
   /** One line per request; never includes headers (they may carry an API key). */
@@ -20,7 +21,8 @@ export const SERVER_LIMITS = {
 
 function printable(text: string): string {
   // Request targets go into logs: escape control characters so a client cannot forge log lines.
-  const cut = text.length > 300 ? `${text.slice(0, 300)}…` : text;
+  const redacted = redactKeys(text);
+  const cut = redacted.length > 300 ? `${redacted.slice(0, 300)}…` : redacted;
   return cut.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 

@@ -1,0 +1,155 @@
+// Access control at the edge: who is asking (an API key, or a client IP), which limits apply, and
+// whether this request still fits. Windows are fixed and aligned: minutes since the epoch and UTC
+// days, so a window resets at the same instant for every edge location sharing the store.
+//
+// Order: key-required checks the coarse per-IP limit first (so a flood of bad keys is throttled too),
+// then the key, then the key's limits. Open checks a key if one is sent (an invalid key is refused,
+// never downgraded to anonymous) and otherwise the anonymous per-IP limit.
+import { tierLimits, type AccessConfig, type Limits } from './config.js';
+import { keyId, keyMatches } from './key-format.js';
+import type { KeyRegistry } from './key-registry.js';
+import type { QuotaStore } from './quota-store.js';
+import { problem } from '../responses.js';
+
+const WINDOWS = [
+  { field: 'per_minute', tag: 'm', ms: 60_000, noun: 'minute' },
+  { field: 'per_day', tag: 'd', ms: 86_400_000, noun: 'day' },
+] as const;
+
+export interface AccessDecision {
+  /** The response to send instead of serving the request (401, 429, 503), or null to serve it. */
+  denied: Response | null;
+  /** RateLimit-* headers to add to whatever response is sent. */
+  headers: Record<string, string>;
+}
+
+export interface AccessControlOptions {
+  config: AccessConfig;
+  store: QuotaStore;
+  /** Null when no registry is configured: then no key is valid. */
+  keys: KeyRegistry | null;
+  secret: CryptoKey | null;
+  now?: () => number;
+}
+
+interface WindowState {
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+  windowSeconds: number;
+}
+
+const REALM = 'Bearer realm="isoatlas"';
+
+export class AccessControl {
+  private readonly now: () => number;
+
+  constructor(private readonly options: AccessControlOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get mode() {
+    return this.options.config.mode;
+  }
+
+  async check(request: Request, clientIp: string | undefined): Promise<AccessDecision> {
+    const { config } = this.options;
+    // Only the adapter's trusted source of the client address counts; X-Forwarded-For is never read.
+    const ip = clientIp ?? 'unknown';
+    const authorization = request.headers.get('Authorization');
+
+    if (config.mode === 'key-required') {
+      const perIp = await this.count(request, `ip:${ip}`, config.key_required.per_ip, 'from one IP address');
+      if (perIp.denied) return perIp;
+      if (authorization === null) {
+        return this.unauthorized(request, 'this API requires an API key: send it as "Authorization: Bearer <key>"', false);
+      }
+    }
+    if (authorization !== null) {
+      const key = await this.authenticate(request, authorization);
+      if (key instanceof Response) return { denied: key, headers: {} };
+      return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`);
+    }
+    return this.count(request, `ip:${ip}`, config.open.anonymous_per_ip, 'from one IP address without an API key');
+  }
+
+  private unauthorized(request: Request, detail: string, invalidToken: boolean): AccessDecision {
+    const challenge = invalidToken ? `${REALM}, error="invalid_token"` : REALM;
+    return { denied: problem(request, { status: 401, detail, headers: { 'WWW-Authenticate': challenge } }), headers: {} };
+  }
+
+  private async authenticate(request: Request, authorization: string): Promise<{ id: string; tier: string } | Response> {
+    const invalid = (detail: string) => this.unauthorized(request, detail, true).denied!;
+    if (!/^Bearer(\s|$)/i.test(authorization)) {
+      // Another scheme (Basic, …) carries no Bearer credentials: the plain challenge (RFC 6750 §3).
+      return this.unauthorized(request, 'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted', false).denied!;
+    }
+    const match = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(authorization);
+    const presented = match?.[1] ?? '';
+    const id = keyId(presented);
+    const { keys, secret } = this.options;
+    if (!id || !match || !keys || !secret) {
+      // Spend the same HMAC work as a real check, so malformed keys are not told apart by timing.
+      if (secret) await keyMatches(secret, presented, null);
+      return invalid('the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"');
+    }
+    let record;
+    try {
+      record = await keys.lookup(id);
+    } catch {
+      return problem(request, { status: 503, detail: 'API keys cannot be checked right now; try again shortly', headers: { 'Retry-After': '5' } });
+    }
+    const ok = await keyMatches(secret, presented, record?.hash ?? null);
+    if (!ok || !record) return invalid('the API key is malformed or unknown');
+    if (record.revoked_at) return invalid(`the API key ${id} was revoked on ${record.revoked_at}`);
+    return { id, tier: record.tier };
+  }
+
+  /** Counts one request against every window of `limits` for `subject`. */
+  private async count(request: Request, subject: string, limits: Limits, who: string): Promise<AccessDecision> {
+    const now = this.now();
+    const states: WindowState[] = [];
+    const charged: string[] = [];
+    for (const w of WINDOWS) {
+      const limit = limits[w.field];
+      if (limit === undefined) continue;
+      const index = Math.floor(now / w.ms);
+      const end = (index + 1) * w.ms;
+      const resetSeconds = Math.max(1, Math.ceil((end - now) / 1000));
+      const counter = `${subject}:${w.tag}:${index}`;
+      const result = await this.options.store.hit(counter, limit, end);
+      if (!result.admitted) {
+        await Promise.all(charged.map((c) => this.options.store.undo(c)));
+        const headers = rateLimitHeaders([{ limit, remaining: 0, resetSeconds, windowSeconds: w.ms / 1000 }], limits);
+        return {
+          denied: problem(request, {
+            status: 429,
+            detail: `rate limit exceeded: ${limit} requests per ${w.noun} ${who}; retry in ${resetSeconds} s`,
+            extra: { limit: { quota: limit, window_seconds: w.ms / 1000 } },
+            headers: { ...headers, 'Retry-After': String(resetSeconds) },
+          }),
+          headers,
+        };
+      }
+      charged.push(counter);
+      states.push({ limit, remaining: Math.max(0, limit - result.count), resetSeconds, windowSeconds: w.ms / 1000 });
+    }
+    return { denied: null, headers: rateLimitHeaders(states, limits) };
+  }
+}
+
+/** IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers, field-per-value form): the window
+ * closest to exhaustion is reported; the policy lists every window. */
+function rateLimitHeaders(states: WindowState[], limits: Limits): Record<string, string> {
+  if (states.length === 0) return {};
+  const closest = [...states].sort((a, b) => a.remaining - b.remaining || b.resetSeconds - a.resetSeconds)[0];
+  const policy = WINDOWS.filter((w) => limits[w.field] !== undefined)
+    .map((w) => `${limits[w.field]};w=${w.ms / 1000}`)
+    .join(', ');
+  return {
+    'RateLimit-Limit': String(closest.limit),
+    'RateLimit-Remaining': String(closest.remaining),
+    'RateLimit-Reset': String(closest.resetSeconds),
+    'RateLimit-Policy': policy,
+  };
+}

@@ -1,0 +1,71 @@
+// API keys: format, hashing and verification, shared by the `isoatlas keys` CLI (which issues them)
+// and the edge (which checks them). A key is `isoatlas_<id>_<secret>`: the id (8 base32 characters)
+// finds the registry record without scanning; the secret is 32 random bytes (256 bits, base64url).
+// Only HMAC-SHA-256(server secret, key) is ever stored, and it is compared with WebCrypto's
+// constant-time HMAC verification.
+
+export const KEY_PREFIX = 'isoatlas_';
+export const KEY_PATTERN = /^isoatlas_([a-z2-7]{8})_([A-Za-z0-9_-]{43})$/;
+const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+
+const encoder = new TextEncoder();
+
+function base64url(bytes: Uint8Array): string {
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function hex(bytes: ArrayBuffer): string {
+  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function fromHex(text: string): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(text.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(text.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+/** A new key and its id. The caller shows the key once and stores only its hash. */
+export function generateKey(): { id: string; key: string } {
+  const idBytes = crypto.getRandomValues(new Uint8Array(8));
+  const id = [...idBytes].map((b) => ID_ALPHABET[b & 31]).join('');
+  return { id, key: `${KEY_PREFIX}${id}_${base64url(crypto.getRandomValues(new Uint8Array(32)))}` };
+}
+
+const KEY_ANYWHERE = /isoatlas_[a-z2-7]{8}_[A-Za-z0-9_-]{20,}/g;
+
+/** Replaces anything shaped like a key (say, pasted into a URL by mistake) before text is logged
+ * or echoed in an error body. */
+export function redactKeys(text: string): string {
+  return text.replace(KEY_ANYWHERE, 'isoatlas_[redacted]');
+}
+
+/** The key id of a well-formed key, or null. */
+export function keyId(key: string): string | null {
+  return KEY_PATTERN.exec(key)?.[1] ?? null;
+}
+
+/** Imports the server-side secret (hex, ≥ 32 bytes) as an HMAC key. */
+export async function importServerSecret(secretHex: string): Promise<CryptoKey> {
+  if (!/^[0-9a-f]{64,}$/i.test(secretHex.trim())) throw new Error('the API key secret must be at least 32 bytes written as hex');
+  return crypto.subtle.importKey('raw', fromHex(secretHex.trim().toLowerCase()), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+}
+
+export function newServerSecret(): string {
+  return hex(crypto.getRandomValues(new Uint8Array(32)).buffer);
+}
+
+export async function hashKey(secret: CryptoKey, key: string): Promise<string> {
+  return hex(await crypto.subtle.sign('HMAC', secret, encoder.encode(key)));
+}
+
+const DUMMY_HASH = '0'.repeat(64);
+
+/** Does `key` hash to `storedHash`? Constant-time in the comparison (WebCrypto HMAC verify); a
+ * missing record is checked against a dummy hash so unknown ids take as long as known ones. */
+export async function keyMatches(secret: CryptoKey, key: string, storedHash: string | null): Promise<boolean> {
+  const expected = storedHash && /^[0-9a-f]{64}$/.test(storedHash) ? storedHash : DUMMY_HASH;
+  const ok = await crypto.subtle.verify('HMAC', secret, fromHex(expected), encoder.encode(key));
+  return ok && storedHash !== null;
+}

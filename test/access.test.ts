@@ -1,0 +1,245 @@
+// Access control in process: the handler over the demo tree with AccessControl, an in-memory store
+// and an injected clock, so window boundaries are exact and nothing waits for real minutes.
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHandler, type Handler } from '../edge/handler.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { AccessControl } from '../edge/access/control.js';
+import { resolveAccessConfig, type AccessConfig } from '../edge/access/config.js';
+import { importServerSecret, keyId } from '../edge/access/key-format.js';
+import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
+import { FailOpenQuotaStore } from '../edge/access/stores/resilient.js';
+import type { QuotaStore } from '../edge/access/quota-store.js';
+import type { EdgeKeyRecord, KeyRegistry } from '../edge/access/key-registry.js';
+import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
+import { validate } from './helpers/schemas.js';
+
+const MINUTE = 60_000;
+const T0 = Date.UTC(2026, 10, 22, 10, 0, 0); // the first millisecond of a minute (and of nothing longer)
+
+let keysDir: string;
+let standardKey: string;
+let plusKey: string;
+let revokedKey: string;
+let secret: CryptoKey;
+
+/** A key registry over the test's registry file, read on every lookup (no caching to reason about). */
+const registry = (): KeyRegistry => ({
+  description: 'test',
+  async lookup(id: string): Promise<EdgeKeyRecord | null> {
+    return loadRegistry(keysDir).keys.find((k) => k.id === id) ?? null;
+  },
+});
+
+function setup(partial: unknown, mode: AccessConfig['mode'], store: QuotaStore = new MemoryQuotaStore(() => clock.now)) {
+  const access = new AccessControl({ config: resolveAccessConfig(partial, mode), store, keys: registry(), secret, now: () => clock.now });
+  return createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
+}
+const clock = { now: T0 };
+
+const get = (handler: Handler, path: string, opts: { key?: string; ip?: string; headers?: Record<string, string>; method?: string } = {}) =>
+  handler(
+    new Request(`http://atlas.test/api/v1${path}`, {
+      method: opts.method ?? 'GET',
+      headers: { ...(opts.key ? { Authorization: `Bearer ${opts.key}` } : {}), ...opts.headers },
+    }),
+    { clientIp: opts.ip ?? '192.0.2.1' },
+  );
+
+beforeAll(async () => {
+  keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-keys-'));
+  standardKey = (await issueKey(keysDir, { name: 'A', affiliation: 'Lab', use: 'tests', tier: 'standard' })).key;
+  plusKey = (await issueKey(keysDir, { name: 'B', affiliation: 'Lab', use: 'tests', tier: 'plus' })).key;
+  revokedKey = (await issueKey(keysDir, { name: 'C', affiliation: 'Lab', use: 'tests', tier: 'standard' })).key;
+  await revokeKey(keysDir, keyId(revokedKey)!);
+  secret = await importServerSecret(readSecret(keysDir, { create: false })!);
+});
+
+describe('keys', () => {
+  it('issues recognisable 256-bit keys and stores only their keyed hash', () => {
+    expect(standardKey).toMatch(/^isoatlas_[a-z2-7]{8}_[A-Za-z0-9_-]{43}$/);
+    const stored = JSON.stringify(loadRegistry(keysDir));
+    for (const key of [standardKey, plusKey, revokedKey]) expect(stored).not.toContain(key);
+    expect(stored).not.toContain(standardKey.slice(18)); // not even the secret part
+  });
+});
+
+describe('key registry', () => {
+  it('keeps every key when several `keys issue` run at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-keys-concurrent-'));
+    const issued = await Promise.all(Array.from({ length: 8 }, (_, i) => issueKey(dir, { name: `n${i}`, affiliation: 'a', use: 'u', tier: 'standard' })));
+    expect(loadRegistry(dir).keys.map((k) => k.id).sort()).toEqual(issued.map((i) => i.record.id).sort());
+  });
+});
+
+describe('arrangement B: key required', () => {
+  it('answers 401 with a Bearer challenge without a key, and invalid_token for a bad one', async () => {
+    clock.now = T0;
+    const handler = setup({}, 'key-required');
+    const none = await get(handler, '/genes/PRR5');
+    expect(none.status).toBe(401);
+    expect(none.headers.get('WWW-Authenticate')).toBe('Bearer realm="isoatlas"');
+    expect(validate('Problem', await none.json())).toEqual([]);
+    const tampered = standardKey.slice(0, -1) + (standardKey.endsWith('A') ? 'B' : 'A');
+    for (const key of ['not-a-key', tampered, revokedKey, 'isoatlas_aaaaaaaa_' + 'x'.repeat(43)]) {
+      const r = await get(handler, '/genes/PRR5', { key });
+      expect(r.status, key).toBe(401);
+      expect(r.headers.get('WWW-Authenticate')).toBe('Bearer realm="isoatlas", error="invalid_token"');
+      const body = await r.text();
+      if (key.length > 20) expect(body).not.toContain(key.slice(18)); // the secret part of a key is never echoed
+    }
+    const basic = await get(handler, '/genes/PRR5', { headers: { Authorization: 'Basic dXNlcjpwYXNz' } });
+    expect(basic.status).toBe(401);
+  });
+
+  it('admits 60 requests a minute per key, then 429 with Retry-After until the next minute', async () => {
+    clock.now = T0 + 15_000;
+    const handler = setup({}, 'key-required');
+    for (let i = 1; i <= 60; i++) {
+      const r = await get(handler, '/isoforms/PRR5-201', { key: standardKey });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('RateLimit-Remaining')).toBe(String(60 - i));
+    }
+    const ok = await get(handler, '/release', { key: plusKey }); // another key is counted apart
+    expect(ok.headers.get('RateLimit-Limit')).toBe('600');
+    const refused = await get(handler, '/isoforms/PRR5-201', { key: standardKey });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('Retry-After')).toBe('45');
+    expect(refused.headers.get('RateLimit-Remaining')).toBe('0');
+    expect(refused.headers.get('Content-Type')).toBe('application/problem+json; charset=utf-8');
+    expect((await refused.json()).detail).toContain('60 requests per minute for API key');
+    clock.now = T0 + MINUTE - 1; // the last millisecond of the window
+    expect((await get(handler, '/release', { key: standardKey })).headers.get('Retry-After')).toBe('1');
+    clock.now = T0 + MINUTE; // the first of the next
+    const next = await get(handler, '/release', { key: standardKey });
+    expect(next.status).toBe(200);
+    expect(next.headers.get('RateLimit-Policy')).toBe('60;w=60, 5000;w=86400');
+  });
+
+  it('enforces the daily quota across minutes', async () => {
+    clock.now = T0;
+    const handler = setup({ key_required: { per_ip: { per_minute: 1000 }, tiers: { standard: { per_minute: 10, per_day: 25 }, plus: { per_minute: 10 } } } }, 'key-required');
+    let admitted = 0;
+    for (let minute = 0; minute < 4; minute++) {
+      clock.now = T0 + minute * MINUTE;
+      for (let i = 0; i < 10; i++) if ((await get(handler, '/release', { key: standardKey })).status === 200) admitted++;
+    }
+    expect(admitted).toBe(25);
+    // Requests refused by the day window were given back to the minute window, so the refusal keeps
+    // naming the limit that actually binds, with Retry-After until midnight UTC.
+    const refused = await get(handler, '/release', { key: standardKey });
+    expect((await refused.json()).detail).toContain('25 requests per day');
+    const untilMidnight = Math.ceil((Date.UTC(2026, 10, 23) - clock.now) / 1000);
+    expect(refused.headers.get('Retry-After')).toBe(String(untilMidnight));
+  });
+
+  it('admits exactly the limit among 300 concurrent requests with one key', async () => {
+    clock.now = T0 + 5 * MINUTE;
+    const handler = setup({}, 'key-required');
+    const statuses = await Promise.all(Array.from({ length: 300 }, () => get(handler, '/genes/PRR5', { key: standardKey }).then((r) => r.status)));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(60);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(240);
+  });
+
+  it('applies the per-IP limit before the key, and only the adapter-given address counts', async () => {
+    clock.now = T0 + 7 * MINUTE;
+    const handler = setup({ key_required: { per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 60 }, plus: { per_minute: 60 } } } }, 'key-required');
+    const spoofed = (i: number) => ({ 'X-Forwarded-For': `203.0.113.${i}`, 'X-Real-IP': `203.0.113.${i}`, Forwarded: `for=203.0.113.${i}` });
+    const statuses = [];
+    for (let i = 0; i < 8; i++) statuses.push((await get(handler, '/release', { key: i % 2 ? standardKey : plusKey, headers: spoofed(i) })).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    // Bad keys are throttled by the per-IP limit too, before they cost a key lookup.
+    expect((await get(handler, '/release', { key: 'garbage' })).status).toBe(429);
+    expect((await get(handler, '/release', { key: standardKey, ip: '192.0.2.99' })).status).toBe(200);
+  });
+});
+
+describe('arrangement A: open, key optional', () => {
+  it('limits anonymous clients per IP and gives keys their higher tier', async () => {
+    clock.now = T0 + 10 * MINUTE;
+    const handler = setup({ open: { anonymous_per_ip: { per_minute: 3 }, tiers: { standard: { per_minute: 100 }, plus: { per_minute: 1000 } } } }, 'open');
+    const anon = [];
+    for (let i = 0; i < 4; i++) anon.push(await get(handler, '/genes/PRR5', { headers: { 'X-Forwarded-For': `10.0.0.${i}` } }));
+    expect(anon.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(anon[0].headers.get('RateLimit-Limit')).toBe('3');
+    expect(anon[0].headers.get('RateLimit-Policy')).toBe('3;w=60');
+    expect(anon[3].headers.get('Retry-After')).toBe('60');
+    const keyed = await get(handler, '/genes/PRR5', { key: standardKey });
+    expect(keyed.status).toBe(200);
+    expect(keyed.headers.get('RateLimit-Limit')).toBe('100');
+    const otherIp = await get(handler, '/genes/PRR5', { ip: '192.0.2.2' });
+    expect(otherIp.status).toBe(200);
+  });
+
+  it('refuses an invalid or revoked key instead of treating it as anonymous', async () => {
+    clock.now = T0 + 11 * MINUTE;
+    const handler = setup({}, 'open');
+    expect((await get(handler, '/genes/PRR5', { key: revokedKey })).status).toBe(401);
+    expect((await get(handler, '/genes/PRR5', { key: 'isoatlas_abcdefgh_' + 'y'.repeat(43) })).status).toBe(401);
+    expect((await get(handler, '/genes/PRR5')).status).toBe(200);
+  });
+
+  it('never counts or challenges CORS preflights, and carries RateLimit headers on errors too', async () => {
+    clock.now = T0 + 12 * MINUTE;
+    const handler = setup({ open: { anonymous_per_ip: { per_minute: 1 }, tiers: { standard: { per_minute: 1 }, plus: { per_minute: 1 } } } }, 'open');
+    for (let i = 0; i < 3; i++) expect((await get(handler, '/genes/PRR5', { method: 'OPTIONS' })).status).toBe(204);
+    const notFound = await get(handler, '/genes/NO_SUCH_GENE');
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers.get('RateLimit-Remaining')).toBe('0');
+    expect((await get(handler, '/genes/PRR5')).status).toBe(429);
+  });
+});
+
+describe('when the shared store fails', () => {
+  it('keeps serving under per-instance limits, logs it once, and never answers 5xx', async () => {
+    clock.now = T0 + 20 * MINUTE;
+    let up = false;
+    const flaky: QuotaStore = {
+      description: 'flaky-store',
+      async hit() {
+        if (!up) throw new Error('connect ECONNREFUSED');
+        return { admitted: true, count: 1 };
+      },
+      async undo() {},
+    };
+    const lines: string[] = [];
+    const store = new FailOpenQuotaStore(flaky, (l) => lines.push(l), 1000, () => clock.now);
+    const handler = setup({ open: { anonymous_per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 5 }, plus: { per_minute: 5 } } } }, 'open', store);
+    const statuses = [];
+    for (let i = 0; i < 7; i++) statuses.push((await get(handler, '/release')).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]); // the per-instance limit still holds
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/flaky-store failed .* serving with per-instance limits/);
+    up = true;
+    clock.now += 1001;
+    expect((await get(handler, '/release')).status).toBe(200);
+    expect(lines[1]).toMatch(/answering again/);
+  });
+
+  it('answers 503 with Retry-After when keys cannot be looked up', async () => {
+    const access = new AccessControl({
+      config: resolveAccessConfig({}, 'key-required'),
+      store: new MemoryQuotaStore(),
+      keys: { description: 'down', lookup: () => Promise.reject(new Error('timeout')) },
+      secret,
+    });
+    const handler = createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
+    const r = await get(handler, '/release', { key: standardKey });
+    expect(r.status).toBe(503);
+    expect(r.headers.get('Retry-After')).toBe('5');
+  });
+});
+
+describe('access config', () => {
+  it('overlays a partial file on the defaults and rejects what it does not know', () => {
+    const c = resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 10 }, tiers: { standard: { per_minute: 20 } } } }, 'open');
+    expect(c.open.anonymous_per_ip).toEqual({ per_minute: 10 });
+    expect(c.key_required.tiers.standard).toEqual({ per_minute: 60, per_day: 5000 }); // untouched section keeps defaults
+    expect(() => resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 0 }, tiers: {} } })).toThrow(/per_minute must be a positive integer/);
+    expect(() => resolveAccessConfig({ open: { anonymous_per_ip: { per_hour: 5 }, tiers: { standard: {} } } })).toThrow(/per_hour is not a known limit/);
+    expect(() => resolveAccessConfig({ default_tier: 'gold' })).toThrow(/default tier "gold" is missing/);
+    expect(() => resolveAccessConfig({ modes: 'open' })).toThrow(/unknown setting "modes"/);
+  });
+});
