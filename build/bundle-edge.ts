@@ -34,7 +34,7 @@ export async function bundleEdge(opts: { outDir: string } & EdgeBundleConfig): P
     // The Lambda Node.js 20 runtime ships AWS SDK v3; bundling the DynamoDB client would add ~630 KiB.
     external: ['@aws-sdk/*'],
     outfile: file,
-    define: { __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ originBaseUrl: opts.originBaseUrl, structureBaseUrl: opts.structureBaseUrl, access: opts.access } satisfies EdgeBundleConfig) },
+    define: { __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ ...opts, outDir: undefined } satisfies EdgeBundleConfig & { outDir: undefined }) },
     logLevel: 'warning',
   });
   // The package is ESM; the deployment package says its own index.js is CommonJS.

@@ -16,6 +16,7 @@ import { NotATreeError, serve } from './serve.js';
 import { bundleEdge } from './bundle-edge.js';
 import { addKeysCommand, readAccessConfig } from './keys/commands.js';
 import { readSecret } from './keys/registry.js';
+import { UsageError } from './errors.js';
 import { existsSync } from 'node:fs';
 import { treePaths } from '../edge/contract/tree.js';
 
@@ -226,7 +227,11 @@ export function program(): Command {
     .command('bundle-edge')
     .description('Bundle the Lambda@Edge function with esbuild and print its size.')
     .option('--out <dir>', 'output directory', join(PROJECT_ROOT, 'dist/edge'))
-    .requiredOption('--origin <url>', 'base URL of the published tree the function reads', parseBaseUrl)
+    .option('--origin <url>', 'base URL of the tree the function reads', parseBaseUrl)
+    .option('--published', 'the base URL holds a published bucket layout (current.json and releases/)', false)
+    .option('--bucket <name>', 'read a published bucket with the S3 API instead (the CDN deployment)')
+    .option('--bucket-region <region>', 'region of that bucket', process.env.AWS_REGION ?? 'us-east-1')
+    .option('--prefix <prefix>', 'key prefix of the published atlas in the bucket', '')
     .option('--structure-base <url>', 'base URL structure redirects point into', parseBaseUrl)
     .option('--access <mode>', 'enable API keys and quotas in this arrangement (open or key-required)', parseMode)
     .option('--access-config <file>', 'tiers and limits (JSON)')
@@ -234,14 +239,22 @@ export function program(): Command {
     .option('--keys-table <name>', 'DynamoDB table of published keys', 'isoatlas-keys')
     .option('--region <region>', 'AWS region of the tables', process.env.AWS_REGION ?? 'us-east-1')
     .option('--keys-dir <dir>', 'where the server secret is (or set ISOATLAS_KEY_SECRET)', DEFAULT_KEYS_DIR)
-    .action(async (o: { out: string; origin: string; structureBase?: string; access?: 'open' | 'key-required'; accessConfig?: string; quotaTable: string; keysTable: string; region: string; keysDir: string }) => {
+    .action(async (o: { out: string; origin?: string; published: boolean; bucket?: string; bucketRegion: string; prefix: string; structureBase?: string; access?: 'open' | 'key-required'; accessConfig?: string; quotaTable: string; keysTable: string; region: string; keysDir: string }) => {
+      if (!o.origin === !o.bucket) throw new UsageError('name exactly one origin: --origin <url> or --bucket <name>');
       let access;
       if (o.access) {
         const keySecret = readSecret(o.keysDir, { create: false });
         if (!keySecret) throw new Error(`no API key secret in ${o.keysDir} or ISOATLAS_KEY_SECRET: issue a key first (\`isoatlas keys issue\`)`);
         access = { config: readAccessConfig(o.accessConfig, o.access), region: o.region, quotaTable: o.quotaTable, keysTable: o.keysTable, keySecret };
       }
-      const b = await bundleEdge({ outDir: o.out, originBaseUrl: o.origin, structureBaseUrl: o.structureBase, access });
+      const b = await bundleEdge({
+        outDir: o.out,
+        originBaseUrl: o.origin,
+        published: o.published,
+        s3: o.bucket ? { bucket: o.bucket, region: o.bucketRegion, prefix: o.prefix } : undefined,
+        structureBaseUrl: o.structureBase,
+        access,
+      });
       log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)${access ? `, access ${o.access} with DynamoDB ${o.quotaTable}/${o.keysTable}` : ''}`);
     });
 
@@ -258,6 +271,10 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) {
       return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (err instanceof UsageError) {
+      log(`isoatlas: ${err.message} (run with --help for usage)`);
+      return EXIT.usage;
     }
     if (err instanceof InputError || err instanceof NamingError || err instanceof NotATreeError) {
       log(`isoatlas: invalid input: ${err.message}`);

@@ -5,7 +5,7 @@
 import { cacheControl, type Route } from './contract/routes.js';
 import { ISOFORM_PAGE_SIZE, links, treePaths } from './contract/tree.js';
 import type { IsoformPageBody, NeoantigenListBody } from './contract/schemas.js';
-import { OriginError, type Origin } from './origin.js';
+import { OriginError, isVersioned, type Origin, type VersionedOrigin } from './origin.js';
 import { ReleaseData, resolveGene, resolveIsoform } from './release-data.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
 import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem } from './responses.js';
@@ -13,7 +13,8 @@ import { search } from './search.js';
 import type { AccessControl } from './access/control.js';
 
 export interface HandlerOptions {
-  origin: Origin;
+  /** The tree: one release (a directory, a base URL) or a published bucket with a release pointer. */
+  origin: Origin | VersionedOrigin;
   /** Base URL the structure redirect points into (`<base>/structures/<id>.cif`). Default: the
    * request's own origin, for a server that also serves the files (serveStructureFiles). */
   structureBaseUrl?: string;
@@ -33,8 +34,48 @@ export type Handler = (request: Request, context?: RequestContext) => Promise<Re
 const decoder = new TextDecoder();
 const MMCIF_TYPE = 'chemical/x-mmcif';
 
+type ServeRequest = (request: Request) => Promise<Response>;
+
 export function createHandler(options: HandlerOptions): Handler {
-  const { origin } = options;
+  const source = options.origin;
+  const single = isVersioned(source) ? null : releaseServer(source, (path) => path, options);
+  const byRelease = new Map<string, ServeRequest>();
+
+  /** The server of the current release. Each request is answered from one pinned release; the caches
+   * of the previous release are kept until the one after, so requests in flight finish on theirs. */
+  async function currentRelease(): Promise<ServeRequest> {
+    if (single) return single;
+    const pinned = await (source as VersionedOrigin).pin();
+    let serve = byRelease.get(pinned.release);
+    if (!serve) {
+      serve = releaseServer(pinned.origin, pinned.publicPath, options);
+      byRelease.set(pinned.release, serve);
+      if (byRelease.size > 2) byRelease.delete(byRelease.keys().next().value!);
+    }
+    return serve;
+  }
+
+  return async function handle(request: Request, context: RequestContext = {}): Promise<Response> {
+    try {
+      // Preflights carry no credentials (browsers never send Authorization with them): not counted.
+      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, Allow: ALLOW } });
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
+      }
+      if (!options.access) return await (await currentRelease())(request);
+      const decision = await options.access.check(request, context.clientIp);
+      if (decision.denied) return decision.denied;
+      const response = await (await currentRelease())(request);
+      for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);
+      return response;
+    } catch (err) {
+      return failure(request, err);
+    }
+  };
+}
+
+/** Answers requests from one release of the tree, with that release's alias maps and index. */
+function releaseServer(origin: Origin, publicPath: (treePath: string) => string, options: HandlerOptions): ServeRequest {
   const data = new ReleaseData(origin);
 
   async function readTree(path: string): Promise<Uint8Array | null> {
@@ -111,7 +152,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const entry = (await data.structures())[id];
     if (!entry) return problem(request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });
     const base = options.structureBaseUrl ?? new URL(request.url).origin;
-    const location = `${base.replace(/\/$/, '')}/${entry.path}`;
+    const location = `${base.replace(/\/$/, '')}/${publicPath(entry.path)}`;
     return new Response(null, { status: 307, headers: { ...CORS_HEADERS, Location: location, 'Cache-Control': cacheControl.redirect } });
   }
 
@@ -163,24 +204,6 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  return async function handle(request: Request, context: RequestContext = {}): Promise<Response> {
-    try {
-      // Preflights carry no credentials (browsers never send Authorization with them): not counted.
-      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, Allow: ALLOW } });
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
-      }
-      if (!options.access) return await serveRequest(request);
-      const decision = await options.access.check(request, context.clientIp);
-      if (decision.denied) return decision.denied;
-      const response = await serveRequest(request);
-      for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);
-      return response;
-    } catch (err) {
-      return failure(request, err);
-    }
-  };
-
   async function serveRequest(request: Request): Promise<Response> {
     try {
       const url = new URL(request.url);
@@ -199,20 +222,22 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  /** The problem response for anything thrown while answering. */
-  function failure(request: Request, err: unknown): Response {
-    if (err instanceof RequestProblem) {
-      return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
-    }
-    if (err instanceof OriginError) {
-      return problem(request, {
-        status: err.kind === 'timeout' ? 504 : 502,
-        detail: 'the atlas storage did not answer as expected; try again shortly',
-        headers: { 'Retry-After': '5' },
-      });
-    }
-    // A bug of ours, not the client's: say so without leaking internals.
-    console.error(`isoatlas edge: unexpected error: ${(err as Error).stack ?? err}`);
-    return problem(request, { status: 500, detail: 'an unexpected error occurred; it has been logged' });
+  return serveRequest;
+}
+
+/** The problem response for anything thrown while answering. */
+function failure(request: Request, err: unknown): Response {
+  if (err instanceof RequestProblem) {
+    return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
   }
+  if (err instanceof OriginError) {
+    return problem(request, {
+      status: err.kind === 'timeout' ? 504 : 502,
+      detail: 'the atlas storage did not answer as expected; try again shortly',
+      headers: { 'Retry-After': '5' },
+    });
+  }
+  // A bug of ours, not the client's: say so without leaking internals.
+  console.error(`isoatlas edge: unexpected error: ${(err as Error).stack ?? err}`);
+  return problem(request, { status: 500, detail: 'an unexpected error occurred; it has been logged' });
 }

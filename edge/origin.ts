@@ -14,6 +14,25 @@ export interface Origin {
   readonly description: string;
 }
 
+/** An origin holding several releases and a pointer to the current one (a published bucket). The
+ * edge pins one release per request, so no response mixes files of two releases. */
+export interface VersionedOrigin {
+  readonly description: string;
+  /** The current release, as an Origin whose paths are tree paths of that release. */
+  pin(): Promise<PinnedRelease>;
+}
+
+export interface PinnedRelease {
+  release: string;
+  origin: Origin;
+  /** Public path of a tree file below the structure base (e.g. `releases/<r>/structures/x.cif`). */
+  publicPath(treePath: string): string;
+}
+
+export function isVersioned(origin: Origin | VersionedOrigin): origin is VersionedOrigin {
+  return typeof (origin as VersionedOrigin).pin === 'function';
+}
+
 export class OriginError extends Error {
   constructor(
     message: string,

@@ -156,7 +156,15 @@ describe('Lambda@Edge origin-request adapter', () => {
 
 describe('the deployed bundle with API keys and quotas in DynamoDB (dynalite)', () => {
   let db: ReturnType<typeof dynalite>;
-  let keyed: LambdaHandler;
+  let viewer: (event: CloudFrontRequestEvent) => Promise<CloudFrontResultResponse | CloudFrontRequestEvent['Records'][0]['cf']['request']>;
+  let origin: LambdaHandler;
+  /** What CloudFront does: the viewer-request function, then (if it passed) the origin. */
+  const keyed = async (e: CloudFrontRequestEvent): Promise<CloudFrontResultResponse> => {
+    const out = await viewer(e);
+    if ('status' in out) return out;
+    expect(out.headers.authorization).toBeUndefined(); // the key goes no further than the viewer function
+    return origin({ Records: [{ cf: { ...e.Records[0].cf, request: out } }] });
+  };
   let key: string;
   const env = { AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY };
 
@@ -179,14 +187,16 @@ describe('the deployed bundle with API keys and quotas in DynamoDB (dynalite)', 
       originBaseUrl: `http://127.0.0.1:${port}/`,
       access: { config: resolveAccessConfig({ key_required: { per_ip: { per_minute: 1000 }, tiers: { standard: { per_minute: 5 }, plus: { per_minute: 5 } } } }, 'key-required'), region: 'us-east-1', quotaTable: 'quota', keysTable: 'keys', keySecret: readSecret(keysDir, { create: false })!, endpoint },
     });
-    keyed = createRequire(import.meta.url)(accessBundle.file).handler as LambdaHandler;
+    const bundled = createRequire(import.meta.url)(accessBundle.file);
+    viewer = bundled.viewerRequest;
+    origin = bundled.handler as LambdaHandler;
   });
   afterAll(async () => {
     await new Promise((ok) => db.close(ok));
     Object.assign(process.env, env);
   });
 
-  it('refuses requests without a key and counts keyed ones in the shared table', async () => {
+  it('refuses requests without a key at viewer-request and counts keyed ones in the shared table', async () => {
     const none = await keyed(event('/api/v1/release'));
     expect(none.status).toBe('401');
     expect(header(none, 'www-authenticate')).toBe('Bearer realm="isoatlas"');
@@ -196,7 +206,10 @@ describe('the deployed bundle with API keys and quotas in DynamoDB (dynalite)', 
     const replies = [];
     for (let i = 0; i < 7; i++) replies.push(await keyed(event('/api/v1/genes/PRR5', '', 'GET', { Authorization: `Bearer ${key}` })));
     expect(replies.map((r) => r.status)).toEqual(['200', '200', '200', '200', '200', '429', '429']);
-    expect(header(replies[0], 'ratelimit-limit')).toBe('5');
+    // At the CDN the refusal carries the RateLimit headers; a passed request's cached response cannot
+    // (see the README: RateLimit headers at the CDN).
+    expect(header(replies[5], 'ratelimit-limit')).toBe('5');
+    expect(header(replies[5], 'ratelimit-remaining')).toBe('0');
     expect(Number(header(replies[5], 'retry-after'))).toBeGreaterThanOrEqual(1);
   });
 });

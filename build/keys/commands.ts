@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { BatchWriteItemCommand, DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config.js';
 import { issueKey, loadRegistry, registryPath, revokeKey } from './registry.js';
+import { UsageError } from '../errors.js';
 
 export function readAccessConfig(path: string | undefined, mode?: AccessConfig['mode']): AccessConfig {
   if (!path) return resolveAccessConfig({}, mode);
@@ -37,7 +38,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
       const config = readAccessConfig(o.accessConfig);
       const tier = o.tier ?? config.default_tier;
       if (!config.open.tiers[tier] || !config.key_required.tiers[tier]) {
-        throw new Error(`unknown tier "${tier}"; tiers: ${Object.keys(config.key_required.tiers).join(', ')}`);
+        throw new UsageError(`unknown tier "${tier}"; tiers: ${Object.keys(config.key_required.tiers).join(', ')}`);
       }
       const { key, record } = await issueKey(o.keysDir, { name: o.name, affiliation: o.affiliation, use: o.use, tier });
       process.stdout.write(`${key}\n`);

@@ -1,7 +1,10 @@
-// Adapter: Lambda@Edge (CloudFront origin-request trigger) → the edge handler → a CloudFront
-// generated response. Origin-request, not viewer-request: generated bodies may be up to 1 MB there
-// (40 KB at viewer-request), and CloudFront caches the result.
+// Adapters: Lambda@Edge events → the edge function → CloudFront results. Two triggers, one bundle:
+//  - origin-request: the handler serves the request and CloudFront caches the generated response
+//    (bodies up to 1 MB there, 40 KB at viewer-request);
+//  - viewer-request: access control on every request, cache hits included (a cached response must
+//    still be counted and refused when over quota); it passes the request on or answers 401/429.
 import type { Handler } from '../handler.js';
+import type { AccessControl } from '../access/control.js';
 
 type CfHeaders = Record<string, { key?: string; value: string }[]>;
 
@@ -26,29 +29,50 @@ export interface CloudFrontResultResponse {
 const READ_ONLY = new Set(['content-length', 'transfer-encoding', 'connection', 'via', 'upgrade', 'keep-alive', 'proxy-connection']);
 const TEXTUAL = /^(application\/(json|problem\+json)|text\/|chemical\/x-mmcif)/;
 
+type CfRequest = CloudFrontRequestEvent['Records'][0]['cf']['request'];
+
+function toWebRequest(event: CloudFrontRequestEvent): Request {
+  const { request: cf, config } = event.Records[0].cf;
+  const host = cf.headers.host?.[0]?.value ?? config.distributionDomainName;
+  const headers = new Headers();
+  for (const [name, values] of Object.entries(cf.headers)) {
+    for (const { value } of values) headers.append(name, value);
+  }
+  return new Request(`https://${host}${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`, { method: cf.method, headers });
+}
+
 export function createLambdaEdgeHandler(handler: Handler) {
   return async function onOriginRequest(event: CloudFrontRequestEvent): Promise<CloudFrontResultResponse> {
-    const { request: cf, config } = event.Records[0].cf;
-    const host = cf.headers.host?.[0]?.value ?? config.distributionDomainName;
-    const headers = new Headers();
-    for (const [name, values] of Object.entries(cf.headers)) {
-      for (const { value } of values) headers.append(name, value);
-    }
-    const url = `https://${host}${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`;
+    const cf = event.Records[0].cf.request;
     // CloudFront's viewer address is the only client IP trusted for limits; X-Forwarded-For is not.
-    const response = await handler(new Request(url, { method: cf.method, headers }), { clientIp: cf.clientIp });
-
-    const out: CfHeaders = {};
-    response.headers.forEach((value, name) => {
-      if (!READ_ONLY.has(name)) out[name] = [{ key: name.replace(/(^|-)([a-z])/g, (_, dash, c) => dash + c.toUpperCase()), value }];
-    });
-    const result: CloudFrontResultResponse = { status: String(response.status), statusDescription: response.statusText || undefined, headers: out };
-    if (response.body && cf.method !== 'HEAD') {
-      const bytes = Buffer.from(await response.arrayBuffer());
-      const textual = TEXTUAL.test(response.headers.get('content-type') ?? '');
-      result.body = textual ? bytes.toString('utf8') : bytes.toString('base64');
-      result.bodyEncoding = textual ? 'text' : 'base64';
-    }
-    return result;
+    return toCloudFront(await handler(toWebRequest(event), { clientIp: cf.clientIp }), cf.method);
   };
+}
+
+/** Viewer-request: counts and checks every request; passes it on (Authorization removed: nothing
+ * downstream needs the key, so it reaches no origin and no log) or answers the refusal. */
+export function createViewerRequestHandler(access: AccessControl) {
+  return async function onViewerRequest(event: CloudFrontRequestEvent): Promise<CfRequest | CloudFrontResultResponse> {
+    const cf = event.Records[0].cf.request;
+    if (cf.method === 'OPTIONS') return cf;
+    const decision = await access.check(toWebRequest(event), cf.clientIp);
+    if (decision.denied) return toCloudFront(decision.denied, cf.method);
+    delete cf.headers.authorization;
+    return cf;
+  };
+}
+
+async function toCloudFront(response: Response, method: string): Promise<CloudFrontResultResponse> {
+  const out: CfHeaders = {};
+  response.headers.forEach((value, name) => {
+    if (!READ_ONLY.has(name)) out[name] = [{ key: name.replace(/(^|-)([a-z])/g, (_, dash, c) => dash + c.toUpperCase()), value }];
+  });
+  const result: CloudFrontResultResponse = { status: String(response.status), statusDescription: response.statusText || undefined, headers: out };
+  if (response.body && method !== 'HEAD') {
+    const bytes = Buffer.from(await response.arrayBuffer());
+    const textual = TEXTUAL.test(response.headers.get('content-type') ?? '');
+    result.body = textual ? bytes.toString('utf8') : bytes.toString('base64');
+    result.bodyEncoding = textual ? 'text' : 'base64';
+  }
+  return result;
 }
