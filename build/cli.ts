@@ -17,6 +17,7 @@ import { bundleEdge } from './bundle-edge.js';
 import { addKeysCommand, readAccessConfig } from './keys/commands.js';
 import { readSecret } from './keys/registry.js';
 import { UsageError } from './errors.js';
+import { addPublishCommands } from './publish-commands.js';
 import { existsSync } from 'node:fs';
 import { treePaths } from '../edge/contract/tree.js';
 
@@ -256,6 +257,23 @@ export function program(): Command {
         access,
       });
       log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)${access ? `, access ${o.access} with DynamoDB ${o.quotaTable}/${o.keysTable}` : ''}`);
+    });
+
+  addPublishCommands(cli, log);
+  cli
+    .command('mirror')
+    .description('Copy the current release of a published atlas (or a hosted tree) into a local directory that `isoatlas serve --dir` serves: incremental, verified, resumable, swapped in atomically.')
+    .requiredOption('--from <source>', 'base URL (published layout with current.json, or a tree root with manifest.json) or s3://bucket[/prefix]')
+    .requiredOption('--to <dir>', 'mirror directory (replaced atomically; <dir>.staging holds an interrupted sync)')
+    .option('--concurrency <n>', 'downloads in flight at once', (v: string) => {
+      if (!/^[1-9]\d*$/.test(v)) throw new InvalidArgumentError('expected a positive integer');
+      return Number(v);
+    }, 16)
+    .option('--region <region>', 'S3 region (default $AWS_REGION or us-east-1)')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing)')
+    .action(async (o: { from: string; to: string; concurrency: number; region?: string; endpoint?: string }) => {
+      const { mirror } = await import('./mirror.js');
+      await mirror({ ...o, log });
     });
 
   addKeysCommand(cli, DEFAULT_KEYS_DIR, log);

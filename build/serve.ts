@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { treePaths } from '../edge/contract/tree.js';
 import { createHandler } from '../edge/handler.js';
-import { LocalOrigin } from '../edge/origins/local.js';
+import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
 import { AccessControl } from '../edge/access/control.js';
 import type { AccessConfig } from '../edge/access/config.js';
@@ -50,7 +50,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   }
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const access = await localAccessControl(opts.access, opts.keysDir);
-  const handler = createHandler({ origin: new LocalOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access });
+  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access });
   const server = createNodeServer(handler, { log });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);

@@ -1,0 +1,100 @@
+// `npm run synth`: builds the edge bundle and synthesizes the CDN stack into a cloud assembly
+// (cdk.out/), offline: no AWS credentials, no lookups. Deploy the result with the CDK CLI, e.g.
+// `npx aws-cdk@2 deploy --app cdk.out` (the account must be bootstrapped in us-east-1).
+//
+// Settings (environment variables):
+//   ISOATLAS_BUCKET        bucket name                           (default isoatlas-atlas-example)
+//   ISOATLAS_PREFIX        key prefix of the atlas in the bucket  (default '', else ending in '/')
+//   ISOATLAS_ACCESS        open | key-required | '' (no access control: no viewer function, no tables)
+//   ISOATLAS_ACCESS_CONFIG path to a limits JSON file (as `isoatlas serve --access-config`)
+//   ISOATLAS_KEY_SECRET    hex HMAC secret of the API keys (required with ISOATLAS_ACCESS)
+//   ISOATLAS_QUOTA_TABLE / ISOATLAS_KEYS_TABLE   table names (default isoatlas-quota / isoatlas-keys)
+//   ISOATLAS_WAF_LIMIT     WAF requests per IP per 5 minutes      (default 6000)
+//   ISOATLAS_STRUCTURE_BASE  base URL of structure redirects (e.g. a custom domain); default: the
+//                            request's own host, i.e. the distribution
+//   ISOATLAS_ACCOUNT / CDK_DEFAULT_ACCOUNT       account id       (default 111111111111)
+//   ISOATLAS_CDK_OUT       output directory                       (default <repo>/cdk.out)
+import { readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { bundleEdge } from '../build/bundle-edge.js';
+import type { AccessMode } from '../edge/access/config.js';
+import {
+  DEFAULT_ACCOUNT,
+  DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP,
+  EDGE_REGION,
+  IsoatlasCdnStack,
+  edgeBundleConfig,
+  type IsoatlasCdnProps,
+} from './stack.js';
+
+const env = process.env;
+
+function fail(message: string): never {
+  console.error(`synth: ${message}`);
+  process.exit(2);
+}
+
+function accessSettings(): IsoatlasCdnProps['access'] {
+  const mode = env.ISOATLAS_ACCESS ?? '';
+  if (mode === '') return undefined;
+  if (mode !== 'open' && mode !== 'key-required') fail(`ISOATLAS_ACCESS must be open, key-required or empty, not "${mode}"`);
+  const keySecret = env.ISOATLAS_KEY_SECRET;
+  if (!keySecret) fail('ISOATLAS_ACCESS is set, so ISOATLAS_KEY_SECRET (the hex secret of the API keys) is required; leave ISOATLAS_ACCESS empty to synthesize without access control');
+  let config: unknown;
+  if (env.ISOATLAS_ACCESS_CONFIG) {
+    try {
+      config = JSON.parse(readFileSync(env.ISOATLAS_ACCESS_CONFIG, 'utf8'));
+    } catch (err) {
+      fail(`cannot read ISOATLAS_ACCESS_CONFIG ${env.ISOATLAS_ACCESS_CONFIG}: ${(err as Error).message}`);
+    }
+  }
+  return {
+    mode: mode as AccessMode,
+    config,
+    keySecret,
+    quotaTableName: env.ISOATLAS_QUOTA_TABLE || undefined,
+    keysTableName: env.ISOATLAS_KEYS_TABLE || undefined,
+  };
+}
+
+async function main() {
+  const started = Date.now();
+  const repo = fileURLToPath(new URL('..', import.meta.url));
+  const outdir = resolve(env.ISOATLAS_CDK_OUT || join(repo, 'cdk.out'));
+  const edgeCodeDir = join(outdir, 'edge-bundle');
+  const wafLimit = env.ISOATLAS_WAF_LIMIT ? Number(env.ISOATLAS_WAF_LIMIT) : DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP;
+
+  const settings = {
+    bucketName: env.ISOATLAS_BUCKET || 'isoatlas-atlas-example',
+    prefix: env.ISOATLAS_PREFIX ?? '',
+    access: accessSettings(),
+  };
+
+  // The bundle and the stack come from the same settings, so they agree on bucket, prefix and tables.
+  // structureBaseUrl stays unset unless given: the distribution's domain is a deploy-time token, and
+  // without it the edge redirects to the host the request came to (the distribution, see stack.ts).
+  let bundle;
+  try {
+    bundle = await bundleEdge({ outDir: edgeCodeDir, ...edgeBundleConfig({ ...settings, structureBaseUrl: env.ISOATLAS_STRUCTURE_BASE || undefined }) });
+  } catch (err) {
+    fail((err as Error).message);
+  }
+
+  const app = new App({ outdir });
+  const stack = new IsoatlasCdnStack(app, 'IsoatlasCdn', {
+    ...settings,
+    env: { account: env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT, region: EDGE_REGION },
+    wafRequestsPer5MinPerIp: wafLimit,
+    edgeCodeDir,
+  });
+  const assembly = app.synth();
+  const template = join(assembly.directory, stack.templateFile);
+  const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
+  console.log(`template   ${relative(process.cwd(), template) || template}`);
+  console.log(`edge code  ${relative(process.cwd(), bundle.file)}: ${kib(bundle.bytes)} (${kib(bundle.gzipBytes)} gzipped)`);
+  console.log(`access     ${settings.access ? settings.access.mode : 'none (no viewer-request function)'}; WAF ${wafLimit} requests/5 min per IP; ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+main().catch((err: Error) => fail(err.message));

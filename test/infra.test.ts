@@ -1,0 +1,394 @@
+// The CDN stack (infra/stack.ts) as CloudFormation: synthesized in-process from a real edge bundle
+// and checked resource by resource, plus `npm run synth` (infra/app.ts) run as a child process.
+// Everything is offline: no AWS account, no lookups.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { bundleEdge } from '../build/bundle-edge.js';
+import { IsoatlasCdnStack, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const BUCKET = 'isoatlas-test-bucket';
+const SECRET = 'ab'.repeat(32);
+const ACCESS: IsoatlasAccessProps = { mode: 'key-required', keySecret: SECRET, quotaTableName: 'test-quota', keysTableName: 'test-keys' };
+
+type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
+type Resources = Record<string, Resource>;
+
+let work: string;
+let plainBundle: string; // built without access
+let accessBundle: string; // built with ACCESS
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'isoatlas-infra-'));
+  plainBundle = join(work, 'edge-plain');
+  accessBundle = join(work, 'edge-access');
+  await bundleEdge({ outDir: plainBundle, ...edgeBundleConfig({ bucketName: BUCKET }) });
+  await bundleEdge({ outDir: accessBundle, ...edgeBundleConfig({ bucketName: BUCKET, access: ACCESS }) });
+});
+
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function synth(props: Partial<IsoatlasCdnProps> = {}): { stack: IsoatlasCdnStack; template: Template; resources: Resources } {
+  const app = new App({ outdir: mkdtempSync(join(work, 'out-')) });
+  const stack = new IsoatlasCdnStack(app, 'Test', {
+    bucketName: BUCKET,
+    edgeCodeDir: props.access ? accessBundle : plainBundle,
+    ...props,
+  });
+  const template = Template.fromStack(stack);
+  return { stack, template, resources: template.toJSON().Resources as Resources };
+}
+
+const ofType = (resources: Resources, type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+const only = (resources: Resources, type: string): [string, Resource] => {
+  const found = ofType(resources, type);
+  expect(found, type).toHaveLength(1);
+  return found[0];
+};
+const config = (resources: Resources) => only(resources, 'AWS::CloudFront::Distribution')[1].Properties.DistributionConfig;
+const behaviour = (resources: Resources, pattern: string) => {
+  const b = config(resources).CacheBehaviors.find((c: any) => c.PathPattern === pattern);
+  expect(b, pattern).toBeDefined();
+  return b;
+};
+const byRef = (resources: Resources, ref: { Ref: string }) => {
+  const r = resources[ref.Ref];
+  expect(r, JSON.stringify(ref)).toBeDefined();
+  return r;
+};
+/** The Lambda function behind an association (Version → Function). */
+function associatedFunction(resources: Resources, association: any): Resource {
+  const version = byRef(resources, association.LambdaFunctionARN);
+  expect(version.Type).toBe('AWS::Lambda::Version');
+  const fn = byRef(resources, version.Properties.FunctionName);
+  expect(fn.Type).toBe('AWS::Lambda::Function');
+  return fn;
+}
+function functionWithHandler(resources: Resources, handler: string): Resource {
+  const fns = ofType(resources, 'AWS::Lambda::Function').filter(([, r]) => r.Properties.Handler === handler);
+  expect(fns, handler).toHaveLength(1);
+  return fns[0][1];
+}
+/** Every statement of the inline policies attached to a function's role. */
+function roleStatements(resources: Resources, fn: Resource): any[] {
+  const roleId = fn.Properties.Role['Fn::GetAtt'][0];
+  return ofType(resources, 'AWS::IAM::Policy')
+    .filter(([, p]) => p.Properties.Roles.some((r: any) => r.Ref === roleId))
+    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement);
+}
+const asList = <T>(v: T | T[]) => (Array.isArray(v) ? v : [v]);
+
+describe('bucket', () => {
+  it('is private: all public access blocked, no ACL, SSE, TLS only, retained', () => {
+    const { resources } = synth();
+    const [, bucket] = only(resources, 'AWS::S3::Bucket');
+    expect(bucket.Properties.BucketName).toBe(BUCKET);
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    expect(bucket.Properties.AccessControl).toBeUndefined();
+    expect(bucket.Properties.WebsiteConfiguration).toBeUndefined();
+    expect(bucket.Properties.OwnershipControls.Rules).toEqual([{ ObjectOwnership: 'BucketOwnerEnforced' }]);
+    expect(bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault.SSEAlgorithm).toBe('AES256');
+    expect(bucket.DeletionPolicy).toBe('Retain');
+  });
+
+  it('admits only CloudFront, for this distribution only (OAC), and denies plain HTTP', () => {
+    const { resources } = synth();
+    const [distributionId] = only(resources, 'AWS::CloudFront::Distribution');
+    const [, policy] = only(resources, 'AWS::S3::BucketPolicy');
+    const statements: any[] = policy.Properties.PolicyDocument.Statement;
+    const allows = statements.filter((s) => s.Effect === 'Allow');
+    expect(allows).toHaveLength(1);
+    const [allow] = allows;
+    expect(allow.Principal).toEqual({ Service: 'cloudfront.amazonaws.com' });
+    expect(asList(allow.Action)).toEqual(['s3:GetObject']);
+    const sourceArn = JSON.stringify(allow.Condition.StringEquals['AWS:SourceArn']);
+    expect(sourceArn).toContain(':distribution/');
+    expect(sourceArn).toContain(JSON.stringify({ Ref: distributionId }));
+    // Nothing is allowed to everyone; '*' appears only in the deny-insecure-transport statements.
+    for (const s of statements.filter((s) => JSON.stringify(s.Principal).includes('*'))) expect(s.Effect).toBe('Deny');
+    expect(statements.some((s) => s.Effect === 'Deny' && s.Condition?.Bool?.['aws:SecureTransport'] === 'false')).toBe(true);
+  });
+});
+
+describe('distribution', () => {
+  it('reaches the bucket through an Origin Access Control, not an OAI or a website endpoint', () => {
+    const { resources } = synth();
+    const [oacId, oac] = only(resources, 'AWS::CloudFront::OriginAccessControl');
+    expect(oac.Properties.OriginAccessControlConfig).toMatchObject({ OriginAccessControlOriginType: 's3', SigningBehavior: 'always', SigningProtocol: 'sigv4' });
+    expect(ofType(resources, 'AWS::CloudFront::CloudFrontOriginAccessIdentity')).toHaveLength(0);
+    const origins = config(resources).Origins;
+    expect(origins).toHaveLength(1);
+    expect(origins[0].OriginAccessControlId).toEqual({ 'Fn::GetAtt': [oacId, 'Id'] });
+    expect(origins[0].S3OriginConfig).toEqual({ OriginAccessIdentity: '' });
+    expect(origins[0].DomainName['Fn::GetAtt'][1]).toBe('RegionalDomainName');
+    expect(origins[0].OriginPath).toBeUndefined();
+  });
+
+  it('maps a bucket prefix away with the origin path and scopes the function to it', () => {
+    const { resources } = synth({ prefix: 'atlas/v1/' });
+    expect(config(resources).Origins[0].OriginPath).toBe('/atlas/v1');
+    const statements = roleStatements(resources, functionWithHandler(resources, 'index.handler'));
+    const get = statements.find((s) => s.Action === 's3:GetObject');
+    expect(JSON.stringify(get.Resource)).toContain('"/atlas/v1/*"');
+    expect(() => synth({ prefix: 'atlas' })).toThrow(/prefix/);
+    expect(() => synth({ prefix: '/atlas/' })).toThrow(/prefix/);
+  });
+
+  it('is HTTPS only, HTTP/2 and 3, compressed, on every behaviour', () => {
+    const { resources } = synth();
+    const c = config(resources);
+    expect(c.HttpVersion).toBe('http2and3');
+    const all = [c.DefaultCacheBehavior, ...c.CacheBehaviors];
+    expect(c.CacheBehaviors.map((b: any) => b.PathPattern).sort()).toEqual(['api/v1/*', 'releases/*']);
+    for (const b of all) {
+      expect(b.ViewerProtocolPolicy).toBe('redirect-to-https');
+      expect(b.Compress).toBe(true);
+    }
+  });
+
+  it('/api/v1/*: origin-request function only when access is unset', () => {
+    const { resources } = synth();
+    const api = behaviour(resources, 'api/v1/*');
+    expect(api.AllowedMethods).toEqual(['GET', 'HEAD', 'OPTIONS']);
+    expect(api.LambdaFunctionAssociations.map((a: any) => a.EventType)).toEqual(['origin-request']);
+    expect(associatedFunction(resources, api.LambdaFunctionAssociations[0]).Properties.Handler).toBe('index.handler');
+    expect(ofType(resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
+    expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
+    // The bucket's own behaviours run no function.
+    expect(config(resources).DefaultCacheBehavior.LambdaFunctionAssociations).toBeUndefined();
+    expect(behaviour(resources, 'releases/*').LambdaFunctionAssociations).toBeUndefined();
+  });
+
+  it('/api/v1/* cache key: path + limit, offset, query only; no headers (Authorization), no cookies', () => {
+    const { resources } = synth({ access: ACCESS });
+    const api = behaviour(resources, 'api/v1/*');
+    const policy = byRef(resources, api.CachePolicyId);
+    const c = policy.Properties.CachePolicyConfig;
+    const key = c.ParametersInCacheKeyAndForwardedToOrigin;
+    expect(key.QueryStringsConfig.QueryStringBehavior).toBe('whitelist');
+    expect([...key.QueryStringsConfig.QueryStrings].sort()).toEqual(['limit', 'offset', 'query']);
+    expect(key.HeadersConfig).toEqual({ HeaderBehavior: 'none' });
+    expect(key.CookiesConfig).toEqual({ CookieBehavior: 'none' });
+    expect(c.DefaultTTL).toBe(3600);
+    expect(c.MaxTTL).toBe(86400);
+    // Authorization reaches neither the cache key nor the origin request.
+    const originRequest = byRef(resources, api.OriginRequestPolicyId).Properties.OriginRequestPolicyConfig;
+    expect(originRequest.HeadersConfig).toEqual({ HeaderBehavior: 'whitelist', Headers: ['Host'] });
+    expect(originRequest.CookiesConfig).toEqual({ CookieBehavior: 'none' });
+    expect(JSON.stringify({ c, originRequest }).toLowerCase()).not.toContain('authorization');
+  });
+
+  it('/releases/* is cached for a year, the default behaviour (current.json) for 10 s', () => {
+    const { resources } = synth();
+    const releases = byRef(resources, behaviour(resources, 'releases/*').CachePolicyId).Properties.CachePolicyConfig;
+    expect(releases.DefaultTTL).toBe(365 * 86400);
+    expect(releases.MaxTTL).toBe(365 * 86400);
+    expect(releases.ParametersInCacheKeyAndForwardedToOrigin.QueryStringsConfig.QueryStringBehavior).toBe('none');
+    const pointer = byRef(resources, config(resources).DefaultCacheBehavior.CachePolicyId).Properties.CachePolicyConfig;
+    expect(pointer.DefaultTTL).toBe(10);
+    expect(pointer.MaxTTL).toBeLessThanOrEqual(60);
+  });
+
+  it('answers CORS for any origin with the API headers', () => {
+    const { resources } = synth();
+    const api = behaviour(resources, 'api/v1/*');
+    const cors = byRef(resources, api.ResponseHeadersPolicyId).Properties.ResponseHeadersPolicyConfig.CorsConfig;
+    expect(cors.AccessControlAllowOrigins.Items).toEqual(['*']);
+    expect(cors.AccessControlAllowMethods.Items).toEqual(['GET', 'HEAD', 'OPTIONS']);
+    expect(cors.AccessControlAllowHeaders.Items).toEqual(expect.arrayContaining(['Authorization', 'If-None-Match']));
+    expect(cors.AccessControlExposeHeaders.Items).toEqual(
+      expect.arrayContaining(['ETag', 'Link', 'Location', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy']),
+    );
+    expect(cors.AccessControlAllowCredentials).toBe(false);
+  });
+});
+
+describe('WAF', () => {
+  for (const [limit, expected] of [[undefined, 6000], [2000, 2000]] as const) {
+    it(`limits each IP to ${expected} requests per 5 minutes and guards the distribution`, () => {
+      const { resources } = synth(limit === undefined ? {} : { wafRequestsPer5MinPerIp: limit });
+      const [aclId, acl] = only(resources, 'AWS::WAFv2::WebACL');
+      expect(acl.Properties.Scope).toBe('CLOUDFRONT');
+      expect(acl.Properties.DefaultAction).toEqual({ Allow: {} });
+      const rate = acl.Properties.Rules.filter((r: any) => r.Statement.RateBasedStatement);
+      expect(rate).toHaveLength(1);
+      expect(rate[0].Statement.RateBasedStatement).toMatchObject({ AggregateKeyType: 'IP', Limit: expected });
+      expect(rate[0].Action.Block).toBeDefined();
+      expect(config(resources).WebACLId).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] });
+    });
+  }
+
+  it('adds the AWS managed common rule set only when asked, and refuses limits WAF would reject', () => {
+    const managed = (r: Resources) => only(r, 'AWS::WAFv2::WebACL')[1].Properties.Rules.filter((x: any) => x.Statement.ManagedRuleGroupStatement);
+    expect(managed(synth().resources)).toHaveLength(0);
+    expect(managed(synth({ wafManagedCommonRules: true }).resources)[0].Statement.ManagedRuleGroupStatement).toEqual({ VendorName: 'AWS', Name: 'AWSManagedRulesCommonRuleSet' });
+    expect(() => synth({ wafRequestsPer5MinPerIp: 5 })).toThrow(/wafRequestsPer5MinPerIp/);
+    expect(() => synth({ wafRequestsPer5MinPerIp: 100.5 })).toThrow(/wafRequestsPer5MinPerIp/);
+  });
+});
+
+describe('edge functions', () => {
+  it('are Lambda@Edge-compatible: Node.js 20, no environment, versions, edgelambda trust, limits', () => {
+    for (const props of [{}, { access: ACCESS }]) {
+      const { resources } = synth(props);
+      for (const [, fn] of ofType(resources, 'AWS::Lambda::Function')) {
+        expect(fn.Properties.Runtime).toBe('nodejs20.x');
+        expect(fn.Properties.Environment).toBeUndefined(); // Lambda@Edge rejects functions with variables
+        expect(fn.Properties.VpcConfig).toBeUndefined();
+        expect(fn.Properties.Architectures ?? ['x86_64']).toEqual(['x86_64']);
+        const role = resources[fn.Properties.Role['Fn::GetAtt'][0]];
+        const principals = role.Properties.AssumeRolePolicyDocument.Statement.flatMap((s: any) => asList(s.Principal.Service));
+        expect(principals).toContain('edgelambda.amazonaws.com');
+      }
+      const origin = functionWithHandler(resources, 'index.handler');
+      expect(origin.Properties.Timeout).toBeLessThanOrEqual(30);
+      expect(origin.Properties.MemorySize).toBeLessThanOrEqual(10240);
+    }
+  });
+
+  it('the origin function may read the bucket objects, nothing more', () => {
+    const { resources } = synth();
+    const [bucketId] = only(resources, 'AWS::S3::Bucket');
+    const statements = roleStatements(resources, functionWithHandler(resources, 'index.handler'));
+    const actions = statements.flatMap((s) => asList(s.Action)).sort();
+    expect(actions).toEqual(['s3:GetObject', 's3:ListBucket']);
+    const get = statements.find((s) => s.Action === 's3:GetObject');
+    expect(get.Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, '/*']] });
+    for (const s of statements) expect(s.Effect).toBe('Allow');
+  });
+
+  it('code is the edge bundle: one asset, index.js, both handlers', () => {
+    const { stack, resources } = synth({ access: ACCESS });
+    const keys = new Set(ofType(resources, 'AWS::Lambda::Function').map(([, r]) => JSON.stringify(r.Properties.Code)));
+    expect(keys.size).toBe(1);
+    const outdir = (stack.node.root as App).outdir;
+    const assets = readdirSync(outdir).filter((f) => f.startsWith('asset.'));
+    expect(assets).toHaveLength(1);
+    expect(readFileSync(join(outdir, assets[0], 'index.js'), 'utf8')).toBe(readFileSync(join(accessBundle, 'index.js'), 'utf8'));
+  });
+});
+
+describe('access control (viewer-request, DynamoDB)', () => {
+  for (const mode of ['key-required', 'open'] as const) {
+    it(`${mode}: a viewer-request function on /api/v1/* counting in two tables`, () => {
+      const { resources } = synth({ access: { ...ACCESS, mode } });
+      const api = behaviour(resources, 'api/v1/*');
+      const events = api.LambdaFunctionAssociations.map((a: any) => a.EventType).sort();
+      expect(events).toEqual(['origin-request', 'viewer-request']);
+      const viewer = associatedFunction(resources, api.LambdaFunctionAssociations.find((a: any) => a.EventType === 'viewer-request'));
+      expect(viewer.Properties.Handler).toBe('index.viewerRequest');
+      expect(viewer.Properties.MemorySize).toBe(128);
+      expect(viewer.Properties.Timeout).toBeLessThanOrEqual(5);
+      expect(associatedFunction(resources, api.LambdaFunctionAssociations.find((a: any) => a.EventType === 'origin-request')).Properties.Handler).toBe('index.handler');
+
+      const tables = ofType(resources, 'AWS::DynamoDB::Table');
+      expect(tables).toHaveLength(2);
+      const table = (name: string) => {
+        const t = tables.find(([, r]) => r.Properties.TableName === name);
+        expect(t, name).toBeDefined();
+        return t!;
+      };
+      const [quotaId, quota] = table('test-quota');
+      const [keysId, keys] = table('test-keys');
+      expect(quota.Properties.KeySchema).toEqual([{ AttributeName: 'counter', KeyType: 'HASH' }]);
+      expect(quota.Properties.AttributeDefinitions).toEqual([{ AttributeName: 'counter', AttributeType: 'S' }]);
+      expect(quota.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at', Enabled: true });
+      expect(quota.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(keys.Properties.KeySchema).toEqual([{ AttributeName: 'id', KeyType: 'HASH' }]);
+      expect(keys.Properties.AttributeDefinitions).toEqual([{ AttributeName: 'id', AttributeType: 'S' }]);
+      expect(keys.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+
+      const statements = roleStatements(resources, viewer);
+      const allows = (action: string, tableId: string) =>
+        statements.some((s) => s.Effect === 'Allow' && asList(s.Action).includes(action) && JSON.stringify(asList(s.Resource)).includes(JSON.stringify({ 'Fn::GetAtt': [tableId, 'Arn'] })));
+      expect(allows('dynamodb:UpdateItem', quotaId)).toBe(true);
+      expect(allows('dynamodb:GetItem', keysId)).toBe(true);
+      expect(statements.flatMap((s) => asList(s.Action)).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+      // The origin function gets no DynamoDB access.
+      expect(JSON.stringify(roleStatements(resources, functionWithHandler(resources, 'index.handler')))).not.toContain('dynamodb');
+    });
+  }
+
+  it('refuses a bundle that names other tables than the stack', () => {
+    // accessBundle was built for test-quota/test-keys; these props mean the default table names.
+    expect(() => synth({ access: { mode: 'open', keySecret: SECRET }, edgeCodeDir: accessBundle })).toThrow(/isoatlas-quota, isoatlas-keys/);
+  });
+
+  it('the key secret is never in the template', () => {
+    const { template } = synth({ access: ACCESS });
+    expect(JSON.stringify(template.toJSON())).not.toContain(SECRET);
+  });
+});
+
+describe('guards', () => {
+  it('refuses a bundle built for other settings, a bad secret, and other regions', () => {
+    // Access on the stack, bundle without: every API request would fail at viewer-request.
+    expect(() => synth({ access: ACCESS, edgeCodeDir: plainBundle })).toThrow(/not built for this stack/);
+    expect(() => synth({ bucketName: 'another-bucket' })).toThrow(/not built for this stack/);
+    expect(() => synth({ edgeCodeDir: join(work, 'nowhere') })).toThrow(/does not exist/);
+    expect(() => synth({ access: { ...ACCESS, keySecret: 'short' } })).toThrow(/hex/);
+    expect(() => synth({ env: { account: '111111111111', region: 'eu-west-1' } })).toThrow(/us-east-1/);
+    expect(() => synth({ bucketName: 'Not_A_Bucket', edgeCodeDir: plainBundle })).toThrow(/bucket name/);
+  });
+
+  it('outputs bucket, distribution id and domain (and tables with access)', () => {
+    const outputs = (r: Template) => Object.keys(r.toJSON().Outputs ?? {}).sort();
+    expect(outputs(synth().template)).toEqual(expect.arrayContaining(['BucketName', 'DistributionDomainName', 'DistributionId']));
+    expect(outputs(synth().template)).not.toContain('QuotaTableName');
+    expect(outputs(synth({ access: ACCESS }).template)).toEqual(expect.arrayContaining(['KeysTableName', 'QuotaTableName']));
+  });
+});
+
+describe('npm run synth (infra/app.ts)', () => {
+  function run(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+    // Only the settings given here: none of the caller's ISOATLAS_* variables leak in.
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ISOATLAS_') && k !== 'CDK_DEFAULT_ACCOUNT'));
+    return new Promise((resolve) => {
+      execFile(join(REPO, 'node_modules/.bin/tsx'), ['infra/app.ts'], { cwd: REPO, env: { ...base, ...env }, timeout: 120_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as any).code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+  }
+  const template = (outdir: string) => JSON.parse(readFileSync(join(outdir, 'IsoatlasCdn.template.json'), 'utf8')) as { Resources: Resources };
+
+  it('synthesizes offline into the given directory, with and without access; refuses access without a secret', async () => {
+    const plain = join(work, 'synth-plain');
+    const keyed = join(work, 'synth-keyed');
+    const [a, b, c] = await Promise.all([
+      run({ ISOATLAS_CDK_OUT: plain, ISOATLAS_BUCKET: 'isoatlas-synth-test', ISOATLAS_WAF_LIMIT: '3000', ISOATLAS_ACCOUNT: '222222222222' }),
+      run({ ISOATLAS_CDK_OUT: keyed, ISOATLAS_ACCESS: 'key-required', ISOATLAS_KEY_SECRET: SECRET }),
+      run({ ISOATLAS_CDK_OUT: join(work, 'synth-refused'), ISOATLAS_ACCESS: 'key-required' }),
+    ]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(a.stdout).toMatch(/template .*IsoatlasCdn\.template\.json/);
+    expect(a.stdout).toMatch(/edge code .*KiB/);
+    const t = template(plain);
+    expect(only(t.Resources, 'AWS::S3::Bucket')[1].Properties.BucketName).toBe('isoatlas-synth-test');
+    expect(only(t.Resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules[0].Statement.RateBasedStatement.Limit).toBe(3000);
+    expect(ofType(t.Resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
+    expect(JSON.stringify(only(t.Resources, 'AWS::Lambda::Function')[1].Properties.Code)).toContain('222222222222-us-east-1');
+    // The staged asset is the bundle app.ts built for the same bucket.
+    const asset = readdirSync(plain).find((f) => f.startsWith('asset.'))!;
+    expect(readFileSync(join(plain, asset, 'index.js'), 'utf8')).toContain('"isoatlas-synth-test"');
+
+    expect(b.code, b.stderr).toBe(0);
+    const k = template(keyed);
+    expect(ofType(k.Resources, 'AWS::DynamoDB::Table').map(([, r]) => r.Properties.TableName).sort()).toEqual(['isoatlas-keys', 'isoatlas-quota']);
+    expect(JSON.stringify(k)).not.toContain(SECRET);
+
+    expect(c.code).not.toBe(0);
+    expect(c.stderr).toContain('ISOATLAS_KEY_SECRET');
+    expect(existsSync(join(work, 'synth-refused', 'IsoatlasCdn.template.json'))).toBe(false);
+  });
+});

@@ -1,0 +1,239 @@
+// Publishing against a real S3-protocol server (s3rver, started here): release 1, served through the
+// edge's S3 origin; release 2 differing in a few genes uploads only what changed; readers during the
+// publish always see one release; a publish killed mid-way leaves release 1 serving and resumes.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { publish, rollback, s3Client, RELEASE_CACHE_CONTROL } from '../build/publish.js';
+import { createHandler } from '../edge/handler.js';
+import { PointerOrigin } from '../edge/origins/pointer.js';
+import { S3RawOrigin } from '../edge/origins/s3.js';
+import { treePaths } from '../edge/contract/tree.js';
+import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
+import Database from 'better-sqlite3';
+import { copyFileSync } from 'node:fs';
+import { renderTree } from '../build/render/index.js';
+
+const BUCKET = 'atlas';
+let server: S3rverProcess;
+let dir: string;
+let s3: S3Client;
+let release2: string;
+let release3: string;
+const changedGenes = ['ENSG00000186654', 'ENSG00000100320', 'ENSG00000128185'];
+
+interface Manifest {
+  release: string;
+  entries: { path: string; size: number; sha256: string }[];
+}
+
+/** A smaller but complete release for these tests (s3rver needs ~3 ms an object): the demo release
+ * database cut down to ~50 genes (those below, those with structures, and the first by id), rendered
+ * by the real renderer. */
+async function smallRelease(): Promise<string> {
+  const db = join(dir, 'small.sqlite');
+  copyFileSync(inject('demoDb'), db);
+  const d = new Database(db);
+  d.exec(`
+    CREATE TEMP TABLE keep AS
+      SELECT gene_id FROM genes WHERE gene_id IN ('${changedGenes.join("','")}')
+      UNION SELECT gene_id FROM isoforms WHERE transcript_id IN (SELECT transcript_id FROM structures LIMIT 10)
+      UNION SELECT gene_id FROM (SELECT gene_id FROM genes ORDER BY gene_id LIMIT 35);
+    CREATE TEMP TABLE gone AS SELECT transcript_id FROM isoforms WHERE gene_id NOT IN (SELECT gene_id FROM keep);
+    DELETE FROM domains WHERE transcript_id IN (SELECT transcript_id FROM gone);
+    DELETE FROM neoantigens WHERE transcript_id IN (SELECT transcript_id FROM gone);
+    DELETE FROM ptm_sites WHERE transcript_id IN (SELECT transcript_id FROM gone);
+    DELETE FROM structures WHERE transcript_id IN (SELECT transcript_id FROM gone);
+    UPDATE genes SET canonical_transcript_id = NULL WHERE gene_id NOT IN (SELECT gene_id FROM keep);
+    DELETE FROM isoforms WHERE transcript_id IN (SELECT transcript_id FROM gone);
+    DELETE FROM genes WHERE gene_id NOT IN (SELECT gene_id FROM keep);`);
+  d.close();
+  await renderTree(db, join(dir, 'small'), { progress: false });
+  return join(dir, 'small');
+}
+let release1: string;
+
+/** A copy of release 1 as another release: a new release name, and a few gene records changed. */
+function deriveRelease(name: string, genes: string[]): string {
+  const out = join(dir, name);
+  cpSync(release1, out, { recursive: true });
+  const manifest = JSON.parse(readFileSync(join(out, treePaths.manifest), 'utf8')) as Manifest;
+  const rewrite = (path: string, change: (body: Record<string, unknown>) => void) => {
+    const body = JSON.parse(readFileSync(join(out, path), 'utf8'));
+    change(body);
+    const bytes = Buffer.from(JSON.stringify(body));
+    writeFileSync(join(out, path), bytes);
+    const entry = manifest.entries.find((e) => e.path === path)!;
+    entry.size = bytes.length;
+    entry.sha256 = createHash('sha256').update(bytes).digest('hex');
+  };
+  for (const gene of genes) rewrite(treePaths.gene(gene), (g) => (g.biotype = `changed in ${name}`));
+  rewrite(treePaths.release, (r) => (r.release = name));
+  manifest.release = name;
+  writeFileSync(join(out, treePaths.manifest), JSON.stringify(manifest));
+  return out;
+}
+
+const gene = (root: string, id: string) => readFileSync(join(root, treePaths.gene(id)), 'utf8');
+
+/** Distinct keys under a prefix (s3rver's listing can repeat a key at a page boundary). */
+async function listKeys(prefix: string): Promise<string[]> {
+  const keys = new Set<string>();
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) keys.add(o.Key!);
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return [...keys];
+}
+
+/** How many files of a release's manifest (plus the manifest) exist under its prefix, by HEAD:
+ * s3rver's listings can skip or repeat keys at page boundaries, HEAD is exact. */
+async function presentFiles(root: string, release: string): Promise<number> {
+  const paths = [...(JSON.parse(readFileSync(join(root, treePaths.manifest), 'utf8')) as Manifest).entries.map((e) => e.path), treePaths.manifest];
+  let present = 0;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < paths.length) {
+        const key = `releases/${release}/${paths[next++]}`;
+        if (await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key })).then(() => true, () => false)) present++;
+      }
+    }),
+  );
+  return present;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'isoatlas-publish-'));
+  server = await startS3rver([BUCKET]);
+  process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
+  process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
+  s3 = s3Client({ endpoint: server.endpoint, region: 'us-east-1' });
+  release1 = await smallRelease();
+  release2 = deriveRelease('2026.12-test', changedGenes);
+  release3 = deriveRelease('2027.01-test', changedGenes.slice(0, 1));
+});
+
+afterAll(async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('publish to S3 (s3rver)', () => {
+  let total: number;
+
+  it('publishes release 1 with content types, cache headers and checksums, then the pointer', async () => {
+    const s = await publish({ dir: release1, bucket: BUCKET, s3, progress: false });
+    total = (JSON.parse(readFileSync(join(release1, treePaths.manifest), 'utf8')) as Manifest).entries.length + 1;
+    expect(s).toMatchObject({ release: '2026.11-chr22-demo', previous: null, uploaded: total, copied: 0, skipped: 0 });
+    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'releases/2026.11-chr22-demo/api/v1/genes/ENSG00000186654.json' }));
+    expect(head.ContentType).toBe('application/json; charset=utf-8');
+    expect(head.CacheControl).toBe(RELEASE_CACHE_CONTROL);
+    expect(head.Metadata?.sha256).toBe(createHash('sha256').update(gene(release1, 'ENSG00000186654')).digest('hex'));
+    const cif = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `releases/2026.11-chr22-demo/${Object.values(JSON.parse(readFileSync(join(release1, treePaths.structureMap), 'utf8')) as Record<string, { path: string }>)[0].path}` }));
+    expect(cif.ContentType).toBe('chemical/x-mmcif');
+    const pointer = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'current.json' }))).Body!.transformToString());
+    expect(pointer).toMatchObject({ release: '2026.11-chr22-demo', prefix: 'releases/2026.11-chr22-demo/', previous: null });
+  });
+
+  it('is served by the edge function through its S3 origin', async () => {
+    const handler = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET)) });
+    const r = await handler(new Request('http://atlas.test/api/v1/genes/prr5'));
+    expect(r.status).toBe(200);
+    expect(await r.text()).toBe(gene(release1, 'ENSG00000186654'));
+    const [id] = Object.keys(JSON.parse(readFileSync(join(release1, treePaths.structureMap), 'utf8')));
+    const redirect = await handler(new Request(`http://atlas.test/api/v1/isoforms/${id}/structure`));
+    expect(redirect.headers.get('Location')).toBe(`http://atlas.test/releases/2026.11-chr22-demo/structures/${id}.cif`);
+  });
+
+  it('uploads only what changed for release 2, while readers see exactly one release per response', async () => {
+    const reader = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET), 0) }); // re-read the pointer every time
+    const oldGene = gene(release1, 'ENSG00000186654');
+    const newGene = gene(release2, 'ENSG00000186654');
+    let publishing = true;
+    const seen = { old: 0, new: 0, other: [] as string[] };
+    const reading = (async () => {
+      while (publishing) {
+        const [g, rel] = await Promise.all([
+          reader(new Request('http://atlas.test/api/v1/genes/PRR5')),
+          reader(new Request('http://atlas.test/api/v1/release')),
+        ]);
+        const body = await g.text();
+        const release = ((await rel.json()) as { release: string }).release;
+        if (g.status !== 200) seen.other.push(`gene ${g.status}`);
+        else if (body === oldGene && release === '2026.11-chr22-demo') seen.old++;
+        else if (body === newGene && release === '2026.12-test') seen.new++;
+        else if (body !== oldGene && body !== newGene) seen.other.push('a gene body of neither release');
+        // (a gene and a /release fetched concurrently may straddle the switch; each alone is whole)
+      }
+    })();
+    const s = await publish({ dir: release2, bucket: BUCKET, s3, progress: false });
+    publishing = false;
+    await reading;
+    for (let i = 0; i < 3; i++) {
+      const body = await (await reader(new Request('http://atlas.test/api/v1/genes/PRR5'))).text();
+      if (body === newGene) seen.new++;
+    }
+    // 3 genes + release.json + manifest.json changed; everything else is copied inside the bucket.
+    expect(s).toMatchObject({ release: '2026.12-test', previous: '2026.11-chr22-demo', uploaded: 5, skipped: 0, copied: total - 5 });
+    // The bytes are mostly the new manifest (it lists every file); the records themselves are tiny.
+    const manifestBytes = readFileSync(join(release2, treePaths.manifest)).length;
+    expect(s.bytesUploaded).toBeLessThan(manifestBytes + 20_000);
+    expect(seen.other).toEqual([]);
+    expect(seen.old).toBeGreaterThan(0);
+    expect(seen.new).toBeGreaterThan(0);
+  });
+
+  it('leaves the current release serving when a publish dies mid-way, and a re-run resumes', async () => {
+    // A client that fails after 40 writes: the publish of release 3 dies part-way.
+    let writes = 0;
+    const flaky = new Proxy(s3, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        return async (command: { constructor: { name: string } }) => {
+          if (/Put|Copy/.test(command.constructor.name) && ++writes > 40) throw Object.assign(new Error('connection reset'), { name: 'NetworkingError' });
+          return target.send(command as never);
+        };
+      },
+    });
+    await expect(publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 4 })).rejects.toThrow(/connection reset/);
+    const handler = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET), 0) });
+    const release = (await (await handler(new Request('http://atlas.test/api/v1/release'))).json()) as { release: string };
+    expect(release.release).toBe('2026.12-test'); // the pointer never moved
+    const partial = await presentFiles(release3, '2027.01-test');
+    expect(partial).toBeGreaterThanOrEqual(40);
+    expect(partial).toBeLessThan(total);
+
+    const resumed = await publish({ dir: release3, bucket: BUCKET, s3, progress: false });
+    expect(resumed.skipped).toBeGreaterThanOrEqual(40); // what the dead run wrote is not written again
+    expect(resumed.skipped + resumed.copied + resumed.uploaded).toBe(total);
+    expect(await presentFiles(release3, '2027.01-test')).toBe(total);
+    const body = await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text();
+    expect(body).toBe(gene(release3, 'ENSG00000186654'));
+  });
+
+  it('rolls back to the previous release in one pointer write', async () => {
+    const r = await rollback({ s3, bucket: BUCKET });
+    expect(r).toEqual({ from: '2027.01-test', to: '2026.12-test' });
+    const handler = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET), 0) });
+    const release = (await (await handler(new Request('http://atlas.test/api/v1/release'))).json()) as { release: string };
+    expect(release.release).toBe('2026.12-test');
+  });
+
+  it('prunes all but the newest --keep releases and invalidates the unversioned paths', async () => {
+    const sent: unknown[] = [];
+    const s = await publish({ dir: release3, bucket: BUCKET, s3, progress: false, keep: 2, distributionId: 'E123EXAMPLE', cloudfront: { send: async (c: unknown) => void sent.push(c) } as never });
+    expect(s.release).toBe('2027.01-test');
+    expect(s.pruned).toEqual(['2026.11-chr22-demo']);
+    expect(await listKeys('releases/2026.11-chr22-demo/')).toEqual([]);
+    expect(await presentFiles(release1, '2026.11-chr22-demo')).toBe(0);
+    expect(await presentFiles(release2, '2026.12-test')).toBe(total);
+    expect(s.invalidated).toEqual(['/api/v1/*', '/current.json']);
+    expect((sent[0] as { input: { DistributionId: string } }).input.DistributionId).toBe('E123EXAMPLE');
+  });
+});

@@ -1,0 +1,68 @@
+// A served directory replaced by another tree (what `isoatlas mirror` does with its staging swap) is
+// picked up without a restart: the local server pins releases by the manifest's identity.
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { treePaths } from '../edge/contract/tree.js';
+import { startServer } from './helpers/server.js';
+
+let dir: string;
+let server: Awaited<ReturnType<typeof startServer>>;
+
+/** A hard-linked copy of the demo tree (cheap), in which files are replaced, never written through. */
+function linkedCopy(to: string) {
+  const r = spawnSync('cp', ['-al', inject('demoTree'), to]);
+  expect(r.status, String(r.stderr)).toBe(0);
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'isoatlas-reload-'));
+  linkedCopy(join(dir, 'live'));
+  server = await startServer({ dir: join(dir, 'live') });
+});
+afterAll(async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+it('serves the new tree within seconds of the directory being swapped', async () => {
+  const path = treePaths.gene('ENSG00000186654');
+  const before = await (await fetch(`${server.api}/genes/PRR5`)).text();
+  expect(before).toBe(readFileSync(join(inject('demoTree'), path), 'utf8'));
+
+  const next = join(dir, 'next');
+  linkedCopy(next);
+  const changed = JSON.stringify({ ...JSON.parse(before), biotype: 'swapped in' });
+  rmSync(join(next, path));
+  writeFileSync(join(next, path), changed);
+  // What the server caches (the alias maps) changes too: a name only the new tree knows.
+  const aliasesPath = join(next, treePaths.aliases);
+  const aliases = JSON.parse(readFileSync(aliasesPath, 'utf8'));
+  aliases.isoforms['prr5-renamed'] = 'ENST00000006251.11';
+  rmSync(aliasesPath);
+  writeFileSync(aliasesPath, JSON.stringify(aliases));
+  expect((await fetch(`${server.api}/isoforms/PRR5-renamed`)).status).toBe(404);
+  const manifest = join(next, treePaths.manifest);
+  const text = readFileSync(manifest, 'utf8');
+  rmSync(manifest);
+  writeFileSync(manifest, text); // a new manifest file, as every sync writes one
+  renameSync(join(dir, 'live'), join(dir, 'old'));
+  renameSync(next, join(dir, 'live'));
+
+  let body = before;
+  const started = Date.now();
+  while (body !== changed && Date.now() - started < 10_000) {
+    await new Promise((r) => setTimeout(r, 200));
+    body = await (await fetch(`${server.api}/genes/PRR5`)).text();
+  }
+  expect(body).toBe(changed);
+  let renamed = 0;
+  while (renamed !== 200 && Date.now() - started < 10_000) {
+    renamed = (await fetch(`${server.api}/isoforms/PRR5-renamed`)).status;
+    if (renamed !== 200) await new Promise((r) => setTimeout(r, 200));
+  }
+  expect(renamed).toBe(200);
+  expect(Date.now() - started).toBeLessThan(5_000);
+});
