@@ -237,3 +237,16 @@ describe('publish to S3 (s3rver)', () => {
     expect((sent[0] as { input: { DistributionId: string } }).input.DistributionId).toBe('E123EXAMPLE');
   });
 });
+
+describe('mirror from s3://', () => {
+  it('copies the current release of the bucket into a directory the server can serve', async () => {
+    const { mirror } = await import('../build/mirror.js');
+    const to = join(dir, 'mirror-from-s3');
+    const s = await mirror({ from: `s3://${BUCKET}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false });
+    expect(s.release).toBe('2027.01-test');
+    const manifest = JSON.parse(readFileSync(join(to, treePaths.manifest), 'utf8')) as Manifest;
+    expect(s.fetched).toBe(manifest.entries.length);
+    for (const e of manifest.entries) expect(createHash('sha256').update(readFileSync(join(to, e.path))).digest('hex'), e.path).toBe(e.sha256);
+    expect(gene(to, 'ENSG00000186654')).toBe(gene(release3, 'ENSG00000186654'));
+  });
+});
