@@ -1,7 +1,8 @@
-// `isoatlas import track`: the documented plain TSV format of each annotation track (data/README.md),
-// so any pipeline can feed the atlas. Strict: unknown columns, unknown transcripts and positions
-// outside the protein are errors. One input is one transaction; every record carries the input's
-// provenance (real or generated).
+// Annotation tracks: typed records, read from the documented plain TSV format of each track
+// (data/README.md) or from a tool's native output (build/import/native/), then validated against the
+// release and inserted by one path. Strict: unknown transcripts, non-coding isoforms, positions
+// beyond the protein and PTM residues that are not there are errors naming the file and line. One
+// input is one transaction; every record carries the input's provenance (real or generated).
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, resolve } from 'node:path';
@@ -18,18 +19,58 @@ export interface TrackInput {
   generated: boolean;
 }
 
+export interface DomainRecord {
+  transcript_id: string;
+  source: 'pfam' | 'ted';
+  accession: string;
+  name: string | null;
+  start: number;
+  end: number;
+  segments: [number, number][];
+  score: number | null;
+  evalue: number | null;
+}
+export interface NeoantigenRecord {
+  transcript_id: string;
+  peptide: string;
+  allele: string;
+  affinity_nm: number | null;
+  percentile_rank: number | null;
+  start: number;
+}
+export interface PtmRecord {
+  transcript_id: string;
+  position: number;
+  residue: string;
+  modification: string;
+  source: string | null;
+}
+export interface StructureRecord {
+  transcript_id: string;
+  model_source: string;
+  mean_plddt: number;
+  mmcif: Buffer | null;
+}
+export interface TrackRecords {
+  domains: DomainRecord;
+  neoantigens: NeoantigenRecord;
+  ptm: PtmRecord;
+  structures: StructureRecord;
+}
+
+/** A record and where it came from, for error messages. */
+export interface Located<T> {
+  record: T;
+  file: string;
+  line: number | null;
+}
+
 export const TRACK_COLUMNS: Record<Track, { required: string[]; optional: string[] }> = {
   domains: { required: ['transcript_id', 'source', 'accession', 'start', 'end'], optional: ['name', 'segments', 'score', 'evalue'] },
   neoantigens: { required: ['transcript_id', 'peptide', 'allele', 'start'], optional: ['affinity_nm', 'percentile_rank'] },
   ptm: { required: ['transcript_id', 'position', 'residue', 'modification'], optional: ['source'] },
   structures: { required: ['transcript_id', 'model_file', 'mean_plddt', 'model_source'], optional: [] },
 };
-
-interface Protein {
-  coding: number | null;
-  protein_length: number | null;
-  protein_sequence: string | null;
-}
 
 /** `12-80` or `12-80_95-130` → [[12, 80], [95, 130]], ascending and non-overlapping. */
 export function parseSegments(text: string, fail: (problem: string) => never): [number, number][] {
@@ -47,74 +88,102 @@ export function parseSegments(text: string, fail: (problem: string) => never): [
   return segments;
 }
 
-export async function importTrack(db: Db, input: TrackInput): Promise<number> {
-  const { track, file } = input;
+/** Reads the documented TSV of a track into typed records (checks types, not the release). */
+export async function readTrackTsv<T extends Track>(track: T, file: string): Promise<Located<TrackRecords[T]>[]> {
   const columns = TRACK_COLUMNS[track];
-  const proteinOf = db.prepare('SELECT coding, protein_length, protein_sequence FROM isoforms WHERE transcript_id = ?');
-  const provenance = input.generated ? 'generated' : 'real';
-  const rows: unknown[][] = [];
-  const seen = new Set<string>();
-
+  const out: Located<TrackRecords[Track]>[] = [];
   for await (const { line, row } of readTsv(file, { required: columns.required, allowed: [...columns.required, ...columns.optional] })) {
     const p = cellParsers(file, line);
-    const transcriptId = p.text('transcript_id', row.transcript_id)!;
-    const protein = proteinOf.get(transcriptId) as Protein | undefined;
-    if (!protein) p.fail('transcript_id', `${transcriptId} is not an isoform of this release`);
-    if (!protein!.coding || protein!.protein_length === null) p.fail('transcript_id', `${transcriptId} is not a coding isoform: it has no protein to annotate`);
-    const length = protein!.protein_length!;
-    const within = (column: string, pos: number) => {
-      if (pos > length) p.fail(column, `position ${pos} is beyond the end of ${transcriptId}'s protein (${length} aa)`);
-    };
-
+    const transcript_id = p.text('transcript_id', row.transcript_id)!;
+    let record: TrackRecords[Track];
     if (track === 'domains') {
       const source = row.source;
       if (source !== 'pfam' && source !== 'ted') p.fail('source', `expected pfam or ted, found "${source}"`);
       const start = p.int('start', row.start, { min: 1 })!;
       const end = p.int('end', row.end, { min: 1 })!;
       if (end < start) p.fail('end', `end ${end} is before start ${start}`);
-      within('end', end);
       const segments = row.segments ? parseSegments(row.segments, (problem) => p.fail('segments', problem)) : [[start, end] as [number, number]];
-      if (segments[0][0] !== start || segments[segments.length - 1][1] !== end) {
-        p.fail('segments', `segments ${row.segments} do not span start-end ${start}-${end}`);
-      }
-      rows.push([
-        transcriptId, source, p.text('accession', row.accession), p.text('name', row.name ?? '', { nullable: true }), start, end,
-        JSON.stringify(segments), p.num('score', row.score ?? '', { nullable: true }), p.num('evalue', row.evalue ?? '', { min: 0, nullable: true }), provenance,
-      ]);
+      if (segments[0][0] !== start || segments[segments.length - 1][1] !== end) p.fail('segments', `segments ${row.segments} do not span start-end ${start}-${end}`);
+      record = {
+        transcript_id, source: source as 'pfam' | 'ted', accession: p.text('accession', row.accession)!, name: p.text('name', row.name ?? '', { nullable: true }),
+        start, end, segments, score: p.num('score', row.score ?? '', { nullable: true }), evalue: p.num('evalue', row.evalue ?? '', { min: 0, nullable: true }),
+      };
     } else if (track === 'neoantigens') {
-      const peptide = p.text('peptide', row.peptide)!.toUpperCase();
-      if (!/^[ACDEFGHIKLMNPQRSTVWYUX]+$/.test(peptide)) p.fail('peptide', `"${peptide}" is not an amino-acid sequence`);
-      const start = p.int('start', row.start, { min: 1 })!;
-      within('start', start);
-      const affinity = p.num('affinity_nm', row.affinity_nm ?? '', { min: 0, nullable: true });
-      const percentile = p.num('percentile_rank', row.percentile_rank ?? '', { min: 0, max: 100, nullable: true });
-      if (affinity === null && percentile === null) p.fail('affinity_nm', 'a neoantigen needs an affinity or a percentile rank');
-      rows.push([transcriptId, peptide, p.text('allele', row.allele), affinity, percentile, start, provenance]);
+      record = {
+        transcript_id, peptide: p.text('peptide', row.peptide)!.toUpperCase(), allele: p.text('allele', row.allele)!, start: p.int('start', row.start, { min: 1 })!,
+        affinity_nm: p.num('affinity_nm', row.affinity_nm ?? '', { min: 0, nullable: true }), percentile_rank: p.num('percentile_rank', row.percentile_rank ?? '', { min: 0, max: 100, nullable: true }),
+      };
     } else if (track === 'ptm') {
-      const position = p.int('position', row.position, { min: 1 })!;
-      within('position', position);
-      const residue = p.text('residue', row.residue)!.toUpperCase();
-      const actual = protein!.protein_sequence?.[position - 1];
-      if (actual !== undefined && actual !== residue) {
-        p.fail('residue', `${transcriptId} has ${actual} at position ${position}, not ${residue}`);
-      }
-      const modification = p.text('modification', row.modification)!;
-      const key = `${transcriptId}\u0000${position}\u0000${modification}`;
-      if (seen.has(key)) p.fail('position', `duplicate site ${transcriptId} ${residue}${position} ${modification}`);
-      seen.add(key);
-      rows.push([transcriptId, position, residue, modification, row.source || input.source, provenance]);
+      record = {
+        transcript_id, position: p.int('position', row.position, { min: 1 })!, residue: p.text('residue', row.residue)!.toUpperCase(),
+        modification: p.text('modification', row.modification)!, source: row.source || null,
+      };
     } else {
-      const plddt = p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!;
       const modelPath = resolve(dirname(file), p.text('model_file', row.model_file)!);
-      let bytes: Buffer;
+      let mmcif: Buffer;
       try {
-        bytes = readFileSync(modelPath);
+        mmcif = readFileSync(modelPath);
       } catch {
         return p.fail('model_file', `cannot read model file ${modelPath}`);
       }
-      if (seen.has(transcriptId)) p.fail('transcript_id', `${transcriptId} has more than one structure`);
-      seen.add(transcriptId);
-      rows.push([transcriptId, p.text('model_source', row.model_source), plddt, bytes, createHash('sha256').update(bytes).digest('hex'), provenance]);
+      record = { transcript_id, model_source: p.text('model_source', row.model_source)!, mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!, mmcif };
+    }
+    out.push({ record, file, line });
+  }
+  return out as Located<TrackRecords[T]>[];
+}
+
+interface Protein {
+  coding: number | null;
+  protein_length: number | null;
+  protein_sequence: string | null;
+}
+
+/** Validates records against the release and inserts them, with the input's provenance, in one
+ * transaction that also records the input in track_sources. */
+export async function insertTrack<T extends Track>(db: Db, input: TrackInput, located: Located<TrackRecords[T]>[]): Promise<number> {
+  const { track, file } = input;
+  const proteinOf = db.prepare('SELECT coding, protein_length, protein_sequence FROM isoforms WHERE transcript_id = ?');
+  const provenance = input.generated ? 'generated' : 'real';
+  const rows: unknown[][] = [];
+  const seen = new Set<string>();
+  for (const { record, file: from, line } of located as Located<TrackRecords[Track]>[]) {
+    const fail = (column: string, problem: string): never => {
+      throw new InputError(from, line, problem, column);
+    };
+    const id = record.transcript_id;
+    const protein = proteinOf.get(id) as Protein | undefined;
+    if (!protein) fail('transcript_id', `${id} is not an isoform of this release`);
+    if (!protein!.coding || protein!.protein_length === null) fail('transcript_id', `${id} is not a coding isoform: it has no protein to annotate`);
+    const length = protein!.protein_length!;
+    const within = (column: string, pos: number) => {
+      if (pos > length) fail(column, `position ${pos} is beyond the end of ${id}'s protein (${length} aa)`);
+    };
+    if (track === 'domains') {
+      const r = record as DomainRecord;
+      within('end', r.end);
+      rows.push([id, r.source, r.accession, r.name, r.start, r.end, JSON.stringify(r.segments), r.score, r.evalue, provenance]);
+    } else if (track === 'neoantigens') {
+      const r = record as NeoantigenRecord;
+      if (!/^[ACDEFGHIKLMNPQRSTVWYUX]+$/.test(r.peptide)) fail('peptide', `"${r.peptide}" is not an amino-acid sequence`);
+      within('start', r.start);
+      if (r.affinity_nm === null && r.percentile_rank === null) fail('affinity_nm', 'a neoantigen needs an affinity or a percentile rank');
+      rows.push([id, r.peptide, r.allele, r.affinity_nm, r.percentile_rank, r.start, provenance]);
+    } else if (track === 'ptm') {
+      const r = record as PtmRecord;
+      within('position', r.position);
+      const actual = protein!.protein_sequence?.[r.position - 1];
+      if (actual !== undefined && actual !== r.residue) fail('residue', `${id} has ${actual} at position ${r.position}, not ${r.residue}`);
+      const key = `${id}\u0000${r.position}\u0000${r.modification}`;
+      if (seen.has(key)) fail('position', `duplicate site ${id} ${r.residue}${r.position} ${r.modification}`);
+      seen.add(key);
+      rows.push([id, r.position, r.residue, r.modification, r.source ?? input.source, provenance]);
+    } else {
+      const r = record as StructureRecord;
+      if (seen.has(id)) fail('transcript_id', `${id} has more than one structure`);
+      seen.add(id);
+      const sha = r.mmcif ? createHash('sha256').update(r.mmcif).digest('hex') : null;
+      rows.push([id, r.model_source, r.mean_plddt, r.mmcif, sha, provenance]);
     }
   }
 
@@ -139,4 +208,9 @@ export async function importTrack(db: Db, input: TrackInput): Promise<number> {
     );
   })();
   return rows.length;
+}
+
+/** The documented TSV of a track, validated and inserted. */
+export async function importTrack(db: Db, input: TrackInput): Promise<number> {
+  return insertTrack(db, input, await readTrackTsv(input.track, input.file));
 }
