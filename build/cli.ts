@@ -18,6 +18,7 @@ import { addKeysCommand, readAccessConfig } from './keys/commands.js';
 import { readSecret } from './keys/registry.js';
 import { UsageError } from './errors.js';
 import { addPublishCommands } from './publish-commands.js';
+import { addNativeImportCommands } from './import/native/commands.js';
 import { existsSync } from 'node:fs';
 import { treePaths } from '../edge/contract/tree.js';
 
@@ -159,6 +160,8 @@ export function program(): Command {
       });
       log(`imported ${n} ${kind} records from ${o.file} into ${o.db}`);
     });
+
+  addNativeImportCommands(imp, log);
 
   cli
     .command('generate')

@@ -227,9 +227,13 @@ describe('structureRecords: mapping models to isoforms', () => {
     const err = await expectInputError(readStructureMapping(bad));
     expect(err.file).toBe(bad);
     expect(err.line).toBe(3);
+    // An empty transcript id means: map this model by its protein sequence.
     const empty = join(dir, 'empty-id.tsv');
     writeFileSync(empty, 'model_file\ttranscript_id\nranked_0.cif\t\n');
-    const err2 = await expectInputError(readStructureMapping(empty));
+    expect((await readStructureMapping(empty)).models[0].transcriptId).toBeUndefined();
+    const spaced = join(dir, 'spaced-id.tsv');
+    writeFileSync(spaced, 'model_file\ttranscript_id\nranked_0.cif\tENST 1\n');
+    const err2 = await expectInputError(readStructureMapping(spaced));
     expect([err2.line, err2.column]).toEqual([2, 'transcript_id']);
     const noHeader = join(dir, 'no-header.tsv');
     writeFileSync(noHeader, 'file\ttranscript\nranked_0.cif\tENST_A.1\n');

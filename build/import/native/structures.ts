@@ -430,22 +430,23 @@ export interface StructureModelRef {
 /** Reads a TSV mapping file with header `model_file<TAB>transcript_id`; model_file paths are relative
  * to the mapping file. Unknown columns are reported as warnings; malformed rows are InputErrors. */
 export async function readStructureMapping(path: string): Promise<{ models: StructureModelRef[]; warnings: string[] }> {
-  const required = ['model_file', 'transcript_id'];
+  // transcript_id is optional: a model without one is mapped by protein sequence identity.
+  const required = ['model_file'];
+  const known = ['model_file', 'transcript_id'];
   const models: StructureModelRef[] = [];
   const warnings: string[] = [];
   let warned = false;
   for await (const { line, row } of readTsv(path, { required })) {
     if (!warned) {
       warned = true;
-      const unknown = Object.keys(row).filter((c) => !required.includes(c));
+      const unknown = Object.keys(row).filter((c) => !known.includes(c));
       if (unknown.length) warnings.push(`${path}: ignoring unknown column(s): ${unknown.join(', ')}`);
     }
     const modelFile = row.model_file.trim();
-    const transcriptId = row.transcript_id.trim();
+    const transcriptId = (row.transcript_id ?? '').trim();
     if (!modelFile) throw new InputError(path, line, 'a model file is required', 'model_file');
-    if (!transcriptId) throw new InputError(path, line, 'a transcript id is required', 'transcript_id');
     if (/\s/.test(transcriptId)) throw new InputError(path, line, `"${transcriptId}" is not a transcript id (contains whitespace)`, 'transcript_id');
-    models.push({ path: resolve(dirname(path), modelFile), transcriptId, file: path, line });
+    models.push({ path: resolve(dirname(path), modelFile), transcriptId: transcriptId || undefined, file: path, line });
   }
   return { models, warnings };
 }
