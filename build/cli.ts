@@ -5,7 +5,8 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importCore, loadCoreConfig } from './import/core.js';
-import { importTrack } from './import/tracks.js';
+import { importTrack, insertTrack } from './import/tracks.js';
+import { rankAndMap, readPvacseqAllEpitopes, releaseResolver } from './import/native/neoantigens.js';
 import { InputError } from './import/input.js';
 import { NamingError } from './import/naming.js';
 import { TRACKS, type Track } from './release-db/schema.js';
@@ -29,6 +30,7 @@ export const DEMO = {
   config: join(PROJECT_ROOT, 'data/demo/release.config.json'),
   work: join(PROJECT_ROOT, '.isoatlas/demo'),
   seed: 22,
+  realNeoantigens: join(PROJECT_ROOT, 'data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz'),
 };
 const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
 
@@ -105,6 +107,19 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
   log(`generated tracks (seed ${seed}): ${generated.domains} domains, ${generated.neoantigens} neoantigens, ${generated.ptm} PTM sites, ${generated.structures} structures`);
 
   await updateReleaseDb(db, async (handle) => {
+    // Real annotations where a sample fits the demo's isoforms: pVACseq neoantigens on chr22.
+    const pvacseq = await readPvacseqAllEpitopes(DEMO.realNeoantigens);
+    const isoforms = handle.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
+    const real = rankAndMap(pvacseq.rows, releaseResolver(isoforms));
+    const n = await insertTrack(handle, {
+      track: 'neoantigens',
+      file: DEMO.realNeoantigens,
+      source: 'pVACseq (pVACtools test data)',
+      version: 'pVACtools 0c05768b',
+      description: 'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id',
+      generated: false,
+    }, real.located);
+    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release)`);
     for (const track of TRACKS) {
       await importTrack(handle, {
         track,

@@ -54,3 +54,26 @@ it('imports a structure model mapped by protein sequence identity', () => {
   expect(mapped.map((m) => m.transcript_id)).toContain('ENST00000006251.11');
   expect(mapped[0]).toMatchObject({ mean_plddt: 70, provenance: 'real' });
 });
+
+it('imports pVACseq aggregated results mapped by transcript id, and TED per-method choppings', () => {
+  const agg = isoatlas('import', 'pvacseq', '--db', db, '--format', 'aggregated', '--file', join(FIXTURES, 'neoantigens/pvacseq_Test.MHC_I.all_epitopes.aggregated.tsv'));
+  expect(agg.status, agg.stderr).toBe(0);
+  const imported = Number(/imported (\d+) neoantigens records/.exec(agg.stderr)?.[1]);
+  expect(imported).toBeGreaterThan(0);
+
+  // Map every TED model to the longest protein of the demo so that every chopping fits in it.
+  const d = new Database(db, { readonly: true });
+  const longest = d.prepare('SELECT transcript_id FROM isoforms WHERE coding = 1 ORDER BY protein_length DESC LIMIT 1').pluck().get() as string;
+  const before = d.prepare("SELECT count(*) FROM domains WHERE transcript_id = ? AND provenance = 'real'").pluck().get(longest) as number;
+  d.close();
+  const chopping = join(FIXTURES, 'domains/ted_chopping_merizo.txt');
+  const ids = [...new Set(readFileSync(chopping, 'utf8').split('\n').filter(Boolean).map((l) => l.split('\t')[0]))];
+  writeFileSync(join(dir, 'ted-map.tsv'), `id\ttranscript_id\n${ids.map((id) => `${id}\t${longest}`).join('\n')}\n`);
+  const ted = isoatlas('import', 'ted', '--db', db, '--file', chopping, '--method', 'merizo', '--mapping', join(dir, 'ted-map.tsv'), '--source', 'TED (Merizo)');
+  expect(ted.status, ted.stderr).toBe(0);
+  const n = Number(/imported (\d+) domains records/.exec(ted.stderr)?.[1]);
+  expect(n).toBe(14); // the Merizo file's domains (the importer's test counts them from the file)
+  const after = new Database(db, { readonly: true });
+  expect(after.prepare("SELECT count(*) FROM domains WHERE transcript_id = ? AND provenance = 'real'").pluck().get(longest)).toBe(before + 14);
+  after.close();
+});

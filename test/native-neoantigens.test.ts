@@ -11,7 +11,8 @@ import {
 } from '../build/import/native/neoantigens.js';
 
 const DIR = join(import.meta.dirname, 'fixtures', 'native', 'neoantigens');
-const PVACSEQ = join(DIR, 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz');
+// The demo release imports this file as its real neoantigen track, so it lives with the data.
+const PVACSEQ = join(__dirname, '../data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz');
 const AGGREGATED = join(DIR, 'pvacseq_Test.MHC_I.all_epitopes.aggregated.tsv');
 const PVACSPLICE = join(DIR, 'pvacsplice_HCC1395_TUMOR_DNA.MHC_I.all_epitopes.tsv.gz');
 const MHCFLURRY = join(DIR, 'mhcflurry_raw_HLA-C1505_8mer.tsv');
@@ -235,6 +236,9 @@ describe('real mapping onto the demo release', () => {
     copyFileSync(inject('demoDb'), copy);
     const db = new Database(copy);
     try {
+      // The demo pipeline imported this same file: it holds exactly these real records.
+      expect((db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n).toBe(located.length);
+      db.exec(`DELETE FROM neoantigens WHERE provenance = 'real'; DELETE FROM track_sources WHERE input_file = 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz'`);
       const before = (db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n;
       const n = await insertTrack(db, { track: 'neoantigens', file: PVACSEQ, source: 'pVACseq', generated: false }, located);
       expect(n).toBe(located.length);

@@ -113,7 +113,9 @@ describe('rendered demo tree', () => {
     const release = read<ReleaseBody>(tree(), treePaths.release);
     expect(release.generated_tracks).toEqual(['domains', 'neoantigens', 'ptm', 'structures']);
     expect(release.sources.filter((s) => s.generated).map((s) => s.track).sort()).toEqual(release.generated_tracks);
-    expect(release.sources.filter((s) => !s.generated).map((s) => s.track).sort()).toEqual(['long_read', 'reference']);
+    // Real pVACseq neoantigens sit beside the generated ones; domains are generated only.
+    expect(release.sources.filter((s) => !s.generated).map((s) => s.track).sort()).toEqual(['long_read', 'neoantigens', 'reference']);
+    expect(release.sources.find((s) => s.track === 'neoantigens' && !s.generated)?.records).toBe(612);
     const domains = fg.sync('api/v1/isoforms/*/domains.json', { cwd: tree() }).map((p) => read<DomainListBody>(tree(), p));
     const items = domains.flatMap((d) => d.items);
     expect(items.length).toBe(release.counts.domains);

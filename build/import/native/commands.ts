@@ -5,9 +5,11 @@ import { basename } from 'node:path';
 import { updateReleaseDb, type Db } from '../../release-db/store.js';
 import { insertTrack, type Located, type TrackInput, type TrackRecords } from '../tracks.js';
 import type { Track } from '../../release-db/schema.js';
-import { mapDomains, parseDomtblout, parseTedConsensus, readIdMapping, releaseProteins, TED_LEVELS, type TedLevel } from './domains.js';
+import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readIdMapping, releaseProteins, TED_LEVELS, type TedLevel } from './domains.js';
 import { readStructureMapping, structureRecords } from './structures.js';
 import { UsageError } from '../../errors.js';
+import { rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes, readPvacspliceAllEpitopes, releaseResolver } from './neoantigens.js';
+import { readPtmPose, releaseProteins as ptmProteins, transferPtmSites, PTM_POSE_SOURCE } from './ptm.js';
 
 interface Provenance {
   db: string;
@@ -20,7 +22,7 @@ interface Provenance {
 async function importNative<T extends Track>(
   opts: Provenance & { file: string },
   track: T,
-  collect: (db: Db) => Promise<{ located: Located<TrackRecords[T]>[]; unmapped: string[]; note?: string }>,
+  collect: (db: Db) => Promise<{ located: Located<TrackRecords[T]>[]; unmapped: string[] | number; note?: string }>,
   log: (line: string) => void,
 ) {
   let summary = '';
@@ -28,7 +30,8 @@ async function importNative<T extends Track>(
     const { located, unmapped, note } = await collect(db);
     const input: TrackInput = { track, file: opts.file, source: opts.source, version: opts.version, description: opts.description, generated: false };
     const n = await insertTrack(db, input, located);
-    summary = `imported ${n} ${track} records from ${basename(opts.file)} into ${opts.db}${note ? ` (${note})` : ''}; ${unmapped.length} ids matched no isoform${unmapped.length ? ` (e.g. ${unmapped.slice(0, 3).join(', ')})` : ''}`;
+    const missing = typeof unmapped === 'number' ? `${unmapped} records matched no isoform` : `${unmapped.length} ids matched no isoform${unmapped.length ? ` (e.g. ${unmapped.slice(0, 3).join(', ')})` : ''}`;
+    summary = `imported ${n} ${track} records from ${basename(opts.file)} into ${opts.db}${note ? ` (${note})` : ''}; ${missing}`;
   });
   log(summary);
 }
@@ -63,11 +66,15 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
       .requiredOption('--file <tsv>', 'TED consensus output')
       .requiredOption('--mapping <tsv>', 'id mapping (AFDB model id → transcript id)')
       .option('--levels <list>', 'consensus levels to import, comma-separated', 'high,medium')
+      .option('--method <name>', 'the file is one method\'s chopping file (chainsaw, merizo, unidoc) instead of the consensus')
       .option('--source <name>', 'source name', 'TED consensus'),
-  ).action(async (o: Provenance & { file: string; mapping: string; levels: string }) => {
+  ).action(async (o: Provenance & { file: string; mapping: string; levels: string; method?: string }) => {
     const levels = o.levels.split(',').map((l) => l.trim()) as TedLevel[];
     if (levels.some((l) => !TED_LEVELS.includes(l))) throw new UsageError(`--levels takes ${TED_LEVELS.join(', ')}`);
-    await importNative(o, 'domains', async (db) => mapDomains(await parseTedConsensus(o.file, { levels }), await readIdMapping(o.mapping), releaseProteins(db)), log);
+    await importNative(o, 'domains', async (db) => {
+      const hits = o.method ? await parseTedChopping(o.file, o.method) : await parseTedConsensus(o.file, { levels });
+      return mapDomains(hits, await readIdMapping(o.mapping), releaseProteins(db));
+    }, log);
   });
 
   common(
@@ -83,4 +90,61 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
       return structureRecords(models, releaseProteins(db), o.source);
     }, log);
   });
+
+  const PVAC_FORMATS = { 'all-epitopes': readPvacseqAllEpitopes, aggregated: readPvacseqAggregated, pvacsplice: readPvacspliceAllEpitopes } as const;
+  common(
+    imp
+      .command('pvacseq')
+      .description('Neoantigens from pVACseq / pVACsplice results, mapped by transcript id (versioned or not).')
+      .requiredOption('--file <tsv>', 'all_epitopes.tsv, aggregated.tsv or a pVACsplice all_epitopes.tsv')
+      .option('--format <format>', `one of ${Object.keys(PVAC_FORMATS).join(', ')}`, 'all-epitopes')
+      .option('--source <name>', 'source name', 'pVACseq'),
+  ).action(async (o: Provenance & { file: string; format: string }) => {
+    const read = PVAC_FORMATS[o.format as keyof typeof PVAC_FORMATS];
+    if (!read) throw new UsageError(`--format takes ${Object.keys(PVAC_FORMATS).join(', ')}`);
+    await importNative(o, 'neoantigens', async (db) => {
+      const parsed = await read(o.file);
+      for (const w of parsed.warnings) log(`warning: ${w}`);
+      const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
+      return { ...rankAndMap(parsed.rows, releaseResolver(isoforms)), note: `${parsed.skipped} rows without a computable position skipped` };
+    }, log);
+  });
+
+  common(
+    imp
+      .command('ptm-pose')
+      .description('PTM sites from a PTM-POSE site table: canonical-isoform positions checked, then carried to other isoforms by their ±7 residue window.')
+      .requiredOption('--file <csv>', 'PTM-POSE table (CSV)')
+      .option('--source <name>', 'source name', PTM_POSE_SOURCE),
+  ).action(async (o: Provenance & { file: string }) => {
+    await importNative(o, 'ptm', async (db) => {
+      const { sites } = await readPtmPose(o.file);
+      const proteins = ptmProteins(db);
+      const { located, skipped } = transferPtmSites(sites, proteins.canonical, proteins.isoforms);
+      const note = Object.entries(skipped).filter(([, n]) => n).map(([why, n]) => `${n} ${why.replace(/_/g, ' ')}`).join(', ');
+      return { located, unmapped: [], note: note ? `skipped: ${note}` : undefined };
+    }, log);
+  });
+
+  for (const [name, read, what] of [
+    ['mhcflurry', readMhcflurry, 'MHCflurry predictions (pVACtools wrapper layout)'],
+    ['netmhcpan', readNetmhcpanIedb, 'NetMHCpan predictions in the IEDB tabular layout'],
+  ] as const) {
+    common(
+      imp
+        .command(name)
+        .description(`Neoantigens from ${what}; their seq_num names the input sequence, mapped to a transcript by --mapping.`)
+        .requiredOption('--file <tsv>', 'prediction table')
+        .requiredOption('--mapping <tsv>', 'id mapping: seq_num → transcript id')
+        .option('--source <name>', 'source name', name === 'mhcflurry' ? 'MHCflurry' : 'NetMHCpan'),
+    ).action(async (o: Provenance & { file: string; mapping: string }) => {
+      const bySeq = await readIdMapping(o.mapping);
+      await importNative(o, 'neoantigens', async (db) => {
+        const parsed = await read(o.file, (seqNum) => bySeq.get(seqNum) ?? null);
+        for (const w of parsed.warnings) log(`warning: ${w}`);
+        const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
+        return { ...rankAndMap(parsed.rows, releaseResolver(isoforms)), note: `${parsed.skipped} rows with no mapped seq_num skipped` };
+      }, log);
+    });
+  }
 }
