@@ -176,6 +176,10 @@ describe('structureRecords: mapping models to isoforms', () => {
     expect(unmapped).toEqual([PDB, COLABFOLD]);
     expect(located[0].record.model_source).toBe('AlphaFold DB v4');
     expect(located[0].record.mmcif!.equals(models.Q5VSL9.bytes)).toBe(true);
+    // Per-residue pLDDT, placed on the protein: the fragment's first residue is position 401.
+    expect(located[0].record.plddt_residues).toEqual({ start: 1, values: models.Q5VSL9.plddt });
+    expect(located[1].record.plddt_residues?.start).toBe(401);
+    expect(located[1].record.plddt_residues?.values).toHaveLength(1400);
   });
 
   it('a fragment at the wrong offset does not map', async () => {

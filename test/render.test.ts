@@ -140,6 +140,28 @@ describe('rendered demo tree', () => {
     expect(without.links.structure).toBeNull();
   });
 
+  it('gives each domain the mean pLDDT of the structure over its residues, null without a structure', () => {
+    const map = read<Record<string, StructureMapEntry>>(tree(), treePaths.structureMap);
+    let checked = 0;
+    for (const [transcriptId, s] of Object.entries(map)) {
+      // Independent reading: the B factor of each CA line of the model, by residue number.
+      const bFactor = new Map<number, number>();
+      for (const line of readFileSync(join(tree(), s.path), 'utf8').split('\n')) {
+        const f = line.trim().split(/\s+/);
+        if (f[0] === 'ATOM' && f.includes('CA')) bFactor.set(Number(f[8]), Number(f[14]));
+      }
+      for (const d of read<DomainListBody>(tree(), treePaths.domains(transcriptId)).items) {
+        const values = d.segments.flatMap(([a, b]) => Array.from({ length: b - a + 1 }, (_, i) => bFactor.get(a + i)!));
+        expect(d.plddt, `${transcriptId} ${d.accession}`).toBeCloseTo(values.reduce((x, y) => x + y, 0) / values.length, 2);
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThan(50);
+    const unstructured = read<DomainListBody>(tree(), treePaths.domains('ENST00000006251.11'));
+    expect(unstructured.items.length).toBeGreaterThan(0);
+    expect(unstructured.items.every((d) => d.plddt === null)).toBe(true);
+  });
+
   it('renders a search index the edge can load with the shared options', () => {
     const index = MiniSearch.loadJSON(readFileSync(join(tree(), treePaths.searchIndex), 'utf8'), searchOptions);
     expect(index.documentCount).toBe(1601 + 6353);

@@ -9,6 +9,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { InputError, cellParsers, readTsv, sha256File } from './input.js';
 import type { Track } from '../release-db/schema.js';
 import type { Db } from '../release-db/store.js';
+import { parseStructureModel } from './native/structures.js';
 
 export interface TrackInput {
   track: Track;
@@ -50,6 +51,8 @@ export interface StructureRecord {
   model_source: string;
   mean_plddt: number;
   mmcif: Buffer | null;
+  /** Per-residue pLDDT of protein positions start, start+1, … (kept for the domain track). */
+  plddt_residues: { start: number; values: number[] } | null;
 }
 export interface TrackRecords {
   domains: DomainRecord;
@@ -126,7 +129,12 @@ export async function readTrackTsv<T extends Track>(track: T, file: string): Pro
       } catch {
         return p.fail('model_file', `cannot read model file ${modelPath}`);
       }
-      record = { transcript_id, model_source: p.text('model_source', row.model_source)!, mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!, mmcif };
+      // The model is read for its per-residue pLDDT too; a TSV model covers the isoform's protein from residue 1.
+      const parsed = await parseStructureModel(modelPath);
+      record = {
+        transcript_id, model_source: p.text('model_source', row.model_source)!, mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!, mmcif,
+        plddt_residues: { start: 1, values: parsed.plddt },
+      };
     }
     out.push({ record, file, line });
   }
@@ -182,8 +190,12 @@ export async function insertTrack<T extends Track>(db: Db, input: TrackInput, lo
       const r = record as StructureRecord;
       if (seen.has(id)) fail('transcript_id', `${id} has more than one structure`);
       seen.add(id);
+      if (r.plddt_residues && r.plddt_residues.start + r.plddt_residues.values.length - 1 > length) {
+        fail('transcript_id', `the model has ${r.plddt_residues.values.length} residues from position ${r.plddt_residues.start}, beyond ${id}'s protein (${length} aa)`);
+      }
       const sha = r.mmcif ? createHash('sha256').update(r.mmcif).digest('hex') : null;
-      rows.push([id, r.model_source, r.mean_plddt, r.mmcif, sha, provenance]);
+      const residues = r.plddt_residues ? JSON.stringify({ start: r.plddt_residues.start, values: r.plddt_residues.values.map((v) => Math.round(v * 100) / 100) }) : null;
+      rows.push([id, r.model_source, r.mean_plddt, r.mmcif, sha, residues, provenance]);
     }
   }
 
@@ -191,7 +203,7 @@ export async function insertTrack<T extends Track>(db: Db, input: TrackInput, lo
     domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, evalue, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     neoantigens: 'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ptm: 'INSERT INTO ptm_sites (transcript_id, position, residue, modification, source, provenance) VALUES (?, ?, ?, ?, ?, ?)',
-    structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, provenance) VALUES (?, ?, ?, ?, ?, ?)',
+    structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
   }[track];
   const statement = db.prepare(insert);
   const already = db.prepare('SELECT 1 FROM track_sources WHERE track = ? AND input_file = ?').get(track, basename(file));

@@ -1,7 +1,7 @@
 // The release database: the one place where curated inputs meet. Importers write it, the renderer
 // reads it. Documented column by column in data/README.md.
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export const DDL = `
 PRAGMA foreign_keys = ON;
@@ -112,6 +112,7 @@ CREATE TABLE structures (
   mean_plddt    REAL NOT NULL CHECK (mean_plddt BETWEEN 0 AND 100),
   mmcif         BLOB,                              -- the model file; NULL when only a path is known
   mmcif_sha256  TEXT,
+  plddt_residues TEXT,                             -- JSON {"start": s, "values": [...]}: pLDDT of residues s, s+1, … of the protein
   provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated'))
 );
 

@@ -137,6 +137,9 @@ export const Domain = Type.Object(
     }),
     score: Nullable(Type.Number()),
     evalue: Nullable(Type.Number({ minimum: 0 })),
+    plddt: Nullable(
+      Type.Number({ minimum: 0, maximum: 100, description: "Mean pLDDT of the isoform's predicted structure over the domain's residues; null without a structure covering them" }),
+    ),
     provenance: Type.Ref('Provenance'),
   },
   { $id: 'Domain', additionalProperties: false },

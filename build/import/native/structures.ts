@@ -487,24 +487,26 @@ export async function structureRecords(
   for (let order = 0; order < models.length; order++) {
     const ref = models[order];
     const model = await parseStructureModel(ref.path);
-    const record = (transcript_id: string): StructureRecord => ({
+    // start: where the model's first residue sits on the isoform's protein (a fragment's UniProt window).
+    const record = (transcript_id: string, start = 1): StructureRecord => ({
       transcript_id, model_source: modelSource, mean_plddt: recordMeanPlddt(model), mmcif: model.bytes,
+      plddt_residues: { start, values: model.plddt },
     });
     if (ref.transcriptId) {
       explicit.push({ record: record(ref.transcriptId), file: ref.file ?? ref.path, line: ref.line ?? null });
       continue;
     }
-    const candidates: { id: string; rank: number }[] = (byProtein.get(model.sequence) ?? []).map((id) => ({ id, rank: 0 }));
+    const candidates: { id: string; rank: number; start: number }[] = (byProtein.get(model.sequence) ?? []).map((id) => ({ id, rank: 0, start: 1 }));
     const f = model.fragment;
     if (f && f.uniprotEnd - f.uniprotStart + 1 === model.sequence.length) {
       for (const [id, protein] of proteins) {
         const p = protein.replace(/\*$/, '');
-        if (p !== model.sequence && p.length >= f.uniprotEnd && p.slice(f.uniprotStart - 1, f.uniprotEnd) === model.sequence) candidates.push({ id, rank: 1 });
+        if (p !== model.sequence && p.length >= f.uniprotEnd && p.slice(f.uniprotStart - 1, f.uniprotEnd) === model.sequence) candidates.push({ id, rank: 1, start: f.uniprotStart });
       }
     }
-    for (const { id, rank } of candidates) {
+    for (const { id, rank, start } of candidates) {
       const prev = chosen.get(id);
-      if (!prev || rank < prev.rank) chosen.set(id, { rank, order, located: { record: record(id), file: ref.path, line: null } });
+      if (!prev || rank < prev.rank) chosen.set(id, { rank, order, located: { record: record(id, start), file: ref.path, line: null } });
     }
     if (!candidates.length) unmapped.push(ref.path);
   }
