@@ -2,12 +2,11 @@
 // --domtblout against Pfam-A (TransDecoder example) and TED consensus/per-method choppings
 // (psipred/ted-tools example output). Provenance: test/fixtures/native/domains/README.md.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { miniRelease } from './helpers/mini-release.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
-import { DDL } from '../build/release-db/schema.js';
 import { InputError } from '../build/import/input.js';
 import { insertTrack } from '../build/import/tracks.js';
 import {
@@ -255,18 +254,8 @@ describe('TED', () => {
 });
 
 describe('mapping to isoforms and insertTrack', () => {
-  function releaseDb(lengths: Record<string, number>) {
-    const db = new Database(':memory:');
-    db.exec(DDL);
-    db.prepare(`INSERT INTO genes (gene_id, symbol, source, chromosome, strand, start, end) VALUES ('ENSG00000000001', 'TEST1', 'reference', '22', '+', 1, 100000)`).run();
-    const iso = db.prepare(
-      `INSERT INTO isoforms (transcript_id, transcript_id_unversioned, transcript_name, transcript_name_source, gene_id, source,
-         chromosome, strand, start, end, length, exon_count, coding, protein_length, protein_sequence)
-       VALUES (?, ?, ?, 'generated', 'ENSG00000000001', 'reference', '22', '+', 1, 100000, 3000, 5, 1, ?, ?)`,
-    );
-    Object.entries(lengths).forEach(([id, len], i) => iso.run(id, id.startsWith('ENST') ? id.split('.')[0] : null, `TEST1-${201 + i}`, len, 'M'.padEnd(len, 'A')));
-    return db;
-  }
+  const releaseDb = (lengths: Record<string, number>) =>
+    miniRelease(Object.fromEntries(Object.entries(lengths).map(([id, len]) => [id, 'M'.padEnd(len, 'A')])));
 
   it('maps domtblout queries and a TED model to release transcripts and inserts them as real', async () => {
     // Gene.3 is itself a "transcript id" of this release (maps to itself); Gene.2, Gene.11 and the TED

@@ -2,12 +2,11 @@
 // (provenance: test/fixtures/native/structures/README.md). Independent checks use simple regexes over
 // the file text, not the parser.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { miniRelease } from './helpers/mini-release.js';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import Database from 'better-sqlite3';
-import { DDL } from '../build/release-db/schema.js';
 import { InputError } from '../build/import/input.js';
 import { insertTrack } from '../build/import/tracks.js';
 import { parseStructureModel, readStructureMapping, recordMeanPlddt, structureRecords, type ParsedModel } from '../build/import/native/structures.js';
@@ -247,21 +246,12 @@ describe('structureRecords: mapping models to isoforms', () => {
 
 describe('insertTrack with native structure records', () => {
   it('inserts structures rows with the stored mean pLDDT and the model bytes', async () => {
-    const db = new Database(':memory:');
-    db.exec(DDL);
-    db.prepare(`INSERT INTO genes (gene_id, symbol, source, chromosome, strand, start, end) VALUES ('ENSG_TEST', 'TEST', 'reference', 'chr1', '+', 1, 100000)`).run();
-    const insertIsoform = db.prepare(
-      `INSERT INTO isoforms (transcript_id, transcript_id_unversioned, transcript_name, transcript_name_source, gene_id, source,
-         chromosome, strand, start, end, length, exon_count, coding, protein_length, protein_sequence)
-       VALUES (?, ?, ?, 'generated', 'ENSG_TEST', 'reference', 'chr1', '+', 1, 100000, 5000, 10, 1, ?, ?)`,
-    );
     const proteins = new Map([
       ['ENST_TEST_STRIP1.1', models.Q5VSL9.sequence],
       ['ENST_TEST_SPEG.1', 'A'.repeat(400) + models.F3.sequence + 'G'.repeat(50)],
       ['ENST_TEST_OTHER.1', 'MKTAYIAKQRQISFVKSHFSRQ'],
     ]);
-    let i = 0;
-    for (const [id, p] of proteins) insertIsoform.run(id, id.split('.')[0], `TEST-${201 + i++}`, p.length, p);
+    const db = miniRelease(Object.fromEntries(proteins));
 
     const { located, unmapped } = await structureRecords([{ path: Q5VSL9 }, { path: F3 }, { path: COLABFOLD }], proteins, 'AlphaFold DB v4');
     expect(unmapped).toEqual([COLABFOLD]);
@@ -288,8 +278,7 @@ describe('insertTrack with native structure records', () => {
   });
 
   it('an explicit mapping to an unknown transcript fails in insertTrack naming the mapping file and line', async () => {
-    const db = new Database(':memory:');
-    db.exec(DDL);
+    const db = miniRelease({});
     const dir = mkdtempSync(join(tmp, 'map-'));
     const mapping = join(dir, 'models.tsv');
     writeFileSync(mapping, `model_file\ttranscript_id\n${PULLDOWN}\tENST_NOPE.1\n`);
