@@ -2,28 +2,15 @@
 // use and kept for the life of the edge instance. A failed load is not cached, so the next request
 // tries again.
 import MiniSearch from 'minisearch';
-import { treePaths } from './contract/tree.js';
+import { treePaths, type AliasMaps, type StructureMapEntry } from './contract/tree.js';
 import { searchOptions, type SearchDocument } from './contract/search.js';
 import { OriginError, type Origin } from './origin.js';
-
-export interface AliasMaps {
-  genes: Record<string, string | string[]>;
-  isoforms: Record<string, string>;
-}
-
-export interface StructureEntry {
-  path: string;
-  sha256: string | null;
-  mean_plddt: number;
-  model_source: string;
-  provenance: 'real' | 'generated';
-}
 
 const decoder = new TextDecoder();
 
 export class ReleaseData {
   private aliasesP: Promise<AliasMaps> | null = null;
-  private structuresP: Promise<Record<string, StructureEntry>> | null = null;
+  private structuresP: Promise<Record<string, StructureMapEntry>> | null = null;
   private searchP: Promise<MiniSearch<SearchDocument>> | null = null;
 
   constructor(private readonly origin: Origin) {}
@@ -32,7 +19,7 @@ export class ReleaseData {
     return (this.aliasesP ??= this.load(treePaths.aliases, (text) => JSON.parse(text) as AliasMaps, () => (this.aliasesP = null)));
   }
 
-  structures(): Promise<Record<string, StructureEntry>> {
+  structures(): Promise<Record<string, StructureMapEntry>> {
     return (this.structuresP ??= this.load(treePaths.structureMap, (text) => JSON.parse(text), () => (this.structuresP = null)));
   }
 

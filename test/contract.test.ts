@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fg from 'fast-glob';
 import { routes } from '../edge/contract/routes.js';
-import { treePaths } from '../edge/contract/tree.js';
+import { treePaths, type AliasMaps, type StructureMapEntry } from '../edge/contract/tree.js';
 import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, SearchHitBody } from '../edge/contract/schemas.js';
 import { validate } from './helpers/schemas.js';
 import { startServer, type RunningServer } from './helpers/server.js';
@@ -24,14 +24,8 @@ const treeBytes = (path: string) => readFileSync(join(tree(), path));
 const treeJson = <T>(path: string): T => JSON.parse(treeBytes(path).toString('utf8')) as T;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-interface StructureEntry {
-  path: string;
-  sha256: string | null;
-}
-interface Aliases {
-  genes: Record<string, string | string[]>;
-  isoforms: Record<string, string>;
-}
+type StructureEntry = StructureMapEntry;
+type Aliases = AliasMaps;
 
 let manifest: Map<string, string>; // tree path → sha256
 let aliases: Aliases;

@@ -15,8 +15,7 @@ import { searchOptions } from '../edge/contract/search.js';
 import { routes } from '../edge/contract/routes.js';
 import { schemaForTreePath, validate } from './helpers/schemas.js';
 import type { GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, DomainListBody, ReleaseBody } from '../edge/contract/schemas.js';
-import type { AliasMaps } from '../build/render/aliases.js';
-import type { StructureMapEntry } from '../build/render/structures.js';
+import type { AliasMaps, StructureMapEntry } from '../edge/contract/tree.js';
 
 const tree = () => inject('demoTree');
 const read = <T>(root: string, path: string): T => JSON.parse(readFileSync(join(root, path), 'utf8')) as T;

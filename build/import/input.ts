@@ -3,7 +3,6 @@ import { createReadStream } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
-import { basename } from 'node:path';
 
 /** A problem in an input file. The message names the file, the line and the problem, so a curator
  * can open the file and fix it without reading our code. */
@@ -80,8 +79,6 @@ export async function sha256File(path: string): Promise<string> {
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }
-
-export const displayName = (path: string) => basename(path);
 
 /** Parsers for typed cells; each throws an InputError naming the column. */
 export function cellParsers(file: string, line: number) {

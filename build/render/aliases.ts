@@ -3,14 +3,10 @@
 //             the sorted list of their ids, which the edge answers with 300 Multiple Choices);
 //   isoforms: transcript id, unversioned ENST id, transcript name → transcript id.
 // A gene id always wins over a symbol spelled the same; any other clash is a build error.
-import { treePaths } from '../../edge/contract/tree.js';
+import { treePaths, type AliasMaps } from '../../edge/contract/tree.js';
 import type { GeneRow, IsoformRow } from './load.js';
 import type { TreeWriter } from './tree-writer.js';
 
-export interface AliasMaps {
-  genes: Record<string, string | string[]>;
-  isoforms: Record<string, string>;
-}
 
 export function buildAliases(genes: GeneRow[], isoforms: IsoformRow[]): AliasMaps {
   const geneKeys = new Map<string, string | string[]>();

@@ -1,18 +1,9 @@
 // Predicted structures: the mmCIF files themselves and the structure map (isoform → file) that the
 // edge function reads to answer `/isoforms/{id}/structure` with a redirect.
 import { createHash } from 'node:crypto';
-import { treePaths } from '../../edge/contract/tree.js';
+import { treePaths, type StructureMapEntry } from '../../edge/contract/tree.js';
 import type { Db } from '../release-db/store.js';
 import { TreeWriter } from './tree-writer.js';
-
-export interface StructureMapEntry {
-  /** Path of the mmCIF file in the tree (or below the structure base URL). */
-  path: string;
-  sha256: string | null;
-  mean_plddt: number;
-  model_source: string;
-  provenance: 'real' | 'generated';
-}
 
 interface StructureRow {
   transcript_id: string;

@@ -32,6 +32,23 @@ export const treePaths = {
   manifest: 'manifest.json',
 } as const;
 
+/** `edge/aliases.json`: lower-cased symbol, gene id, transcript id or name → canonical id (a symbol
+ * naming several genes → the sorted list of their ids). */
+export interface AliasMaps {
+  genes: Record<string, string | string[]>;
+  isoforms: Record<string, string>;
+}
+
+/** One entry of `edge/structures.json`, keyed by transcript id. */
+export interface StructureMapEntry {
+  /** Path of the mmCIF file in the tree (or below the structure base URL). */
+  path: string;
+  sha256: string | null;
+  mean_plddt: number;
+  model_source: string;
+  provenance: 'real' | 'generated';
+}
+
 /** Root-relative links written into bodies; a static file cannot know the host it is served from. */
 export const links = {
   root: () => `${API_PREFIX}/`,
