@@ -250,3 +250,19 @@ describe('mirror from s3://', () => {
     expect(gene(to, 'ENSG00000186654')).toBe(gene(release3, 'ENSG00000186654'));
   });
 });
+
+describe('the release pointer', () => {
+  it('keeps serving the pinned release when re-reading the pointer fails, and fails only without one', async () => {
+    const { PointerOrigin } = await import('../edge/origins/pointer.js');
+    let broken = false;
+    let now = 0;
+    const raw = new S3RawOrigin(s3, BUCKET);
+    const flaky = { description: 'flaky', read: (path: string) => (broken && path === 'current.json' ? Promise.resolve({ body: new TextEncoder().encode('{"trunc') }) : raw.read(path)) };
+    const origin = new PointerOrigin(flaky, 10, () => now);
+    const first = await origin.pin();
+    broken = true;
+    now = 100; // past the pointer's TTL: it is read again, and the read fails
+    expect((await origin.pin()).release).toBe(first.release);
+    await expect(new PointerOrigin(flaky).pin()).rejects.toThrow(/not an isoatlas release pointer|JSON/);
+  });
+});

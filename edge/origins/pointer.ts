@@ -32,7 +32,16 @@ export class PointerOrigin implements VersionedOrigin {
 
   async pin(): Promise<PinnedRelease> {
     if (this.cached && this.cached.until > this.now()) return this.cached.pinned;
-    return (this.loading ??= this.load().finally(() => (this.loading = null)));
+    return (this.loading ??= this.load()
+      .catch((err) => {
+        // The pointer is one object the whole API hangs on: when re-reading it fails (the store
+        // hiccups, a non-atomic store is mid-write), keep serving the release already pinned and
+        // try again in a second, rather than failing every request.
+        if (!this.cached) throw err;
+        this.cached.until = this.now() + 1_000;
+        return this.cached.pinned;
+      })
+      .finally(() => (this.loading = null)));
   }
 
   private async load(): Promise<PinnedRelease> {
