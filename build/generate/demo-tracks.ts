@@ -35,7 +35,7 @@ export const STRUCTURE_MODEL_SOURCE = 'isoatlas demo generator (CA-only, generat
 export const DEFAULT_STRUCTURE_SAMPLE = 150;
 
 // Real Pfam families, with a typical model length (clamped to 25–250) so segment sizes look right.
-const PFAM_FAMILIES: readonly { accession: string; name: string; min: number; max: number }[] = [
+export const PFAM_FAMILIES: readonly { accession: string; name: string; min: number; max: number }[] = [
   { accession: 'PF00069', name: 'Pkinase', min: 200, max: 250 },
   { accession: 'PF07714', name: 'PK_Tyr_Ser-Thr', min: 200, max: 250 },
   { accession: 'PF00076', name: 'RRM_1', min: 60, max: 72 },
@@ -75,14 +75,14 @@ const PFAM_FAMILIES: readonly { accession: string; name: string; min: number; ma
 ];
 
 // CATH superfamily labels as TED reports them.
-const CATH_LABELS: readonly string[] = [
+export const CATH_LABELS: readonly string[] = [
   '3.30.70.330', '1.10.510.10', '3.30.200.20', '2.60.40.10', '3.40.50.300', '1.25.40.10', '2.130.10.10',
   '1.10.238.10', '3.30.160.60', '2.30.30.40', '3.30.505.10', '2.30.29.30', '2.30.42.10', '1.10.10.60',
   '3.80.10.10', '1.25.10.10', '3.40.50.720', '2.40.10.10', '1.20.1070.10', '3.30.40.10',
 ];
 
 // Common HLA class I alleles.
-const HLA_ALLELES: readonly string[] = [
+export const HLA_ALLELES: readonly string[] = [
   'HLA-A*01:01', 'HLA-A*02:01', 'HLA-A*03:01', 'HLA-A*11:01', 'HLA-A*24:02', 'HLA-A*26:01',
   'HLA-B*07:02', 'HLA-B*08:01', 'HLA-B*15:01', 'HLA-B*35:01', 'HLA-B*40:01', 'HLA-B*44:02',
   'HLA-C*03:04', 'HLA-C*04:01', 'HLA-C*07:01', 'HLA-C*07:02',

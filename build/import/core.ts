@@ -24,6 +24,8 @@ const InputSet = Type.Object(
     source: Type.String(),
     version: Type.Optional(Type.String()),
     description: Type.Optional(Type.String()),
+    /** The inputs are synthetic (e.g. `isoatlas generate --scale human`): recorded as generated. */
+    generated: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -110,9 +112,9 @@ function toRow(iso: IsoformRecord) {
 }
 
 async function recordSources(db: Db, track: string, set: CoreConfig['reference'], records: number) {
-  const insert = db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, 0, ?, ?, ?, ?)');
+  const insert = db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   for (const file of [set.gtf, set.classification, set.fasta]) {
-    if (file) insert.run(track, set.source, set.version ?? null, set.description ?? null, basename(file), await sha256File(file), records);
+    if (file) insert.run(track, set.source, set.version ?? null, set.generated ? 1 : 0, set.description ?? null, basename(file), await sha256File(file), records);
   }
 }
 

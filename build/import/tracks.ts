@@ -91,10 +91,21 @@ export function parseSegments(text: string, fail: (problem: string) => never): [
   return segments;
 }
 
+/** A `model_file` that is an http(s) URL names a model hosted elsewhere: the structure is recorded
+ * by path only (no mmCIF bytes, no per-residue pLDDT). The edge redirects structure requests to
+ * `<structure base>/structures/<transcript_id>.cif`, so the URL must end in that path. */
+const MODEL_URL = /^https?:\/\//;
+
 /** Reads the documented TSV of a track into typed records (checks types, not the release). */
 export async function readTrackTsv<T extends Track>(track: T, file: string): Promise<Located<TrackRecords[T]>[]> {
+  const out: Located<TrackRecords[T]>[] = [];
+  for await (const located of iterateTrackTsv(track, file)) out.push(located);
+  return out;
+}
+
+/** The records of a track TSV one at a time, so a file of millions of rows is never held whole. */
+export async function* iterateTrackTsv<T extends Track>(track: T, file: string): AsyncGenerator<Located<TrackRecords[T]>> {
   const columns = TRACK_COLUMNS[track];
-  const out: Located<TrackRecords[Track]>[] = [];
   for await (const { line, row } of readTsv(file, { required: columns.required, allowed: [...columns.required, ...columns.optional] })) {
     const p = cellParsers(file, line);
     const transcript_id = p.text('transcript_id', row.transcript_id)!;
@@ -121,6 +132,19 @@ export async function readTrackTsv<T extends Track>(track: T, file: string): Pro
         transcript_id, position: p.int('position', row.position, { min: 1 })!, residue: p.text('residue', row.residue)!.toUpperCase(),
         modification: p.text('modification', row.modification)!, source: row.source || null,
       };
+    } else if (MODEL_URL.test(row.model_file)) {
+      let url: URL | null = null;
+      try {
+        url = new URL(row.model_file);
+      } catch {
+        p.fail('model_file', `"${row.model_file}" is not a valid URL`);
+      }
+      const expected = `/structures/${transcript_id}.cif`;
+      if (!url!.pathname.endsWith(expected)) p.fail('model_file', `a model URL must end in ${expected}, where the edge redirects structure requests; found ${row.model_file}`);
+      record = {
+        transcript_id, model_source: p.text('model_source', row.model_source)!, mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!, mmcif: null,
+        plddt_residues: null,
+      };
     } else {
       const modelPath = resolve(dirname(file), p.text('model_file', row.model_file)!);
       let mmcif: Buffer;
@@ -136,9 +160,8 @@ export async function readTrackTsv<T extends Track>(track: T, file: string): Pro
         plddt_residues: { start: 1, values: parsed.plddt },
       };
     }
-    out.push({ record, file, line });
+    yield { record: record as TrackRecords[T], file, line };
   }
-  return out as Located<TrackRecords[T]>[];
 }
 
 interface Protein {
@@ -147,20 +170,40 @@ interface Protein {
   protein_sequence: string | null;
 }
 
+const INSERT_SQL: Record<Track, string> = {
+  domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, evalue, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  neoantigens: 'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  ptm: 'INSERT INTO ptm_sites (transcript_id, position, residue, modification, source, provenance) VALUES (?, ?, ?, ?, ?, ?)',
+  structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
+};
+
 /** Validates records against the release and inserts them, with the input's provenance, in one
- * transaction that also records the input in track_sources. */
-export async function insertTrack<T extends Track>(db: Db, input: TrackInput, located: Located<TrackRecords[T]>[]): Promise<number> {
+ * transaction that also records the input in track_sources. Records stream in (a file of millions
+ * of rows is never held whole) and are inserted as they are validated; any problem rolls the whole
+ * input back. The problem reported is the one the checks would meet in this order: a malformed row
+ * anywhere in the input, then the first record that does not fit the release, then an input already
+ * imported, then a structure the release already has. */
+export async function insertTrack<T extends Track>(
+  db: Db,
+  input: TrackInput,
+  located: Iterable<Located<TrackRecords[T]>> | AsyncIterable<Located<TrackRecords[T]>>,
+): Promise<number> {
   const { track, file } = input;
   const proteinOf = db.prepare('SELECT coding, protein_length, protein_sequence FROM isoforms WHERE transcript_id = ?');
   const provenance = input.generated ? 'generated' : 'real';
-  const rows: unknown[][] = [];
   const seen = new Set<string>();
-  for (const { record, file: from, line } of located as Located<TrackRecords[Track]>[]) {
+  const statement = db.prepare(INSERT_SQL[track]);
+  const existing = track === 'structures' ? db.prepare('SELECT 1 FROM structures WHERE transcript_id = ?') : null;
+  // Rows arrive grouped by isoform in practice: keep the last protein rather than look it up per row.
+  let cached: { id: string; protein: Protein | undefined } | null = null;
+
+  const validate = (record: TrackRecords[Track], from: string, line: number | null): unknown[] => {
     const fail = (column: string, problem: string): never => {
       throw new InputError(from, line, problem, column);
     };
     const id = record.transcript_id;
-    const protein = proteinOf.get(id) as Protein | undefined;
+    if (cached?.id !== id) cached = { id, protein: proteinOf.get(id) as Protein | undefined };
+    const protein = cached.protein;
     if (!protein) fail('transcript_id', `${id} is not an isoform of this release`);
     if (!protein!.coding || protein!.protein_length === null) fail('transcript_id', `${id} is not a coding isoform: it has no protein to annotate`);
     const length = protein!.protein_length!;
@@ -170,13 +213,13 @@ export async function insertTrack<T extends Track>(db: Db, input: TrackInput, lo
     if (track === 'domains') {
       const r = record as DomainRecord;
       within('end', r.end);
-      rows.push([id, r.source, r.accession, r.name, r.start, r.end, JSON.stringify(r.segments), r.score, r.evalue, provenance]);
+      return [id, r.source, r.accession, r.name, r.start, r.end, JSON.stringify(r.segments), r.score, r.evalue, provenance];
     } else if (track === 'neoantigens') {
       const r = record as NeoantigenRecord;
       if (!/^[ACDEFGHIKLMNPQRSTVWYUX]+$/.test(r.peptide)) fail('peptide', `"${r.peptide}" is not an amino-acid sequence`);
       within('start', r.start);
       if (r.affinity_nm === null && r.percentile_rank === null) fail('affinity_nm', 'a neoantigen needs an affinity or a percentile rank');
-      rows.push([id, r.peptide, r.allele, r.affinity_nm, r.percentile_rank, r.start, provenance]);
+      return [id, r.peptide, r.allele, r.affinity_nm, r.percentile_rank, r.start, provenance];
     } else if (track === 'ptm') {
       const r = record as PtmRecord;
       within('position', r.position);
@@ -185,44 +228,62 @@ export async function insertTrack<T extends Track>(db: Db, input: TrackInput, lo
       const key = `${id}\u0000${r.position}\u0000${r.modification}`;
       if (seen.has(key)) fail('position', `duplicate site ${id} ${r.residue}${r.position} ${r.modification}`);
       seen.add(key);
-      rows.push([id, r.position, r.residue, r.modification, r.source ?? input.source, provenance]);
-    } else {
-      const r = record as StructureRecord;
-      if (seen.has(id)) fail('transcript_id', `${id} has more than one structure`);
-      seen.add(id);
-      if (r.plddt_residues && r.plddt_residues.start + r.plddt_residues.values.length - 1 > length) {
-        fail('transcript_id', `the model has ${r.plddt_residues.values.length} residues from position ${r.plddt_residues.start}, beyond ${id}'s protein (${length} aa)`);
-      }
-      const sha = r.mmcif ? createHash('sha256').update(r.mmcif).digest('hex') : null;
-      const residues = r.plddt_residues ? JSON.stringify({ start: r.plddt_residues.start, values: r.plddt_residues.values.map((v) => Math.round(v * 100) / 100) }) : null;
-      rows.push([id, r.model_source, r.mean_plddt, r.mmcif, sha, residues, provenance]);
+      return [id, r.position, r.residue, r.modification, r.source ?? input.source, provenance];
     }
-  }
+    const r = record as StructureRecord;
+    if (seen.has(id)) fail('transcript_id', `${id} has more than one structure`);
+    seen.add(id);
+    if (r.plddt_residues && r.plddt_residues.start + r.plddt_residues.values.length - 1 > length) {
+      fail('transcript_id', `the model has ${r.plddt_residues.values.length} residues from position ${r.plddt_residues.start}, beyond ${id}'s protein (${length} aa)`);
+    }
+    const sha = r.mmcif ? createHash('sha256').update(r.mmcif).digest('hex') : null;
+    const residues = r.plddt_residues ? JSON.stringify({ start: r.plddt_residues.start, values: r.plddt_residues.values.map((v) => Math.round(v * 100) / 100) }) : null;
+    return [id, r.model_source, r.mean_plddt, r.mmcif, sha, residues, provenance];
+  };
 
-  const insert = {
-    domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, evalue, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    neoantigens: 'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ptm: 'INSERT INTO ptm_sites (transcript_id, position, residue, modification, source, provenance) VALUES (?, ?, ?, ?, ?, ?)',
-    structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  }[track];
-  const statement = db.prepare(insert);
   const already = db.prepare('SELECT 1 FROM track_sources WHERE track = ? AND input_file = ?').get(track, basename(file));
-  if (already) throw new InputError(file, null, `${basename(file)} was already imported as the ${track} track of this release`);
-  if (track === 'structures') {
-    const existing = db.prepare('SELECT 1 FROM structures WHERE transcript_id = ?');
-    for (const r of rows) if (existing.get(r[0])) throw new InputError(file, null, `${r[0]} already has a structure in this release`);
-  }
-  const sha = await sha256File(file);
-  db.transaction(() => {
-    for (const r of rows) statement.run(...r);
+  // Rolling back needs a journal; a release database being written has none (store.ts), so keep
+  // one in memory while this input is inserted.
+  const journal = db.pragma('journal_mode', { simple: true }) as string;
+  if (journal === 'off') db.pragma('journal_mode = MEMORY');
+  db.exec('SAVEPOINT insert_track');
+  try {
+    let misfit: InputError | null = null;
+    let present: InputError | null = null;
+    let n = 0;
+    for await (const { record, file: from, line } of located) {
+      if (misfit) continue; // keep reading: a malformed row later in the input is reported first
+      let row: unknown[];
+      try {
+        row = validate(record, from, line);
+      } catch (err) {
+        if (!(err instanceof InputError)) throw err;
+        misfit = err;
+        continue;
+      }
+      if (existing && !present && existing.get(row[0])) present = new InputError(file, null, `${row[0]} already has a structure in this release`);
+      statement.run(...row);
+      n += 1;
+    }
+    if (misfit) throw misfit;
+    if (already) throw new InputError(file, null, `${basename(file)} was already imported as the ${track} track of this release`);
+    if (present) throw present;
+    const sha = await sha256File(file);
     db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-      track, input.source, input.version ?? null, input.generated ? 1 : 0, input.description ?? null, basename(file), sha, rows.length,
+      track, input.source, input.version ?? null, input.generated ? 1 : 0, input.description ?? null, basename(file), sha, n,
     );
-  })();
-  return rows.length;
+    db.exec('RELEASE insert_track');
+    return n;
+  } catch (err) {
+    db.exec('ROLLBACK TO insert_track');
+    db.exec('RELEASE insert_track');
+    throw err;
+  } finally {
+    if (journal === 'off') db.pragma('journal_mode = OFF');
+  }
 }
 
 /** The documented TSV of a track, validated and inserted. */
 export async function importTrack(db: Db, input: TrackInput): Promise<number> {
-  return insertTrack(db, input, await readTrackTsv(input.track, input.file));
+  return insertTrack(db, input, iterateTrackTsv(input.track, input.file));
 }
