@@ -2,6 +2,7 @@
 // offline mirrors). Converts IncomingMessage to a Web Request and the Response back, logs one line per
 // request, and bounds what a slow or oversized client can hold.
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Handler } from '../handler.js';
 import { ALLOW, problem } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
@@ -9,15 +10,45 @@ import { redactKeys } from '../access/key-format.js';
 export interface NodeServerOptions {
   /** One line per request; never includes headers (they may carry an API key). */
   log?: (line: string) => void;
+  /** Overrides of SERVER_LIMITS (after those of the environment). */
+  limits?: Partial<ServerLimits>;
 }
 
-/** Bounds on what one client can hold: header size, time to send headers, time for the request. */
+/** Bounds on what one client can hold: size of the request line plus headers (beyond it: 431), time
+ * to send the headers and the whole request (beyond it: 408 and the connection is closed), how long
+ * an idle keep-alive connection stays open, and how many requests one connection may carry. */
 export const SERVER_LIMITS = {
   maxHeaderSize: 16 * 1024,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
+  maxRequestsPerSocket: 1_000,
 };
+export type ServerLimits = typeof SERVER_LIMITS;
+
+/** Environment variables that override SERVER_LIMITS (`isoatlas serve`; tests use short timeouts). */
+export const SERVER_LIMIT_ENV: Record<keyof ServerLimits, string> = {
+  maxHeaderSize: 'ISOATLAS_MAX_HEADER_BYTES',
+  headersTimeoutMs: 'ISOATLAS_HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'ISOATLAS_REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'ISOATLAS_KEEP_ALIVE_TIMEOUT_MS',
+  maxRequestsPerSocket: 'ISOATLAS_MAX_REQUESTS_PER_SOCKET',
+};
+
+/** SERVER_LIMITS with the environment's overrides; throws on a value that is not a positive integer. */
+export function serverLimits(env: Record<string, string | undefined> = process.env, overrides: Partial<ServerLimits> = {}): ServerLimits {
+  const limits = { ...SERVER_LIMITS };
+  for (const [field, name] of Object.entries(SERVER_LIMIT_ENV) as [keyof ServerLimits, string][]) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    if (!/^[1-9]\d{0,9}$/.test(raw)) throw new Error(`${name} must be a positive integer; got "${raw.slice(0, 30)}"`);
+    limits[field] = Number(raw);
+  }
+  Object.assign(limits, overrides);
+  // Node refuses a headers timeout longer than the request timeout.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new Error(`the headers timeout (${limits.headersTimeoutMs} ms) cannot exceed the request timeout (${limits.requestTimeoutMs} ms)`);
+  return limits;
+}
 
 function printable(text: string): string {
   // Request targets go into logs: escape control characters so a client cannot forge log lines.
@@ -60,12 +91,16 @@ function toRequest(req: http.IncomingMessage, fallbackHost: string): Request | R
 
 export function createNodeServer(handler: Handler, opts: NodeServerOptions = {}): http.Server {
   const log = opts.log ?? (() => {});
+  const limits = serverLimits(process.env, opts.limits);
   const server = http.createServer(
     {
-      maxHeaderSize: SERVER_LIMITS.maxHeaderSize,
-      headersTimeout: SERVER_LIMITS.headersTimeoutMs,
-      requestTimeout: SERVER_LIMITS.requestTimeoutMs,
-      keepAliveTimeout: SERVER_LIMITS.keepAliveTimeoutMs,
+      maxHeaderSize: limits.maxHeaderSize,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node checks the two timeouts above only this often (30 s by default, which would let a slow
+      // client hold a connection three times longer than the headers timeout says).
+      connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
     },
     async (req, res) => {
       const started = performance.now();
@@ -92,7 +127,40 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       }
     },
   );
+  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+  // Requests Node's parser refuses (oversized head, timeouts, malformed request line) get a problem
+  // body too, not Node's bare status line; the connection is closed after it.
+  server.on('clientError', async (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) return void socket.destroy();
+    const [status, reason, detail]: [number, string, string] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', `the request line and headers must fit in ${limits.maxHeaderSize} bytes`]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', `the request was not received in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`]
+          : [400, 'Bad Request', 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)'];
+    // A HEAD request gets no body, or the client would read it as the start of the next response.
+    const isHead = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
+    const answer = problem(new Request('http://localhost/', { method: isHead ? 'HEAD' : 'GET' }), { status, detail, extra: { title: reason } });
+    await rawAnswer(socket, status, reason, answer);
+    log(`- - ${status} ${err.code ?? 'client error'}`);
+  });
+  // Node hands CONNECT to a 'connect' listener (and drops the connection when there is none), never
+  // to the request listener: answer it 405 like any other method instead (found by the fuzzer).
+  server.on('connect', async (req: http.IncomingMessage, socket: Duplex) => {
+    const answer = problem(new Request('http://localhost/'), { status: 405, detail: 'method CONNECT is not allowed; this API is read-only', headers: { Allow: ALLOW } });
+    await rawAnswer(socket, 405, 'Method Not Allowed', answer);
+    log(`CONNECT ${printable(req.url ?? '')} 405 0.0ms`);
+  });
   return server;
+}
+
+/** Writes a response on a socket Node's server no longer manages, then closes the connection. */
+async function rawAnswer(socket: Duplex, status: number, reason: string, answer: Response): Promise<void> {
+  const body = Buffer.from(await answer.arrayBuffer());
+  const head = [`HTTP/1.1 ${status} ${reason}`, ...[...answer.headers].map(([name, value]) => `${name}: ${value}`), 'Connection: close', '', ''].join('\r\n');
+  socket.on('error', () => {});
+  socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]), () => socket.destroy());
 }
 
 /** Stops accepting connections, lets in-flight requests finish, closes idle keep-alive sockets, and

@@ -1,0 +1,456 @@
+// Property-based fuzzing (fast-check) of the edge function in process, over the demo tree: random
+// paths, query strings, headers and methods, and the rules that must hold for every answer — never a
+// 5xx, every 4xx a valid problem+json, every 200 body either a file of the tree or a generated body
+// valid against its schema, and nothing of the server's internals (stack traces, the tree's path) in
+// any body. Runs are seeded: ISOATLAS_FUZZ_SEED=<n> reproduces a run (fast-check prints the seed and
+// the shrunk counterexample on failure); ISOATLAS_FUZZ_SCALE=<x> multiplies the number of cases.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import fc from 'fast-check';
+import fg from 'fast-glob';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHandler, type Handler } from '../edge/handler.js';
+import { createNodeServer } from '../edge/adapters/node-http.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { AccessControl } from '../edge/access/control.js';
+import { resolveAccessConfig } from '../edge/access/config.js';
+import { importServerSecret, keyId } from '../edge/access/key-format.js';
+import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
+import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
+import { issueKey, readSecret, registryPath, revokeKey } from '../build/keys/registry.js';
+import type { SchemaName } from '../edge/contract/schemas.js';
+import { validate } from './helpers/schemas.js';
+
+const SEED = Number(process.env.ISOATLAS_FUZZ_SEED ?? 20261122);
+const SCALE = Number(process.env.ISOATLAS_FUZZ_SCALE ?? 1);
+const runs = (n: number) => Math.max(1, Math.round(n * SCALE));
+/** Cases per property; together 100,000 (the floor issue #8 sets for CI). */
+const RUNS = { paths: runs(40_000), queries: runs(25_000), headers: runs(20_000), methods: runs(5_000), access: runs(8_000), raw: runs(2_000) };
+
+const BASE = 'http://atlas.test';
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+let tree: string;
+/** sha256 of every file of the tree, read by walking the files (not from the manifest). */
+const treeHashes = new Set<string>();
+const structureFiles = new Set<string>();
+let geneKeys: string[];
+let isoformKeys: string[];
+let plain: Handler;
+
+beforeAll(async () => {
+  tree = inject('demoTree');
+  for (const path of await fg('**/*', { cwd: tree, onlyFiles: true, dot: true })) {
+    treeHashes.add(sha256(readFileSync(join(tree, path))));
+    if (path.startsWith('structures/')) structureFiles.add(path);
+  }
+  // Real names from the API files themselves (not the edge's alias maps, whose layout may change):
+  // ids, symbols and transcript names, a spread of them, plus the symbols naming several genes.
+  const symbols = new Map<string, number>();
+  const genes: string[] = [];
+  for (const [i, file] of (await fg('api/v1/genes/*.json', { cwd: tree })).entries()) {
+    const gene = JSON.parse(readFileSync(join(tree, file), 'utf8')) as { gene_id: string; symbol: string | null };
+    if (gene.symbol) symbols.set(gene.symbol, (symbols.get(gene.symbol) ?? 0) + 1);
+    if (i % 23 === 0) genes.push(gene.gene_id, gene.symbol ?? gene.gene_id, (gene.symbol ?? '').toLowerCase());
+  }
+  geneKeys = [...genes.filter(Boolean), ...[...symbols].filter(([, n]) => n > 1).map(([s]) => s), 'PRR5', 'ENSG00000186654.21'];
+  const isoforms: string[] = [];
+  for (const [i, file] of (await fg('api/v1/isoforms/*.json', { cwd: tree })).entries()) {
+    if (i % 61 !== 0) continue;
+    const isoform = JSON.parse(readFileSync(join(tree, file), 'utf8')) as { transcript_id: string; transcript_name: string };
+    isoforms.push(isoform.transcript_id, isoform.transcript_name, isoform.transcript_id.replace(/\.\d+$/, ''));
+  }
+  const withStructure = [...structureFiles].filter((_, i) => i % 5 === 0).map((f) => f.slice('structures/'.length, -'.cif'.length));
+  isoformKeys = [...isoforms, ...withStructure, 'PRR5-201', 'ENST00000006251'];
+  plain = createHandler({ origin: new LocalOrigin(tree), serveStructureFiles: true });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Arbitraries.
+
+const asciiText = (maxLength: number) => fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength });
+const anyText = (maxLength: number) => fc.string({ unit: 'binary', maxLength });
+
+/** Nasty path segments: traversal in every spelling, encoded separators, NUL, invalid escapes. */
+const hostileSegment = fc.constantFrom(
+  '.', '..', '%2e', '%2e%2e', '%2E%2e', '.%2e', '%2e.', '..%2f', '%2f', '%2F', '%5c', '%5C', '\\', '..\\..', '%00', '%00.json', 'x%00y',
+  '%', '%z', '%zz', '%%', '%c0%ae%c0%ae', '%c0%af', '%e2%80%ae', '%ff', '%u002e', '%252e%252e', '%252f', '~', '*', ';', ';x=1',
+  'manifest.json', 'edge', 'aliases.json', '..%2f..%2fmanifest.json', '%2e%2e%2fedge%2faliases.json', '.json', 'x.json', 'release.json',
+  '..%2F..%2F..%2F..%2Fetc%2Fpasswd', 'CON', 'nul', '\u0000', '\t', ' ', '%20', '+', '#', '?', '%3f', '%23',
+);
+
+/** A real name mutated: case, a character inserted or dropped, a suffix, a version, an encoding. */
+function mutated(names: () => string[]) {
+  return fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 0, max: 9 }), asciiText(3)).map(([pick, at, how, extra]) => {
+    const list = names();
+    const name = list[pick % list.length];
+    const i = at % (name.length + 1);
+    switch (how) {
+      case 0: return name.toUpperCase();
+      case 1: return name.slice(0, i) + extra + name.slice(i);
+      case 2: return name.slice(0, i) + name.slice(i + 1);
+      case 3: return `${name}.999`;
+      case 4: return encodeURIComponent(name).replace(/[A-Za-z0-9]/g, (c, k) => (k % 2 ? `%${c.charCodeAt(0).toString(16)}` : c));
+      case 5: return `${name}%00`;
+      case 6: return `${name}/`;
+      case 7: return ` ${name}`;
+      case 8: return `${name}.json`;
+      default: return name;
+    }
+  });
+}
+
+const realGene = fc.nat().map((n) => geneKeys[n % geneKeys.length]);
+const realIsoform = fc.nat().map((n) => isoformKeys[n % isoformKeys.length]);
+
+const segment = fc.oneof(
+  { weight: 4, arbitrary: realGene },
+  { weight: 4, arbitrary: realIsoform },
+  { weight: 4, arbitrary: mutated(() => geneKeys) },
+  { weight: 4, arbitrary: mutated(() => isoformKeys) },
+  { weight: 5, arbitrary: hostileSegment },
+  { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: 12 }) },
+  { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: 12 }).map(encodeURIComponent) },
+  { weight: 1, arbitrary: anyText(12) },
+  { weight: 1, arbitrary: fc.integer({ min: 150, max: 6_000 }).map((n) => 'A'.repeat(n)) }, // overlong
+  { weight: 1, arbitrary: fc.integer({ min: 60, max: 400 }).map((n) => '%41'.repeat(n)) }, // overlong once decoded
+);
+
+/** Route shapes with fuzzed parameters, and free-form paths under and outside the API. */
+const path = fc.oneof(
+  { weight: 3, arbitrary: fc.oneof(
+    fc.tuple(realGene, fc.constantFrom('', '/isoforms', '/isoforms/')).map(([g, rest]) => `/api/v1/genes/${encodeURIComponent(g)}${rest}`),
+    fc.tuple(realIsoform, fc.constantFrom('', '/domains', '/neoantigens', '/structure', '/structure/')).map(([t, rest]) => `/api/v1/isoforms/${encodeURIComponent(t)}${rest}`),
+    realIsoform.map((t) => `/structures/${t}.cif`),
+  ) },
+  { weight: 6, arbitrary: fc.tuple(fc.constantFrom('/api/v1/genes/', '/api/v1/isoforms/', '/structures/'), segment, fc.constantFrom('', '/', '/isoforms', '/domains', '/neoantigens', '/structure', '//', '/isoforms/', '.cif', '/..', '/%2e%2e/manifest.json')).map((p) => p.join('')) },
+  { weight: 2, arbitrary: fc.constantFrom('/api/v1', '/api/v1/', '/api/v1/release', '/api/v1/openapi.json', '/api/v1/search', '/api/v1//release', '/api/v1/release/', '/api/v1/release//', '/api/v2/release', '/api/V1/release', '/', '//api/v1/release', '/api/v1/./release', '/api/v1/../v1/release', '/api/v1/%2e%2e/v1/release', '/manifest.json', '/edge/aliases.json', '/api/v1/release.json', '/structures/', '/structures/x', '/structures/..%2fmanifest.json') },
+  { weight: 3, arbitrary: fc.tuple(fc.constantFrom('/api/v1/', '/', '/api/', '/structures/'), fc.array(segment, { maxLength: 6 }), fc.constantFrom('/', '//', '\\', '/./', '/../')).map(([prefix, parts, sep]) => prefix + parts.join(sep)) },
+);
+
+const integerValue = fc.oneof(
+  fc.integer({ min: -5, max: 130 }).map(String),
+  fc.constantFrom('', ' ', '0', '-0', '+5', ' 5', '5 ', '05', '1.5', '1.0', '1e2', '1E1', '0x10', 'NaN', 'Infinity', '-Infinity', 'null', 'true', '[]', '%00', '1%00', '٣', '５', '9007199254740993', '99999999999999999999', '-99999999999999999999', '1,2', '10;5'),
+  fc.double().map(String),
+  fc.integer({ min: 16, max: 5_000 }).map((n) => '9'.repeat(n)),
+  asciiText(20),
+);
+
+const queryValue = fc.oneof(integerValue, realGene, realIsoform, fc.string({ unit: 'grapheme', maxLength: 120 }), anyText(30), fc.integer({ min: 90, max: 20_000 }).map((n) => 'x'.repeat(n)));
+const queryName = fc.oneof({ weight: 8, arbitrary: fc.constantFrom('limit', 'offset', 'query') }, { weight: 1, arbitrary: fc.constantFrom('LIMIT', 'limit[]', 'q', '', 'utm_source', 'callback', '__proto__', 'constructor', 'toString') }, { weight: 1, arbitrary: asciiText(10) });
+
+/** A query string: pairs, encoded or raw, sometimes with a bare name, a stray `&` or `=`. */
+const queryString = fc
+  .array(fc.tuple(queryName, queryValue, fc.constantFrom('encoded', 'raw', 'bare')), { maxLength: 5 })
+  .chain((pairs) => fc.constantFrom('&', '&&', ';').map((sep) => pairs.map(([n, v, how]) => (how === 'bare' ? n : how === 'raw' ? `${n}=${v}` : `${encodeURIComponent(n)}=${encodeURIComponent(v)}`)).join(sep)));
+
+const queryRoute = fc.oneof(
+  fc.constantFrom('/api/v1/search', '/api/v1/release', '/api/v1/genes/PRR5/isoforms', '/api/v1/genes/Y_RNA/isoforms', '/api/v1/isoforms/PRR5-201/neoantigens', '/api/v1/isoforms/PRR5-201', '/structures/ENST00000216124.10.cif'),
+  realGene.map((g) => `/api/v1/genes/${encodeURIComponent(g)}/isoforms`),
+  realIsoform.map((t) => `/api/v1/isoforms/${encodeURIComponent(t)}/neoantigens`),
+);
+
+/** Header values Headers accepts: Latin-1 without CR, LF or NUL. */
+const headerText = (maxLength: number) => fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength });
+
+const authorization = fc.oneof(
+  fc.constantFrom('Bearer', 'Bearer ', 'bearer', 'BEARER x', 'Bearer  ', 'Basic dXNlcjpwYXNz', 'Token abc', 'Bearer isoatlas_', 'Bearer isoatlas_aaaaaaaa_', 'Bearer a b', 'Bearer\tx', 'Digest username="x"', 'Bearer isoatlas_AAAAAAAA_' + 'A'.repeat(43)),
+  fc.tuple(fc.constantFrom('Bearer ', 'bearer ', 'Bearer  ', ''), fc.stringMatching(/^isoatlas_[a-z2-7]{8}_[A-Za-z0-9_-]{40,46}$/)).map(([s, k]) => s + k),
+  headerText(60).map((v) => `Bearer ${v}`),
+  headerText(60),
+  fc.integer({ min: 1_000, max: 12_000 }).map((n) => `Bearer ${'k'.repeat(n)}`),
+);
+const etag = fc.oneof(fc.constantFrom('*', '""', '"', 'W/', 'W/"x"', ',', ',,,', ' * '), headerText(80), fc.integer({ min: 100, max: 1_000 }).map((n) => Array.from({ length: n }, (_, i) => `"${i.toString(16).padStart(64, '0')}"`).join(', ')));
+const forwardedFor = fc.oneof(fc.constantFrom('127.0.0.1', '::1', 'unknown', '999.999.999.999', '1.2.3.4, 5.6.7.8', '', ',', '<script>', '0'.repeat(5000)), headerText(40), fc.ipV4(), fc.ipV6());
+const accept = fc.oneof(fc.constantFrom('*/*', 'application/json', 'text/html', 'application/problem+json;q=0', '', 'application/*;q=abc', ';;;'), headerText(40));
+const headers = fc.record(
+  { Authorization: authorization, 'If-None-Match': etag, 'X-Forwarded-For': forwardedFor, Accept: accept, 'Accept-Encoding': fc.constantFrom('gzip', 'br, deflate', '*', 'identity;q=0'), Origin: fc.constantFrom('null', 'https://evil.example', 'file://'), Range: fc.constantFrom('bytes=0-10', 'bytes=-1', 'bytes=99999999-', 'lines=1-2') },
+  { requiredKeys: [] },
+);
+
+const method = fc.oneof({ weight: 6, arbitrary: fc.constant('GET') }, { weight: 2, arbitrary: fc.constantFrom('HEAD', 'OPTIONS', 'POST', 'PUT', 'DELETE', 'PATCH', 'get', 'head', 'Get', 'PROPFIND', 'FOO', 'M-SEARCH') });
+
+// ---------------------------------------------------------------------------------------------------
+// The rules every answer follows.
+
+/** Schemas a 200 body that is not a file of the tree may follow (answers assembled by the edge). */
+const GENERATED: SchemaName[] = ['SearchResults', 'IsoformPage', 'NeoantigenList'];
+const KNOWN_STATUSES = new Set([200, 204, 300, 304, 307, 400, 401, 404, 405, 429]);
+const LEAKS = [/\n\s+at\s/, /node:internal/, /\bat (async )?[\w.<>]+ \(/, /(TypeError|ReferenceError|RangeError|SyntaxError):/];
+
+interface Case {
+  method: string;
+  url: string;
+  headers?: Record<string, string>;
+}
+
+/** A Request from a case, or null when the Fetch API itself refuses to build it (never reaches the edge). */
+function requestOf(c: Case): Request | null {
+  try {
+    return new Request(c.url, { method: c.method, headers: c.headers });
+  } catch {
+    return null;
+  }
+}
+
+async function checkAnswer(handler: Handler, c: Case, context = { clientIp: '192.0.2.10' }, secrets: string[] = []): Promise<number> {
+  const request = requestOf(c);
+  if (!request) return -1;
+  const response = await handler(request, context);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const text = Buffer.from(bytes).toString('utf8');
+  const what = `${c.method} ${c.url.slice(0, 300)} → ${response.status}: ${text.slice(0, 300)}`;
+  const type = response.headers.get('Content-Type') ?? '';
+  const isHead = request.method === 'HEAD';
+
+  expect(response.status, what).toBeLessThan(500);
+  expect(KNOWN_STATUSES.has(response.status), what).toBe(true);
+  expect(text.includes(tree), what).toBe(false);
+  for (const leak of LEAKS) expect(leak.test(text), `${what} (matches ${leak})`).toBe(false);
+  for (const secret of secrets) {
+    expect(text.includes(secret), `${what} echoes key material`).toBe(false);
+    response.headers.forEach((value) => expect(value.includes(secret), `${what} has key material in a header`).toBe(false));
+  }
+
+  if (response.status >= 400 || response.status === 300) {
+    expect(type, what).toMatch(/^application\/problem\+json/);
+    if (!isHead) {
+      const body = JSON.parse(text) as { status: number };
+      expect(validate('Problem', body), what).toEqual([]);
+      expect(body.status, what).toBe(response.status);
+    }
+  }
+  if (response.status === 200 && !isHead) {
+    const hash = sha256(bytes);
+    expect(response.headers.get('ETag'), what).toBe(`"${hash}"`);
+    if (!treeHashes.has(hash)) {
+      // Not a file of the tree: then an answer the edge assembled, valid against its schema.
+      expect(type, what).toMatch(/^application\/json/);
+      const body = JSON.parse(text);
+      expect(GENERATED.some((schema) => validate(schema, body).length === 0), `${what}: neither a tree file nor a valid generated body`).toBe(true);
+    }
+  }
+  if (response.status === 304) {
+    expect(bytes.length, what).toBe(0);
+    expect(request.headers.get('If-None-Match'), what).not.toBeNull();
+  }
+  if (response.status === 307) {
+    const location = response.headers.get('Location') ?? '';
+    expect(location.startsWith(`${BASE}/structures/`), what).toBe(true);
+    expect(structureFiles.has(location.slice(BASE.length + 1)), `${what}: redirect to ${location}`).toBe(true);
+  }
+  return response.status;
+}
+
+const params = (numRuns: number) => ({ numRuns, seed: SEED, endOnFailure: false });
+
+/** Tallies statuses per property, so a property that never reaches its interesting answers is noticed. */
+function tally() {
+  const counts = new Map<number, number>();
+  return {
+    add: (status: number) => counts.set(status, (counts.get(status) ?? 0) + 1),
+    counts,
+    report: (name: string) => console.log(`fuzz ${name}: ${[...counts].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(' ')}`),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('fuzzing the edge function (no access control)', () => {
+  it(`paths: ${RUNS.paths} cases`, async () => {
+    const t = tally();
+    await fc.assert(
+      fc.asyncProperty(path, async (p) => {
+        t.add(await checkAnswer(plain, { method: 'GET', url: BASE + p }));
+      }),
+      params(RUNS.paths),
+    );
+    t.report('paths');
+    for (const s of [200, 300, 307, 400, 404]) expect(t.counts.get(s) ?? 0, `status ${s} reached`).toBeGreaterThan(0);
+  });
+
+  it(`query strings: ${RUNS.queries} cases`, async () => {
+    const t = tally();
+    await fc.assert(
+      fc.asyncProperty(queryRoute, queryString, async (route, query) => {
+        t.add(await checkAnswer(plain, { method: 'GET', url: `${BASE}${route}?${query}` }));
+      }),
+      params(RUNS.queries),
+    );
+    t.report('queries');
+    for (const s of [200, 400]) expect(t.counts.get(s) ?? 0, `status ${s} reached`).toBeGreaterThan(0);
+  });
+
+  it(`headers: ${RUNS.headers} cases`, async () => {
+    const t = tally();
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(path, queryRoute), headers, async (p, h) => {
+        t.add(await checkAnswer(plain, { method: 'GET', url: BASE + p, headers: h }));
+      }),
+      params(RUNS.headers),
+    );
+    t.report('headers');
+    for (const s of [200, 404]) expect(t.counts.get(s) ?? 0, `status ${s} reached`).toBeGreaterThan(0);
+  });
+
+  it(`methods: ${RUNS.methods} cases`, async () => {
+    const t = tally();
+    await fc.assert(
+      fc.asyncProperty(method, fc.oneof(path, queryRoute), async (m, p) => {
+        t.add(await checkAnswer(plain, { method: m, url: BASE + p }));
+      }),
+      params(RUNS.methods),
+    );
+    t.report('methods');
+    for (const s of [200, 204, 405]) expect(t.counts.get(s) ?? 0, `status ${s} reached`).toBeGreaterThan(0);
+  });
+});
+
+describe('fuzzing the edge function with keys required', () => {
+  let keysDir: string;
+  let access: Handler;
+  let clock: { now: number };
+  const live: string[] = [];
+  let revoked: string;
+
+  beforeAll(async () => {
+    keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-fuzz-keys-'));
+    for (const tier of ['standard', 'plus']) live.push((await issueKey(keysDir, { name: 'Fuzz', affiliation: 'Lab', use: 'fuzzing', tier })).key);
+    revoked = (await issueKey(keysDir, { name: 'Fuzz', affiliation: 'Lab', use: 'fuzzing', tier: 'standard' })).key;
+    await revokeKey(keysDir, keyId(revoked)!);
+    const secret = await importServerSecret(readSecret(keysDir, { create: false })!);
+    clock = { now: Date.UTC(2026, 10, 22, 12, 0, 0) };
+    // Small limits, so 429s (per key, and per IP before any key is looked at) are fuzzed as well.
+    const config = resolveAccessConfig({ key_required: { per_ip: { per_minute: 400 }, tiers: { standard: { per_minute: 5, per_day: 200 }, plus: { per_minute: 20 } } } }, 'key-required');
+    const handler = new AccessControl({ config, store: new MemoryQuotaStore(() => clock.now), keys: new FileKeyRegistry(registryPath(keysDir)), secret, now: () => clock.now });
+    access = createHandler({ origin: new LocalOrigin(tree), serveStructureFiles: true, access: handler });
+  });
+  afterAll(() => rmSync(keysDir, { recursive: true, force: true }));
+
+  it(`keys, near-keys and garbage: ${RUNS.access} cases`, async () => {
+    const t = tally();
+    /** A real key, or one damaged: a character changed, dropped or added, another case, padding. */
+    const keyLike = fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 0, max: 7 }), fc.constantFrom('a', 'Z', '_', '-', '0', '=', ' ')).map(([pick, at, how, ch]) => {
+      const all = [...live, revoked];
+      const key = all[pick % all.length];
+      const i = at % key.length;
+      switch (how) {
+        case 0: return key.slice(0, i) + (key[i] === ch ? 'b' : ch) + key.slice(i + 1);
+        case 1: return key.slice(0, i) + key.slice(i + 1);
+        case 2: return key + ch;
+        case 3: return key.toUpperCase();
+        case 4: return `${key}=`;
+        default: return key;
+      }
+    });
+    const auth = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...live).map((k) => `Bearer ${k}`) }, { weight: 3, arbitrary: keyLike.map((k) => `Bearer ${k}`) }, { weight: 1, arbitrary: keyLike.map((k) => `bearer  ${k} `) }, { weight: 2, arbitrary: authorization }, { weight: 1, arbitrary: fc.constant(undefined) });
+    const ip = fc.constantFrom('192.0.2.1', '192.0.2.2', '2001:db8::1', undefined);
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(path, queryRoute), auth, headers, ip, fc.integer({ min: 0, max: 99 }), async (p, a, h, clientIp, tick) => {
+        clock.now += tick === 0 ? 60_000 : 10; // a minute passes now and then, so both 200s and 429s occur
+        const all = { ...h, ...(a === undefined ? {} : { Authorization: a }) };
+        if (a === undefined) delete all.Authorization;
+        const secrets = [...live, revoked].flatMap((k) => [k, k.slice(18)]);
+        t.add(await checkAnswer(access, { method: 'GET', url: BASE + p, headers: all }, { clientIp: clientIp as string }, secrets));
+      }),
+      params(RUNS.access),
+    );
+    t.report('access');
+    for (const s of [200, 401, 404, 429]) expect(t.counts.get(s) ?? 0, `status ${s} reached`).toBeGreaterThan(0);
+  });
+});
+
+describe('fuzzing raw request targets through the Node adapter', () => {
+  // The URL parser normalizes what the properties above send (dot segments, backslashes); a socket
+  // client does not, so here the adapter sees the raw request target and Host header.
+  let server: http.Server;
+  let port: number;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  beforeAll(async () => {
+    server = createNodeServer(plain);
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    agent.destroy();
+    await new Promise((ok) => server.close(ok));
+  });
+
+  function send(method: string, target: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer } | null> {
+    return new Promise((resolve, reject) => {
+      let req: http.ClientRequest;
+      try {
+        req = http.request({ host: '127.0.0.1', port, method, path: target, headers, agent, setHost: !('Host' in headers) });
+      } catch {
+        return resolve(null); // Node's client refuses the target or a header: it never reaches a server
+      }
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      // A CONNECT answer comes as 'connect' (the socket is handed over): read the body from it.
+      req.on('connect', (res: http.IncomingMessage, socket: import('node:net').Socket, head: Buffer) => {
+        const chunks: Buffer[] = [head];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  const rawTarget = fc.oneof(
+    path,
+    fc.constantFrom('*', 'http://evil.example/api/v1/release', '//evil.example/api/v1/release', '/api/v1/genes/../../../manifest.json', '/api/v1/./release', '/api/v1/release/..', '/structures/../manifest.json', '/structures/..\\manifest.json', '/api/v1/isoforms/PRR5-201/../../genes/PRR5', 'api/v1/release', '', '?', '/?limit=1', '/api/v1\\release', '/%2e%2e/%2e%2e/etc/passwd'),
+    fc.tuple(fc.constantFrom('/api/v1/', '/structures/', '/'), fc.array(fc.constantFrom('..', '.', 'genes', 'PRR5', 'edge', 'aliases.json', 'manifest.json', '%2e%2e', '', 'isoforms', 'PRR5-201'), { maxLength: 6 })).map(([prefix, parts]) => prefix + parts.join('/')),
+  );
+  it('answers CONNECT 405 with a problem, not a dropped connection (found by fuzzing)', async () => {
+    const reply = await send('CONNECT', 'evil.example:443', {});
+    expect(reply!.status).toBe(405);
+    expect(reply!.headers.allow).toBe('GET, HEAD, OPTIONS');
+    expect(reply!.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const body = JSON.parse(reply!.body.toString('utf8')) as { status: number };
+    expect(validate('Problem', body)).toEqual([]);
+    expect(body.status).toBe(405);
+  });
+
+  const host = fc.constantFrom(undefined, 'atlas.test', 'evil.example:8080', '[::1]:1', 'bad host', '', 'x'.repeat(300), 'a/b', 'user@evil.example');
+
+  it(`raw targets and Host headers: ${RUNS.raw} cases`, async () => {
+    const t = tally();
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'OPTIONS', 'DELETE', 'TRACE', 'CONNECT'), rawTarget, host, async (m, target, h) => {
+        const reply = await send(m, target, h === undefined ? {} : { Host: h });
+        if (!reply) return;
+        t.add(reply.status);
+        const what = `${m} ${target} (Host ${h}) → ${reply.status}: ${reply.body.toString('utf8').slice(0, 300)}`;
+        expect(reply.status, what).toBeLessThan(500);
+        expect(reply.body.toString('utf8').includes(tree), what).toBe(false);
+        if (reply.status >= 400 && m !== 'HEAD') {
+          expect(reply.headers['content-type'], what).toMatch(/^application\/problem\+json/);
+          const body = JSON.parse(reply.body.toString('utf8')) as { status: number };
+          expect(validate('Problem', body), what).toEqual([]);
+          expect(body.status, what).toBe(reply.status);
+        }
+        if (reply.status === 200 && m === 'GET') {
+          const body = reply.body;
+          if (!treeHashes.has(sha256(body))) expect(GENERATED.some((schema) => validate(schema, JSON.parse(body.toString('utf8'))).length === 0), what).toBe(true);
+        }
+        if (reply.status === 307) {
+          // The redirect stays on the host the client asked (or this server), into /structures/.
+          const location = new URL(reply.headers.location!);
+          expect(structureFiles.has(location.pathname.slice(1)), what).toBe(true);
+          expect([h, `127.0.0.1:${port}`]).toContain(location.host);
+        }
+      }),
+      params(RUNS.raw),
+    );
+    t.report('raw');
+    for (const s of [200, 400, 404, 405]) expect(t.counts.get(s) ?? 0, `status ${s} reached`).toBeGreaterThan(0);
+  });
+});
