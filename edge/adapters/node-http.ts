@@ -92,6 +92,7 @@ function toRequest(req: http.IncomingMessage, fallbackHost: string): Request | R
 export function createNodeServer(handler: Handler, opts: NodeServerOptions = {}): http.Server {
   const log = opts.log ?? (() => {});
   const limits = serverLimits(process.env, opts.limits);
+  const requestsOn = new WeakMap<object, number>();
   const server = http.createServer(
     {
       maxHeaderSize: limits.maxHeaderSize,
@@ -104,6 +105,8 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
     },
     async (req, res) => {
       const started = performance.now();
+      const nth = (requestsOn.get(req.socket) ?? 0) + 1; // counted on arrival: pipelined answers finish in any order
+      requestsOn.set(req.socket, nth);
       req.resume(); // GET/HEAD carry no body; drain anything sent so the connection stays usable
       const address = server.address();
       const fallbackHost = address && typeof address === 'object' ? `127.0.0.1:${address.port}` : 'localhost';
@@ -114,6 +117,9 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         status = response.status;
         const headers: Record<string, string> = {};
         response.headers.forEach((value, name) => (headers[name] = value));
+        // The last request a connection may carry: `Connection: close` makes Node close it after this
+        // answer (its own maxRequestsPerSocket only says close, keeps reading, and answers a bare 503).
+        if (nth >= limits.maxRequestsPerSocket) headers.connection = 'close';
         const body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
         res.writeHead(response.status, headers);
         res.end(req.method === 'HEAD' ? undefined : body ?? undefined);
@@ -127,7 +133,6 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       }
     },
   );
-  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
   // Requests Node's parser refuses (oversized head, timeouts, malformed request line) get a problem
   // body too, not Node's bare status line; the connection is closed after it.
   server.on('clientError', async (err: NodeJS.ErrnoException, socket: Duplex) => {

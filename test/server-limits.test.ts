@@ -1,0 +1,188 @@
+// What a slow or oversized client can hold on the local server (`isoatlas serve`): the real CLI
+// server on loopback with short limits from the ISOATLAS_* environment variables (SERVER_LIMIT_ENV),
+// driven by raw sockets so the test controls every byte and its timing.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import net from 'node:net';
+import { startServer, type RunningServer } from './helpers/server.js';
+import { SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/node-http.js';
+import { validate } from './helpers/schemas.js';
+
+const LIMITS = { maxHeaderSize: 4096, headersTimeoutMs: 1_500, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000, maxRequestsPerSocket: 3 };
+/** Node checks the timeouts every headersTimeout / 4; allow that and some scheduling on a busy machine. */
+const SLACK_MS = LIMITS.headersTimeoutMs / 4 + 1_000;
+
+let server: RunningServer;
+let port: number;
+
+beforeAll(async () => {
+  const env = Object.fromEntries(Object.entries(LIMITS).map(([field, value]) => [SERVER_LIMIT_ENV[field as keyof typeof LIMITS], String(value)]));
+  server = await startServer({ dir: inject('demoTree'), env });
+  port = Number(new URL(server.base).port);
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+interface Conversation {
+  socket: net.Socket;
+  /** Everything the server has sent so far. */
+  received: () => string;
+  /** Resolves when the server closes the connection, with the time since `opened` in ms. */
+  closed: Promise<number>;
+  opened: number;
+}
+
+function connect(): Promise<Conversation> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    const opened = performance.now();
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (received += d));
+    const closed = new Promise<number>((ok) => socket.on('close', () => ok(performance.now() - opened)));
+    socket.on('error', () => {}); // a reset is one way of being disconnected
+    socket.once('connect', () => resolve({ socket, received: () => received, closed, opened }));
+    socket.once('error', reject);
+  });
+}
+
+/** Status, headers and problem body of the first response in `raw`. */
+function parse(raw: string) {
+  const end = raw.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = raw.slice(0, end).split('\r\n');
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const length = Number(headers['content-length'] ?? 0);
+  const body = Buffer.from(raw.slice(end + 4), 'latin1').subarray(0, length).toString('utf8');
+  return { status: Number(statusLine.split(' ')[1]), headers, body };
+}
+
+function expectProblem(raw: string, status: number) {
+  const res = parse(raw);
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.headers.connection).toBe('close');
+  const body = JSON.parse(res.body) as { status: number; detail: string };
+  expect(validate('Problem', body)).toEqual([]);
+  expect(body.status).toBe(status);
+  return body;
+}
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+describe('limits from the environment', () => {
+  it('reads every ISOATLAS_* override and refuses nonsense', () => {
+    const env = Object.fromEntries(Object.entries(SERVER_LIMIT_ENV).map(([, name], i) => [name, String(5_000 + i)]));
+    const limits = serverLimits(env);
+    expect(Object.values(limits)).toEqual([5_000, 5_001, 5_002, 5_003, 5_004]);
+    expect(() => serverLimits({ ISOATLAS_HEADERS_TIMEOUT_MS: '1.5' })).toThrow(/ISOATLAS_HEADERS_TIMEOUT_MS must be a positive integer/);
+    expect(() => serverLimits({ ISOATLAS_REQUEST_TIMEOUT_MS: '0' })).toThrow(/positive integer/);
+    expect(() => serverLimits({ ISOATLAS_HEADERS_TIMEOUT_MS: '60000' })).toThrow(/cannot exceed the request timeout/);
+  });
+});
+
+describe('size of the request head', () => {
+  it('answers 431 with a problem to a request line longer than the limit', async () => {
+    const c = await connect();
+    c.socket.write(`GET /api/v1/genes/${'A'.repeat(LIMITS.maxHeaderSize)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await c.closed;
+    const body = expectProblem(c.received(), 431);
+    expect(body.detail).toContain(`${LIMITS.maxHeaderSize} bytes`);
+  });
+
+  it('answers 431 to headers larger than the limit, and serves a request just within it', async () => {
+    const c = await connect();
+    c.socket.write(`GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(LIMITS.maxHeaderSize)}\r\n\r\n`);
+    await c.closed;
+    expectProblem(c.received(), 431);
+
+    const ok = await fetch(`${server.api}/release`, { headers: { 'X-Padding': 'p'.repeat(LIMITS.maxHeaderSize - 400) } });
+    expect(ok.status).toBe(200);
+  });
+
+  it('answers 400 with a problem to a request line that is not HTTP', async () => {
+    const c = await connect();
+    c.socket.write('GET api/v1/release HTTP/1.1\r\nHost: x\r\n\r\n');
+    await c.closed;
+    expectProblem(c.received(), 400);
+  });
+});
+
+describe('slow clients', () => {
+  it('disconnects a client sending its headers a byte at a time at the headers timeout, serving others meanwhile', async () => {
+    const slow = await connect();
+    const head = 'GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Slow: ' + 'z'.repeat(200);
+    let sent = 0;
+    const drip = setInterval(() => {
+      if (!slow.socket.destroyed && sent < head.length) slow.socket.write(head[sent++]);
+    }, 250);
+    try {
+      // While the slow client is held, others are answered promptly.
+      await sleep(300);
+      for (let i = 0; i < 5; i++) {
+        const started = performance.now();
+        const r = await fetch(`${server.api}/genes/PRR5`);
+        expect(r.status).toBe(200);
+        await r.arrayBuffer();
+        expect(performance.now() - started).toBeLessThan(1_000);
+      }
+      const after = await slow.closed;
+      expect(sent).toBeLessThan(head.length); // it was cut off, not finished
+      expect(after).toBeGreaterThanOrEqual(LIMITS.headersTimeoutMs - 50);
+      expect(after).toBeLessThan(LIMITS.headersTimeoutMs + SLACK_MS);
+      expect(slow.received()).toMatch(/^HTTP\/1\.1 408 /);
+      expectProblem(slow.received(), 408);
+    } finally {
+      clearInterval(drip);
+      slow.socket.destroy();
+    }
+  });
+
+  it('disconnects a client that connects and sends nothing', async () => {
+    const silent = await connect();
+    const after = await silent.closed;
+    expect(after).toBeGreaterThanOrEqual(LIMITS.headersTimeoutMs - 50);
+    expect(after).toBeLessThan(LIMITS.headersTimeoutMs + SLACK_MS);
+  });
+
+  it('disconnects a client whose request body trickles past the request timeout', async () => {
+    const c = await connect();
+    c.socket.write('POST /api/v1/release HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n');
+    const drip = setInterval(() => !c.socket.destroyed && c.socket.write('b'), 200);
+    try {
+      const after = await c.closed;
+      expect(after).toBeGreaterThanOrEqual(LIMITS.requestTimeoutMs - 50);
+      expect(after).toBeLessThan(LIMITS.requestTimeoutMs + SLACK_MS);
+      // The method was refused as soon as the headers were in; the connection was still cut.
+      expect(parse(c.received()).status).toBe(405);
+    } finally {
+      clearInterval(drip);
+    }
+  });
+});
+
+describe('keep-alive', () => {
+  const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+
+  it('closes an idle keep-alive connection after the keep-alive timeout', async () => {
+    const c = await connect();
+    c.socket.write(get('/api/v1/release'));
+    while (!/\r\n\r\n/.test(c.received())) await sleep(10);
+    const answered = performance.now();
+    expect(parse(c.received()).status).toBe(200);
+    await c.closed;
+    const idle = performance.now() - answered;
+    expect(idle).toBeGreaterThanOrEqual(LIMITS.keepAliveTimeoutMs - 100);
+    expect(idle).toBeLessThan(LIMITS.keepAliveTimeoutMs + 1_500);
+  });
+
+  it(`closes a connection after ${LIMITS.maxRequestsPerSocket} requests, the last answer saying so`, async () => {
+    const c = await connect();
+    // Pipelined: all at once, more than the bound.
+    c.socket.write(get('/api/v1/release').repeat(LIMITS.maxRequestsPerSocket + 2));
+    const after = await c.closed;
+    expect(after).toBeLessThan(LIMITS.keepAliveTimeoutMs); // closed by the bound, not by idling
+    const answers = c.received().split(/(?=HTTP\/1\.1 )/);
+    expect(answers.map((a) => parse(a).status)).toEqual(Array(LIMITS.maxRequestsPerSocket).fill(200));
+    expect(answers.map((a) => parse(a).headers.connection)).toEqual([...Array(LIMITS.maxRequestsPerSocket - 1).fill('keep-alive'), 'close']);
+  });
+});
