@@ -13,6 +13,8 @@ import { TRACKS, type Track } from './release-db/schema.js';
 import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
 import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
+import { generateHumanInputs, HUMAN_SCALE } from './generate/human.js';
+import { HUMAN_STAGES, runHumanPipeline, runHumanStage, summaryLine as humanSummaryLine, type HumanStage } from './generate/human-pipeline.js';
 import { NotATreeError, serve } from './serve.js';
 import { bundleEdge } from './bundle-edge.js';
 import { addKeysCommand, readAccessConfig } from './keys/commands.js';
@@ -32,6 +34,7 @@ export const DEMO = {
   seed: 22,
   realNeoantigens: join(PROJECT_ROOT, 'data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz'),
 };
+const HUMAN_WORK = join(PROJECT_ROOT, '.isoatlas/human');
 const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
 
 function parseMode(value: string): 'open' | 'key-required' {
@@ -71,6 +74,16 @@ function parseBaseUrl(value: string): string {
 }
 
 const DEFAULT_PORT = process.env.PORT ?? '8080';
+
+function parseScale(value: string): 'demo' | 'human' {
+  if (value !== 'demo' && value !== 'human') throw new InvalidArgumentError('expected demo or human');
+  return value;
+}
+
+function parseCount(value: string): number {
+  if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a positive integer');
+  return Number(value);
+}
 
 function parseSeed(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a non-negative integer');
@@ -180,11 +193,21 @@ export function program(): Command {
 
   cli
     .command('generate')
-    .description('Write seeded, generated annotation tracks (TSV + mmCIF) for the coding isoforms of a release: the demo stand-in for tracks without real input.')
-    .requiredOption('--db <db>', 'release database to read proteins from')
-    .requiredOption('--out <dir>', 'directory for the TSV files and structures/')
+    .description('Write seeded, generated inputs. --scale demo (the default): annotation tracks (TSV + mmCIF) for the coding isoforms of a release (--db), the demo stand-in for tracks without real input. --scale human: a whole synthetic human-scale input set (GTF, SQANTI3 classifications, protein FASTA, release config, track TSVs) for `import core` and `import track`.')
+    .option('--scale <scale>', 'demo or human', parseScale, 'demo')
+    .option('--db <db>', 'release database to read proteins from (--scale demo)')
+    .requiredOption('--out <dir>', 'directory to write (--scale demo: TSV files and structures/; --scale human: replaced)')
     .option('--seed <n>', 'random seed; the same seed gives byte-identical output', parseSeed, DEMO.seed)
-    .action((o: { db: string; out: string; seed: number }) => {
+    .option('--genes <n>', `genes to generate with --scale human (default ${HUMAN_SCALE.genes.toLocaleString('en-US')}; isoforms and tracks scale with it)`, parseCount)
+    .action((o: { scale: 'demo' | 'human'; db?: string; out: string; seed: number; genes?: number }) => {
+      if (o.scale === 'human') {
+        if (o.db) throw new UsageError('--db is for --scale demo; --scale human generates its own release');
+        const s = generateHumanInputs(resolve(o.out), { seed: o.seed, genes: o.genes });
+        log(`generated a synthetic human-scale input set (seed ${o.seed}): ${s.genes} genes, ${s.referenceIsoforms + s.longReadIsoforms} isoforms (${s.longReadIsoforms} long-read), ${s.domains} domains, ${s.neoantigens} neoantigens, ${s.ptm} PTM sites, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${o.out} (config ${s.config})`);
+        return;
+      }
+      if (!o.db) throw new UsageError('generate --scale demo needs --db <db>: the release whose proteins the tracks annotate');
+      if (o.genes !== undefined) throw new UsageError('--genes is for --scale human');
       const db = openReleaseDb(o.db);
       try {
         const r = generateDemoTracks(db, o.out, { seed: o.seed });
@@ -205,11 +228,37 @@ export function program(): Command {
 
   cli
     .command('demo')
-    .description('Build the demo release (real chr22 data plus generated tracks) into .isoatlas/demo.')
-    .option('--work <dir>', 'working directory', DEMO.work)
-    .action(async (o: { work: string }) => {
-      const { tree, summary } = await buildDemo(resolve(o.work));
-      log(summaryLine(summary, tree));
+    .description('Build the demo release (real chr22 data plus generated tracks) into .isoatlas/demo; with --scale human, generate, import and build a synthetic human-scale release into .isoatlas/human, one process per stage, reporting seconds, files, bytes and peak RSS of each.')
+    .option('--scale <scale>', 'demo (real chr22 data) or human (synthetic, 62,000 genes and 250,000 isoforms)', parseScale, 'demo')
+    .option('--work <dir>', `working directory (default ${DEMO.work} or, with --scale human, ${HUMAN_WORK})`)
+    .option('--seed <n>', 'random seed of the generated data', parseSeed)
+    .option('--genes <n>', 'genes to generate with --scale human (default 62,000)', parseCount)
+    .option('--json', 'with --scale human, also print the figures as one JSON object on stdout', false)
+    .action(async (o: { scale: 'demo' | 'human'; work?: string; seed?: number; genes?: number; json: boolean }) => {
+      if (o.scale === 'demo') {
+        if (o.genes !== undefined || o.json) throw new UsageError('--genes and --json are for --scale human');
+        const { tree, summary } = await buildDemo(resolve(o.work ?? DEMO.work), { seed: o.seed });
+        log(summaryLine(summary, tree));
+        return;
+      }
+      const report = await runHumanPipeline({ work: resolve(o.work ?? HUMAN_WORK), seed: o.seed ?? DEMO.seed, genes: o.genes }, log);
+      log(humanSummaryLine(report));
+      if (o.json) process.stdout.write(`${JSON.stringify(report)}\n`);
+    });
+
+  // One stage of `demo --scale human` in its own process; prints its figures as a JSON line.
+  cli
+    .command('demo-stage', { hidden: true })
+    .argument('<stage>', HUMAN_STAGES.join(', '), (v: string) => {
+      if (!(HUMAN_STAGES as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${HUMAN_STAGES.join(', ')}`);
+      return v as HumanStage;
+    })
+    .requiredOption('--work <dir>', 'working directory')
+    .option('--seed <n>', 'random seed', parseSeed, DEMO.seed)
+    .option('--genes <n>', 'genes to generate', parseCount)
+    .action(async (stage: HumanStage, o: { work: string; seed: number; genes?: number }) => {
+      const figures = await runHumanStage(stage, { work: resolve(o.work), seed: o.seed, genes: o.genes });
+      process.stdout.write(`${JSON.stringify(figures)}\n`);
     });
 
   cli

@@ -191,7 +191,9 @@ function editProtein(rng: Rng, base: string): Edit {
   const n = base.length;
   const none: Edit = { sequence: base, map: (p) => p, breaks: () => false };
   if (n < 60) return none;
-  const kind = rng.weighted([40, 15, 20, 25]);
+  // Many alternative transcripts differ only in their UTRs and encode the same protein.
+  const kind = rng.weighted([30, 30, 10, 15, 15]) - 1;
+  if (kind < 0) return none;
   if (kind === 0) {
     // An skipped exon: a 5–35 % internal stretch is gone.
     const len = Math.max(5, Math.round(n * rng.float(0.05, 0.35)));
@@ -225,22 +227,38 @@ function placeSegment(rng: Rng, length: number, minLen: number, maxLen: number, 
   return null;
 }
 
-/** Pfam and TED domains of a gene's base protein: about one Pfam family per 90 residues, 1–4 TED. */
+// Families that come as tandem repeats (zinc fingers, ankyrin, WD40, EGF, fibronectin III).
+const REPEAT_FAMILIES = PFAM_FAMILIES.filter((f) => ['zf-C2H2', 'Ank', 'WD40', 'EGF', 'fn3', 'I-set', 'Cadherin'].includes(f.name));
+
+/** Pfam and TED domains of a gene's base protein: a few Pfam families (sometimes a tandem repeat of
+ * one) and 1–5 TED domains, about 6 in all for a typical protein, as in Pfam + TED on UniProt. */
 function baseDomains(rng: Rng, length: number): BaseDomain[] {
   const out: BaseDomain[] = [];
   const pfamOccupied: [number, number][] = [];
-  const pfamCount = rng.int(0, Math.min(10, 1 + Math.floor(length / 90)));
-  for (let k = 0; k < pfamCount; k++) {
-    const family = rng.pick(PFAM_FAMILIES);
-    const segment = placeSegment(rng, length, family.min, family.max, pfamOccupied);
-    if (!segment) continue;
+  const pfam = (family: (typeof PFAM_FAMILIES)[number], segment: [number, number]) => {
     pfamOccupied.push(segment);
     const bits = rng.float(20, 300);
     const exponent = Math.min(40, Math.max(5, 5 + ((bits - 20) / 280) * 35 + rng.normal() * 0.7));
     out.push({ source: 'pfam', accession: family.accession, name: family.name, segments: [segment], score: fixed(bits, 1), evalue: Math.pow(10, -exponent).toExponential(1) });
+  };
+  if (rng.chance(0.45)) {
+    const family = rng.pick(REPEAT_FAMILIES);
+    let at = rng.int(1, Math.max(1, Math.floor(length / 3)));
+    for (let k = rng.int(3, 14); k > 0; k--) {
+      const len = rng.int(family.min, family.max);
+      if (at + len - 1 > length) break;
+      pfam(family, [at, at + len - 1]);
+      at += len + rng.int(2, 12);
+    }
+  }
+  const pfamCount = rng.int(2, Math.min(16, 4 + Math.floor(length / 45)));
+  for (let k = 0; k < pfamCount; k++) {
+    const family = rng.pick(PFAM_FAMILIES);
+    const segment = placeSegment(rng, length, family.min, family.max, pfamOccupied);
+    if (segment) pfam(family, segment);
   }
   const tedOccupied: [number, number][] = [];
-  const tedCount = length < 40 ? 0 : rng.int(1, Math.min(4, 1 + Math.floor(length / 150)));
+  const tedCount = length < 40 ? 0 : rng.int(1, Math.min(8, 2 + Math.floor(length / 100)));
   for (let k = 0; k < tedCount; k++) {
     let segments: [number, number][] | null = null;
     if (length >= 150 && rng.chance(0.2)) {
@@ -249,7 +267,7 @@ function baseDomains(rng: Rng, length: number): BaseDomain[] {
       if (span) segments = [[span[0], span[0] + first - 1], [span[1] - second + 1, span[1]]];
     }
     if (!segments) {
-      const span = placeSegment(rng, length, 40, Math.min(250, length), tedOccupied);
+      const span = placeSegment(rng, length, 40, Math.min(160, length), tedOccupied);
       if (span) segments = [span];
     }
     if (!segments) continue;
@@ -591,7 +609,7 @@ function writeTracks(
 
   // Neoantigens: real 8–11-mers of the protein, at most 50 per isoform (the renderer's top 50).
   const rng = Rng.for(seed, 'tracks', iso.id);
-  const wanted = Math.min(50, Math.floor(length / 9), rng.int(0, 41));
+  const wanted = Math.min(50, Math.floor(length / 8), rng.int(0, 46));
   const seen = new Set<string>();
   const peptides: [number, string, string, string, string][] = [];
   for (let k = 0; k < wanted; k++) {

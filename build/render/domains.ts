@@ -35,34 +35,31 @@ export function domainPlddt(segments: [number, number][], residues: { start: num
   return n ? Math.round((sum / n) * 100) / 100 : null;
 }
 
+/** One isoform's domains at a time through the transcript index: memory stays flat whether the
+ * release has thousands of domains or millions. */
 export async function renderDomains(db: Db, w: TreeWriter, isoforms: IsoformRow[], tick: () => void) {
-  const plddt = new Map(
-    (db.prepare('SELECT transcript_id, plddt_residues FROM structures WHERE plddt_residues IS NOT NULL').all() as { transcript_id: string; plddt_residues: string }[]).map((r) => [
-      r.transcript_id,
-      JSON.parse(r.plddt_residues) as { start: number; values: number[] },
-    ]),
-  );
-  const byIsoform = new Map<string, DomainBody[]>();
-  const rows = db.prepare('SELECT * FROM domains ORDER BY transcript_id, start, end, source, accession, id').iterate() as Iterable<DomainRow>;
-  for (const r of rows) {
-    const list = byIsoform.get(r.transcript_id) ?? [];
-    const segments = JSON.parse(r.segments) as [number, number][];
-    list.push({
-      source: r.source,
-      accession: r.accession,
-      name: r.name,
-      start: r.start,
-      end: r.end,
-      segments,
-      score: r.score,
-      evalue: r.evalue,
-      plddt: domainPlddt(segments, plddt.get(r.transcript_id)),
-      provenance: r.provenance,
-    });
-    byIsoform.set(r.transcript_id, list);
-  }
+  const domainsOf = db.prepare('SELECT * FROM domains WHERE transcript_id = ? ORDER BY start, end, source, accession, id');
+  const residuesOf = db.prepare('SELECT plddt_residues FROM structures WHERE transcript_id = ? AND plddt_residues IS NOT NULL').pluck();
   for (const iso of isoforms) {
-    const items = byIsoform.get(iso.transcript_id) ?? [];
+    // A coding isoform without the track counts null, a non-coding one has nothing to annotate.
+    const rows = iso.metrics.domains ? (domainsOf.all(iso.transcript_id) as DomainRow[]) : [];
+    const residuesText = rows.length && iso.has_structure ? (residuesOf.get(iso.transcript_id) as string | undefined) : undefined;
+    const residues = residuesText ? (JSON.parse(residuesText) as { start: number; values: number[] }) : undefined;
+    const items: DomainBody[] = rows.map((r) => {
+      const segments = JSON.parse(r.segments) as [number, number][];
+      return {
+        source: r.source,
+        accession: r.accession,
+        name: r.name,
+        start: r.start,
+        end: r.end,
+        segments,
+        score: r.score,
+        evalue: r.evalue,
+        plddt: domainPlddt(segments, residues),
+        provenance: r.provenance,
+      };
+    });
     const body: DomainListBody = {
       transcript_id: iso.transcript_id,
       transcript_name: iso.transcript_name,

@@ -32,8 +32,10 @@ export function loadIsoforms(db: Db): IsoformRow[] {
        FROM isoforms i JOIN genes g USING (gene_id) JOIN isoform_metrics m USING (transcript_id)
        ORDER BY i.transcript_id`,
     )
-    .all() as Record<string, unknown>[];
-  return rows.map((r) => ({
+    .iterate() as Iterable<Record<string, unknown>>;
+  // Row by row: at 250,000 isoforms the raw rows and the mapped ones need not coexist.
+  const out: IsoformRow[] = [];
+  for (const r of rows) out.push({
     transcript_id: r.transcript_id as string,
     transcript_id_unversioned: r.transcript_id_unversioned as string | null,
     transcript_name: r.transcript_name as string,
@@ -64,7 +66,8 @@ export function loadIsoforms(db: Db): IsoformRow[] {
       ptm: r.ptm as number | null,
       plddt: r.plddt as number | null,
     },
-  }));
+  });
+  return out;
 }
 
 /** The order of a gene's isoforms in its record and pages: canonical first, then reference isoforms

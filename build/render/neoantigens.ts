@@ -2,7 +2,7 @@
 // Ranking: lowest predicted affinity (nM) first; peptides with no affinity come after, by percentile
 // rank; ties by peptide, allele and position so the order is deterministic.
 import { NEOANTIGEN_TOP, treePaths } from '../../edge/contract/tree.js';
-import type { NeoantigenBody, NeoantigenListBody } from '../../edge/contract/schemas.js';
+import type { NeoantigenListBody } from '../../edge/contract/schemas.js';
 import type { Db } from '../release-db/store.js';
 import type { IsoformRow } from './load.js';
 import { TreeWriter } from './tree-writer.js';
@@ -19,42 +19,35 @@ interface NeoantigenRow {
   total: number;
 }
 
+/** One isoform at a time through the transcript index, so 5 M neoantigens are never in memory at
+ * once; `count(*) OVER ()` is computed before LIMIT, so it is the isoform's full total. */
 export async function renderNeoantigens(db: Db, w: TreeWriter, isoforms: IsoformRow[], tick: () => void) {
-  const rows = db
-    .prepare(
-      `SELECT * FROM (
-         SELECT transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance,
-                row_number() OVER (PARTITION BY transcript_id ORDER BY affinity_nm IS NULL, affinity_nm,
-                                   percentile_rank IS NULL, percentile_rank, peptide, allele, start) AS rank,
-                count(*) OVER (PARTITION BY transcript_id) AS total
-         FROM neoantigens)
-       WHERE rank <= ? ORDER BY transcript_id, rank`,
-    )
-    .iterate(NEOANTIGEN_TOP) as Iterable<NeoantigenRow>;
-  const byIsoform = new Map<string, { total: number; items: NeoantigenBody[] }>();
-  for (const r of rows) {
-    const entry = byIsoform.get(r.transcript_id) ?? { total: r.total, items: [] };
-    entry.items.push({
-      rank: r.rank,
-      peptide: r.peptide,
-      length: r.peptide.length,
-      allele: r.allele,
-      affinity_nm: r.affinity_nm,
-      percentile_rank: r.percentile_rank,
-      start: r.start,
-      end: r.start + r.peptide.length - 1,
-      provenance: r.provenance,
-    });
-    byIsoform.set(r.transcript_id, entry);
-  }
+  const topOf = db.prepare(
+    `SELECT transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance,
+            row_number() OVER (ORDER BY affinity_nm IS NULL, affinity_nm, percentile_rank IS NULL, percentile_rank, peptide, allele, start) AS rank,
+            count(*) OVER () AS total
+     FROM neoantigens WHERE transcript_id = ?
+     ORDER BY rank LIMIT ?`,
+  );
   for (const iso of isoforms) {
-    const entry = byIsoform.get(iso.transcript_id) ?? { total: 0, items: [] };
+    // The metric counts the isoform's rows (null without the track or a protein): skip empty lookups.
+    const rows = iso.metrics.neoantigens ? (topOf.all(iso.transcript_id, NEOANTIGEN_TOP) as NeoantigenRow[]) : [];
     const body: NeoantigenListBody = {
       transcript_id: iso.transcript_id,
       transcript_name: iso.transcript_name,
-      total: entry.total,
+      total: rows[0]?.total ?? 0,
       limit: NEOANTIGEN_TOP,
-      items: entry.items,
+      items: rows.map((r) => ({
+        rank: r.rank,
+        peptide: r.peptide,
+        length: r.peptide.length,
+        allele: r.allele,
+        affinity_nm: r.affinity_nm,
+        percentile_rank: r.percentile_rank,
+        start: r.start,
+        end: r.start + r.peptide.length - 1,
+        provenance: r.provenance,
+      })),
     };
     await w.json(treePaths.neoantigens(TreeWriter.safeId(iso.transcript_id)), body);
     tick();
