@@ -292,6 +292,8 @@ interface PlannedGene {
   index: number;
   chromosome: string;
   novel: boolean;
+  /** A small-RNA symbol that several genes share (Y_RNA…), or null for a gene of its own symbol. */
+  sharedSymbol: string | null;
   reference: number;
   longRead: number;
 }
@@ -306,7 +308,7 @@ function planGenes(rng: Rng, genes: number, referenceTotal: number, longReadTota
   const chromosomes = apportion(genes, CHROMOSOMES.map(([, n]) => n));
   const plan: PlannedGene[] = [];
   CHROMOSOMES.forEach(([chromosome], c) => {
-    for (let k = 0; k < chromosomes[c]!; k++) plan.push({ index: plan.length, chromosome, novel: false, reference: 0, longRead: 0 });
+    for (let k = 0; k < chromosomes[c]!; k++) plan.push({ index: plan.length, chromosome, novel: false, sharedSymbol: null, reference: 0, longRead: 0 });
   });
   // Novel loci are spread over the genome; heavy genes are a few reference genes.
   const order = plan.map((g) => ({ g, key: rng.next() })).sort((a, b) => a.key - b.key || a.g.index - b.g.index).map((x) => x.g);
@@ -314,6 +316,10 @@ function planGenes(rng: Rng, genes: number, referenceTotal: number, longReadTota
   const referencePlan = order.slice(novel);
   const heavy = referencePlan.slice(0, Math.min(referencePlan.length, Math.max(2, Math.round(genes / 5000))));
   const normal = referencePlan.slice(heavy.length);
+  // ~0.5 % of genes share a small-RNA symbol, at least two per symbol used, so every size has a shared one.
+  const shared = normal.slice(0, Math.min(normal.length, Math.max(2, Math.round(genes * 0.005))));
+  const symbolsUsed = Math.max(1, Math.min(SHARED_SYMBOLS.length, Math.floor(shared.length / 2)));
+  shared.forEach((g, i) => (g.sharedSymbol = SHARED_SYMBOLS[i % symbolsUsed]!));
 
   const heavyRef = heavy.map(() => rng.int(40, 150));
   const heavyLr = heavy.map(() => rng.int(80, 300));
@@ -421,7 +427,7 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
     } else {
       geneNumber += rng.int(1, 9);
       geneId = `ENSG${String(geneNumber).padStart(11, '0')}`;
-      if (rng.chance(0.005)) [symbol, sharedSymbol] = [rng.pick(SHARED_SYMBOLS), true];
+      if (g.sharedSymbol) [symbol, sharedSymbol] = [g.sharedSymbol, true];
       else if (rng.chance(0.03)) [symbol, unnamed] = [geneId, true];
       else {
         do symbol = drawSymbol(symbolRng);

@@ -1,0 +1,188 @@
+// The synthetic human-scale generator at a small size, through the real import and build: the counts
+// and shapes it is configured for, names the edge resolves, path-only structures, determinism, and
+// every record marked generated. The full 62,000-gene run belongs to the benchmark, not here.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { generateHumanInputs, type HumanInputsSummary } from '../build/generate/human.js';
+import { importCore, loadCoreConfig } from '../build/import/core.js';
+import { importTrack } from '../build/import/tracks.js';
+import { TRACKS } from '../build/release-db/schema.js';
+import { updateReleaseDb } from '../build/release-db/store.js';
+import { renderTree } from '../build/render/index.js';
+import { treePaths } from '../edge/contract/tree.js';
+import { startServer, type RunningServer } from './helpers/server.js';
+
+const GENES = 300;
+const STRUCTURE_BASE = 'https://structures.example.org/isoatlas-generated';
+
+function digestDir(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (rel: string) => {
+    for (const entry of readdirSync(join(dir, rel), { withFileTypes: true })) {
+      const path = rel ? `${rel}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) walk(path);
+      else out[path] = createHash('sha256').update(readFileSync(join(dir, path))).digest('hex');
+    }
+  };
+  walk('');
+  return out;
+}
+
+let work: string;
+let summary: HumanInputsSummary;
+let db: Database.Database;
+let tree: string;
+let server: RunningServer;
+const json = (path: string) => JSON.parse(readFileSync(join(tree, path), 'utf8'));
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'isoatlas-human-'));
+  summary = generateHumanInputs(join(work, 'inputs'), { seed: 5, genes: GENES });
+  const dbPath = join(work, 'release.sqlite');
+  await importCore(loadCoreConfig(summary.config), dbPath);
+  await updateReleaseDb(dbPath, async (handle) => {
+    for (const track of TRACKS) {
+      await importTrack(handle, { track, file: summary.tracks[track], source: 'isoatlas human-scale generator', version: 'seed 5', generated: true });
+    }
+  });
+  tree = join(work, 'tree');
+  await renderTree(dbPath, tree, { progress: false });
+  db = new Database(dbPath, { readonly: true });
+  server = await startServer({ dir: tree, extraArgs: ['--structure-base', STRUCTURE_BASE] });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  db?.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('generateHumanInputs at 300 genes, imported and built', () => {
+  it('has the configured numbers of genes and isoforms, 40 % of them long-read, in the release', () => {
+    // The human ratios: 250,000 isoforms per 62,000 genes, 100,000 of them long-read.
+    const isoforms = Math.round((GENES * 250_000) / 62_000);
+    expect(summary.referenceIsoforms + summary.longReadIsoforms).toBe(isoforms);
+    expect(summary.longReadIsoforms).toBe(Math.round(isoforms * 0.4));
+    const counts = json(treePaths.release).counts;
+    expect(counts).toMatchObject({
+      genes: GENES,
+      novel_genes: summary.novelGenes,
+      isoforms,
+      long_read_isoforms: summary.longReadIsoforms,
+      coding_isoforms: summary.codingIsoforms,
+      domains: summary.domains,
+      neoantigens: summary.neoantigens,
+      ptm_sites: summary.ptm,
+      structures: summary.structures,
+    });
+    expect(summary.novelGenes).toBeGreaterThan(0);
+    // About 6 domains and 20 neoantigens per coding isoform, as 1.5 M and 5 M are for 250,000.
+    expect(summary.domains / summary.codingIsoforms).toBeGreaterThan(4);
+    expect(summary.domains / summary.codingIsoforms).toBeLessThan(8);
+    expect(summary.neoantigens / summary.codingIsoforms).toBeGreaterThan(15);
+    expect(summary.neoantigens / summary.codingIsoforms).toBeLessThan(25);
+  });
+
+  it('spreads genes over chromosomes 1-22, X, Y and M with GENCODE- and PacBio-shaped ids', () => {
+    const chromosomes = (db.prepare('SELECT DISTINCT chromosome FROM genes').pluck().all() as string[]).sort();
+    expect(chromosomes).toEqual(expect.arrayContaining(['chr1', 'chr2', 'chr19', 'chrX']));
+    expect(chromosomes.every((c) => /^chr(\d{1,2}|X|Y|M)$/.test(c))).toBe(true);
+    const ids = db.prepare('SELECT transcript_id, source FROM isoforms').all() as { transcript_id: string; source: string }[];
+    for (const { transcript_id, source } of ids) {
+      expect(transcript_id).toMatch(source === 'reference' ? /^ENST\d{11}\.\d+$/ : /^PB\.\d+\.\d+$/);
+    }
+    const geneIds = db.prepare("SELECT gene_id, gene_id_versioned FROM genes WHERE source = 'reference'").all() as { gene_id: string; gene_id_versioned: string }[];
+    for (const g of geneIds) expect(g.gene_id_versioned).toMatch(new RegExp(`^${g.gene_id}\\.\\d+$`));
+    const symbols = db.prepare("SELECT symbol FROM genes WHERE source = 'reference' AND symbol NOT LIKE 'ENSG%'").pluck().all() as string[];
+    expect(symbols.every((s) => s.length >= 2 && s.length <= 12)).toBe(true);
+  });
+
+  it('skews isoform counts: most genes have 1-5, a few need several isoform pages of 100', () => {
+    const perGene = db.prepare('SELECT count(*) FROM isoforms GROUP BY gene_id').pluck().all() as number[];
+    expect(perGene.filter((n) => n <= 5).length / perGene.length).toBeGreaterThan(0.7);
+    const big = db.prepare('SELECT gene_id, count(*) AS n FROM isoforms GROUP BY gene_id HAVING n > 100 ORDER BY n DESC').all() as { gene_id: string; n: number }[];
+    expect(big.length).toBe(summary.multiPageGenes);
+    expect(big.length).toBeGreaterThanOrEqual(2);
+    const { gene_id, n } = big[0]!;
+    const pages = Math.ceil(n / 100);
+    const first = json(treePaths.genePage(gene_id, 0));
+    expect(first.total).toBe(n);
+    expect(first.next).toBe(`/api/v1/genes/${gene_id}/isoforms?limit=100&offset=100`);
+    const last = json(treePaths.genePage(gene_id, pages - 1));
+    expect(last.items).toHaveLength(n - (pages - 1) * 100);
+    expect(last.next).toBeNull();
+    expect(existsSync(join(tree, treePaths.genePage(gene_id, pages)))).toBe(false);
+  });
+
+  it('keeps at most 50 neoantigens per isoform, each a real peptide of its protein', () => {
+    expect(db.prepare('SELECT max(n) FROM (SELECT count(*) AS n FROM neoantigens GROUP BY transcript_id)').pluck().get()).toBeLessThanOrEqual(50);
+    const rows = db.prepare('SELECT n.transcript_id, n.peptide, n.start, i.protein_sequence FROM neoantigens n JOIN isoforms i USING (transcript_id) LIMIT 2000').all() as { peptide: string; start: number; protein_sequence: string }[];
+    for (const r of rows) expect(r.protein_sequence.slice(r.start - 1, r.start - 1 + r.peptide.length)).toBe(r.peptide);
+    const busiest = db.prepare('SELECT transcript_id, count(*) AS n FROM neoantigens GROUP BY transcript_id ORDER BY n DESC, transcript_id LIMIT 1').get() as { transcript_id: string; n: number };
+    const body = json(treePaths.neoantigens(busiest.transcript_id));
+    expect(body.total).toBe(busiest.n);
+    expect(body.items).toHaveLength(busiest.n);
+  });
+
+  it('marks every source and record generated', () => {
+    const release = json(treePaths.release);
+    expect(release.title).toMatch(/GENERATED/);
+    expect(release.sources.length).toBeGreaterThanOrEqual(6);
+    expect(release.sources.every((s: { generated: boolean }) => s.generated)).toBe(true);
+    expect(release.generated_tracks).toEqual(['domains', 'long_read', 'neoantigens', 'ptm', 'reference', 'structures']);
+    for (const table of ['domains', 'neoantigens', 'ptm_sites', 'structures']) {
+      expect(db.prepare(`SELECT count(*) FROM ${table} WHERE provenance != 'generated'`).pluck().get()).toBe(0);
+    }
+    const iso = db.prepare('SELECT transcript_id FROM domains LIMIT 1').pluck().get() as string;
+    const domains = json(treePaths.domains(iso)).items as { provenance: string }[];
+    expect(domains.length).toBeGreaterThan(0);
+    expect(domains.every((d) => d.provenance === 'generated')).toBe(true);
+  });
+
+  it('resolves symbols, transcript names and unversioned ids at the edge; a shared symbol is 300', async () => {
+    const g = db.prepare("SELECT gene_id, symbol FROM genes WHERE source = 'reference' AND symbol NOT IN (SELECT symbol FROM genes GROUP BY symbol HAVING count(*) > 1) LIMIT 1").get() as { gene_id: string; symbol: string };
+    const gene = await fetch(`${server.api}/genes/${encodeURIComponent(g.symbol.toLowerCase())}`);
+    expect(gene.status).toBe(200);
+    expect((await gene.json()).gene_id).toBe(g.gene_id);
+    const named = db.prepare("SELECT transcript_id, transcript_name, transcript_id_unversioned FROM isoforms WHERE source = 'reference' AND transcript_name_source = 'gtf' LIMIT 1").get() as { transcript_id: string; transcript_name: string; transcript_id_unversioned: string };
+    for (const alias of [named.transcript_name, named.transcript_id_unversioned]) {
+      const res = await fetch(`${server.api}/isoforms/${encodeURIComponent(alias)}`);
+      expect(res.status).toBe(200);
+      expect((await res.json()).transcript_id).toBe(named.transcript_id);
+    }
+    const lr = db.prepare("SELECT transcript_id, transcript_name FROM isoforms WHERE source = 'long_read' LIMIT 1").get() as { transcript_id: string; transcript_name: string };
+    expect(lr.transcript_name).toMatch(/-LR\d+$/);
+    expect((await (await fetch(`${server.api}/isoforms/${encodeURIComponent(lr.transcript_name)}`)).json()).transcript_id).toBe(lr.transcript_id);
+    const shared = db.prepare('SELECT symbol, count(*) AS n FROM genes GROUP BY symbol HAVING n > 1 LIMIT 1').get() as { symbol: string; n: number };
+    const multiple = await fetch(`${server.api}/genes/${encodeURIComponent(shared.symbol)}`);
+    expect(multiple.status).toBe(300);
+    expect((await multiple.json()).choices).toHaveLength(shared.n);
+  });
+
+  it('records structures by path only and redirects them into the structure base', async () => {
+    expect(db.prepare('SELECT count(*) FROM structures WHERE mmcif IS NOT NULL OR plddt_residues IS NOT NULL').pluck().get()).toBe(0);
+    expect(existsSync(join(tree, 'structures'))).toBe(false);
+    const id = db.prepare('SELECT transcript_id FROM structures ORDER BY transcript_id LIMIT 1').pluck().get() as string;
+    expect(json(treePaths.isoform(id)).links.structure).toBe(`/api/v1/isoforms/${id}/structure`);
+    const res = await fetch(`${server.api}/isoforms/${id}/structure`, { redirect: 'manual' });
+    expect(res.status).toBe(307);
+    expect(res.headers.get('location')).toBe(`${STRUCTURE_BASE}/structures/${id}.cif`);
+  });
+
+  it('writes byte-identical inputs for the same seed, and different ones for another seed', () => {
+    const again = join(work, 'again');
+    const other = join(work, 'other');
+    generateHumanInputs(again, { seed: 5, genes: GENES });
+    generateHumanInputs(other, { seed: 6, genes: GENES });
+    const first = digestDir(join(work, 'inputs'));
+    expect(Object.keys(first)).toHaveLength(summary.files);
+    expect(digestDir(again)).toEqual(first);
+    const changed = digestDir(other);
+    expect(changed['reference.gtf']).not.toBe(first['reference.gtf']);
+    expect(changed['tracks/neoantigens.tsv']).not.toBe(first['tracks/neoantigens.tsv']);
+  });
+});
