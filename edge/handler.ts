@@ -231,11 +231,13 @@ function failure(request: Request, err: unknown): Response {
     return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
   }
   if (err instanceof OriginError) {
-    return problem(request, {
-      status: err.kind === 'timeout' ? 504 : 502,
-      detail: 'the atlas storage did not answer as expected; try again shortly',
-      headers: { 'Retry-After': '5' },
-    });
+    const [status, detail] =
+      err.kind === 'timeout'
+        ? [504, 'the atlas storage did not answer in time; try again shortly']
+        : err.kind === 'overloaded'
+          ? [503, 'the atlas storage is busy; try again shortly']
+          : [502, 'the atlas storage did not answer as expected; try again shortly'];
+    return problem(request, { status, detail, headers: { 'Retry-After': '5' } });
   }
   // A bug of ours, not the client's: say so without leaking internals.
   console.error(`isoatlas edge: unexpected error: ${(err as Error).stack ?? err}`);

@@ -33,10 +33,15 @@ export function isVersioned(origin: Origin | VersionedOrigin): origin is Version
   return typeof (origin as VersionedOrigin).pin === 'function';
 }
 
+/** How an origin failed, which decides the edge's answer: `unavailable` (refused or reset the
+ * connection, answered an error or garbage: 502), `overloaded` (said it cannot answer now, e.g. HTTP
+ * 503/429 or S3 SlowDown: 503), `timeout` (no complete answer in time: 504). */
+export type OriginFailure = 'unavailable' | 'overloaded' | 'timeout';
+
 export class OriginError extends Error {
   constructor(
     message: string,
-    readonly kind: 'unavailable' | 'timeout',
+    readonly kind: OriginFailure,
   ) {
     super(message);
     this.name = 'OriginError';

@@ -22,8 +22,21 @@ export class HttpOrigin implements Origin {
       throw new OriginError(`${this.base}${path}: ${timedOut ? `no answer within ${this.timeoutMs} ms` : (err as Error).message}`, timedOut ? 'timeout' : 'unavailable');
     }
     // S3 answers 403 for a missing key when listing is not allowed.
-    if (res.status === 404 || res.status === 403) return null;
-    if (!res.ok) throw new OriginError(`${this.base}${path}: origin answered ${res.status}`, 'unavailable');
-    return { body: new Uint8Array(await res.arrayBuffer()) };
+    if (res.status === 404 || res.status === 403) {
+      await res.body?.cancel().catch(() => {});
+      return null;
+    }
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      const overloaded = res.status === 503 || res.status === 429;
+      throw new OriginError(`${this.base}${path}: origin answered ${res.status}`, overloaded ? 'overloaded' : 'unavailable');
+    }
+    try {
+      return { body: new Uint8Array(await res.arrayBuffer()) };
+    } catch (err) {
+      // The body can fail after the status line: cut off (reset) or too slow (the same time budget).
+      const timedOut = (err as Error).name === 'TimeoutError';
+      throw new OriginError(`${this.base}${path}: body ${timedOut ? `not received within ${this.timeoutMs} ms` : `cut off (${(err as Error).message})`}`, timedOut ? 'timeout' : 'unavailable');
+    }
   }
 }

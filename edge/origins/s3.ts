@@ -16,16 +16,20 @@ export class S3RawOrigin implements Origin {
   }
 
   async read(path: string): Promise<OriginObject | null> {
+    const budget = AbortSignal.timeout(this.timeoutMs);
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyPrefix + path }), {
-        abortSignal: AbortSignal.timeout(this.timeoutMs),
-      });
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyPrefix + path }), { abortSignal: budget });
       return { body: await out.Body!.transformToByteArray() };
     } catch (err) {
       const name = (err as Error).name;
       if (err instanceof NoSuchKey || name === 'NoSuchKey' || name === 'NotFound') return null;
-      if (name === 'TimeoutError' || name === 'AbortError') throw new OriginError(`${this.description}${path}: no answer within ${this.timeoutMs} ms`, 'timeout');
-      throw new OriginError(`${this.description}${path}: ${name}`, 'unavailable');
+      // Our budget ran out (while waiting or while reading the body). Not the error's name: the SDK
+      // names a connection reset "TimeoutError" too.
+      if (budget.aborted) throw new OriginError(`${this.description}${path}: no answer within ${this.timeoutMs} ms`, 'timeout');
+      // S3 throttling or a 503 after the SDK's own retries: the store is there but busy.
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const overloaded = status === 503 || status === 429 || ['SlowDown', 'ServiceUnavailable', 'ThrottlingException', 'RequestLimitExceeded'].includes(name);
+      throw new OriginError(`${this.description}${path}: ${name}`, overloaded ? 'overloaded' : 'unavailable');
     }
   }
 }
