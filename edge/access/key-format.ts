@@ -34,11 +34,14 @@ export function generateKey(): { id: string; key: string } {
 }
 
 const KEY_ANYWHERE = /isoatlas_[a-z2-7]{8}_[A-Za-z0-9_-]{20,}/g;
+/** A percent-encoded unreserved character: the same URL either way (RFC 3986 §6.2.2.2). */
+const ENCODED_UNRESERVED = /%(2[dD]|2[eE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])/g;
 
 /** Replaces anything shaped like a key (say, pasted into a URL by mistake) before text is logged
- * or echoed in an error body. */
+ * or echoed in an error body. Percent-encoded letters, digits, `_` and `-` are decoded first, so an
+ * encoded key (`isoatlas%5F…`) is found as well. */
 export function redactKeys(text: string): string {
-  return text.replace(KEY_ANYWHERE, 'isoatlas_[redacted]');
+  return text.replace(ENCODED_UNRESERVED, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).replace(KEY_ANYWHERE, 'isoatlas_[redacted]');
 }
 
 /** The key id of a well-formed key, or null. */

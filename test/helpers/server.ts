@@ -2,6 +2,7 @@
 // output, and stops it with SIGTERM. Reusable by any suite that needs a real server (API keys, limits…).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { appendTestLog } from './key-scan.js';
 
 const ROOT = join(__dirname, '..', '..');
 const READY = /^isoatlas serving .* at (http:\/\/[^\s/]+)\/api\/v1\/ /m;
@@ -30,6 +31,9 @@ export function startServer(args: { dir: string; extraArgs?: string[]; env?: Nod
   let stderr = '';
   child.stdout!.setEncoding('utf8');
   child.stderr!.setEncoding('utf8');
+  // Everything a server prints also goes to the run's logs, which are scanned for keys at the end.
+  child.stdout!.on('data', (chunk: string) => appendTestLog(`serve-${child.pid}.log`, chunk));
+  child.stderr!.on('data', (chunk: string) => appendTestLog(`serve-${child.pid}.log`, chunk));
 
   const exited = new Promise<number | null>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
