@@ -31,7 +31,8 @@ import { HttpOrigin } from '../edge/origins/http.js';
 import { PointerOrigin } from '../edge/origins/pointer.js';
 import { UsageError } from './errors.js';
 import { startProgress, type Progress } from './progress.js';
-import type { ManifestEntry } from './render/tree-writer.js';
+import type { ManifestEntry } from '../edge/contract/tree.js';
+import { loadManifest, SHA256_HEX } from './manifest-reader.js';
 
 export interface MirrorOptions {
   /** An http(s) base URL (a published bucket layout or a tree root) or `s3://bucket[/prefix]`. */
@@ -61,18 +62,10 @@ export interface MirrorSummary {
 
 export type MirrorSource = { kind: 'http'; base: string } | { kind: 's3'; bucket: string; prefix: string };
 
-interface Manifest {
-  release: string;
-  entries: ManifestEntry[];
-}
-
 const DEFAULT_CONCURRENCY = 16;
 /** Per request: generous, since a mirror may pull large files over slow links. */
 const REQUEST_TIMEOUT_MS = 60_000;
 const ATTEMPTS = 2;
-/** Tree paths are built from SAFE_ID identifiers: no empty, `.` or `..` segment, no absolute path. */
-const SAFE_TREE_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** Parses `--from`; a UsageError (exit 2) when it is neither an http(s) URL nor `s3://bucket[/prefix]`. */
 export function parseMirrorSource(from: string): MirrorSource {
@@ -108,14 +101,22 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   const current = currentMirror(to);
   let bytes = 0;
 
-  // 1. Pin one release and read its manifest (checked against the pointer's manifest_sha256).
+  // 1. Pin one release and read its manifest (the index checked against the pointer's
+  // manifest_sha256, each shard against the index).
   const pinned = await pin(source, opts);
   bytes += pinned.pointerBytes;
-  const manifestBody = await fetchVerified(pinned.origin, treePaths.manifest, pinned.manifestSha256 ? { sha256: pinned.manifestSha256 } : undefined);
-  bytes += manifestBody.length;
-  const manifest = parseManifest(manifestBody, `${pinned.origin.description}${treePaths.manifest}`);
-  const release = pinned.release ?? manifest.release;
-  if (pinned.release && manifest.release !== pinned.release) log(`warning: the pointer names release ${pinned.release} but its manifest says ${manifest.release}`);
+  const manifest = await loadManifest(async (path, listed) => {
+    // A shard the mirror already holds with the listed hash is not downloaded again.
+    if (listed && current && verifiedStats(join(current, path), listed)) return readFileSync(join(current, path));
+    const expect = listed ?? (pinned.manifestSha256 ? { sha256: pinned.manifestSha256 } : undefined);
+    const body = await fetchVerified(pinned.origin, path, expect);
+    bytes += body.length;
+    return body;
+  }, pinned.origin.description);
+  const manifestBody = manifest.indexBody;
+  const manifestFiles = manifest.shards.length + 1;
+  const release = pinned.release ?? manifest.index.release;
+  if (pinned.release && manifest.index.release !== pinned.release) log(`warning: the pointer names release ${pinned.release} but its manifest says ${manifest.index.release}`);
   const finish = (fetched: number, reused: number): MirrorSummary => {
     const summary = { release, fetched, reused, bytes, seconds: (performance.now() - started) / 1000 };
     log(mirrorSummaryLine(summary, opts.from, to));
@@ -125,7 +126,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   // 2. A staging dir left by an interrupted run is resumed, minus what this release does not list.
   const leftover = existsSync(staging);
   if (leftover) {
-    const removed = pruneStaging(staging, new Set(manifest.entries.map((e) => e.path)));
+    const removed = pruneStaging(staging, new Set([...manifest.entries.map((e) => e.path), ...manifest.shards.map((s) => s.entry.path)]));
     log(`resuming from ${staging}${removed ? ` (${removed} files not in this release removed)` : ''}`);
   }
 
@@ -151,7 +152,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   const reused = fromCurrent.length + alreadyStaged;
 
   // Nothing to do when the mirror already holds exactly this release (and nothing else).
-  if (current === to && fromCurrent.length === manifest.entries.length && sameBytes(join(to, treePaths.manifest), manifestBody) && listFiles(to).length === manifest.entries.length + 1) {
+  if (current === to && fromCurrent.length === manifest.entries.length && sameBytes(join(to, treePaths.manifest), manifestBody) && listFiles(to).length === manifest.entries.length + manifestFiles) {
     if (leftover) rmSync(staging, { recursive: true, force: true });
     return finish(0, reused);
   }
@@ -200,7 +201,11 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     progress.stop();
   }
 
-  // 6. The manifest last, then swap the staging dir in.
+  // 6. The manifest last (its shards, then its index), then swap the staging dir in.
+  for (const shard of manifest.shards) {
+    mkdirSync(dirname(join(staging, shard.entry.path)), { recursive: true });
+    await writeAtomically(join(staging, shard.entry.path), shard.body);
+  }
   await writeAtomically(join(staging, treePaths.manifest), manifestBody);
   swapIn(staging, to);
   return finish(toFetch.length, reused);
@@ -308,25 +313,6 @@ async function fetchVerified(origin: Origin, path: string, expect?: { size?: num
     }
     return body;
   });
-}
-
-function parseManifest(body: Buffer, where: string): Manifest {
-  let m: Manifest;
-  try {
-    m = JSON.parse(body.toString('utf8')) as Manifest;
-  } catch (err) {
-    throw new Error(`${where}: not JSON (${(err as Error).message})`);
-  }
-  if (!m || typeof m.release !== 'string' || !Array.isArray(m.entries)) throw new Error(`${where}: not an isoatlas manifest`);
-  const seen = new Set<string>();
-  for (const e of m.entries) {
-    // Paths become local file names: never let a manifest write outside the mirror.
-    const ok = e && typeof e.path === 'string' && SAFE_TREE_PATH.test(e.path) && e.path !== treePaths.manifest && Number.isSafeInteger(e.size) && e.size >= 0 && typeof e.sha256 === 'string' && SHA256_HEX.test(e.sha256);
-    if (!ok) throw new Error(`${where}: invalid entry ${JSON.stringify(e).slice(0, 200)}`);
-    if (seen.has(e.path)) throw new Error(`${where}: ${e.path} is listed twice`);
-    seen.add(e.path);
-  }
-  return m;
 }
 
 /** The directory to reuse files from: the mirror, or (after a sync killed between its two renames)

@@ -19,11 +19,13 @@ import {
 import { CloudFrontClient, CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { POINTER_KEY, parsePointer, releaseKeyPrefix, type ReleasePointer } from '../edge/contract/bucket.js';
 import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
 import { startProgress } from './progress.js';
 import { UsageError } from './errors.js';
+import { loadManifest } from './manifest-reader.js';
 
 /** Release files never change under their versioned key; the pointer and history must stay fresh. */
 export const RELEASE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
@@ -31,16 +33,6 @@ export const POINTER_CACHE_CONTROL = 'public, max-age=10, must-revalidate';
 /** The order releases were published in, for --keep and rollback. */
 export const HISTORY_KEY = 'releases.json';
 
-interface ManifestEntry {
-  path: string;
-  size: number;
-  sha256: string;
-  content_type: string;
-}
-interface Manifest {
-  release: string;
-  entries: ManifestEntry[];
-}
 
 export interface PublishOptions {
   dir: string;
@@ -125,14 +117,11 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const log = opts.log ?? (() => {});
   const { s3, bucket } = opts;
   const prefix = normalizePrefix(opts.prefix);
-  let manifestText: string;
-  try {
-    manifestText = await readFile(join(opts.dir, treePaths.manifest), 'utf8');
-  } catch {
+  if (!existsSync(join(opts.dir, treePaths.manifest))) {
     throw new UsageError(`${opts.dir} is not a rendered isoatlas tree (no ${treePaths.manifest}); build one with \`isoatlas build\``);
   }
-  const manifest = JSON.parse(manifestText) as Manifest;
-  const release = manifest.release;
+  const manifest = await loadManifest(async (path) => readFile(join(opts.dir, path)).catch(() => null), `${opts.dir}/`);
+  const release = manifest.index.release;
   const releasePrefix = prefix + releaseKeyPrefix(release);
 
   const pointerText = await getText(s3, bucket, prefix + POINTER_KEY);
@@ -140,20 +129,22 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   // Content the bucket already has, by sha256, from the current release: copied, not uploaded.
   const known = new Map<string, string>();
   if (current && current.release !== release) {
-    const previousManifest = await getText(s3, bucket, prefix + current.prefix + treePaths.manifest);
-    if (previousManifest) {
-      for (const e of (JSON.parse(previousManifest) as Manifest).entries) known.set(e.sha256, prefix + current.prefix + e.path);
-    }
+    const previous = await loadManifest(async (path) => {
+      const text = await getText(s3, bucket, prefix + current.prefix + path);
+      return text === null ? null : Buffer.from(text, 'utf8');
+    }, `s3://${bucket}/${prefix}${current.prefix}`).catch(() => null); // no usable previous manifest: upload everything
+    for (const e of previous ? [...previous.entries, ...previous.shards.map((s) => s.entry)] : []) known.set(e.sha256, prefix + current.prefix + e.path);
   }
   const present = await listEtags(s3, bucket, releasePrefix);
 
   const summary: PublishSummary = { release, previous: current?.release ?? null, uploaded: 0, copied: 0, skipped: 0, bytesUploaded: 0, seconds: 0, pruned: [], invalidated: [] };
-  const files = [...manifest.entries, { path: treePaths.manifest, size: Buffer.byteLength(manifestText), sha256: '', content_type: contentTypeOf(treePaths.manifest) }];
+  // The manifest's shards and then its index go with the files (an unchanged shard is copied too).
+  const files = [...manifest.entries, ...manifest.shards.map((s) => s.entry), { path: treePaths.manifest, size: manifest.indexBody.length, sha256: '', content_type: contentTypeOf(treePaths.manifest) }];
   const md5s = new Map<string, string>();
   const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', files.length);
 
   await pool(files, opts.concurrency ?? 16, async (entry) => {
-    const body = entry.path === treePaths.manifest ? Buffer.from(manifestText) : await readFile(join(opts.dir, entry.path));
+    const body = entry.path === treePaths.manifest ? manifest.indexBody : await readFile(join(opts.dir, entry.path));
     const md5 = createHash('md5').update(body).digest('hex');
     md5s.set(entry.path, md5);
     const key = releasePrefix + entry.path;
@@ -199,7 +190,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   await switchPointer(s3, bucket, prefix, {
     release,
     prefix: releaseKeyPrefix(release),
-    manifest_sha256: createHash('sha256').update(manifestText).digest('hex'),
+    manifest_sha256: createHash('sha256').update(manifest.indexBody).digest('hex'),
     published_at: new Date().toISOString(),
     previous: current && current.release !== release ? current.release : (current?.previous ?? null),
   });

@@ -50,7 +50,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   }
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const access = await localAccessControl(opts.access, opts.keysDir);
-  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access });
+  // A local server has memory to spare: keep up to 256 MiB of verified bodies (a demo tree whole).
+  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
   const server = createNodeServer(handler, { log });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);

@@ -5,10 +5,11 @@
 import { cacheControl, type Route } from './contract/routes.js';
 import { ISOFORM_PAGE_SIZE, links, treePaths } from './contract/tree.js';
 import type { IsoformPageBody, NeoantigenListBody } from './contract/schemas.js';
-import { OriginError, isVersioned, type Origin, type VersionedOrigin } from './origin.js';
-import { ReleaseData, resolveGene, resolveIsoform } from './release-data.js';
+import { OriginError, isVersioned, type Origin, type OriginObject, type VersionedOrigin } from './origin.js';
+import { ReleaseData } from './release-data.js';
+import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
-import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem } from './responses.js';
+import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem, type BodyOptions } from './responses.js';
 import { search } from './search.js';
 import type { AccessControl } from './access/control.js';
 
@@ -22,6 +23,8 @@ export interface HandlerOptions {
   serveStructureFiles?: boolean;
   /** API keys and rate limits; without it every request is served. */
   access?: AccessControl;
+  /** Memory for verified file bodies, per release (default 16 MiB; a local server affords more). */
+  bodyCacheBytes?: number;
 }
 
 /** Facts about the request that only the adapter knows and the client cannot forge. */
@@ -75,22 +78,26 @@ export function createHandler(options: HandlerOptions): Handler {
 }
 
 /** Answers requests from one release of the tree, with that release's alias maps and index. */
-function releaseServer(origin: Origin, publicPath: (treePath: string) => string, options: HandlerOptions): ServeRequest {
+function releaseServer(raw: Origin, publicPath: (treePath: string) => string, options: HandlerOptions): ServeRequest {
+  // Every file, edge data included, is checked against the manifest before it is used.
+  const origin = new VerifiedOrigin(raw, { bodyCacheBytes: options.bodyCacheBytes });
   const data = new ReleaseData(origin);
 
-  async function readTree(path: string): Promise<Uint8Array | null> {
-    return (await origin.read(path))?.body ?? null;
+  /** A file of the tree that the alias maps say must exist: its absence is the origin's fault. */
+  async function mustRead(path: string): Promise<OriginObject> {
+    const file = await origin.read(path);
+    if (!file) throw new OriginError(`${path} is missing from the tree at ${origin.description}`, 'unavailable');
+    return file;
   }
 
-  /** A file of the tree that the alias maps say must exist: its absence is the origin's fault. */
-  async function mustRead(path: string): Promise<Uint8Array> {
-    const body = await readTree(path);
-    if (!body) throw new OriginError(`${path} is missing from the tree at ${origin.description}`, 'unavailable');
-    return body;
+  /** A file served as it is: the manifest's sha256 is its ETag. */
+  async function fileResponse(path: string, opts: BodyOptions): Promise<Response> {
+    const file = await mustRead(path);
+    return jsonResponse(file.body, { ...opts, sha256: file.sha256 });
   }
 
   async function geneId(request: Request, key: string): Promise<string | Response> {
-    const resolved = resolveGene(await data.aliases(), key);
+    const resolved = await data.gene(key);
     if (resolved === null) return problem(request, { status: 404, detail: `no gene with symbol or id "${key}" in this release` });
     if (Array.isArray(resolved)) {
       return problem(request, {
@@ -103,7 +110,7 @@ function releaseServer(origin: Origin, publicPath: (treePath: string) => string,
   }
 
   async function transcriptId(request: Request, key: string): Promise<string | Response> {
-    const resolved = resolveIsoform(await data.aliases(), key);
+    const resolved = await data.isoform(key);
     return resolved ?? problem(request, { status: 404, detail: `no isoform with transcript id or name "${key}" in this release` });
   }
 
@@ -112,18 +119,18 @@ function releaseServer(origin: Origin, publicPath: (treePath: string) => string,
     const cache = { request, cacheControl: cacheControl.release };
     const firstPage = Math.floor(offset / ISOFORM_PAGE_SIZE);
     if (limit === ISOFORM_PAGE_SIZE && offset % ISOFORM_PAGE_SIZE === 0) {
-      const bytes = await readTree(treePaths.genePage(id, firstPage));
-      if (bytes) {
-        const page = JSON.parse(decoder.decode(bytes)) as IsoformPageBody;
-        return jsonResponse(bytes, { ...cache, headers: page.next ? { Link: `<${page.next}>; rel="next"` } : {} });
+      const file = await origin.read(treePaths.genePage(id, firstPage));
+      if (file) {
+        const page = JSON.parse(decoder.decode(file.body)) as IsoformPageBody;
+        return jsonResponse(file.body, { ...cache, sha256: file.sha256, headers: page.next ? { Link: `<${page.next}>; rel="next"` } : {} });
       }
     }
     // Any other window is sliced from the pre-split pages it overlaps.
-    const first = JSON.parse(decoder.decode(await mustRead(treePaths.genePage(id, 0)))) as IsoformPageBody;
+    const first = JSON.parse(decoder.decode((await mustRead(treePaths.genePage(id, 0))).body)) as IsoformPageBody;
     const items = [];
     const lastPage = Math.min(Math.floor((offset + limit - 1) / ISOFORM_PAGE_SIZE), Math.max(0, Math.ceil(first.total / ISOFORM_PAGE_SIZE) - 1));
     for (let n = firstPage; n <= lastPage; n++) {
-      const page = n === 0 ? first : (JSON.parse(decoder.decode(await mustRead(treePaths.genePage(id, n)))) as IsoformPageBody);
+      const page = n === 0 ? first : (JSON.parse(decoder.decode((await mustRead(treePaths.genePage(id, n))).body)) as IsoformPageBody);
       items.push(...page.items);
     }
     const start = offset - firstPage * ISOFORM_PAGE_SIZE;
@@ -141,15 +148,15 @@ function releaseServer(origin: Origin, publicPath: (treePath: string) => string,
   }
 
   async function neoantigens(request: Request, id: string, limit: number): Promise<Response> {
-    const bytes = await mustRead(treePaths.neoantigens(id));
-    const list = JSON.parse(decoder.decode(bytes)) as NeoantigenListBody;
-    if (limit >= list.limit) return jsonResponse(bytes, { request, cacheControl: cacheControl.release });
+    const file = await mustRead(treePaths.neoantigens(id));
+    const list = JSON.parse(decoder.decode(file.body)) as NeoantigenListBody;
+    if (limit >= list.limit) return jsonResponse(file.body, { request, cacheControl: cacheControl.release, sha256: file.sha256 });
     const body: NeoantigenListBody = { ...list, limit, items: list.items.slice(0, limit) };
     return jsonResponse(jsonBody(body), { request, cacheControl: cacheControl.release });
   }
 
   async function structureRedirect(request: Request, id: string): Promise<Response> {
-    const entry = (await data.structures())[id];
+    const entry = await data.structure(id);
     if (!entry) return problem(request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });
     const base = options.structureBaseUrl ?? new URL(request.url).origin;
     const location = `${base.replace(/\/$/, '')}/${publicPath(entry.path)}`;
@@ -158,10 +165,9 @@ function releaseServer(origin: Origin, publicPath: (treePath: string) => string,
 
   async function structureFile(request: Request, name: string): Promise<Response> {
     const id = name.endsWith('.cif') ? name.slice(0, -4) : null;
-    const entry = id === null ? undefined : (await data.structures())[id];
+    const entry = id === null ? null : await data.structure(id);
     if (!entry || entry.path !== treePaths.structureFile(id!)) return problem(request, { status: 404, detail: `no structure file ${name}` });
-    const bytes = await mustRead(entry.path);
-    const response = await jsonResponse(bytes, { request, cacheControl: cacheControl.release });
+    const response = await fileResponse(entry.path, { request, cacheControl: cacheControl.release });
     if (response.status === 200) response.headers.set('Content-Type', MMCIF_TYPE);
     return response;
   }
@@ -172,14 +178,14 @@ function releaseServer(origin: Origin, publicPath: (treePath: string) => string,
     switch (matched.route.id) {
       case 'root':
       case 'release':
-        return jsonResponse(await mustRead(treePaths.release), cache);
+        return fileResponse(treePaths.release, cache);
       case 'openapi':
-        return jsonResponse(await mustRead(treePaths.openapi), cache);
+        return fileResponse(treePaths.openapi, cache);
       case 'gene':
       case 'geneIsoforms': {
         const id = await geneId(request, matched.params.symbol);
         if (typeof id !== 'string') return id;
-        return matched.route.id === 'gene' ? jsonResponse(await mustRead(treePaths.gene(id)), cache) : geneIsoforms(request, id, query);
+        return matched.route.id === 'gene' ? fileResponse(treePaths.gene(id), cache) : geneIsoforms(request, id, query);
       }
       case 'isoform':
       case 'domains':
@@ -187,8 +193,8 @@ function releaseServer(origin: Origin, publicPath: (treePath: string) => string,
       case 'structure': {
         const id = await transcriptId(request, matched.params.transcript_id);
         if (typeof id !== 'string') return id;
-        if (matched.route.id === 'isoform') return jsonResponse(await mustRead(treePaths.isoform(id)), cache);
-        if (matched.route.id === 'domains') return jsonResponse(await mustRead(treePaths.domains(id)), cache);
+        if (matched.route.id === 'isoform') return fileResponse(treePaths.isoform(id), cache);
+        if (matched.route.id === 'domains') return fileResponse(treePaths.domains(id), cache);
         if (matched.route.id === 'neoantigens') return neoantigens(request, id, query.integers.limit);
         return structureRedirect(request, id);
       }
@@ -196,7 +202,7 @@ function releaseServer(origin: Origin, publicPath: (treePath: string) => string,
         const text = query.strings.query;
         if (text.trim() === '') throw new RequestProblem(400, '"query" must contain something other than white space', 'query');
         const limit = query.integers.limit;
-        const result = search(await data.searchIndex(), text, limit);
+        const result = await search(data, text, limit);
         return jsonResponse(jsonBody({ query: text, limit, total: result.total, items: result.items }), cache);
       }
       default:

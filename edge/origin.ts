@@ -4,6 +4,8 @@
 
 export interface OriginObject {
   body: Uint8Array;
+  /** Hex sha256 of the body when the origin knows it (verified against the manifest). */
+  sha256?: string;
 }
 
 export interface Origin {

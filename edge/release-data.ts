@@ -1,50 +1,99 @@
-// The release's edge data (alias maps, structure map, search index), loaded from the origin on first
-// use and kept for the life of the edge instance. A failed load is not cached, so the next request
-// tries again.
+// The release's edge data, loaded from the origin shard by shard as requests need it: the alias
+// maps, the structure map and the search index (contract/tree.ts describes the layout). Everything
+// loaded is kept in one cache bounded by weight, so an edge instance's memory stays fixed however
+// large the release.
 import MiniSearch from 'minisearch';
-import { treePaths, type AliasMaps, type StructureMapEntry } from './contract/tree.js';
+import { treePaths, type EdgeIndex, type ShardBody, type StructureMapEntry } from './contract/tree.js';
 import { searchOptions, type SearchDocument } from './contract/search.js';
+import { isShardCount, shardOf } from './contract/shards.js';
+import { LoadingCache } from './loading-cache.js';
 import { OriginError, type Origin } from './origin.js';
 
 const decoder = new TextDecoder();
 
+/** Default weight budget of loaded edge data (about the heap it takes). */
+export const EDGE_DATA_BUDGET = 48 * 1024 * 1024;
+// Parsed objects take more memory than their JSON: a plain map about twice, a MiniSearch index
+// (radix tree, field and document maps) about five times (measured on the demo and human scale).
+const MAP_WEIGHT = 2;
+const INDEX_WEIGHT = 5;
+
 export class ReleaseData {
-  private aliasesP: Promise<AliasMaps> | null = null;
-  private structuresP: Promise<Record<string, StructureMapEntry>> | null = null;
-  private searchP: Promise<MiniSearch<SearchDocument>> | null = null;
+  private indexP: Promise<EdgeIndex> | null = null;
+  private readonly cache: LoadingCache<unknown>;
 
-  constructor(private readonly origin: Origin) {}
-
-  aliases(): Promise<AliasMaps> {
-    return (this.aliasesP ??= this.load(treePaths.aliases, (text) => JSON.parse(text) as AliasMaps, () => (this.aliasesP = null)));
+  constructor(
+    private readonly origin: Origin,
+    budget = EDGE_DATA_BUDGET,
+  ) {
+    this.cache = new LoadingCache(budget);
   }
 
-  structures(): Promise<Record<string, StructureMapEntry>> {
-    return (this.structuresP ??= this.load(treePaths.structureMap, (text) => JSON.parse(text), () => (this.structuresP = null)));
+  index(): Promise<EdgeIndex> {
+    return (this.indexP ??= this.read(treePaths.edgeIndex)
+      .then((text) => {
+        const index = JSON.parse(text) as EdgeIndex;
+        const counts = [index.gene_aliases?.shards, index.isoform_aliases?.shards, index.structures?.shards];
+        if (index.format !== 2 || !counts.every(isShardCount) || !Array.isArray(index.search?.terms)) throw new Error('not an edge index of format 2');
+        return index;
+      })
+      .catch((err) => {
+        this.indexP = null;
+        throw err instanceof OriginError ? err : new OriginError(`cannot load ${treePaths.edgeIndex}: ${(err as Error).message}`, 'unavailable');
+      }));
   }
 
-  searchIndex(): Promise<MiniSearch<SearchDocument>> {
-    return (this.searchP ??= this.load(treePaths.searchIndex, (text) => MiniSearch.loadJSON<SearchDocument>(text, searchOptions), () => (this.searchP = null)));
+  /** A gene symbol (any case) or gene id (with or without version) → gene id, or the ids of every
+   * gene a shared symbol names; null when nothing is called that. */
+  async gene(key: string): Promise<string | string[] | null> {
+    const k = key.toLowerCase();
+    return lookup(await this.table<string | string[]>(treePaths.geneAliases(shardOf(k, (await this.index()).gene_aliases.shards))), k);
   }
 
-  private async load<T>(path: string, parse: (text: string) => T, forget: () => void): Promise<T> {
-    try {
-      const file = await this.origin.read(path);
-      if (!file) throw new OriginError(`the tree at ${this.origin.description} has no ${path}: is it a rendered isoatlas tree?`, 'unavailable');
-      return parse(decoder.decode(file.body));
-    } catch (err) {
-      forget();
-      throw err instanceof OriginError ? err : new OriginError(`cannot load ${path}: ${(err as Error).message}`, 'unavailable');
-    }
+  /** A transcript id (with or without version) or name, in any case → transcript id. */
+  async isoform(key: string): Promise<string | null> {
+    const k = key.toLowerCase();
+    return lookup(await this.table<string>(treePaths.isoformAliases(shardOf(k, (await this.index()).isoform_aliases.shards))), k);
+  }
+
+  async structure(transcriptId: string): Promise<StructureMapEntry | null> {
+    return lookup(await this.table<StructureMapEntry>(treePaths.structureMap(shardOf(transcriptId, (await this.index()).structures.shards))), transcriptId);
+  }
+
+  termShard(shard: number): Promise<MiniSearch<SearchDocument>> {
+    return this.searchIndex(treePaths.searchTerms(shard));
+  }
+
+  fuzzyShard(length: number): Promise<MiniSearch<SearchDocument>> {
+    return this.searchIndex(treePaths.searchFuzzy(length));
+  }
+
+  /** How much edge data is loaded now (for benchmarks and tests). */
+  get loaded(): { entries: number; weight: number } {
+    return this.cache.size;
+  }
+
+  private table<T>(path: string): Promise<ShardBody<T>> {
+    return this.cache.get(path, async () => {
+      const text = await this.read(path);
+      return { value: JSON.parse(text) as ShardBody<T>, weight: text.length * MAP_WEIGHT };
+    }) as Promise<ShardBody<T>>;
+  }
+
+  private searchIndex(path: string): Promise<MiniSearch<SearchDocument>> {
+    return this.cache.get(path, async () => {
+      const text = await this.read(path);
+      return { value: MiniSearch.loadJSON<SearchDocument>(text, searchOptions), weight: text.length * INDEX_WEIGHT };
+    }) as Promise<MiniSearch<SearchDocument>>;
+  }
+
+  private async read(path: string): Promise<string> {
+    const file = await this.origin.read(path);
+    if (!file) throw new OriginError(`the tree at ${this.origin.description} has no ${path}: is it a rendered isoatlas tree of this version?`, 'unavailable');
+    return decoder.decode(file.body);
   }
 }
 
-/** Resolves a gene symbol (any case) or gene id (with or without version). */
-export function resolveGene(aliases: AliasMaps, key: string): string | string[] | null {
-  return Object.hasOwn(aliases.genes, key.toLowerCase()) ? aliases.genes[key.toLowerCase()] : null;
-}
-
-/** Resolves a transcript id (with or without version) or name, in any case. */
-export function resolveIsoform(aliases: AliasMaps, key: string): string | null {
-  return Object.hasOwn(aliases.isoforms, key.toLowerCase()) ? aliases.isoforms[key.toLowerCase()] : null;
+function lookup<T>(table: ShardBody<T>, key: string): T | null {
+  return Object.hasOwn(table, key) ? table[key] : null;
 }

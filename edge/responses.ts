@@ -54,12 +54,14 @@ export interface BodyOptions {
   request: Request;
   cacheControl: string;
   headers?: Record<string, string>;
+  /** The body's sha256 when already known (a file verified against the manifest). */
+  sha256?: string;
 }
 
 /** A 200 with a JSON body (already serialized), its sha256 as strong ETag, and 304 on a match.
  * For a file-backed route the bytes are the file's, so the ETag equals the manifest's sha256. */
 export async function jsonResponse(bytes: Uint8Array, opts: BodyOptions): Promise<Response> {
-  const etag = `"${await sha256Hex(bytes)}"`;
+  const etag = `"${opts.sha256 ?? (await sha256Hex(bytes))}"`;
   const headers = new Headers({ ...CORS_HEADERS, ...opts.headers, ETag: etag, 'Cache-Control': opts.cacheControl });
   if (etagMatches(opts.request.headers.get('If-None-Match'), etag)) return new Response(null, { status: 304, headers });
   headers.set('Content-Type', JSON_TYPE);

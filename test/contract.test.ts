@@ -11,7 +11,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fg from 'fast-glob';
 import { routes } from '../edge/contract/routes.js';
-import { treePaths, type AliasMaps, type StructureMapEntry } from '../edge/contract/tree.js';
+import { treePaths, type StructureMapEntry } from '../edge/contract/tree.js';
+import { readAliases, readManifest, readStructureMap } from './helpers/tree.js';
 import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, SearchHitBody } from '../edge/contract/schemas.js';
 import { validate } from './helpers/schemas.js';
 import { startServer, type RunningServer } from './helpers/server.js';
@@ -25,7 +26,7 @@ const treeJson = <T>(path: string): T => JSON.parse(treeBytes(path).toString('ut
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 type StructureEntry = StructureMapEntry;
-type Aliases = AliasMaps;
+type Aliases = ReturnType<typeof readAliases>;
 
 let manifest: Map<string, string>; // tree path → sha256
 let aliases: Aliases;
@@ -150,10 +151,9 @@ async function walk(first: string): Promise<{ ids: string[]; pages: IsoformPageB
 }
 
 beforeAll(async () => {
-  const m = treeJson<{ entries: { path: string; sha256: string }[] }>(treePaths.manifest);
-  manifest = new Map(m.entries.map((e) => [e.path, e.sha256]));
-  aliases = treeJson<Aliases>(treePaths.aliases);
-  structures = treeJson<Record<string, StructureEntry>>(treePaths.structureMap);
+  manifest = new Map(readManifest(tree()).entries.map((e) => [e.path, e.sha256]));
+  aliases = readAliases(tree());
+  structures = readStructureMap(tree());
   genes = fg.sync('api/v1/genes/*.json', { cwd: tree() }).sort().map((p) => treeJson<GeneBody>(p));
   server = await startServer({ dir: tree() });
 });
@@ -659,7 +659,7 @@ describe('errors are problem+json', () => {
   });
 
   it('answers 404 problem+json outside /api/v1', async () => {
-    for (const path of ['/', '/api', '/api/v2/release', '/favicon.ico', '/index.html', '/manifest.json', '/edge/aliases.json', '/structures/', '/structures/nope.cif']) {
+    for (const path of ['/', '/api', '/api/v2/release', '/favicon.ico', '/index.html', '/manifest.json', '/edge/index.json', '/structures/', '/structures/nope.cif']) {
       expectProblem(await call(`${server.base}${path}`), 404);
     }
   });
@@ -853,12 +853,12 @@ describe('path safety', () => {
     '/api/v1/genes/../../manifest.json',
     '/api/v1/isoforms/../../../manifest.json',
     '/api/v1/../../../../etc/passwd',
-    '/api/v1/genes/../../../edge/aliases.json',
+    '/api/v1/genes/../../../edge/index.json',
     '/api/v1/isoforms/.%2e/.%2e/manifest.json',
     '/api/v1/%2e%2e/%2e%2e/manifest.json',
     '/api/v1/genes/PRR5\\..\\..\\..\\manifest.json',
     '/structures/../manifest.json',
-    '/structures/../edge/structures.json',
+    '/structures/../edge/structures/000.json',
     '/structures/..\\manifest.json',
   ];
 

@@ -9,6 +9,7 @@ import { join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { bundleEdge, EDGE_BUNDLE_BUDGET, type EdgeBundle } from '../build/bundle-edge.js';
 import { treePaths } from '../edge/contract/tree.js';
+import { readManifest, readStructureMap } from './helpers/tree.js';
 import type { CloudFrontRequestEvent, CloudFrontResultResponse } from '../edge/adapters/lambda-edge.js';
 import { validate } from './helpers/schemas.js';
 import dynalite from 'dynalite';
@@ -45,8 +46,7 @@ function event(uri: string, querystring = '', method = 'GET', extraHeaders: Reco
 }
 
 const header = (r: CloudFrontResultResponse, name: string) => r.headers[name.toLowerCase()]?.[0]?.value;
-const manifestSha = (path: string) =>
-  (JSON.parse(readFileSync(join(tree(), treePaths.manifest), 'utf8')) as { entries: { path: string; sha256: string }[] }).entries.find((e) => e.path === path)!.sha256;
+const manifestSha = (path: string) => readManifest(tree()).entries.find((e) => e.path === path)!.sha256;
 
 beforeAll(async () => {
   staticServer = http.createServer((req, res) => {
@@ -116,7 +116,7 @@ describe('Lambda@Edge origin-request adapter', () => {
   });
 
   it('redirects structures into the configured structure base', async () => {
-    const [transcriptId, entry] = Object.entries(JSON.parse(readFileSync(join(tree(), treePaths.structureMap), 'utf8')) as Record<string, { path: string }>)[0];
+    const [transcriptId, entry] = Object.entries(readStructureMap(tree()))[0];
     const r = await handler(event(`/api/v1/isoforms/${transcriptId}/structure`));
     expect(r.status).toBe('307');
     expect(header(r, 'location')).toBe(`https://structures.example.org/${entry.path}`);
@@ -136,17 +136,25 @@ describe('Lambda@Edge origin-request adapter', () => {
     expect(header(post, 'allow')).toBe('GET, HEAD, OPTIONS');
   });
 
-  it('loads the alias maps once per instance, not once per request', async () => {
+  it('loads edge data and verified files once per instance, not once per request', async () => {
+    await handler(event('/api/v1/isoforms/ENST00000006251'));
     const before = originRequests;
     await handler(event('/api/v1/isoforms/ENST00000006251'));
-    await handler(event('/api/v1/isoforms/ENST00000006251'));
-    expect(originRequests - before).toBe(2); // just the isoform file, twice
+    await handler(event('/api/v1/isoforms/PRR5-201'));
+    expect(originRequests - before).toBe(0); // alias shard, manifest shard and the body are cached
+    await handler(event('/api/v1/isoforms/ENST00000006251/domains'));
+    // A new file: the file itself, and its manifest shard unless an earlier file shared it.
+    expect(originRequests - before).toBeGreaterThanOrEqual(1);
+    expect(originRequests - before).toBeLessThanOrEqual(2);
   });
 
   it('answers 502 with Retry-After when the origin is down, never 500', async () => {
     await new Promise((ok) => staticServer.close(ok));
     staticServer.closeAllConnections();
-    const r = await handler(event('/api/v1/isoforms/PRR5-201/domains'));
+    // A file this instance has not verified yet (those it has are still served from its cache).
+    const cached = await handler(event('/api/v1/isoforms/PRR5-201/domains'));
+    expect(cached.status).toBe('200');
+    const r = await handler(event('/api/v1/isoforms/PRR5-201/neoantigens'));
     expect(r.status).toBe('502');
     expect(header(r, 'retry-after')).toBe('5');
     expect(JSON.parse(r.body!).detail).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/); // no internals leak

@@ -12,22 +12,29 @@ import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { mirror, parseMirrorSource } from '../build/mirror.js';
-import type { ManifestEntry } from '../build/render/tree-writer.js';
-import { treePaths } from '../edge/contract/tree.js';
+import { writeManifest } from '../build/render/manifest.js';
+import { shardOf } from '../edge/contract/shards.js';
+import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
+import { edgeIndex, readAliases, readManifest as readShardedManifest } from './helpers/tree.js';
 import { startServer } from './helpers/server.js';
 
 const ROOT = join(__dirname, '..');
 
 interface Manifest {
   release: string;
-  api_version: string;
-  files: number;
-  bytes: number;
   entries: ManifestEntry[];
+  /** The manifest's own shard files, as manifest.json lists them. */
+  shards: ManifestEntry[];
 }
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
-const readManifest = (dir: string) => JSON.parse(readFileSync(join(dir, treePaths.manifest), 'utf8')) as Manifest;
+function readManifest(dir: string): Manifest {
+  const { index, entries } = readShardedManifest(dir);
+  return { release: index.release, entries, shards: index.shards };
+}
+/** The manifest shards of `to` that `from` does not have byte for byte: what a sync downloads. */
+const newShards = (from: Manifest, to: Manifest) => to.shards.filter((s, i) => from.shards[i]?.sha256 !== s.sha256);
+const sizeOf = (entries: ManifestEntry[]) => entries.reduce((sum, e) => sum + e.size, 0);
 
 /** A static file server over a stack of directories (the first holding a path wins), counting
  * requests per path; paths can be made to fail (500), hang (never answered) or serve a wrong body. */
@@ -97,12 +104,12 @@ class StaticOrigin {
 function verifyTree(dir: string, manifest: Manifest): { wrong: string[]; missing: string[]; extra: string[] } {
   const wrong: string[] = [];
   const missing: string[] = [];
-  for (const e of manifest.entries) {
+  for (const e of [...manifest.entries, ...manifest.shards]) {
     const file = join(dir, e.path);
     if (!existsSync(file)) missing.push(e.path);
     else if (sha256(readFileSync(file)) !== e.sha256) wrong.push(e.path);
   }
-  const listed = new Set([...manifest.entries.map((e) => e.path), treePaths.manifest]);
+  const listed = new Set([...manifest.entries.map((e) => e.path), ...manifest.shards.map((e) => e.path), treePaths.manifest]);
   const extra = fg.sync('**', { cwd: dir, dot: true }).filter((p) => !listed.has(p));
   return { wrong, missing, extra };
 }
@@ -149,10 +156,9 @@ let mirrorDir: string;
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'isoatlas-mirror-'));
   manifestBytesA = readFileSync(join(demo(), treePaths.manifest));
-  manifestA = JSON.parse(manifestBytesA.toString('utf8')) as Manifest;
+  manifestA = readManifest(demo());
   N = manifestA.entries.length;
-  const aliases = JSON.parse(readFileSync(join(demo(), treePaths.aliases), 'utf8')) as { genes: Record<string, string> };
-  prr5 = aliases.genes.prr5;
+  prr5 = readAliases(demo()).genes.prr5 as string;
   expect(prr5).toMatch(/^ENSG/);
 
   // Release B: three gene files reformatted (same data, different bytes).
@@ -166,18 +172,18 @@ beforeAll(async () => {
     writeFileSync(join(treeB, e.path), body);
     return { ...e, size: body.length, sha256: sha256(body) };
   });
-  manifestB = { ...manifestA, release: `${manifestA.release}-b`, bytes: entriesB.reduce((s, e) => s + e.size, 0), entries: entriesB };
-  writeFileSync(join(treeB, treePaths.manifest), JSON.stringify(manifestB));
+  await writeManifest(treeB, `${manifestA.release}-b`, entriesB);
+  manifestB = readManifest(treeB);
 
   // Release S: a servable handful of files, one of which no other release has.
   treeS = join(work, 'tree-s');
   const extra = Buffer.from('{"only":"in release s"}');
   mkdirSync(join(treeS, 'extra'), { recursive: true });
   writeFileSync(join(treeS, 'extra/only-in-s.json'), extra);
-  const keep = new Set([treePaths.release, treePaths.aliases, treePaths.gene(prr5)]);
+  const keep = new Set([treePaths.release, treePaths.edgeIndex, treePaths.geneAliases(shardOf('prr5', edgeIndex(demo()).gene_aliases.shards)), treePaths.gene(prr5)]);
   const entriesS = [...manifestA.entries.filter((e) => keep.has(e.path)), { path: 'extra/only-in-s.json', size: extra.length, sha256: sha256(extra), content_type: 'application/json; charset=utf-8' }].sort((a, b) => (a.path < b.path ? -1 : 1));
-  manifestS = { ...manifestA, release: 'small-s', files: entriesS.length, bytes: entriesS.reduce((s, e) => s + e.size, 0), entries: entriesS };
-  writeFileSync(join(treeS, treePaths.manifest), JSON.stringify(manifestS));
+  await writeManifest(treeS, 'small-s', entriesS);
+  manifestS = readManifest(treeS);
 
   published = join(work, 'published');
   mkdirSync(join(published, 'releases'), { recursive: true });
@@ -212,11 +218,11 @@ describe('isoatlas mirror', () => {
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false });
     console.log(`first sync: ${s.fetched} files, ${(s.bytes / 1e6).toFixed(1)} MB in ${s.seconds.toFixed(2)} s`);
     const sizes = manifestA.entries.reduce((sum, e) => sum + e.size, 0);
-    expect(s).toMatchObject({ release: manifestA.release, fetched: N, reused: 0, bytes: sizes + manifestBytesA.length });
+    expect(s).toMatchObject({ release: manifestA.release, fetched: N, reused: 0, bytes: sizes + manifestBytesA.length + sizeOf(manifestA.shards) });
     expect(verifyTree(mirrorDir, manifestA)).toEqual(whole);
     expect(readFileSync(join(mirrorDir, treePaths.manifest)).equals(manifestBytesA)).toBe(true);
-    // One request per file, the manifest, and the probe for a pointer (none: a plain tree root).
-    expect(origin.requests.size).toBe(N + 2);
+    // One request per file, the manifest and its shards, and the probe for a pointer (none: a plain tree root).
+    expect(origin.requests.size).toBe(N + manifestA.shards.length + 2);
     expect([...origin.requests.values()].every((n) => n === 1)).toBe(true);
     expect(origin.statuses.get('current.json')).toEqual([404]);
     expect(existsSync(`${mirrorDir}.staging`)).toBe(false);
@@ -226,7 +232,7 @@ describe('isoatlas mirror', () => {
     expect(res.body).toBe(readFileSync(join(demo(), treePaths.gene(prr5)), 'utf8'));
   });
 
-  it('a second sync with nothing changed downloads only the manifest', async () => {
+  it('a second sync with nothing changed downloads only manifest.json (its shards are verified in place)', async () => {
     origin.reset();
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false });
     console.log(`no-change sync: ${origin.total()} requests, ${s.seconds.toFixed(2)} s`);
@@ -237,7 +243,7 @@ describe('isoatlas mirror', () => {
   });
 
   it('detects corrupted files in the mirror (junk, or the same size with a flipped byte) and fetches only them', async () => {
-    const [junked, flipped] = [manifestA.entries[10].path, treePaths.aliases];
+    const [junked, flipped] = [manifestA.entries[10].path, treePaths.geneAliases(0)];
     writeFileSync(join(mirrorDir, junked), 'junk');
     const bytes = readFileSync(join(mirrorDir, flipped));
     bytes[100] ^= 1;
@@ -258,8 +264,10 @@ describe('isoatlas mirror', () => {
     console.log(`incremental sync: ${s.fetched} fetched, ${s.reused} reused, ${origin.total()} requests`);
     const changedBytes = manifestB.entries.filter((e) => changed.includes(e.path)).reduce((sum, e) => sum + e.size, 0);
     const manifestBytesB = readFileSync(join(treeB, treePaths.manifest));
-    expect(s).toMatchObject({ release: manifestB.release, fetched: 3, reused: N - 3, bytes: changedBytes + manifestBytesB.length });
-    expect(origin.requested()).toEqual(Object.fromEntries([['current.json', 1], ['manifest.json', 1], ...changed.map((p) => [p, 1])].sort()));
+    const shards = newShards(manifestA, manifestB);
+    expect(shards.length).toBeGreaterThanOrEqual(1);
+    expect(s).toMatchObject({ release: manifestB.release, fetched: 3, reused: N - 3, bytes: changedBytes + manifestBytesB.length + sizeOf(shards) });
+    expect(origin.requested()).toEqual(Object.fromEntries([['current.json', 1], ['manifest.json', 1], ...changed.map((p) => [p, 1]), ...shards.map((e) => [e.path, 1])].sort()));
     expect(readFileSync(join(mirrorDir, treePaths.manifest)).equals(manifestBytesB)).toBe(true);
     expect(verifyTree(mirrorDir, manifestB)).toEqual(whole);
   });
@@ -297,8 +305,9 @@ describe('isoatlas mirror', () => {
     // Two of the three files release A needs were verified into the staging dir by the failed run
     // above (the third was the corrupted one): only that one is fetched now.
     const pointerBytes = readFileSync(join(published, 'current.json')).length;
-    expect(s).toMatchObject({ release: PUBLISHED_RELEASE, fetched: 1, reused: N - 1, bytes: pointerBytes + manifestBytesA.length + manifestA.entries.find((e) => e.path === changed[1])!.size });
-    expect(origin.requested()).toEqual({ 'current.json': 1, [`${prefix}${changed[1]}`]: 1, [`${prefix}manifest.json`]: 1 });
+    const shards = newShards(manifestB, manifestA);
+    expect(s).toMatchObject({ release: PUBLISHED_RELEASE, fetched: 1, reused: N - 1, bytes: pointerBytes + manifestBytesA.length + sizeOf(shards) + manifestA.entries.find((e) => e.path === changed[1])!.size });
+    expect(origin.requested()).toEqual(Object.fromEntries([['current.json', 1], [`${prefix}${changed[1]}`, 1], [`${prefix}manifest.json`, 1], ...shards.map((e) => [`${prefix}${e.path}`, 1])].sort()));
     expect(verifyTree(mirrorDir, manifestA)).toEqual(whole);
     expect(existsSync(`${mirrorDir}.staging`)).toBe(false);
 
@@ -322,7 +331,7 @@ describe('isoatlas mirror', () => {
     const run = await runCli(['mirror', '--from', origin.base, '--to', dir, '--concurrency', '8'], (kill) => origin.hang.set(hung, kill));
     origin.hang.clear();
     expect(run.signal).toBe('SIGKILL');
-    const servedBefore = new Set([...origin.served].filter((p) => p !== treePaths.manifest));
+    const servedBefore = new Set([...origin.served].filter((p) => p !== treePaths.manifest && !p.startsWith('manifest/')));
     expect(servedBefore.size).toBeGreaterThan(N * 0.5);
 
     expect(readFileSync(join(dir, treePaths.manifest)).equals(manifestBytesS)).toBe(true);
@@ -375,7 +384,7 @@ describe('isoatlas mirror', () => {
     origin.reset();
     const ok = await runCli(['mirror', '--from', origin.base, '--to', mirrorDir]);
     expect(ok.code, ok.stderr).toBe(0);
-    expect(ok.stderr).toMatch(new RegExp(`^mirrored release ${PUBLISHED_RELEASE}: 0 files fetched, ${N} reused, 4\\.\\d MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`, 'm'));
+    expect(ok.stderr).toMatch(new RegExp(`^mirrored release ${PUBLISHED_RELEASE}: 0 files fetched, ${N} reused, 0\\.0 MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`, 'm'));
     expect(origin.total()).toBe(2);
 
     const badFrom = await runCli(['mirror', '--from', 'ftp://example.org/atlas', '--to', mirrorDir]);

@@ -13,6 +13,7 @@ import { PointerOrigin } from '../edge/origins/pointer.js';
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
+import { readManifest, readStructureMap, rewriteTree } from './helpers/tree.js';
 import Database from 'better-sqlite3';
 import { copyFileSync } from 'node:fs';
 import { renderTree } from '../build/render/index.js';
@@ -25,10 +26,6 @@ let release2: string;
 let release3: string;
 const changedGenes = ['ENSG00000186654', 'ENSG00000100320', 'ENSG00000128185'];
 
-interface Manifest {
-  release: string;
-  entries: { path: string; size: number; sha256: string }[];
-}
 
 /** A smaller but complete release for these tests (s3rver needs ~3 ms an object): the demo release
  * database cut down to ~50 genes (those below, those with structures, and the first by id), rendered
@@ -57,25 +54,27 @@ async function smallRelease(): Promise<string> {
 let release1: string;
 
 /** A copy of release 1 as another release: a new release name, and a few gene records changed. */
-function deriveRelease(name: string, genes: string[]): string {
+async function deriveRelease(name: string, genes: string[]): Promise<string> {
   const out = join(dir, name);
   cpSync(release1, out, { recursive: true });
-  const manifest = JSON.parse(readFileSync(join(out, treePaths.manifest), 'utf8')) as Manifest;
-  const rewrite = (path: string, change: (body: Record<string, unknown>) => void) => {
+  const changed = (path: string, change: (body: Record<string, unknown>) => void) => {
     const body = JSON.parse(readFileSync(join(out, path), 'utf8'));
     change(body);
-    const bytes = Buffer.from(JSON.stringify(body));
-    writeFileSync(join(out, path), bytes);
-    const entry = manifest.entries.find((e) => e.path === path)!;
-    entry.size = bytes.length;
-    entry.sha256 = createHash('sha256').update(bytes).digest('hex');
+    return [path, JSON.stringify(body)];
   };
-  for (const gene of genes) rewrite(treePaths.gene(gene), (g) => (g.biotype = `changed in ${name}`));
-  rewrite(treePaths.release, (r) => (r.release = name));
-  manifest.release = name;
-  writeFileSync(join(out, treePaths.manifest), JSON.stringify(manifest));
+  await rewriteTree(
+    out,
+    Object.fromEntries([...genes.map((g) => changed(treePaths.gene(g), (b) => (b.biotype = `changed in ${name}`))), changed(treePaths.release, (r) => (r.release = name))]),
+    name,
+  );
   return out;
 }
+
+/** Every file of a tree as published: the manifest's entries, its shards, and manifest.json. */
+const allFiles = (root: string) => {
+  const { index, entries } = readManifest(root);
+  return [...entries, ...index.shards, { path: treePaths.manifest, size: readFileSync(join(root, treePaths.manifest)).length, sha256: '' }];
+};
 
 const gene = (root: string, id: string) => readFileSync(join(root, treePaths.gene(id)), 'utf8');
 
@@ -94,7 +93,7 @@ async function listKeys(prefix: string): Promise<string[]> {
 /** How many files of a release's manifest (plus the manifest) exist under its prefix, by HEAD:
  * s3rver's listings can skip or repeat keys at page boundaries, HEAD is exact. */
 async function presentFiles(root: string, release: string): Promise<number> {
-  const paths = [...(JSON.parse(readFileSync(join(root, treePaths.manifest), 'utf8')) as Manifest).entries.map((e) => e.path), treePaths.manifest];
+  const paths = allFiles(root).map((e) => e.path);
   let present = 0;
   let next = 0;
   await Promise.all(
@@ -115,8 +114,8 @@ beforeAll(async () => {
   process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
   s3 = s3Client({ endpoint: server.endpoint, region: 'us-east-1' });
   release1 = await smallRelease();
-  release2 = deriveRelease('2026.12-test', changedGenes);
-  release3 = deriveRelease('2027.01-test', changedGenes.slice(0, 1));
+  release2 = await deriveRelease('2026.12-test', changedGenes);
+  release3 = await deriveRelease('2027.01-test', changedGenes.slice(0, 1));
 });
 
 afterAll(async () => {
@@ -129,13 +128,13 @@ describe('publish to S3 (s3rver)', () => {
 
   it('publishes release 1 with content types, cache headers and checksums, then the pointer', async () => {
     const s = await publish({ dir: release1, bucket: BUCKET, s3, progress: false });
-    total = (JSON.parse(readFileSync(join(release1, treePaths.manifest), 'utf8')) as Manifest).entries.length + 1;
+    total = allFiles(release1).length;
     expect(s).toMatchObject({ release: '2026.11-chr22-demo', previous: null, uploaded: total, copied: 0, skipped: 0 });
     const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'releases/2026.11-chr22-demo/api/v1/genes/ENSG00000186654.json' }));
     expect(head.ContentType).toBe('application/json; charset=utf-8');
     expect(head.CacheControl).toBe(RELEASE_CACHE_CONTROL);
     expect(head.Metadata?.sha256).toBe(createHash('sha256').update(gene(release1, 'ENSG00000186654')).digest('hex'));
-    const cif = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `releases/2026.11-chr22-demo/${Object.values(JSON.parse(readFileSync(join(release1, treePaths.structureMap), 'utf8')) as Record<string, { path: string }>)[0].path}` }));
+    const cif = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `releases/2026.11-chr22-demo/${Object.values(readStructureMap(release1))[0].path}` }));
     expect(cif.ContentType).toBe('chemical/x-mmcif');
     const pointer = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'current.json' }))).Body!.transformToString());
     expect(pointer).toMatchObject({ release: '2026.11-chr22-demo', prefix: 'releases/2026.11-chr22-demo/', previous: null });
@@ -146,7 +145,7 @@ describe('publish to S3 (s3rver)', () => {
     const r = await handler(new Request('http://atlas.test/api/v1/genes/prr5'));
     expect(r.status).toBe(200);
     expect(await r.text()).toBe(gene(release1, 'ENSG00000186654'));
-    const [id] = Object.keys(JSON.parse(readFileSync(join(release1, treePaths.structureMap), 'utf8')));
+    const [id] = Object.keys(readStructureMap(release1));
     const redirect = await handler(new Request(`http://atlas.test/api/v1/isoforms/${id}/structure`));
     expect(redirect.headers.get('Location')).toBe(`http://atlas.test/releases/2026.11-chr22-demo/structures/${id}.cif`);
   });
@@ -183,10 +182,15 @@ describe('publish to S3 (s3rver)', () => {
       if (body === newGene) seen.new++;
       else await new Promise((r) => setTimeout(r, 100));
     }
-    // 3 genes + release.json + manifest.json changed; everything else is copied inside the bucket.
-    expect(s).toMatchObject({ release: '2026.12-test', previous: '2026.11-chr22-demo', uploaded: 5, skipped: 0, copied: total - 5 });
-    // The bytes are mostly the new manifest (it lists every file); the records themselves are tiny.
-    const manifestBytes = readFileSync(join(release2, treePaths.manifest)).length;
+    // 3 genes + release.json changed, so did the manifest shards listing them and manifest.json;
+    // everything else is copied inside the bucket.
+    const shards1 = new Set(readManifest(release1).index.shards.map((e) => e.sha256));
+    const changedShards = readManifest(release2).index.shards.filter((e) => !shards1.has(e.sha256));
+    expect(changedShards.length).toBeGreaterThanOrEqual(1);
+    const changed = 4 + changedShards.length + 1;
+    expect(s).toMatchObject({ release: '2026.12-test', previous: '2026.11-chr22-demo', uploaded: changed, skipped: 0, copied: total - changed });
+    // The bytes are mostly the manifest (it lists every file); the records themselves are tiny.
+    const manifestBytes = readFileSync(join(release2, treePaths.manifest)).length + changedShards.reduce((n, e) => n + e.size, 0);
     expect(s.bytesUploaded).toBeLessThan(manifestBytes + 20_000);
     expect(seen.other).toEqual([]);
     expect(seen.old).toBeGreaterThan(0);
@@ -248,7 +252,7 @@ describe('mirror from s3://', () => {
     const to = join(dir, 'mirror-from-s3');
     const s = await mirror({ from: `s3://${BUCKET}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false });
     expect(s.release).toBe('2027.01-test');
-    const manifest = JSON.parse(readFileSync(join(to, treePaths.manifest), 'utf8')) as Manifest;
+    const manifest = readManifest(to);
     expect(s.fetched).toBe(manifest.entries.length);
     for (const e of manifest.entries) expect(createHash('sha256').update(readFileSync(join(to, e.path))).digest('hex'), e.path).toBe(e.sha256);
     expect(gene(to, 'ENSG00000186654')).toBe(gene(release3, 'ENSG00000186654'));

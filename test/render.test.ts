@@ -15,17 +15,12 @@ import { searchOptions } from '../edge/contract/search.js';
 import { routes } from '../edge/contract/routes.js';
 import { schemaForTreePath, validate } from './helpers/schemas.js';
 import type { GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, DomainListBody, ReleaseBody } from '../edge/contract/schemas.js';
-import type { AliasMaps, StructureMapEntry } from '../edge/contract/tree.js';
+import { edgeIndex, readAliases, readManifest, readStructureMap } from './helpers/tree.js';
+import { shardOf } from '../edge/contract/shards.js';
 
 const tree = () => inject('demoTree');
 const read = <T>(root: string, path: string): T => JSON.parse(readFileSync(join(root, path), 'utf8')) as T;
 
-interface Manifest {
-  release: string;
-  files: number;
-  bytes: number;
-  entries: { path: string; size: number; sha256: string; content_type: string }[];
-}
 
 describe('rendered demo tree', () => {
   it('validates every JSON body against its schema', async () => {
@@ -44,10 +39,19 @@ describe('rendered demo tree', () => {
   });
 
   it('lists every file in the manifest with its size, sha256 and content type, and nothing else', async () => {
-    const manifest = read<Manifest>(tree(), treePaths.manifest);
-    const onDisk = (await fg('**/*', { cwd: tree() })).filter((p) => p !== treePaths.manifest).sort();
+    const { index, entries } = readManifest(tree());
+    const manifest = { ...index, entries };
+    const shardPaths = index.shards.map((s) => s.path);
+    const onDisk = (await fg('**/*', { cwd: tree() })).filter((p) => p !== treePaths.manifest && !shardPaths.includes(p)).sort();
     expect(manifest.entries.map((e) => e.path)).toEqual(onDisk);
     expect(manifest.files).toBe(onDisk.length);
+    // Each shard lists the paths that hash to it, and the index vouches for each shard's bytes.
+    index.shards.forEach((s, i) => {
+      const bytes = readFileSync(join(tree(), s.path));
+      expect(createHash('sha256').update(bytes).digest('hex')).toBe(s.sha256);
+      for (const e of read<{ entries: { path: string }[] }>(tree(), s.path).entries) expect(shardOf(e.path, index.shards.length)).toBe(i);
+    });
+    expect(index.shards.length).toBeGreaterThan(1);
     for (const e of manifest.entries) {
       const bytes = readFileSync(join(tree(), e.path));
       expect(bytes.length, e.path).toBe(e.size);
@@ -58,7 +62,7 @@ describe('rendered demo tree', () => {
   });
 
   it('reaches every isoform by id, unversioned id and name, in any case, and every gene by symbol and id', () => {
-    const aliases = read<AliasMaps>(tree(), treePaths.aliases);
+    const aliases = readAliases(tree());
     const isoformFiles = fg.sync('api/v1/isoforms/*.json', { cwd: tree() });
     expect(isoformFiles.length).toBe(6353);
     for (const path of isoformFiles) {
@@ -123,7 +127,7 @@ describe('rendered demo tree', () => {
   });
 
   it('maps each structure to an mmCIF file in the tree whose CA B-factors average to the isoform pLDDT', () => {
-    const map = read<Record<string, StructureMapEntry>>(tree(), treePaths.structureMap);
+    const map = readStructureMap(tree());
     const entries = Object.entries(map);
     expect(entries.length).toBe(read<ReleaseBody>(tree(), treePaths.release).counts.structures);
     for (const [transcriptId, s] of entries) {
@@ -140,7 +144,7 @@ describe('rendered demo tree', () => {
   });
 
   it('gives each domain the mean pLDDT of the structure over its residues, null without a structure', () => {
-    const map = read<Record<string, StructureMapEntry>>(tree(), treePaths.structureMap);
+    const map = readStructureMap(tree());
     let checked = 0;
     for (const [transcriptId, s] of Object.entries(map)) {
       // Independent reading: the B factor of each CA line of the model, by residue number.
@@ -161,12 +165,30 @@ describe('rendered demo tree', () => {
     expect(unstructured.items.every((d) => d.plddt === null)).toBe(true);
   });
 
-  it('renders a search index the edge can load with the shared options', () => {
-    const index = MiniSearch.loadJSON(readFileSync(join(tree(), treePaths.searchIndex), 'utf8'), searchOptions);
-    expect(index.documentCount).toBe(1601 + 6353);
-    const [top] = index.search('prr5');
-    expect(top).toMatchObject({ id: 'g:ENSG00000186654', type: 'gene', gene_symbol: 'PRR5' });
-    expect(index.search('prr5-201')[0]).toMatchObject({ id: 'i:ENST00000006251.11' });
+  it('renders search shards the edge can load with the shared options, each term in the shard of its range', () => {
+    const { search } = edgeIndex(tree());
+    const load = (path: string) => MiniSearch.loadJSON(readFileSync(join(tree(), path), 'utf8'), searchOptions);
+    expect(search.terms.length).toBeGreaterThan(1);
+    const ids = new Set<string>();
+    search.terms.forEach(({ from, terms }, i) => {
+      const index = load(treePaths.searchTerms(i));
+      expect(index.termCount).toBe(terms);
+      expect(terms).toBeLessThanOrEqual(2048);
+      const next = search.terms[i + 1]?.from;
+      // Every term of the shard sorts within its range: a prefix search of `from` finds it first.
+      expect(index.search(from, { prefix: false }).length).toBeGreaterThan(0);
+      if (next) expect(from < next).toBe(true);
+      index.search(MiniSearch.wildcard).forEach((r) => ids.add(r.id));
+    });
+    expect(ids.size).toBe(1601 + 6353); // every gene and isoform is findable
+    const shardOfTerm = (t: string) => search.terms.filter((s) => s.from <= t).length - 1;
+    expect(load(treePaths.searchTerms(shardOfTerm('prr5'))).search('prr5')[0]).toMatchObject({ id: 'g:ENSG00000186654', type: 'gene', gene_symbol: 'PRR5' });
+    expect(load(treePaths.searchTerms(shardOfTerm('prr5-201'))).search('prr5-201')[0]).toMatchObject({ id: 'i:ENST00000006251.11', name: 'PRR5-201' });
+    // Fuzzy shards hold gene symbols by length.
+    for (const length of search.fuzzy_lengths) {
+      for (const r of load(treePaths.searchFuzzy(length)).search(MiniSearch.wildcard)) expect((r.gene_symbol as string).length).toBe(length);
+    }
+    expect(search.fuzzy_lengths).toContain(4);
   });
 
   it('renders an OpenAPI 3.1 document covering every route, whose refs all resolve', () => {
@@ -209,7 +231,7 @@ describe('isoform pages of a gene with more than 100 isoforms (GENCODE v49: EEF1
 
   it('splits at 100 and links the next page', () => {
     const root = join(dir, 'tree');
-    const aliases = read<AliasMaps>(root, treePaths.aliases);
+    const aliases = readAliases(root);
     const geneId = aliases.genes['eef1d'] as string;
     const gene = read<GeneBody>(root, treePaths.gene(geneId));
     expect(gene.isoform_count).toBe(144);

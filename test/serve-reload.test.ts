@@ -2,11 +2,12 @@
 // picked up without a restart: the local server pins releases by the manifest's identity.
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { treePaths } from '../edge/contract/tree.js';
 import { startServer } from './helpers/server.js';
+import { rewriteTree, withAlias } from './helpers/tree.js';
 
 let dir: string;
 let server: Awaited<ReturnType<typeof startServer>>;
@@ -35,19 +36,10 @@ it('serves the new tree within seconds of the directory being swapped', async ()
   const next = join(dir, 'next');
   linkedCopy(next);
   const changed = JSON.stringify({ ...JSON.parse(before), biotype: 'swapped in' });
-  rmSync(join(next, path));
-  writeFileSync(join(next, path), changed);
-  // What the server caches (the alias maps) changes too: a name only the new tree knows.
-  const aliasesPath = join(next, treePaths.aliases);
-  const aliases = JSON.parse(readFileSync(aliasesPath, 'utf8'));
-  aliases.isoforms['prr5-renamed'] = 'ENST00000006251.11';
-  rmSync(aliasesPath);
-  writeFileSync(aliasesPath, JSON.stringify(aliases));
+  // What the server caches (the alias maps) changes too: a name only the new tree knows. The new
+  // tree's manifest is rewritten to match, as every build or sync writes one.
+  await rewriteTree(next, { [path]: changed, ...Object.fromEntries([withAlias(next, 'isoforms', 'prr5-renamed', 'ENST00000006251.11')]) });
   expect((await fetch(`${server.api}/isoforms/PRR5-renamed`)).status).toBe(404);
-  const manifest = join(next, treePaths.manifest);
-  const text = readFileSync(manifest, 'utf8');
-  rmSync(manifest);
-  writeFileSync(manifest, text); // a new manifest file, as every sync writes one
   renameSync(join(dir, 'live'), join(dir, 'old'));
   renameSync(next, join(dir, 'live'));
 

@@ -1,19 +1,27 @@
-// The alias maps the edge function resolves names with. Keys are lower-cased, so any case works:
+// The alias maps the edge function resolves names with, sharded by key (contract/shards.ts). Keys
+// are lower-cased, so any case works:
 //   genes:    symbol, gene id, versioned gene id → gene id (a symbol shared by several genes maps to
 //             the sorted list of their ids, which the edge answers with 300 Multiple Choices);
 //   isoforms: transcript id, unversioned ENST id, transcript name → transcript id.
 // A gene id always wins over a symbol spelled the same; any other clash is a build error.
-import { treePaths, type AliasMaps } from '../../edge/contract/tree.js';
+import { treePaths } from '../../edge/contract/tree.js';
 import type { GeneRow, IsoformRow } from './load.js';
 import type { TreeWriter } from './tree-writer.js';
+import { writeSharded } from './sharded-table.js';
 
+export interface AliasMaps {
+  genes: Map<string, string | string[]>;
+  isoforms: Map<string, string>;
+}
 
 export function buildAliases(genes: GeneRow[], isoforms: IsoformRow[]): AliasMaps {
   const geneKeys = new Map<string, string | string[]>();
   const bySymbol = new Map<string, string[]>();
   for (const g of genes) {
     const key = g.symbol.toLowerCase();
-    bySymbol.set(key, [...(bySymbol.get(key) ?? []), g.gene_id]);
+    const ids = bySymbol.get(key);
+    if (ids) ids.push(g.gene_id);
+    else bySymbol.set(key, [g.gene_id]);
   }
   for (const [key, ids] of bySymbol) geneKeys.set(key, ids.length === 1 ? ids[0] : [...ids].sort());
   for (const g of genes) {
@@ -34,12 +42,14 @@ export function buildAliases(genes: GeneRow[], isoforms: IsoformRow[]): AliasMap
     if (i.transcript_id_unversioned) add(i.transcript_id_unversioned, i.transcript_id, 'unversioned id');
     add(i.transcript_name, i.transcript_id, 'name');
   }
-  const sorted = <T>(m: Map<string, T>) => Object.fromEntries([...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return { genes: sorted(geneKeys), isoforms: sorted(isoformKeys) };
+  return { genes: geneKeys, isoforms: isoformKeys };
 }
 
-export async function renderAliases(w: TreeWriter, genes: GeneRow[], isoforms: IsoformRow[]): Promise<AliasMaps> {
+/** Writes both alias tables; returns their shard counts for edge/index.json. */
+export async function renderAliases(w: TreeWriter, genes: GeneRow[], isoforms: IsoformRow[]): Promise<{ genes: number; isoforms: number }> {
   const aliases = buildAliases(genes, isoforms);
-  await w.json(treePaths.aliases, aliases);
-  return aliases;
+  return {
+    genes: await writeSharded(w, aliases.genes, treePaths.geneAliases),
+    isoforms: await writeSharded(w, aliases.isoforms, treePaths.isoformAliases),
+  };
 }

@@ -2,9 +2,8 @@
 // into a staging directory and swapped in at the end, so a failed build never leaves a partial tree
 // where a server or publisher might read it.
 import { existsSync, renameSync, rmSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { treePaths } from '../../edge/contract/tree.js';
+import { resolve } from 'node:path';
+import { treePaths, type EdgeIndex } from '../../edge/contract/tree.js';
 import { openReleaseDb } from '../release-db/store.js';
 import { startProgress } from '../progress.js';
 import { groupByGene, loadGenes, loadIsoforms } from './load.js';
@@ -17,6 +16,7 @@ import { renderSearchIndex } from './search-index.js';
 import { renderAliases } from './aliases.js';
 import { renderRelease } from './release.js';
 import { TreeWriter } from './tree-writer.js';
+import { writeManifest } from './manifest.js';
 
 export interface BuildSummary {
   release: string;
@@ -49,13 +49,18 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
     await renderNeoantigens(db, w, isoforms, () => bar.tick());
     bar.stop();
     const structures = await renderStructures(db, w);
-    await renderAliases(w, genes, isoforms);
-    await renderSearchIndex(w, genes, isoforms);
+    const aliases = await renderAliases(w, genes, isoforms);
+    const search = await renderSearchIndex(w, genes, isoforms);
+    const edgeIndex: EdgeIndex = {
+      format: 2,
+      gene_aliases: { shards: aliases.genes },
+      isoform_aliases: { shards: aliases.isoforms },
+      structures: { shards: structures.shards },
+      search,
+    };
+    await w.json(treePaths.edgeIndex, edgeIndex);
     await w.flush();
-
-    const entries = [...w.entries].sort((a, b) => (a.path < b.path ? -1 : 1));
-    const manifest = { release: release.release, api_version: 'v1', files: entries.length, bytes: w.bytes, entries };
-    await writeFile(join(staging, treePaths.manifest), JSON.stringify(manifest));
+    const manifest = await writeManifest(staging, release.release, w.entries);
 
     if (existsSync(out)) {
       const old = `${out}.old-${process.pid}`;
@@ -66,12 +71,12 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
 
     return {
       release: release.release,
-      files: entries.length + 1,
+      files: w.entries.length + manifest.written,
       bytes: w.bytes,
       seconds: (performance.now() - started) / 1000,
       genes: genes.length,
       isoforms: isoforms.length,
-      structures,
+      structures: structures.entries,
     };
   } catch (err) {
     rmSync(staging, { recursive: true, force: true });

@@ -1,7 +1,8 @@
-// The search index (MiniSearch, serialized) over gene symbols, gene ids, transcript ids and names.
+// The search index (MiniSearch, serialized) over gene symbols, gene ids, transcript ids and names,
+// split into term shards and fuzzy shards as contract/search.ts describes.
 import MiniSearch from 'minisearch';
-import { treePaths } from '../../edge/contract/tree.js';
-import { searchOptions, type SearchDocument } from '../../edge/contract/search.js';
+import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
+import { SEARCH_FIELDS, TERMS_PER_SHARD, allowedEdits, searchOptions, searchTerms, type SearchDocument, type SearchField } from '../../edge/contract/search.js';
 import type { GeneRow, IsoformRow } from './load.js';
 import type { TreeWriter } from './tree-writer.js';
 
@@ -18,6 +19,7 @@ export function searchDocuments(genes: GeneRow[], isoforms: IsoformRow[]): Searc
     transcript_name: null,
     gene_symbol: g.symbol,
     gene: g.gene_id,
+    name: null,
   }));
   const isoformDocs: SearchDocument[] = isoforms.map((i) => ({
     id: `i:${i.transcript_id}`,
@@ -30,14 +32,72 @@ export function searchDocuments(genes: GeneRow[], isoforms: IsoformRow[]): Searc
     transcript_name: i.transcript_name,
     gene_symbol: symbolOf.get(i.gene_id)!,
     gene: i.gene_id,
+    name: i.transcript_name,
   }));
   return [...geneDocs, ...isoformDocs];
 }
 
-export async function renderSearchIndex(w: TreeWriter, genes: GeneRow[], isoforms: IsoformRow[]): Promise<number> {
-  const index = new MiniSearch<SearchDocument>(searchOptions);
+const NO_FIELDS = Object.fromEntries(SEARCH_FIELDS.map((f) => [f, null])) as Record<SearchField, null>;
+
+/** A document reduced to the given fields (the others null): what one shard indexes of it. */
+function only(doc: SearchDocument, fields: Iterable<SearchField>): SearchDocument {
+  const out: SearchDocument = { ...doc, ...NO_FIELDS };
+  for (const f of fields) out[f] = doc[f];
+  return out;
+}
+
+const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Writes the term and fuzzy shards; returns their directory for edge/index.json. */
+export async function renderSearchIndex(w: TreeWriter, genes: GeneRow[], isoforms: IsoformRow[]): Promise<SearchDirectory> {
   const docs = searchDocuments(genes, isoforms);
-  index.addAll(docs);
-  await w.json(treePaths.searchIndex, index);
-  return docs.length;
+
+  // Term shards: every (term, document, field), in term order, cut between distinct terms.
+  const postings: { term: string; doc: number; field: SearchField }[] = [];
+  docs.forEach((doc, i) => {
+    for (const field of SEARCH_FIELDS) {
+      const value = doc[field];
+      if (value !== null) for (const term of searchTerms(value)) postings.push({ term, doc: i, field });
+    }
+  });
+  postings.sort((a, b) => byString(a.term, b.term) || a.doc - b.doc);
+  const directory: SearchDirectory = { terms: [], fuzzy_lengths: [] };
+  let start = 0;
+  while (start < postings.length) {
+    let end = start;
+    let terms = 0;
+    while (end < postings.length && terms < TERMS_PER_SHARD) {
+      const term = postings[end].term;
+      while (end < postings.length && postings[end].term === term) end++;
+      terms++;
+    }
+    const fieldsOf = new Map<number, Set<SearchField>>();
+    for (let k = start; k < end; k++) {
+      const p = postings[k];
+      if (!fieldsOf.has(p.doc)) fieldsOf.set(p.doc, new Set());
+      fieldsOf.get(p.doc)!.add(p.field);
+    }
+    const index = new MiniSearch<SearchDocument>(searchOptions);
+    index.addAll([...fieldsOf.keys()].sort((a, b) => a - b).map((d) => only(docs[d], fieldsOf.get(d)!)));
+    await w.json(treePaths.searchTerms(directory.terms.length), index);
+    directory.terms.push({ from: postings[start].term, terms });
+    start = end;
+  }
+
+  // Fuzzy shards: gene symbols long enough to be typo-tolerant, by length.
+  const byLength = new Map<number, SearchDocument[]>();
+  for (const doc of docs) {
+    if (doc.type !== 'gene' || doc.symbol === null) continue;
+    const length = doc.symbol.toLowerCase().length;
+    if (allowedEdits(doc.symbol) === 0) continue;
+    if (!byLength.has(length)) byLength.set(length, []);
+    byLength.get(length)!.push(only(doc, ['symbol']));
+  }
+  for (const length of [...byLength.keys()].sort((a, b) => a - b)) {
+    const index = new MiniSearch<SearchDocument>(searchOptions);
+    index.addAll(byLength.get(length)!);
+    await w.json(treePaths.searchFuzzy(length), index);
+    directory.fuzzy_lengths.push(length);
+  }
+  return directory;
 }

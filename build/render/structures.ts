@@ -1,9 +1,11 @@
-// Predicted structures: the mmCIF files themselves and the structure map (isoform → file) that the
-// edge function reads to answer `/isoforms/{id}/structure` with a redirect.
+// Predicted structures: the mmCIF files themselves (when the release holds them; a human-scale
+// release may hold paths only, served from a structure base URL) and the structure map (isoform →
+// file, sharded) that the edge function reads to answer `/isoforms/{id}/structure` with a redirect.
 import { createHash } from 'node:crypto';
 import { treePaths, type StructureMapEntry } from '../../edge/contract/tree.js';
 import type { Db } from '../release-db/store.js';
 import { TreeWriter } from './tree-writer.js';
+import { writeSharded } from './sharded-table.js';
 
 interface StructureRow {
   transcript_id: string;
@@ -14,8 +16,8 @@ interface StructureRow {
   provenance: 'real' | 'generated';
 }
 
-export async function renderStructures(db: Db, w: TreeWriter): Promise<number> {
-  const map: Record<string, StructureMapEntry> = {};
+export async function renderStructures(db: Db, w: TreeWriter): Promise<{ files: number; entries: number; shards: number }> {
+  const map = new Map<string, StructureMapEntry>();
   const rows = db.prepare('SELECT * FROM structures ORDER BY transcript_id').iterate() as Iterable<StructureRow>;
   let files = 0;
   for (const r of rows) {
@@ -26,14 +28,13 @@ export async function renderStructures(db: Db, w: TreeWriter): Promise<number> {
       await w.bytesAt(path, r.mmcif);
       files += 1;
     }
-    map[r.transcript_id] = {
+    map.set(r.transcript_id, {
       path,
       sha256: r.mmcif_sha256,
       mean_plddt: r.mean_plddt,
       model_source: r.model_source,
       provenance: r.provenance,
-    };
+    });
   }
-  await w.json(treePaths.structureMap, map);
-  return files;
+  return { files, entries: map.size, shards: await writeSharded(w, map, treePaths.structureMap) };
 }

@@ -4,14 +4,9 @@
 import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { contentTypeOf, SAFE_ID } from '../../edge/contract/tree.js';
+import { contentTypeOf, SAFE_ID, type ManifestEntry } from '../../edge/contract/tree.js';
 
-export interface ManifestEntry {
-  path: string;
-  size: number;
-  sha256: string;
-  content_type: string;
-}
+export type { ManifestEntry };
 
 export class TreeWriter {
   readonly entries: ManifestEntry[] = [];

@@ -174,7 +174,7 @@ export const routes: Route[] = [
     path: '/search',
     summary: 'Search genes and isoforms',
     description:
-      'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names. Exact matches rank first, then prefix, then fuzzy (typo-tolerant) matches.',
+      'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names. Exact matches rank first, then prefix matches, then typo-tolerant matches of gene symbols (one edit for 3–5 characters, two from 6; swapping two neighbouring letters counts as one edit; fewer edits rank first). A very short prefix matching thousands of terms returns matches from the first of them in term order.',
     pathParams: [],
     integerParams: [limit(25, 10)],
     stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }],

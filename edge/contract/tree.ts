@@ -3,7 +3,9 @@
 //
 // Files are keyed by canonical identifiers only (unversioned gene id, full transcript id). Every other
 // way of naming a resource (symbol in any case, transcript name, unversioned ENST id) is resolved by
-// the edge through the alias maps before it reads a file.
+// the edge through the (sharded) alias maps before it reads a file.
+
+import { shardName } from './shards.js';
 
 export const API_VERSION = 'v1';
 export const API_PREFIX = '/api/v1';
@@ -25,21 +27,47 @@ export const treePaths = {
   domains: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/domains.json`,
   neoantigens: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/neoantigens.json`,
   structureFile: (transcriptId: string) => `structures/${transcriptId}.cif`,
-  /** Edge-only data: not API resources themselves, read by the edge function to answer requests. */
-  aliases: 'edge/aliases.json',
-  structureMap: 'edge/structures.json',
-  searchIndex: 'edge/search-index.json',
+  /** Edge-only data: not API resources themselves, read by the edge function to answer requests.
+   * Each large table is sharded (contract/shards.ts) so an edge instance loads only what it needs;
+   * `edgeIndex` says how many shards each table has and describes the search index's shards. */
+  edgeIndex: 'edge/index.json',
+  geneAliases: (shard: number) => `edge/genes/${shardName(shard)}.json`,
+  isoformAliases: (shard: number) => `edge/isoforms/${shardName(shard)}.json`,
+  structureMap: (shard: number) => `edge/structures/${shardName(shard)}.json`,
+  searchTerms: (shard: number) => `edge/search/terms/${shardName(shard)}.json`,
+  searchFuzzy: (length: number) => `edge/search/fuzzy/${length}.json`,
+  /** The manifest: an index naming its shards (with their hashes), and the shards listing every
+   * other file of the tree with its size and sha256. */
   manifest: 'manifest.json',
+  manifestShard: (shard: number) => `manifest/${shardName(shard)}.json`,
 } as const;
 
-/** `edge/aliases.json`: lower-cased symbol, gene id, transcript id or name → canonical id (a symbol
- * naming several genes → the sorted list of their ids). */
-export interface AliasMaps {
-  genes: Record<string, string | string[]>;
-  isoforms: Record<string, string>;
+/** `edge/index.json`: the shard counts of the edge's tables and the search index's directory. */
+export interface EdgeIndex {
+  format: 2;
+  /** Lower-cased symbol, gene id or versioned gene id → gene id (a symbol naming several genes → the
+   * sorted list of their ids, which the edge answers with 300 Multiple Choices). */
+  gene_aliases: { shards: number };
+  /** Lower-cased transcript id, unversioned ENST id or transcript name → transcript id. */
+  isoform_aliases: { shards: number };
+  /** Transcript id → StructureMapEntry. */
+  structures: { shards: number };
+  search: SearchDirectory;
 }
 
-/** One entry of `edge/structures.json`, keyed by transcript id. */
+/** The search index is split two ways (see contract/search.ts): by term range for exact and prefix
+ * matches, and by symbol length for typo-tolerant matches. */
+export interface SearchDirectory {
+  /** Term shards in term order: shard i holds the terms t with terms[i].from <= t < terms[i + 1].from. */
+  terms: { from: string; terms: number }[];
+  /** Lengths of gene symbol that have a fuzzy shard, ascending. */
+  fuzzy_lengths: number[];
+}
+
+/** One shard of a hashed table: key → value. */
+export type ShardBody<T> = Record<string, T>;
+
+/** One entry of the structure map, keyed by transcript id. */
 export interface StructureMapEntry {
   /** Path of the mmCIF file in the tree (or below the structure base URL). */
   path: string;
@@ -47,6 +75,30 @@ export interface StructureMapEntry {
   mean_plddt: number;
   model_source: string;
   provenance: 'real' | 'generated';
+}
+
+/** One file of the tree, as the manifest lists it. */
+export interface ManifestEntry {
+  path: string;
+  size: number;
+  sha256: string;
+  content_type: string;
+}
+
+/** `manifest.json`: what the tree holds. Its shards are listed (and hashed) here; every other file is
+ * listed in exactly one shard, the one its path hashes to. */
+export interface ManifestIndex {
+  release: string;
+  api_version: string;
+  format: 2;
+  /** Files listed in the shards (the tree less manifest.json and its shards), and their bytes. */
+  files: number;
+  bytes: number;
+  shards: ManifestEntry[];
+}
+
+export interface ManifestShard {
+  entries: ManifestEntry[];
 }
 
 /** Root-relative links written into bodies; a static file cannot know the host it is served from. */

@@ -1,0 +1,104 @@
+// Reads the tree through its manifest: a file is served only if the manifest lists it and its bytes
+// hash to the listed sha256. A corrupted or truncated file (a bad disk, a partial sync, a tampered
+// bucket) is refused with an OriginError (the client gets 502 and retries) instead of being served,
+// and reported once on stderr for the operator. Verified bodies are kept in a bounded cache, so a
+// warm file costs neither a read nor a hash, and the ETag is the manifest's sha256.
+import { treePaths, type ManifestEntry, type ManifestIndex, type ManifestShard } from '../contract/tree.js';
+import { isShardCount, shardOf } from '../contract/shards.js';
+import { LoadingCache } from '../loading-cache.js';
+import { OriginError, type Origin, type OriginObject } from '../origin.js';
+import { sha256Hex } from '../responses.js';
+
+const decoder = new TextDecoder();
+
+export interface VerifiedOriginOptions {
+  /** Bytes of verified file bodies kept in memory (default 16 MiB). */
+  bodyCacheBytes?: number;
+  /** Bytes of manifest shards kept in memory (default 16 MiB). */
+  manifestCacheBytes?: number;
+}
+
+export class IntegrityError extends OriginError {
+  constructor(message: string) {
+    super(message, 'unavailable');
+    this.name = 'IntegrityError';
+  }
+}
+
+export class VerifiedOrigin implements Origin {
+  readonly description: string;
+  private index: Promise<ManifestIndex> | null = null;
+  private readonly shards: LoadingCache<Map<string, ManifestEntry>>;
+  private readonly bodies: LoadingCache<OriginObject | null>;
+  private readonly reported = new Set<string>();
+
+  constructor(
+    private readonly raw: Origin,
+    options: VerifiedOriginOptions = {},
+  ) {
+    this.description = raw.description;
+    this.shards = new LoadingCache(options.manifestCacheBytes ?? 16 * 1024 * 1024);
+    this.bodies = new LoadingCache(options.bodyCacheBytes ?? 16 * 1024 * 1024);
+  }
+
+  /** The file's bytes and sha256; null when the manifest does not list it. */
+  read(path: string): Promise<OriginObject | null> {
+    return this.bodies.get(path, async () => {
+      const entry = await this.entry(path);
+      if (!entry) return { value: null, weight: 64 };
+      const object = await this.raw.read(path);
+      if (!object) throw new OriginError(`${path} is listed in the manifest but missing from ${this.description}`, 'unavailable');
+      await this.check(path, object.body, entry);
+      return { value: { body: object.body, sha256: entry.sha256 }, weight: object.body.length + 128 };
+    });
+  }
+
+  /** The manifest entry of a path, or null when the tree does not list it. */
+  async entry(path: string): Promise<ManifestEntry | null> {
+    const index = await this.manifestIndex();
+    const n = shardOf(path, index.shards.length);
+    const shard = await this.shards.get(String(n), async () => {
+      const listed = index.shards[n];
+      const object = await this.raw.read(listed.path);
+      if (!object) throw new OriginError(`${listed.path} is missing from ${this.description}`, 'unavailable');
+      await this.check(listed.path, object.body, listed);
+      const body = this.parse<ManifestShard>(listed.path, object.body);
+      // Parsed entries take a few times their JSON size in memory.
+      return { value: new Map(body.entries.map((e) => [e.path, e])), weight: object.body.length * 3 };
+    });
+    return shard.get(path) ?? null;
+  }
+
+  private manifestIndex(): Promise<ManifestIndex> {
+    return (this.index ??= (async () => {
+      const object = await this.raw.read(treePaths.manifest);
+      if (!object) throw new OriginError(`the tree at ${this.description} has no ${treePaths.manifest}: is it a rendered isoatlas tree?`, 'unavailable');
+      const index = this.parse<ManifestIndex>(treePaths.manifest, object.body);
+      if (index.format !== 2 || !Array.isArray(index.shards) || !isShardCount(index.shards.length)) {
+        throw new OriginError(`${this.description}${treePaths.manifest} is not an isoatlas manifest of format 2: rebuild the tree with this version`, 'unavailable');
+      }
+      return index;
+    })().catch((err) => {
+      this.index = null;
+      throw err;
+    }));
+  }
+
+  private async check(path: string, body: Uint8Array, entry: ManifestEntry): Promise<void> {
+    const sha256 = await sha256Hex(body);
+    if (sha256 === entry.sha256 && body.length === entry.size) return;
+    if (!this.reported.has(path)) {
+      this.reported.add(path);
+      console.error(`isoatlas edge: refusing ${path} from ${this.description}: ${body.length} bytes with sha256 ${sha256}, the manifest lists ${entry.size} bytes with sha256 ${entry.sha256}`);
+    }
+    throw new IntegrityError(`${path} does not match the manifest`);
+  }
+
+  private parse<T>(path: string, body: Uint8Array): T {
+    try {
+      return JSON.parse(decoder.decode(body)) as T;
+    } catch (err) {
+      throw new OriginError(`${this.description}${path} is not JSON: ${(err as Error).message}`, 'unavailable');
+    }
+  }
+}
