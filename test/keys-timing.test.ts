@@ -1,0 +1,100 @@
+// The time a key check takes must not say how much of a guessed key is right. Wrong keys matching
+// none vs all but the last character of a real key's secret are checked thousands of times,
+// interleaved, and their median times compared; the same statistic must flag a check that does
+// leak (a control with an extra HMAC when the prefix matches), so the comparison can fail.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { importServerSecret, generateKey, hashKey, keyId, keyMatches, newServerSecret } from '../edge/access/key-format.js';
+import { AccessControl } from '../edge/access/control.js';
+import { resolveAccessConfig } from '../edge/access/config.js';
+import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
+import type { EdgeKeyRecord, KeyRegistry } from '../edge/access/key-registry.js';
+
+const TRIALS = 3_000;
+/** The largest relative difference of medians taken as "no dependence"; timing noise on a shared CI
+ * machine is a few percent, a leak of one HMAC is ~100 %. */
+const MAX_RELATIVE = 0.15;
+
+let secret: CryptoKey;
+let key: string;
+let record: EdgeKeyRecord;
+/** Wrong keys with the real key's id: none of the secret right, and all of it but the last character. */
+let noneRight: string;
+let allButLast: string;
+
+const SECRET_START = 'isoatlas_'.length + 9;
+const flip = (c: string) => (c === 'A' ? 'B' : 'A');
+
+beforeAll(async () => {
+  secret = await importServerSecret(newServerSecret());
+  key = generateKey().key;
+  record = { id: keyId(key)!, hash: await hashKey(secret, key), tier: 'standard', revoked_at: null };
+  noneRight = key.slice(0, SECRET_START) + [...key.slice(SECRET_START)].map(flip).join('');
+  allButLast = key.slice(0, -1) + flip(key.at(-1)!);
+});
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+};
+
+/** Median time (µs) of `check` on each candidate, measured in alternating order. */
+async function medians(check: (candidate: string) => Promise<unknown>, candidates: string[]): Promise<number[]> {
+  const times = candidates.map(() => [] as number[]);
+  for (let i = 0; i < 200; i++) for (const c of candidates) await check(c); // warm up
+  for (let i = 0; i < TRIALS; i++) {
+    const order = i % 2 ? candidates.map((_, j) => j) : candidates.map((_, j) => candidates.length - 1 - j);
+    for (const j of order) {
+      const t0 = performance.now();
+      await check(candidates[j]);
+      times[j].push((performance.now() - t0) * 1000);
+    }
+  }
+  return times.map(median);
+}
+
+const relative = ([a, b]: number[]) => Math.abs(a - b) / Math.min(a, b);
+
+describe('timing of the key check', () => {
+  it('keyMatches: a wrong secret costs the same whether no character or all but one is right', async () => {
+    expect(await keyMatches(secret, key, record.hash)).toBe(true);
+    expect(await keyMatches(secret, allButLast, record.hash)).toBe(false);
+    const m = await medians((c) => keyMatches(secret, c, record.hash), [noneRight, allButLast]);
+    console.log(`keyMatches median: none right ${m[0].toFixed(2)} µs, all but last right ${m[1].toFixed(2)} µs (${(relative(m) * 100).toFixed(1)} %)`);
+    expect(relative(m)).toBeLessThan(MAX_RELATIVE);
+  });
+
+  it('the same statistic flags a check whose time does depend on the prefix (the control)', async () => {
+    const leaky = async (c: string) => {
+      // A comparison that does extra work when the first half matches: what a naive check leaks.
+      if (c.slice(0, SECRET_START + 20) === key.slice(0, SECRET_START + 20)) await hashKey(secret, c);
+      return keyMatches(secret, c, record.hash);
+    };
+    const m = await medians(leaky, [noneRight, allButLast]);
+    expect(relative(m)).toBeGreaterThan(MAX_RELATIVE);
+  });
+
+  it('the whole access check: same time for both, and the registry is asked by key id only', async () => {
+    const lookups: string[] = [];
+    const registry: KeyRegistry = {
+      description: 'spy',
+      async lookup(id) {
+        lookups.push(id);
+        return id === record.id ? record : null;
+      },
+    };
+    const config = resolveAccessConfig({ key_required: { per_ip: { per_minute: 100_000_000 } } }, 'key-required');
+    const access = new AccessControl({ config, store: new MemoryQuotaStore(), keys: registry, secret });
+    const check = (candidate: string) => access.check(new Request('http://x/api/v1/release', { headers: { Authorization: `Bearer ${candidate}` } }), '192.0.2.7');
+
+    expect((await check(key)).denied).toBeNull();
+    expect((await check(allButLast)).denied?.status).toBe(401);
+    // A well-formed key whose id is not in the registry is checked against a dummy hash: same work.
+    const unknownId = `isoatlas_${record.id === 'aaaaaaaa' ? 'bbbbbbbb' : 'aaaaaaaa'}_${key.slice(SECRET_START)}`;
+    const m = await medians(check, [noneRight, allButLast, unknownId]);
+    console.log(`AccessControl.check median: none right ${m[0].toFixed(2)} µs, all but last right ${m[1].toFixed(2)} µs, unknown id ${m[2].toFixed(2)} µs`);
+    expect(relative([m[0], m[1]])).toBeLessThan(MAX_RELATIVE);
+    expect(relative([m[0], m[2]])).toBeLessThan(MAX_RELATIVE);
+    // Every lookup was by the 8-character id; no part of a secret ever reached the registry.
+    expect(new Set(lookups)).toEqual(new Set([record.id, keyId(unknownId)]));
+  });
+});
