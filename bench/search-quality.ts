@@ -1,0 +1,134 @@
+// Search quality over a rendered tree: sampled genes and isoforms queried by their exact symbol, id
+// and name (each must come first), and gene symbols with one typo (the gene must be in the top 3).
+// Shared by the search benchmark (human scale) and test/search-quality.test.ts (the demo release).
+import fg from 'fast-glob';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Rng } from '../build/generate/random.js';
+import type { GeneBody, IsoformBody, SearchHitBody } from '../edge/contract/schemas.js';
+import { allowedEdits } from '../edge/contract/search.js';
+
+export type SearchFn = (query: string, limit: number) => Promise<{ total: number; items: SearchHitBody[] }>;
+
+export interface ExactQuery {
+  query: string;
+  kind: 'symbol' | 'gene id' | 'versioned gene id' | 'transcript id' | 'unversioned transcript id' | 'transcript name';
+  type: 'gene' | 'isoform';
+  id: string;
+}
+
+export interface TypoQuery {
+  query: string;
+  symbol: string;
+  gene: string;
+  edit: 'substitution' | 'deletion' | 'insertion' | 'transposition';
+}
+
+export interface QualitySample {
+  exact: ExactQuery[];
+  typo: TypoQuery[];
+}
+
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+function pick<T>(rand: () => number, items: readonly T[]): T {
+  return items[Math.floor(rand() * items.length)];
+}
+
+function sampleOf<T>(rand: () => number, items: readonly T[], n: number): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy.slice(0, n);
+}
+
+/** One random edit of a word: what a hurried typist does. */
+export function typo(rand: () => number, word: string): { text: string; edit: TypoQuery['edit'] } {
+  const edits: TypoQuery['edit'][] = word.length >= 2 ? ['substitution', 'deletion', 'insertion', 'transposition'] : ['substitution', 'insertion'];
+  const edit = pick(rand, edits);
+  const at = Math.floor(rand() * (edit === 'transposition' ? word.length - 1 : edit === 'insertion' ? word.length + 1 : word.length));
+  const letter = () => pick(rand, ALPHABET);
+  switch (edit) {
+    case 'substitution': {
+      let c = letter();
+      while (c === word[at].toLowerCase()) c = letter();
+      return { text: word.slice(0, at) + c + word.slice(at + 1), edit };
+    }
+    case 'deletion':
+      return { text: word.slice(0, at) + word.slice(at + 1), edit };
+    case 'insertion':
+      return { text: word.slice(0, at) + letter() + word.slice(at), edit };
+    case 'transposition':
+      return { text: word.slice(0, at) + word[at + 1] + word[at] + word.slice(at + 2), edit };
+  }
+}
+
+/** Samples `n` genes and `n` isoforms of a tree for exact queries, and `n` typo'd gene symbols. */
+export function sampleQueries(tree: string, n: number, seed = 7): QualitySample {
+  const rng = new Rng(seed);
+  const rand = () => rng.next();
+  const read = <T>(path: string) => JSON.parse(readFileSync(join(tree, path), 'utf8')) as T;
+  const genePaths = fg.sync('api/v1/genes/*.json', { cwd: tree }).sort();
+  const isoformPaths = fg.sync('api/v1/isoforms/*.json', { cwd: tree }).sort();
+  const genes = sampleOf(rand, genePaths, n).map((p) => read<GeneBody>(p));
+  const isoforms = sampleOf(rand, isoformPaths, n).map((p) => read<IsoformBody>(p));
+
+  const exact: ExactQuery[] = [];
+  for (const g of genes) {
+    // A symbol shared by several genes finds all of them first, in id order: not a one-answer query.
+    exact.push({ query: g.symbol, kind: 'symbol', type: 'gene', id: g.gene_id });
+    exact.push({ query: g.gene_id, kind: 'gene id', type: 'gene', id: g.gene_id });
+    if (g.gene_id_versioned) exact.push({ query: g.gene_id_versioned, kind: 'versioned gene id', type: 'gene', id: g.gene_id });
+  }
+  for (const i of isoforms) {
+    exact.push({ query: i.transcript_id, kind: 'transcript id', type: 'isoform', id: i.transcript_id });
+    if (i.transcript_id_unversioned) exact.push({ query: i.transcript_id_unversioned, kind: 'unversioned transcript id', type: 'isoform', id: i.transcript_id });
+    exact.push({ query: i.transcript_name, kind: 'transcript name', type: 'isoform', id: i.transcript_id });
+  }
+
+  const typos: TypoQuery[] = [];
+  for (const g of genes) {
+    if (allowedEdits(g.symbol) === 0) continue; // 1–2 letters: any edit is another word
+    const t = typo(rand, g.symbol);
+    typos.push({ query: t.text, symbol: g.symbol, gene: g.gene_id, edit: t.edit });
+  }
+  return { exact, typo: typos };
+}
+
+export interface QualityResult {
+  exactQueries: number;
+  /** Exact queries whose own record was not the first hit (or, for a shared symbol, not among the exact hits). */
+  exactMisses: { query: ExactQuery; got: string[] }[];
+  typoQueries: number;
+  /** Typos that spell another exact term of the release (an exact hit for something else): not scored. */
+  typoSkipped: number;
+  typoInTop3: number;
+  typoMisses: { query: TypoQuery; got: string[] }[];
+}
+
+export async function evaluateQuality(search: SearchFn, sample: QualitySample): Promise<QualityResult> {
+  const exactMisses: QualityResult['exactMisses'] = [];
+  for (const q of sample.exact) {
+    const r = await search(q.query, 25);
+    const exactHits = r.items.filter((h) => h.match === 'exact');
+    const ok = exactHits.length === 1 ? exactHits[0].type === q.type && exactHits[0].id === q.id && r.items[0] === exactHits[0] : exactHits.some((h) => h.type === q.type && h.id === q.id) && exactHits.length === r.items.slice(0, exactHits.length).length;
+    if (!ok) exactMisses.push({ query: q, got: r.items.slice(0, 3).map((h) => `${h.type}:${h.id}:${h.match}`) });
+  }
+  let typoSkipped = 0;
+  let typoInTop3 = 0;
+  const typoMisses: QualityResult['typoMisses'] = [];
+  for (const q of sample.typo) {
+    const r = await search(q.query, 3);
+    // A typo that is itself a symbol, id or name in the release is that record's exact query.
+    if (r.items.some((h) => h.match === 'exact' && h.id !== q.gene)) {
+      typoSkipped++;
+      continue;
+    }
+    // A symbol shared by several genes (Y_RNA) cannot tell them apart: any of them is the answer.
+    if (r.items.some((h) => h.type === 'gene' && (h.id === q.gene || h.symbol.toLowerCase() === q.symbol.toLowerCase()))) typoInTop3++;
+    else typoMisses.push({ query: q, got: r.items.map((h) => `${h.type}:${h.id}:${h.match}`) });
+  }
+  return { exactQueries: sample.exact.length, exactMisses, typoQueries: sample.typo.length - typoSkipped, typoSkipped, typoInTop3, typoMisses };
+}
