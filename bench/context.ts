@@ -1,0 +1,93 @@
+// What every section gets: the options, a scratch directory, progress logging and the demo release
+// (built once per bench run, or taken from --tree / the build section).
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+export const CLI = join(ROOT, 'bin/isoatlas.mjs');
+
+export interface BenchOptions {
+  runs: number;
+  runsHuman: number;
+  /** Publish runs: each re-renders and publishes against s3rver (minutes); object counts do not vary. */
+  runsPublish: number;
+  quick: boolean;
+  soakMinutes: number;
+  skipHuman: boolean;
+  /** Work directory of the human-scale build (kept); default a scratch directory. */
+  humanTree?: string;
+  /** An already built demo work directory (release.sqlite, tree/) to use instead of building one. */
+  demoWork?: string;
+}
+
+export interface DemoRelease {
+  work: string;
+  db: string;
+  tree: string;
+}
+
+export interface BenchContext {
+  opts: BenchOptions;
+  tmp: string;
+  log: (line: string) => void;
+  demo(): Promise<DemoRelease>;
+  /** Lets the build section hand over the demo release it built. */
+  provideDemo(demo: DemoRelease): void;
+  /** The human-scale release: built by the build section in this run, or an existing tree in
+   * --human-tree; null when there is none (e.g. --skip-human without --human-tree). */
+  human(): { work: string; tree: string } | null;
+  provideHuman(human: { work: string; tree: string }): void;
+}
+
+export function demoRelease(work: string): DemoRelease {
+  return { work, db: join(work, 'release.sqlite'), tree: join(work, 'tree') };
+}
+
+/** Runs a command to completion; rejects with its output when it fails. */
+export function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((ok, fail) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.once('error', fail);
+    child.once('exit', (code, signal) => {
+      if (code === 0) ok({ stdout, stderr });
+      else fail(new Error(`${cmd} ${args.join(' ')} failed (${code ?? signal}):\n${stderr.slice(-2000)}`));
+    });
+  });
+}
+
+export function createContext(opts: BenchOptions, tmp: string, log: (line: string) => void): BenchContext {
+  let demo: Promise<DemoRelease> | null = opts.demoWork ? Promise.resolve(demoRelease(resolve(opts.demoWork))) : null;
+  let human: { work: string; tree: string } | null =
+    opts.humanTree && existsSync(join(opts.humanTree, 'tree/manifest.json')) ? { work: resolve(opts.humanTree), tree: join(resolve(opts.humanTree), 'tree') } : null;
+  return {
+    opts,
+    tmp,
+    log,
+    human: () => human,
+    provideHuman(h) {
+      human = h;
+      // Sections that look for the human tree through the option find this one too.
+      opts.humanTree ??= h.work;
+    },
+    provideDemo(d) {
+      if (!demo) demo = Promise.resolve(d);
+    },
+    demo() {
+      if (!demo) {
+        const work = join(tmp, 'demo');
+        log('building the demo release for the benchmarks (isoatlas demo)…');
+        demo = run(process.execPath, [CLI, 'demo', '--work', work]).then(() => demoRelease(work));
+      }
+      return demo.then((d) => {
+        if (!existsSync(join(d.tree, 'manifest.json'))) throw new Error(`${d.tree} is not a built tree`);
+        return d;
+      });
+    },
+  };
+}

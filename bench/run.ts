@@ -1,0 +1,118 @@
+// `npm run bench`: runs the benchmark sections and writes BENCHMARKS.md (issue #7 part 3, #8 soak).
+// Progress goes to stderr, a one-line summary at the end. A missed target is printed as MISSED in the
+// report and the summary but does not fail the run: exit 1 only when a benchmark itself failed.
+import { Command, InvalidArgumentError } from 'commander';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { benchBuild } from './build.js';
+import { benchBundle } from './bundle.js';
+import { createContext, ROOT, type BenchContext, type BenchOptions } from './context.js';
+import { stopGcObserver } from './gc.js';
+import { benchHandler } from './handler.js';
+import { gitCommit, machine } from './machine.js';
+import { benchPublish } from './publish.js';
+import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
+import { benchServerVsNginx } from './server-vs-nginx.js';
+import { benchSoak } from './soak.js';
+import { killAllServers } from './servers.js';
+
+type Section = (ctx: BenchContext) => Promise<SectionReport>;
+
+/** Search latency at human scale lives in bench/search.ts (exporting `benchSearch`), when present. */
+async function searchSection(): Promise<Section | null> {
+  if (!existsSync(join(ROOT, 'bench/search.ts'))) return null;
+  const mod = (await import('./search.js' as string)) as { benchSearch: Section };
+  return mod.benchSearch;
+}
+
+const positive = (v: string) => {
+  if (!/^[1-9]\d*$/.test(v)) throw new InvalidArgumentError('expected a positive integer');
+  return Number(v);
+};
+
+function sectionList(v: string): SectionId[] {
+  const ids = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const id of ids) if (!(SECTION_ORDER as readonly string[]).includes(id)) throw new InvalidArgumentError(`unknown section "${id}"; sections: ${SECTION_ORDER.join(', ')}`);
+  return ids as SectionId[];
+}
+
+async function main(argv: string[]): Promise<number> {
+  const cli = new Command('bench')
+    .description('Benchmarks of the build, the edge, the local server against nginx, publishing, the edge bundle and a soak run; writes BENCHMARKS.md.')
+    .option('--only <sections>', `comma-separated subset of: ${SECTION_ORDER.join(', ')}`, sectionList)
+    .option('--runs <n>', 'runs per figure (the median is reported with the spread)', positive, 5)
+    .option('--runs-human <n>', 'runs of the human-scale build (minutes each)', positive, 1)
+    .option('--runs-publish <n>', 'runs of the 1% incremental publish (each re-renders the tree; counts are deterministic)', positive, 1)
+    .option('--quick', 'short durations and few requests: a smoke run, not figures to publish', false)
+    .option('--soak-minutes <n>', 'length of the soak run', positive, 10)
+    .option('--skip-human', 'do not build the human-scale release', false)
+    .option('--human-tree <dir>', 'work directory of the human-scale build (kept afterwards; with --skip-human, an existing human tree there is used by sections that want one, e.g. search)')
+    .option('--demo-work <dir>', 'use this already built demo release (release.sqlite, tree/) instead of building one')
+    .option('--out <file>', 'report to write', join(ROOT, 'BENCHMARKS.md'))
+    .option('--keep-tmp', 'keep the scratch directory', false);
+  cli.parse(argv);
+  const o = cli.opts<{ only?: SectionId[]; runs: number; runsHuman: number; runsPublish: number; quick: boolean; soakMinutes: number; skipHuman: boolean; humanTree?: string; demoWork?: string; out: string; keepTmp: boolean }>();
+  const opts: BenchOptions = { runs: o.runs, runsHuman: o.runsHuman, runsPublish: o.runsPublish, quick: o.quick, soakMinutes: o.soakMinutes, skipHuman: o.skipHuman, humanTree: o.humanTree, demoWork: o.demoWork };
+
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const tmp = mkdtempSync(join(tmpdir(), 'isoatlas-bench-'));
+  const ctx = createContext(opts, tmp, log);
+  const sections: Record<SectionId, Section | null> = {
+    build: benchBuild,
+    handler: benchHandler,
+    search: await searchSection(),
+    'server-vs-nginx': benchServerVsNginx,
+    publish: benchPublish,
+    bundle: benchBundle,
+    soak: benchSoak,
+  };
+  const wanted = o.only ?? SECTION_ORDER.filter((id) => sections[id]);
+  const reports: SectionReport[] = [];
+  const failed: string[] = [];
+  const started = performance.now();
+  try {
+    for (const id of wanted) {
+      const section = sections[id];
+      if (!section) {
+        log(`bench: section ${id} is not available in this checkout`);
+        failed.push(id);
+        continue;
+      }
+      log(`bench: ${id}…`);
+      const t = performance.now();
+      const load = loadavg()[0];
+      try {
+        const report = await section(ctx);
+        // Other work on the machine skews figures: say how busy it was when the section started.
+        report.method = `${report.method} Machine load average when the section started: ${load.toFixed(2)}.`;
+        reports.push(report);
+        log(`bench: ${id} done in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+      } catch (err) {
+        failed.push(id);
+        log(`bench: ${id} FAILED: ${(err as Error).stack ?? err}`);
+      }
+    }
+  } finally {
+    stopGcObserver();
+    killAllServers();
+    if (!o.keepTmp) rmSync(tmp, { recursive: true, force: true });
+    else log(`bench: scratch files kept in ${tmp}`);
+  }
+
+  const stamp = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${gitCommit(ROOT)}${o.quick ? ' with --quick (smoke run: short durations, not figures to publish)' : ''}`;
+  if (reports.length) writeBenchmarks(o.out, machine(), stamp, reports);
+  const missed = reports.flatMap((r) => r.targets.filter((t) => t.met === false).map((t) => t.what));
+  const minutes = ((performance.now() - started) / 60_000).toFixed(1);
+  const parts = reports.map((r) => r.headline);
+  log(
+    `bench: ${reports.length} section(s) in ${minutes} min → ${o.out}; ${parts.join('; ')}` +
+      `${missed.length ? `; MISSED ${missed.length} target(s): ${missed.join(', ')}` : '; every target met'}` +
+      `${failed.length ? `; FAILED: ${failed.join(', ')}` : ''}`,
+  );
+  return failed.length ? 1 : 0;
+}
+
+// Exit explicitly: a stray socket or timer of a library (S3 client, autocannon) must not keep a
+// finished bench run alive.
+process.exit(await main(process.argv));

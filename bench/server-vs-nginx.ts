@@ -1,0 +1,132 @@
+// Section 3: the local server (`isoatlas serve`) against nginx serving the same tree on the same
+// machine, driven by the same load generator with the same connections and duration, alternating
+// servers between runs so drift is shared. Target (issue #7): ≥ 0.7 × nginx on file-backed routes.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BenchContext } from './context.js';
+import { load, type LoadResult } from './load.js';
+import { hotspots, mainProfile, monotonicMicros } from './profile.js';
+import type { SectionReport, Target } from './report.js';
+import { pickSamples } from './samples.js';
+import { startLocalServer, startNginx, type RunningServer } from './servers.js';
+import { fmt, fmtSummary, summarize } from './stats.js';
+
+const TARGET_RATIO = 0.7;
+
+interface Comparison {
+  name: string;
+  local: string;
+  /** null: nginx cannot serve this route (no equivalent file). */
+  nginx: string | null;
+  fileBacked: boolean;
+  note?: string;
+}
+
+function expectOnly200(server: string, path: string, r: LoadResult): void {
+  const other = Object.entries(r.status).filter(([code]) => code !== '200');
+  if (other.length || r.socketErrors) throw new Error(`${server} ${path}: unexpected answers ${JSON.stringify(r.status)}, ${r.socketErrors} socket errors`);
+}
+
+export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionReport> {
+  const { tree } = await ctx.demo();
+  const s = pickSamples(tree);
+  const api = '/api/v1';
+  const routes: Comparison[] = [
+    { name: 'gene record', local: `${api}/genes/${s.geneId}`, nginx: `/${s.files.gene}`, fileBacked: true },
+    { name: 'isoform by name', local: `${api}/isoforms/${s.transcriptName}`, nginx: `/${s.files.isoform}`, fileBacked: true, note: 'nginx cannot resolve names: it gets the file by transcript id' },
+    { name: 'isoform page limit=10', local: `${api}/genes/${s.geneId}/isoforms?limit=10`, nginx: `/${s.files.page}`, fileBacked: false, note: 'the server slices 10 items from the page file; nginx serves the whole pre-split page of up to 100' },
+    { name: 'search', local: `${api}/search?query=${encodeURIComponent(s.symbol)}`, nginx: null, fileBacked: false, note: 'nginx has no search' },
+  ];
+  const connections = 10;
+  const seconds = ctx.opts.quick ? 2 : 10;
+  const runs = ctx.opts.runs;
+
+  const local = await startLocalServer(tree, ctx.tmp);
+  const nginx = await startNginx(tree, ctx.tmp);
+  const results = new Map<string, { local: LoadResult[]; nginx: LoadResult[] }>(routes.map((r) => [r.name, { local: [], nginx: [] }]));
+  try {
+    ctx.log(`  warming up both servers…`);
+    for (const r of routes) {
+      await load({ base: local.base, paths: [r.local], connections, seconds: 2 });
+      if (r.nginx) await load({ base: nginx.base, paths: [r.nginx], connections, seconds: 2 });
+    }
+    for (let run = 0; run < runs; run++) {
+      for (const r of routes) {
+        const order: [RunningServer, string | null, 'local' | 'nginx'][] = [
+          [local, r.local, 'local'],
+          [nginx, r.nginx, 'nginx'],
+        ];
+        if (run % 2 === 1) order.reverse();
+        for (const [server, path, key] of order) {
+          if (!path) continue;
+          const res = await load({ base: server.base, paths: [path], connections, seconds });
+          expectOnly200(server.name, path, res);
+          results.get(r.name)![key].push(res);
+          ctx.log(`  run ${run + 1}/${runs} ${r.name} ${server.name}: ${fmt(res.rps)} req/s, p99 ${res.p99Ms} ms`);
+        }
+      }
+    }
+  } finally {
+    await local.stop();
+    await nginx.stop();
+  }
+
+  const rows: string[][] = [];
+  const targets: Target[] = [];
+  for (const r of routes) {
+    const res = results.get(r.name)!;
+    const lr = summarize(res.local.map((x) => x.rps));
+    const lp = summarize(res.local.map((x) => x.p99Ms));
+    const nr = res.nginx.length ? summarize(res.nginx.map((x) => x.rps)) : null;
+    const np = res.nginx.length ? summarize(res.nginx.map((x) => x.p99Ms)) : null;
+    // The ratio of medians, and its spread from the per-run ratios (runs are paired in time).
+    const ratios = nr ? summarize(res.local.map((x, i) => x.rps / res.nginx[i].rps)) : null;
+    const ratio = nr ? lr.median / nr.median : null;
+    rows.push([
+      r.name,
+      `\`${r.local.replace(api, '')}\``,
+      fmtSummary(lr),
+      fmtSummary(lp, 1),
+      nr ? fmtSummary(nr) : 'n/a',
+      np ? fmtSummary(np, 1) : 'n/a',
+      ratio !== null ? `${ratio.toFixed(2)} (${ratios!.min.toFixed(2)}–${ratios!.max.toFixed(2)})` : 'n/a',
+    ]);
+    if (r.fileBacked && ratio !== null) targets.push({ what: `${r.name}: local ÷ nginx requests/s`, target: `≥ ${TARGET_RATIO}`, measured: ratio.toFixed(2), met: ratio >= TARGET_RATIO });
+  }
+
+  const notes = routes.filter((r) => r.note).map((r) => `${r.name}: ${r.note}.`);
+  notes.push(
+    'nginx runs `worker_processes 1` (the Node server is one process), `access_log off`, sendfile; the local server runs with its default open access control (per-IP counting on, limit raised so the load is never throttled) and writes its one log line per request to /dev/null.',
+    'Both servers and the load generator share the machine’s 2 cores: figures are relative, not what either server does on dedicated hardware.',
+  );
+  const headline = targets.map((t) => `${t.what.split(':')[0]} ${t.measured}×${t.met ? '' : ' MISSED'}`).join(', ');
+  if (targets.some((t) => t.met === false)) {
+    ctx.log('  target missed: profiling the local server on the gene route (node --cpu-prof)…');
+    const dir = join(ctx.tmp, 'cpu-prof');
+    mkdirSync(dir, { recursive: true });
+    const profiled = await startLocalServer(tree, ctx.tmp, { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+    const window = { from: 0, to: 0 };
+    try {
+      await load({ base: profiled.base, paths: [routes[0].local], connections, seconds: 2 }); // warm-up, not counted
+      window.from = monotonicMicros();
+      await load({ base: profiled.base, paths: [routes[0].local], connections, seconds });
+      window.to = monotonicMicros();
+    } finally {
+      await profiled.stop();
+    }
+    const file = mainProfile(dir);
+    if (file) {
+      const top = hotspots(file, 12, window);
+      notes.push(`Where the local server spends its CPU on the gene route (\`node --cpu-prof\`, self time as a share of non-idle time): ${top.map((h) => `${h.frame} ${h.percent.toFixed(1)}%`).join('; ')}.`);
+    }
+  }
+  return {
+    id: 'server-vs-nginx',
+    title: '3. Local server against nginx',
+    method: `autocannon (programmatic, in the bench process) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server. Requests/s = requests completed ÷ run time; p99 latency from autocannon's histogram.`,
+    tables: [{ headers: ['route', 'local path', 'local req/s', 'local p99 (ms)', 'nginx req/s', 'nginx p99 (ms)', 'local ÷ nginx'], rows }],
+    targets,
+    notes,
+    headline: `server/nginx: ${headline}`,
+  };
+}

@@ -1,0 +1,147 @@
+// The servers under load: `isoatlas serve` (a child process, as users run it) and nginx serving the
+// same tree, plus the RSS of a process from /proc.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { CLI, ROOT } from './context.js';
+import { NGINX_BIN } from './machine.js';
+
+export interface RunningServer {
+  name: string;
+  base: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Every server child this process started, so a failing benchmark cannot leave one running. */
+const children = new Set<ChildProcess>();
+
+function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** Kills whatever server children are still running (end of the bench, or after a failure). */
+export function killAllServers(): void {
+  for (const child of children) child.kill('SIGTERM'); // nginx's master takes its worker down with it on TERM, not on KILL
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function waitUntilServing(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let last = 'no answer';
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited before it was ready:\n${output()}`);
+    try {
+      const res = await fetch(url);
+      const body = await res.text();
+      if (res.ok) return;
+      last = `${res.status} ${body.slice(0, 300)}`;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGTERM');
+  throw new Error(`server at ${url} not ready within 30 s (last answer: ${last}):\n${output()}`);
+}
+
+function stopper(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): () => Promise<void> {
+  return () =>
+    new Promise((ok) => {
+      if (child.exitCode !== null || child.signalCode !== null) return ok();
+      child.once('exit', () => ok());
+      child.kill(signal);
+      setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
+    });
+}
+
+/** Limits high enough that the load generator is never throttled: the per-IP quota is part of what the
+ * server does per request (it is counted), but 900/min would cap a benchmark at 15 requests/s. */
+function writeBenchAccessConfig(dir: string): string {
+  const file = join(dir, 'access.json');
+  writeFileSync(file, JSON.stringify({ open: { anonymous_per_ip: { per_minute: 1_000_000_000 } } }));
+  return file;
+}
+
+/** `isoatlas serve` on the tree, its request log to /dev/null; `nodeArgs` e.g. --cpu-prof. */
+export async function startLocalServer(tree: string, tmp: string, opts: { nodeArgs?: string[] } = {}): Promise<RunningServer> {
+  const dir = join(tmp, `local-server-${Date.now()}`);
+  mkdirSync(join(dir, 'keys'), { recursive: true });
+  const port = await freePort();
+  const args = [...(opts.nodeArgs ?? []), CLI, 'serve', '--dir', tree, '--port', String(port), '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys'), '--access-config', writeBenchAccessConfig(dir)];
+  const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] }));
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilServing(`${base}/api/v1/release`, child, () => stderr);
+  // SIGINT: serve() finishes in-flight requests and exits normally, so --cpu-prof gets written.
+  return { name: 'isoatlas serve', base, pid: child.pid!, stop: stopper(child, 'SIGINT') };
+}
+
+/** nginx with one worker (the Node server is one process), no access log, serving the tree as files. */
+export async function startNginx(tree: string, tmp: string): Promise<RunningServer> {
+  const dir = join(tmp, `nginx-${Date.now()}`);
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  mkdirSync(join(dir, 'tmp'), { recursive: true });
+  const port = await freePort();
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `${k}_temp_path ${join(dir, 'tmp')};`).join(' ');
+  const conf = `worker_processes 1;
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'logs/error.log')} warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  types { application/json json; chemical/x-mmcif cif; }
+  default_type application/octet-stream;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  ${temp}
+  server {
+    listen 127.0.0.1:${port};
+    root ${tree};
+    etag on;
+  }
+}
+`;
+  const confFile = join(dir, 'nginx.conf');
+  writeFileSync(confFile, conf);
+  const child = track(spawn(NGINX_BIN, ['-p', dir, '-c', confFile, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilServing(`${base}/api/v1/release.json`, child, () => stderr + readLog(join(dir, 'logs/error.log')));
+  // The worker serves; its RSS is what matters, but the master's pid is what we can stop.
+  return { name: 'nginx', base, pid: child.pid!, stop: stopper(child, 'SIGTERM') };
+}
+
+function readLog(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Resident set size of a process in bytes (VmRSS), or null once it is gone. */
+export function rssBytes(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
