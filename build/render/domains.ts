@@ -5,18 +5,10 @@ import type { Db } from '../release-db/store.js';
 import type { IsoformRow } from './load.js';
 import { TreeWriter } from './tree-writer.js';
 
-interface DomainRow {
-  transcript_id: string;
-  source: 'pfam' | 'ted';
-  accession: string;
-  name: string | null;
-  start: number;
-  end: number;
-  segments: string;
-  score: number | null;
-  evalue: number | null;
-  provenance: 'real' | 'generated';
-}
+type DomainRow = [
+  source: 'pfam' | 'ted', accession: string, name: string | null, start: number, end: number, segments: string,
+  score: number | null, evalue: number | null, provenance: 'real' | 'generated',
+];
 
 /** Mean pLDDT over the residues of the segments that the structure covers, 2 decimals; null if none. */
 export function domainPlddt(segments: [number, number][], residues: { start: number; values: number[] } | undefined): number | null {
@@ -35,30 +27,21 @@ export function domainPlddt(segments: [number, number][], residues: { start: num
   return n ? Math.round((sum / n) * 100) / 100 : null;
 }
 
-/** One isoform's domains at a time through the transcript index: memory stays flat whether the
- * release has thousands of domains or millions. */
+/** One isoform's domains at a time through the transcript index, as arrays rather than row objects:
+ * memory stays flat whether the release has thousands of domains or millions. */
 export async function renderDomains(db: Db, w: TreeWriter, isoforms: IsoformRow[], tick: () => void) {
-  const domainsOf = db.prepare('SELECT * FROM domains WHERE transcript_id = ? ORDER BY start, end, source, accession, id');
+  const domainsOf = db
+    .prepare('SELECT source, accession, name, start, end, segments, score, evalue, provenance FROM domains WHERE transcript_id = ? ORDER BY start, end, source, accession, id')
+    .raw();
   const residuesOf = db.prepare('SELECT plddt_residues FROM structures WHERE transcript_id = ? AND plddt_residues IS NOT NULL').pluck();
   for (const iso of isoforms) {
     // A coding isoform without the track counts null, a non-coding one has nothing to annotate.
     const rows = iso.metrics.domains ? (domainsOf.all(iso.transcript_id) as DomainRow[]) : [];
     const residuesText = rows.length && iso.has_structure ? (residuesOf.get(iso.transcript_id) as string | undefined) : undefined;
     const residues = residuesText ? (JSON.parse(residuesText) as { start: number; values: number[] }) : undefined;
-    const items: DomainBody[] = rows.map((r) => {
-      const segments = JSON.parse(r.segments) as [number, number][];
-      return {
-        source: r.source,
-        accession: r.accession,
-        name: r.name,
-        start: r.start,
-        end: r.end,
-        segments,
-        score: r.score,
-        evalue: r.evalue,
-        plddt: domainPlddt(segments, residues),
-        provenance: r.provenance,
-      };
+    const items: DomainBody[] = rows.map(([source, accession, name, start, end, segmentsText, score, evalue, provenance]) => {
+      const segments = JSON.parse(segmentsText) as [number, number][];
+      return { source, accession, name, start, end, segments, score, evalue, plddt: domainPlddt(segments, residues), provenance };
     });
     const body: DomainListBody = {
       transcript_id: iso.transcript_id,

@@ -7,46 +7,37 @@ import type { Db } from '../release-db/store.js';
 import type { IsoformRow } from './load.js';
 import { TreeWriter } from './tree-writer.js';
 
-interface NeoantigenRow {
-  transcript_id: string;
-  peptide: string;
-  allele: string;
-  affinity_nm: number | null;
-  percentile_rank: number | null;
-  start: number;
-  provenance: 'real' | 'generated';
-  rank: number;
-  total: number;
-}
+type NeoantigenRow = [peptide: string, allele: string, affinity_nm: number | null, percentile_rank: number | null, start: number, provenance: 'real' | 'generated'];
 
-/** One isoform at a time through the transcript index, so 5 M neoantigens are never in memory at
- * once; `count(*) OVER ()` is computed before LIMIT, so it is the isoform's full total. */
+/** One isoform at a time through the transcript index, so millions of neoantigens are never in
+ * memory at once. Rows come as arrays (no per-row objects), only the top NEOANTIGEN_TOP are read,
+ * and the total is the isoform's neoantigen metric, which counts the same rows. */
 export async function renderNeoantigens(db: Db, w: TreeWriter, isoforms: IsoformRow[], tick: () => void) {
-  const topOf = db.prepare(
-    `SELECT transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance,
-            row_number() OVER (ORDER BY affinity_nm IS NULL, affinity_nm, percentile_rank IS NULL, percentile_rank, peptide, allele, start) AS rank,
-            count(*) OVER () AS total
-     FROM neoantigens WHERE transcript_id = ?
-     ORDER BY rank LIMIT ?`,
-  );
+  const topOf = db
+    .prepare(
+      `SELECT peptide, allele, affinity_nm, percentile_rank, start, provenance FROM neoantigens WHERE transcript_id = ?
+       ORDER BY affinity_nm IS NULL, affinity_nm, percentile_rank IS NULL, percentile_rank, peptide, allele, start LIMIT ?`,
+    )
+    .raw();
   for (const iso of isoforms) {
-    // The metric counts the isoform's rows (null without the track or a protein): skip empty lookups.
-    const rows = iso.metrics.neoantigens ? (topOf.all(iso.transcript_id, NEOANTIGEN_TOP) as NeoantigenRow[]) : [];
+    // The metric is null without the track or a protein, and 0 for none: skip the empty lookups.
+    const total = iso.metrics.neoantigens ?? 0;
+    const rows = total ? (topOf.all(iso.transcript_id, NEOANTIGEN_TOP) as NeoantigenRow[]) : [];
     const body: NeoantigenListBody = {
       transcript_id: iso.transcript_id,
       transcript_name: iso.transcript_name,
-      total: rows[0]?.total ?? 0,
+      total,
       limit: NEOANTIGEN_TOP,
-      items: rows.map((r) => ({
-        rank: r.rank,
-        peptide: r.peptide,
-        length: r.peptide.length,
-        allele: r.allele,
-        affinity_nm: r.affinity_nm,
-        percentile_rank: r.percentile_rank,
-        start: r.start,
-        end: r.start + r.peptide.length - 1,
-        provenance: r.provenance,
+      items: rows.map(([peptide, allele, affinity_nm, percentile_rank, start, provenance], i) => ({
+        rank: i + 1,
+        peptide,
+        length: peptide.length,
+        allele,
+        affinity_nm,
+        percentile_rank,
+        start,
+        end: start + peptide.length - 1,
+        provenance,
       })),
     };
     await w.json(treePaths.neoantigens(TreeWriter.safeId(iso.transcript_id)), body);
