@@ -93,6 +93,10 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
   const log = opts.log ?? (() => {});
   const limits = serverLimits(process.env, opts.limits);
   const requestsOn = new WeakMap<object, number>();
+  // The server's own address, for requests without a usable Host: asked once, not per request
+  // (server.address() is a getsockname call).
+  let ownHost: string | undefined;
+  const hostOf = (address: ReturnType<http.Server['address']>) => (address && typeof address === 'object' ? `127.0.0.1:${address.port}` : 'localhost');
   const server = http.createServer(
     {
       maxHeaderSize: limits.maxHeaderSize,
@@ -108,8 +112,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       const nth = (requestsOn.get(req.socket) ?? 0) + 1; // counted on arrival: pipelined answers finish in any order
       requestsOn.set(req.socket, nth);
       req.resume(); // GET/HEAD carry no body; drain anything sent so the connection stays usable
-      const address = server.address();
-      const fallbackHost = address && typeof address === 'object' ? `127.0.0.1:${address.port}` : 'localhost';
+      const fallbackHost = (ownHost ??= hostOf(server.address()));
       let status = 500;
       try {
         const request = toRequest(req, fallbackHost);
