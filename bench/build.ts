@@ -140,7 +140,12 @@ async function humanScale(ctx: BenchContext): Promise<{ tables: Table[]; targets
 
 export async function benchBuild(ctx: BenchContext): Promise<SectionReport> {
   const demo = await demoScale(ctx);
-  const human = await humanScale(ctx);
+  // The human-scale pipeline is another module's work in progress: its failure is reported, and the
+  // demo figures are kept.
+  const human = await humanScale(ctx).catch((err: Error) => {
+    ctx.log(`  human scale FAILED: ${err.message}`);
+    return { tables: [], targets: [], notes: [`Human scale: **FAILED** — ${err.message.split('\n')[0].slice(0, 300)}`], headline: 'human scale FAILED' };
+  });
   return {
     id: 'build',
     title: '1. Build: time, tree size, files, peak RSS',

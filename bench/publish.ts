@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import fg from 'fast-glob';
 import { publish, rollback, s3Client, type PublishSummary } from '../build/publish.js';
 import { renderTree } from '../build/render/index.js';
-import { startS3rver } from '../test/helpers/s3rver.js';
+import { startS3rver } from './s3rver.js';
 import type { BenchContext } from './context.js';
 import type { SectionReport } from './report.js';
 import { fmt, fmtSummary, mib, summarize } from './stats.js';
@@ -43,7 +43,7 @@ const r0Differing = (runs: { differing: [string, number][] }[]) => runs[0].diffe
 
 export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
   const demo = await ctx.demo();
-  const s3rver = await startS3rver([BUCKET]);
+  const s3rver = await startS3rver(join(ctx.tmp, 's3rver'), [BUCKET]);
   const s3 = s3Client({ endpoint: s3rver.endpoint, region: 'us-east-1' });
   process.env.AWS_ACCESS_KEY_ID ??= 'S3RVER';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'S3RVER';

@@ -2,7 +2,8 @@
 // Progress goes to stderr, a one-line summary at the end. A missed target is printed as MISSED in the
 // report and the summary but does not fail the run: exit 1 only when a benchmark itself failed.
 import { Command, InvalidArgumentError } from 'commander';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchBuild } from './build.js';
@@ -96,7 +97,9 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     stopGcObserver();
     killAllServers();
-    if (!o.keepTmp) rmSync(tmp, { recursive: true, force: true });
+    // Deleted by a detached rm: the scratch space holds s3rver's tens of thousands of files, which
+    // take minutes to delete on a busy disk, and nothing in it is needed any more.
+    if (!o.keepTmp) spawn('rm', ['-rf', tmp], { detached: true, stdio: 'ignore' }).unref();
     else log(`bench: scratch files kept in ${tmp}`);
   }
 

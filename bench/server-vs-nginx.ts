@@ -8,7 +8,7 @@ import { load, type LoadResult } from './load.js';
 import { hotspots, mainProfile, monotonicMicros } from './profile.js';
 import type { SectionReport, Target } from './report.js';
 import { pickSamples } from './samples.js';
-import { startLocalServer, startNginx, type RunningServer } from './servers.js';
+import { startBareNode, startLocalServer, startNginx, type RunningServer } from './servers.js';
 import { fmt, fmtSummary, summarize } from './stats.js';
 
 const TARGET_RATIO = 0.7;
@@ -19,6 +19,8 @@ interface Comparison {
   /** null: nginx cannot serve this route (no equivalent file). */
   nginx: string | null;
   fileBacked: boolean;
+  /** Also measure bare node:http serving this tree file from memory (the Node ceiling). */
+  bare?: boolean;
   note?: string;
 }
 
@@ -32,7 +34,7 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
   const s = pickSamples(tree);
   const api = '/api/v1';
   const routes: Comparison[] = [
-    { name: 'gene record', local: `${api}/genes/${s.geneId}`, nginx: `/${s.files.gene}`, fileBacked: true },
+    { name: 'gene record', local: `${api}/genes/${s.geneId}`, nginx: `/${s.files.gene}`, fileBacked: true, bare: true },
     { name: 'isoform by name', local: `${api}/isoforms/${s.transcriptName}`, nginx: `/${s.files.isoform}`, fileBacked: true, note: 'nginx cannot resolve names: it gets the file by transcript id' },
     { name: 'isoform page limit=10', local: `${api}/genes/${s.geneId}/isoforms?limit=10`, nginx: `/${s.files.page}`, fileBacked: false, note: 'the server slices 10 items from the page file; nginx serves the whole pre-split page of up to 100' },
     { name: 'search', local: `${api}/search?query=${encodeURIComponent(s.symbol)}`, nginx: null, fileBacked: false, note: 'nginx has no search' },
@@ -41,20 +43,24 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
   const seconds = ctx.opts.quick ? 2 : 10;
   const runs = ctx.opts.runs;
 
-  const local = await startLocalServer(tree, ctx.tmp);
-  const nginx = await startNginx(tree, ctx.tmp);
-  const results = new Map<string, { local: LoadResult[]; nginx: LoadResult[] }>(routes.map((r) => [r.name, { local: [], nginx: [] }]));
+  const results = new Map<string, { local: LoadResult[]; nginx: LoadResult[]; bare: LoadResult[] }>(routes.map((r) => [r.name, { local: [], nginx: [], bare: [] }]));
+  const started: RunningServer[] = [];
   try {
+    const local = await startLocalServer(tree, ctx.tmp).then((x) => (started.push(x), x));
+    const nginx = await startNginx(tree, ctx.tmp).then((x) => (started.push(x), x));
+    const bare = await startBareNode(join(tree, s.files.gene)).then((x) => (started.push(x), x));
     ctx.log(`  warming up both servers…`);
     for (const r of routes) {
       await load({ base: local.base, paths: [r.local], connections, seconds: 2 });
       if (r.nginx) await load({ base: nginx.base, paths: [r.nginx], connections, seconds: 2 });
+      if (r.bare) await load({ base: bare.base, paths: ['/'], connections, seconds: 2 });
     }
     for (let run = 0; run < runs; run++) {
       for (const r of routes) {
-        const order: [RunningServer, string | null, 'local' | 'nginx'][] = [
+        const order: [RunningServer, string | null, 'local' | 'nginx' | 'bare'][] = [
           [local, r.local, 'local'],
           [nginx, r.nginx, 'nginx'],
+          [bare, r.bare ? '/' : null, 'bare'],
         ];
         if (run % 2 === 1) order.reverse();
         for (const [server, path, key] of order) {
@@ -67,12 +73,12 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
       }
     }
   } finally {
-    await local.stop();
-    await nginx.stop();
+    for (const server of started) await server.stop();
   }
 
   const rows: string[][] = [];
   const targets: Target[] = [];
+  let ceiling = '';
   for (const r of routes) {
     const res = results.get(r.name)!;
     const lr = summarize(res.local.map((x) => x.rps));
@@ -82,6 +88,10 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     // The ratio of medians, and its spread from the per-run ratios (runs are paired in time).
     const ratios = nr ? summarize(res.local.map((x, i) => x.rps / res.nginx[i].rps)) : null;
     const ratio = nr ? lr.median / nr.median : null;
+    if (res.bare.length && nr) {
+      const br = summarize(res.bare.map((x) => x.rps));
+      ceiling = `Ceiling for any Node server here: bare \`node:http\` answering the ${r.name} file's bytes from memory (no routing, no Web Request/Response, no file read; bench/bare-node-server.mjs) does ${fmtSummary(br)} requests/s, p99 ${fmtSummary(summarize(res.bare.map((x) => x.p99Ms)), 1)} ms: ${(br.median / nr.median).toFixed(2)} × nginx; the local server reaches ${(lr.median / br.median).toFixed(2)} of that ceiling.`;
+    }
     rows.push([
       r.name,
       `\`${r.local.replace(api, '')}\``,
@@ -95,6 +105,7 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
   }
 
   const notes = routes.filter((r) => r.note).map((r) => `${r.name}: ${r.note}.`);
+  if (ceiling) notes.push(ceiling);
   notes.push(
     'nginx runs `worker_processes 1` (the Node server is one process), `access_log off`, sendfile; the local server runs with its default open access control (per-IP counting on, limit raised so the load is never throttled) and writes its one log line per request to /dev/null.',
     'Both servers and the load generator share the machine’s 2 cores: figures are relative, not what either server does on dedicated hardware.',
@@ -117,7 +128,7 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     const file = mainProfile(dir);
     if (file) {
       const top = hotspots(file, 12, window);
-      notes.push(`Where the local server spends its CPU on the gene route (\`node --cpu-prof\`, self time as a share of non-idle time): ${top.map((h) => `${h.frame} ${h.percent.toFixed(1)}%`).join('; ')}.`);
+      notes.push(`Where the local server spends its CPU on the gene route (\`node --cpu-prof\` over one more ${seconds}-s load run after a warm-up; self time as a share of the main thread's non-idle time): ${top.map((h) => `${h.frame} ${h.percent.toFixed(1)}%`).join('; ')}.`);
     }
   }
   return {

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
 import { CLI, ROOT } from './context.js';
 import { NGINX_BIN } from './machine.js';
 
@@ -98,7 +99,9 @@ export async function startNginx(tree: string, tmp: string): Promise<RunningServ
   mkdirSync(join(dir, 'tmp'), { recursive: true });
   const port = await freePort();
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `${k}_temp_path ${join(dir, 'tmp')};`).join(' ');
-  const conf = `worker_processes 1;
+  // Started as root, nginx would run its worker as nobody, which cannot read a tree in a 0700 temp dir.
+  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
+  const conf = `${user}worker_processes 1;
 pid ${join(dir, 'nginx.pid')};
 error_log ${join(dir, 'logs/error.log')} warn;
 events { worker_connections 1024; }
@@ -126,6 +129,17 @@ http {
   await waitUntilServing(`${base}/api/v1/release.json`, child, () => stderr + readLog(join(dir, 'logs/error.log')));
   // The worker serves; its RSS is what matters, but the master's pid is what we can stop.
   return { name: 'nginx', base, pid: child.pid!, stop: stopper(child, 'SIGTERM') };
+}
+
+/** node:http answering one file's bytes from memory (bench/bare-node-server.mjs): the Node ceiling. */
+export async function startBareNode(file: string): Promise<RunningServer> {
+  const port = await freePort();
+  const child = track(spawn(process.execPath, [join(ROOT, 'bench/bare-node-server.mjs'), file, String(port)], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilServing(`${base}/`, child, () => stderr);
+  return { name: 'bare node:http', base, pid: child.pid!, stop: stopper(child) };
 }
 
 function readLog(file: string): string {

@@ -1,0 +1,23 @@
+// The benchmark's statistics (bench/stats.ts): every figure in BENCHMARKS.md is a median with its
+// spread, so these must be right.
+import { describe, expect, it } from 'vitest';
+import { fmtSummary, median, quantile, relativeSpread, summarize } from '../bench/stats.js';
+
+describe('bench statistics', () => {
+  it('interpolates quantiles between closest ranks, whatever the input order', () => {
+    expect(median([5, 1, 3])).toBe(3);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(quantile([10, 20, 30, 40, 50], 0.99)).toBeCloseTo(49.6);
+    expect(quantile([7], 0.99)).toBe(7);
+    expect(() => quantile([], 0.5)).toThrow(/no values/);
+    expect(() => quantile([1], 1.5)).toThrow(/outside/);
+  });
+
+  it('summarizes runs as median, min–max and IQR, and prints the spread only when there is one', () => {
+    const s = summarize([120, 100, 110, 90, 130]);
+    expect(s).toEqual({ n: 5, median: 110, min: 90, max: 130, iqr: 20 });
+    expect(relativeSpread(s)).toBeCloseTo((100 * 40) / 110);
+    expect(fmtSummary(s, 0, 'ms')).toBe('110 ms (90–130)');
+    expect(fmtSummary(summarize([1234.5]), 1)).toBe('1,234.5');
+  });
+});
