@@ -12,6 +12,7 @@ import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './rout
 import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem, type BodyOptions } from './responses.js';
 import { search } from './search.js';
 import type { AccessControl } from './access/control.js';
+import { redactKeys } from './access/key-format.js';
 
 export interface HandlerOptions {
   /** The tree: one release (a directory, a base URL) or a published bucket with a release pointer. */
@@ -246,6 +247,6 @@ function failure(request: Request, err: unknown): Response {
     return problem(request, { status, detail, headers: { 'Retry-After': '5' } });
   }
   // A bug of ours, not the client's: say so without leaking internals.
-  console.error(`isoatlas edge: unexpected error: ${(err as Error).stack ?? err}`);
+  console.error(`isoatlas edge: unexpected error: ${redactKeys(String((err as Error).stack ?? err))}`);
   return problem(request, { status: 500, detail: 'an unexpected error occurred; it has been logged' });
 }

@@ -3,11 +3,15 @@
 // keys in every place a client might put one (the Authorization header, the path, the query, other
 // headers, percent-encoded). The scanner behind the run-wide check (helpers/key-scan.ts) is tested
 // here too, so that check can fail.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keyId } from '../edge/access/key-format.js';
+import { createHandler } from '../edge/handler.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { AccessControl } from '../edge/access/control.js';
+import { resolveAccessConfig } from '../edge/access/config.js';
 import { issueKey, revokeKey } from '../build/keys/registry.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { KEY_MATERIAL, scanForKeys } from './helpers/key-scan.js';
@@ -86,6 +90,25 @@ describe('keys in requests, against a real server', () => {
     expect(log.match(/^GET /gm)?.length).toBeGreaterThanOrEqual(requests.length);
     for (const s of secrets) expect(log.includes(s), 'the server log holds key material').toBe(false);
     expect(log.match(KEY_MATERIAL)).toBeNull();
+  });
+
+  it('an unexpected error whose message holds a key is logged redacted, and its 500 says nothing', async () => {
+    // A quota store failing with a plain Error (a bug; not wrapped in fail-open) that quotes a key.
+    const store = { description: 'broken', hit: () => Promise.reject(new Error(`counter broke for ${valid}`)), undo: async () => {} };
+    const access = new AccessControl({ config: resolveAccessConfig({}, 'open'), store, keys: null, secret: null });
+    const handler = createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
+    const logged: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void logged.push(args.join(' ')));
+    try {
+      const res = await handler(new Request(`http://x/api/v1/genes/${valid}`));
+      expect(res.status).toBe(500);
+      const body = await res.text();
+      for (const s of secrets) expect(body.includes(s)).toBe(false);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(logged.join('\n')).toMatch(/unexpected error: .*isoatlas_\[redacted\]/);
+    for (const s of secrets) expect(logged.join('\n').includes(s)).toBe(false);
   });
 
   it('the run-wide scan: finds a key (and a piece of one) in a log file, reports only its id, ignores redacted keys', () => {

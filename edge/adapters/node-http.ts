@@ -130,7 +130,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         status = 500;
         if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/problem+json; charset=utf-8' });
         res.end(JSON.stringify({ type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'an unexpected error occurred', instance: '' }));
-        console.error(`isoatlas serve: ${(err as Error).stack ?? err}`);
+        console.error(`isoatlas serve: ${redactKeys(String((err as Error).stack ?? err))}`);
       } finally {
         log(`${req.method} ${printable(req.url ?? '')} ${status} ${(performance.now() - started).toFixed(1)}ms`);
       }
