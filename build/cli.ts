@@ -15,15 +15,13 @@ import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
 import { generateHumanInputs, HUMAN_SCALE } from './generate/human.js';
 import { HUMAN_STAGES, runHumanPipeline, runHumanStage, summaryLine as humanSummaryLine, type HumanStage } from './generate/human-pipeline.js';
-import { NotATreeError, serve } from './serve.js';
+import { NotATreeError, serve, treeIsCurrent } from './serve.js';
 import { bundleEdge } from './bundle-edge.js';
 import { addKeysCommand, readAccessConfig } from './keys/commands.js';
 import { readSecret } from './keys/registry.js';
 import { UsageError } from './errors.js';
 import { addPublishCommands } from './publish-commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
-import { existsSync } from 'node:fs';
-import { treePaths } from '../edge/contract/tree.js';
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, badInput: 3 } as const;
 
@@ -284,7 +282,7 @@ export function program(): Command {
     .option('--rebuild', 'build the demo release again even if it exists', false)
     .action(async (o: { port: number; host: string; rebuild: boolean }) => {
       const tree = join(DEMO.work, 'tree');
-      if (o.rebuild || !existsSync(join(tree, treePaths.manifest))) {
+      if (o.rebuild || !treeIsCurrent(tree)) {
         const built = await buildDemo();
         log(summaryLine(built.summary, built.tree));
       } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);

@@ -1,6 +1,6 @@
 // `isoatlas serve`: the edge function over a local tree on Node's http server — the local server
 // behind `npm start` and the server an offline mirror runs.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { treePaths } from '../edge/contract/tree.js';
@@ -40,6 +40,16 @@ async function localAccessControl(access: AccessConfig, keysDir: string): Promis
 
 export class NotATreeError extends Error {}
 
+/** Whether `dir` holds a tree this version serves: manifest.json of the current format and the edge index. */
+export function treeIsCurrent(dir: string): boolean {
+  try {
+    const index = JSON.parse(readFileSync(join(dir, treePaths.manifest), 'utf8')) as { format?: number };
+    return index.format === 2 && existsSync(join(dir, treePaths.edgeIndex));
+  } catch {
+    return false;
+  }
+}
+
 /** Serves until SIGTERM/SIGINT; resolves once in-flight requests have finished and the server closed. */
 export async function serve(opts: ServeOptions): Promise<void> {
   const dir = resolve(opts.dir);
@@ -47,6 +57,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
     if (!existsSync(join(dir, path))) {
       throw new NotATreeError(`${dir} is not a rendered isoatlas tree (no ${path}); build one with \`isoatlas build\` or \`npm start\``);
     }
+  }
+  if (!treeIsCurrent(dir)) {
+    throw new NotATreeError(`${dir} was built by an older version of isoatlas (its manifest is not of format 2): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`);
   }
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const access = await localAccessControl(opts.access, opts.keysDir);
