@@ -29,7 +29,7 @@ export interface QualitySample {
   typo: TypoQuery[];
 }
 
-const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const ALPHABET = [...'abcdefghijklmnopqrstuvwxyz0123456789'];
 
 function pick<T>(rand: () => number, items: readonly T[]): T {
   return items[Math.floor(rand() * items.length)];

@@ -34,7 +34,7 @@ export class ReleaseData {
       .then((text) => {
         const index = JSON.parse(text) as EdgeIndex;
         const counts = [index.gene_aliases?.shards, index.isoform_aliases?.shards, index.structures?.shards];
-        if (index.format !== 2 || !counts.every(isShardCount) || !Array.isArray(index.search?.terms)) throw new Error('not an edge index of format 2');
+        if (index.format !== 2 || !counts.every(isShardCount) || !Array.isArray(index.search?.terms) || !isShardCount(index.search?.typo?.shards)) throw new Error('not an edge index of format 2');
         return index;
       })
       .catch((err) => {
@@ -64,8 +64,8 @@ export class ReleaseData {
     return this.searchIndex(treePaths.searchTerms(shard));
   }
 
-  fuzzyShard(length: number): Promise<MiniSearch<SearchDocument>> {
-    return this.searchIndex(treePaths.searchFuzzy(length));
+  typoShard(shard: number): Promise<MiniSearch<SearchDocument>> {
+    return this.searchIndex(treePaths.searchTypo(shard));
   }
 
   /** How much edge data is loaded now (for benchmarks and tests). */

@@ -2,14 +2,14 @@
 //   exact  — a whole symbol, id or name equals a query term (the term's shard);
 //   prefix — a symbol, id or name starts with a query term (the shards of the term's range, at most
 //            PREFIX_SHARD_LIMIT of them);
-//   fuzzy  — a gene symbol within allowedEdits() of a query term, counting a transposition of two
-//            neighbours (TP35 for TP53) as one edit (the fuzzy shards of nearby lengths).
+//   fuzzy  — a gene symbol one typo from a query term, counting a swap of two neighbours (TP35 for
+//            TP53) as one edit (the typo shards of the term's head and tail).
 // A document appears once, in its best tier. Within exact and prefix, MiniSearch's score ranks (a
 // multi-term query adds the scores of its terms); within fuzzy, fewer edits rank first. Genes come
 // before isoforms on equal ranks.
-import type MiniSearch from 'minisearch';
 import type { SearchResult } from 'minisearch';
-import { PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, searchTerms, type SearchDocument } from './contract/search.js';
+import { PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, searchTerms, typoKeys } from './contract/search.js';
+import { shardOf } from './contract/shards.js';
 import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
 import type { ReleaseData } from './release-data.js';
@@ -100,14 +100,19 @@ async function tier(data: ReleaseData, dir: SearchDirectory, terms: string[], wh
     } else {
       const allowed = allowedEdits(term);
       if (allowed === 0) continue;
-      for (const length of dir.fuzzy_lengths) {
-        if (Math.abs(length - term.length) > allowed) continue;
-        // MiniSearch counts a transposition as two edits: ask it for one more, then keep what is
-        // within `allowed` by the distance that counts it as one.
-        const index: MiniSearch<SearchDocument> = await data.fuzzyShard(length);
+      // The shards of the term's head and tail for each length a symbol one typo away can have.
+      const shards = new Set<number>();
+      for (let length = term.length - allowed; length <= term.length + allowed; length++) {
+        if (length >= 3) for (const key of typoKeys(term, length)) shards.add(shardOf(key, dir.typo.shards));
+      }
+      const indexes = await Promise.all([...shards].map((shard) => data.typoShard(shard)));
+      for (const index of indexes) {
+        // MiniSearch counts a swap of neighbours as two edits: ask it for one more, then keep what
+        // is within `allowed` by the distance that counts it as one.
         for (const r of index.search(term, { prefix: false, fuzzy: allowed + 1, maxFuzzy: allowed + 1 })) {
           const edits = Math.min(...r.terms.map((t) => editDistance(term, t, allowed)));
-          if (edits <= allowed) collect(found, [r], edits);
+          // A symbol is filed under its head and its tail: count it once.
+          if (edits <= allowed && !found.has(r.id)) collect(found, [r], edits);
         }
       }
     }

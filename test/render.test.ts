@@ -11,7 +11,7 @@ import { buildDemo } from '../build/cli.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { renderTree } from '../build/render/index.js';
 import { ISOFORM_PAGE_SIZE, NEOANTIGEN_TOP, contentTypeOf, treePaths } from '../edge/contract/tree.js';
-import { searchOptions } from '../edge/contract/search.js';
+import { searchOptions, typoKeys } from '../edge/contract/search.js';
 import { routes } from '../edge/contract/routes.js';
 import { schemaForTreePath, validate } from './helpers/schemas.js';
 import type { GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, DomainListBody, ReleaseBody } from '../edge/contract/schemas.js';
@@ -184,11 +184,16 @@ describe('rendered demo tree', () => {
     const shardOfTerm = (t: string) => search.terms.filter((s) => s.from <= t).length - 1;
     expect(load(treePaths.searchTerms(shardOfTerm('prr5'))).search('prr5')[0]).toMatchObject({ id: 'g:ENSG00000186654', type: 'gene', gene_symbol: 'PRR5' });
     expect(load(treePaths.searchTerms(shardOfTerm('prr5-201'))).search('prr5-201')[0]).toMatchObject({ id: 'i:ENST00000006251.11', name: 'PRR5-201' });
-    // Fuzzy shards hold gene symbols by length.
-    for (const length of search.fuzzy_lengths) {
-      for (const r of load(treePaths.searchFuzzy(length)).search(MiniSearch.wildcard)) expect((r.gene_symbol as string).length).toBe(length);
+    // Typo shards file each gene symbol of 3 characters or more under its head key and its tail key.
+    const typo = Array.from({ length: search.typo.shards }, (_, i) => new Set(load(treePaths.searchTypo(i)).search(MiniSearch.wildcard).map((r) => r.id)));
+    let filed = 0;
+    for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree() })) {
+      const g = read<GeneBody>(tree(), path);
+      if (g.symbol.length < 3) continue;
+      for (const key of typoKeys(g.symbol.toLowerCase())) expect(typo[shardOf(key, search.typo.shards)].has(`g:${g.gene_id}`), `${g.symbol} under ${key}`).toBe(true);
+      filed++;
     }
-    expect(search.fuzzy_lengths).toContain(4);
+    expect(filed).toBeGreaterThan(1500);
   });
 
   it('renders an OpenAPI 3.1 document covering every route, whose refs all resolve', () => {

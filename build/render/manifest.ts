@@ -17,7 +17,8 @@ async function put(root: string, path: string, text: string): Promise<ManifestEn
 
 /** Writes the shards and then the index; returns the index and the number of files written. */
 export async function writeManifest(root: string, release: string, entries: ManifestEntry[]): Promise<{ index: ManifestIndex; written: number }> {
-  const count = shardCountFor(entries.length);
+  // Small shards (~1,000 entries, ~160 KB): an edge instance verifying one file loads one shard.
+  const count = shardCountFor(entries.length, 1024);
   const shards: ManifestEntry[][] = Array.from({ length: count }, () => []);
   let bytes = 0;
   for (const e of entries) {

@@ -1,8 +1,9 @@
 // The search index (MiniSearch, serialized) over gene symbols, gene ids, transcript ids and names,
-// split into term shards and fuzzy shards as contract/search.ts describes.
+// split into term shards and typo shards as contract/search.ts describes.
 import MiniSearch from 'minisearch';
 import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
-import { SEARCH_FIELDS, TERMS_PER_SHARD, allowedEdits, searchOptions, searchTerms, type SearchDocument, type SearchField } from '../../edge/contract/search.js';
+import { SEARCH_FIELDS, TERMS_PER_SHARD, TYPO_KEYS_PER_SHARD, allowedEdits, searchOptions, searchTerms, typoKeys, type SearchDocument, type SearchField } from '../../edge/contract/search.js';
+import { shardCountFor, shardOf } from '../../edge/contract/shards.js';
 import type { GeneRow, IsoformRow } from './load.js';
 import type { TreeWriter } from './tree-writer.js';
 
@@ -61,7 +62,7 @@ export async function renderSearchIndex(w: TreeWriter, genes: GeneRow[], isoform
     }
   });
   postings.sort((a, b) => byString(a.term, b.term) || a.doc - b.doc);
-  const directory: SearchDirectory = { terms: [], fuzzy_lengths: [] };
+  const directory: SearchDirectory = { terms: [], typo: { shards: 0 } };
   let start = 0;
   while (start < postings.length) {
     let end = start;
@@ -84,20 +85,16 @@ export async function renderSearchIndex(w: TreeWriter, genes: GeneRow[], isoform
     start = end;
   }
 
-  // Fuzzy shards: gene symbols long enough to be typo-tolerant, by length.
-  const byLength = new Map<number, SearchDocument[]>();
-  for (const doc of docs) {
-    if (doc.type !== 'gene' || doc.symbol === null) continue;
-    const length = doc.symbol.toLowerCase().length;
-    if (allowedEdits(doc.symbol) === 0) continue;
-    if (!byLength.has(length)) byLength.set(length, []);
-    byLength.get(length)!.push(only(doc, ['symbol']));
-  }
-  for (const length of [...byLength.keys()].sort((a, b) => a - b)) {
+  // Typo shards: each gene symbol long enough for typos, under its head key and its tail key.
+  const typoDocs = docs.filter((d) => d.type === 'gene' && d.symbol !== null && allowedEdits(d.symbol.toLowerCase()) > 0);
+  const count = shardCountFor(typoDocs.length * 2, TYPO_KEYS_PER_SHARD);
+  const shards: Set<SearchDocument>[] = Array.from({ length: count }, () => new Set());
+  for (const doc of typoDocs) for (const key of typoKeys(doc.symbol!.toLowerCase())) shards[shardOf(key, count)].add(doc);
+  for (const [i, shard] of shards.entries()) {
     const index = new MiniSearch<SearchDocument>(searchOptions);
-    index.addAll(byLength.get(length)!);
-    await w.json(treePaths.searchFuzzy(length), index);
-    directory.fuzzy_lengths.push(length);
+    index.addAll([...shard].map((d) => only(d, ['symbol'])));
+    await w.json(treePaths.searchTypo(i), index);
   }
+  directory.typo.shards = count;
   return directory;
 }

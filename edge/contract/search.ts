@@ -3,11 +3,14 @@
 //
 // A human-scale release has about a million searchable terms: one index would not fit an edge
 // instance. The index is therefore split (the directory is in edge/index.json):
-//   term shards  — every symbol, id and name, cut into ranges of about TERMS_PER_SHARD terms in term
-//                  order; an exact or prefix match of a term is found in the shard(s) of its range;
-//   fuzzy shards — gene symbols by length; a typo changes a symbol's length by at most the allowed
-//                  edit distance, so a typo-tolerant search loads only the shards of nearby lengths,
-//                  whatever the position of the typo (a first-letter typo included).
+//   term shards — every symbol, id and name, cut into ranges of about TERMS_PER_SHARD terms in term
+//                 order; an exact or prefix match of a term is found in the shard(s) of its range;
+//   typo shards — gene symbols, each filed twice: under its length and head (first characters) and
+//                 under its length and tail (last characters). One typo (an insertion, deletion,
+//                 substitution or swap of neighbours) cannot touch both ends of a symbol, so a query
+//                 finds every symbol one typo away in the shards of its own head and tail, for the
+//                 three lengths the symbol can have (query length - 1, + 0, + 1): at most six small
+//                 shards, wherever the typo is, the first letter included.
 import type { Options } from 'minisearch';
 
 /** One indexed document. Indexed fields are null where they do not apply: an isoform document does
@@ -39,11 +42,21 @@ export const TERMS_PER_SHARD = 2048;
  * matches then come from the first shards in term order. */
 export const PREFIX_SHARD_LIMIT = 3;
 
-/** Edits a typo-tolerant match may differ by (insertion, deletion, substitution, or transposition of
- * two neighbours): 1 for terms of 3–5 characters, 2 from 6; none below 3, where a typo is a guess. */
+/** Edits a typo-tolerant match may differ by: one (an insertion, deletion, substitution, or swap of
+ * two neighbours) for terms of 3 characters or more; none below, where any edit is another word. */
 export function allowedEdits(term: string): number {
-  if (term.length < 3) return 0;
-  return term.length <= 5 ? 1 : 2;
+  return term.length < 3 ? 0 : 1;
+}
+
+/** Keys per typo shard (each symbol has two keys). */
+export const TYPO_KEYS_PER_SHARD = 1024;
+
+/** The typo-shard keys of a symbol of length `length` whose text starts and ends like `term`: its head
+ * and tail, one character each up to 4 characters (a swap touches two neighbours, so in a 3- or
+ * 4-letter word the first or the last letter survives), two from 5. */
+export function typoKeys(term: string, length = term.length): [string, string] {
+  const k = length <= 4 ? 1 : 2;
+  return [`${length}^${term.slice(0, k)}`, `${length}$${term.slice(-k)}`];
 }
 
 const tokenize = (text: string) => text.split(/\s+/).filter(Boolean);

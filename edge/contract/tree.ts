@@ -35,7 +35,7 @@ export const treePaths = {
   isoformAliases: (shard: number) => `edge/isoforms/${shardName(shard)}.json`,
   structureMap: (shard: number) => `edge/structures/${shardName(shard)}.json`,
   searchTerms: (shard: number) => `edge/search/terms/${shardName(shard)}.json`,
-  searchFuzzy: (length: number) => `edge/search/fuzzy/${length}.json`,
+  searchTypo: (shard: number) => `edge/search/typo/${shardName(shard)}.json`,
   /** The manifest: an index naming its shards (with their hashes), and the shards listing every
    * other file of the tree with its size and sha256. */
   manifest: 'manifest.json',
@@ -56,12 +56,12 @@ export interface EdgeIndex {
 }
 
 /** The search index is split two ways (see contract/search.ts): by term range for exact and prefix
- * matches, and by symbol length for typo-tolerant matches. */
+ * matches, and by the ends of gene symbols for typo-tolerant matches. */
 export interface SearchDirectory {
   /** Term shards in term order: shard i holds the terms t with terms[i].from <= t < terms[i + 1].from. */
   terms: { from: string; terms: number }[];
-  /** Lengths of gene symbol that have a fuzzy shard, ascending. */
-  fuzzy_lengths: number[];
+  /** Typo shards, hashed by typo key (contract/search.ts typoKeys). */
+  typo: { shards: number };
 }
 
 /** One shard of a hashed table: key → value. */

@@ -1,0 +1,141 @@
+// Search at demo and human scale, in-process over the sharded index (issue #7): warm and cold
+// latency, heap after 10,000 random searches, and result quality (bench/search-quality.ts).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Rng } from '../build/generate/random.js';
+import { ReleaseData } from '../edge/release-data.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { VerifiedOrigin } from '../edge/origins/verified.js';
+import { search } from '../edge/search.js';
+import { treePaths } from '../edge/contract/tree.js';
+import { ROOT, type BenchContext } from './context.js';
+import { gc } from './gc.js';
+import type { SectionReport, Target } from './report.js';
+import { evaluateQuality, sampleQueries } from './search-quality.js';
+import { fmt, fmtSummary, mib, quantile, summarize } from './stats.js';
+
+const LIMIT = 10;
+
+/** A fresh edge instance's view of a tree: nothing loaded yet. */
+const instance = (tree: string) => new ReleaseData(new VerifiedOrigin(new LocalOrigin(tree)));
+
+/** The query mix: exact symbols, ids and names, one-typo symbols, and 3-letter prefixes. */
+function queryMix(tree: string): string[] {
+  const sample = sampleQueries(tree, 1000, 11);
+  const prefixes = sample.exact.filter((q) => q.kind === 'symbol').map((q) => q.query.slice(0, 3));
+  return [...sample.exact.map((q) => q.query), ...sample.typo.map((q) => q.query), ...prefixes];
+}
+
+/** The human-scale tree the build section made (or --human-tree names), else the one
+ * `isoatlas demo --scale human` leaves in .isoatlas/human. */
+function humanTree(ctx: BenchContext): string | null {
+  const candidates = [ctx.human()?.tree, join(ROOT, '.isoatlas/human/tree')].filter(Boolean) as string[];
+  return candidates.find((t) => existsSync(join(t, treePaths.edgeIndex))) ?? null;
+}
+
+interface ScaleFigures {
+  label: string;
+  warmP50: number[];
+  warmP99: number[];
+  coldP50: number[];
+  coldP99: number[];
+  heapMiB: number[];
+  exact: string;
+  exactOk: boolean;
+  typoRate: number;
+}
+
+async function measure(ctx: BenchContext, label: string, tree: string): Promise<ScaleFigures> {
+  const rng = new Rng(5);
+  const mix = queryMix(tree);
+  const random = () => mix[Math.floor(rng.next() * mix.length)];
+  const fig: ScaleFigures = { label, warmP50: [], warmP99: [], coldP50: [], coldP99: [], heapMiB: [], exact: '', exactOk: false, typoRate: 0 };
+  const warmSet = ctx.opts.quick ? 50 : 100;
+  const rounds = ctx.opts.quick ? 5 : 20;
+  const colds = ctx.opts.quick ? 50 : 200;
+  const heapSearches = ctx.opts.quick ? 2000 : 10_000;
+
+  for (let run = 0; run < ctx.opts.runs; run++) {
+    // Warm: a working set of queries whose shards this instance has loaded.
+    const data = instance(tree);
+    const set = Array.from({ length: warmSet }, random);
+    for (const q of set) await search(data, q, LIMIT);
+    const warm: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      for (const q of set) {
+        const t = performance.now();
+        await search(data, q, LIMIT);
+        warm.push(performance.now() - t);
+      }
+    }
+    fig.warmP50.push(quantile(warm, 0.5));
+    fig.warmP99.push(quantile(warm, 0.99));
+
+    // Cold: each search on a new instance, so every shard it needs (and the manifest shards that
+    // vouch for them) is read from disk and parsed.
+    const cold: number[] = [];
+    for (let i = 0; i < colds; i++) {
+      const fresh = instance(tree);
+      const q = random();
+      const t = performance.now();
+      await search(fresh, q, LIMIT);
+      cold.push(performance.now() - t);
+    }
+    fig.coldP50.push(quantile(cold, 0.5));
+    fig.coldP99.push(quantile(cold, 0.99));
+
+    // Heap: one instance, many random searches; the bounded caches must hold it under the budget.
+    gc();
+    const longLived = instance(tree);
+    for (let i = 0; i < heapSearches; i++) await search(longLived, random(), LIMIT);
+    gc();
+    fig.heapMiB.push(mib(process.memoryUsage().heapUsed));
+    ctx.log(`  ${label} run ${run + 1}: warm p99 ${fmt(fig.warmP99.at(-1)!, 3)} ms, cold p99 ${fmt(fig.coldP99.at(-1)!, 1)} ms, heap ${fmt(fig.heapMiB.at(-1)!, 1)} MiB`);
+  }
+
+  const scorer = instance(tree);
+  const quality = await evaluateQuality((q, limit) => search(scorer, q, limit), sampleQueries(tree, 1000, 7));
+  fig.exact = `${quality.exactQueries - quality.exactMisses.length}/${quality.exactQueries}`;
+  fig.exactOk = quality.exactMisses.length === 0;
+  fig.typoRate = quality.typoInTop3 / quality.typoQueries;
+  ctx.log(`  ${label} quality: exact first ${fig.exact}, one-typo in top 3 ${fmt(100 * fig.typoRate, 1)}% (${quality.typoSkipped} typos spelled another name)`);
+  return fig;
+}
+
+export async function benchSearch(ctx: BenchContext): Promise<SectionReport> {
+  const scales: ScaleFigures[] = [await measure(ctx, 'demo', (await ctx.demo()).tree)];
+  const human = humanTree(ctx);
+  if (human) scales.push(await measure(ctx, 'human', human));
+  else ctx.log('  no human-scale tree (run the build section, or pass --human-work): search measured at demo scale only');
+
+  const rows = scales.map((s) => [
+    s.label,
+    fmtSummary(summarize(s.warmP50), 3),
+    fmtSummary(summarize(s.warmP99), 3),
+    fmtSummary(summarize(s.coldP50), 1),
+    fmtSummary(summarize(s.coldP99), 1),
+    fmtSummary(summarize(s.heapMiB), 1),
+    s.exact,
+    `${fmt(100 * s.typoRate, 1)}%`,
+  ]);
+  const at = scales.find((s) => s.label === 'human');
+  const judged = (f: (s: ScaleFigures) => boolean) => (at ? f(at) : null);
+  const targets: Target[] = [
+    { what: 'warm search p99 (human scale)', target: '≤ 2 ms', measured: at ? `${fmt(summarize(at.warmP99).median, 3)} ms` : 'not run', met: judged((s) => summarize(s.warmP99).median <= 2) },
+    { what: 'cold search p99 (human scale)', target: '≤ 50 ms', measured: at ? `${fmt(summarize(at.coldP99).median, 1)} ms` : 'not run', met: judged((s) => summarize(s.coldP99).median <= 50) },
+    { what: 'heap after 10,000 random searches (human scale)', target: '≤ 128 MB', measured: at ? `${fmt(summarize(at.heapMiB).median, 1)} MiB` : 'not run', met: judged((s) => summarize(s.heapMiB).median * 1.048576 <= 128) },
+    { what: 'exact matches first (1,000 genes + 1,000 isoforms)', target: 'all', measured: at?.exact ?? scales[0].exact, met: (at ?? scales[0]).exactOk },
+    { what: 'one-typo symbol in the top 3', target: '≥ 95%', measured: `${fmt(100 * (at ?? scales[0]).typoRate, 1)}%`, met: (at ?? scales[0]).typoRate >= 0.95 },
+  ];
+  return {
+    id: 'search',
+    title: '3. Search over the sharded index',
+    method: `In-process \`search()\` over \`ReleaseData\` on a \`VerifiedOrigin(LocalOrigin)\` (what an edge instance runs), limit ${LIMIT}, a mix of exact symbols, ids and names, one-typo symbols and 3-letter prefixes sampled from the tree. Warm: ${ctx.opts.quick ? 50 : 100} queries loaded once, then timed ${ctx.opts.quick ? 5 : 20} times each. Cold: ${ctx.opts.quick ? 50 : 200} searches, each on a new instance (edge index, manifest index and shards, and search shards all read from disk and parsed). Heap: V8 heap used after a forced GC following ${ctx.opts.quick ? '2,000' : '10,000'} random searches on one instance (the whole bench process's heap). ${ctx.opts.runs} runs; quality over 1,000 sampled genes and isoforms once.`,
+    tables: [{ headers: ['scale', 'warm p50 (ms)', 'warm p99 (ms)', 'cold p50 (ms)', 'cold p99 (ms)', 'heap after searches (MiB)', 'exact first', 'one-typo in top 3'], rows }],
+    targets,
+    notes: [
+      'A typo that spells another symbol, id or name of the release is that record\'s exact query and is not scored; a 3-letter symbol losing a letter leaves 2, too short for typo matching (by design: any 2-letter edit is another word).',
+    ],
+    headline: at ? `search human p99 warm ${fmt(summarize(at.warmP99).median, 2)} ms / cold ${fmt(summarize(at.coldP99).median, 1)} ms` : `search demo p99 warm ${fmt(summarize(scales[0].warmP99).median, 2)} ms`,
+  };
+}
