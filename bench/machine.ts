@@ -44,6 +44,8 @@ export function machine(): Machine {
 
 /** The commit the code was at, with `+dirty` when the working tree differs from it. */
 export function gitCommit(cwd: string): string {
+  // Set when the bench runs from an exported snapshot of a commit (no .git there).
+  if (process.env.ISOATLAS_BENCH_COMMIT) return process.env.ISOATLAS_BENCH_COMMIT;
   try {
     const sha = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
     const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd, encoding: 'utf8' }).trim() !== '';

@@ -70,6 +70,10 @@ async function main(argv: string[]): Promise<number> {
   };
   const wanted = o.only ?? SECTION_ORDER.filter((id) => sections[id]);
   const reports: SectionReport[] = [];
+  const host = machine();
+  const commit = gitCommit(ROOT);
+  const stampNow = () =>
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}${o.quick ? ' with --quick (smoke run: short durations, not figures to publish)' : ''}`;
   const failed: string[] = [];
   const started = performance.now();
   try {
@@ -88,6 +92,8 @@ async function main(argv: string[]): Promise<number> {
         // Other work on the machine skews figures: say how busy it was when the section started.
         report.method = `${report.method} Machine load average when the section started: ${load.toFixed(2)}.`;
         reports.push(report);
+        // Written section by section, so an interrupted run keeps what it measured.
+        writeBenchmarks(o.out, host, stampNow(), [report]);
         log(`bench: ${id} done in ${((performance.now() - t) / 1000).toFixed(0)} s`);
       } catch (err) {
         failed.push(id);
@@ -103,8 +109,6 @@ async function main(argv: string[]): Promise<number> {
     else log(`bench: scratch files kept in ${tmp}`);
   }
 
-  const stamp = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${gitCommit(ROOT)}${o.quick ? ' with --quick (smoke run: short durations, not figures to publish)' : ''}`;
-  if (reports.length) writeBenchmarks(o.out, machine(), stamp, reports);
   const missed = reports.flatMap((r) => r.targets.filter((t) => t.met === false).map((t) => t.what));
   const minutes = ((performance.now() - started) / 60_000).toFixed(1);
   const parts = reports.map((r) => r.headline);
