@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHandler, type Handler } from '../edge/handler.js';
+import { createHandler, type Handler, type RequestContext } from '../edge/handler.js';
 import { createNodeServer } from '../edge/adapters/node-http.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { AccessControl } from '../edge/access/control.js';
@@ -197,7 +197,7 @@ function requestOf(c: Case): Request | null {
   }
 }
 
-async function checkAnswer(handler: Handler, c: Case, context = { clientIp: '192.0.2.10' }, secrets: string[] = []): Promise<number> {
+async function checkAnswer(handler: Handler, c: Case, context: RequestContext = { clientIp: '192.0.2.10' }, secrets: string[] = []): Promise<number> {
   const request = requestOf(c);
   if (!request) return -1;
   const response = await handler(request, context);
@@ -355,7 +355,7 @@ describe('fuzzing the edge function with keys required', () => {
         const all = { ...h, ...(a === undefined ? {} : { Authorization: a }) };
         if (a === undefined) delete all.Authorization;
         const secrets = [...live, revoked].flatMap((k) => [k, k.slice(18)]);
-        t.add(await checkAnswer(access, { method: 'GET', url: BASE + p, headers: all }, { clientIp: clientIp as string }, secrets));
+        t.add(await checkAnswer(access, { method: 'GET', url: BASE + p, headers: all }, { clientIp }, secrets));
       }),
       params(RUNS.access),
     );
