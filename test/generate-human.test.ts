@@ -3,6 +3,7 @@
 // every record marked generated. The full 62,000-gene run belongs to the benchmark, not here.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -184,5 +185,26 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
     const changed = digestDir(other);
     expect(changed['reference.gtf']).not.toBe(first['reference.gtf']);
     expect(changed['tracks/neoantigens.tsv']).not.toBe(first['tracks/neoantigens.tsv']);
+  });
+});
+
+describe('isoatlas generate --scale', () => {
+  const cli = (...args: string[]) => spawnSync(process.execPath, [join(__dirname, '..', 'bin', 'isoatlas.mjs'), ...args], { encoding: 'utf8' });
+
+  it('is a usage error (exit 2) for an unknown scale, and for --scale demo without --db', () => {
+    const unknown = cli('generate', '--scale', 'mouse', '--out', join(work, 'x'));
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/expected demo or human/);
+    const noDb = cli('generate', '--out', join(work, 'x'));
+    expect(noDb.status).toBe(2);
+    expect(noDb.stderr).toMatch(/--scale demo needs --db/);
+  });
+
+  it('writes the same input set from the command line as from the API', () => {
+    const out = join(work, 'cli');
+    const r = cli('generate', '--scale', 'human', '--genes', String(GENES), '--seed', '5', '--out', out);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/generated a synthetic human-scale input set \(seed 5\): 300 genes/);
+    expect(digestDir(out)).toEqual(digestDir(join(work, 'inputs')));
   });
 });
