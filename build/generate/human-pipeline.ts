@@ -90,6 +90,9 @@ export async function runHumanStage(stage: HumanStage, opts: HumanRunOptions): P
 
 const round = (seconds: number) => Math.round(seconds * 100) / 100;
 
+/** Heap cap of each stage process (MiB). */
+export const STAGE_HEAP_MB = 1536;
+
 const BIN = resolve(fileURLToPath(new URL('../../bin/isoatlas.mjs', import.meta.url)));
 
 /** Runs one stage as `isoatlas demo-stage <stage>` in a child process and reads its figures (the last
@@ -98,7 +101,9 @@ function runStageProcess(stage: HumanStage, opts: HumanRunOptions): Promise<Stag
   const args = [BIN, 'demo-stage', stage, '--work', opts.work, '--seed', String(opts.seed)];
   if (opts.genes !== undefined) args.push('--genes', String(opts.genes));
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    // V8 grows its heap lazily towards a quarter of RAM; a cap makes it collect the garbage of each
+    // rendering step instead of holding it, which keeps the build's RSS under 2 GB at human scale.
+    const child = spawn(process.execPath, [`--max-old-space-size=${STAGE_HEAP_MB}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.on('error', reject);

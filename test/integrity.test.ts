@@ -1,0 +1,76 @@
+// A corrupted file in the served tree (its bytes no longer hash to the manifest's sha256) is refused
+// with a 502, never served; the rest of the tree keeps being served, and a file the manifest does not
+// list is not reachable even if it sits in the tree.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHandler, type Handler } from '../edge/handler.js';
+import { LocalTreeOrigin } from '../edge/origins/local.js';
+import { treePaths } from '../edge/contract/tree.js';
+import { validate } from './helpers/schemas.js';
+import { readAliases } from './helpers/tree.js';
+
+let dir: string;
+let handler: Handler;
+let errors: string[];
+const originalError = console.error;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'isoatlas-integrity-'));
+  // A hard-linked copy: files are replaced (unlinked, then written), never written through.
+  const r = spawnSync('cp', ['-al', inject('demoTree'), join(dir, 'tree')]);
+  expect(r.status, String(r.stderr)).toBe(0);
+  handler = createHandler({ origin: new LocalTreeOrigin(join(dir, 'tree')), serveStructureFiles: true });
+  errors = [];
+  console.error = (...args: unknown[]) => void errors.push(args.join(' '));
+});
+afterAll(() => {
+  console.error = originalError;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function corrupt(path: string, change: (text: string) => string) {
+  const file = join(dir, 'tree', path);
+  const text = readFileSync(file, 'utf8');
+  rmSync(file);
+  writeFileSync(file, change(text));
+}
+
+const get = (path: string) => handler(new Request(`http://atlas.test${path}`));
+
+describe('files that do not match the manifest', () => {
+  it('refuses a record whose bytes changed (same size too) with 502 problem+json, and logs it once', async () => {
+    const prr5 = readAliases(inject('demoTree')).genes.prr5 as string;
+    corrupt(treePaths.gene(prr5), (t) => t.replace('"PRR5"', '"PRR6"')); // same length, other bytes
+    for (let i = 0; i < 2; i++) {
+      const r = await get('/api/v1/genes/PRR5');
+      expect(r.status).toBe(502);
+      expect(r.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+      expect(r.headers.get('retry-after')).toBe('5');
+      const body = await r.json();
+      expect(validate('Problem', body)).toEqual([]);
+      expect(JSON.stringify(body)).not.toContain('PRR6');
+    }
+    expect(errors.filter((e) => e.includes(`refusing ${treePaths.gene(prr5)}`))).toHaveLength(1);
+    // Everything else is still served.
+    expect((await get('/api/v1/isoforms/PRR5-201')).status).toBe(200);
+  });
+
+  it('refuses a truncated edge table instead of answering from it', async () => {
+    corrupt(treePaths.isoformAliases(0), (t) => t.slice(0, t.length / 2));
+    const keys = Object.entries(readAliases(inject('demoTree')).isoforms);
+    const statuses = new Set<number>();
+    for (const [key] of keys.filter((_, i) => i % 40 === 0)) statuses.add((await get(`/api/v1/isoforms/${encodeURIComponent(key)}`)).status);
+    expect(statuses.has(502)).toBe(true); // names in the damaged shard
+    expect(statuses.has(200)).toBe(true); // names in the others
+    expect([...statuses].every((s) => s === 200 || s === 502)).toBe(true);
+  });
+
+  it('serves nothing the manifest does not list, even a file in the tree', async () => {
+    writeFileSync(join(dir, 'tree', 'api/v1/isoforms/ENST99999999999.1.json'), '{"planted":true}');
+    const r = await get('/api/v1/isoforms/ENST99999999999.1');
+    expect(r.status).toBe(404);
+  });
+});
