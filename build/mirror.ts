@@ -107,7 +107,8 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   bytes += pinned.pointerBytes;
   const manifest = await loadManifest(async (path, listed) => {
     // A shard the mirror already holds with the listed hash is not downloaded again.
-    if (listed && current && verifiedStats(join(current, path), listed)) return readFileSync(join(current, path));
+    const local = listed && current ? verifiedBytes(join(current, path), listed) : null;
+    if (local) return local;
     const expect = listed ?? (pinned.manifestSha256 ? { sha256: pinned.manifestSha256 } : undefined);
     const body = await fetchVerified(pinned.origin, path, expect);
     bytes += body.length;
@@ -376,6 +377,16 @@ function verifiedStats(file: string, entry: ManifestEntry): Stats | null {
     const stats = statSync(file, { throwIfNoEntry: false });
     if (!stats || !stats.isFile() || stats.size !== entry.size) return null;
     return createHash('sha256').update(readFileSync(file)).digest('hex') === entry.sha256 ? stats : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The file's bytes when they have the entry's size and sha256 (read once), else null. */
+function verifiedBytes(file: string, entry: ManifestEntry): Buffer | null {
+  try {
+    const body = readFileSync(file);
+    return body.length === entry.size && createHash('sha256').update(body).digest('hex') === entry.sha256 ? body : null;
   } catch {
     return null;
   }
