@@ -13,6 +13,7 @@ import { importServerSecret } from '../edge/access/key-format.js';
 import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
 import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
 import { readSecret, registryPath } from './keys/registry.js';
+import { bufferedLog } from './buffered-log.js';
 
 export interface ServeOptions {
   dir: string;
@@ -61,11 +62,15 @@ export async function serve(opts: ServeOptions): Promise<void> {
   if (!treeIsCurrent(dir)) {
     throw new NotATreeError(`${dir} was built by an older version of isoatlas (its manifest is not of format 2): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`);
   }
-  const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  // Request lines are batched (see buffered-log.ts); the lines about the server itself go out at once.
+  const stdout = opts.log ? null : bufferedLog((text) => process.stdout.write(text));
+  if (stdout) process.once('exit', stdout.flush);
+  const requestLog = opts.log ?? stdout!.line;
+  const log = opts.log ?? ((line: string) => (stdout!.line(line), stdout!.flush()));
   const access = await localAccessControl(opts.access, opts.keysDir);
   // A local server has memory to spare: keep up to 256 MiB of verified bodies (a demo tree whole).
   const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
-  const server = createNodeServer(handler, { log });
+  const server = createNodeServer(handler, { log: requestLog });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port, opts.host, () => ok());
@@ -83,4 +88,5 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.once('SIGINT', () => stop('SIGINT'));
   });
   log('stopped');
+  if (stdout) process.off('exit', stdout.flush);
 }

@@ -1,7 +1,9 @@
 // The edge function: a pure (Request) => Response over an origin holding the rendered tree. It
 // resolves names through the alias maps, serves file-backed routes from the tree's files (slicing
 // pages when a limit/offset asks for it), answers search and the structure redirect, and turns every
-// bad input into a problem+json 4xx. No framework; Web-standard types only.
+// bad input into a problem+json 4xx. No framework; Web-standard types only. Inside, answers are
+// EdgeResponses (the bytes at hand): the handler gives out Web Responses, and the Node adapter takes
+// the EdgeResponse itself (directHandlerOf) so a local request builds no Web Request or Response.
 import { cacheControl, type Route } from './contract/routes.js';
 import { ISOFORM_PAGE_SIZE, links, treePaths } from './contract/tree.js';
 import type { IsoformPageBody, NeoantigenListBody } from './contract/schemas.js';
@@ -9,7 +11,8 @@ import { OriginError, isVersioned, type Origin, type OriginObject, type Versione
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
-import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem, type BodyOptions } from './responses.js';
+import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem, toWebResponse, type BodyOptions } from './responses.js';
+import type { EdgeRequest } from './request.js';
 import { search } from './search.js';
 import type { AccessControl } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
@@ -33,12 +36,22 @@ export interface RequestContext {
   clientIp?: string;
 }
 
-export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;
+export type Handler = (request: EdgeRequest, context?: RequestContext) => Promise<Response>;
+/** The same handler, answering with the EdgeResponse it built (no Web Response). */
+export type DirectHandler = (request: EdgeRequest, context?: RequestContext) => Promise<EdgeResponse>;
+
+const direct = new WeakMap<Handler, DirectHandler>();
+
+/** The direct form of a handler made by createHandler; undefined for any other handler. */
+export function directHandlerOf(handler: Handler): DirectHandler | undefined {
+  return direct.get(handler);
+}
 
 const decoder = new TextDecoder();
 const MMCIF_TYPE = 'chemical/x-mmcif';
+const PREFLIGHT = EdgeResponse.of(204, { ...PREFLIGHT_HEADERS, Allow: ALLOW }, null).fields;
 
-type ServeRequest = (request: Request) => Promise<Response>;
+type ServeRequest = (request: EdgeRequest) => Promise<EdgeResponse>;
 
 export function createHandler(options: HandlerOptions): Handler {
   const source = options.origin;
@@ -59,23 +72,27 @@ export function createHandler(options: HandlerOptions): Handler {
     return serve;
   }
 
-  return async function handle(request: Request, context: RequestContext = {}): Promise<Response> {
+  async function respond(request: EdgeRequest, context: RequestContext = {}): Promise<EdgeResponse> {
     try {
       // Preflights carry no credentials (browsers never send Authorization with them): not counted.
-      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, Allow: ALLOW } });
+      if (request.method === 'OPTIONS') return new EdgeResponse(204, PREFLIGHT.slice(), null);
       if (request.method !== 'GET' && request.method !== 'HEAD') {
         return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
       }
       if (!options.access) return await (await currentRelease())(request);
-      const decision = await options.access.check(request, context.clientIp);
+      const decision = await options.access.decide(request, context.clientIp);
       if (decision.denied) return decision.denied;
       const response = await (await currentRelease())(request);
-      for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);
+      for (const name in decision.headers) response.set(name, decision.headers[name]);
       return response;
     } catch (err) {
       return failure(request, err);
     }
-  };
+  }
+
+  const handle: Handler = async (request, context) => toWebResponse(await respond(request, context));
+  direct.set(handle, respond);
+  return handle;
 }
 
 /** Answers requests from one release of the tree, with that release's alias maps and index. */
@@ -92,12 +109,12 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
   }
 
   /** A file served as it is: the manifest's sha256 is its ETag. */
-  async function fileResponse(path: string, opts: BodyOptions): Promise<Response> {
+  async function fileResponse(path: string, opts: BodyOptions): Promise<EdgeResponse> {
     const file = await mustRead(path);
     return jsonResponse(file.body, { ...opts, sha256: file.sha256 });
   }
 
-  async function geneId(request: Request, key: string): Promise<string | Response> {
+  async function geneId(request: EdgeRequest, key: string): Promise<string | EdgeResponse> {
     const resolved = await data.gene(key);
     if (resolved === null) return problem(request, { status: 404, detail: `no gene with symbol or id "${key}" in this release` });
     if (Array.isArray(resolved)) {
@@ -110,12 +127,12 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     return resolved;
   }
 
-  async function transcriptId(request: Request, key: string): Promise<string | Response> {
+  async function transcriptId(request: EdgeRequest, key: string): Promise<string | EdgeResponse> {
     const resolved = await data.isoform(key);
     return resolved ?? problem(request, { status: 404, detail: `no isoform with transcript id or name "${key}" in this release` });
   }
 
-  async function geneIsoforms(request: Request, id: string, query: QueryValues): Promise<Response> {
+  async function geneIsoforms(request: EdgeRequest, id: string, query: QueryValues): Promise<EdgeResponse> {
     const { limit, offset } = query.integers;
     const cache = { request, cacheControl: cacheControl.release };
     const firstPage = Math.floor(offset / ISOFORM_PAGE_SIZE);
@@ -148,7 +165,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     return jsonResponse(jsonBody(body), { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
   }
 
-  async function neoantigens(request: Request, id: string, limit: number): Promise<Response> {
+  async function neoantigens(request: EdgeRequest, id: string, limit: number): Promise<EdgeResponse> {
     const file = await mustRead(treePaths.neoantigens(id));
     const list = JSON.parse(decoder.decode(file.body)) as NeoantigenListBody;
     if (limit >= list.limit) return jsonResponse(file.body, { request, cacheControl: cacheControl.release, sha256: file.sha256 });
@@ -156,24 +173,24 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     return jsonResponse(jsonBody(body), { request, cacheControl: cacheControl.release });
   }
 
-  async function structureRedirect(request: Request, id: string): Promise<Response> {
+  async function structureRedirect(request: EdgeRequest, id: string): Promise<EdgeResponse> {
     const entry = await data.structure(id);
     if (!entry) return problem(request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });
     const base = options.structureBaseUrl ?? new URL(request.url).origin;
     const location = `${base.replace(/\/$/, '')}/${publicPath(entry.path)}`;
-    return new Response(null, { status: 307, headers: { ...CORS_HEADERS, Location: location, 'Cache-Control': cacheControl.redirect } });
+    return EdgeResponse.of(307, { ...CORS_HEADERS, Location: location, 'Cache-Control': cacheControl.redirect }, null);
   }
 
-  async function structureFile(request: Request, name: string): Promise<Response> {
+  async function structureFile(request: EdgeRequest, name: string): Promise<EdgeResponse> {
     const id = name.endsWith('.cif') ? name.slice(0, -4) : null;
     const entry = id === null ? null : await data.structure(id);
     if (!entry || entry.path !== treePaths.structureFile(id!)) return problem(request, { status: 404, detail: `no structure file ${name}` });
     const response = await fileResponse(entry.path, { request, cacheControl: cacheControl.release });
-    if (response.status === 200) response.headers.set('Content-Type', MMCIF_TYPE);
+    if (response.status === 200) response.set('content-type', MMCIF_TYPE);
     return response;
   }
 
-  async function route(request: Request, url: URL, matched: { route: Route; params: Record<string, string> }): Promise<Response> {
+  async function route(request: EdgeRequest, url: URL, matched: { route: Route; params: Record<string, string> }): Promise<EdgeResponse> {
     const query = parseQuery(matched.route, url.searchParams);
     const cache = { request, cacheControl: cacheControl[matched.route.cache] };
     switch (matched.route.id) {
@@ -211,7 +228,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     }
   }
 
-  async function serveRequest(request: Request): Promise<Response> {
+  async function serveRequest(request: EdgeRequest): Promise<EdgeResponse> {
     try {
       const url = new URL(request.url);
       if (options.serveStructureFiles && url.pathname.startsWith('/structures/')) {
@@ -233,7 +250,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
 }
 
 /** The problem response for anything thrown while answering. */
-function failure(request: Request, err: unknown): Response {
+function failure(request: EdgeRequest, err: unknown): EdgeResponse {
   if (err instanceof RequestProblem) {
     return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
   }

@@ -1,6 +1,59 @@
 // Building responses: JSON with ETag and conditional GET, RFC 9457 problem details, CORS.
-// Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
+// Web-standard only (Response, crypto.subtle), so the same code runs in Node and at the edge. The
+// edge builds an EdgeResponse (status, headers, the body bytes it already holds): the Node adapter
+// writes it as it is, and toWebResponse makes the Web Response every other caller gets.
 import { redactKeys } from './access/key-format.js';
+import type { EdgeRequest } from './request.js';
+
+/** A response as the edge builds it. Its header fields are a flat [name, value, …] list with
+ * lower-case names (as a Web Headers object gives them out), each name once: what Node's writeHead
+ * takes as it is. `body` is null for HEAD, 204, 304 and redirects. */
+export class EdgeResponse {
+  constructor(
+    readonly status: number,
+    readonly fields: string[],
+    readonly body: Uint8Array | null,
+  ) {}
+
+  static of(status: number, headers: Record<string, string>, body: Uint8Array | null): EdgeResponse {
+    const fields: string[] = [];
+    for (const name in headers) fields.push(name.toLowerCase(), headers[name]);
+    return new EdgeResponse(status, fields, body);
+  }
+
+  get(name: string): string | null {
+    for (let i = 0; i < this.fields.length; i += 2) if (this.fields[i] === name) return this.fields[i + 1];
+    return null;
+  }
+
+  /** Sets a header (`name` in lower case), replacing its value if present. */
+  set(name: string, value: string): void {
+    for (let i = 0; i < this.fields.length; i += 2) {
+      if (this.fields[i] === name) {
+        this.fields[i + 1] = value;
+        return;
+      }
+    }
+    this.fields.push(name, value);
+  }
+
+  get headers(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (let i = 0; i < this.fields.length; i += 2) out[this.fields[i]] = this.fields[i + 1];
+    return out;
+  }
+}
+
+export function toWebResponse(response: EdgeResponse): Response {
+  return new Response(response.body as Uint8Array<ArrayBuffer> | null, { status: response.status, headers: response.headers });
+}
+
+/** The same headers with lower-case names. */
+export function lowerCaseNames(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (headers) for (const name in headers) out[name.toLowerCase()] = headers[name];
+  return out;
+}
 
 export const CORS_HEADERS: Record<string, string> = {
   'Access-Control-Allow-Origin': '*',
@@ -15,6 +68,7 @@ export const PREFLIGHT_HEADERS: Record<string, string> = {
 };
 
 export const ALLOW = 'GET, HEAD, OPTIONS';
+const CORS = lowerCaseNames(CORS_HEADERS);
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
 
@@ -51,22 +105,55 @@ export function etagMatches(ifNoneMatch: string | null, etag: string): boolean {
 }
 
 export interface BodyOptions {
-  request: Request;
+  request: EdgeRequest;
   cacheControl: string;
   headers?: Record<string, string>;
   /** The body's sha256 when already known (a file verified against the manifest). */
   sha256?: string;
 }
 
+/** The header fields of a 200 and of a 304 for one body. */
+interface BodyFields {
+  etag: string;
+  cacheControl: string;
+  extra: Record<string, string> | undefined;
+  ok: readonly string[];
+  notModified: readonly string[];
+}
+
+/** Header fields of the file bodies served lately, by body: a file (kept by the origin's cache) gets
+ * the same fields on every request, so they are built once. Forgotten with the body. */
+const fieldsOfFile = new WeakMap<Uint8Array, BodyFields>();
+
+function sameHeaders(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  if (a === b) return true;
+  const ka = a ? Object.keys(a) : [];
+  const kb = b ? Object.keys(b) : [];
+  return ka.length === kb.length && ka.every((k) => a![k] === b?.[k]);
+}
+
+function bodyFields(bytes: Uint8Array, etag: string, opts: BodyOptions): BodyFields {
+  const notModified = EdgeResponse.of(304, { ...CORS, ...lowerCaseNames(opts.headers), etag, 'cache-control': opts.cacheControl }, null).fields;
+  const ok = [...notModified, 'content-type', JSON_TYPE, 'content-length', String(bytes.length)];
+  return { etag, cacheControl: opts.cacheControl, extra: opts.headers, ok, notModified };
+}
+
 /** A 200 with a JSON body (already serialized), its sha256 as strong ETag, and 304 on a match.
  * For a file-backed route the bytes are the file's, so the ETag equals the manifest's sha256. */
-export async function jsonResponse(bytes: Uint8Array, opts: BodyOptions): Promise<Response> {
-  const etag = `"${opts.sha256 ?? (await sha256Hex(bytes))}"`;
-  const headers = new Headers({ ...CORS_HEADERS, ...opts.headers, ETag: etag, 'Cache-Control': opts.cacheControl });
-  if (etagMatches(opts.request.headers.get('If-None-Match'), etag)) return new Response(null, { status: 304, headers });
-  headers.set('Content-Type', JSON_TYPE);
-  headers.set('Content-Length', String(bytes.length));
-  return new Response(opts.request.method === 'HEAD' ? null : (bytes as Uint8Array<ArrayBuffer>), { status: 200, headers });
+export async function jsonResponse(bytes: Uint8Array, opts: BodyOptions): Promise<EdgeResponse> {
+  let fields: BodyFields | undefined;
+  if (opts.sha256 !== undefined) {
+    fields = fieldsOfFile.get(bytes);
+    if (!fields || fields.cacheControl !== opts.cacheControl || !sameHeaders(fields.extra, opts.headers)) {
+      fields = bodyFields(bytes, `"${opts.sha256}"`, opts);
+      fieldsOfFile.set(bytes, fields);
+    }
+  } else fields = bodyFields(bytes, `"${await sha256Hex(bytes)}"`, opts);
+  const ifNoneMatch = opts.request.headers.get('if-none-match');
+  if (ifNoneMatch !== null && etagMatches(ifNoneMatch, fields.etag)) {
+    return new EdgeResponse(304, fields.notModified.slice(), null);
+  }
+  return new EdgeResponse(200, fields.ok.slice(), opts.request.method === 'HEAD' ? null : bytes);
 }
 
 export function jsonBody(value: unknown): Uint8Array {
@@ -83,7 +170,7 @@ export interface ProblemInit {
 
 /** An RFC 9457 problem. `type` is about:blank (the status says what kind of problem it is) and
  * `title` the status phrase; `detail` says what exactly went wrong and how to fix it. */
-export function problem(request: Request, init: ProblemInit): Response {
+export function problem(request: EdgeRequest, init: ProblemInit): EdgeResponse {
   const url = new URL(request.url);
   const body = {
     type: 'about:blank',
@@ -96,6 +183,6 @@ export function problem(request: Request, init: ProblemInit): Response {
   };
   const bytes = jsonBody(body);
   const cache = init.status === 404 ? 'public, max-age=60' : 'no-store';
-  const headers = new Headers({ ...CORS_HEADERS, 'Cache-Control': cache, ...init.headers, 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(bytes.length) });
-  return new Response(request.method === 'HEAD' ? null : (bytes as Uint8Array<ArrayBuffer>), { status: init.status, headers });
+  const headers = { ...CORS, 'cache-control': cache, ...lowerCaseNames(init.headers), 'content-type': PROBLEM_TYPE, 'content-length': String(bytes.length) };
+  return EdgeResponse.of(init.status, headers, request.method === 'HEAD' ? null : bytes);
 }

@@ -9,19 +9,21 @@ import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { keyId, keyMatches } from './key-format.js';
 import type { KeyRegistry } from './key-registry.js';
 import type { QuotaStore } from './quota-store.js';
-import { problem } from '../responses.js';
+import { EdgeResponse, problem, toWebResponse } from '../responses.js';
+import type { EdgeRequest } from '../request.js';
 
 const WINDOWS = [
   { field: 'per_minute', tag: 'm', ms: 60_000, noun: 'minute' },
   { field: 'per_day', tag: 'd', ms: 86_400_000, noun: 'day' },
 ] as const;
 
-export interface AccessDecision {
+export interface AccessDecision<R = Response> {
   /** The response to send instead of serving the request (401, 429, 503), or null to serve it. */
-  denied: Response | null;
-  /** RateLimit-* headers to add to whatever response is sent. */
+  denied: R | null;
+  /** RateLimit-* headers (lower-case names) to add to whatever response is sent. */
   headers: Record<string, string>;
 }
+type EdgeDecision = AccessDecision<EdgeResponse>;
 
 export interface AccessControlOptions {
   config: AccessConfig;
@@ -52,11 +54,18 @@ export class AccessControl {
     return this.options.config.mode;
   }
 
-  async check(request: Request, clientIp: string | undefined): Promise<AccessDecision> {
+  /** The decision with a Web Response to send when denied (the viewer-request adapter). */
+  async check(request: EdgeRequest, clientIp: string | undefined): Promise<AccessDecision> {
+    const decision = await this.decide(request, clientIp);
+    return { denied: decision.denied && toWebResponse(decision.denied), headers: decision.headers };
+  }
+
+  /** The decision as the edge handler uses it. */
+  async decide(request: EdgeRequest, clientIp: string | undefined): Promise<EdgeDecision> {
     const { config } = this.options;
     // Only the adapter's trusted source of the client address counts; X-Forwarded-For is never read.
     const ip = clientIp ?? 'unknown';
-    const authorization = request.headers.get('Authorization');
+    const authorization = request.headers.get('authorization');
 
     if (config.mode === 'key-required') {
       const perIp = await this.count(request, `ip:${ip}`, config.key_required.per_ip, 'from one IP address');
@@ -67,18 +76,18 @@ export class AccessControl {
     }
     if (authorization !== null) {
       const key = await this.authenticate(request, authorization);
-      if (key instanceof Response) return { denied: key, headers: {} };
+      if (key instanceof EdgeResponse) return { denied: key, headers: {} };
       return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`);
     }
     return this.count(request, `ip:${ip}`, config.open.anonymous_per_ip, 'from one IP address without an API key');
   }
 
-  private unauthorized(request: Request, detail: string, invalidToken: boolean): AccessDecision {
+  private unauthorized(request: EdgeRequest, detail: string, invalidToken: boolean): EdgeDecision {
     const challenge = invalidToken ? `${REALM}, error="invalid_token"` : REALM;
     return { denied: problem(request, { status: 401, detail, headers: { 'WWW-Authenticate': challenge } }), headers: {} };
   }
 
-  private async authenticate(request: Request, authorization: string): Promise<{ id: string; tier: string } | Response> {
+  private async authenticate(request: EdgeRequest, authorization: string): Promise<{ id: string; tier: string } | EdgeResponse> {
     const invalid = (detail: string) => this.unauthorized(request, detail, true).denied!;
     if (!/^Bearer(\s|$)/i.test(authorization)) {
       // Another scheme (Basic, …) carries no Bearer credentials: the plain challenge (RFC 6750 §3).
@@ -106,7 +115,7 @@ export class AccessControl {
   }
 
   /** Counts one request against every window of `limits` for `subject`. */
-  private async count(request: Request, subject: string, limits: Limits, who: string): Promise<AccessDecision> {
+  private async count(request: EdgeRequest, subject: string, limits: Limits, who: string): Promise<EdgeDecision> {
     const now = this.now();
     const states: WindowState[] = [];
     const charged: string[] = [];
@@ -142,14 +151,24 @@ export class AccessControl {
  * closest to exhaustion is reported; the policy lists every window. */
 function rateLimitHeaders(states: WindowState[], limits: Limits): Record<string, string> {
   if (states.length === 0) return {};
-  const closest = [...states].sort((a, b) => a.remaining - b.remaining || b.resetSeconds - a.resetSeconds)[0];
-  const policy = WINDOWS.filter((w) => limits[w.field] !== undefined)
-    .map((w) => `${limits[w.field]};w=${w.ms / 1000}`)
-    .join(', ');
+  const closest = states.length === 1 ? states[0] : [...states].sort((a, b) => a.remaining - b.remaining || b.resetSeconds - a.resetSeconds)[0];
   return {
-    'RateLimit-Limit': String(closest.limit),
-    'RateLimit-Remaining': String(closest.remaining),
-    'RateLimit-Reset': String(closest.resetSeconds),
-    'RateLimit-Policy': policy,
+    'ratelimit-limit': String(closest.limit),
+    'ratelimit-remaining': String(closest.remaining),
+    'ratelimit-reset': String(closest.resetSeconds),
+    'ratelimit-policy': policyOf(limits),
   };
+}
+
+/** The policy header of a set of limits: the same for every request under them, so made once. */
+const policies = new WeakMap<Limits, string>();
+function policyOf(limits: Limits): string {
+  let policy = policies.get(limits);
+  if (policy === undefined) {
+    policy = WINDOWS.filter((w) => limits[w.field] !== undefined)
+      .map((w) => `${limits[w.field]};w=${w.ms / 1000}`)
+      .join(', ');
+    policies.set(limits, policy);
+  }
+  return policy;
 }

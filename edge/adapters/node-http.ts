@@ -1,10 +1,13 @@
 // Adapter: Node's http server → the edge handler. Used by `isoatlas serve` (the local server and
-// offline mirrors). Converts IncomingMessage to a Web Request and the Response back, logs one line per
+// offline mirrors). Hands the handler a light view of IncomingMessage (an EdgeRequest, not a Web
+// Request) and writes the EdgeResponse's bytes with one res.end (no Web Response, no body stream);
+// a handler not made by createHandler is answered through its Web Response. Logs one line per
 // request, and bounds what a slow or oversized client can hold.
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Handler } from '../handler.js';
-import { ALLOW, problem } from '../responses.js';
+import { directHandlerOf, type DirectHandler, type Handler, type RequestContext } from '../handler.js';
+import { ALLOW, EdgeResponse, problem } from '../responses.js';
+import type { EdgeRequest } from '../request.js';
 import { redactKeys } from '../access/key-format.js';
 
 export interface NodeServerOptions {
@@ -57,39 +60,53 @@ function printable(text: string): string {
   return cut.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
-/** Methods Node's fetch Request refuses to construct; they are answered 405 like any other. */
-const UNCONSTRUCTIBLE = new Set(['CONNECT', 'TRACE', 'TRACK']);
+/** Header look-ups over Node's parsed headers, answering as a Web Headers object would: names in any
+ * case, repeated fields joined with ", " (Node has already merged or dropped repeats of the fields
+ * that may not repeat). Node's parser refuses the values a Headers object would refuse. */
+class NodeHeaders {
+  constructor(private readonly raw: http.IncomingHttpHeaders) {}
 
-/** The Web Request for an incoming message, or a Response when the message cannot become one. */
-function toRequest(req: http.IncomingMessage, fallbackHost: string): Request | Response {
+  get(name: string): string | null {
+    const value = this.raw[name.toLowerCase()];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+}
+
+/** The EdgeRequest for an incoming message, or the problem to answer when it cannot be one. */
+function toRequest(req: http.IncomingMessage, fallbackHost: string): EdgeRequest | EdgeResponse {
   const target = req.url ?? '';
   const host = req.headers.host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(req.headers.host) ? req.headers.host : fallbackHost;
+  const headers = new NodeHeaders(req.headers);
+  const method = req.method ?? 'GET';
   // The target is appended to a fixed scheme and host, never resolved against them: a target such
-  // as `//evil.example/…` must stay a path, not choose the host that redirects point to.
-  let url: URL | null = null;
+  // as `//evil.example/…` must stay a path, not choose the host that redirects point to. The URL
+  // is what a Web Request would hold: parsed and normalized (dot segments, percent-encoding).
+  let url: string | null = null;
   try {
-    if (target.startsWith('/')) url = new URL(`http://${host}${target}`);
+    if (target.startsWith('/')) url = new URL(`http://${host}${target}`).href;
   } catch {
     url = null;
   }
-  const method = req.method ?? 'GET';
-  if (!url) return problem(new Request(`http://${host}/`), { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
-  if (UNCONSTRUCTIBLE.has(method)) {
-    return problem(new Request(url), { status: 405, detail: `method ${method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
-  }
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    try {
-      headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-    } catch {
-      // A header value Headers refuses (invalid characters) is dropped, as a proxy would.
-    }
-  }
-  return new Request(url, { method, headers });
+  if (!url) return problem({ method: 'GET', url: `http://${host}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
+  return { method, url, headers };
+}
+
+/** The handler's answer as an EdgeResponse: directly when it is one of ours, else read back from
+ * its Web Response. */
+function responder(handler: Handler): DirectHandler {
+  const direct = directHandlerOf(handler);
+  if (direct) return direct;
+  return async (request: EdgeRequest, context?: RequestContext) => {
+    const response = await handler(request, context);
+    const headers: Record<string, string> = {};
+    response.headers.forEach((value, name) => (headers[name] = value));
+    return EdgeResponse.of(response.status, headers, response.body ? new Uint8Array(await response.arrayBuffer()) : null);
+  };
 }
 
 export function createNodeServer(handler: Handler, opts: NodeServerOptions = {}): http.Server {
+  const respond = responder(handler);
   const log = opts.log ?? (() => {});
   const limits = serverLimits(process.env, opts.limits);
   const requestsOn = new WeakMap<object, number>();
@@ -116,16 +133,14 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       let status = 500;
       try {
         const request = toRequest(req, fallbackHost);
-        const response = request instanceof Response ? request : await handler(request, { clientIp: req.socket.remoteAddress });
+        const response = request instanceof EdgeResponse ? request : await respond(request, { clientIp: req.socket.remoteAddress });
         status = response.status;
-        const headers: Record<string, string> = {};
-        response.headers.forEach((value, name) => (headers[name] = value));
         // The last request a connection may carry: `Connection: close` makes Node close it after this
         // answer (its own maxRequestsPerSocket only says close, keeps reading, and answers a bare 503).
-        if (nth >= limits.maxRequestsPerSocket) headers.connection = 'close';
-        const body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
-        res.writeHead(response.status, headers);
-        res.end(req.method === 'HEAD' ? undefined : body ?? undefined);
+        if (nth >= limits.maxRequestsPerSocket) response.set('connection', 'close');
+        // The flat [name, value, …] list is what writeHead takes with the least work.
+        res.writeHead(response.status, response.fields);
+        res.end(req.method === 'HEAD' ? undefined : (response.body ?? undefined));
       } catch (err) {
         status = 500;
         if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/problem+json; charset=utf-8' });
@@ -138,7 +153,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
   );
   // Requests Node's parser refuses (oversized head, timeouts, malformed request line) get a problem
   // body too, not Node's bare status line; the connection is closed after it.
-  server.on('clientError', async (err: NodeJS.ErrnoException, socket: Duplex) => {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse })._httpMessage;
     if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) return void socket.destroy();
     const [status, reason, detail]: [number, string, string] =
@@ -149,24 +164,31 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
           : [400, 'Bad Request', 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)'];
     // A HEAD request gets no body, or the client would read it as the start of the next response.
     const isHead = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
-    const answer = problem(new Request('http://localhost/', { method: isHead ? 'HEAD' : 'GET' }), { status, detail, extra: { title: reason } });
-    await rawAnswer(socket, status, reason, answer);
+    const answer = problem(bareRequest(isHead ? 'HEAD' : 'GET'), { status, detail, extra: { title: reason } });
+    rawAnswer(socket, status, reason, answer);
     log(`- - ${status} ${err.code ?? 'client error'}`);
   });
   // Node hands CONNECT to a 'connect' listener (and drops the connection when there is none), never
   // to the request listener: answer it 405 like any other method instead (found by the fuzzer).
-  server.on('connect', async (req: http.IncomingMessage, socket: Duplex) => {
-    const answer = problem(new Request('http://localhost/'), { status: 405, detail: 'method CONNECT is not allowed; this API is read-only', headers: { Allow: ALLOW } });
-    await rawAnswer(socket, 405, 'Method Not Allowed', answer);
+  server.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
+    const answer = problem(bareRequest('GET'), { status: 405, detail: 'method CONNECT is not allowed; this API is read-only', headers: { Allow: ALLOW } });
+    rawAnswer(socket, 405, 'Method Not Allowed', answer);
     log(`CONNECT ${printable(req.url ?? '')} 405 0.0ms`);
   });
   return server;
 }
 
+/** A request with no target to speak of, for the problems Node's parser raises before there is one. */
+function bareRequest(method: string): EdgeRequest {
+  return { method, url: 'http://localhost/', headers: { get: () => null } };
+}
+
 /** Writes a response on a socket Node's server no longer manages, then closes the connection. */
-async function rawAnswer(socket: Duplex, status: number, reason: string, answer: Response): Promise<void> {
-  const body = Buffer.from(await answer.arrayBuffer());
-  const head = [`HTTP/1.1 ${status} ${reason}`, ...[...answer.headers].map(([name, value]) => `${name}: ${value}`), 'Connection: close', '', ''].join('\r\n');
+function rawAnswer(socket: Duplex, status: number, reason: string, answer: EdgeResponse): void {
+  const body = answer.body ?? new Uint8Array(0);
+  // Sorted by name, the order a Web Headers object lists them in.
+  const fields = Object.entries(answer.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const head = [`HTTP/1.1 ${status} ${reason}`, ...fields.map(([name, value]) => `${name}: ${value}`), 'Connection: close', '', ''].join('\r\n');
   socket.on('error', () => {});
   socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]), () => socket.destroy());
 }
