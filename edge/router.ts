@@ -15,7 +15,14 @@ export class RequestProblem extends Error {
   }
 }
 
-const compiled = routes.map((route) => ({ route, segments: route.path.split('/').filter(Boolean) }));
+// Each route's segments, compiled once: a literal to compare, or the name of a parameter.
+const compiled = routes.map((route) => ({
+  route,
+  segments: route.path
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => (segment.startsWith('{') ? { param: segment.slice(1, -1), literal: null } : { param: null, literal: segment })),
+}));
 
 /** Decodes one path segment exactly once and refuses anything that could name another path. */
 function decodeSegment(raw: string): string {
@@ -40,18 +47,27 @@ export function matchRoute(pathname: string): Match | null {
   const rawSegments = rest.split('/').filter(Boolean);
   for (const { route, segments } of compiled) {
     if (segments.length !== rawSegments.length) continue;
-    const params: Record<string, string> = {};
     let ok = true;
-    for (let i = 0; i < segments.length && ok; i++) {
-      const pattern = segments[i];
-      if (pattern.startsWith('{')) params[pattern.slice(1, -1)] = rawSegments[i];
-      else ok = pattern === rawSegments[i];
-    }
+    for (let i = 0; i < segments.length && ok; i++) ok = segments[i].literal === null || segments[i].literal === rawSegments[i];
     if (!ok) continue;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < segments.length; i++) if (segments[i].param !== null) params[segments[i].param!] = rawSegments[i];
     for (const key of Object.keys(params)) params[key] = decodeSegment(params[key]);
     return { route, params };
   }
   return null;
+}
+
+/** The names of a route's query parameters, and how a refusal lists them: the same for every request. */
+const queryParams = new Map<Route, { known: string[]; accepts: string }>();
+function queryParamsOf(route: Route): { known: string[]; accepts: string } {
+  let entry = queryParams.get(route);
+  if (!entry) {
+    const known = [...route.integerParams.map((p) => p.name), ...route.stringParams.map((p) => p.name)];
+    entry = { known, accepts: known.length ? `this endpoint accepts: ${known.join(', ')}` : 'this endpoint takes no query parameters' };
+    queryParams.set(route, entry);
+  }
+  return entry;
 }
 
 export interface QueryValues {
@@ -61,8 +77,7 @@ export interface QueryValues {
 
 /** Validates the query string: only declared parameters, each at most once, integers within bounds. */
 export function parseQuery(route: Route, search: URLSearchParams): QueryValues {
-  const known = [...route.integerParams.map((p) => p.name), ...route.stringParams.map((p) => p.name)];
-  const accepts = known.length ? `this endpoint accepts: ${known.join(', ')}` : 'this endpoint takes no query parameters';
+  const { known, accepts } = queryParamsOf(route);
   const seen = new Set<string>();
   for (const name of search.keys()) {
     if (!known.includes(name)) throw new RequestProblem(400, `unknown query parameter "${name.slice(0, 50)}"; ${accepts}`, name.slice(0, 50));

@@ -11,7 +11,8 @@ import net from 'node:net';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHandler, directHandlerOf, type Handler } from '../edge/handler.js';
-import { createNodeServer } from '../edge/adapters/node-http.js';
+import fc from 'fast-check';
+import { createNodeServer, originOf, requestUrl } from '../edge/adapters/node-http.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { AccessControl } from '../edge/access/control.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
@@ -172,6 +173,56 @@ describe('the direct path answers byte for byte as the Web Response path', () =>
     }
   });
 
+});
+
+describe('request URLs', () => {
+  // What a Web Request would hold: the target parsed and normalized below the host.
+  const reference = (host: string, target: string) => {
+    if (!target.startsWith('/')) return null;
+    try {
+      return new URL(`http://${host}${target}`).href;
+    } catch {
+      return null;
+    }
+  };
+
+  it('are what the URL parser makes of host and target, with or without parsing', () => {
+    const hosts = ['127.0.0.1:8080', 'Example.ORG', 'example.org:80', '[::1]:3000', 'localhost', 'a-b.c.d:65535'];
+    const alphabet = [...`/?.%2eE#'" \\azZ09-_~!$&()*+,;=:@[]|^{}<>\`é\t`, '%2E', '%2e', '/..', '/./', '%41', '%zz', '?x=1&y=2'];
+    const target = fc.array(fc.constantFrom(...alphabet), { maxLength: 30 }).map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(fc.constantFrom(...hosts), fc.oneof(target, target.map((t) => `/${t}`), target.map((t) => `/api/v1/${t}`)), (host, t) => {
+        expect(requestUrl(originOf(host)!, t)).toBe(reference(host, t));
+      }),
+      { numRuns: 20_000 },
+    );
+    // The targets the benchmark and most clients send take the path without parsing; same answer.
+    for (const t of ['/api/v1/genes/ENSG00000099917', '/api/v1/genes/X/isoforms?limit=10', '/api/v1/search?query=MED15%20a', '/api/v1/isoforms/MED15-201']) {
+      expect(requestUrl('http://127.0.0.1:8080', t)).toBe(reference('127.0.0.1:8080', t));
+    }
+  });
+
+  it('a Host the URL parser refuses is replaced by the server\'s own address, not answered 500', async () => {
+    const server = createNodeServer(createHandler({ origin: new LocalTreeOrigin(inject('demoTree')), serveStructureFiles: true }));
+    const port = await listen(server);
+    try {
+      for (const host of ['[', 'a:b:c', '1.2.3.4:99999']) {
+        const raw = await new Promise<string>((ok, fail) => {
+          const socket = net.connect(port, '127.0.0.1');
+          let text = '';
+          socket.setEncoding('latin1');
+          socket.on('data', (d: string) => (text += d));
+          socket.on('end', () => ok(text));
+          socket.on('error', fail);
+          socket.write(`GET /api/v1/isoforms/PRR5-201/structure HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+        });
+        expect(raw.split('\r\n')[0], host).toMatch(/^HTTP\/1\.1 (307|404) /);
+        if (raw.startsWith('HTTP/1.1 307')) expect(raw, host).toMatch(new RegExp(`\r\nlocation: http://127\\.0\\.0\\.1:${port}/structures/`, 'i'));
+      }
+    } finally {
+      await new Promise((ok) => server.close(ok));
+    }
+  });
 });
 
 describe('bufferedLog', () => {

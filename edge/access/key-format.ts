@@ -41,6 +41,8 @@ const ENCODED_UNRESERVED = /%(2[dD]|2[eE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[f
  * or echoed in an error body. Percent-encoded letters, digits, `_` and `-` are decoded first, so an
  * encoded key (`isoatlas%5F…`) is found as well. */
 export function redactKeys(text: string): string {
+  // Nothing to decode and no key prefix: nothing to redact (the common case, so checked first).
+  if (!text.includes('%') && !text.includes('isoatlas_')) return text;
   return text.replace(ENCODED_UNRESERVED, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).replace(KEY_ANYWHERE, 'isoatlas_[redacted]');
 }
 

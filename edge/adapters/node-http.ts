@@ -73,23 +73,55 @@ class NodeHeaders {
   }
 }
 
+/** A target of only these characters, with no dot segment, is its own normalized form: the URL
+ * parser would percent-encode or resolve nothing in it (`'` only in the path: it is encoded in the
+ * query of an http URL). */
+const PLAIN_TARGET = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@\/%]*(\?[A-Za-z0-9\-._~!$&()*+,;=:@\/%?]*)?$/;
+const DOT_SEGMENT = /\/\.|%2e/i;
+
+/** `http://<host>` as the URL parser writes it (lower case, no default port), or null for a host it
+ * refuses; kept per Host value, of which a server sees few. */
+const origins = new Map<string, string | null>();
+export function originOf(host: string): string | null {
+  let origin = origins.get(host);
+  if (origin === undefined) {
+    try {
+      origin = `http://${new URL(`http://${host}/`).host}`;
+    } catch {
+      origin = null;
+    }
+    if (origins.size >= 256) origins.clear();
+    origins.set(host, origin);
+  }
+  return origin;
+}
+
+/** The absolute URL a Web Request would hold for this target below `origin` (from originOf):
+ * parsed and normalized (dot segments, percent-encoding), or null when the target is not an
+ * absolute path. The target is appended to a fixed scheme and host, never resolved against them: a
+ * target such as `//evil.example/…` must stay a path, not choose the host that redirects point to. */
+export function requestUrl(origin: string, target: string): string | null {
+  if (!target.startsWith('/')) return null;
+  if (PLAIN_TARGET.test(target)) {
+    const query = target.indexOf('?');
+    if (!DOT_SEGMENT.test(query === -1 ? target : target.slice(0, query))) return origin + target;
+  }
+  try {
+    return new URL(`${origin}${target}`).href;
+  } catch {
+    return null;
+  }
+}
+
 /** The EdgeRequest for an incoming message, or the problem to answer when it cannot be one. */
 function toRequest(req: http.IncomingMessage, fallbackHost: string): EdgeRequest | EdgeResponse {
-  const target = req.url ?? '';
-  const host = req.headers.host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(req.headers.host) ? req.headers.host : fallbackHost;
+  const host = req.headers.host;
+  // A Host that is no host name (or none) is replaced by the server's own address.
+  const origin = (host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) && originOf(host)) || originOf(fallbackHost)!;
   const headers = new NodeHeaders(req.headers);
-  const method = req.method ?? 'GET';
-  // The target is appended to a fixed scheme and host, never resolved against them: a target such
-  // as `//evil.example/…` must stay a path, not choose the host that redirects point to. The URL
-  // is what a Web Request would hold: parsed and normalized (dot segments, percent-encoding).
-  let url: string | null = null;
-  try {
-    if (target.startsWith('/')) url = new URL(`http://${host}${target}`).href;
-  } catch {
-    url = null;
-  }
-  if (!url) return problem({ method: 'GET', url: `http://${host}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
-  return { method, url, headers };
+  const url = requestUrl(origin, req.url ?? '');
+  if (!url) return problem({ method: 'GET', url: `${origin}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
+  return { method: req.method ?? 'GET', url, headers };
 }
 
 /** The handler's answer as an EdgeResponse: directly when it is one of ours, else read back from
