@@ -99,7 +99,8 @@ export function sampleQueries(tree: string, n: number, seed = 7): QualitySample 
 
 export interface QualityResult {
   exactQueries: number;
-  /** Exact queries whose own record was not the first hit (or, for a shared symbol, not among the exact hits). */
+  /** Exact queries whose own record was not the first hit (or, for a shared symbol, not among the exact
+   * hits, which all come first; a symbol shared by more genes than a page holds fills it). */
   exactMisses: { query: ExactQuery; got: string[] }[];
   typoQueries: number;
   /** Typos that spell another exact term of the release (an exact hit for something else): not scored. */
@@ -113,7 +114,13 @@ export async function evaluateQuality(search: SearchFn, sample: QualitySample): 
   for (const q of sample.exact) {
     const r = await search(q.query, 25);
     const exactHits = r.items.filter((h) => h.match === 'exact');
-    const ok = exactHits.length === 1 ? exactHits[0].type === q.type && exactHits[0].id === q.id && r.items[0] === exactHits[0] : exactHits.some((h) => h.type === q.type && h.id === q.id) && exactHits.length === r.items.slice(0, exactHits.length).length;
+    const mine = (h: SearchHitBody) => h.type === q.type && h.id === q.id;
+    const leading = r.items.findIndex((h) => h.match !== 'exact');
+    const exactFirst = leading === -1 || exactHits.length === leading; // every exact hit before any other
+    // A symbol more genes share than a page holds (39 genes are Y_RNA here, hundreds in GENCODE) fills
+    // the page with exact hits of that symbol, in id order: its own gene may be on a later page.
+    const sharedBeyondPage = q.kind === 'symbol' && r.items.length === 25 && exactHits.length === 25 && r.total > 25 && exactHits.every((h) => h.symbol.toLowerCase() === q.query.toLowerCase());
+    const ok = exactFirst && (exactHits.length === 1 ? mine(exactHits[0]) : exactHits.some(mine) || sharedBeyondPage);
     if (!ok) exactMisses.push({ query: q, got: r.items.slice(0, 3).map((h) => `${h.type}:${h.id}:${h.match}`) });
   }
   let typoSkipped = 0;

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { treePaths } from '../edge/contract/tree.js';
+import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
 import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
@@ -41,11 +41,12 @@ async function localAccessControl(access: AccessConfig, keysDir: string): Promis
 
 export class NotATreeError extends Error {}
 
-/** Whether `dir` holds a tree this version serves: manifest.json of the current format and the edge index. */
+/** Whether `dir` holds a tree this version serves: manifest.json and the edge index of the current formats. */
 export function treeIsCurrent(dir: string): boolean {
   try {
-    const index = JSON.parse(readFileSync(join(dir, treePaths.manifest), 'utf8')) as { format?: number };
-    return index.format === 2 && existsSync(join(dir, treePaths.edgeIndex));
+    const manifest = JSON.parse(readFileSync(join(dir, treePaths.manifest), 'utf8')) as { format?: number };
+    const edge = JSON.parse(readFileSync(join(dir, treePaths.edgeIndex), 'utf8')) as { format?: number };
+    return manifest.format === 2 && edge.format === EDGE_INDEX_FORMAT;
   } catch {
     return false;
   }
@@ -60,7 +61,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     }
   }
   if (!treeIsCurrent(dir)) {
-    throw new NotATreeError(`${dir} was built by an older version of isoatlas (its manifest is not of format 2): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`);
+    throw new NotATreeError(`${dir} was built by an older version of isoatlas (its manifest or edge index is of an older format): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`);
   }
   // Request lines are batched (see buffered-log.ts); the lines about the server itself go out at once.
   const stdout = opts.log ? null : bufferedLog((text) => process.stdout.write(text));

@@ -3,18 +3,21 @@
 // loaded is kept in one cache bounded by weight, so an edge instance's memory stays fixed however
 // large the release.
 import MiniSearch from 'minisearch';
-import { treePaths, type EdgeIndex, type ShardBody, type StructureMapEntry } from './contract/tree.js';
-import { searchOptions, type SearchDocument } from './contract/search.js';
+import { EDGE_INDEX_FORMAT, treePaths, type EdgeIndex, type ShardBody, type StructureMapEntry } from './contract/tree.js';
+import { typoIndexOptions, type TypoDocument } from './contract/search.js';
 import { isShardCount, shardOf } from './contract/shards.js';
 import { LoadingCache } from './loading-cache.js';
+import { TermShard } from './term-shard.js';
+import { TypoShard } from './typo-shard.js';
 import { OriginError, type Origin } from './origin.js';
 
 const decoder = new TextDecoder();
 
 /** Default weight budget of loaded edge data (about the heap it takes). */
 export const EDGE_DATA_BUDGET = 48 * 1024 * 1024;
-// Parsed objects take more memory than their JSON: a plain map about twice, a MiniSearch index
-// (radix tree, field and document maps) about five times (measured on the demo and human scale).
+// Parsed objects take more memory than their JSON: a plain map or a term shard about twice, a
+// MiniSearch index (radix tree, field and document maps) about five times (measured on the demo and
+// human scale).
 const MAP_WEIGHT = 2;
 const INDEX_WEIGHT = 5;
 
@@ -34,7 +37,7 @@ export class ReleaseData {
       .then((text) => {
         const index = JSON.parse(text) as EdgeIndex;
         const counts = [index.gene_aliases?.shards, index.isoform_aliases?.shards, index.structures?.shards];
-        if (index.format !== 2 || !counts.every(isShardCount) || !Array.isArray(index.search?.terms) || !isShardCount(index.search?.typo?.shards)) throw new Error('not an edge index of format 2');
+        if (index.format !== EDGE_INDEX_FORMAT || !counts.every(isShardCount) || !Array.isArray(index.search?.terms) || !isShardCount(index.search?.typo?.shards) || !Number.isInteger(index.search?.documents)) throw new Error(`not an edge index of format ${EDGE_INDEX_FORMAT}: rebuild the tree with this version`);
         return index;
       })
       .catch((err) => {
@@ -60,12 +63,20 @@ export class ReleaseData {
     return lookup(await this.table<StructureMapEntry>(treePaths.structureMap(shardOf(transcriptId, (await this.index()).structures.shards))), transcriptId);
   }
 
-  termShard(shard: number): Promise<MiniSearch<SearchDocument>> {
-    return this.searchIndex(treePaths.searchTerms(shard));
+  termShard(shard: number): Promise<TermShard> {
+    const path = treePaths.searchTerms(shard);
+    return this.cache.get(path, async () => {
+      const text = await this.read(path);
+      return { value: this.parsed(path, () => new TermShard(JSON.parse(text))), weight: text.length * MAP_WEIGHT };
+    }) as Promise<TermShard>;
   }
 
-  typoShard(shard: number): Promise<MiniSearch<SearchDocument>> {
-    return this.searchIndex(treePaths.searchTypo(shard));
+  typoShard(shard: number): Promise<TypoShard> {
+    const path = treePaths.searchTypo(shard);
+    return this.cache.get(path, async () => {
+      const text = await this.read(path);
+      return { value: this.parsed(path, () => new TypoShard(MiniSearch.loadJSON<TypoDocument>(text, typoIndexOptions))), weight: text.length * INDEX_WEIGHT };
+    }) as Promise<TypoShard>;
   }
 
   /** How much edge data is loaded now (for benchmarks and tests). */
@@ -80,11 +91,14 @@ export class ReleaseData {
     }) as Promise<ShardBody<T>>;
   }
 
-  private searchIndex(path: string): Promise<MiniSearch<SearchDocument>> {
-    return this.cache.get(path, async () => {
-      const text = await this.read(path);
-      return { value: MiniSearch.loadJSON<SearchDocument>(text, searchOptions), weight: text.length * INDEX_WEIGHT };
-    }) as Promise<MiniSearch<SearchDocument>>;
+  /** A shard's parsed form; a shard the tree lists but this version cannot read is the origin's fault
+   * (502), not a bug of the request. */
+  private parsed<T>(path: string, parse: () => T): T {
+    try {
+      return parse();
+    } catch (err) {
+      throw new OriginError(`cannot load ${path} from ${this.origin.description}: ${(err as Error).message}; is it a tree rendered by this version?`, 'unavailable');
+    }
   }
 
   private async read(path: string): Promise<string> {

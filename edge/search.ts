@@ -1,31 +1,44 @@
-// Search over the release's sharded MiniSearch index (contract/search.ts). Three tiers:
-//   exact  — a whole symbol, id or name equals a query term (the term's shard);
-//   prefix — a symbol, id or name starts with a query term (the shards of the term's range, at most
-//            PREFIX_SHARD_LIMIT of them);
+// Search over the release's sharded index (contract/search.ts). Three tiers, each document in its best:
+//   exact  — a whole symbol, id or name equals a query term (a binary search in the term's shard);
+//   prefix — a symbol, id or name starts with a query term (a run of the shards of the term's range,
+//            at most PREFIX_SHARD_LIMIT of them);
 //   fuzzy  — a gene symbol one typo from a query term, counting a swap of two neighbours (TP35 for
-//            TP53) as one edit (the typo shards of the term's head and tail).
-// A document appears once, in its best tier. Within exact and prefix, MiniSearch's score ranks (a
-// multi-term query adds the scores of its terms); within fuzzy, fewer edits rank first. Genes come
-// before isoforms on equal ranks.
-import type { SearchResult } from 'minisearch';
+//            TP53) as one edit (typo-shard.ts, in the typo shards of the term's head and tail).
+// Scores, summed over the query's terms (a document matching two terms ranks above one matching one):
+//   exact 1; prefix the share of the matched term that was typed (query term length ÷ term length,
+//   so TP53 ranks above TP53BP1 for `tp5`); fuzzy 0.5 for a swap of neighbours or a left-out letter
+//   and 0.25 for a wrong or extra letter. The fuzzy weights are a noisy-channel prior: a swap or an
+//   omission at a given place is one specific slip, while a wrong or extra letter there is one of
+//   about 36, so any particular one is far less likely.
+// Within a tier, higher scores first, then genes before isoforms, then by id. Only the best `limit`
+// of each tier are ranked (no tier sorts thousands of prefix matches); `total` counts them all.
 import { PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, searchTerms, typoKeys } from './contract/search.js';
 import { shardOf } from './contract/shards.js';
 import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
 import type { ReleaseData } from './release-data.js';
+import type { TermShard } from './term-shard.js';
 
 type Tier = 'exact' | 'prefix' | 'fuzzy';
 
 /** Most telling field first: what a hit reports as `matched_field`. */
 const FIELD_PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned'] as const;
+const FIELD_BIT = (field: string) => 1 << SEARCH_FIELDS.indexOf(field as (typeof SEARCH_FIELDS)[number]);
 
 interface Candidate {
-  result: SearchResult;
-  fields: Set<string>;
+  /** Document number (contract/search.ts TermDoc). */
+  n: number;
+  /** Document id: `g:<gene id>` or `i:<transcript id>` (so id order puts genes first). */
+  id: string;
+  symbol: string;
+  name: string | null;
+  /** The fields that matched, one bit per SEARCH_FIELDS index. */
+  fields: number;
   score: number;
-  /** Edits from the query (fuzzy tier only; 0 otherwise). */
-  edits: number;
 }
+
+/** The documents one query term matches in a tier, with that term's score for each. */
+type TermMatches = Map<number, Candidate>;
 
 /** Edit distance counting insertions, deletions, substitutions and transpositions of neighbours
  * (optimal string alignment), or `max + 1` as soon as it must exceed `max`. */
@@ -48,6 +61,17 @@ export function editDistance(a: string, b: string, max: number): number {
     prev = row;
   }
   return prev[b.length];
+}
+
+/** The weight of a one-edit typo `query` of `symbol` (see the scores above). */
+export function typoWeight(query: string, symbol: string): number {
+  if (query.length < symbol.length) return 0.5; // a letter left out
+  if (query.length === symbol.length) {
+    let differ = 0;
+    for (let i = 0; i < query.length; i++) if (query[i] !== symbol[i]) differ++;
+    if (differ === 2) return 0.5; // two neighbours swapped (one edit apart, so not two substitutions)
+  }
+  return 0.25; // a wrong or an extra letter
 }
 
 /** Index of the term shard whose range holds `term`, or -1 when it sorts before every shard. */
@@ -77,63 +101,182 @@ function shardsOfPrefix(dir: SearchDirectory, prefix: string): number[] {
   return out;
 }
 
-function collect(into: Map<string, Candidate>, results: SearchResult[], edits = 0) {
-  for (const r of results) {
-    const fields = Object.values(r.match).flat();
-    const had = into.get(r.id);
-    if (had) {
-      had.score += r.score;
-      for (const f of fields) had.fields.add(f);
-      had.edits = Math.min(had.edits, edits);
-    } else into.set(r.id, { result: r, fields: new Set(fields), score: r.score, edits });
+/** Adds the documents of terms [from, to) of a shard, each scored by `score(term)` (a document
+ * matching through several terms or fields keeps its best score and every field). */
+function addTerms(into: TermMatches, shard: TermShard, from: number, to: number, score: (term: string) => number, skip: Skip): void {
+  for (let t = from; t < to; t++) {
+    const s = score(shard.terms[t]);
+    const list = shard.postings[t];
+    for (let k = 0; k < list.length; k += 2) {
+      const doc = shard.docs[list[k]];
+      const n = doc[3];
+      if (skip(n)) continue;
+      const bit = 1 << list[k + 1];
+      const had = into.get(n);
+      if (had) {
+        had.fields |= bit;
+        if (s > had.score) had.score = s;
+      } else into.set(n, { n, id: doc[0], symbol: doc[1], name: doc[2], fields: bit, score: s });
+    }
   }
 }
 
-async function tier(data: ReleaseData, dir: SearchDirectory, terms: string[], which: Tier): Promise<Map<string, Candidate>> {
-  const found = new Map<string, Candidate>();
-  for (const term of terms) {
-    if (which === 'exact') {
-      const shard = shardOfTerm(dir, term);
-      if (shard >= 0) collect(found, (await data.termShard(shard)).search(term, { prefix: false, fuzzy: false }));
-    } else if (which === 'prefix') {
-      for (const shard of shardsOfPrefix(dir, term)) collect(found, (await data.termShard(shard)).search(term, { prefix: true, fuzzy: false }));
-    } else {
-      const allowed = allowedEdits(term);
-      if (allowed === 0) continue;
-      // The shards of the term's head and tail for each length a symbol one typo away can have.
-      const shards = new Set<number>();
-      for (let length = term.length - allowed; length <= term.length + allowed; length++) {
-        if (length >= 3) for (const key of typoKeys(term, length)) shards.add(shardOf(key, dir.typo.shards));
-      }
-      const indexes = await Promise.all([...shards].map((shard) => data.typoShard(shard)));
-      for (const index of indexes) {
-        // MiniSearch counts a swap of neighbours as two edits: ask it for one more, then keep what
-        // is within `allowed` by the distance that counts it as one.
-        for (const r of index.search(term, { prefix: false, fuzzy: allowed + 1, maxFuzzy: allowed + 1 })) {
-          const edits = Math.min(...r.terms.map((t) => editDistance(term, t, allowed)));
-          // A symbol is filed under its head and its tail: count it once.
-          if (edits <= allowed && !found.has(r.id)) collect(found, [r], edits);
+/** Documents already placed in an earlier tier, by number. */
+type Skip = (n: number) => boolean;
+
+/** A set of document numbers: one bit each, so marking thousands of matches allocates nothing more. */
+class DocumentSet {
+  private readonly bits: Uint32Array;
+  size = 0;
+
+  constructor(documents: number) {
+    this.bits = new Uint32Array((documents >>> 5) + 1);
+  }
+
+  /** Adds `n`; false when it was there already. */
+  add(n: number): boolean {
+    const word = n >>> 5;
+    const bit = 1 << (n & 31);
+    if (this.bits[word] & bit) return false;
+    this.bits[word] |= bit;
+    this.size++;
+    return true;
+  }
+
+  has(n: number): boolean {
+    return (this.bits[n >>> 5] & (1 << (n & 31))) !== 0;
+  }
+}
+
+/** The prefix tier of a one-term query, without a candidate per match: a 3-letter prefix can match
+ * thousands. Counts the distinct documents, keeps the best `k` (a document's score is that of its
+ * shortest matching term), then gathers the matched fields of those `k` only. */
+function bestPrefixMatches(shards: TermShard[], term: string, k: number, skip: Skip, documents: number): { matched: DocumentSet; top: Candidate[] } {
+  const matched = new DocumentSet(documents);
+  const top: Candidate[] = [];
+  const typed = term.length;
+  const ranges = shards.map((shard) => shard.prefixRange(term));
+  shards.forEach((shard, s) => {
+    const [from, to] = ranges[s];
+    for (let t = from; t < to; t++) {
+      const score = typed / shard.terms[t].length;
+      const list = shard.postings[t];
+      for (let p = 0; p < list.length; p += 2) {
+        const doc = shard.docs[list[p]];
+        const n = doc[3];
+        if (skip(n)) continue;
+        matched.add(n);
+        // A match that cannot enter the best k (nor raise a document already there) is only counted.
+        if (k === 0 || (top.length === k && !(score > top[k - 1].score || (score === top[k - 1].score && doc[0] < top[k - 1].id)))) continue;
+        const had = top.findIndex((c) => c.n === n);
+        if (had >= 0) {
+          if (score <= top[had].score) continue;
+          top.splice(had, 1);
         }
+        const c: Candidate = { n, id: doc[0], symbol: doc[1], name: doc[2], fields: 0, score };
+        let at = top.length;
+        while (at > 0 && ranksBefore(c, top[at - 1])) at--;
+        top.splice(at, 0, c);
+        if (top.length > k) top.pop();
+      }
+    }
+  });
+  shards.forEach((shard, s) => {
+    for (let t = ranges[s][0]; t < ranges[s][1]; t++) {
+      const list = shard.postings[t];
+      for (let p = 0; p < list.length; p += 2) {
+        const c = top.find((x) => x.n === shard.docs[list[p]][3]);
+        if (c) c.fields |= 1 << list[p + 1];
+      }
+    }
+  });
+  return { matched, top };
+}
+
+/** The documents a tier matches for one query term. */
+async function matchTerm(data: ReleaseData, dir: SearchDirectory, term: string, tier: Tier, skip: Skip): Promise<TermMatches> {
+  const found: TermMatches = new Map();
+  if (tier === 'exact') {
+    const n = shardOfTerm(dir, term);
+    if (n < 0) return found;
+    const shard = await data.termShard(n);
+    const t = shard.find(term);
+    if (t >= 0) addTerms(found, shard, t, t + 1, () => 1, skip);
+  } else if (tier === 'prefix') {
+    const typed = term.length;
+    for (const shard of await Promise.all(shardsOfPrefix(dir, term).map((n) => data.termShard(n)))) {
+      const [from, to] = shard.prefixRange(term);
+      addTerms(found, shard, from, to, (t) => typed / t.length, skip);
+    }
+  } else {
+    const allowed = allowedEdits(term);
+    if (allowed === 0) return found;
+    // The shards of the term's head and tail for each length a symbol one typo away can have.
+    const shards = new Set<number>();
+    for (let length = term.length - allowed; length <= term.length + allowed; length++) {
+      if (length >= 3) for (const key of typoKeys(term, length)) shards.add(shardOf(key, dir.typo.shards));
+    }
+    for (const shard of await Promise.all([...shards].map((n) => data.typoShard(n)))) {
+      for (const doc of shard.near(term)) {
+        // A symbol is filed under its head and its tail: it may come up in two shards.
+        if (found.has(doc.n) || skip(doc.n)) continue;
+        const symbol = doc.symbol.toLowerCase();
+        if (symbol === term) continue;
+        found.set(doc.n, { n: doc.n, id: doc.id, symbol: doc.symbol, name: null, fields: FIELD_BIT('symbol'), score: typoWeight(term, symbol) });
       }
     }
   }
   return found;
 }
 
-function matchedField(fields: Set<string>): string {
-  return FIELD_PRIORITY.find((f) => fields.has(f)) ?? SEARCH_FIELDS[0];
+/** A tier's matches over every query term: scores add up, fields join. */
+async function matchTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, skip: Skip): Promise<TermMatches> {
+  const perTerm = await Promise.all(terms.map((term) => matchTerm(data, dir, term, tier, skip)));
+  if (perTerm.length === 1) return perTerm[0];
+  const all: TermMatches = new Map();
+  for (const matches of perTerm) {
+    for (const c of matches.values()) {
+      const had = all.get(c.n);
+      if (had) {
+        had.score += c.score;
+        had.fields |= c.fields;
+      } else all.set(c.n, { ...c });
+    }
+  }
+  return all;
+}
+
+
+function ranksBefore(a: Candidate, b: Candidate): boolean {
+  return a.score > b.score || (a.score === b.score && a.id < b.id);
+}
+
+/** The best `k` candidates, ranked: one pass keeping a short sorted list, not a sort of them all. */
+function best(candidates: Iterable<Candidate>, k: number): Candidate[] {
+  const top: Candidate[] = [];
+  if (k <= 0) return top;
+  for (const c of candidates) {
+    if (top.length === k && !ranksBefore(c, top[k - 1])) continue;
+    let at = top.length;
+    while (at > 0 && ranksBefore(c, top[at - 1])) at--;
+    top.splice(at, 0, c);
+    if (top.length > k) top.pop();
+  }
+  return top;
+}
+
+function matchedField(fields: number): string {
+  return FIELD_PRIORITY.find((f) => fields & FIELD_BIT(f)) ?? SEARCH_FIELDS[0];
 }
 
 function toHit(c: Candidate, tier: Tier): SearchHitBody {
-  const r = c.result;
-  const isGene = r.type === 'gene';
-  // Document ids are `g:<gene id>` and `i:<transcript id>`.
-  const id = isGene ? (r.gene as string) : String(r.id).slice(2);
+  const isGene = c.id.startsWith('g:');
+  const id = c.id.slice(2);
   return {
     type: isGene ? 'gene' : 'isoform',
     id,
-    symbol: r.gene_symbol as string,
-    name: isGene ? null : (r.name as string),
+    symbol: c.symbol,
+    name: isGene ? null : c.name,
     matched_field: matchedField(c.fields),
     match: tier,
     score: Math.round(c.score * 1000) / 1000,
@@ -141,20 +284,38 @@ function toHit(c: Candidate, tier: Tier): SearchHitBody {
   };
 }
 
-const rank = (a: Candidate, b: Candidate) =>
-  a.edits - b.edits || b.score - a.score || (a.result.type === b.result.type ? (a.result.id < b.result.id ? -1 : 1) : a.result.type === 'gene' ? -1 : 1);
+/** What a tier found: how many documents, whether it found one, and its best. */
+interface TierResult {
+  size: number;
+  has(n: number): boolean;
+  top: Candidate[];
+}
+
+async function runTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, k: number, skip: Skip): Promise<TierResult> {
+  if (tier === 'prefix' && terms.length === 1) {
+    const shards = await Promise.all(shardsOfPrefix(dir, terms[0]).map((n) => data.termShard(n)));
+    const { matched, top } = bestPrefixMatches(shards, terms[0], k, skip, dir.documents);
+    return { size: matched.size, has: (n) => matched.has(n), top };
+  }
+  const found = await matchTier(data, dir, terms, tier, skip);
+  return { size: found.size, has: (n) => found.has(n), top: best(found.values(), k) };
+}
 
 export async function search(data: ReleaseData, query: string, limit: number): Promise<{ total: number; items: SearchHitBody[] }> {
   const dir = (await data.index()).search;
   const terms = [...new Set(searchTerms(query))];
-  const seen = new Set<string>();
-  const hits: SearchHitBody[] = [];
-  for (const which of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
-    const found = [...(await tier(data, dir, terms, which)).values()].filter((c) => !seen.has(c.result.id)).sort(rank);
-    for (const c of found) {
-      seen.add(c.result.id);
-      hits.push(toHit(c, which));
-    }
+  const earlier: TierResult[] = [];
+  const skip: Skip = (n) => {
+    for (const r of earlier) if (r.has(n)) return true;
+    return false;
+  };
+  const items: SearchHitBody[] = [];
+  let total = 0;
+  for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
+    const found = await runTier(data, dir, terms, tier, limit - items.length, skip);
+    for (const c of found.top) items.push(toHit(c, tier));
+    total += found.size;
+    earlier.push(found);
   }
-  return { total: hits.length, items: hits.slice(0, limit) };
+  return { total, items };
 }

@@ -11,7 +11,7 @@ import { buildDemo } from '../build/cli.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { renderTree } from '../build/render/index.js';
 import { ISOFORM_PAGE_SIZE, NEOANTIGEN_TOP, contentTypeOf, treePaths } from '../edge/contract/tree.js';
-import { searchOptions, typoKeys } from '../edge/contract/search.js';
+import { SEARCH_FIELDS, typoIndexOptions, typoKeys, type TermShardBody } from '../edge/contract/search.js';
 import { routes } from '../edge/contract/routes.js';
 import { schemaForTreePath, validate } from './helpers/schemas.js';
 import type { GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, DomainListBody, ReleaseBody } from '../edge/contract/schemas.js';
@@ -165,25 +165,46 @@ describe('rendered demo tree', () => {
     expect(unstructured.items.every((d) => d.plddt === null)).toBe(true);
   });
 
-  it('renders search shards the edge can load with the shared options, each term in the shard of its range', () => {
+  it('renders search term shards in term order, each term with the documents it names, and typo shards the edge can load', () => {
     const { search } = edgeIndex(tree());
-    const load = (path: string) => MiniSearch.loadJSON(readFileSync(join(tree(), path), 'utf8'), searchOptions);
+    const termShard = (i: number) => read<TermShardBody>(tree(), treePaths.searchTerms(i));
+    const load = (path: string) => MiniSearch.loadJSON(readFileSync(join(tree(), path), 'utf8'), typoIndexOptions);
     expect(search.terms.length).toBeGreaterThan(1);
-    const ids = new Set<string>();
+    const numberOf = new Map<string, number>();
+    let previous = '';
     search.terms.forEach(({ from, terms }, i) => {
-      const index = load(treePaths.searchTerms(i));
-      expect(index.termCount).toBe(terms);
+      const shard = termShard(i);
+      expect(shard.terms.length).toBe(terms);
       expect(terms).toBeLessThanOrEqual(2048);
-      const next = search.terms[i + 1]?.from;
-      // Every term of the shard sorts within its range: a prefix search of `from` finds it first.
-      expect(index.search(from, { prefix: false }).length).toBeGreaterThan(0);
-      if (next) expect(from < next).toBe(true);
-      index.search(MiniSearch.wildcard).forEach((r) => ids.add(r.id));
+      expect(shard.terms[0]).toBe(from);
+      // Sorted and distinct, across shards too: shard i holds exactly the terms of its range.
+      for (const t of shard.terms) {
+        expect(t > previous, `${previous} < ${t}`).toBe(true);
+        previous = t;
+      }
+      shard.postings.forEach((list) => {
+        for (let k = 0; k < list.length; k += 2) {
+          const [id, , , n] = shard.docs[list[k]];
+          // A document has one number, the same in every shard, below the directory's count.
+          expect(numberOf.get(id) ?? n, id).toBe(n);
+          numberOf.set(id, n);
+        }
+      });
     });
-    expect(ids.size).toBe(1601 + 6353); // every gene and isoform is findable
+    expect(numberOf.size).toBe(1601 + 6353); // every gene and isoform is findable
+    expect(search.documents).toBe(1601 + 6353);
+    expect(new Set(numberOf.values()).size).toBe(numberOf.size);
+    expect(Math.max(...numberOf.values())).toBe(search.documents - 1);
     const shardOfTerm = (t: string) => search.terms.filter((s) => s.from <= t).length - 1;
-    expect(load(treePaths.searchTerms(shardOfTerm('prr5'))).search('prr5')[0]).toMatchObject({ id: 'g:ENSG00000186654', type: 'gene', gene_symbol: 'PRR5' });
-    expect(load(treePaths.searchTerms(shardOfTerm('prr5-201'))).search('prr5-201')[0]).toMatchObject({ id: 'i:ENST00000006251.11', name: 'PRR5-201' });
+    const postingsOf = (t: string) => {
+      const shard = termShard(shardOfTerm(t));
+      const list = shard.postings[shard.terms.indexOf(t)];
+      return Array.from({ length: list.length / 2 }, (_, k) => [shard.docs[list[2 * k]], SEARCH_FIELDS[list[2 * k + 1]]]);
+    };
+    const prr5201 = ['i:ENST00000006251.11', 'PRR5', 'PRR5-201', numberOf.get('i:ENST00000006251.11')];
+    expect(postingsOf('prr5')).toEqual([[['g:ENSG00000186654', 'PRR5', null, numberOf.get('g:ENSG00000186654')], 'symbol']]);
+    expect(postingsOf('prr5-201')).toEqual([[prr5201, 'transcript_name']]);
+    expect(postingsOf('enst00000006251')).toEqual([[prr5201, 'transcript_id_unversioned']]);
     // Typo shards file each gene symbol of 3 characters or more under its head key and its tail key.
     const typo = Array.from({ length: search.typo.shards }, (_, i) => new Set(load(treePaths.searchTypo(i)).search(MiniSearch.wildcard).map((r) => r.id)));
     let filed = 0;

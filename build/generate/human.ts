@@ -90,7 +90,7 @@ const SYMBOL_STEMS: readonly [string, (rng: Rng) => string][] = [
   ['TRIM', (r) => String(r.int(2, 75))],
   ['PRR', (r) => String(r.int(3, 36))],
 ];
-const LETTERS = 'ABCDEFGHIKLMNPRSTVWZ';
+const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 // Amino-acid background frequencies (UniProt, per mille), so peptides and PTM residues look real.
 const AMINO = 'ACDEFGHIKLMNPQRSTVWY';
@@ -277,15 +277,29 @@ function baseDomains(rng: Rng, length: number): BaseDomain[] {
   return out;
 }
 
-/** Symbol of a named gene: an HGNC-like family member or a short letters-and-digit name, 3–12 chars. */
+/** Symbol of a named gene, in the styles and lengths of GENCODE's: HGNC family members (ZNF217),
+ * pseudogenes (RPL23AP82), antisense and divergent transcripts (ZNRF3-AS1), clone-based names of
+ * unnamed lncRNAs (AC008132.13, RP11-43F13.3), and short letter names (PRR5, TBX1). The mix follows
+ * the real chr22 genes of the demo release, whose symbols are 2–19 characters with a median of 8 and
+ * only 7% of 4 characters or fewer: short names must not be denser than in the real annotation, or
+ * every typo of one spells another (search quality, issue #7, is judged on them). */
 function drawSymbol(rng: Rng): string {
-  if (rng.chance(0.45)) {
+  const r = rng.next();
+  const letters = (n: number) => Array.from({ length: n }, () => LETTERS[rng.int(0, LETTERS.length - 1)]).join('');
+  if (r < 0.3) {
     const [stem, rest] = rng.pick(SYMBOL_STEMS);
     return stem + rest(rng);
   }
-  let s = '';
-  for (let k = rng.int(3, 5); k > 0; k--) s += LETTERS[rng.int(0, LETTERS.length - 1)];
-  return rng.chance(0.6) ? s + rng.int(1, 20) : s;
+  if (r < 0.42) {
+    const [stem, rest] = rng.pick(SYMBOL_STEMS);
+    return rng.chance(0.3) ? `${rng.pick(['RNU6-', 'RNA5SP', 'RN7SKP', 'RNU2-'])}${rng.int(1, 1300)}${rng.chance(0.5) ? 'P' : ''}` : `${stem}${rest(rng)}P${rng.int(1, 99)}`;
+  }
+  if (r < 0.52) return `${letters(rng.int(3, 6))}${rng.chance(0.5) ? rng.int(1, 20) : ''}-${rng.pick(['AS1', 'AS1', 'AS2', 'DT', 'IT1', 'OT1'])}`;
+  if (r < 0.6) return `${rng.pick(['AC', 'AC', 'AL', 'AP', 'BX', 'CR'])}${String(rng.int(1, 999_999)).padStart(6, '0')}.${rng.int(1, 20)}`;
+  if (r < 0.66) return `${rng.pick(['RP11-', 'RP11-', 'RP4-', 'RP5-', 'CTD-', 'CTA-', 'KB-'])}${rng.int(1, 2999)}${letters(1)}${rng.int(1, 24)}.${rng.int(1, 15)}`;
+  // Short letter names: 3–7 letters (4–5 the most common), often with a number.
+  const length = rng.pick([3, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 7, 7]);
+  return rng.chance(0.55) ? letters(length) + rng.int(1, 20) : letters(length);
 }
 
 interface PlannedGene {

@@ -3,7 +3,7 @@
 // where a server or publisher might read it.
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { treePaths, type EdgeIndex } from '../../edge/contract/tree.js';
+import { EDGE_INDEX_FORMAT, treePaths, type EdgeIndex } from '../../edge/contract/tree.js';
 import { openReleaseDb } from '../release-db/store.js';
 import { startProgress } from '../progress.js';
 import { groupByGene, loadGenes, loadIsoforms } from './load.js';
@@ -52,7 +52,7 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
     const aliases = await renderAliases(w, genes, isoforms);
     const search = await renderSearchIndex(w, genes, isoforms);
     const edgeIndex: EdgeIndex = {
-      format: 2,
+      format: EDGE_INDEX_FORMAT,
       gene_aliases: { shards: aliases.genes },
       isoform_aliases: { shards: aliases.isoforms },
       structures: { shards: structures.shards },

@@ -174,7 +174,7 @@ export const routes: Route[] = [
     path: '/search',
     summary: 'Search genes and isoforms',
     description:
-      'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names. Exact matches rank first, then prefix matches, then typo-tolerant matches of gene symbols (one edit for 3–5 characters, two from 6; swapping two neighbouring letters counts as one edit; fewer edits rank first). A very short prefix matching thousands of terms returns matches from the first of them in term order.',
+      'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names. Each record appears once, in its best tier: exact matches first, then prefix matches, then gene symbols one typo away (a wrong, missing or extra letter, or two neighbouring letters swapped; queries of 3 characters or more). `score` ranks within a tier, summed over the query\'s words: exact 1; prefix the share of the matched term that was typed; fuzzy 0.5 for a swap or a missing letter, 0.25 for a wrong or extra letter. Ties: genes before isoforms, then by id. `total` counts every match; a very short prefix is matched in the first few thousand terms it starts only.',
     pathParams: [],
     integerParams: [limit(25, 10)],
     stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }],

@@ -1,22 +1,25 @@
-// The search index contract: the renderer builds MiniSearch indexes with these options and the edge
-// loads them with the very same ones (MiniSearch requires identical options on load).
+// The search index contract: the renderer writes the index in this shape and the edge reads it.
 //
 // A human-scale release has about a million searchable terms: one index would not fit an edge
 // instance. The index is therefore split (the directory is in edge/index.json):
 //   term shards — every symbol, id and name, cut into ranges of about TERMS_PER_SHARD terms in term
-//                 order; an exact or prefix match of a term is found in the shard(s) of its range;
-//   typo shards — gene symbols, each filed twice: under its length and head (first characters) and
-//                 under its length and tail (last characters). One typo (an insertion, deletion,
-//                 substitution or swap of neighbours) cannot touch both ends of a symbol, so a query
-//                 finds every symbol one typo away in the shards of its own head and tail, for the
-//                 three lengths the symbol can have (query length - 1, + 0, + 1): at most six small
-//                 shards, wherever the typo is, the first letter included.
+//                 order, stored as a sorted term list with each term's documents (TermShardBody). An
+//                 exact or prefix match is a binary search in the shard(s) of the term's range. A
+//                 sorted list rather than a MiniSearch index: it parses several times faster (no radix
+//                 tree to rebuild on load) and a prefix is a contiguous run of it, so the edge ranks
+//                 the best prefix matches without scoring thousands of them;
+//   typo shards — MiniSearch indexes of gene symbols (its fuzzy search is what they are for), each
+//                 symbol filed twice: under its length and head (first characters) and under its
+//                 length and tail (last characters). One typo (an insertion, deletion, substitution
+//                 or swap of neighbours) cannot touch both ends of a symbol, so a query finds every
+//                 symbol one typo away in the shards of its own head and tail, for the three lengths
+//                 the symbol can have (query length - 1, + 0, + 1): at most six small shards,
+//                 wherever the typo is, the first letter included.
 import type { Options } from 'minisearch';
 
-/** One indexed document. Indexed fields are null where they do not apply: an isoform document does
- * not index its gene's symbol or id, so a symbol query finds the gene itself rather than every
- * isoform of it; isoforms are found by their own ids and name. In a term shard, only the fields
- * whose term falls in the shard's range are set. `gene_symbol`, `gene` and `name` are stored only. */
+/** A searchable record, as the renderer gathers it. Indexed fields are null where they do not apply:
+ * an isoform does not carry its gene's symbol or id, so a symbol query finds the gene itself rather
+ * than every isoform of it; isoforms are found by their own ids and name. */
 export interface SearchDocument {
   /** `g:<gene_id>` or `i:<transcript_id>`. */
   id: string;
@@ -27,14 +30,39 @@ export interface SearchDocument {
   transcript_id: string | null;
   transcript_id_unversioned: string | null;
   transcript_name: string | null;
+  /** The gene's symbol (an isoform's gene), shown in hits. */
   gene_symbol: string;
-  gene: string;
-  /** The isoform's transcript name, stored for display (the indexed field may be null in a shard). */
+  /** The isoform's transcript name, shown in hits; null for a gene. */
   name: string | null;
 }
 
 export const SEARCH_FIELDS = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_id', 'transcript_id_unversioned', 'transcript_name'] as const;
 export type SearchField = (typeof SEARCH_FIELDS)[number];
+
+/** A document as a term shard lists it: [document id (`g:<gene_id>` or `i:<transcript_id>`), gene
+ * symbol, transcript name or null, document number]. The number (0 … documents - 1, the same in every
+ * shard) lets the edge tell documents apart with a bitset rather than a set of ids. */
+export type TermDoc = [id: string, symbol: string, name: string | null, n: number];
+
+/** `edge/search/terms/{shard}.json`: a range of the release's terms in sorted order (code-unit order,
+ * lower case), each with the documents it names. */
+export interface TermShardBody {
+  docs: TermDoc[];
+  /** Distinct and sorted. */
+  terms: string[];
+  /** postings[i]: the documents terms[i] names, flattened as [doc, field, doc, field, …]: an index in
+   * `docs` and an index in SEARCH_FIELDS. */
+  postings: number[][];
+}
+
+/** A document of a typo shard: a gene, indexed and stored by its symbol. */
+export interface TypoDocument {
+  /** `g:<gene_id>`. */
+  id: string;
+  symbol: string;
+  /** The document's number (TermDoc). */
+  n: number;
+}
 
 /** Terms per term shard: a shard of this size loads (fetch + parse) in a few milliseconds. */
 export const TERMS_PER_SHARD = 2048;
@@ -67,12 +95,13 @@ export function searchTerms(text: string): string[] {
   return tokenize(text).map(processTerm);
 }
 
-export const searchOptions: Options<SearchDocument> = {
+/** Options of the typo shards' MiniSearch indexes: the renderer builds them and the edge loads them
+ * with the very same ones (MiniSearch requires identical options on load). */
+export const typoIndexOptions: Options<TypoDocument> = {
   idField: 'id',
-  fields: [...SEARCH_FIELDS],
-  storeFields: ['type', 'gene_symbol', 'gene', 'name'],
-  // Identifiers are single tokens: `TP53-201` and `ENST00000269305.9` must not split on - or .,
-  // or an exact id would also match every id sharing a fragment. Whitespace separates terms.
+  fields: ['symbol'],
+  storeFields: ['symbol', 'n'],
+  // Symbols are single tokens (`Y_RNA`, `HLA-A`); whitespace separates query terms.
   tokenize,
   processTerm,
 };

@@ -42,9 +42,13 @@ export const treePaths = {
   manifestShard: (shard: number) => `manifest/${shardName(shard)}.json`,
 } as const;
 
+/** Format of edge/index.json and the edge data it describes: 3 since term shards are sorted term lists
+ * (2 had MiniSearch term shards). An edge refuses any other. */
+export const EDGE_INDEX_FORMAT = 3;
+
 /** `edge/index.json`: the shard counts of the edge's tables and the search index's directory. */
 export interface EdgeIndex {
-  format: 2;
+  format: typeof EDGE_INDEX_FORMAT;
   /** Lower-cased symbol, gene id or versioned gene id → gene id (a symbol naming several genes → the
    * sorted list of their ids, which the edge answers with 300 Multiple Choices). */
   gene_aliases: { shards: number };
@@ -62,6 +66,8 @@ export interface SearchDirectory {
   terms: { from: string; terms: number }[];
   /** Typo shards, hashed by typo key (contract/search.ts typoKeys). */
   typo: { shards: number };
+  /** How many documents (genes and isoforms) the index has: their numbers are 0 … documents - 1. */
+  documents: number;
 }
 
 /** One shard of a hashed table: key → value. */

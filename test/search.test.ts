@@ -1,0 +1,147 @@
+// The sharded search against a plain reference: every symbol, id and name of the demo release read
+// from its gene and isoform files (not from the index), matched by brute force. For each sampled
+// query the edge's search must give the same total, the same hits in the same order, with the same
+// tiers, fields and scores: this pins the term shards, the prefix tier's best-k selection, the
+// document bitsets and the typo shards to what the README says search does.
+import fg from 'fast-glob';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { Rng } from '../build/generate/random.js';
+import { typo } from '../bench/search-quality.js';
+import { ReleaseData } from '../edge/release-data.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { VerifiedOrigin } from '../edge/origins/verified.js';
+import { editDistance, search } from '../edge/search.js';
+import type { GeneBody, IsoformBody, SearchHitBody } from '../edge/contract/schemas.js';
+
+interface Doc {
+  id: string;
+  type: 'gene' | 'isoform';
+  symbol: string;
+  name: string | null;
+  terms: [term: string, field: string][];
+}
+
+const PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned'];
+let docs: Doc[];
+let data: ReleaseData;
+
+beforeAll(() => {
+  const tree = inject('demoTree');
+  const read = <T>(path: string) => JSON.parse(readFileSync(join(tree, path), 'utf8')) as T;
+  docs = [];
+  for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree })) {
+    const g = read<GeneBody>(path);
+    const terms: Doc['terms'] = [[g.symbol, 'symbol'], [g.gene_id, 'gene_id']];
+    if (g.gene_id_versioned) terms.push([g.gene_id_versioned, 'gene_id_versioned']);
+    docs.push({ id: `g:${g.gene_id}`, type: 'gene', symbol: g.symbol, name: null, terms: terms.map(([t, f]) => [t.toLowerCase(), f]) });
+  }
+  for (const path of fg.sync('api/v1/isoforms/*.json', { cwd: tree })) {
+    const i = read<IsoformBody>(path);
+    const terms: Doc['terms'] = [[i.transcript_id, 'transcript_id'], [i.transcript_name, 'transcript_name']];
+    if (i.transcript_id_unversioned) terms.push([i.transcript_id_unversioned, 'transcript_id_unversioned']);
+    docs.push({ id: `i:${i.transcript_id}`, type: 'isoform', symbol: i.gene_symbol, name: i.transcript_name, terms: terms.map(([t, f]) => [t.toLowerCase(), f]) });
+  }
+  data = new ReleaseData(new VerifiedOrigin(new LocalOrigin(tree)));
+});
+
+/** One query term's matches in a tier: document → [score, fields]. */
+function termMatches(term: string, tier: 'exact' | 'prefix' | 'fuzzy'): Map<Doc, [number, Set<string>]> {
+  const out = new Map<Doc, [number, Set<string>]>();
+  for (const doc of docs) {
+    for (const [t, field] of doc.terms) {
+      let score = 0;
+      if (tier === 'exact' && t === term) score = 1;
+      if (tier === 'prefix' && t.startsWith(term)) score = term.length / t.length;
+      if (tier === 'fuzzy' && field === 'symbol' && term.length >= 3 && t.length >= 3 && t !== term && editDistance(term, t, 1) === 1) {
+        // A swap or a left-out letter 0.5, a wrong or extra letter 0.25.
+        const differing = [...term].filter((c, k) => c !== t[k]).length;
+        score = term.length < t.length || (term.length === t.length && differing === 2) ? 0.5 : 0.25;
+      }
+      if (score === 0) continue;
+      const had = out.get(doc);
+      if (had) {
+        had[0] = Math.max(had[0], score);
+        had[1].add(field);
+      } else out.set(doc, [score, new Set([field])]);
+    }
+  }
+  return out;
+}
+
+function reference(query: string, limit: number): { total: number; items: SearchHitBody[] } {
+  const terms = [...new Set(query.split(/\s+/).filter(Boolean).map((t) => t.toLowerCase()))];
+  const placed = new Set<Doc>();
+  const items: SearchHitBody[] = [];
+  let total = 0;
+  for (const tier of ['exact', 'prefix', 'fuzzy'] as const) {
+    const tierDocs = new Map<Doc, [number, Set<string>]>();
+    for (const term of terms) {
+      for (const [doc, [score, fields]] of termMatches(term, tier)) {
+        if (placed.has(doc)) continue;
+        const had = tierDocs.get(doc);
+        if (had) {
+          had[0] += score;
+          fields.forEach((f) => had[1].add(f));
+        } else tierDocs.set(doc, [score, new Set(fields)]);
+      }
+    }
+    const ranked = [...tierDocs].sort(([a, [sa]], [b, [sb]]) => sb - sa || (a.id < b.id ? -1 : 1));
+    for (const [doc, [score, fields]] of ranked.slice(0, limit - items.length)) {
+      const id = doc.id.slice(2);
+      items.push({
+        type: doc.type,
+        id,
+        symbol: doc.symbol,
+        name: doc.name,
+        matched_field: PRIORITY.find((f) => fields.has(f))!,
+        match: tier,
+        score: Math.round(score * 1000) / 1000,
+        link: `/api/v1/${doc.type === 'gene' ? 'genes' : 'isoforms'}/${encodeURIComponent(id)}`,
+      });
+    }
+    tierDocs.forEach((_, doc) => placed.add(doc));
+    total += tierDocs.size;
+  }
+  return { total, items };
+}
+
+describe('search against a brute-force reference (demo release)', () => {
+  it('agrees on totals, hits, order, tiers, fields and scores for sampled queries', async () => {
+    const rng = new Rng(31);
+    const pick = <T>(items: T[]) => items[Math.floor(rng.next() * items.length)];
+    const genes = docs.filter((d) => d.type === 'gene');
+    const isoforms = docs.filter((d) => d.type === 'isoform');
+    const queries: string[] = ['PRR5', 'prr5-2', 'ENST0000000', 'ENSG000001', 'PB.1', 'novelGene_1', 'TP35', 'MPAK1', 'Y_RNA', 'mir', 'zzzzqqqq'];
+    for (let k = 0; k < 60; k++) {
+      const g = pick(genes);
+      const i = pick(isoforms);
+      queries.push(
+        g.symbol,
+        g.symbol.slice(0, 3),
+        g.symbol.slice(0, 4 + Math.floor(rng.next() * 3)),
+        typo(() => rng.next(), g.symbol).text,
+        i.name!,
+        i.id.slice(2, 2 + 8 + Math.floor(rng.next() * 8)),
+        `${g.symbol} ${pick(genes).symbol.slice(0, 3)}`,
+      );
+    }
+    // A prefix matching more terms than fit in PREFIX_SHARD_LIMIT shards is cut short by design.
+    const termCount = (q: string) => docs.reduce((n, d) => n + d.terms.filter(([t]) => t.startsWith(q.toLowerCase())).length, 0);
+    const compared = queries.filter((q) => q.split(/\s+/).every((t) => termCount(t) <= 2048));
+    expect(compared.length).toBeGreaterThan(400);
+    let withFuzzy = 0;
+    let withManyPrefixes = 0;
+    for (const q of compared) {
+      const limit = q.length % 2 ? 25 : 10;
+      const got = await search(data, q, limit);
+      expect(got, q).toEqual(reference(q, limit));
+      if (got.items.some((h) => h.match === 'fuzzy')) withFuzzy++;
+      if (got.total > 100) withManyPrefixes++;
+    }
+    // The sample exercises every tier, and prefixes with more matches than a page.
+    expect(withFuzzy).toBeGreaterThan(20);
+    expect(withManyPrefixes).toBeGreaterThan(20);
+  }, 120_000);
+});
