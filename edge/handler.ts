@@ -11,8 +11,8 @@ import { OriginError, isVersioned, type Origin, type OriginObject, type Versione
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
-import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, jsonBody, jsonResponse, problem, toWebResponse, type BodyOptions } from './responses.js';
-import type { EdgeRequest } from './request.js';
+import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, fileJsonResponse, jsonBody, jsonResponse, problem, toWebResponse, type BodyOptions } from './responses.js';
+import type { EdgeRequest, RequestTarget } from './request.js';
 import { search } from './search.js';
 import type { AccessControl } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
@@ -110,8 +110,12 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
 
   /** A file served as it is: the manifest's sha256 is its ETag. */
   async function fileResponse(path: string, opts: BodyOptions): Promise<EdgeResponse> {
-    const file = await mustRead(path);
-    return jsonResponse(file.body, { ...opts, sha256: file.sha256 });
+    return fileJson(await mustRead(path), opts);
+  }
+
+  /** A file's bytes as they are (the verified origin knows every file's sha256: no hashing, no wait). */
+  function fileJson(file: OriginObject, opts: BodyOptions): EdgeResponse | Promise<EdgeResponse> {
+    return file.sha256 === undefined ? jsonResponse(file.body, opts) : fileJsonResponse(file.body, file.sha256, opts);
   }
 
   async function geneId(request: EdgeRequest, key: string): Promise<string | EdgeResponse> {
@@ -140,7 +144,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
       const file = await origin.read(treePaths.genePage(id, firstPage));
       if (file) {
         const page = JSON.parse(decoder.decode(file.body)) as IsoformPageBody;
-        return jsonResponse(file.body, { ...cache, sha256: file.sha256, headers: page.next ? { Link: `<${page.next}>; rel="next"` } : {} });
+        return fileJson(file, { ...cache, headers: page.next ? { Link: `<${page.next}>; rel="next"` } : {} });
       }
     }
     // Any other window is sliced from the pre-split pages it overlaps.
@@ -168,7 +172,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
   async function neoantigens(request: EdgeRequest, id: string, limit: number): Promise<EdgeResponse> {
     const file = await mustRead(treePaths.neoantigens(id));
     const list = JSON.parse(decoder.decode(file.body)) as NeoantigenListBody;
-    if (limit >= list.limit) return jsonResponse(file.body, { request, cacheControl: cacheControl.release, sha256: file.sha256 });
+    if (limit >= list.limit) return fileJson(file, { request, cacheControl: cacheControl.release });
     const body: NeoantigenListBody = { ...list, limit, items: list.items.slice(0, limit) };
     return jsonResponse(jsonBody(body), { request, cacheControl: cacheControl.release });
   }
@@ -190,8 +194,8 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     return response;
   }
 
-  async function route(request: EdgeRequest, url: URL, matched: { route: Route; params: Record<string, string> }): Promise<EdgeResponse> {
-    const query = parseQuery(matched.route, url.searchParams);
+  async function route(request: EdgeRequest, url: RequestTarget, matched: { route: Route; params: Record<string, string> }): Promise<EdgeResponse> {
+    const query = parseQuery(matched.route, new URLSearchParams(url.search));
     const cache = { request, cacheControl: cacheControl[matched.route.cache] };
     switch (matched.route.id) {
       case 'root':
@@ -230,7 +234,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
 
   async function serveRequest(request: EdgeRequest): Promise<EdgeResponse> {
     try {
-      const url = new URL(request.url);
+      const url = request.target ?? new URL(request.url);
       if (options.serveStructureFiles && url.pathname.startsWith('/structures/')) {
         const name = url.pathname.slice('/structures/'.length);
         if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });

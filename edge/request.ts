@@ -6,4 +6,12 @@ export interface EdgeRequest {
   /** Absolute URL: scheme, host, path and query. */
   readonly url: string;
   readonly headers: { get(name: string): string | null };
+  /** The URL's path and query (`?…`, or '' when there is none), when the adapter already has them
+   * as the URL parser would give them: spares parsing `url` again. */
+  readonly target?: RequestTarget;
+}
+
+export interface RequestTarget {
+  readonly pathname: string;
+  readonly search: string;
 }

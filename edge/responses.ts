@@ -141,14 +141,21 @@ function bodyFields(bytes: Uint8Array, etag: string, opts: BodyOptions): BodyFie
 /** A 200 with a JSON body (already serialized), its sha256 as strong ETag, and 304 on a match.
  * For a file-backed route the bytes are the file's, so the ETag equals the manifest's sha256. */
 export async function jsonResponse(bytes: Uint8Array, opts: BodyOptions): Promise<EdgeResponse> {
-  let fields: BodyFields | undefined;
-  if (opts.sha256 !== undefined) {
-    fields = fieldsOfFile.get(bytes);
-    if (!fields || fields.cacheControl !== opts.cacheControl || !sameHeaders(fields.extra, opts.headers)) {
-      fields = bodyFields(bytes, `"${opts.sha256}"`, opts);
-      fieldsOfFile.set(bytes, fields);
-    }
-  } else fields = bodyFields(bytes, `"${await sha256Hex(bytes)}"`, opts);
+  if (opts.sha256 !== undefined) return fileJsonResponse(bytes, opts.sha256, opts);
+  return answer(bytes, bodyFields(bytes, `"${await sha256Hex(bytes)}"`, opts), opts);
+}
+
+/** jsonResponse for a body whose sha256 is known (a file of the tree), without a promise to wait for. */
+export function fileJsonResponse(bytes: Uint8Array, sha256: string, opts: BodyOptions): EdgeResponse {
+  let fields = fieldsOfFile.get(bytes);
+  if (!fields || fields.cacheControl !== opts.cacheControl || !sameHeaders(fields.extra, opts.headers)) {
+    fields = bodyFields(bytes, `"${sha256}"`, opts);
+    fieldsOfFile.set(bytes, fields);
+  }
+  return answer(bytes, fields, opts);
+}
+
+function answer(bytes: Uint8Array, fields: BodyFields, opts: BodyOptions): EdgeResponse {
   const ifNoneMatch = opts.request.headers.get('if-none-match');
   if (ifNoneMatch !== null && etagMatches(ifNoneMatch, fields.etag)) {
     return new EdgeResponse(304, fields.notModified.slice(), null);

@@ -192,13 +192,18 @@ describe('request URLs', () => {
     const target = fc.array(fc.constantFrom(...alphabet), { maxLength: 30 }).map((parts) => parts.join(''));
     fc.assert(
       fc.property(fc.constantFrom(...hosts), fc.oneof(target, target.map((t) => `/${t}`), target.map((t) => `/api/v1/${t}`)), (host, t) => {
-        expect(requestUrl(originOf(host)!, t)).toBe(reference(host, t));
+        const got = requestUrl(originOf(host)!, t);
+        const expected = reference(host, t);
+        expect(got?.url ?? null).toBe(expected);
+        if (got?.target) expect(got.target).toEqual({ pathname: new URL(expected!).pathname, search: new URL(expected!).search });
       }),
       { numRuns: 20_000 },
     );
     // The targets the benchmark and most clients send take the path without parsing; same answer.
-    for (const t of ['/api/v1/genes/ENSG00000099917', '/api/v1/genes/X/isoforms?limit=10', '/api/v1/search?query=MED15%20a', '/api/v1/isoforms/MED15-201']) {
-      expect(requestUrl('http://127.0.0.1:8080', t)).toBe(reference('127.0.0.1:8080', t));
+    for (const t of ['/api/v1/genes/ENSG00000099917', '/api/v1/genes/X/isoforms?limit=10', '/api/v1/search?query=MED15%20a', '/api/v1/isoforms/MED15-201', '/api/v1/release?']) {
+      const got = requestUrl('http://127.0.0.1:8080', t)!;
+      const url = new URL(reference('127.0.0.1:8080', t)!);
+      expect(got).toEqual({ url: url.href, target: { pathname: url.pathname, search: url.search } });
     }
   });
 

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { directHandlerOf, type DirectHandler, type Handler, type RequestContext } from '../handler.js';
 import { ALLOW, EdgeResponse, problem } from '../responses.js';
-import type { EdgeRequest } from '../request.js';
+import type { EdgeRequest, RequestTarget } from '../request.js';
 import { redactKeys } from '../access/key-format.js';
 
 export interface NodeServerOptions {
@@ -97,17 +97,20 @@ export function originOf(host: string): string | null {
 }
 
 /** The absolute URL a Web Request would hold for this target below `origin` (from originOf):
- * parsed and normalized (dot segments, percent-encoding), or null when the target is not an
- * absolute path. The target is appended to a fixed scheme and host, never resolved against them: a
- * target such as `//evil.example/…` must stay a path, not choose the host that redirects point to. */
-export function requestUrl(origin: string, target: string): string | null {
+ * parsed and normalized (dot segments, percent-encoding), with its path and query when they came
+ * without parsing; null when the target is not an absolute path. The target is appended to a fixed
+ * scheme and host, never resolved against them: a target such as `//evil.example/…` must stay a
+ * path, not choose the host that redirects point to. */
+export function requestUrl(origin: string, target: string): { url: string; target?: RequestTarget } | null {
   if (!target.startsWith('/')) return null;
   if (PLAIN_TARGET.test(target)) {
     const query = target.indexOf('?');
-    if (!DOT_SEGMENT.test(query === -1 ? target : target.slice(0, query))) return origin + target;
+    const pathname = query === -1 ? target : target.slice(0, query);
+    // A bare `?` is an empty query: the URL's search is '' then, as for no query at all.
+    if (!DOT_SEGMENT.test(pathname)) return { url: origin + target, target: { pathname, search: query === -1 || query === target.length - 1 ? '' : target.slice(query) } };
   }
   try {
-    return new URL(`${origin}${target}`).href;
+    return { url: new URL(`${origin}${target}`).href };
   } catch {
     return null;
   }
@@ -119,9 +122,9 @@ function toRequest(req: http.IncomingMessage, fallbackHost: string): EdgeRequest
   // A Host that is no host name (or none) is replaced by the server's own address.
   const origin = (host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) && originOf(host)) || originOf(fallbackHost)!;
   const headers = new NodeHeaders(req.headers);
-  const url = requestUrl(origin, req.url ?? '');
-  if (!url) return problem({ method: 'GET', url: `${origin}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
-  return { method: req.method ?? 'GET', url, headers };
+  const parsed = requestUrl(origin, req.url ?? '');
+  if (!parsed) return problem({ method: 'GET', url: `${origin}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
+  return { method: req.method ?? 'GET', url: parsed.url, headers, target: parsed.target };
 }
 
 /** The handler's answer as an EdgeResponse: directly when it is one of ours, else read back from
