@@ -9,7 +9,8 @@ import { isShardCount, shardOf } from './contract/shards.js';
 import { LoadingCache } from './loading-cache.js';
 import { TermShard } from './term-shard.js';
 import { TypoShard } from './typo-shard.js';
-import { OriginError, type Origin } from './origin.js';
+import { OriginError } from './origin.js';
+import type { VerifiedOrigin } from './origins/verified.js';
 
 const decoder = new TextDecoder();
 
@@ -26,18 +27,21 @@ export class ReleaseData {
   private readonly cache: LoadingCache<unknown>;
 
   constructor(
-    private readonly origin: Origin,
+    private readonly origin: VerifiedOrigin,
     budget = EDGE_DATA_BUDGET,
   ) {
     this.cache = new LoadingCache(budget);
   }
 
   index(): Promise<EdgeIndex> {
-    return (this.indexP ??= this.read(treePaths.edgeIndex)
-      .then((text) => {
+    return (this.indexP ??= this.origin
+      .read(treePaths.edgeIndex)
+      .then((file) => {
+        if (!file) throw new OriginError(`the tree at ${this.origin.description} has no ${treePaths.edgeIndex}: is it a rendered isoatlas tree of this version?`, 'unavailable');
+        const text = decoder.decode(file.body);
         const index = JSON.parse(text) as EdgeIndex;
         const counts = [index.gene_aliases?.shards, index.isoform_aliases?.shards, index.structures?.shards];
-        if (index.format !== EDGE_INDEX_FORMAT || !counts.every(isShardCount) || !Array.isArray(index.search?.terms) || !isShardCount(index.search?.typo?.shards) || !Number.isInteger(index.search?.documents)) throw new Error(`not an edge index of format ${EDGE_INDEX_FORMAT}: rebuild the tree with this version`);
+        if (index.format !== EDGE_INDEX_FORMAT || !counts.every(isShardCount) || !Array.isArray(index.search?.terms) || !isShardCount(index.search?.typo?.shards) || !Number.isInteger(index.search?.documents) || typeof index.sha256 !== 'object' || index.sha256 === null) throw new Error(`not an edge index of format ${EDGE_INDEX_FORMAT}: rebuild the tree with this version`);
         return index;
       })
       .catch((err) => {
@@ -101,10 +105,11 @@ export class ReleaseData {
     }
   }
 
+  /** A shard, checked against the hash the edge index lists for it. */
   private async read(path: string): Promise<string> {
-    const file = await this.origin.read(path);
-    if (!file) throw new OriginError(`the tree at ${this.origin.description} has no ${path}: is it a rendered isoatlas tree of this version?`, 'unavailable');
-    return decoder.decode(file.body);
+    const sha256 = (await this.index()).sha256[path];
+    if (typeof sha256 !== 'string') throw new OriginError(`${treePaths.edgeIndex} at ${this.origin.description} does not list ${path}: is it a tree rendered by this version?`, 'unavailable');
+    return decoder.decode(await this.origin.readChecked(path, sha256));
   }
 }
 

@@ -124,13 +124,28 @@ function addTerms(into: TermMatches, shard: TermShard, from: number, to: number,
 /** Documents already placed in an earlier tier, by number. */
 type Skip = (n: number) => boolean;
 
-/** A set of document numbers: one bit each, so marking thousands of matches allocates nothing more. */
+/** A set of document numbers: one bit each, so marking thousands of matches allocates nothing more.
+ * Sets are reused (take/give back): a fresh 40 KB bitset per search (at human scale) would be
+ * garbage enough to bring a young-generation collection every hundred searches. */
 class DocumentSet {
+  private static readonly free: DocumentSet[] = [];
   private readonly bits: Uint32Array;
   size = 0;
 
-  constructor(documents: number) {
+  private constructor(readonly documents: number) {
     this.bits = new Uint32Array((documents >>> 5) + 1);
+  }
+
+  static take(documents: number): DocumentSet {
+    const i = DocumentSet.free.findIndex((s) => s.documents === documents);
+    return i >= 0 ? DocumentSet.free.splice(i, 1)[0] : new DocumentSet(documents);
+  }
+
+  giveBack(): void {
+    if (this.size > 0) this.bits.fill(0);
+    this.size = 0;
+    // A few suffice: searches run one at a time between awaits.
+    if (DocumentSet.free.length < 8) DocumentSet.free.push(this);
   }
 
   /** Adds `n`; false when it was there already. */
@@ -151,24 +166,29 @@ class DocumentSet {
 /** The prefix tier of a one-term query, without a candidate per match: a 3-letter prefix can match
  * thousands. Counts the distinct documents, keeps the best `k` (a document's score is that of its
  * shortest matching term), then gathers the matched fields of those `k` only. */
-function bestPrefixMatches(shards: TermShard[], term: string, k: number, skip: Skip, documents: number): { matched: DocumentSet; top: Candidate[] } {
-  const matched = new DocumentSet(documents);
+function bestPrefixMatches(shards: TermShard[], term: string, k: number, skip: Skip, matched: DocumentSet): Candidate[] {
+  // Plain loops, no callbacks: this runs once per match, thousands of times for a short prefix.
   const top: Candidate[] = [];
   const typed = term.length;
   const ranges = shards.map((shard) => shard.prefixRange(term));
-  shards.forEach((shard, s) => {
-    const [from, to] = ranges[s];
-    for (let t = from; t < to; t++) {
-      const score = typed / shard.terms[t].length;
-      const list = shard.postings[t];
+  for (let s = 0; s < shards.length; s++) {
+    const { terms, postings, docs } = shards[s];
+    for (let t = ranges[s][0]; t < ranges[s][1]; t++) {
+      const score = typed / terms[t].length;
+      const list = postings[t];
       for (let p = 0; p < list.length; p += 2) {
-        const doc = shard.docs[list[p]];
+        const doc = docs[list[p]];
         const n = doc[3];
         if (skip(n)) continue;
         matched.add(n);
         // A match that cannot enter the best k (nor raise a document already there) is only counted.
-        if (k === 0 || (top.length === k && !(score > top[k - 1].score || (score === top[k - 1].score && doc[0] < top[k - 1].id)))) continue;
-        const had = top.findIndex((c) => c.n === n);
+        if (k === 0) continue;
+        if (top.length === k) {
+          const last = top[k - 1];
+          if (score < last.score || (score === last.score && doc[0] >= last.id)) continue;
+        }
+        let had = -1;
+        for (let i = 0; i < top.length; i++) if (top[i].n === n) had = i;
         if (had >= 0) {
           if (score <= top[had].score) continue;
           top.splice(had, 1);
@@ -180,17 +200,19 @@ function bestPrefixMatches(shards: TermShard[], term: string, k: number, skip: S
         if (top.length > k) top.pop();
       }
     }
-  });
-  shards.forEach((shard, s) => {
+  }
+  // The fields through which the best k matched (a document can match through several).
+  for (let s = 0; s < shards.length && top.length > 0; s++) {
+    const { postings, docs } = shards[s];
     for (let t = ranges[s][0]; t < ranges[s][1]; t++) {
-      const list = shard.postings[t];
+      const list = postings[t];
       for (let p = 0; p < list.length; p += 2) {
-        const c = top.find((x) => x.n === shard.docs[list[p]][3]);
-        if (c) c.fields |= 1 << list[p + 1];
+        const n = docs[list[p]][3];
+        for (let i = 0; i < top.length; i++) if (top[i].n === n) top[i].fields |= 1 << list[p + 1];
       }
     }
-  });
-  return { matched, top };
+  }
+  return top;
 }
 
 /** The documents a tier matches for one query term. */
@@ -291,10 +313,12 @@ interface TierResult {
   top: Candidate[];
 }
 
-async function runTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, k: number, skip: Skip): Promise<TierResult> {
+async function runTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, k: number, skip: Skip, sets: DocumentSet[]): Promise<TierResult> {
   if (tier === 'prefix' && terms.length === 1) {
     const shards = await Promise.all(shardsOfPrefix(dir, terms[0]).map((n) => data.termShard(n)));
-    const { matched, top } = bestPrefixMatches(shards, terms[0], k, skip, dir.documents);
+    const matched = DocumentSet.take(dir.documents);
+    sets.push(matched);
+    const top = bestPrefixMatches(shards, terms[0], k, skip, matched);
     return { size: matched.size, has: (n) => matched.has(n), top };
   }
   const found = await matchTier(data, dir, terms, tier, skip);
@@ -310,12 +334,17 @@ export async function search(data: ReleaseData, query: string, limit: number): P
     return false;
   };
   const items: SearchHitBody[] = [];
+  const sets: DocumentSet[] = [];
   let total = 0;
-  for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
-    const found = await runTier(data, dir, terms, tier, limit - items.length, skip);
-    for (const c of found.top) items.push(toHit(c, tier));
-    total += found.size;
-    earlier.push(found);
+  try {
+    for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
+      const found = await runTier(data, dir, terms, tier, limit - items.length, skip, sets);
+      for (const c of found.top) items.push(toHit(c, tier));
+      total += found.size;
+      earlier.push(found);
+    }
+  } finally {
+    for (const set of sets) set.giveBack();
   }
   return { total, items };
 }

@@ -10,7 +10,7 @@ import { createHandler, type Handler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { validate } from './helpers/schemas.js';
-import { readAliases } from './helpers/tree.js';
+import { readAliases, rewriteTree, withAlias } from './helpers/tree.js';
 
 let dir: string;
 let handler: Handler;
@@ -66,6 +66,19 @@ describe('files that do not match the manifest', () => {
     expect(statuses.has(502)).toBe(true); // names in the damaged shard
     expect(statuses.has(200)).toBe(true); // names in the others
     expect([...statuses].every((s) => s === 200 || s === 502)).toBe(true);
+  });
+
+  it('refuses an edge shard the manifest lists but the edge index does not vouch for', async () => {
+    const other = join(dir, 'other');
+    expect(spawnSync('cp', ['-al', inject('demoTree'), other]).status).toBe(0);
+    // The shard and the manifest are rewritten, the edge index (and the hash it lists) left as it was.
+    const [path, body] = withAlias(other, 'isoforms', 'planted-name', 'ENST00000006251.11');
+    await rewriteTree(other, { [path]: body, [treePaths.edgeIndex]: readFileSync(join(other, treePaths.edgeIndex), 'utf8') });
+    const served = createHandler({ origin: new LocalTreeOrigin(other) });
+    const r = await served(new Request('http://localhost/api/v1/isoforms/planted-name'));
+    expect(r.status).toBe(502);
+    expect(validate('Problem', await r.json())).toEqual([]);
+    expect(errors.filter((e) => e.includes(`refusing ${path}`) && e.includes('the edge index lists'))).toHaveLength(1);
   });
 
   it('serves nothing the manifest does not list, even a file in the tree', async () => {

@@ -165,6 +165,13 @@ describe('rendered demo tree', () => {
     expect(unstructured.items.every((d) => d.plddt === null)).toBe(true);
   });
 
+  it('lists every edge shard in the edge index with its sha256, as the manifest does', () => {
+    const { entries } = readManifest(tree());
+    const shards = entries.filter((e) => e.path.startsWith('edge/') && e.path !== treePaths.edgeIndex);
+    expect(shards.length).toBeGreaterThan(10);
+    expect(edgeIndex(tree()).sha256).toEqual(Object.fromEntries(shards.map((e) => [e.path, e.sha256])));
+  });
+
   it('renders search term shards in term order, each term with the documents it names, and typo shards the edge can load', () => {
     const { search } = edgeIndex(tree());
     const termShard = (i: number) => read<TermShardBody>(tree(), treePaths.searchTerms(i));

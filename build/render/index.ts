@@ -57,6 +57,7 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
       isoform_aliases: { shards: aliases.isoforms },
       structures: { shards: structures.shards },
       search,
+      sha256: Object.fromEntries(w.entries.filter((e) => e.path.startsWith('edge/')).map((e) => [e.path, e.sha256])),
     };
     await w.json(treePaths.edgeIndex, edgeIndex);
     await w.flush();

@@ -57,6 +57,9 @@ export interface EdgeIndex {
   /** Transcript id → StructureMapEntry. */
   structures: { shards: number };
   search: SearchDirectory;
+  /** The sha256 of every shard file above, by path. The edge checks a shard against it (edge/index.json
+   * itself being checked against the manifest), so loading a shard costs no manifest shard. */
+  sha256: Record<string, string>;
 }
 
 /** The search index is split two ways (see contract/search.ts): by term range for exact and prefix

@@ -53,6 +53,16 @@ export class VerifiedOrigin implements Origin {
     });
   }
 
+  /** A file whose sha256 the caller already has from a verified file (the edge index lists its
+   * shards' hashes), read and checked without its manifest entry. Not kept: the caller keeps what it
+   * parses. */
+  async readChecked(path: string, sha256: string): Promise<Uint8Array> {
+    const object = await this.raw.read(path);
+    if (!object) throw new OriginError(`${path} is listed in the edge index but missing from ${this.description}`, 'unavailable');
+    await this.check(path, object.body, { sha256 });
+    return object.body;
+  }
+
   /** The manifest entry of a path, or null when the tree does not list it. */
   async entry(path: string): Promise<ManifestEntry | null> {
     const index = await this.manifestIndex();
@@ -84,14 +94,15 @@ export class VerifiedOrigin implements Origin {
     }));
   }
 
-  private async check(path: string, body: Uint8Array, entry: ManifestEntry): Promise<void> {
+  private async check(path: string, body: Uint8Array, entry: { sha256: string; size?: number }): Promise<void> {
     const sha256 = await sha256Hex(body);
-    if (sha256 === entry.sha256 && body.length === entry.size) return;
+    if (sha256 === entry.sha256 && (entry.size === undefined || body.length === entry.size)) return;
     if (!this.reported.has(path)) {
       this.reported.add(path);
-      console.error(`isoatlas edge: refusing ${path} from ${this.description}: ${body.length} bytes with sha256 ${sha256}, the manifest lists ${entry.size} bytes with sha256 ${entry.sha256}`);
+      const listed = entry.size === undefined ? `the edge index lists sha256 ${entry.sha256}` : `the manifest lists ${entry.size} bytes with sha256 ${entry.sha256}`;
+      console.error(`isoatlas edge: refusing ${path} from ${this.description}: ${body.length} bytes with sha256 ${sha256}, ${listed}`);
     }
-    throw new IntegrityError(`${path} does not match the manifest`);
+    throw new IntegrityError(`${path} does not match the manifest (or the edge index)`);
   }
 
   private parse<T>(path: string, body: Uint8Array): T {

@@ -37,9 +37,19 @@ export function readManifest(root: string): { index: ManifestIndex; entries: Man
   return { index, entries: entries.sort((a, b) => (a.path < b.path ? -1 : 1)) };
 }
 
-/** Replaces (or, with null, deletes) files of a tree and rewrites its manifest to match, as a
- * rebuild would. Files are unlinked before writing, so a hard-linked copy never writes through. */
+/** Replaces (or, with null, deletes) files of a tree and rewrites its manifest (and the edge index's
+ * hashes of changed edge shards) to match, as a rebuild would. Files are unlinked before writing, so
+ * a hard-linked copy never writes through. */
 export async function rewriteTree(root: string, changes: Record<string, string | Buffer | null>, release?: string): Promise<void> {
+  const edge = edgeIndex(root);
+  const shardChanges = Object.entries(changes).filter(([path]) => path in edge.sha256);
+  if (shardChanges.length > 0 && !(treePaths.edgeIndex in changes)) {
+    for (const [path, content] of shardChanges) {
+      if (content === null) delete edge.sha256[path];
+      else edge.sha256[path] = createHash('sha256').update(content).digest('hex');
+    }
+    changes = { ...changes, [treePaths.edgeIndex]: JSON.stringify(edge) };
+  }
   const { index, entries } = readManifest(root);
   const byPath = new Map(entries.map((e) => [e.path, e]));
   for (const [path, content] of Object.entries(changes)) {
