@@ -43,8 +43,9 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
   const seconds = ctx.opts.quick ? 2 : 10;
   const runs = ctx.opts.runs;
   // wrk when installed: a C process with one thread leaves the servers most of the second core.
-  // autocannon runs in this Node process and needs about a core of its own: it capped nginx near
-  // what it could generate (10–12k requests/s here), so ratios against nginx came out too kind.
+  // autocannon runs in this Node process and needs about a core of its own: it capped nginx and bare
+  // node:http at what it could generate (bare Node came out faster than nginx) and took CPU from the
+  // local server, so its figures measured the generator as much as the servers.
   const generator = hasWrk() ? 'wrk' : 'autocannon';
   const loadRun = (base: string, path: string, secs: number) =>
     generator === 'wrk' ? wrkLoad({ base, path, connections, seconds: secs }) : load({ base, paths: [path], connections, seconds: secs });
@@ -148,8 +149,8 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     title: '3. Local server against nginx',
     method:
       generator === 'wrk'
-        ? `wrk (\`wrk -t1 -c${connections}\`: one generator thread in its own process) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server; each path checked to answer 200 before it is loaded, and a run with any answer ≥ 400 or socket error fails. Requests/s = requests completed ÷ run time; p99 latency from wrk's latency distribution. wrk rather than autocannon: autocannon runs in the bench's Node process and needs about a core of its own, so it capped nginx at what it could generate and flattered the ratio.`
-        : `autocannon (programmatic, in the bench process; wrk is not installed) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server. Requests/s = requests completed ÷ run time; p99 latency from autocannon's histogram. autocannon needs about a core of its own, so nginx's figures are capped by the generator and the ratio is flattered.`,
+        ? `wrk (\`wrk -t1 -c${connections}\`: one generator thread in its own process) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server; each path checked to answer 200 before it is loaded, and a run with any answer ≥ 400 or socket error fails. Requests/s = requests completed ÷ run time; p99 latency from wrk's latency distribution. wrk rather than autocannon: autocannon runs in the bench's Node process and needs about a core of its own, so it capped nginx and bare node:http at what it could generate (bare Node came out faster than nginx) and took CPU from the local server.`
+        : `autocannon (programmatic, in the bench process; wrk is not installed) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server. Requests/s = requests completed ÷ run time; p99 latency from autocannon's histogram. autocannon needs about a core of its own: it caps nginx's figures at what it can generate and takes CPU from the local server.`,
     tables: [{ headers: ['route', 'local path', 'local req/s', 'local p99 (ms)', 'nginx req/s', 'nginx p99 (ms)', 'local ÷ nginx'], rows }],
     targets,
     notes,
