@@ -16,11 +16,13 @@ const decoder = new TextDecoder();
 
 /** Default weight budget of loaded edge data (about the heap it takes). */
 export const EDGE_DATA_BUDGET = 48 * 1024 * 1024;
-// Parsed objects take more memory than their JSON: a plain map or a term shard about twice, a
-// MiniSearch index (radix tree, field and document maps) about five times (measured on the demo and
-// human scale).
-const MAP_WEIGHT = 2;
-const INDEX_WEIGHT = 5;
+// Parsed objects take more memory than their JSON (V8 heap after parsing ÷ JSON characters, measured
+// at human scale): an alias or structure map about 3.2 times, a term shard 3.7, a typo shard (a
+// MiniSearch radix tree plus its symbols by spelling) 11.3. Weights round them up, so the budget is
+// the heap the loaded data takes.
+const MAP_WEIGHT = 3.5;
+const TERM_WEIGHT = 4;
+const TYPO_WEIGHT = 12;
 
 export class ReleaseData {
   private indexP: Promise<EdgeIndex> | null = null;
@@ -71,7 +73,7 @@ export class ReleaseData {
     const path = treePaths.searchTerms(shard);
     return this.cache.get(path, async () => {
       const text = await this.read(path);
-      return { value: this.parsed(path, () => new TermShard(JSON.parse(text))), weight: text.length * MAP_WEIGHT };
+      return { value: this.parsed(path, () => new TermShard(JSON.parse(text))), weight: text.length * TERM_WEIGHT };
     }) as Promise<TermShard>;
   }
 
@@ -79,7 +81,7 @@ export class ReleaseData {
     const path = treePaths.searchTypo(shard);
     return this.cache.get(path, async () => {
       const text = await this.read(path);
-      return { value: this.parsed(path, () => new TypoShard(MiniSearch.loadJSON<TypoDocument>(text, typoIndexOptions))), weight: text.length * INDEX_WEIGHT };
+      return { value: this.parsed(path, () => new TypoShard(MiniSearch.loadJSON<TypoDocument>(text, typoIndexOptions))), weight: text.length * TYPO_WEIGHT };
     }) as Promise<TypoShard>;
   }
 

@@ -77,7 +77,7 @@ export function allowedEdits(term: string): number {
 }
 
 /** Keys per typo shard (each symbol has two keys). */
-export const TYPO_KEYS_PER_SHARD = 1024;
+export const TYPO_KEYS_PER_SHARD = 256;
 
 /** The typo-shard keys of a symbol of length `length` whose text starts and ends like `term`: its head
  * and tail, one character each up to 4 characters (a swap touches two neighbours, so in a 3- or
