@@ -18,6 +18,7 @@ import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
 import type { ReleaseData } from './release-data.js';
 import type { TermShard } from './term-shard.js';
+import { DocumentSet } from './document-set.js';
 
 type Tier = 'exact' | 'prefix' | 'fuzzy';
 
@@ -123,45 +124,6 @@ function addTerms(into: TermMatches, shard: TermShard, from: number, to: number,
 
 /** Documents already placed in an earlier tier, by number. */
 type Skip = (n: number) => boolean;
-
-/** A set of document numbers: one bit each, so marking thousands of matches allocates nothing more.
- * Sets are reused (take/give back): a fresh 40 KB bitset per search (at human scale) would be
- * garbage enough to bring a young-generation collection every hundred searches. */
-class DocumentSet {
-  private static readonly free: DocumentSet[] = [];
-  private readonly bits: Uint32Array;
-  size = 0;
-
-  private constructor(readonly documents: number) {
-    this.bits = new Uint32Array((documents >>> 5) + 1);
-  }
-
-  static take(documents: number): DocumentSet {
-    const i = DocumentSet.free.findIndex((s) => s.documents === documents);
-    return i >= 0 ? DocumentSet.free.splice(i, 1)[0] : new DocumentSet(documents);
-  }
-
-  giveBack(): void {
-    if (this.size > 0) this.bits.fill(0);
-    this.size = 0;
-    // A few suffice: searches run one at a time between awaits.
-    if (DocumentSet.free.length < 8) DocumentSet.free.push(this);
-  }
-
-  /** Adds `n`; false when it was there already. */
-  add(n: number): boolean {
-    const word = n >>> 5;
-    const bit = 1 << (n & 31);
-    if (this.bits[word] & bit) return false;
-    this.bits[word] |= bit;
-    this.size++;
-    return true;
-  }
-
-  has(n: number): boolean {
-    return (this.bits[n >>> 5] & (1 << (n & 31))) !== 0;
-  }
-}
 
 /** The prefix tier of a one-term query, without a candidate per match: a 3-letter prefix can match
  * thousands. Counts the distinct documents, keeps the best `k` (a document's score is that of its
