@@ -1,8 +1,8 @@
 // A tree rendered by an older version (its manifest or edge index of another format) is not served:
 // `isoatlas serve` refuses it with a message saying to rebuild, and `npm start` rebuilds the demo.
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { NotATreeError, serve, treeIsCurrent } from '../build/serve.js';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
@@ -12,8 +12,12 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('tree formats', () => {
   it('serves only a tree whose manifest and edge index are of the current formats', async () => {
+    // What `serve` reads before anything else: the manifest, the release and the edge index.
     const tree = join(work, 'tree');
-    cpSync(inject('demoTree'), tree, { recursive: true });
+    for (const path of [treePaths.manifest, treePaths.release, treePaths.edgeIndex]) {
+      mkdirSync(dirname(join(tree, path)), { recursive: true });
+      cpSync(join(inject('demoTree'), path), join(tree, path));
+    }
     expect(treeIsCurrent(tree)).toBe(true);
     const edgeIndex = JSON.parse(readFileSync(join(tree, treePaths.edgeIndex), 'utf8'));
     expect(edgeIndex.format).toBe(EDGE_INDEX_FORMAT);
