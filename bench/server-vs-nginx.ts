@@ -98,12 +98,17 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     const lp = summarize(res.local.map((x) => x.p99Ms));
     const nr = res.nginx.length ? summarize(res.nginx.map((x) => x.rps)) : null;
     const np = res.nginx.length ? summarize(res.nginx.map((x) => x.p99Ms)) : null;
-    // The ratio of medians, and its spread from the per-run ratios (runs are paired in time).
+    // Ratios are taken run by run (the servers of a run are loaded one right after the other, so
+    // they share the machine's state), then summarized: the median of medians taken from different
+    // runs would mix a busy run of one server with a quiet run of the other.
     const ratios = nr ? summarize(res.local.map((x, i) => x.rps / res.nginx[i].rps)) : null;
-    const ratio = nr ? lr.median / nr.median : null;
+    const ratio = ratios ? ratios.median : null;
     if (res.bare.length && nr) {
       const br = summarize(res.bare.map((x) => x.rps));
-      ceiling = `Ceiling for any Node server here: bare \`node:http\` answering the ${r.name} file's bytes from memory (no routing, no Web Request/Response, no file read; bench/bare-node-server.mjs) does ${fmtSummary(br)} requests/s, p99 ${fmtSummary(summarize(res.bare.map((x) => x.p99Ms)), 1)} ms: ${(br.median / nr.median).toFixed(2)} × nginx; the local server reaches ${(lr.median / br.median).toFixed(2)} of that ceiling.`;
+      const bareToNginx = summarize(res.bare.map((x, i) => x.rps / res.nginx[i].rps));
+      const localToBare = summarize(res.local.map((x, i) => x.rps / res.bare[i].rps));
+      const spread = (x: typeof ratios) => `${x!.median.toFixed(2)} (${x!.min.toFixed(2)}–${x!.max.toFixed(2)})`;
+      ceiling = `Ceiling for any Node server here: bare \`node:http\` answering the ${r.name} file's bytes from memory (no routing, no Web Request/Response, no file read; bench/bare-node-server.mjs) does ${fmtSummary(br)} requests/s, p99 ${fmtSummary(summarize(res.bare.map((x) => x.p99Ms)), 1)} ms: ${spread(bareToNginx)} × nginx; the local server reaches ${spread(localToBare)} of that ceiling (ratios run by run).`;
     }
     rows.push([
       r.name,
@@ -149,8 +154,8 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     title: '3. Local server against nginx',
     method:
       generator === 'wrk'
-        ? `wrk (\`wrk -t1 -c${connections}\`: one generator thread in its own process) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server; each path checked to answer 200 before it is loaded, and a run with any answer ≥ 400 or socket error fails. Requests/s = requests completed ÷ run time; p99 latency from wrk's latency distribution. wrk rather than autocannon: autocannon runs in the bench's Node process and needs about a core of its own, so it capped nginx and bare node:http at what it could generate (bare Node came out faster than nginx) and took CPU from the local server.`
-        : `autocannon (programmatic, in the bench process; wrk is not installed) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server. Requests/s = requests completed ÷ run time; p99 latency from autocannon's histogram. autocannon needs about a core of its own: it caps nginx's figures at what it can generate and takes CPU from the local server.`,
+        ? `wrk (\`wrk -t1 -c${connections}\`: one generator thread in its own process) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server; each path checked to answer 200 before it is loaded, and a run with any answer ≥ 400 or socket error fails. Requests/s = requests completed ÷ run time; p99 latency from wrk's latency distribution; local ÷ nginx is taken run by run (each run loads the servers one right after the other) and its median reported with the spread. wrk rather than autocannon: autocannon runs in the bench's Node process and needs about a core of its own, so it capped nginx and bare node:http at what it could generate (bare Node came out faster than nginx) and took CPU from the local server.`
+        : `autocannon (programmatic, in the bench process; wrk is not installed) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server. Requests/s = requests completed ÷ run time; p99 latency from autocannon's histogram; local ÷ nginx is taken run by run and its median reported with the spread. autocannon needs about a core of its own: it caps nginx's figures at what it can generate and takes CPU from the local server.`,
     tables: [{ headers: ['route', 'local path', 'local req/s', 'local p99 (ms)', 'nginx req/s', 'nginx p99 (ms)', 'local ÷ nginx'], rows }],
     targets,
     notes,
