@@ -5,7 +5,7 @@
 // EdgeResponses (the bytes at hand): the handler gives out Web Responses, and the Node adapter takes
 // the EdgeResponse itself (directHandlerOf) so a local request builds no Web Request or Response.
 import { cacheControl, type Route } from './contract/routes.js';
-import { ISOFORM_PAGE_SIZE, links, treePaths } from './contract/tree.js';
+import { ISOFORM_PAGE_SIZE, NEOANTIGEN_TOP, links, treePaths } from './contract/tree.js';
 import type { IsoformPageBody, NeoantigenListBody } from './contract/schemas.js';
 import { OriginError, isVersioned, type Origin, type OriginObject, type VersionedOrigin } from './origin.js';
 import { ReleaseData } from './release-data.js';
@@ -143,8 +143,8 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     if (limit === ISOFORM_PAGE_SIZE && offset % ISOFORM_PAGE_SIZE === 0) {
       const file = await origin.read(treePaths.genePage(id, firstPage));
       if (file) {
-        const page = JSON.parse(decoder.decode(file.body)) as IsoformPageBody;
-        return fileJson(file, { ...cache, headers: page.next ? { Link: `<${page.next}>; rel="next"` } : {} });
+        const next = nextOfPage(file.body);
+        return fileJson(file, { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
       }
     }
     // Any other window is sliced from the pre-split pages it overlaps.
@@ -171,8 +171,9 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
 
   async function neoantigens(request: EdgeRequest, id: string, limit: number): Promise<EdgeResponse> {
     const file = await mustRead(treePaths.neoantigens(id));
+    // The file holds the top NEOANTIGEN_TOP: a limit as large is the file itself, unparsed.
+    if (limit >= NEOANTIGEN_TOP) return fileJson(file, { request, cacheControl: cacheControl.release });
     const list = JSON.parse(decoder.decode(file.body)) as NeoantigenListBody;
-    if (limit >= list.limit) return fileJson(file, { request, cacheControl: cacheControl.release });
     const body: NeoantigenListBody = { ...list, limit, items: list.items.slice(0, limit) };
     return jsonResponse(jsonBody(body), { request, cacheControl: cacheControl.release });
   }
@@ -251,6 +252,18 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
   }
 
   return serveRequest;
+}
+
+/** A pre-split page's `next` link, by the page file's bytes: a whole page (100 items) is parsed once
+ * for its Link header, not on every request for it. Forgotten with the bytes. */
+const nextOfPages = new WeakMap<Uint8Array, string | null>();
+function nextOfPage(body: Uint8Array): string | null {
+  let next = nextOfPages.get(body);
+  if (next === undefined) {
+    next = (JSON.parse(decoder.decode(body)) as IsoformPageBody).next;
+    nextOfPages.set(body, next);
+  }
+  return next;
 }
 
 /** The problem response for anything thrown while answering. */
