@@ -55,23 +55,27 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     if (res.status !== 200) throw new Error(`${server.name} ${path}: ${res.status} before the load run`);
   };
 
-  const results = new Map<string, { local: LoadResult[]; nginx: LoadResult[]; bare: LoadResult[] }>(routes.map((r) => [r.name, { local: [], nginx: [], bare: [] }]));
+  const results = new Map<string, { local: LoadResult[]; nodeHttp: LoadResult[]; nginx: LoadResult[]; bare: LoadResult[] }>(routes.map((r) => [r.name, { local: [], nodeHttp: [], nginx: [], bare: [] }]));
   const started: RunningServer[] = [];
   try {
     const local = await startLocalServer(tree, ctx.tmp).then((x) => (started.push(x), x));
+    // The same server on Node's http front end (`--http node`): what node-net.ts is measured against.
+    const nodeHttp = await startLocalServer(tree, ctx.tmp, { http: 'node' }).then((x) => (started.push(x), x));
     const nginx = await startNginx(tree, ctx.tmp).then((x) => (started.push(x), x));
     const bare = await startBareNode(join(tree, s.files.gene)).then((x) => (started.push(x), x));
     ctx.log(`  warming up both servers…`);
     for (const r of routes) {
       await answers200(local, r.local);
       await loadRun(local.base, r.local, 2);
+      await answers200(nodeHttp, r.local).then(() => loadRun(nodeHttp.base, r.local, 2));
       if (r.nginx) await answers200(nginx, r.nginx).then(() => loadRun(nginx.base, r.nginx!, 2));
       if (r.bare) await answers200(bare, '/').then(() => loadRun(bare.base, '/', 2));
     }
     for (let run = 0; run < runs; run++) {
       for (const r of routes) {
-        const order: [RunningServer, string | null, 'local' | 'nginx' | 'bare'][] = [
+        const order: [RunningServer, string | null, 'local' | 'nodeHttp' | 'nginx' | 'bare'][] = [
           [local, r.local, 'local'],
+          [nodeHttp, r.local, 'nodeHttp'],
           [nginx, r.nginx, 'nginx'],
           [bare, r.bare ? '/' : null, 'bare'],
         ];
@@ -103,12 +107,14 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     // runs would mix a busy run of one server with a quiet run of the other.
     const ratios = nr ? summarize(res.local.map((x, i) => x.rps / res.nginx[i].rps)) : null;
     const ratio = ratios ? ratios.median : null;
+    const hr = summarize(res.nodeHttp.map((x) => x.rps));
+    const hRatios = nr ? summarize(res.nodeHttp.map((x, i) => x.rps / res.nginx[i].rps)) : null;
     if (res.bare.length && nr) {
       const br = summarize(res.bare.map((x) => x.rps));
       const bareToNginx = summarize(res.bare.map((x, i) => x.rps / res.nginx[i].rps));
       const localToBare = summarize(res.local.map((x, i) => x.rps / res.bare[i].rps));
       const spread = (x: typeof ratios) => `${x!.median.toFixed(2)} (${x!.min.toFixed(2)}–${x!.max.toFixed(2)})`;
-      ceiling = `Ceiling for any Node server here: bare \`node:http\` answering the ${r.name} file's bytes from memory (no routing, no Web Request/Response, no file read; bench/bare-node-server.mjs) does ${fmtSummary(br)} requests/s, p99 ${fmtSummary(summarize(res.bare.map((x) => x.p99Ms)), 1)} ms: ${spread(bareToNginx)} × nginx; the local server reaches ${spread(localToBare)} of that ceiling (ratios run by run).`;
+      ceiling = `Ceiling for any server on Node's http server here (\`--http node\`): bare \`node:http\` answering the ${r.name} file's bytes from memory (no routing, no Web Request/Response, no file read; bench/bare-node-server.mjs) does ${fmtSummary(br)} requests/s, p99 ${fmtSummary(summarize(res.bare.map((x) => x.p99Ms)), 1)} ms: ${spread(bareToNginx)} × nginx; the local server (node:net front end) does ${spread(localToBare)} × that (ratios run by run).`;
     }
     rows.push([
       r.name,
@@ -118,6 +124,8 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
       nr ? fmtSummary(nr) : 'n/a',
       np ? fmtSummary(np, 1) : 'n/a',
       ratio !== null ? `${ratio.toFixed(2)} (${ratios!.min.toFixed(2)}–${ratios!.max.toFixed(2)})` : 'n/a',
+      fmtSummary(hr),
+      hRatios ? `${hRatios.median.toFixed(2)} (${hRatios.min.toFixed(2)}–${hRatios.max.toFixed(2)})` : 'n/a',
     ]);
     if (r.fileBacked && ratio !== null) targets.push({ what: `${r.name}: local ÷ nginx requests/s`, target: `≥ ${TARGET_RATIO}`, measured: ratio.toFixed(2), met: ratio >= TARGET_RATIO });
   }
@@ -125,6 +133,7 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
   const notes = routes.filter((r) => r.note).map((r) => `${r.name}: ${r.note}.`);
   if (ceiling) notes.push(ceiling);
   notes.push(
+    'The local server is `isoatlas serve` on its default HTTP front end (node-net.ts, its own HTTP/1.1 framing over node:net); `--http node` is the same server on Node\'s http server, loaded in the same runs.',
     'nginx runs `worker_processes 1` (the Node server is one process), `access_log off`, sendfile; the local server runs with its default open access control (per-IP counting on, limit raised so the load is never throttled) and writes its one log line per request (batched, see README) to /dev/null.',
     'Both servers and the load generator share the machine’s 2 cores: figures are relative, not what either server does on dedicated hardware.',
   );
@@ -156,7 +165,7 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
       generator === 'wrk'
         ? `wrk (\`wrk -t1 -c${connections}\`: one generator thread in its own process) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server; each path checked to answer 200 before it is loaded, and a run with any answer ≥ 400 or socket error fails. Requests/s = requests completed ÷ run time; p99 latency from wrk's latency distribution; local ÷ nginx is taken run by run (each run loads the servers one right after the other) and its median reported with the spread. wrk rather than autocannon: autocannon runs in the bench's Node process and needs about a core of its own, so it capped nginx and bare node:http at what it could generate (bare Node came out faster than nginx) and took CPU from the local server.`
         : `autocannon (programmatic, in the bench process; wrk is not installed) with ${connections} connections for ${seconds} s per run against each server on loopback, ${runs} runs per route, servers alternating which goes first each run; 2 s warm-up per route and server. Requests/s = requests completed ÷ run time; p99 latency from autocannon's histogram; local ÷ nginx is taken run by run and its median reported with the spread. autocannon needs about a core of its own: it caps nginx's figures at what it can generate and takes CPU from the local server.`,
-    tables: [{ headers: ['route', 'local path', 'local req/s', 'local p99 (ms)', 'nginx req/s', 'nginx p99 (ms)', 'local ÷ nginx'], rows }],
+    tables: [{ headers: ['route', 'local path', 'local req/s', 'local p99 (ms)', 'nginx req/s', 'nginx p99 (ms)', 'local ÷ nginx', '`--http node` req/s', '`--http node` ÷ nginx'], rows }],
     targets,
     notes,
     headline: `server/nginx: ${headline}`,

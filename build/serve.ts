@@ -1,12 +1,15 @@
-// `isoatlas serve`: the edge function over a local tree on Node's http server — the local server
-// behind `npm start` and the server an offline mirror runs.
+// `isoatlas serve`: the edge function over a local tree, on the HTTP/1.1 front end of node-net.ts (or
+// Node's http server with `--http node`): the local server behind `npm start` and the server an
+// offline mirror runs.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
 import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
-import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
+import { createNodeServer } from '../edge/adapters/node-http.js';
+import { createNetServer } from '../edge/adapters/node-net.js';
+import { shutdownGracefully } from '../edge/adapters/node-shared.js';
 import { AccessControl } from '../edge/access/control.js';
 import type { AccessConfig } from '../edge/access/config.js';
 import { importServerSecret } from '../edge/access/key-format.js';
@@ -23,8 +26,15 @@ export interface ServeOptions {
   /** Arrangement and limits; keys are read from `keysDir` (registry.json, secret). */
   access: AccessConfig;
   keysDir: string;
+  /** The HTTP/1.1 front end (default 'net'). */
+  http?: HttpServerKind;
   log?: (line: string) => void;
 }
+
+/** 'net': node-net.ts, isoatlas's own framing (about twice the requests per second); 'node': Node's
+ * http server, the reference the first is tested against. */
+export const HTTP_SERVERS = ['net', 'node'] as const;
+export type HttpServerKind = (typeof HTTP_SERVERS)[number];
 
 /** The local server's access control: counters in process, keys from the registry file (re-read
  * when it changes, so a revocation applies within seconds). */
@@ -71,7 +81,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const access = await localAccessControl(opts.access, opts.keysDir);
   // A local server has memory to spare: keep up to 256 MiB of verified bodies (a demo tree whole).
   const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
-  const server = createNodeServer(handler, { log: requestLog });
+  const server = opts.http === 'node' ? createNodeServer(handler, { log: requestLog }) : createNetServer(handler, { log: requestLog });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port, opts.host, () => ok());

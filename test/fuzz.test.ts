@@ -15,6 +15,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHandler, type Handler, type RequestContext } from '../edge/handler.js';
 import { createNodeServer } from '../edge/adapters/node-http.js';
+import { createNetServer } from '../edge/adapters/node-net.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { AccessControl } from '../edge/access/control.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
@@ -364,14 +365,17 @@ describe('fuzzing the edge function with keys required', () => {
   });
 });
 
-describe('fuzzing raw request targets through the Node adapter', () => {
+describe.each([
+  ['node:http', createNodeServer],
+  ['node:net', createNetServer],
+] as const)('fuzzing raw request targets through the Node adapter (%s)', (_, createServer) => {
   // The URL parser normalizes what the properties above send (dot segments, backslashes); a socket
   // client does not, so here the adapter sees the raw request target and Host header.
-  let server: http.Server;
+  let server: http.Server | import('node:net').Server;
   let port: number;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   beforeAll(async () => {
-    server = createNodeServer(plain);
+    server = createServer(plain);
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     port = (server.address() as AddressInfo).port;
   });

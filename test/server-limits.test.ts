@@ -1,10 +1,10 @@
-// What a slow or oversized client can hold on the local server (`isoatlas serve`): the real CLI
-// server on loopback with short limits from the ISOATLAS_* environment variables (SERVER_LIMIT_ENV),
+// What a slow or oversized client can hold on the local server (`isoatlas serve`, both of its HTTP
+// front ends): the real CLI server on loopback with short limits from the ISOATLAS_* environment variables (SERVER_LIMIT_ENV),
 // driven by raw sockets so the test controls every byte and its timing.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import net from 'node:net';
 import { startServer, type RunningServer } from './helpers/server.js';
-import { SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/node-http.js';
+import { SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/node-shared.js';
 import { validate } from './helpers/schemas.js';
 
 const LIMITS = { maxHeaderSize: 4096, headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000, maxRequestsPerSocket: 3 };
@@ -14,14 +14,6 @@ const SLACK_MS = LIMITS.headersTimeoutMs / 4 + 1_500;
 let server: RunningServer;
 let port: number;
 
-beforeAll(async () => {
-  const env = Object.fromEntries(Object.entries(LIMITS).map(([field, value]) => [SERVER_LIMIT_ENV[field as keyof typeof LIMITS], String(value)]));
-  server = await startServer({ dir: inject('demoTree'), env });
-  port = Number(new URL(server.base).port);
-});
-afterAll(async () => {
-  await server.stop();
-});
 
 interface Conversation {
   socket: net.Socket;
@@ -80,110 +72,122 @@ describe('limits from the environment', () => {
   });
 });
 
-describe('size of the request head', () => {
-  it('answers 431 with a problem to a request line longer than the limit', async () => {
-    const c = await connect();
-    c.socket.write(`GET /api/v1/genes/${'A'.repeat(LIMITS.maxHeaderSize)} HTTP/1.1\r\nHost: x\r\n\r\n`);
-    await c.closed;
-    const body = expectProblem(c.received(), 431);
-    expect(body.detail).toContain(`${LIMITS.maxHeaderSize} bytes`);
+// Both HTTP front ends of `isoatlas serve` (node-net.ts by default, Node's http server with --http node).
+describe.each(['net', 'node'])('--http %s', (kind) => {
+  beforeAll(async () => {
+    const env = Object.fromEntries(Object.entries(LIMITS).map(([field, value]) => [SERVER_LIMIT_ENV[field as keyof typeof LIMITS], String(value)]));
+    server = await startServer({ dir: inject('demoTree'), env, extraArgs: ['--http', kind] });
+    port = Number(new URL(server.base).port);
+  });
+  afterAll(async () => {
+    await server.stop();
   });
 
-  it('answers 431 to headers larger than the limit, and serves a request just within it', async () => {
-    const c = await connect();
-    c.socket.write(`GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(LIMITS.maxHeaderSize)}\r\n\r\n`);
-    await c.closed;
-    expectProblem(c.received(), 431);
+  describe('size of the request head', () => {
+    it('answers 431 with a problem to a request line longer than the limit', async () => {
+      const c = await connect();
+      c.socket.write(`GET /api/v1/genes/${'A'.repeat(LIMITS.maxHeaderSize)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await c.closed;
+      const body = expectProblem(c.received(), 431);
+      expect(body.detail).toContain(`${LIMITS.maxHeaderSize} bytes`);
+    });
 
-    const ok = await fetch(`${server.api}/release`, { headers: { 'X-Padding': 'p'.repeat(LIMITS.maxHeaderSize - 400) } });
-    expect(ok.status).toBe(200);
+    it('answers 431 to headers larger than the limit, and serves a request just within it', async () => {
+      const c = await connect();
+      c.socket.write(`GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(LIMITS.maxHeaderSize)}\r\n\r\n`);
+      await c.closed;
+      expectProblem(c.received(), 431);
+
+      const ok = await fetch(`${server.api}/release`, { headers: { 'X-Padding': 'p'.repeat(LIMITS.maxHeaderSize - 400) } });
+      expect(ok.status).toBe(200);
+    });
+
+    it('answers 400 with a problem to a request line that is not HTTP', async () => {
+      const c = await connect();
+      c.socket.write('GET api/v1/release HTTP/1.1\r\nHost: x\r\n\r\n');
+      await c.closed;
+      expectProblem(c.received(), 400);
+    });
   });
 
-  it('answers 400 with a problem to a request line that is not HTTP', async () => {
-    const c = await connect();
-    c.socket.write('GET api/v1/release HTTP/1.1\r\nHost: x\r\n\r\n');
-    await c.closed;
-    expectProblem(c.received(), 400);
-  });
-});
-
-describe('slow clients', () => {
-  it('disconnects a client sending its headers a byte at a time at the headers timeout, serving others meanwhile', async () => {
-    const slow = await connect();
-    const head = 'GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Slow: ' + 'z'.repeat(200);
-    let sent = 0;
-    const drip = setInterval(() => {
-      if (!slow.socket.destroyed && sent < head.length) slow.socket.write(head[sent++]);
-    }, 250);
-    try {
-      // While the slow client is held, others are answered (before it is cut off, so not after it).
-      let slowGone = false;
-      void slow.closed.then(() => (slowGone = true));
-      await sleep(300);
-      for (let i = 0; i < 3; i++) {
-        const r = await fetch(`${server.api}/genes/PRR5`);
-        expect(r.status).toBe(200);
-        await r.arrayBuffer();
-        expect(slowGone).toBe(false);
+  describe('slow clients', () => {
+    it('disconnects a client sending its headers a byte at a time at the headers timeout, serving others meanwhile', async () => {
+      const slow = await connect();
+      const head = 'GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Slow: ' + 'z'.repeat(200);
+      let sent = 0;
+      const drip = setInterval(() => {
+        if (!slow.socket.destroyed && sent < head.length) slow.socket.write(head[sent++]);
+      }, 250);
+      try {
+        // While the slow client is held, others are answered (before it is cut off, so not after it).
+        let slowGone = false;
+        void slow.closed.then(() => (slowGone = true));
+        await sleep(300);
+        for (let i = 0; i < 3; i++) {
+          const r = await fetch(`${server.api}/genes/PRR5`);
+          expect(r.status).toBe(200);
+          await r.arrayBuffer();
+          expect(slowGone).toBe(false);
+        }
+        const after = await slow.closed;
+        expect(sent).toBeLessThan(head.length); // it was cut off, not finished
+        expect(after).toBeGreaterThanOrEqual(LIMITS.headersTimeoutMs - 50);
+        expect(after).toBeLessThan(LIMITS.headersTimeoutMs + SLACK_MS);
+        expect(slow.received()).toMatch(/^HTTP\/1\.1 408 /);
+        expectProblem(slow.received(), 408);
+      } finally {
+        clearInterval(drip);
+        slow.socket.destroy();
       }
-      const after = await slow.closed;
-      expect(sent).toBeLessThan(head.length); // it was cut off, not finished
+    });
+
+    it('disconnects a client that connects and sends nothing', async () => {
+      const silent = await connect();
+      const after = await silent.closed;
       expect(after).toBeGreaterThanOrEqual(LIMITS.headersTimeoutMs - 50);
       expect(after).toBeLessThan(LIMITS.headersTimeoutMs + SLACK_MS);
-      expect(slow.received()).toMatch(/^HTTP\/1\.1 408 /);
-      expectProblem(slow.received(), 408);
-    } finally {
-      clearInterval(drip);
-      slow.socket.destroy();
-    }
+    });
+
+    it('disconnects a client whose request body trickles past the request timeout', async () => {
+      const c = await connect();
+      c.socket.write('POST /api/v1/release HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n');
+      const drip = setInterval(() => !c.socket.destroyed && c.socket.write('b'), 200);
+      try {
+        const after = await c.closed;
+        expect(after).toBeGreaterThanOrEqual(LIMITS.requestTimeoutMs - 50);
+        expect(after).toBeLessThan(LIMITS.requestTimeoutMs + SLACK_MS);
+        // The method was refused as soon as the headers were in; the connection was still cut.
+        expect(parse(c.received()).status).toBe(405);
+      } finally {
+        clearInterval(drip);
+      }
+    });
   });
 
-  it('disconnects a client that connects and sends nothing', async () => {
-    const silent = await connect();
-    const after = await silent.closed;
-    expect(after).toBeGreaterThanOrEqual(LIMITS.headersTimeoutMs - 50);
-    expect(after).toBeLessThan(LIMITS.headersTimeoutMs + SLACK_MS);
-  });
+  describe('keep-alive', () => {
+    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
 
-  it('disconnects a client whose request body trickles past the request timeout', async () => {
-    const c = await connect();
-    c.socket.write('POST /api/v1/release HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n');
-    const drip = setInterval(() => !c.socket.destroyed && c.socket.write('b'), 200);
-    try {
+    it('closes an idle keep-alive connection after the keep-alive timeout', async () => {
+      const c = await connect();
+      c.socket.write(get('/api/v1/release'));
+      while (!/\r\n\r\n/.test(c.received())) await sleep(10);
+      const answered = performance.now();
+      expect(parse(c.received()).status).toBe(200);
+      await c.closed;
+      const idle = performance.now() - answered;
+      expect(idle).toBeGreaterThanOrEqual(LIMITS.keepAliveTimeoutMs - 100);
+      expect(idle).toBeLessThan(LIMITS.keepAliveTimeoutMs + 1_500);
+    });
+
+    it(`closes a connection after ${LIMITS.maxRequestsPerSocket} requests, the last answer saying so`, async () => {
+      const c = await connect();
+      // Pipelined: all at once, more than the bound.
+      c.socket.write(get('/api/v1/release').repeat(LIMITS.maxRequestsPerSocket + 2));
       const after = await c.closed;
-      expect(after).toBeGreaterThanOrEqual(LIMITS.requestTimeoutMs - 50);
-      expect(after).toBeLessThan(LIMITS.requestTimeoutMs + SLACK_MS);
-      // The method was refused as soon as the headers were in; the connection was still cut.
-      expect(parse(c.received()).status).toBe(405);
-    } finally {
-      clearInterval(drip);
-    }
-  });
-});
-
-describe('keep-alive', () => {
-  const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
-
-  it('closes an idle keep-alive connection after the keep-alive timeout', async () => {
-    const c = await connect();
-    c.socket.write(get('/api/v1/release'));
-    while (!/\r\n\r\n/.test(c.received())) await sleep(10);
-    const answered = performance.now();
-    expect(parse(c.received()).status).toBe(200);
-    await c.closed;
-    const idle = performance.now() - answered;
-    expect(idle).toBeGreaterThanOrEqual(LIMITS.keepAliveTimeoutMs - 100);
-    expect(idle).toBeLessThan(LIMITS.keepAliveTimeoutMs + 1_500);
-  });
-
-  it(`closes a connection after ${LIMITS.maxRequestsPerSocket} requests, the last answer saying so`, async () => {
-    const c = await connect();
-    // Pipelined: all at once, more than the bound.
-    c.socket.write(get('/api/v1/release').repeat(LIMITS.maxRequestsPerSocket + 2));
-    const after = await c.closed;
-    expect(after).toBeLessThan(LIMITS.keepAliveTimeoutMs); // closed by the bound, not by idling
-    const answers = c.received().split(/(?=HTTP\/1\.1 )/);
-    expect(answers.map((a) => parse(a).status)).toEqual(Array(LIMITS.maxRequestsPerSocket).fill(200));
-    expect(answers.map((a) => parse(a).headers.connection)).toEqual([...Array(LIMITS.maxRequestsPerSocket - 1).fill('keep-alive'), 'close']);
+      expect(after).toBeLessThan(LIMITS.keepAliveTimeoutMs); // closed by the bound, not by idling
+      const answers = c.received().split(/(?=HTTP\/1\.1 )/);
+      expect(answers.map((a) => parse(a).status)).toEqual(Array(LIMITS.maxRequestsPerSocket).fill(200));
+      expect(answers.map((a) => parse(a).headers.connection)).toEqual([...Array(LIMITS.maxRequestsPerSocket - 1).fill('keep-alive'), 'close']);
+    });
   });
 });

@@ -1,0 +1,402 @@
+// Adapter: the edge handler on its own HTTP/1.1 framing over node:net: the default front end of
+// `isoatlas serve` (`--http node` selects node-http.ts instead). Why not Node's http server: on this
+// 2-core machine it spends about 30 µs of CPU per request before the handler runs, so even a bare
+// node:http server answering from memory reaches only 0.69× nginx (BENCHMARKS.md, section 3). This
+// framing costs about a third of that.
+//
+// It speaks the part of HTTP/1.1 a read-only JSON API needs, strictly, and refuses the rest:
+// - request line `METHOD SP origin-form-target SP HTTP/1.x`, header lines `token: value` ending in
+//   CRLF; anything else (obs-fold, bare LF, space before the colon, control characters, two Host
+//   headers, both Content-Length and Transfer-Encoding) is a 400 and the connection is closed;
+// - keep-alive (HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`) and
+//   pipelining, answered in order, one request at a time per connection;
+// - a Content-Length body is read and dropped (no route takes a body); a Transfer-Encoding body is not
+//   parsed: the request is answered, the connection closed after it, and what follows is dropped;
+// - the limits of SERVER_LIMITS (431, 408, idle and per-connection bounds) as node-http.ts applies them.
+import net from 'node:net';
+import { STATUS_CODES } from 'node:http';
+import type { Handler } from '../handler.js';
+import { EdgeResponse } from '../responses.js';
+import type { EdgeRequest } from '../request.js';
+import { redactKeys } from '../access/key-format.js';
+import {
+  clientErrorAnswer,
+  connectAnswer,
+  edgeRequest,
+  fallbackHostOf,
+  printable,
+  responder,
+  serverLimits,
+  type ClientError,
+  type ClosableServer,
+  type NodeServerOptions,
+  type ServerLimits,
+} from './node-shared.js';
+
+const TOKEN = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+";
+/** Origin-form or not, the target is checked by edgeRequest; here only: visible ASCII, no space. */
+const REQUEST_LINE = new RegExp(`^(${TOKEN}) ([\\x21-\\x7e]+) HTTP/(\\d)\\.(\\d)$`);
+/** The header lines after the request line, each `\r\nname:value`, then a closing `\r\n`. Linear:
+ * a token cannot hold ':' and a value cannot hold CR or LF. */
+const HEADER_BLOCK = new RegExp(`^(?:\\r\\n${TOKEN}:[\\t\\x20-\\x7e\\x80-\\xff]*)*\\r\\n$`);
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+/** Bytes a client may send ahead (pipelined) while its current request is answered, before the
+ * connection stops being read. */
+const MAX_AHEAD = 64 * 1024;
+/** Bytes of answers waiting for a slow reader before the connection's next request waits for it. */
+const MAX_UNSENT = 256 * 1024;
+/** How long a connection being closed may linger to drain what the client still sends. */
+const LINGER_MS = 2_000;
+
+/** Header look-ups over the raw header lines, answering as a Web Headers object would: names in any
+ * case, optional whitespace around values trimmed, repeated fields joined with ", ". */
+class RawHeaders {
+  /** The block in lower case, for finding names. */
+  readonly lower: string;
+
+  constructor(private readonly block: string) {
+    this.lower = block.toLowerCase();
+  }
+
+  has(name: string): boolean {
+    return this.lower.indexOf(`\r\n${name}:`) !== -1;
+  }
+
+  /** How many fields of this (lower-case) name there are. */
+  count(name: string): number {
+    const key = `\r\n${name}:`;
+    let n = 0;
+    for (let at = this.lower.indexOf(key); at !== -1; at = this.lower.indexOf(key, at + key.length)) n++;
+    return n;
+  }
+
+  get(name: string): string | null {
+    const key = `\r\n${name.toLowerCase()}:`;
+    let at = this.lower.indexOf(key);
+    let value: string | null = null;
+    while (at !== -1) {
+      const start = at + key.length;
+      const end = this.lower.indexOf('\r\n', start);
+      const field = trimOws(this.block, start, end);
+      value = value === null ? field : `${value}, ${field}`;
+      at = this.lower.indexOf(key, end);
+    }
+    return value;
+  }
+}
+
+/** block[start, end) without leading and trailing spaces and tabs (String.trim would also take
+ * characters such as U+00A0, which is an obs-text byte here). */
+function trimOws(block: string, start: number, end: number): string {
+  while (start < end && (block.charCodeAt(start) === 32 || block.charCodeAt(start) === 9)) start++;
+  while (end > start && (block.charCodeAt(end - 1) === 32 || block.charCodeAt(end - 1) === 9)) end--;
+  return block.slice(start, end);
+}
+
+const hasToken = (list: string, token: string) => list.split(',').some((t) => t.trim().toLowerCase() === token);
+
+const STATUS_LINES = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) STATUS_LINES.set(status, (line = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`));
+  return line;
+}
+
+let dateText = '';
+let dateUntil = 0;
+/** The Date header's value, made once a second. */
+function httpDate(now: number): string {
+  if (now >= dateUntil) {
+    dateText = new Date(now).toUTCString();
+    dateUntil = now - (now % 1000) + 1000;
+  }
+  return dateText;
+}
+
+/** One client connection: its unparsed bytes and where it stands. */
+interface Connection {
+  socket: net.Socket;
+  ip: string | undefined;
+  /** Bytes received and not yet parsed. */
+  pending: Buffer | null;
+  /** A request is being answered (the handler runs or its answer waits for the socket). */
+  busy: boolean;
+  /** Bytes of the current request's body still to be read and dropped. */
+  bodyLeft: number;
+  /** Requests read on this connection. */
+  served: number;
+  /** When the first byte of the request being received arrived (0: none yet). */
+  started: number;
+  /** When the connection last became idle between requests. */
+  idleSince: number;
+  /** Closing: the last answer is written; whatever the client still sends is dropped. */
+  lingerSince: number;
+  /** The client has half-closed its side. */
+  peerEnded: boolean;
+  paused: boolean;
+}
+
+export class EdgeNetServer extends net.Server implements ClosableServer {
+  private readonly clients = new Set<Connection>();
+  private readonly limits: ServerLimits;
+  private readonly respond: ReturnType<typeof responder>;
+  private readonly log: (line: string) => void;
+  private readonly sweeper: ReturnType<typeof setInterval>;
+  private shuttingDown = false;
+  private ownHost: string | undefined;
+
+  constructor(handler: Handler, opts: NodeServerOptions = {}) {
+    super({ allowHalfOpen: true, noDelay: true });
+    this.respond = responder(handler);
+    this.log = opts.log ?? (() => {});
+    this.limits = serverLimits(process.env, opts.limits);
+    this.on('connection', (socket: net.Socket) => this.accept(socket));
+    // Deadlines are checked on a tick, not with a timer per request (as Node's http server does).
+    const every = Math.max(100, Math.min(5_000, Math.floor(this.limits.headersTimeoutMs / 4)));
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+    this.on('close', () => clearInterval(this.sweeper));
+  }
+
+  /** Stops accepting connections; those answering a request close once it is answered. */
+  override close(done?: (err?: Error) => void): this {
+    this.shuttingDown = true;
+    return super.close(done);
+  }
+
+  closeIdleConnections(): void {
+    for (const c of this.clients) if (!c.busy && c.pending === null) c.socket.destroy();
+  }
+
+  closeAllConnections(): void {
+    for (const c of this.clients) c.socket.destroy();
+  }
+
+  private accept(socket: net.Socket): void {
+    if (this.shuttingDown) return void socket.destroy();
+    const now = Date.now();
+    const c: Connection = { socket, ip: socket.remoteAddress, pending: null, busy: false, bodyLeft: 0, served: 0, started: 0, idleSince: now, lingerSince: 0, peerEnded: false, paused: false };
+    this.clients.add(c);
+    socket.on('data', (chunk: Buffer) => this.received(c, chunk));
+    socket.on('end', () => {
+      c.peerEnded = true;
+      if (c.lingerSince) return void socket.destroy();
+      if (!c.busy) this.next(c);
+    });
+    socket.on('error', () => socket.destroy()); // a reset or a broken pipe: nothing to answer
+    socket.on('close', () => this.clients.delete(c));
+  }
+
+  private received(c: Connection, chunk: Buffer): void {
+    if (c.lingerSince) return;
+    if (c.bodyLeft > 0) {
+      if (chunk.length <= c.bodyLeft) {
+        c.bodyLeft -= chunk.length;
+        if (c.bodyLeft === 0) this.bodyRead(c);
+        return;
+      }
+      chunk = chunk.subarray(c.bodyLeft);
+      c.bodyLeft = 0;
+      c.started = 0;
+    }
+    if (c.pending === null) {
+      c.pending = chunk;
+      if (c.started === 0) c.started = Date.now();
+    } else c.pending = Buffer.concat([c.pending, chunk]);
+    if (!c.busy) this.next(c);
+    else if (c.pending.length > MAX_AHEAD && !c.paused) {
+      c.paused = true;
+      c.socket.pause();
+    }
+  }
+
+  /** The current request's body has been read (and dropped). */
+  private bodyRead(c: Connection): void {
+    c.started = 0;
+    if (!c.busy) this.next(c);
+  }
+
+  /** Parses and answers the requests received on `c`, one at a time. */
+  private next(c: Connection): void {
+    while (!c.busy && !c.lingerSince && c.bodyLeft === 0 && c.pending !== null) {
+      const buf = c.pending;
+      let from = 0;
+      // An empty line before a request line is ignored (RFC 9112 §2.2).
+      while (from + 1 < buf.length && buf[from] === 13 && buf[from + 1] === 10) from += 2;
+      const end = buf.indexOf(HEAD_END, from);
+      if (end === -1 ? buf.length - from > this.limits.maxHeaderSize : end - from > this.limits.maxHeaderSize) {
+        return this.refuse(c, 'head too large', buf);
+      }
+      if (end === -1) {
+        if (from === buf.length) c.pending = null;
+        break;
+      }
+      const head = buf.toString('latin1', from, end);
+      c.pending = end + 4 < buf.length ? buf.subarray(end + 4) : null;
+      this.request(c, head);
+    }
+    if (c.paused && !c.busy) {
+      c.paused = false;
+      c.socket.resume();
+    }
+    if (c.peerEnded && !c.busy && !c.lingerSince) this.closeAfterAnswers(c);
+  }
+
+  /** Reads one request head and hands the request to the handler. */
+  private request(c: Connection, head: string): void {
+    const lineEnd = head.indexOf('\r\n');
+    const line = REQUEST_LINE.exec(lineEnd === -1 ? head : head.slice(0, lineEnd));
+    if (!line) return this.refuse(c, 'malformed', head);
+    const [, method, target, major, minor] = line;
+    if (major !== '1') return this.refuse(c, 'version', head);
+    // Only origin-form targets (and CONNECT's authority) are requests to this server.
+    if (target.charCodeAt(0) !== 47 && method !== 'CONNECT') return this.refuse(c, 'malformed', head);
+    const block = lineEnd === -1 ? '\r\n' : `${head.slice(lineEnd)}\r\n`;
+    if (!HEADER_BLOCK.test(block)) return this.refuse(c, 'malformed', head);
+    const headers = new RawHeaders(block);
+    // Framing: a body's length must be one plain number; a request may not give both (smuggling).
+    const chunked = headers.has('transfer-encoding');
+    let bodyLength = 0;
+    if (headers.has('content-length')) {
+      const length = headers.get('content-length')!;
+      if (chunked || !/^\d{1,15}$/.test(length)) return this.refuse(c, 'malformed', head);
+      bodyLength = Number(length);
+    }
+    if (headers.count('host') > 1) return this.refuse(c, 'malformed', head);
+
+    c.served++;
+    const connection = headers.get('connection');
+    let keepAlive = minor === '0' ? connection !== null && hasToken(connection, 'keep-alive') : connection === null || !hasToken(connection, 'close');
+    // After a body it does not parse, after its last allowed request, or while shutting down.
+    if (chunked || c.served >= this.limits.maxRequestsPerSocket || this.shuttingDown) keepAlive = false;
+    if (bodyLength > 0 && c.pending !== null) {
+      const taken = Math.min(bodyLength, c.pending.length);
+      c.pending = taken < c.pending.length ? c.pending.subarray(taken) : null;
+      bodyLength -= taken;
+    }
+    c.bodyLeft = bodyLength;
+    if (c.started === 0) c.started = Date.now();
+    c.busy = true;
+
+    const started = performance.now();
+    const request: EdgeRequest | EdgeResponse =
+      method === 'CONNECT' ? connectAnswer() : edgeRequest(method, target, headers.get('host'), headers, (this.ownHost ??= fallbackHostOf(this.address())));
+    // CONNECT, or a path the URL parser refuses: answered, and the connection closed.
+    if (request instanceof EdgeResponse) return this.answer(c, method, target, request, false, started);
+    this.respond(request, { clientIp: c.ip }).then(
+      (response) => this.answer(c, method, target, response, keepAlive, started),
+      (err: unknown) => this.failed(c, method, target, err, started),
+    );
+  }
+
+  private answer(c: Connection, method: string, target: string, response: EdgeResponse, keepAlive: boolean, started: number): void {
+    let head: string;
+    try {
+      head = serialize(response, keepAlive, this.limits);
+    } catch (err) {
+      return this.failed(c, method, target, err, started);
+    }
+    this.log(`${method} ${printable(target)} ${response.status} ${(performance.now() - started).toFixed(1)}ms`);
+    this.send(c, head, method === 'HEAD' ? null : response.body, keepAlive);
+  }
+
+  private failed(c: Connection, method: string, target: string, err: unknown, started: number): void {
+    console.error(`isoatlas serve: ${redactKeys(String((err as Error)?.stack ?? err))}`);
+    const body = Buffer.from(JSON.stringify({ type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'an unexpected error occurred', instance: '' }));
+    const response = EdgeResponse.of(500, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': String(body.length) }, body);
+    this.log(`${method} ${printable(target)} 500 ${(performance.now() - started).toFixed(1)}ms`);
+    this.send(c, serialize(response, false, this.limits), method === 'HEAD' ? null : body, false);
+  }
+
+  /** Writes one answer and moves on to the connection's next request (or closes it). */
+  private send(c: Connection, head: string, body: Uint8Array | null, keepAlive: boolean): void {
+    const socket = c.socket;
+    c.busy = false;
+    // The request timeout runs on while a body is still to come; else the next request's starts.
+    if (c.bodyLeft === 0) c.started = c.pending === null ? 0 : Date.now();
+    if (socket.destroyed) return;
+    if (body !== null && body.length > 0) {
+      // One writev for head and body.
+      socket.cork();
+      socket.write(head, 'latin1');
+      socket.write(body);
+      socket.uncork();
+    } else socket.write(head, 'latin1');
+    if (!keepAlive) return this.closeAfterAnswers(c);
+    c.idleSince = Date.now();
+    if (c.bodyLeft > 0) return; // next() runs once the body is read
+    if (socket.writableLength > MAX_UNSENT) {
+      c.busy = true;
+      socket.once('drain', () => {
+        c.busy = false;
+        this.next(c);
+      });
+      return;
+    }
+    this.next(c);
+  }
+
+  /** Refuses what cannot be a request (answering with a problem) and closes the connection. */
+  private refuse(c: Connection, kind: ClientError, received: Buffer | string): void {
+    const isHead = (typeof received === 'string' ? received.slice(0, 5) : received.toString('latin1', 0, 5)) === 'HEAD ';
+    const { status, answer } = clientErrorAnswer(kind, this.limits, isHead);
+    this.log(`- - ${status} ${kind}`);
+    c.pending = null;
+    this.send(c, serialize(answer, false, this.limits), isHead ? null : answer.body, false);
+  }
+
+  /** Ends the connection after what is written; drops what the client still sends. */
+  private closeAfterAnswers(c: Connection): void {
+    c.lingerSince = Date.now();
+    c.pending = null;
+    c.busy = false;
+    if (c.paused) c.socket.resume();
+    c.socket.end();
+    if (c.peerEnded) c.socket.destroySoon();
+  }
+
+  /** Applies the deadlines of SERVER_LIMITS. */
+  private sweep(): void {
+    const now = Date.now();
+    const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = this.limits;
+    for (const c of this.clients) {
+      if (c.lingerSince) {
+        if (now - c.lingerSince > LINGER_MS) c.socket.destroy();
+      } else if (c.bodyLeft > 0) {
+        // A body that trickles: the request was answered; the connection is cut.
+        if (now - c.started > requestTimeoutMs) c.socket.destroy();
+      } else if (c.busy) {
+        continue;
+      } else if (c.started) {
+        if (now - c.started > headersTimeoutMs) this.refuse(c, 'timeout', c.pending ?? '');
+      } else if (now - c.idleSince > (c.served === 0 ? headersTimeoutMs : keepAliveTimeoutMs)) {
+        c.socket.destroy();
+      }
+    }
+  }
+}
+
+/** The status line and header fields of an answer, with Date, Connection and the body's length. */
+function serialize(response: EdgeResponse, keepAlive: boolean, limits: ServerLimits): string {
+  const { status, fields } = response;
+  let head = statusLine(status);
+  let hasLength = false;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i];
+    const value = fields[i + 1];
+    // As Node's http server refuses to write them: a line break in a value would split the answer.
+    if (value.indexOf('\n') !== -1 || value.indexOf('\r') !== -1) throw new Error(`header ${name} holds a line break`);
+    if (name === 'content-length') hasLength = true;
+    head += `${name}: ${value}\r\n`;
+  }
+  // The handler gives the length of every body it makes (HEAD answers included): what has none here
+  // is bodiless (a redirect), as GET and HEAD alike.
+  if (!hasLength && status !== 204 && status !== 304) head += `Content-Length: ${response.body?.length ?? 0}\r\n`;
+  head += `Date: ${httpDate(Date.now())}\r\n`;
+  head += keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(limits.keepAliveTimeoutMs / 1000)}\r\n\r\n` : 'Connection: close\r\n\r\n';
+  return head;
+}
+
+export function createNetServer(handler: Handler, opts: NodeServerOptions = {}): EdgeNetServer {
+  return new EdgeNetServer(handler, opts);
+}

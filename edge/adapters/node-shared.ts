@@ -1,0 +1,172 @@
+// What the two Node front ends of the edge handler share (node-http.ts on Node's http server, node-net.ts
+// on its own HTTP/1.1 framing over node:net): the limits on what one client may hold, the request URL
+// as the URL parser would make it, the handler's answer as an EdgeResponse, and graceful shutdown.
+import { directHandlerOf, type DirectHandler, type Handler, type RequestContext } from '../handler.js';
+import { ALLOW, EdgeResponse, problem } from '../responses.js';
+import type { EdgeRequest, RequestTarget } from '../request.js';
+import { redactKeys } from '../access/key-format.js';
+
+export interface NodeServerOptions {
+  /** One line per request; never includes headers (they may carry an API key). */
+  log?: (line: string) => void;
+  /** Overrides of SERVER_LIMITS (after those of the environment). */
+  limits?: Partial<ServerLimits>;
+}
+
+/** Bounds on what one client can hold: size of the request line plus headers (beyond it: 431), time
+ * to send the headers and the whole request (beyond it: 408 and the connection is closed), how long
+ * an idle keep-alive connection stays open, and how many requests one connection may carry. */
+export const SERVER_LIMITS = {
+  maxHeaderSize: 16 * 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxRequestsPerSocket: 1_000,
+};
+export type ServerLimits = typeof SERVER_LIMITS;
+
+/** Environment variables that override SERVER_LIMITS (`isoatlas serve`; tests use short timeouts). */
+export const SERVER_LIMIT_ENV: Record<keyof ServerLimits, string> = {
+  maxHeaderSize: 'ISOATLAS_MAX_HEADER_BYTES',
+  headersTimeoutMs: 'ISOATLAS_HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'ISOATLAS_REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'ISOATLAS_KEEP_ALIVE_TIMEOUT_MS',
+  maxRequestsPerSocket: 'ISOATLAS_MAX_REQUESTS_PER_SOCKET',
+};
+
+/** SERVER_LIMITS with the environment's overrides; throws on a value that is not a positive integer. */
+export function serverLimits(env: Record<string, string | undefined> = process.env, overrides: Partial<ServerLimits> = {}): ServerLimits {
+  const limits = { ...SERVER_LIMITS };
+  for (const [field, name] of Object.entries(SERVER_LIMIT_ENV) as [keyof ServerLimits, string][]) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    if (!/^[1-9]\d{0,9}$/.test(raw)) throw new Error(`${name} must be a positive integer; got "${raw.slice(0, 30)}"`);
+    limits[field] = Number(raw);
+  }
+  Object.assign(limits, overrides);
+  // Node refuses a headers timeout longer than the request timeout.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new Error(`the headers timeout (${limits.headersTimeoutMs} ms) cannot exceed the request timeout (${limits.requestTimeoutMs} ms)`);
+  return limits;
+}
+
+export function printable(text: string): string {
+  // Request targets go into logs: escape control characters so a client cannot forge log lines.
+  const redacted = redactKeys(text);
+  const cut = redacted.length > 300 ? `${redacted.slice(0, 300)}…` : redacted;
+  return cut.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** A target of only these characters, with no dot segment, is its own normalized form: the URL
+ * parser would percent-encode or resolve nothing in it (`'` only in the path: it is encoded in the
+ * query of an http URL). */
+const PLAIN_TARGET = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@\/%]*(\?[A-Za-z0-9\-._~!$&()*+,;=:@\/%?]*)?$/;
+const DOT_SEGMENT = /\/\.|%2e/i;
+
+/** `http://<host>` as the URL parser writes it (lower case, no default port), or null for a host it
+ * refuses; kept per Host value, of which a server sees few. */
+const origins = new Map<string, string | null>();
+export function originOf(host: string): string | null {
+  let origin = origins.get(host);
+  if (origin === undefined) {
+    try {
+      origin = `http://${new URL(`http://${host}/`).host}`;
+    } catch {
+      origin = null;
+    }
+    if (origins.size >= 256) origins.clear();
+    origins.set(host, origin);
+  }
+  return origin;
+}
+
+/** The absolute URL a Web Request would hold for this target below `origin` (from originOf):
+ * parsed and normalized (dot segments, percent-encoding), with its path and query when they came
+ * without parsing; null when the target is not an absolute path. The target is appended to a fixed
+ * scheme and host, never resolved against them: a target such as `//evil.example/…` must stay a
+ * path, not choose the host that redirects point to. */
+export function requestUrl(origin: string, target: string): { url: string; target?: RequestTarget } | null {
+  if (!target.startsWith('/')) return null;
+  if (PLAIN_TARGET.test(target)) {
+    const query = target.indexOf('?');
+    const pathname = query === -1 ? target : target.slice(0, query);
+    // A bare `?` is an empty query: the URL's search is '' then, as for no query at all.
+    if (!DOT_SEGMENT.test(pathname)) return { url: origin + target, target: { pathname, search: query === -1 || query === target.length - 1 ? '' : target.slice(query) } };
+  }
+  try {
+    return { url: new URL(`${origin}${target}`).href };
+  } catch {
+    return null;
+  }
+}
+
+/** The handler's answer as an EdgeResponse: directly when it is one of ours, else read back from
+ * its Web Response. */
+export function responder(handler: Handler): DirectHandler {
+  const direct = directHandlerOf(handler);
+  if (direct) return direct;
+  return async (request: EdgeRequest, context?: RequestContext) => {
+    const response = await handler(request, context);
+    const headers: Record<string, string> = {};
+    response.headers.forEach((value, name) => (headers[name] = value));
+    return EdgeResponse.of(response.status, headers, response.body ? new Uint8Array(await response.arrayBuffer()) : null);
+  };
+}
+
+/** A request with no target to speak of, for the problems Node's parser raises before there is one. */
+export function bareRequest(method: string): EdgeRequest {
+  return { method, url: 'http://localhost/', headers: { get: () => null } };
+}
+
+/** The EdgeRequest for a request line's method and target and its headers, or the problem to
+ * answer when it cannot be one. A Host that is no host name (or none) is replaced by the server's
+ * own address (`fallbackHost`). */
+export function edgeRequest(method: string, target: string, host: string | null, headers: EdgeRequest['headers'], fallbackHost: string): EdgeRequest | EdgeResponse {
+  const origin = (host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) && originOf(host)) || originOf(fallbackHost)!;
+  const parsed = requestUrl(origin, target);
+  if (!parsed) return problem({ method: 'GET', url: `${origin}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
+  return { method, url: parsed.url, headers, target: parsed.target };
+}
+
+/** CONNECT (authority-form target) is answered 405 like any other method the API does not allow. */
+export function connectAnswer(): EdgeResponse {
+  return problem(bareRequest('GET'), { status: 405, detail: 'method CONNECT is not allowed; this API is read-only', headers: { Allow: ALLOW } });
+}
+
+/** The server's own host and port, for requests without a usable Host (asked once per server:
+ * address() is a getsockname call). */
+export function fallbackHostOf(address: string | { port: number } | null): string {
+  return address && typeof address === 'object' ? `127.0.0.1:${address.port}` : 'localhost';
+}
+
+/** The problems for requests refused before they reach the handler. */
+export type ClientError = 'head too large' | 'timeout' | 'malformed' | 'version';
+
+export function clientErrorAnswer(kind: ClientError, limits: ServerLimits, isHead: boolean): { status: number; reason: string; answer: EdgeResponse } {
+  const [status, reason, detail]: [number, string, string] =
+    kind === 'head too large'
+      ? [431, 'Request Header Fields Too Large', `the request line and headers must fit in ${limits.maxHeaderSize} bytes`]
+      : kind === 'timeout'
+        ? [408, 'Request Timeout', `the request was not received in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`]
+        : kind === 'version'
+          ? [505, 'HTTP Version Not Supported', 'this server speaks HTTP/1.1 (and HTTP/1.0)']
+          : [400, 'Bad Request', 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)'];
+  // A HEAD request gets no body, or the client would read it as the start of the next response.
+  return { status, reason, answer: problem(bareRequest(isHead ? 'HEAD' : 'GET'), { status, detail, extra: { title: reason } }) };
+}
+
+/** What graceful shutdown needs of a server: both front ends' servers have it. */
+export interface ClosableServer {
+  close(done: () => void): unknown;
+  closeIdleConnections(): void;
+  closeAllConnections(): void;
+}
+
+/** Stops accepting connections, lets in-flight requests finish, closes idle keep-alive sockets, and
+ * after `graceMs` cuts whatever is left. Resolves when the server has closed. */
+export function shutdownGracefully(server: ClosableServer, graceMs = 10_000): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), graceMs).unref();
+  });
+}

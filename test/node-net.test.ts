@@ -1,0 +1,196 @@
+// The HTTP/1.1 framing of node-net.ts (the default front end of `isoatlas serve`), driven by raw
+// sockets: what it accepts, answers in order and refuses. Node's http server is the reference where
+// both must agree (node-direct-path.test.ts compares their answers byte for byte; server-limits.test.ts
+// runs the timeouts and size limits against both).
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createHandler } from '../edge/handler.js';
+import { LocalTreeOrigin } from '../edge/origins/local.js';
+import { createNetServer, type EdgeNetServer } from '../edge/adapters/node-net.js';
+import { shutdownGracefully } from '../edge/adapters/node-shared.js';
+import { validate } from './helpers/schemas.js';
+
+let server: EdgeNetServer;
+let port: number;
+const logged: string[] = [];
+
+beforeAll(async () => {
+  const handler = createHandler({ origin: new LocalTreeOrigin(inject('demoTree')), serveStructureFiles: true });
+  server = createNetServer(handler, { log: (line) => logged.push(line), limits: { headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 1_000 } });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  await shutdownGracefully(server, 1_000);
+});
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** Sends `bytes` (in pieces, if several), reads until the server closes or `count` answers are in.
+ * `heads`: how many answers at the start answer HEAD requests (their Content-Length has no body). */
+function exchange(bytes: string | Buffer | (string | Buffer)[], count = Infinity, end = false, heads = 0): Promise<{ answers: Answer[]; closed: boolean; raw: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let raw = Buffer.alloc(0);
+    let closed = false;
+    const answers = (): Answer[] => {
+      const out: Answer[] = [];
+      let at = 0;
+      for (;;) {
+        const headEnd = raw.indexOf('\r\n\r\n', at);
+        if (headEnd === -1) return out;
+        const [statusLine, ...lines] = raw.subarray(at, headEnd).toString('latin1').split('\r\n');
+        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const status = Number(statusLine.split(' ')[1]);
+        const length = out.length < heads ? 0 : Number(headers['content-length'] ?? 0);
+        if (raw.length < headEnd + 4 + length) return out;
+        out.push({ status, headers, body: raw.subarray(headEnd + 4, headEnd + 4 + length) });
+        at = headEnd + 4 + length;
+      }
+    };
+    const finish = () => resolve({ answers: answers(), closed, raw });
+    socket.on('data', (d: Buffer) => {
+      raw = Buffer.concat([raw, d]);
+      if (answers().length >= count) {
+        socket.destroy();
+        finish();
+      }
+    });
+    socket.on('close', () => {
+      closed = true;
+      finish();
+    });
+    socket.on('error', reject);
+    socket.once('connect', async () => {
+      for (const piece of [bytes].flat()) {
+        socket.write(piece);
+        await new Promise((ok) => setTimeout(ok, 20));
+      }
+      if (end) socket.end();
+    });
+  });
+}
+
+const get = (target: string, extra = '') => `GET ${target} HTTP/1.1\r\nHost: atlas.test\r\n${extra}\r\n`;
+
+function expectProblem(answer: Answer, status: number) {
+  expect(answer.status).toBe(status);
+  expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = JSON.parse(answer.body.toString('utf8')) as { status: number };
+  expect(validate('Problem', body)).toEqual([]);
+  expect(body.status).toBe(status);
+}
+
+describe('requests it answers', () => {
+  it('answers pipelined requests in order on one connection', async () => {
+    const targets = ['/api/v1/genes/PRR5', '/api/v1/isoforms/PRR5-201', '/api/v1/genes/NOPE1', '/api/v1/search?query=PRR5', '/api/v1/release'];
+    const { answers } = await exchange(targets.map((t) => get(t)).join(''), targets.length);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 404, 200, 200]);
+    expect(JSON.parse(answers[0].body.toString()).symbol).toBe('PRR5');
+    expect(JSON.parse(answers[1].body.toString()).transcript_name).toBe('PRR5-201');
+    expect(JSON.parse(answers[3].body.toString()).query).toBe('PRR5');
+    expect(answers.every((a) => a.headers.connection === 'keep-alive')).toBe(true);
+  });
+
+  it('reads a request split across many packets, a byte of its head at a time', async () => {
+    const request = get('/api/v1/genes/PRR5');
+    const { answers } = await exchange([...request], 1);
+    expect(answers[0].status).toBe(200);
+  });
+
+  it('drops a Content-Length body and answers the request after it', async () => {
+    const body = 'x'.repeat(5_000);
+    const first = `POST /api/v1/release HTTP/1.1\r\nHost: atlas.test\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const { answers } = await exchange([first, body.slice(0, 2_000), body.slice(2_000) + get('/api/v1/genes/PRR5')], 2);
+    expectProblem(answers[0], 405);
+    expect(answers[1].status).toBe(200);
+  });
+
+  it('answers a request with a chunked body, then closes (the body is not parsed)', async () => {
+    const { answers, closed } = await exchange(`POST /api/v1/release HTTP/1.1\r\nHost: atlas.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n${get('/api/v1/release')}`);
+    expect(answers).toHaveLength(1);
+    expectProblem(answers[0], 405);
+    expect(answers[0].headers.connection).toBe('close');
+    expect(closed).toBe(true);
+  });
+
+  it('keeps HTTP/1.0 alive only when asked to', async () => {
+    const plain = await exchange('GET /api/v1/release HTTP/1.0\r\n\r\n');
+    expect(plain.answers.map((a) => [a.status, a.headers.connection])).toEqual([[200, 'close']]);
+    expect(plain.closed).toBe(true);
+    const kept = await exchange('GET /api/v1/release HTTP/1.0\r\nConnection: keep-alive\r\n\r\n', 1);
+    expect(kept.answers.map((a) => [a.status, a.headers.connection])).toEqual([[200, 'keep-alive']]);
+  });
+
+  it('honours Connection: close, and answers a client that half-closes after its request', async () => {
+    const closing = await exchange(get('/api/v1/release', 'Connection: close\r\n') + get('/api/v1/release'));
+    expect(closing.answers.map((a) => a.headers.connection)).toEqual(['close']);
+    const halfClosed = await exchange(get('/api/v1/genes/PRR5') + get('/api/v1/release'), Infinity, true);
+    expect(halfClosed.answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(halfClosed.closed).toBe(true);
+  });
+
+  it('ignores an empty line before a request line, and answers HEAD without a body', async () => {
+    const { answers } = await exchange(`\r\n${get('/api/v1/release').replace('GET', 'HEAD')}${get('/api/v1/genes/PRR5')}`, 2, false, 1);
+    expect(answers[0].status).toBe(200);
+    expect(Number(answers[0].headers['content-length'])).toBeGreaterThan(0);
+    expect(answers[0].body.length).toBe(0); // the next answer follows at once
+    expect(JSON.parse(answers[1].body.toString()).symbol).toBe('PRR5');
+  });
+
+  it('joins repeated header fields as a Web Headers object would', async () => {
+    const etag = (await exchange(get('/api/v1/genes/PRR5'), 1)).answers[0].headers.etag;
+    const { answers } = await exchange(get('/api/v1/genes/PRR5', `If-None-Match: "nope"\r\nif-none-match:  ${etag}  \r\n`), 1);
+    expect(answers[0].status).toBe(304);
+  });
+});
+
+describe('requests it refuses, closing the connection', () => {
+  const refused: [string, string, number][] = [
+    ['a header continued on the next line (obs-fold)', 'GET /api/v1/release HTTP/1.1\r\nHost: atlas.test\r\nX-A: b\r\n  c\r\n\r\n', 400],
+    ['a space before the colon', 'GET /api/v1/release HTTP/1.1\r\nHost : atlas.test\r\n\r\n', 400],
+    ['a control character in a value', 'GET /api/v1/release HTTP/1.1\r\nHost: atlas.test\r\nX-A: b\u0001c\r\n\r\n', 400],
+    ['a bare CR in a value', 'GET /api/v1/release HTTP/1.1\r\nHost: atlas.test\r\nX-A: b\rc\r\n\r\n', 400],
+    ['two Host headers', 'GET /api/v1/release HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n', 400],
+    ['Content-Length and Transfer-Encoding both', 'POST /api/v1/release HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nhello', 400],
+    ['two different lengths', 'POST /api/v1/release HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!', 400],
+    ['a length that is no number', 'POST /api/v1/release HTTP/1.1\r\nHost: a.test\r\nContent-Length: -5\r\n\r\n', 400],
+    ['a request line without a version', 'GET /api/v1/release\r\nHost: a.test\r\n\r\n', 400],
+    ['a space in the target', 'GET /api/v1/genes/PRR 5 HTTP/1.1\r\nHost: a.test\r\n\r\n', 400],
+    ['a target that is no path', 'GET api/v1/release HTTP/1.1\r\nHost: a.test\r\n\r\n', 400],
+    ['HTTP/2.0 in the request line', 'GET /api/v1/release HTTP/2.0\r\nHost: a.test\r\n\r\n', 505],
+  ];
+  it.each(refused)('%s', async (_, bytes, status) => {
+    const { answers, closed } = await exchange(`${bytes}${get('/api/v1/release')}`);
+    expect(answers).toHaveLength(1); // nothing after the refused request is read
+    expectProblem(answers[0], status);
+    expect(answers[0].headers.connection).toBe('close');
+    expect(closed).toBe(true);
+  });
+
+  it('answers a refused HEAD request without a body', async () => {
+    const { answers, closed, raw } = await exchange('HEAD /api/v1/release HTTP/1.1\r\nHost : atlas.test\r\n\r\n', Infinity, false, 1);
+    expect(answers.map((a) => a.status)).toEqual([400]);
+    expect(closed).toBe(true);
+    expect(raw.indexOf('\r\n\r\n')).toBe(raw.length - 4); // nothing after the head
+  });
+
+  it('times out a head that never ends (bare LF line endings) with a 408', async () => {
+    const started = performance.now();
+    const { answers, closed } = await exchange('GET /api/v1/release HTTP/1.1\nHost: atlas.test\n\n');
+    expect(closed).toBe(true);
+    expectProblem(answers[0], 408);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_000 - 50);
+  });
+
+  it('logs one line per request, refusals included, with no header in it', () => {
+    expect(logged.some((l) => /^GET \/api\/v1\/genes\/PRR5 200 \d+\.\dms$/.test(l))).toBe(true);
+    expect(logged.some((l) => l === '- - 505 version')).toBe(true);
+    expect(logged.some((l) => l.includes('atlas.test'))).toBe(false);
+  });
+});
