@@ -9,6 +9,8 @@ export class FailOpenQuotaStore implements QuotaStore {
   readonly description: string;
   private readonly fallback: MemoryQuotaStore;
   private failingUntil = 0;
+  /** When the current failure was noticed. */
+  private failedAt = 0;
 
   constructor(
     private readonly shared: QuotaStore,
@@ -27,15 +29,19 @@ export class FailOpenQuotaStore implements QuotaStore {
 
   async hit(counter: string, limit: number, expiresAt: number): Promise<HitResult> {
     if (!this.degraded) {
+      const startedAt = this.now();
       try {
         const result = await this.shared.hit(counter, limit, expiresAt);
-        if (this.failingUntil !== 0) {
+        // Only a hit sent after the failure was noticed says the store is back: a slow one sent before
+        // it may still succeed, and must not end the outage (which the next failure would log again).
+        if (this.failingUntil !== 0 && startedAt >= this.failedAt) {
           this.failingUntil = 0;
           this.log(`isoatlas quota: ${this.shared.description} is answering again; shared limits restored`);
         }
         return result;
       } catch (err) {
         if (this.failingUntil === 0) {
+          this.failedAt = this.now();
           this.log(`isoatlas quota: ${this.shared.description} failed (${(err as Error).name}: ${(err as Error).message}); serving with per-instance limits`);
         }
         this.failingUntil = this.now() + this.retryAfterMs;
