@@ -218,6 +218,34 @@ describe('when the shared store fails', () => {
     expect(lines[1]).toMatch(/answering again/);
   });
 
+  it('a hit sent before the outage that succeeds late does not end it (one log line per outage)', async () => {
+    clock.now = T0 + 30 * MINUTE;
+    let release: (r: { admitted: boolean; count: number }) => void = () => {};
+    let calls = 0;
+    const dying: QuotaStore = {
+      description: 'dying-store',
+      hit() {
+        calls++;
+        // The first hit was sent while the store was up and answers late; every later one fails.
+        if (calls === 1) return new Promise((ok) => (release = ok));
+        return Promise.reject(new Error('connect ECONNREFUSED'));
+      },
+      async undo() {},
+    };
+    const lines: string[] = [];
+    const store = new FailOpenQuotaStore(dying, (l) => lines.push(l), 1000, () => clock.now);
+    const late = store.hit('c', 10, clock.now + MINUTE);
+    clock.now += 1;
+    await store.hit('c', 10, clock.now + MINUTE); // fails: the outage begins
+    release({ admitted: true, count: 1 });
+    expect((await late).admitted).toBe(true);
+    clock.now += 1001; // past the retry period: the shared store is tried again, and fails again
+    await store.hit('c', 10, clock.now + MINUTE);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/dying-store failed/);
+    expect(store.degraded).toBe(true);
+  });
+
   it('answers 503 with Retry-After when keys cannot be looked up', async () => {
     const access = new AccessControl({
       config: resolveAccessConfig({}, 'key-required'),

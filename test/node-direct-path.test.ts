@@ -5,7 +5,7 @@
 // node:http fallback, and the node:net framing of node-net.ts) must send the same status, headers
 // and body byte for byte (header order and case aside; the Date header aside), and all must agree
 // with the Web Response.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -21,6 +21,7 @@ import { AccessControl } from '../edge/access/control.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
 import { bufferedLog } from '../build/buffered-log.js';
+import { validate } from './helpers/schemas.js';
 
 const PRR5 = 'ENSG00000186654';
 /** A fixed clock, so the three handlers' rate-limit windows and resets agree to the second. */
@@ -220,6 +221,44 @@ describe('request URLs', () => {
       const got = requestUrl('http://127.0.0.1:8080', t)!;
       const url = new URL(reference('127.0.0.1:8080', t)!);
       expect(got).toEqual({ url: url.href, target: { pathname: url.pathname, search: url.search } });
+    }
+  });
+
+  it.each([
+    ['node:http', createNodeServer],
+    ['node:net', createNetServer],
+  ] as const)('a handler that fails is answered 500 with a problem that tells nothing of it, the error logged (%s)', async (_, create) => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const broken: Handler = async () => {
+      throw new Error('boom in /srv/secret/tree');
+    };
+    const server = create(broken);
+    const port = await listen(server);
+    try {
+      for (const method of ['GET', 'HEAD']) {
+        const raw = await new Promise<Buffer>((ok, fail) => {
+          const socket = net.connect(port, '127.0.0.1');
+          const chunks: Buffer[] = [];
+          socket.on('data', (d: Buffer) => chunks.push(d));
+          socket.on('end', () => ok(Buffer.concat(chunks)));
+          socket.on('error', fail);
+          socket.write(`${method} /api/v1/release HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+        });
+        const end = raw.indexOf('\r\n\r\n');
+        const head = raw.subarray(0, end).toString('latin1');
+        expect(head, method).toMatch(/^HTTP\/1\.1 500 /);
+        expect(head.toLowerCase(), method).toContain('content-type: application/problem+json');
+        const body = raw.subarray(end + 4).toString('utf8');
+        if (method === 'HEAD') expect(body).toBe('');
+        else {
+          expect(validate('Problem', JSON.parse(body))).toEqual([]);
+          expect(body).not.toMatch(/boom|secret/);
+        }
+      }
+      expect(errors.mock.calls.some(([line]) => String(line).includes('boom'))).toBe(true);
+    } finally {
+      errors.mockRestore();
+      await new Promise((ok) => server.close(ok));
     }
   });
 

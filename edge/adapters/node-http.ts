@@ -1,5 +1,5 @@
-// Adapter: Node's http server → the edge handler. Used by `isoatlas serve` (the local server and
-// offline mirrors). Hands the handler a light view of IncomingMessage (an EdgeRequest, not a Web
+// Adapter: Node's http server → the edge handler. Used by `isoatlas serve --http node` (the default
+// front end is node-net.ts, tested against this one). Hands the handler a light view of IncomingMessage (an EdgeRequest, not a Web
 // Request) and writes the EdgeResponse's bytes with one res.end (no Web Response, no body stream);
 // a handler not made by createHandler is answered through its Web Response. Logs one line per
 // request, and bounds what a slow or oversized client can hold.
@@ -7,8 +7,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Handler } from '../handler.js';
 import { EdgeResponse } from '../responses.js';
-import { redactKeys } from '../access/key-format.js';
-import { clientErrorAnswer, connectAnswer, fallbackHostOf, edgeRequest, printable, responder, serverLimits, type NodeServerOptions } from './node-shared.js';
+import { clientErrorAnswer, connectAnswer, fallbackHostOf, edgeRequest, internalErrorAnswer, printable, responder, serverLimits, type NodeServerOptions } from './node-shared.js';
 
 /** Header look-ups over Node's parsed headers, answering as a Web Headers object would: names in any
  * case, repeated fields joined with ", " (Node has already merged or dropped repeats of the fields
@@ -60,9 +59,9 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         res.end(req.method === 'HEAD' ? undefined : (response.body ?? undefined));
       } catch (err) {
         status = 500;
-        if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/problem+json; charset=utf-8' });
-        res.end(JSON.stringify({ type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'an unexpected error occurred', instance: '' }));
-        console.error(`isoatlas serve: ${redactKeys(String((err as Error).stack ?? err))}`);
+        const answer = internalErrorAnswer(err, req.method === 'HEAD');
+        if (!res.headersSent) res.writeHead(500, answer.fields);
+        res.end(answer.body ?? undefined);
       } finally {
         log(`${req.method} ${printable(req.url ?? '')} ${status} ${(performance.now() - started).toFixed(1)}ms`);
       }

@@ -18,12 +18,12 @@ import { STATUS_CODES } from 'node:http';
 import type { Handler } from '../handler.js';
 import { EdgeResponse } from '../responses.js';
 import type { EdgeRequest } from '../request.js';
-import { redactKeys } from '../access/key-format.js';
 import {
   clientErrorAnswer,
   connectAnswer,
   edgeRequest,
   fallbackHostOf,
+  internalErrorAnswer,
   printable,
   responder,
   serverLimits,
@@ -301,11 +301,9 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   }
 
   private failed(c: Connection, method: string, target: string, err: unknown, started: number): void {
-    console.error(`isoatlas serve: ${redactKeys(String((err as Error)?.stack ?? err))}`);
-    const body = Buffer.from(JSON.stringify({ type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'an unexpected error occurred', instance: '' }));
-    const response = EdgeResponse.of(500, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': String(body.length) }, body);
+    const response = internalErrorAnswer(err, method === 'HEAD');
     this.log(`${method} ${printable(target)} 500 ${(performance.now() - started).toFixed(1)}ms`);
-    this.send(c, serialize(response, false, this.limits), method === 'HEAD' ? null : body, false);
+    this.send(c, serialize(response, false, this.limits), response.body, false);
   }
 
   /** Writes one answer and moves on to the connection's next request (or closes it). */

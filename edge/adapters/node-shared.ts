@@ -138,6 +138,13 @@ export function fallbackHostOf(address: string | { port: number } | null): strin
   return address && typeof address === 'object' ? `127.0.0.1:${address.port}` : 'localhost';
 }
 
+/** The answer when answering failed (a bug of ours): the error logged without keys, a 500 problem
+ * that tells nothing of it. */
+export function internalErrorAnswer(err: unknown, isHead: boolean): EdgeResponse {
+  console.error(`isoatlas serve: ${redactKeys(String((err as Error)?.stack ?? err))}`);
+  return problem(bareRequest(isHead ? 'HEAD' : 'GET'), { status: 500, detail: 'an unexpected error occurred' });
+}
+
 /** The problems for requests refused before they reach the handler. */
 export type ClientError = 'head too large' | 'timeout' | 'malformed' | 'version';
 
