@@ -7,14 +7,14 @@
 import { cacheControl, type Route } from './contract/routes.js';
 import { ISOFORM_PAGE_SIZE, NEOANTIGEN_TOP, links, treePaths } from './contract/tree.js';
 import type { IsoformPageBody, NeoantigenListBody } from './contract/schemas.js';
-import { OriginError, isVersioned, type Origin, type OriginObject, type VersionedOrigin } from './origin.js';
+import { OriginError, isVersioned, type Origin, type OriginObject, type PinnedRelease, type VersionedOrigin } from './origin.js';
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
 import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, fileJsonResponse, jsonBody, jsonResponse, problem, toWebResponse, type BodyOptions } from './responses.js';
 import type { EdgeRequest, RequestTarget } from './request.js';
 import { search } from './search.js';
-import type { AccessControl } from './access/control.js';
+import type { AccessControl, AccessDecision } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
 
 export interface HandlerOptions {
@@ -37,8 +37,9 @@ export interface RequestContext {
 }
 
 export type Handler = (request: EdgeRequest, context?: RequestContext) => Promise<Response>;
-/** The same handler, answering with the EdgeResponse it built (no Web Response). */
-export type DirectHandler = (request: EdgeRequest, context?: RequestContext) => Promise<EdgeResponse>;
+/** The same handler, answering with the EdgeResponse it built (no Web Response): at once when it
+ * can (see respond in createHandler), else with a promise. */
+export type DirectHandler = (request: EdgeRequest, context?: RequestContext) => EdgeResponse | Promise<EdgeResponse>;
 
 const direct = new WeakMap<Handler, DirectHandler>();
 
@@ -50,41 +51,74 @@ export function directHandlerOf(handler: Handler): DirectHandler | undefined {
 const decoder = new TextDecoder();
 const MMCIF_TYPE = 'chemical/x-mmcif';
 const PREFLIGHT = EdgeResponse.of(204, { ...PREFLIGHT_HEADERS, Allow: ALLOW }, null).fields;
+const NO_LIMITS: AccessDecision<EdgeResponse> = { denied: null, headers: {} };
+/** Request targets a release remembers answering with a file (see releaseServer): about 100 bytes
+ * each, so at most a few MB of an edge instance's memory. */
+const MAX_FILE_TARGETS = 20_000;
 
-type ServeRequest = (request: EdgeRequest) => Promise<EdgeResponse>;
+/** One release's answers. */
+interface ReleaseServer {
+  serve(request: EdgeRequest): Promise<EdgeResponse>;
+  /** The answer to a GET or HEAD whose target was answered with a file before, when that file is
+   * still in memory: at once, without waiting for anything. Undefined otherwise (serve it then). */
+  answerNow(request: EdgeRequest): EdgeResponse | undefined;
+}
 
 export function createHandler(options: HandlerOptions): Handler {
   const source = options.origin;
   const single = isVersioned(source) ? null : releaseServer(source, (path) => path, options);
-  const byRelease = new Map<string, ServeRequest>();
+  const byRelease = new Map<string, ReleaseServer>();
 
-  /** The server of the current release. Each request is answered from one pinned release; the caches
+  /** The server of a pinned release. Each request is answered from one pinned release; the caches
    * of the previous release are kept until the one after, so requests in flight finish on theirs. */
-  async function currentRelease(): Promise<ServeRequest> {
-    if (single) return single;
-    const pinned = await (source as VersionedOrigin).pin();
-    let serve = byRelease.get(pinned.release);
-    if (!serve) {
-      serve = releaseServer(pinned.origin, pinned.publicPath, options);
-      byRelease.set(pinned.release, serve);
+  function serverOf(pinned: PinnedRelease): ReleaseServer {
+    let server = byRelease.get(pinned.release);
+    if (!server) {
+      server = releaseServer(pinned.origin, pinned.publicPath, options);
+      byRelease.set(pinned.release, server);
       if (byRelease.size > 2) byRelease.delete(byRelease.keys().next().value!);
     }
-    return serve;
+    return server;
   }
 
-  async function respond(request: EdgeRequest, context: RequestContext = {}): Promise<EdgeResponse> {
+  async function currentRelease(): Promise<ReleaseServer> {
+    return single ?? serverOf(await (source as VersionedOrigin).pin());
+  }
+
+  /** The current release's server, when that is known without waiting. */
+  function currentReleaseNow(): ReleaseServer | undefined {
+    if (single) return single;
+    const pinned = (source as VersionedOrigin).pinnedNow?.();
+    return pinned && serverOf(pinned);
+  }
+
+  /** Most requests of a busy server ask again for what was asked before. Those are answered at once,
+   * with no promise to wait for: the request is counted in memory (decideNow), the release is the one
+   * pinned lately, and the target's file is in memory (answerNow). Anything else waits in
+   * respondLater, having been counted once at most. The answers are the same either way. */
+  function respond(request: EdgeRequest, context: RequestContext = {}): EdgeResponse | Promise<EdgeResponse> {
+    if (request.method !== 'GET' && request.method !== 'HEAD') return respondLater(request, context);
+    try {
+      const decision = options.access ? options.access.decideNow(request, context.clientIp) : NO_LIMITS;
+      if (decision === undefined) return respondLater(request, context);
+      if (decision.denied) return decision.denied;
+      const answer = currentReleaseNow()?.answerNow(request);
+      return answer ? withLimits(answer, decision) : respondLater(request, context, decision);
+    } catch (err) {
+      return failure(request, err);
+    }
+  }
+
+  async function respondLater(request: EdgeRequest, context: RequestContext, decided?: AccessDecision<EdgeResponse>): Promise<EdgeResponse> {
     try {
       // Preflights carry no credentials (browsers never send Authorization with them): not counted.
-      if (request.method === 'OPTIONS') return new EdgeResponse(204, PREFLIGHT.slice(), null);
+      if (request.method === 'OPTIONS') return EdgeResponse.sharing(204, PREFLIGHT, null);
       if (request.method !== 'GET' && request.method !== 'HEAD') {
         return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
       }
-      if (!options.access) return await (await currentRelease())(request);
-      const decision = await options.access.decide(request, context.clientIp);
+      const decision = decided ?? (options.access ? await options.access.decide(request, context.clientIp) : NO_LIMITS);
       if (decision.denied) return decision.denied;
-      const response = await (await currentRelease())(request);
-      for (const name in decision.headers) response.set(name, decision.headers[name]);
-      return response;
+      return withLimits(await (await currentRelease()).serve(request), decision);
     } catch (err) {
       return failure(request, err);
     }
@@ -95,11 +129,41 @@ export function createHandler(options: HandlerOptions): Handler {
   return handle;
 }
 
+/** The response with the RateLimit headers of its request. */
+function withLimits(response: EdgeResponse, decision: AccessDecision<EdgeResponse>): EdgeResponse {
+  for (const name in decision.headers) response.set(name, decision.headers[name]);
+  return response;
+}
+
 /** Answers requests from one release of the tree, with that release's alias maps and index. */
-function releaseServer(raw: Origin, publicPath: (treePath: string) => string, options: HandlerOptions): ServeRequest {
+function releaseServer(raw: Origin, publicPath: (treePath: string) => string, options: HandlerOptions): ReleaseServer {
   // Every file, edge data included, is checked against the manifest before it is used.
   const origin = new VerifiedOrigin(raw, { bodyCacheBytes: options.bodyCacheBytes });
   const data = new ReleaseData(origin);
+  /** Request targets (path and query) answered with a file as it is, and with which: within a release
+   * such a target always gets that file (its names resolve to the same ids), so the next request for
+   * it needs neither routing nor resolving (answerNow). The oldest is forgotten first. */
+  const fileTargets = new Map<string, FileTarget>();
+
+  function remember(url: RequestTarget, target: FileTarget): void {
+    const key = url.pathname + url.search;
+    if (fileTargets.size >= MAX_FILE_TARGETS && !fileTargets.has(key)) fileTargets.delete(fileTargets.keys().next().value!);
+    fileTargets.set(key, target);
+  }
+
+  function answerNow(request: EdgeRequest): EdgeResponse | undefined {
+    const url = request.target ?? new URL(request.url);
+    const known = fileTargets.get(url.pathname + url.search);
+    const file = known && origin.readNow(known.path);
+    if (!file || file.sha256 === undefined) return undefined;
+    return fileJsonResponse(file.body, file.sha256, { request, cacheControl: known.cacheControl, headers: known.headers });
+  }
+
+  /** The answer to `url` with a file as it is, remembered for answerNow. */
+  function targetFile(url: RequestTarget, path: string, file: OriginObject, opts: BodyOptions): EdgeResponse | Promise<EdgeResponse> {
+    remember(url, { path, cacheControl: opts.cacheControl, headers: opts.headers });
+    return fileJson(file, opts);
+  }
 
   /** A file of the tree that the alias maps say must exist: its absence is the origin's fault. */
   async function mustRead(path: string): Promise<OriginObject> {
@@ -136,15 +200,16 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     return resolved ?? problem(request, { status: 404, detail: `no isoform with transcript id or name "${key}" in this release` });
   }
 
-  async function geneIsoforms(request: EdgeRequest, id: string, query: QueryValues): Promise<EdgeResponse> {
+  async function geneIsoforms(request: EdgeRequest, url: RequestTarget, id: string, query: QueryValues): Promise<EdgeResponse> {
     const { limit, offset } = query.integers;
     const cache = { request, cacheControl: cacheControl.release };
     const firstPage = Math.floor(offset / ISOFORM_PAGE_SIZE);
     if (limit === ISOFORM_PAGE_SIZE && offset % ISOFORM_PAGE_SIZE === 0) {
-      const file = await origin.read(treePaths.genePage(id, firstPage));
+      const path = treePaths.genePage(id, firstPage);
+      const file = await origin.read(path);
       if (file) {
         const next = nextOfPage(file.body);
-        return fileJson(file, { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
+        return targetFile(url, path, file, { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
       }
     }
     // Any other window is sliced from the pre-split pages it overlaps.
@@ -169,10 +234,11 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     return jsonResponse(jsonBody(body), { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
   }
 
-  async function neoantigens(request: EdgeRequest, id: string, limit: number): Promise<EdgeResponse> {
-    const file = await mustRead(treePaths.neoantigens(id));
+  async function neoantigens(request: EdgeRequest, url: RequestTarget, id: string, limit: number): Promise<EdgeResponse> {
+    const path = treePaths.neoantigens(id);
+    const file = await mustRead(path);
     // The file holds the top NEOANTIGEN_TOP: a limit as large is the file itself, unparsed.
-    if (limit >= NEOANTIGEN_TOP) return fileJson(file, { request, cacheControl: cacheControl.release });
+    if (limit >= NEOANTIGEN_TOP) return targetFile(url, path, file, { request, cacheControl: cacheControl.release });
     const list = JSON.parse(decoder.decode(file.body)) as NeoantigenListBody;
     const body: NeoantigenListBody = { ...list, limit, items: list.items.slice(0, limit) };
     return jsonResponse(jsonBody(body), { request, cacheControl: cacheControl.release });
@@ -198,17 +264,19 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
   async function route(request: EdgeRequest, url: RequestTarget, matched: { route: Route; params: Record<string, string> }): Promise<EdgeResponse> {
     const query = parseQuery(matched.route, new URLSearchParams(url.search));
     const cache = { request, cacheControl: cacheControl[matched.route.cache] };
+    /** The target's answer: this file as it is. */
+    const file = async (path: string) => targetFile(url, path, await mustRead(path), cache);
     switch (matched.route.id) {
       case 'root':
       case 'release':
-        return fileResponse(treePaths.release, cache);
+        return file(treePaths.release);
       case 'openapi':
-        return fileResponse(treePaths.openapi, cache);
+        return file(treePaths.openapi);
       case 'gene':
       case 'geneIsoforms': {
         const id = await geneId(request, matched.params.symbol);
         if (typeof id !== 'string') return id;
-        return matched.route.id === 'gene' ? fileResponse(treePaths.gene(id), cache) : geneIsoforms(request, id, query);
+        return matched.route.id === 'gene' ? file(treePaths.gene(id)) : geneIsoforms(request, url, id, query);
       }
       case 'isoform':
       case 'domains':
@@ -216,9 +284,9 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
       case 'structure': {
         const id = await transcriptId(request, matched.params.transcript_id);
         if (typeof id !== 'string') return id;
-        if (matched.route.id === 'isoform') return fileResponse(treePaths.isoform(id), cache);
-        if (matched.route.id === 'domains') return fileResponse(treePaths.domains(id), cache);
-        if (matched.route.id === 'neoantigens') return neoantigens(request, id, query.integers.limit);
+        if (matched.route.id === 'isoform') return file(treePaths.isoform(id));
+        if (matched.route.id === 'domains') return file(treePaths.domains(id));
+        if (matched.route.id === 'neoantigens') return neoantigens(request, url, id, query.integers.limit);
         return structureRedirect(request, id);
       }
       case 'search': {
@@ -251,7 +319,14 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     }
   }
 
-  return serveRequest;
+  return { serve: serveRequest, answerNow };
+}
+
+/** How a request target is answered with a file as it is. */
+interface FileTarget {
+  path: string;
+  cacheControl: string;
+  headers?: Record<string, string>;
 }
 
 /** A pre-split page's `next` link, by the page file's bytes: a whole page (100 items) is parsed once

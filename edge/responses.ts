@@ -7,13 +7,24 @@ import type { EdgeRequest } from './request.js';
 
 /** A response as the edge builds it. Its header fields are a flat [name, value, …] list with
  * lower-case names (as a Web Headers object gives them out), each name once: what Node's writeHead
- * takes as it is. `body` is null for HEAD, 204, 304 and redirects. */
+ * takes as it is. `body` is null for HEAD, 204, 304 and redirects.
+ *
+ * The fields come in two parts: `sharedFields`, a list other responses hold too (a file's answer is
+ * the same on every request for it, so its fields are made once) and never changed, then
+ * `ownFields`, this response's own (the rate-limit headers of its request). A front end can write the
+ * shared part out once per list and reuse it. */
 export class EdgeResponse {
+  private shared: readonly string[];
+  private own: string[];
+
   constructor(
     readonly status: number,
-    readonly fields: string[],
+    fields: string[],
     readonly body: Uint8Array | null,
-  ) {}
+  ) {
+    this.shared = NO_FIELDS;
+    this.own = fields;
+  }
 
   static of(status: number, headers: Record<string, string>, body: Uint8Array | null): EdgeResponse {
     const fields: string[] = [];
@@ -21,27 +32,62 @@ export class EdgeResponse {
     return new EdgeResponse(status, fields, body);
   }
 
+  /** A response whose fields start with `shared`, which it never changes (set() copies first). */
+  static sharing(status: number, shared: readonly string[], body: Uint8Array | null): EdgeResponse {
+    const response = new EdgeResponse(status, [], body);
+    response.shared = shared;
+    return response;
+  }
+
+  get sharedFields(): readonly string[] {
+    return this.shared;
+  }
+
+  get ownFields(): readonly string[] {
+    return this.own;
+  }
+
+  /** Every field, shared then own, as one new list. */
+  get fields(): string[] {
+    return this.shared.length === 0 ? this.own.slice() : [...this.shared, ...this.own];
+  }
+
   get(name: string): string | null {
-    for (let i = 0; i < this.fields.length; i += 2) if (this.fields[i] === name) return this.fields[i + 1];
-    return null;
+    const i = indexOfField(this.own, name);
+    if (i !== -1) return this.own[i + 1];
+    const j = indexOfField(this.shared, name);
+    return j === -1 ? null : this.shared[j + 1];
   }
 
   /** Sets a header (`name` in lower case), replacing its value if present. */
   set(name: string, value: string): void {
-    for (let i = 0; i < this.fields.length; i += 2) {
-      if (this.fields[i] === name) {
-        this.fields[i + 1] = value;
-        return;
-      }
+    const i = indexOfField(this.own, name);
+    if (i !== -1) {
+      this.own[i + 1] = value;
+      return;
     }
-    this.fields.push(name, value);
+    if (indexOfField(this.shared, name) !== -1) {
+      // Replacing a shared field: this response takes its own copy of the list.
+      this.own = [...this.shared, ...this.own];
+      this.shared = NO_FIELDS;
+      return this.set(name, value);
+    }
+    this.own.push(name, value);
   }
 
   get headers(): Record<string, string> {
     const out: Record<string, string> = {};
-    for (let i = 0; i < this.fields.length; i += 2) out[this.fields[i]] = this.fields[i + 1];
+    for (let i = 0; i < this.shared.length; i += 2) out[this.shared[i]] = this.shared[i + 1];
+    for (let i = 0; i < this.own.length; i += 2) out[this.own[i]] = this.own[i + 1];
     return out;
   }
+}
+
+const NO_FIELDS: readonly string[] = Object.freeze([]);
+
+function indexOfField(fields: readonly string[], name: string): number {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return i;
+  return -1;
 }
 
 export function toWebResponse(response: EdgeResponse): Response {
@@ -158,9 +204,9 @@ export function fileJsonResponse(bytes: Uint8Array, sha256: string, opts: BodyOp
 function answer(bytes: Uint8Array, fields: BodyFields, opts: BodyOptions): EdgeResponse {
   const ifNoneMatch = opts.request.headers.get('if-none-match');
   if (ifNoneMatch !== null && etagMatches(ifNoneMatch, fields.etag)) {
-    return new EdgeResponse(304, fields.notModified.slice(), null);
+    return EdgeResponse.sharing(304, fields.notModified, null);
   }
-  return new EdgeResponse(200, fields.ok.slice(), opts.request.method === 'HEAD' ? null : bytes);
+  return EdgeResponse.sharing(200, fields.ok, opts.request.method === 'HEAD' ? null : bytes);
 }
 
 export function jsonBody(value: unknown): Uint8Array {

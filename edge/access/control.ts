@@ -8,7 +8,7 @@
 import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { keyId, keyMatches } from './key-format.js';
 import type { KeyRegistry } from './key-registry.js';
-import type { QuotaStore } from './quota-store.js';
+import type { HitResult, QuotaStore } from './quota-store.js';
 import { EdgeResponse, problem, toWebResponse } from '../responses.js';
 import type { EdgeRequest } from '../request.js';
 
@@ -70,9 +70,7 @@ export class AccessControl {
     if (config.mode === 'key-required') {
       const perIp = await this.count(request, `ip:${ip}`, config.key_required.per_ip, 'from one IP address');
       if (perIp.denied) return perIp;
-      if (authorization === null) {
-        return this.unauthorized(request, 'this API requires an API key: send it as "Authorization: Bearer <key>"', false);
-      }
+      if (authorization === null) return this.keyMissing(request);
     }
     if (authorization !== null) {
       const key = await this.authenticate(request, authorization);
@@ -80,6 +78,23 @@ export class AccessControl {
       return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`);
     }
     return this.count(request, `ip:${ip}`, config.open.anonymous_per_ip, 'from one IP address without an API key');
+  }
+
+  /** The same decision made at once, or undefined (having counted nothing) when it needs waiting
+   * for: a key to check, or a shared store to count in. */
+  decideNow(request: EdgeRequest, clientIp: string | undefined): EdgeDecision | undefined {
+    const { config, store } = this.options;
+    if (store.hitNow === undefined || request.headers.get('authorization') !== null) return undefined;
+    const ip = clientIp ?? 'unknown';
+    if (config.mode === 'key-required') {
+      const perIp = this.countNow(request, `ip:${ip}`, config.key_required.per_ip, 'from one IP address');
+      return perIp.denied ? perIp : this.keyMissing(request);
+    }
+    return this.countNow(request, `ip:${ip}`, config.open.anonymous_per_ip, 'from one IP address without an API key');
+  }
+
+  private keyMissing(request: EdgeRequest): EdgeDecision {
+    return this.unauthorized(request, 'this API requires an API key: send it as "Authorization: Bearer <key>"', false);
   }
 
   private unauthorized(request: EdgeRequest, detail: string, invalidToken: boolean): EdgeDecision {
@@ -116,35 +131,74 @@ export class AccessControl {
 
   /** Counts one request against every window of `limits` for `subject`. */
   private async count(request: EdgeRequest, subject: string, limits: Limits, who: string): Promise<EdgeDecision> {
-    const now = this.now();
+    const windows = windowsOf(limits, subject, this.now());
     const states: WindowState[] = [];
-    const charged: string[] = [];
-    for (const w of WINDOWS) {
-      const limit = limits[w.field];
-      if (limit === undefined) continue;
-      const index = Math.floor(now / w.ms);
-      const end = (index + 1) * w.ms;
-      const resetSeconds = Math.max(1, Math.ceil((end - now) / 1000));
-      const counter = `${subject}:${w.tag}:${index}`;
-      const result = await this.options.store.hit(counter, limit, end);
+    for (const w of windows) {
+      const result = await this.options.store.hit(w.counter, w.state.limit, w.end);
       if (!result.admitted) {
-        await Promise.all(charged.map((c) => this.options.store.undo(c)));
-        const headers = rateLimitHeaders([{ limit, remaining: 0, resetSeconds, windowSeconds: w.ms / 1000 }], limits);
-        return {
-          denied: problem(request, {
-            status: 429,
-            detail: `rate limit exceeded: ${limit} requests per ${w.noun} ${who}; retry in ${resetSeconds} s`,
-            extra: { limit: { quota: limit, window_seconds: w.ms / 1000 } },
-            headers: { ...headers, 'Retry-After': String(resetSeconds) },
-          }),
-          headers,
-        };
+        await Promise.all(windows.slice(0, states.length).map((c) => this.options.store.undo(c.counter)));
+        return refusal(request, w, limits, who);
       }
-      charged.push(counter);
-      states.push({ limit, remaining: Math.max(0, limit - result.count), resetSeconds, windowSeconds: w.ms / 1000 });
+      states.push(admitted(w.state, result));
     }
     return { denied: null, headers: rateLimitHeaders(states, limits) };
   }
+
+  /** count() on a store that counts at once (hitNow). */
+  private countNow(request: EdgeRequest, subject: string, limits: Limits, who: string): EdgeDecision {
+    const windows = windowsOf(limits, subject, this.now());
+    const states: WindowState[] = [];
+    for (const w of windows) {
+      const result = this.options.store.hitNow!(w.counter, w.state.limit, w.end);
+      if (!result.admitted) {
+        for (const c of windows.slice(0, states.length)) void this.options.store.undo(c.counter);
+        return refusal(request, w, limits, who);
+      }
+      states.push(admitted(w.state, result));
+    }
+    return { denied: null, headers: rateLimitHeaders(states, limits) };
+  }
+}
+
+/** One window a request is counted in: its counter, when it ends, and its state before the count. */
+interface CountedWindow {
+  counter: string;
+  end: number;
+  noun: string;
+  state: WindowState;
+}
+
+/** The windows of `limits` that `subject` is counted in at `now`. */
+function windowsOf(limits: Limits, subject: string, now: number): CountedWindow[] {
+  const out: CountedWindow[] = [];
+  for (const w of WINDOWS) {
+    const limit = limits[w.field];
+    if (limit === undefined) continue;
+    const index = Math.floor(now / w.ms);
+    const end = (index + 1) * w.ms;
+    const resetSeconds = Math.max(1, Math.ceil((end - now) / 1000));
+    out.push({ counter: `${subject}:${w.tag}:${index}`, end, noun: w.noun, state: { limit, remaining: limit, resetSeconds, windowSeconds: w.ms / 1000 } });
+  }
+  return out;
+}
+
+function admitted(state: WindowState, result: HitResult): WindowState {
+  return { ...state, remaining: Math.max(0, state.limit - result.count) };
+}
+
+/** The 429 for a window that is used up. */
+function refusal(request: EdgeRequest, w: CountedWindow, limits: Limits, who: string): EdgeDecision {
+  const { limit, resetSeconds, windowSeconds } = w.state;
+  const headers = rateLimitHeaders([{ ...w.state, remaining: 0 }], limits);
+  return {
+    denied: problem(request, {
+      status: 429,
+      detail: `rate limit exceeded: ${limit} requests per ${w.noun} ${who}; retry in ${resetSeconds} s`,
+      extra: { limit: { quota: limit, window_seconds: windowSeconds } },
+      headers: { ...headers, 'Retry-After': String(resetSeconds) },
+    }),
+    headers,
+  };
 }
 
 /** IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers, field-per-value form): the window

@@ -102,17 +102,6 @@ function statusLine(status: number): string {
   return line;
 }
 
-let dateText = '';
-let dateUntil = 0;
-/** The Date header's value, made once a second. */
-function httpDate(now: number): string {
-  if (now >= dateUntil) {
-    dateText = new Date(now).toUTCString();
-    dateUntil = now - (now % 1000) + 1000;
-  }
-  return dateText;
-}
-
 /** One client connection: its unparsed bytes and where it stands. */
 interface Connection {
   socket: net.Socket;
@@ -140,6 +129,7 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   private readonly clients = new Set<Connection>();
   private readonly limits: ServerLimits;
   private readonly respond: ReturnType<typeof responder>;
+  private readonly encoder: AnswerEncoder;
   private readonly log: (line: string) => void;
   private readonly sweeper: ReturnType<typeof setInterval>;
   private shuttingDown = false;
@@ -150,6 +140,7 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
     this.respond = responder(handler);
     this.log = opts.log ?? (() => {});
     this.limits = serverLimits(process.env, opts.limits);
+    this.encoder = new AnswerEncoder(this.limits);
     this.on('connection', (socket: net.Socket) => this.accept(socket));
     // Deadlines are checked on a tick, not with a timer per request (as Node's http server does).
     const every = Math.max(100, Math.min(5_000, Math.floor(this.limits.headersTimeoutMs / 4)));
@@ -283,43 +274,51 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
       method === 'CONNECT' ? connectAnswer() : edgeRequest(method, target, headers.get('host'), headers, (this.ownHost ??= fallbackHostOf(this.address())));
     // CONNECT, or a path the URL parser refuses: answered, and the connection closed.
     if (request instanceof EdgeResponse) return this.answer(c, method, target, request, false, started);
-    this.respond(request, { clientIp: c.ip }).then(
+    let answered: EdgeResponse | Promise<EdgeResponse>;
+    try {
+      answered = this.respond(request, { clientIp: c.ip });
+    } catch (err) {
+      return this.failed(c, method, target, err, started);
+    }
+    // Most answers come at once (the handler's respond): written now, without a turn of the loop.
+    if (answered instanceof EdgeResponse) return this.answer(c, method, target, answered, keepAlive, started);
+    answered.then(
       (response) => this.answer(c, method, target, response, keepAlive, started),
       (err: unknown) => this.failed(c, method, target, err, started),
     );
   }
 
   private answer(c: Connection, method: string, target: string, response: EdgeResponse, keepAlive: boolean, started: number): void {
-    let head: string;
+    let bytes: Encoded;
     try {
-      head = serialize(response, keepAlive, this.limits);
+      bytes = this.encoder.encode(response, method === 'HEAD' ? null : response.body, keepAlive);
     } catch (err) {
       return this.failed(c, method, target, err, started);
     }
     this.log(`${method} ${printable(target)} ${response.status} ${(performance.now() - started).toFixed(1)}ms`);
-    this.send(c, head, method === 'HEAD' ? null : response.body, keepAlive);
+    this.send(c, bytes, keepAlive);
   }
 
   private failed(c: Connection, method: string, target: string, err: unknown, started: number): void {
     const response = internalErrorAnswer(err, method === 'HEAD');
     this.log(`${method} ${printable(target)} 500 ${(performance.now() - started).toFixed(1)}ms`);
-    this.send(c, serialize(response, false, this.limits), response.body, false);
+    this.send(c, this.encoder.encode(response, response.body, false), false);
   }
 
   /** Writes one answer and moves on to the connection's next request (or closes it). */
-  private send(c: Connection, head: string, body: Uint8Array | null, keepAlive: boolean): void {
+  private send(c: Connection, bytes: Encoded, keepAlive: boolean): void {
     const socket = c.socket;
     c.busy = false;
     // The request timeout runs on while a body is still to come; else the next request's starts.
     if (c.bodyLeft === 0) c.started = c.pending === null ? 0 : Date.now();
     if (socket.destroyed) return;
-    if (body !== null && body.length > 0) {
-      // One writev for head and body.
+    if (bytes.body !== null) {
+      // One writev for the head and a large body.
       socket.cork();
-      socket.write(head, 'latin1');
-      socket.write(body);
+      socket.write(bytes.head);
+      socket.write(bytes.body);
       socket.uncork();
-    } else socket.write(head, 'latin1');
+    } else socket.write(bytes.head);
     if (!keepAlive) return this.closeAfterAnswers(c);
     c.idleSince = Date.now();
     if (c.bodyLeft > 0) return; // next() runs once the body is read
@@ -340,7 +339,7 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
     const { status, answer } = clientErrorAnswer(kind, this.limits, isHead);
     this.log(`- - ${status} ${kind}`);
     c.pending = null;
-    this.send(c, serialize(answer, false, this.limits), isHead ? null : answer.body, false);
+    this.send(c, this.encoder.encode(answer, isHead ? null : answer.body, false), false);
   }
 
   /** Ends the connection after what is written; drops what the client still sends. */
@@ -374,25 +373,81 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   }
 }
 
-/** The status line and header fields of an answer, with Date, Connection and the body's length. */
-function serialize(response: EdgeResponse, keepAlive: boolean, limits: ServerLimits): string {
-  const { status, fields } = response;
-  let head = statusLine(status);
-  let hasLength = false;
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = fields[i];
-    const value = fields[i + 1];
-    // As Node's http server refuses to write them: a line break in a value would split the answer.
-    if (value.indexOf('\n') !== -1 || value.indexOf('\r') !== -1) throw new Error(`header ${name} holds a line break`);
-    if (name === 'content-length') hasLength = true;
-    head += `${name}: ${value}\r\n`;
+/** An answer's bytes: the head, with the body when it is small; a large body apart (not copied). */
+interface Encoded {
+  head: Buffer;
+  body: Uint8Array | null;
+}
+
+/** Bodies up to this size are copied after the head, so the answer is one buffer and one write. */
+const COPIED_BODY = 64 * 1024;
+
+/** Writes answers as bytes: the status line, the header fields (with Date, Connection and the body's
+ * length), the body. */
+class AnswerEncoder {
+  /** The status line and shared header lines of an answer, by its shared field list (a file's
+   * answer: the same on every request for it): encoded once per list, forgotten with it. */
+  private readonly starts = new WeakMap<readonly string[], { status: number; bytes: Buffer; hasLength: boolean }>();
+  /** `Date`, `Connection` and the blank line, as of `second`: [closing, keep-alive]. */
+  private ends: [Buffer, Buffer] | null = null;
+  private second = -1;
+
+  constructor(private readonly limits: ServerLimits) {}
+
+  encode(response: EdgeResponse, body: Uint8Array | null, keepAlive: boolean): Encoded {
+    const { status } = response;
+    const start = this.start(status, response.sharedFields);
+    const own = response.ownFields;
+    let lines = '';
+    let hasLength = start.hasLength;
+    for (let i = 0; i < own.length; i += 2) {
+      lines += headerLine(own[i], own[i + 1]);
+      if (own[i] === 'content-length') hasLength = true;
+    }
+    // The handler gives the length of every body it makes (HEAD answers included): what has none here
+    // is bodiless (a redirect), as GET and HEAD alike.
+    if (!hasLength && status !== 204 && status !== 304) lines += `Content-Length: ${response.body?.length ?? 0}\r\n`;
+    const end = this.end(keepAlive);
+    const copied = body !== null && body.length <= COPIED_BODY ? body.length : 0;
+    const head = Buffer.allocUnsafe(start.bytes.length + lines.length + end.length + copied);
+    let at = start.bytes.copy(head, 0);
+    at += head.write(lines, at, 'latin1');
+    at += end.copy(head, at);
+    if (copied > 0) head.set(body!, at);
+    return { head, body: copied > 0 || body === null || body.length === 0 ? null : body };
   }
-  // The handler gives the length of every body it makes (HEAD answers included): what has none here
-  // is bodiless (a redirect), as GET and HEAD alike.
-  if (!hasLength && status !== 204 && status !== 304) head += `Content-Length: ${response.body?.length ?? 0}\r\n`;
-  head += `Date: ${httpDate(Date.now())}\r\n`;
-  head += keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(limits.keepAliveTimeoutMs / 1000)}\r\n\r\n` : 'Connection: close\r\n\r\n';
-  return head;
+
+  private start(status: number, shared: readonly string[]): { status: number; bytes: Buffer; hasLength: boolean } {
+    const known = this.starts.get(shared);
+    if (known !== undefined && known.status === status) return known;
+    let text = statusLine(status);
+    let hasLength = false;
+    for (let i = 0; i < shared.length; i += 2) {
+      text += headerLine(shared[i], shared[i + 1]);
+      if (shared[i] === 'content-length') hasLength = true;
+    }
+    const start = { status, bytes: Buffer.from(text, 'latin1'), hasLength };
+    if (shared.length > 0) this.starts.set(shared, start);
+    return start;
+  }
+
+  private end(keepAlive: boolean): Buffer {
+    const now = Date.now();
+    const second = Math.floor(now / 1000);
+    if (this.ends === null || second !== this.second) {
+      const date = `Date: ${new Date(second * 1000).toUTCString()}\r\n`;
+      const keep = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(this.limits.keepAliveTimeoutMs / 1000)}\r\n\r\n`;
+      this.ends = [Buffer.from(`${date}Connection: close\r\n\r\n`, 'latin1'), Buffer.from(date + keep, 'latin1')];
+      this.second = second;
+    }
+    return this.ends[keepAlive ? 1 : 0];
+  }
+}
+
+function headerLine(name: string, value: string): string {
+  // As Node's http server refuses to write them: a line break in a value would split the answer.
+  if (value.indexOf('\n') !== -1 || value.indexOf('\r') !== -1) throw new Error(`header ${name} holds a line break`);
+  return `${name}: ${value}\r\n`;
 }
 
 export function createNetServer(handler: Handler, opts: NodeServerOptions = {}): EdgeNetServer {

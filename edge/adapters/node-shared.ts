@@ -49,11 +49,16 @@ export function serverLimits(env: Record<string, string | undefined> = process.e
   return limits;
 }
 
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const CONTROLS = /[\u0000-\u001f\u007f]/g;
+
 export function printable(text: string): string {
   // Request targets go into logs: escape control characters so a client cannot forge log lines.
   const redacted = redactKeys(text);
   const cut = redacted.length > 300 ? `${redacted.slice(0, 300)}…` : redacted;
-  return cut.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  // Tested first: a replace with a callback is slow even when nothing matches (the common case).
+  if (!CONTROL.test(cut)) return cut;
+  return cut.replace(CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 /** A target of only these characters, with no dot segment, is its own normalized form: the URL
