@@ -3,7 +3,9 @@
 // of a comparison, so their figures compare.
 import autocannon from 'autocannon';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
@@ -59,10 +61,24 @@ export function hasWrk(): boolean {
 
 const MS_PER_UNIT: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
 
-/** One load run with wrk (C, one thread, one path): far lighter per request than autocannon, which
- * runs in this Node process and takes a core's worth of the machine from the server it measures. */
-export async function wrkLoad(opts: { base: string; path: string; connections: number; seconds: number }): Promise<LoadResult> {
-  const { stdout } = await execFileAsync(WRK_BIN, ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '10s', '--latency', `${opts.base}${opts.path}`]);
+/** One load run with wrk (C, one thread): far lighter per request than autocannon, which runs in
+ * this Node process and takes a core's worth of the machine from the server it measures. Several
+ * paths are asked for in turn, through a Lua script (its request() makes each request). */
+export async function wrkLoad(opts: { base: string; paths: string[]; connections: number; seconds: number }): Promise<LoadResult> {
+  const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '10s', '--latency'];
+  let script: string | null = null;
+  if (opts.paths.length > 1) {
+    script = join(mkdtempSync(join(tmpdir(), 'isoatlas-wrk-')), 'paths.lua');
+    const list = opts.paths.map((p) => JSON.stringify(p)).join(',\n');
+    writeFileSync(script, `local paths = {\n${list}\n}\nlocal i = 0\nrequest = function()\n  i = i % #paths + 1\n  return wrk.format("GET", paths[i])\nend\n`);
+    args.push('-s', script);
+  }
+  let stdout: string;
+  try {
+    ({ stdout } = await execFileAsync(WRK_BIN, [...args, `${opts.base}${opts.paths[0]}`]));
+  } finally {
+    if (script) rmSync(dirname(script), { recursive: true, force: true });
+  }
   const number = (re: RegExp) => {
     const m = re.exec(stdout);
     if (!m) throw new Error(`unexpected wrk output:\n${stdout}`);

@@ -84,3 +84,11 @@ export function handlerRoutes(s: Samples): RouteCase[] {
     { name: 'unknown gene (404)', path: `${api}/genes/NOSUCHGENE1`, status: 404 },
   ];
 }
+
+/** Every gene id of the tree (its gene record files), in a fixed order. */
+export function geneIds(tree: string): string[] {
+  return readdirSync(join(tree, 'api/v1/genes'))
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => name.slice(0, -'.json'.length))
+    .sort();
+}

@@ -153,7 +153,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
 
   function answerNow(request: EdgeRequest): EdgeResponse | undefined {
     const url = request.target ?? new URL(request.url);
-    const known = fileTargets.get(url.pathname + url.search);
+    const known = fileTargets.get(url.search === '' ? url.pathname : url.pathname + url.search);
     const file = known && origin.readNow(known.path);
     if (!file || file.sha256 === undefined) return undefined;
     return fileJsonResponse(file.body, file.sha256, { request, cacheControl: known.cacheControl, headers: known.headers });

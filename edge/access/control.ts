@@ -42,9 +42,12 @@ interface WindowState {
 }
 
 const REALM = 'Bearer realm="isoatlas"';
+/** Subjects whose windows are kept for the current second (see windowsOf); beyond it, all are dropped. */
+const RECENT_SUBJECTS = 4096;
 
 export class AccessControl {
   private readonly now: () => number;
+  private readonly recentWindows = new Map<string, { second: number; limits: Limits; windows: CountedWindow[] }>();
 
   constructor(private readonly options: AccessControlOptions) {
     this.now = options.now ?? Date.now;
@@ -131,7 +134,7 @@ export class AccessControl {
 
   /** Counts one request against every window of `limits` for `subject`. */
   private async count(request: EdgeRequest, subject: string, limits: Limits, who: string): Promise<EdgeDecision> {
-    const windows = windowsOf(limits, subject, this.now());
+    const windows = this.windowsOf(subject, limits);
     const states: WindowState[] = [];
     for (const w of windows) {
       const result = await this.options.store.hit(w.counter, w.state.limit, w.end);
@@ -144,9 +147,22 @@ export class AccessControl {
     return { denied: null, headers: rateLimitHeaders(states, limits) };
   }
 
+  /** The windows `subject` is counted in now. Their counters and resets change at most once a second
+   * (windows end on whole seconds), so they are made once a second per subject, not per request. */
+  private windowsOf(subject: string, limits: Limits): CountedWindow[] {
+    const now = this.now();
+    const second = Math.floor(now / 1000);
+    const known = this.recentWindows.get(subject);
+    if (known !== undefined && known.second === second && known.limits === limits) return known.windows;
+    if (this.recentWindows.size >= RECENT_SUBJECTS) this.recentWindows.clear();
+    const windows = windowsAt(limits, subject, now);
+    this.recentWindows.set(subject, { second, limits, windows });
+    return windows;
+  }
+
   /** count() on a store that counts at once (hitNow). */
   private countNow(request: EdgeRequest, subject: string, limits: Limits, who: string): EdgeDecision {
-    const windows = windowsOf(limits, subject, this.now());
+    const windows = this.windowsOf(subject, limits);
     const states: WindowState[] = [];
     for (const w of windows) {
       const result = this.options.store.hitNow!(w.counter, w.state.limit, w.end);
@@ -169,7 +185,7 @@ interface CountedWindow {
 }
 
 /** The windows of `limits` that `subject` is counted in at `now`. */
-function windowsOf(limits: Limits, subject: string, now: number): CountedWindow[] {
+function windowsAt(limits: Limits, subject: string, now: number): CountedWindow[] {
   const out: CountedWindow[] = [];
   for (const w of WINDOWS) {
     const limit = limits[w.field];

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Handler } from '../handler.js';
 import { EdgeResponse } from '../responses.js';
-import { clientErrorAnswer, connectAnswer, fallbackHostOf, edgeRequest, internalErrorAnswer, printable, responder, serverLimits, type NodeServerOptions } from './node-shared.js';
+import { clientErrorAnswer, connectAnswer, fallbackHostOf, edgeRequest, internalErrorAnswer, millisSince, printable, responder, serverLimits, type NodeServerOptions } from './node-shared.js';
 
 /** Header look-ups over Node's parsed headers, answering as a Web Headers object would: names in any
  * case, repeated fields joined with ", " (Node has already merged or dropped repeats of the fields
@@ -63,7 +63,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         if (!res.headersSent) res.writeHead(500, answer.fields);
         res.end(answer.body ?? undefined);
       } finally {
-        log(`${req.method} ${printable(req.url ?? '')} ${status} ${(performance.now() - started).toFixed(1)}ms`);
+        log(`${req.method} ${printable(req.url ?? '')} ${status} ${millisSince(started)}ms`);
       }
     },
   );

@@ -24,6 +24,7 @@ import {
   edgeRequest,
   fallbackHostOf,
   internalErrorAnswer,
+  millisSince,
   printable,
   responder,
   serverLimits,
@@ -59,19 +60,19 @@ class RawHeaders {
   }
 
   has(name: string): boolean {
-    return this.lower.indexOf(`\r\n${name}:`) !== -1;
+    return this.lower.indexOf(keyOf(name)) !== -1;
   }
 
   /** How many fields of this (lower-case) name there are. */
   count(name: string): number {
-    const key = `\r\n${name}:`;
+    const key = keyOf(name);
     let n = 0;
     for (let at = this.lower.indexOf(key); at !== -1; at = this.lower.indexOf(key, at + key.length)) n++;
     return n;
   }
 
   get(name: string): string | null {
-    const key = `\r\n${name.toLowerCase()}:`;
+    const key = keyOf(name);
     let at = this.lower.indexOf(key);
     let value: string | null = null;
     while (at !== -1) {
@@ -83,6 +84,19 @@ class RawHeaders {
     }
     return value;
   }
+}
+
+/** What starts a field of this name in a lower-cased block (`\r\nname:`); made once per name, as
+ * the names asked for are few (the framing's and the handler's). */
+const keys = new Map<string, string>();
+function keyOf(name: string): string {
+  let key = keys.get(name);
+  if (key === undefined) {
+    key = `\r\n${name.toLowerCase()}:`;
+    if (keys.size >= 256) keys.clear();
+    keys.set(name, key);
+  }
+  return key;
 }
 
 /** block[start, end) without leading and trailing spaces and tabs (String.trim would also take
@@ -295,13 +309,13 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
     } catch (err) {
       return this.failed(c, method, target, err, started);
     }
-    this.log(`${method} ${printable(target)} ${response.status} ${(performance.now() - started).toFixed(1)}ms`);
+    this.log(`${method} ${printable(target)} ${response.status} ${millisSince(started)}ms`);
     this.send(c, bytes, keepAlive);
   }
 
   private failed(c: Connection, method: string, target: string, err: unknown, started: number): void {
     const response = internalErrorAnswer(err, method === 'HEAD');
-    this.log(`${method} ${printable(target)} 500 ${(performance.now() - started).toFixed(1)}ms`);
+    this.log(`${method} ${printable(target)} 500 ${millisSince(started)}ms`);
     this.send(c, this.encoder.encode(response, response.body, false), false);
   }
 
@@ -380,7 +394,7 @@ interface Encoded {
 }
 
 /** Bodies up to this size are copied after the head, so the answer is one buffer and one write. */
-const COPIED_BODY = 64 * 1024;
+const COPIED_BODY = 2 * 1024;
 
 /** Writes answers as bytes: the status line, the header fields (with Date, Connection and the body's
  * length), the body. */

@@ -126,10 +126,30 @@ export function bareRequest(method: string): EdgeRequest {
  * answer when it cannot be one. A Host that is no host name (or none) is replaced by the server's
  * own address (`fallbackHost`). */
 export function edgeRequest(method: string, target: string, host: string | null, headers: EdgeRequest['headers'], fallbackHost: string): EdgeRequest | EdgeResponse {
-  const origin = (host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) && originOf(host)) || originOf(fallbackHost)!;
+  const origin = (host && hostOrigin(host)) || originOf(fallbackHost)!;
   const parsed = requestUrl(origin, target);
   if (!parsed) return problem({ method: 'GET', url: `${origin}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
   return { method, url: parsed.url, headers, target: parsed.target };
+}
+
+const HOST_NAME = /^[A-Za-z0-9.:[\]-]{1,255}$/;
+let lastHost = '';
+let lastHostOrigin: string | null = null;
+
+/** originOf a Host header's value, or null when it is no host name; the last answer is kept, as
+ * requests mostly name the same host as the one before. */
+function hostOrigin(host: string): string | null {
+  if (host !== lastHost) {
+    lastHostOrigin = HOST_NAME.test(host) ? originOf(host) : null;
+    lastHost = host;
+  }
+  return lastHostOrigin;
+}
+
+/** Milliseconds since `start` (a performance.now()), with one decimal, for the request log. */
+export function millisSince(start: number): string {
+  const tenths = Math.round((performance.now() - start) * 10);
+  return `${Math.floor(tenths / 10)}.${tenths % 10}`;
 }
 
 /** CONNECT (authority-form target) is answered 405 like any other method the API does not allow. */
