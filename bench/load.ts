@@ -28,18 +28,23 @@ export interface LoadOptions {
   seconds: number;
   /** Steady overall rate (requests/s); unset = as fast as the server answers. */
   rate?: number;
+  /** Each connection is closed and opened again after this many requests. */
+  reconnectEvery?: number;
 }
 
 export async function load(opts: LoadOptions): Promise<LoadResult> {
-  const result = await autocannon({
+  // reconnectRate (autocannon's -D/--reconnectRate) is missing from its type definitions.
+  const options: Parameters<typeof autocannon>[0] & { reconnectRate?: number } = {
     url: opts.base,
     connections: opts.connections,
     duration: opts.seconds,
     overallRate: opts.rate,
+    reconnectRate: opts.reconnectEvery,
     timeout: 10,
     // Each connection walks through the paths in turn.
     requests: opts.paths.map((path) => ({ method: 'GET', path })),
-  });
+  };
+  const result = await autocannon(options);
   const status: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) status[code] = Number(count);
   return {

@@ -14,6 +14,12 @@ const RATE = 300;
 const CONNECTIONS = 10;
 /** Answers the profile asks for on purpose (redirects, unknown ids, bad parameters): not errors. */
 const EXPECTED = new Set(['200', '307', '400', '404']);
+/** Requests per connection before the generator reconnects: below the server's 1,000 per connection
+ * (SERVER_LIMITS). When the server ends a connection itself, autocannon sends one more request on it,
+ * keeps that request queued after reconnecting, and times every later answer on the connection from
+ * the request before it: latencies of hundreds of ms on an idle server (p50 405 ms, p99 946 ms in the
+ * run of 2026-11-22 19:36, against 1 ms and 34 ms with no limit reached). Reconnecting first avoids it. */
+const RECONNECT_EVERY = 500;
 
 export async function benchSoak(ctx: BenchContext): Promise<SectionReport> {
   const { tree } = await ctx.demo();
@@ -49,9 +55,9 @@ export async function benchSoak(ctx: BenchContext): Promise<SectionReport> {
   const minutes: (LoadResult & { rssEnd: number; loadAvg: number })[] = [];
   try {
     // Loads the alias shards and search index and lets the JIT settle; not counted.
-    await load({ base: server.base, paths: profile, connections: CONNECTIONS, seconds: 5, rate: RATE });
+    await load({ base: server.base, paths: profile, connections: CONNECTIONS, seconds: 5, rate: RATE, reconnectEvery: RECONNECT_EVERY });
     for (let i = 0; i < chunks; i++) {
-      const r = await load({ base: server.base, paths: profile, connections: CONNECTIONS, seconds: chunkSeconds, rate: RATE });
+      const r = await load({ base: server.base, paths: profile, connections: CONNECTIONS, seconds: chunkSeconds, rate: RATE, reconnectEvery: RECONNECT_EVERY });
       const rssEnd = rssBytes(server.pid);
       if (rssEnd === null) throw new Error('the local server died during the soak run');
       minutes.push({ ...r, rssEnd, loadAvg: loadavg()[0] });
@@ -79,7 +85,7 @@ export async function benchSoak(ctx: BenchContext): Promise<SectionReport> {
   return {
     id: 'soak',
     title: 'Soak: sustained load on the local server (#8)',
-    method: `\`isoatlas serve\` on the demo tree; autocannon at a steady ${RATE} requests/s overall (\`overallRate\`, latencies corrected for coordinated omission) over ${CONNECTIONS} connections for ${chunks} × ${chunkSeconds} s, each connection cycling through ${profile.length} requests (genes by symbol and id, isoforms by name and id, pages, domains, neoantigens, structure redirect, search exact and fuzzy, release, an unknown gene → 404, limit=500 → 400). After a 5-s warm-up at the same rate (not counted), RSS (/proc VmRSS) sampled every 5 s and at the end of each ${unit}.`,
+    method: `\`isoatlas serve\` on the demo tree; autocannon at a steady ${RATE} requests/s overall (\`overallRate\`, latencies corrected for coordinated omission) over ${CONNECTIONS} connections for ${chunks} × ${chunkSeconds} s, each connection reopened every ${RECONNECT_EVERY} requests (see bench/soak.ts) and cycling through ${profile.length} requests (genes by symbol and id, isoforms by name and id, pages, domains, neoantigens, structure redirect, search exact and fuzzy, release, an unknown gene → 404, limit=500 → 400). After a 5-s warm-up at the same rate (not counted), RSS (/proc VmRSS) sampled every 5 s and at the end of each ${unit}.`,
     tables: [
       {
         headers: [unit, 'requests', 'requests/s', 'p50 (ms)', 'p99 (ms)', 'RSS at end (MiB)', 'machine load avg (1 min)'],
