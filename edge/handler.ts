@@ -146,14 +146,14 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
   const fileTargets = new Map<string, FileTarget>();
 
   function remember(url: RequestTarget, target: FileTarget): void {
-    const key = url.pathname + url.search;
+    const key = targetKey(url);
     if (fileTargets.size >= MAX_FILE_TARGETS && !fileTargets.has(key)) fileTargets.delete(fileTargets.keys().next().value!);
     fileTargets.set(key, target);
   }
 
   function answerNow(request: EdgeRequest): EdgeResponse | undefined {
     const url = request.target ?? new URL(request.url);
-    const known = fileTargets.get(url.search === '' ? url.pathname : url.pathname + url.search);
+    const known = fileTargets.get(targetKey(url));
     const file = known && origin.readNow(known.path);
     if (!file || file.sha256 === undefined) return undefined;
     return fileJsonResponse(file.body, file.sha256, { request, cacheControl: known.cacheControl, headers: known.headers });
@@ -208,7 +208,8 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
       const path = treePaths.genePage(id, firstPage);
       const file = await origin.read(path);
       if (file) {
-        const next = nextOfPage(file.body);
+        // Parsed once per target for its Link header: the next request for it is answered at once.
+        const { next } = JSON.parse(decoder.decode(file.body)) as IsoformPageBody;
         return targetFile(url, path, file, { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
       }
     }
@@ -329,16 +330,9 @@ interface FileTarget {
   headers?: Record<string, string>;
 }
 
-/** A pre-split page's `next` link, by the page file's bytes: a whole page (100 items) is parsed once
- * for its Link header, not on every request for it. Forgotten with the bytes. */
-const nextOfPages = new WeakMap<Uint8Array, string | null>();
-function nextOfPage(body: Uint8Array): string | null {
-  let next = nextOfPages.get(body);
-  if (next === undefined) {
-    next = (JSON.parse(decoder.decode(body)) as IsoformPageBody).next;
-    nextOfPages.set(body, next);
-  }
-  return next;
+/** The key a request target is remembered by: its path and query. */
+function targetKey(url: RequestTarget): string {
+  return url.search === '' ? url.pathname : url.pathname + url.search;
 }
 
 /** The problem response for anything thrown while answering. */

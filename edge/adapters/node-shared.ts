@@ -67,14 +67,18 @@ export function printable(text: string): string {
 const PLAIN_TARGET = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@\/%]*(\?[A-Za-z0-9\-._~!$&()*+,;=:@\/%?]*)?$/;
 const DOT_SEGMENT = /\/\.|%2e/i;
 
-/** `http://<host>` as the URL parser writes it (lower case, no default port), or null for a host it
- * refuses; kept per Host value, of which a server sees few. */
+/** What a Host value may hold: a name or address and a port, nothing the URL parser would resolve. */
+const HOST_NAME = /^[A-Za-z0-9.:[\]-]{1,255}$/;
+
+/** `http://<host>` as the URL parser writes it (lower case, no default port), or null for what is no
+ * host name (see HOST_NAME) or a host the parser refuses; kept per Host value, of which a server
+ * sees few. */
 const origins = new Map<string, string | null>();
 export function originOf(host: string): string | null {
   let origin = origins.get(host);
   if (origin === undefined) {
     try {
-      origin = `http://${new URL(`http://${host}/`).host}`;
+      origin = HOST_NAME.test(host) ? `http://${new URL(`http://${host}/`).host}` : null;
     } catch {
       origin = null;
     }
@@ -126,24 +130,10 @@ export function bareRequest(method: string): EdgeRequest {
  * answer when it cannot be one. A Host that is no host name (or none) is replaced by the server's
  * own address (`fallbackHost`). */
 export function edgeRequest(method: string, target: string, host: string | null, headers: EdgeRequest['headers'], fallbackHost: string): EdgeRequest | EdgeResponse {
-  const origin = (host && hostOrigin(host)) || originOf(fallbackHost)!;
+  const origin = (host && originOf(host)) || originOf(fallbackHost)!;
   const parsed = requestUrl(origin, target);
   if (!parsed) return problem({ method: 'GET', url: `${origin}/`, headers }, { status: 400, detail: 'the request target must be an absolute path such as /api/v1/' });
   return { method, url: parsed.url, headers, target: parsed.target };
-}
-
-const HOST_NAME = /^[A-Za-z0-9.:[\]-]{1,255}$/;
-let lastHost = '';
-let lastHostOrigin: string | null = null;
-
-/** originOf a Host header's value, or null when it is no host name; the last answer is kept, as
- * requests mostly name the same host as the one before. */
-function hostOrigin(host: string): string | null {
-  if (host !== lastHost) {
-    lastHostOrigin = HOST_NAME.test(host) ? originOf(host) : null;
-    lastHost = host;
-  }
-  return lastHostOrigin;
 }
 
 /** Milliseconds since `start` (a performance.now()), with one decimal, for the request log. */
