@@ -80,7 +80,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const log = opts.log ?? ((line: string) => (stdout!.line(line), stdout!.flush()));
   const access = await localAccessControl(opts.access, opts.keysDir);
   // A local server has memory to spare: keep up to 256 MiB of verified bodies (a demo tree whole).
-  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
+  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024, madeAnswerBytes: 64 * 1024 * 1024 });
   const server = opts.http === 'node' ? createNodeServer(handler, { log: requestLog }) : createNetServer(handler, { log: requestLog });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);

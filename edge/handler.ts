@@ -11,9 +11,10 @@ import { OriginError, isVersioned, type Origin, type OriginObject, type PinnedRe
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
-import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, fileJsonResponse, jsonBody, jsonResponse, problem, toWebResponse, type BodyOptions } from './responses.js';
+import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, fileJsonResponse, jsonBody, jsonResponse, problem, sha256Hex, toWebResponse, type BodyOptions } from './responses.js';
 import type { EdgeRequest, RequestTarget } from './request.js';
 import { search } from './search.js';
+import { LoadingCache } from './loading-cache.js';
 import type { AccessControl, AccessDecision } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
 
@@ -29,6 +30,9 @@ export interface HandlerOptions {
   access?: AccessControl;
   /** Memory for verified file bodies, per release (default 16 MiB; a local server affords more). */
   bodyCacheBytes?: number;
+  /** Memory for answers made for a request target (a sliced page, a shortened list), per release
+   * (default 4 MiB). */
+  madeAnswerBytes?: number;
 }
 
 /** Facts about the request that only the adapter knows and the client cannot forge. */
@@ -144,6 +148,10 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
    * such a target always gets that file (its names resolve to the same ids), so the next request for
    * it needs neither routing nor resolving (answerNow). The oldest is forgotten first. */
   const fileTargets = new Map<string, FileTarget>();
+  /** Answers made for a target from files (a window sliced from the pre-split pages, a neoantigen
+   * list cut short): the same on every request for it within a release, so they are kept, by their
+   * bytes, and the next request for the target is answered at once too. */
+  const madeAnswers = new LoadingCache<MadeAnswer>(options.madeAnswerBytes ?? 4 * 1024 * 1024);
 
   function remember(url: RequestTarget, target: FileTarget): void {
     const key = targetKey(url);
@@ -152,11 +160,23 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
   }
 
   function answerNow(request: EdgeRequest): EdgeResponse | undefined {
-    const url = request.target ?? new URL(request.url);
-    const known = fileTargets.get(targetKey(url));
-    const file = known && origin.readNow(known.path);
-    if (!file || file.sha256 === undefined) return undefined;
-    return fileJsonResponse(file.body, file.sha256, { request, cacheControl: known.cacheControl, headers: known.headers });
+    const key = targetKey(request.target ?? new URL(request.url));
+    const known = fileTargets.get(key);
+    if (known) {
+      const file = origin.readNow(known.path);
+      return file && file.sha256 !== undefined ? fileJsonResponse(file.body, file.sha256, { request, cacheControl: known.cacheControl, headers: known.headers }) : undefined;
+    }
+    const made = madeAnswers.peek(key);
+    return made && madeResponse(request, made);
+  }
+
+  /** The answer to `url` made by `make` (once per target while it is kept). */
+  async function madeAnswer(request: EdgeRequest, url: RequestTarget, make: () => Promise<MadeBody>): Promise<EdgeResponse> {
+    const made = await madeAnswers.get(targetKey(url), async () => {
+      const answer = await make();
+      return { value: { ...answer, sha256: await sha256Hex(answer.body) }, weight: answer.body.length + 256 };
+    });
+    return madeResponse(request, made);
   }
 
   /** The answer to `url` with a file as it is, remembered for answerNow. */
@@ -214,6 +234,12 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
       }
     }
     // Any other window is sliced from the pre-split pages it overlaps.
+    return madeAnswer(request, url, () => slicedPage(id, limit, offset));
+  }
+
+  /** The window [offset, offset + limit) of a gene's isoforms, from the pre-split pages it overlaps. */
+  async function slicedPage(id: string, limit: number, offset: number): Promise<MadeBody> {
+    const firstPage = Math.floor(offset / ISOFORM_PAGE_SIZE);
     const first = JSON.parse(decoder.decode((await mustRead(treePaths.genePage(id, 0))).body)) as IsoformPageBody;
     const items = [];
     const lastPage = Math.min(Math.floor((offset + limit - 1) / ISOFORM_PAGE_SIZE), Math.max(0, Math.ceil(first.total / ISOFORM_PAGE_SIZE) - 1));
@@ -232,7 +258,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
       next,
       items: offset >= first.total ? [] : items.slice(start, start + limit),
     };
-    return jsonResponse(jsonBody(body), { ...cache, headers: next ? { Link: `<${next}>; rel="next"` } : {} });
+    return { body: jsonBody(body), cacheControl: cacheControl.release, headers: next ? { Link: `<${next}>; rel="next"` } : undefined };
   }
 
   async function neoantigens(request: EdgeRequest, url: RequestTarget, id: string, limit: number): Promise<EdgeResponse> {
@@ -240,9 +266,11 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     const file = await mustRead(path);
     // The file holds the top NEOANTIGEN_TOP: a limit as large is the file itself, unparsed.
     if (limit >= NEOANTIGEN_TOP) return targetFile(url, path, file, { request, cacheControl: cacheControl.release });
-    const list = JSON.parse(decoder.decode(file.body)) as NeoantigenListBody;
-    const body: NeoantigenListBody = { ...list, limit, items: list.items.slice(0, limit) };
-    return jsonResponse(jsonBody(body), { request, cacheControl: cacheControl.release });
+    return madeAnswer(request, url, async () => {
+      const list = JSON.parse(decoder.decode(file.body)) as NeoantigenListBody;
+      const body: NeoantigenListBody = { ...list, limit, items: list.items.slice(0, limit) };
+      return { body: jsonBody(body), cacheControl: cacheControl.release };
+    });
   }
 
   async function structureRedirect(request: EdgeRequest, id: string): Promise<EdgeResponse> {
@@ -328,6 +356,20 @@ interface FileTarget {
   path: string;
   cacheControl: string;
   headers?: Record<string, string>;
+}
+
+/** An answer made for a target rather than read from one file: its bytes and their sha256 (the ETag). */
+interface MadeAnswer {
+  body: Uint8Array;
+  sha256: string;
+  cacheControl: string;
+  headers?: Record<string, string>;
+}
+
+type MadeBody = Omit<MadeAnswer, 'sha256'>;
+
+function madeResponse(request: EdgeRequest, made: MadeAnswer): EdgeResponse {
+  return fileJsonResponse(made.body, made.sha256, { request, cacheControl: made.cacheControl, headers: made.headers });
 }
 
 /** The key a request target is remembered by: its path and query. */

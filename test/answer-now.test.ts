@@ -1,5 +1,6 @@
-// The handler answers a request at once (no promise) when it can: the target was answered with a file
-// as it is before, the file is still in memory, the release was pinned lately, and the request is
+// The handler answers a request at once (no promise) when it can: the target was answered before with
+// a file as it is (and the file is still in memory) or with an answer made from files (a sliced page,
+// a shortened list: kept by bytes), the release was pinned lately, and the request is
 // counted in memory. These tests hold it to the same answers as the path that waits, to counting
 // every request exactly once, and to never answering from a release that is no longer current.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -27,13 +28,13 @@ function request(path: string, headers: Record<string, string> = {}, method = 'G
   return { method, url: `${API}${path}`, headers: { get: (name) => lower.get(name.toLowerCase()) ?? null } };
 }
 
-function direct(opts: { origin?: VersionedOrigin; perMinute?: number; mode?: 'open' | 'key-required' } = {}): DirectHandler {
+function direct(opts: { origin?: VersionedOrigin; perMinute?: number; mode?: 'open' | 'key-required'; madeAnswerBytes?: number } = {}): DirectHandler {
   const config =
     opts.mode === 'key-required'
       ? resolveAccessConfig({ key_required: { per_ip: { per_minute: opts.perMinute ?? PER_MINUTE } } }, 'key-required')
       : resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: opts.perMinute ?? PER_MINUTE } } }, 'open');
   const access = new AccessControl({ config, store: new MemoryQuotaStore(() => NOW), keys: null, secret: null, now: () => NOW });
-  return directHandlerOf(createHandler({ origin: opts.origin ?? new LocalTreeOrigin(inject('demoTree')), serveStructureFiles: true, access }))!;
+  return directHandlerOf(createHandler({ origin: opts.origin ?? new LocalTreeOrigin(inject('demoTree')), serveStructureFiles: true, access, madeAnswerBytes: opts.madeAnswerBytes }))!;
 }
 
 /** Calls the handler, saying whether the answer came at once. */
@@ -57,6 +58,11 @@ describe('answers at once', () => {
     '/isoforms/ENST00000006251.11',
     '/isoforms/prr5-201/domains',
     '/isoforms/PRR5-201/neoantigens',
+    // Answers made from files: kept as made, not read again.
+    '/genes/PRR5/isoforms?limit=10',
+    '/genes/PRR5/isoforms?limit=2&offset=3',
+    '/genes/PRR5/isoforms?offset=500',
+    '/isoforms/PRR5-201/neoantigens?limit=5',
   ];
 
   it.each(fileTargets)('a file-backed target asked again (%s), with the answer it gave the first time', async (path) => {
@@ -81,6 +87,17 @@ describe('answers at once', () => {
     expect(head.response.get('content-length')).toBe(String(first.response.body!.length));
   });
 
+  it('keeps made answers only within their budget: an answer larger than it is made anew each time', async () => {
+    const handler = direct({ madeAnswerBytes: 200 });
+    for (const path of ['/genes/PRR5/isoforms?limit=10', '/isoforms/PRR5-201/neoantigens?limit=5']) {
+      for (let i = 0; i < 3; i++) {
+        const { now, response } = await call(handler, request(path));
+        expect(now).toBe(false);
+        expect(response.status).toBe(200);
+      }
+    }
+  });
+
   it('the bytes of the file in the tree, whichever name asked for it', async () => {
     const handler = direct();
     const file = readFileSync(join(inject('demoTree'), treePaths.isoform('ENST00000006251.11')));
@@ -92,8 +109,6 @@ describe('answers at once', () => {
 
   it.each([
     ['a search', '/search?query=PRR5', 200],
-    ['a page sliced from the pre-split ones', '/genes/PRR5/isoforms?limit=10', 200],
-    ['fewer neoantigens than the file holds', '/isoforms/PRR5-201/neoantigens?limit=5', 200],
     ['an unknown gene', '/genes/NO-SUCH-GENE', 404],
     ['an unknown query parameter', '/genes/PRR5?fields=all', 400],
     ['a structure redirect', '/isoforms/ENST00000215919.3/structure', 307],
