@@ -150,6 +150,27 @@ describe('requests it answers', () => {
   });
 });
 
+describe('header lines read once per connection while they stay the same', () => {
+  it('answers each request by its own headers when they change between requests on one connection', async () => {
+    const etag = (await exchange(get('/api/v1/genes/PRR5'), 1)).answers[0].headers.etag;
+    const requests = [get('/api/v1/genes/PRR5'), get('/api/v1/genes/PRR5', `If-None-Match: ${etag}\r\n`), get('/api/v1/genes/PRR5'), get('/api/v1/genes/PRR5', 'Connection: close\r\n'), get('/api/v1/genes/PRR5')];
+    const { answers, closed } = await exchange(requests.join(''));
+    expect(answers.map((a) => [a.status, a.headers.connection])).toEqual([
+      [200, 'keep-alive'],
+      [304, 'keep-alive'],
+      [200, 'keep-alive'],
+      [200, 'close'],
+    ]);
+    expect(closed).toBe(true);
+  });
+
+  it('refuses malformed header lines after well-formed ones on the same connection', async () => {
+    const { answers, closed } = await exchange(get('/api/v1/release') + 'GET /api/v1/release HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n' + get('/api/v1/release'));
+    expect(answers.map((a) => a.status)).toEqual([200, 400]);
+    expect(closed).toBe(true);
+  });
+});
+
 describe('requests it refuses, closing the connection', () => {
   const refused: [string, string, number][] = [
     ['a header continued on the next line (obs-fold)', 'GET /api/v1/release HTTP/1.1\r\nHost: atlas.test\r\nX-A: b\r\n  c\r\n\r\n', 400],
@@ -164,6 +185,10 @@ describe('requests it refuses, closing the connection', () => {
     ['a space in the target', 'GET /api/v1/genes/PRR 5 HTTP/1.1\r\nHost: a.test\r\n\r\n', 400],
     ['a target that is no path', 'GET api/v1/release HTTP/1.1\r\nHost: a.test\r\n\r\n', 400],
     ['HTTP/2.0 in the request line', 'GET /api/v1/release HTTP/2.0\r\nHost: a.test\r\n\r\n', 505],
+    ['a version that is no digit', 'GET /api/v1/release HTTP/1.x\r\nHost: a.test\r\n\r\n', 400],
+    ['a method that is no token', 'G{T /api/v1/release HTTP/1.1\r\nHost: a.test\r\n\r\n', 400],
+    ['no target', 'GET  HTTP/1.1\r\nHost: a.test\r\n\r\n', 400],
+    ['a request line of one word', 'GET\r\nHost: a b.test\r\n\r\n', 400],
   ];
   it.each(refused)('%s', async (_, bytes, status) => {
     const { answers, closed } = await exchange(`${bytes}${get('/api/v1/release')}`);

@@ -35,8 +35,7 @@ import {
 } from './node-shared.js';
 
 const TOKEN = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+";
-/** Origin-form or not, the target is checked by edgeRequest; here only: visible ASCII, no space. */
-const REQUEST_LINE = new RegExp(`^(${TOKEN}) ([\\x21-\\x7e]+) HTTP/(\\d)\\.(\\d)$`);
+const METHOD = new RegExp(`^${TOKEN}$`);
 /** The header lines after the request line, each `\r\nname:value`, then a closing `\r\n`. Linear:
  * a token cannot hold ':' and a value cannot hold CR or LF. */
 const HEADER_BLOCK = new RegExp(`^(?:\\r\\n${TOKEN}:[\\t\\x20-\\x7e\\x80-\\xff]*)*\\r\\n$`);
@@ -107,7 +106,55 @@ function trimOws(block: string, start: number, end: number): string {
   return block.slice(start, end);
 }
 
+/** The parts of a request line `METHOD SP target SP HTTP/d.d` (head[0, end)), or null when it is
+ * not one. Origin-form or not, the target is checked by edgeRequest; here only: visible ASCII, no
+ * space. Read by hand rather than by a regular expression: it is on every request's path. */
+function requestLine(head: string, end: number): { method: string; target: string; major: number; minor: number } | null {
+  const space = head.indexOf(' ');
+  const version = end - 9; // the space before `HTTP/d.d`
+  if (space <= 0 || version <= space + 1 || head.charCodeAt(version) !== 32 || !head.startsWith('HTTP/', version + 1) || head.charCodeAt(end - 2) !== 46) return null;
+  const major = head.charCodeAt(end - 3) - 48;
+  const minor = head.charCodeAt(end - 1) - 48;
+  if (major < 0 || major > 9 || minor < 0 || minor > 9) return null;
+  for (let i = space + 1; i < version; i++) {
+    const ch = head.charCodeAt(i);
+    if (ch < 0x21 || ch > 0x7e) return null;
+  }
+  const method = head.slice(0, space);
+  if (method !== 'GET' && method !== 'HEAD' && !METHOD.test(method)) return null;
+  return { method, target: head.slice(space + 1, version), major, minor };
+}
+
 const hasToken = (list: string, token: string) => list.split(',').some((t) => t.trim().toLowerCase() === token);
+
+/** A request's header lines, read: what the framing needs of them, and the look-ups the handler makes. */
+interface Fields {
+  /** The lines as received (`\r\nname:value` each), by which they are recognized when sent again. */
+  lines: string;
+  headers: RawHeaders;
+  chunked: boolean;
+  bodyLength: number;
+  connection: string | null;
+  host: string | null;
+}
+
+/** The header lines read, or null when they are malformed or frame the request ambiguously (a length
+ * that is not one plain number, a length and a transfer coding, two Hosts). */
+function readFields(lines: string): Fields | null {
+  const block = `${lines}\r\n`;
+  if (!HEADER_BLOCK.test(block)) return null;
+  const headers = new RawHeaders(block);
+  // Framing: a body's length must be one plain number; a request may not give both (smuggling).
+  const chunked = headers.has('transfer-encoding');
+  let bodyLength = 0;
+  if (headers.has('content-length')) {
+    const length = headers.get('content-length')!;
+    if (chunked || !/^\d{1,15}$/.test(length)) return null;
+    bodyLength = Number(length);
+  }
+  if (headers.count('host') > 1) return null;
+  return { lines, headers, chunked, bodyLength, connection: headers.get('connection'), host: headers.get('host') };
+}
 
 const STATUS_LINES = new Map<number, string>();
 function statusLine(status: number): string {
@@ -137,6 +184,8 @@ interface Connection {
   /** The client has half-closed its side. */
   peerEnded: boolean;
   paused: boolean;
+  /** The header lines of the connection's last request, read. */
+  fields: Fields | null;
 }
 
 export class EdgeNetServer extends net.Server implements ClosableServer {
@@ -180,7 +229,7 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   private accept(socket: net.Socket): void {
     if (this.shuttingDown) return void socket.destroy();
     const now = Date.now();
-    const c: Connection = { socket, ip: socket.remoteAddress, pending: null, busy: false, bodyLeft: 0, served: 0, started: 0, idleSince: now, lingerSince: 0, peerEnded: false, paused: false };
+    const c: Connection = { socket, ip: socket.remoteAddress, pending: null, busy: false, bodyLeft: 0, served: 0, started: 0, idleSince: now, lingerSince: 0, peerEnded: false, paused: false, fields: null };
     this.clients.add(c);
     socket.on('data', (chunk: Buffer) => this.received(c, chunk));
     socket.on('end', () => {
@@ -250,28 +299,27 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   /** Reads one request head and hands the request to the handler. */
   private request(c: Connection, head: string): void {
     const lineEnd = head.indexOf('\r\n');
-    const line = REQUEST_LINE.exec(lineEnd === -1 ? head : head.slice(0, lineEnd));
+    const line = requestLine(head, lineEnd === -1 ? head.length : lineEnd);
     if (!line) return this.refuse(c, 'malformed', head);
-    const [, method, target, major, minor] = line;
-    if (major !== '1') return this.refuse(c, 'version', head);
+    const { method, target, major, minor } = line;
+    if (major !== 1) return this.refuse(c, 'version', head);
     // Only origin-form targets (and CONNECT's authority) are requests to this server.
     if (target.charCodeAt(0) !== 47 && method !== 'CONNECT') return this.refuse(c, 'malformed', head);
-    const block = lineEnd === -1 ? '\r\n' : `${head.slice(lineEnd)}\r\n`;
-    if (!HEADER_BLOCK.test(block)) return this.refuse(c, 'malformed', head);
-    const headers = new RawHeaders(block);
-    // Framing: a body's length must be one plain number; a request may not give both (smuggling).
-    const chunked = headers.has('transfer-encoding');
-    let bodyLength = 0;
-    if (headers.has('content-length')) {
-      const length = headers.get('content-length')!;
-      if (chunked || !/^\d{1,15}$/.test(length)) return this.refuse(c, 'malformed', head);
-      bodyLength = Number(length);
+    const lines = lineEnd === -1 ? '' : head.slice(lineEnd);
+    // A client sends the same header lines request after request (only the target changes): they are
+    // read once per connection while they stay the same.
+    let fields = c.fields;
+    if (fields === null || fields.lines !== lines) {
+      fields = readFields(lines);
+      if (fields === null) return this.refuse(c, 'malformed', head);
+      c.fields = fields;
     }
-    if (headers.count('host') > 1) return this.refuse(c, 'malformed', head);
+    const { headers, chunked } = fields;
+    let bodyLength = fields.bodyLength;
 
     c.served++;
-    const connection = headers.get('connection');
-    let keepAlive = minor === '0' ? connection !== null && hasToken(connection, 'keep-alive') : connection === null || !hasToken(connection, 'close');
+    const connection = fields.connection;
+    let keepAlive = minor === 0 ? connection !== null && hasToken(connection, 'keep-alive') : connection === null || !hasToken(connection, 'close');
     // After a body it does not parse, after its last allowed request, or while shutting down.
     if (chunked || c.served >= this.limits.maxRequestsPerSocket || this.shuttingDown) keepAlive = false;
     if (bodyLength > 0 && c.pending !== null) {
@@ -285,7 +333,7 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
 
     const started = performance.now();
     const request: EdgeRequest | EdgeResponse =
-      method === 'CONNECT' ? connectAnswer() : edgeRequest(method, target, headers.get('host'), headers, (this.ownHost ??= fallbackHostOf(this.address())));
+      method === 'CONNECT' ? connectAnswer() : edgeRequest(method, target, fields.host, headers, (this.ownHost ??= fallbackHostOf(this.address())));
     // CONNECT, or a path the URL parser refuses: answered, and the connection closed.
     if (request instanceof EdgeResponse) return this.answer(c, method, target, request, false, started);
     let answered: EdgeResponse | Promise<EdgeResponse>;
@@ -327,12 +375,12 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
     if (c.bodyLeft === 0) c.started = c.pending === null ? 0 : Date.now();
     if (socket.destroyed) return;
     if (bytes.body !== null) {
-      // One writev for the head and a large body.
+      // One writev for the head and the body.
       socket.cork();
-      socket.write(bytes.head);
+      socket.write(bytes.head, 'latin1');
       socket.write(bytes.body);
       socket.uncork();
-    } else socket.write(bytes.head);
+    } else socket.write(bytes.head, 'latin1');
     if (!keepAlive) return this.closeAfterAnswers(c);
     c.idleSince = Date.now();
     if (c.bodyLeft > 0) return; // next() runs once the body is read
@@ -387,23 +435,20 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   }
 }
 
-/** An answer's bytes: the head, with the body when it is small; a large body apart (not copied). */
+/** An answer: its head (latin1 text: header values are checked to be), its body apart. */
 interface Encoded {
-  head: Buffer;
+  head: string;
   body: Uint8Array | null;
 }
 
-/** Bodies up to this size are copied after the head, so the answer is one buffer and one write. */
-const COPIED_BODY = 2 * 1024;
-
-/** Writes answers as bytes: the status line, the header fields (with Date, Connection and the body's
- * length), the body. */
+/** Writes answers: the status line, the header fields (with Date, Connection and the body's length).
+ * The head stays a string: the socket writes it without a Buffer made for it in JS. */
 class AnswerEncoder {
   /** The status line and shared header lines of an answer, by its shared field list (a file's
-   * answer: the same on every request for it): encoded once per list, forgotten with it. */
-  private readonly starts = new WeakMap<readonly string[], { status: number; bytes: Buffer; hasLength: boolean }>();
+   * answer: the same on every request for it): written once per list, forgotten with it. */
+  private readonly starts = new WeakMap<readonly string[], { status: number; text: string; hasLength: boolean }>();
   /** `Date`, `Connection` and the blank line, as of `second`: [closing, keep-alive]. */
-  private ends: [Buffer, Buffer] | null = null;
+  private ends: [string, string] | null = null;
   private second = -1;
 
   constructor(private readonly limits: ServerLimits) {}
@@ -412,26 +457,20 @@ class AnswerEncoder {
     const { status } = response;
     const start = this.start(status, response.sharedFields);
     const own = response.ownFields;
-    let lines = '';
+    let head = start.text;
     let hasLength = start.hasLength;
     for (let i = 0; i < own.length; i += 2) {
-      lines += headerLine(own[i], own[i + 1]);
+      head += headerLine(own[i], own[i + 1]);
       if (own[i] === 'content-length') hasLength = true;
     }
     // The handler gives the length of every body it makes (HEAD answers included): what has none here
     // is bodiless (a redirect), as GET and HEAD alike.
-    if (!hasLength && status !== 204 && status !== 304) lines += `Content-Length: ${response.body?.length ?? 0}\r\n`;
-    const end = this.end(keepAlive);
-    const copied = body !== null && body.length <= COPIED_BODY ? body.length : 0;
-    const head = Buffer.allocUnsafe(start.bytes.length + lines.length + end.length + copied);
-    let at = start.bytes.copy(head, 0);
-    at += head.write(lines, at, 'latin1');
-    at += end.copy(head, at);
-    if (copied > 0) head.set(body!, at);
-    return { head, body: copied > 0 || body === null || body.length === 0 ? null : body };
+    if (!hasLength && status !== 204 && status !== 304) head += `Content-Length: ${response.body?.length ?? 0}\r\n`;
+    head += this.end(keepAlive);
+    return { head, body: body === null || body.length === 0 ? null : body };
   }
 
-  private start(status: number, shared: readonly string[]): { status: number; bytes: Buffer; hasLength: boolean } {
+  private start(status: number, shared: readonly string[]): { status: number; text: string; hasLength: boolean } {
     const known = this.starts.get(shared);
     if (known !== undefined && known.status === status) return known;
     let text = statusLine(status);
@@ -440,18 +479,18 @@ class AnswerEncoder {
       text += headerLine(shared[i], shared[i + 1]);
       if (shared[i] === 'content-length') hasLength = true;
     }
-    const start = { status, bytes: Buffer.from(text, 'latin1'), hasLength };
+    const start = { status, text, hasLength };
     if (shared.length > 0) this.starts.set(shared, start);
     return start;
   }
 
-  private end(keepAlive: boolean): Buffer {
+  private end(keepAlive: boolean): string {
     const now = Date.now();
     const second = Math.floor(now / 1000);
     if (this.ends === null || second !== this.second) {
       const date = `Date: ${new Date(second * 1000).toUTCString()}\r\n`;
       const keep = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(this.limits.keepAliveTimeoutMs / 1000)}\r\n\r\n`;
-      this.ends = [Buffer.from(`${date}Connection: close\r\n\r\n`, 'latin1'), Buffer.from(date + keep, 'latin1')];
+      this.ends = [`${date}Connection: close\r\n\r\n`, date + keep];
       this.second = second;
     }
     return this.ends[keepAlive ? 1 : 0];
