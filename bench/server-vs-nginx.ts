@@ -66,7 +66,9 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     }
   };
 
-  const results = new Map<string, { local: LoadResult[]; nodeHttp: LoadResult[]; nginx: LoadResult[]; bare: LoadResult[] }>(routes.map((r) => [r.name, { local: [], nodeHttp: [], nginx: [], bare: [] }]));
+  const results = new Map<string, { local: LoadResult[]; nodeHttp: LoadResult[]; nginx: LoadResult[]; bare: LoadResult[]; bareNet: LoadResult[] }>(
+    routes.map((r) => [r.name, { local: [], nodeHttp: [], nginx: [], bare: [], bareNet: [] }]),
+  );
   const started: RunningServer[] = [];
   try {
     const local = await startLocalServer(tree, ctx.tmp).then((x) => (started.push(x), x));
@@ -74,6 +76,7 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
     const nodeHttp = await startLocalServer(tree, ctx.tmp, { http: 'node' }).then((x) => (started.push(x), x));
     const nginx = await startNginx(tree, ctx.tmp).then((x) => (started.push(x), x));
     const bare = await startBareNode(join(tree, s.files.gene)).then((x) => (started.push(x), x));
+    const bareNet = await startBareNode(join(tree, s.files.gene), 'net').then((x) => (started.push(x), x));
     ctx.log(`  warming up both servers…`);
     for (const r of routes) {
       await answers200(local, r.local);
@@ -81,14 +84,16 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
       await answers200(nodeHttp, r.local).then(() => loadRun(nodeHttp.base, r.local, 2));
       if (r.nginx) await answers200(nginx, r.nginx).then(() => loadRun(nginx.base, r.nginx!, 2));
       if (r.bare) await answers200(bare, ['/']).then(() => loadRun(bare.base, ['/'], 2));
+      if (r.bare) await answers200(bareNet, ['/']).then(() => loadRun(bareNet.base, ['/'], 2));
     }
     for (let run = 0; run < runs; run++) {
       for (const r of routes) {
-        const order: [RunningServer, string[] | null, 'local' | 'nodeHttp' | 'nginx' | 'bare'][] = [
+        const order: [RunningServer, string[] | null, 'local' | 'nodeHttp' | 'nginx' | 'bare' | 'bareNet'][] = [
           [local, r.local, 'local'],
           [nodeHttp, r.local, 'nodeHttp'],
           [nginx, r.nginx, 'nginx'],
           [bare, r.bare ? ['/'] : null, 'bare'],
+          [bareNet, r.bare ? ['/'] : null, 'bareNet'],
         ];
         if (run % 2 === 1) order.reverse();
         for (const [server, path, key] of order) {
@@ -125,7 +130,10 @@ export async function benchServerVsNginx(ctx: BenchContext): Promise<SectionRepo
       const bareToNginx = summarize(res.bare.map((x, i) => x.rps / res.nginx[i].rps));
       const localToBare = summarize(res.local.map((x, i) => x.rps / res.bare[i].rps));
       const spread = (x: typeof ratios) => `${x!.median.toFixed(2)} (${x!.min.toFixed(2)}–${x!.max.toFixed(2)})`;
-      ceiling = `Ceiling for any server on Node's http server here (\`--http node\`): bare \`node:http\` answering the ${r.name} file's bytes from memory (no routing, no Web Request/Response, no file read; bench/bare-node-server.mjs) does ${fmtSummary(br)} requests/s, p99 ${fmtSummary(summarize(res.bare.map((x) => x.p99Ms)), 1)} ms: ${spread(bareToNginx)} × nginx; the local server (node:net front end) does ${spread(localToBare)} × that (ratios run by run).`;
+      const nr2 = summarize(res.bareNet.map((x) => x.rps));
+      const netToNginx = summarize(res.bareNet.map((x, i) => x.rps / res.nginx[i].rps));
+      const localToNet = summarize(res.local.map((x, i) => x.rps / res.bareNet[i].rps));
+      ceiling = `Ceilings for any Node server here, answering the ${r.name} file's bytes from memory to every request (no routing, no counting, no log, no Web Request/Response, no file read; bench/bare-node-server.mjs): bare \`node:http\` (for \`--http node\`) does ${fmtSummary(br)} requests/s, p99 ${fmtSummary(summarize(res.bare.map((x) => x.p99Ms)), 1)} ms: ${spread(bareToNginx)} × nginx; bare \`node:net\` (for the default front end: each request found by its blank line, the same bytes written back) does ${fmtSummary(nr2)} requests/s: ${spread(netToNginx)} × nginx. The local server does ${spread(localToBare)} × bare node:http and ${spread(localToNet)} × bare node:net (ratios run by run).`;
     }
     rows.push([
       r.name,

@@ -131,15 +131,16 @@ http {
   return { name: 'nginx', base, pid: child.pid!, stop: stopper(child, 'SIGTERM') };
 }
 
-/** node:http answering one file's bytes from memory (bench/bare-node-server.mjs): the Node ceiling. */
-export async function startBareNode(file: string): Promise<RunningServer> {
+/** node:http (or node:net) answering one file's bytes from memory (bench/bare-node-server.mjs): the
+ * ceiling for any server on it. */
+export async function startBareNode(file: string, kind: 'http' | 'net' = 'http'): Promise<RunningServer> {
   const port = await freePort();
-  const child = track(spawn(process.execPath, [join(ROOT, 'bench/bare-node-server.mjs'), file, String(port)], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  const child = track(spawn(process.execPath, [join(ROOT, 'bench/bare-node-server.mjs'), file, String(port), kind], { stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const base = `http://127.0.0.1:${port}`;
   await waitUntilServing(`${base}/`, child, () => stderr);
-  return { name: 'bare node:http', base, pid: child.pid!, stop: stopper(child) };
+  return { name: `bare node:${kind}`, base, pid: child.pid!, stop: stopper(child) };
 }
 
 function readLog(file: string): string {

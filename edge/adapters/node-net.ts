@@ -479,7 +479,7 @@ class AnswerEncoder {
       text += headerLine(shared[i], shared[i + 1]);
       if (shared[i] === 'content-length') hasLength = true;
     }
-    const start = { status, text, hasLength };
+    const start = { status, text: flat(text), hasLength };
     if (shared.length > 0) this.starts.set(shared, start);
     return start;
   }
@@ -490,11 +490,17 @@ class AnswerEncoder {
     if (this.ends === null || second !== this.second) {
       const date = `Date: ${new Date(second * 1000).toUTCString()}\r\n`;
       const keep = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(this.limits.keepAliveTimeoutMs / 1000)}\r\n\r\n`;
-      this.ends = [`${date}Connection: close\r\n\r\n`, date + keep];
+      this.ends = [flat(`${date}Connection: close\r\n\r\n`), flat(date + keep)];
       this.second = second;
     }
     return this.ends[keepAlive ? 1 : 0];
   }
+}
+
+/** The same text as one flat string: a string built by many concatenations is a tree of pieces,
+ * walked again each time it is written; a head's fixed parts are written on every answer. */
+function flat(text: string): string {
+  return Buffer.from(text, 'latin1').toString('latin1');
 }
 
 function headerLine(name: string, value: string): string {
