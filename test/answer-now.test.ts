@@ -198,6 +198,31 @@ describe('releases', () => {
     expect(again.now).toBe(true);
     expect(text(again.response)).toBe(changed);
   });
+
+  it('keeps answers made from files per release too', async () => {
+    const path = treePaths.genePage('ENSG00000186654', 0);
+    const page = JSON.parse(readFileSync(join(inject('demoTree'), path), 'utf8'));
+    await rewriteTree(join(dir, 'next'), { [path]: JSON.stringify({ ...page, symbol: 'NEXT5' }) });
+    const releases: Record<string, PinnedRelease> = {
+      a: { release: 'a', origin: new LocalOrigin(inject('demoTree')), publicPath: (p) => p },
+      b: { release: 'b', origin: new LocalOrigin(join(dir, 'next')), publicPath: (p) => p },
+    };
+    let current = releases.a;
+    const origin: VersionedOrigin = { description: 'two releases', pin: async () => current, pinnedNow: () => current };
+    const handler = direct({ origin });
+    const symbol = (r: EdgeResponse) => JSON.parse(Buffer.from(r.body!).toString('utf8')).symbol;
+
+    await call(handler, request('/genes/PRR5/isoforms?limit=1'));
+    const before = await call(handler, request('/genes/PRR5/isoforms?limit=1'));
+    expect(before.now).toBe(true);
+    expect(symbol(before.response)).toBe('PRR5');
+
+    current = releases.b;
+    const after = await call(handler, request('/genes/PRR5/isoforms?limit=1'));
+    expect(after.now).toBe(false);
+    expect(symbol(after.response)).toBe('NEXT5');
+    expect(after.response.get('etag')).not.toBe(before.response.get('etag'));
+  });
 });
 
 describe('EdgeResponse sharing its fields', () => {
