@@ -164,10 +164,10 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
     const known = fileTargets.get(key);
     if (known) {
       const file = origin.readNow(known.path);
-      return file && file.sha256 !== undefined ? fileJsonResponse(file.body, file.sha256, { request, cacheControl: known.cacheControl, headers: known.headers }) : undefined;
+      return file && file.sha256 !== undefined ? keptResponse(request, file.body, file.sha256, known) : undefined;
     }
     const made = madeAnswers.peek(key);
-    return made && madeResponse(request, made);
+    return made && keptResponse(request, made.body, made.sha256, made);
   }
 
   /** The answer to `url` made by `make` (once per target while it is kept). */
@@ -176,7 +176,7 @@ function releaseServer(raw: Origin, publicPath: (treePath: string) => string, op
       const answer = await make();
       return { value: { ...answer, sha256: await sha256Hex(answer.body) }, weight: answer.body.length + 256 };
     });
-    return madeResponse(request, made);
+    return keptResponse(request, made.body, made.sha256, made);
   }
 
   /** The answer to `url` with a file as it is, remembered for answerNow. */
@@ -368,8 +368,9 @@ interface MadeAnswer {
 
 type MadeBody = Omit<MadeAnswer, 'sha256'>;
 
-function madeResponse(request: EdgeRequest, made: MadeAnswer): EdgeResponse {
-  return fileJsonResponse(made.body, made.sha256, { request, cacheControl: made.cacheControl, headers: made.headers });
+/** The answer with bytes whose sha256 is known (a file's, or a kept made answer's), as `how` says. */
+function keptResponse(request: EdgeRequest, body: Uint8Array, sha256: string, how: { cacheControl: string; headers?: Record<string, string> }): EdgeResponse {
+  return fileJsonResponse(body, sha256, { request, cacheControl: how.cacheControl, headers: how.headers });
 }
 
 /** The key a request target is remembered by: its path and query. */

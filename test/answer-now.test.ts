@@ -172,17 +172,22 @@ describe('releases', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  /** A handler over two releases, the demo tree and its changed copy, pinned to the first until told. */
+  function twoReleases(): { handler: DirectHandler; switchToNext: () => void } {
+    const releases: PinnedRelease[] = [
+      { release: 'a', origin: new LocalOrigin(inject('demoTree')), publicPath: (p) => p },
+      { release: 'b', origin: new LocalOrigin(join(dir, 'next')), publicPath: (p) => p },
+    ];
+    let current = releases[0];
+    const origin: VersionedOrigin = { description: 'two releases', pin: async () => current, pinnedNow: () => current };
+    return { handler: direct({ origin }), switchToNext: () => (current = releases[1]) };
+  }
+
   it('answers from the release pinned now, never from a file remembered under the one before', async () => {
     const path = treePaths.gene('ENSG00000186654');
     const changed = JSON.stringify({ ...JSON.parse(readFileSync(join(inject('demoTree'), path), 'utf8')), biotype: 'next release' });
     await rewriteTree(join(dir, 'next'), { [path]: changed });
-    const releases: Record<string, PinnedRelease> = {
-      a: { release: 'a', origin: new LocalOrigin(inject('demoTree')), publicPath: (p) => p },
-      b: { release: 'b', origin: new LocalOrigin(join(dir, 'next')), publicPath: (p) => p },
-    };
-    let current = releases.a;
-    const origin: VersionedOrigin = { description: 'two releases', pin: async () => current, pinnedNow: () => current };
-    const handler = direct({ origin });
+    const { handler, switchToNext } = twoReleases();
     const text = (r: EdgeResponse) => Buffer.from(r.body!).toString('utf8');
 
     await call(handler, request('/genes/PRR5'));
@@ -190,7 +195,7 @@ describe('releases', () => {
     expect(before.now).toBe(true);
     expect(JSON.parse(text(before.response)).biotype).not.toBe('next release');
 
-    current = releases.b;
+    switchToNext();
     const after = await call(handler, request('/genes/PRR5'));
     expect(after.now).toBe(false); // the new release has answered nothing yet
     expect(text(after.response)).toBe(changed);
@@ -203,13 +208,7 @@ describe('releases', () => {
     const path = treePaths.genePage('ENSG00000186654', 0);
     const page = JSON.parse(readFileSync(join(inject('demoTree'), path), 'utf8'));
     await rewriteTree(join(dir, 'next'), { [path]: JSON.stringify({ ...page, symbol: 'NEXT5' }) });
-    const releases: Record<string, PinnedRelease> = {
-      a: { release: 'a', origin: new LocalOrigin(inject('demoTree')), publicPath: (p) => p },
-      b: { release: 'b', origin: new LocalOrigin(join(dir, 'next')), publicPath: (p) => p },
-    };
-    let current = releases.a;
-    const origin: VersionedOrigin = { description: 'two releases', pin: async () => current, pinnedNow: () => current };
-    const handler = direct({ origin });
+    const { handler, switchToNext } = twoReleases();
     const symbol = (r: EdgeResponse) => JSON.parse(Buffer.from(r.body!).toString('utf8')).symbol;
 
     await call(handler, request('/genes/PRR5/isoforms?limit=1'));
@@ -217,7 +216,7 @@ describe('releases', () => {
     expect(before.now).toBe(true);
     expect(symbol(before.response)).toBe('PRR5');
 
-    current = releases.b;
+    switchToNext();
     const after = await call(handler, request('/genes/PRR5/isoforms?limit=1'));
     expect(after.now).toBe(false);
     expect(symbol(after.response)).toBe('NEXT5');

@@ -479,8 +479,10 @@ class AnswerEncoder {
       text += headerLine(shared[i], shared[i + 1]);
       if (shared[i] === 'content-length') hasLength = true;
     }
+    if (shared.length === 0) return { status, text, hasLength };
+    // Kept, and written on every answer that shares these fields: flattened once.
     const start = { status, text: flat(text), hasLength };
-    if (shared.length > 0) this.starts.set(shared, start);
+    this.starts.set(shared, start);
     return start;
   }
 
