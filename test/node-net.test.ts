@@ -4,6 +4,8 @@
 // runs the timeouts and size limits against both).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import net from 'node:net';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
@@ -147,6 +149,46 @@ describe('requests it answers', () => {
     const etag = (await exchange(get('/api/v1/genes/PRR5'), 1)).answers[0].headers.etag;
     const { answers } = await exchange(get('/api/v1/genes/PRR5', `If-None-Match: "nope"\r\nif-none-match:  ${etag}  \r\n`), 1);
     expect(answers[0].status).toBe(304);
+  });
+});
+
+describe('answers written to a client that reads slowly', () => {
+  it('gives every answer its own bytes when they queue behind a reader that has stopped reading', async () => {
+    // Answers are copied into one reused output buffer; while the socket still holds one, it must not
+    // be written over. The 40 largest gene records, asked 25 times each in turn (10 MB), overfill the
+    // kernel's buffers while the client does not read, so most answers wait in the socket.
+    const dir = join(inject('demoTree'), 'api/v1/genes');
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => ({ id: f.slice(0, -5), size: statSync(join(dir, f)).size }))
+      .sort((a, b) => b.size - a.size)
+      .slice(0, 40);
+    const asked = Array.from({ length: 1000 }, (_, i) => files[i % files.length].id);
+    const received = await new Promise<Buffer>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      socket.pause();
+      socket.on('data', (d: Buffer) => {
+        chunks.push(d);
+        bytes += d.length;
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks, bytes)));
+      socket.once('connect', () => {
+        socket.write(asked.map((id, i) => get(`/api/v1/genes/${id}`, i === asked.length - 1 ? 'Connection: close\r\n' : '')).join(''));
+        setTimeout(() => socket.resume(), 500);
+      });
+    });
+    let at = 0;
+    for (const id of asked) {
+      const headEnd = received.indexOf('\r\n\r\n', at);
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.toString('latin1', at, headEnd))![1]);
+      const body = received.subarray(headEnd + 4, headEnd + 4 + length);
+      expect(body.equals(readFileSync(join(dir, `${id}.json`))), `answer for ${id}`).toBe(true);
+      at = headEnd + 4 + length;
+    }
+    expect(at).toBe(received.length);
   });
 });
 
