@@ -31,7 +31,7 @@ export interface ServeOptions {
   log?: (line: string) => void;
 }
 
-/** 'net': node-net.ts, isoatlas's own framing (1.3–1.5× the requests/s, BENCHMARKS.md section 3);
+/** 'net': node-net.ts, isoatlas's own framing (1.5–1.9× the requests/s, BENCHMARKS.md section 3);
  * 'node': Node's http server, the reference the first is tested against. */
 export const HTTP_SERVERS = ['net', 'node'] as const;
 export type HttpServerKind = (typeof HTTP_SERVERS)[number];
