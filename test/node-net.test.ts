@@ -192,6 +192,37 @@ describe('answers written to a client that reads slowly', () => {
   });
 });
 
+describe('answers larger than the output buffer', () => {
+  it('writes an answer of 200 KB whole, between smaller ones on the same connection', async () => {
+    // Answers up to 64 KiB are copied into one reused buffer; a larger one is written in two parts.
+    const big = Buffer.from(JSON.stringify({ items: Array.from({ length: 20_000 }, (_, i) => `item-${i}`) }));
+    expect(big.length).toBeGreaterThan(200_000);
+    const small = Buffer.from('{"small":true}');
+    const own = createNetServer(async (request) => new Response(new URL(request.url).pathname === '/big' ? big : small, { headers: { 'content-type': 'application/json' } }));
+    await new Promise<void>((ok) => own.listen(0, '127.0.0.1', ok));
+    try {
+      const received = await new Promise<Buffer>((resolve, reject) => {
+        const socket = net.connect((own.address() as AddressInfo).port, '127.0.0.1');
+        const chunks: Buffer[] = [];
+        socket.on('data', (d: Buffer) => chunks.push(d));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(Buffer.concat(chunks)));
+        socket.once('connect', () => socket.write(get('/small') + get('/big') + get('/small') + get('/big', 'Connection: close\r\n')));
+      });
+      let at = 0;
+      for (const expected of [small, big, small, big]) {
+        const headEnd = received.indexOf('\r\n\r\n', at);
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.toString('latin1', at, headEnd))![1]);
+        expect(received.subarray(headEnd + 4, headEnd + 4 + length).equals(expected)).toBe(true);
+        at = headEnd + 4 + length;
+      }
+      expect(at).toBe(received.length);
+    } finally {
+      await shutdownGracefully(own, 1_000);
+    }
+  });
+});
+
 describe('header lines read once per connection while they stay the same', () => {
   it('answers each request by its own headers when they change between requests on one connection', async () => {
     const etag = (await exchange(get('/api/v1/genes/PRR5'), 1)).answers[0].headers.etag;
