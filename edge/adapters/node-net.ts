@@ -193,7 +193,6 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   private readonly limits: ServerLimits;
   private readonly respond: ReturnType<typeof responder>;
   private readonly encoder: AnswerEncoder;
-  private readonly output = new OutputBuffer();
   private readonly log: (line: string) => void;
   private readonly sweeper: ReturnType<typeof setInterval>;
   private shuttingDown = false;
@@ -375,7 +374,15 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
     // The request timeout runs on while a body is still to come; else the next request's starts.
     if (c.bodyLeft === 0) c.started = c.pending === null ? 0 : Date.now();
     if (socket.destroyed) return;
-    this.output.write(socket, bytes);
+    if (bytes.body === null) socket.write(bytes.bytes);
+    else {
+      // A body too large for the output buffer: one writev for the head and the body.
+      socket.cork();
+      socket.write(bytes.bytes);
+      socket.write(bytes.body);
+      socket.uncork();
+    }
+    this.encoder.sent(socket);
     if (!keepAlive) return this.closeAfterAnswers(c);
     c.idleSince = Date.now();
     if (c.bodyLeft > 0) return; // next() runs once the body is read
@@ -430,42 +437,71 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   }
 }
 
-/** An answer: its head (latin1 text: header values are checked to be), its body apart. */
+/** An answer encoded: `bytes` holds the head, and the body after it when it fits; otherwise `body`
+ * is written after `bytes`. */
 interface Encoded {
-  head: string;
+  bytes: Buffer;
   body: Uint8Array | null;
 }
 
-/** Writes answers: the status line, the header fields (with Date, Connection and the body's length).
- * The head stays a string: the socket writes it without a Buffer made for it in JS. */
+/** Room for an answer's head and body in the output buffer: every file of a demo tree fits (the
+ * largest is 25 KB); a larger body is written after the head. Below glibc's mmap threshold (128 KiB),
+ * so a buffer made anew is a plain malloc. */
+const OUTPUT_BYTES = 64 * 1024;
+
+/** Encodes answers (the status line, the header fields with Date, Connection and the body's length,
+ * the body) into one output buffer that is reused, so most answers leave in one write call: the
+ * cheapest way through a Node socket (measured: 12% more requests/s on a gene record than a corked
+ * write of the head and the body, which goes through the stream's buffering and a writev). The buffer
+ * is reused only once the socket has taken all of it (see sent); otherwise the socket holds it until
+ * it is sent, and a new one is made. */
 class AnswerEncoder {
+  private buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
   /** The status line and shared header lines of an answer, by its shared field list (a file's
-   * answer: the same on every request for it): written once per list, forgotten with it. */
-  private readonly starts = new WeakMap<readonly string[], { status: number; text: string; hasLength: boolean }>();
+   * answer: the same on every request for it): encoded once per list, forgotten with it. */
+  private readonly starts = new WeakMap<readonly string[], { status: number; bytes: Buffer; hasLength: boolean }>();
   /** `Date`, `Connection` and the blank line, as of `second`: [closing, keep-alive]. */
-  private ends: [string, string] | null = null;
+  private ends: [Buffer, Buffer] | null = null;
   private second = -1;
 
   constructor(private readonly limits: ServerLimits) {}
 
+  /** The answer's bytes; throws, having written nothing, when a header value cannot be written. The
+   * bytes are valid until the next answer is encoded: write them at once, then call sent(). */
   encode(response: EdgeResponse, body: Uint8Array | null, keepAlive: boolean): Encoded {
     const { status } = response;
     const start = this.start(status, response.sharedFields);
     const own = response.ownFields;
-    let head = start.text;
+    let lines = '';
     let hasLength = start.hasLength;
     for (let i = 0; i < own.length; i += 2) {
-      head += headerLine(own[i], own[i + 1]);
+      lines += headerLine(own[i], own[i + 1]);
       if (own[i] === 'content-length') hasLength = true;
     }
     // The handler gives the length of every body it makes (HEAD answers included): what has none here
     // is bodiless (a redirect), as GET and HEAD alike.
-    if (!hasLength && status !== 204 && status !== 304) head += `Content-Length: ${response.body?.length ?? 0}\r\n`;
-    head += this.end(keepAlive);
-    return { head, body: body === null || body.length === 0 ? null : body };
+    if (!hasLength && status !== 204 && status !== 304) lines += `Content-Length: ${response.body?.length ?? 0}\r\n`;
+    const end = this.end(keepAlive);
+    const headSize = start.bytes.length + lines.length + end.length;
+    const bodySize = body === null ? 0 : body.length;
+    const out = headSize <= this.buffer.length ? this.buffer : Buffer.allocUnsafe(headSize);
+    out.set(start.bytes, 0);
+    // One byte per character: header values are latin1 (Web Headers hold byte strings; ours are ASCII).
+    let at = start.bytes.length + out.write(lines, start.bytes.length, 'latin1');
+    out.set(end, at);
+    at += end.length;
+    if (bodySize === 0) return { bytes: out.subarray(0, at), body: null };
+    if (at + bodySize > out.length) return { bytes: out.subarray(0, at), body };
+    out.set(body!, at);
+    return { bytes: out.subarray(0, at + bodySize), body: null };
   }
 
-  private start(status: number, shared: readonly string[]): { status: number; text: string; hasLength: boolean } {
+  /** After an answer's bytes were written: the buffer is the socket's until sent when it queued them. */
+  sent(socket: net.Socket): void {
+    if (socket.writableLength !== 0) this.buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
+  }
+
+  private start(status: number, shared: readonly string[]): { status: number; bytes: Buffer; hasLength: boolean } {
     const known = this.starts.get(shared);
     if (known !== undefined && known.status === status) return known;
     let text = statusLine(status);
@@ -474,60 +510,22 @@ class AnswerEncoder {
       text += headerLine(shared[i], shared[i + 1]);
       if (shared[i] === 'content-length') hasLength = true;
     }
-    if (shared.length === 0) return { status, text, hasLength };
-    // Kept, and written on every answer that shares these fields: flattened once.
-    const start = { status, text: flat(text), hasLength };
-    this.starts.set(shared, start);
+    const start = { status, bytes: Buffer.from(text, 'latin1'), hasLength };
+    if (shared.length > 0) this.starts.set(shared, start);
     return start;
   }
 
-  private end(keepAlive: boolean): string {
+  private end(keepAlive: boolean): Buffer {
     const now = Date.now();
     const second = Math.floor(now / 1000);
     if (this.ends === null || second !== this.second) {
       const date = `Date: ${new Date(second * 1000).toUTCString()}\r\n`;
       const keep = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(this.limits.keepAliveTimeoutMs / 1000)}\r\n\r\n`;
-      this.ends = [flat(`${date}Connection: close\r\n\r\n`), flat(date + keep)];
+      this.ends = [Buffer.from(`${date}Connection: close\r\n\r\n`, 'latin1'), Buffer.from(date + keep, 'latin1')];
       this.second = second;
     }
     return this.ends[keepAlive ? 1 : 0];
   }
-}
-
-/** Room for an answer's head and body in the output buffer: every file of a demo tree fits (the
- * largest is 25 KB); larger answers are written in two parts. Below glibc's mmap threshold (128 KiB),
- * so a buffer made anew is a plain malloc. */
-const OUTPUT_BYTES = 64 * 1024;
-
-/** Writes answers, head and body copied into one buffer that is reused, with one write call: the
- * cheapest way through a Node socket (measured: 12% more requests/s on a gene record than a corked
- * write of the head as a string and the body, which goes through the stream's buffering, a writev
- * and a copy of the string in C++). The buffer is reused only when the socket took everything at once
- * (nothing queued after the write); otherwise the socket holds it until sent, and a new one is made. */
-class OutputBuffer {
-  private buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
-
-  write(socket: net.Socket, { head, body }: Encoded): void {
-    const size = head.length + (body === null ? 0 : body.length);
-    if (size > OUTPUT_BYTES) {
-      socket.cork();
-      socket.write(head, 'latin1');
-      if (body !== null) socket.write(body);
-      socket.uncork();
-      return;
-    }
-    // One byte per character of the head, as a latin1 write of it has always been.
-    const headBytes = this.buffer.write(head, 0, 'latin1');
-    if (body !== null) this.buffer.set(body, headBytes);
-    socket.write(this.buffer.subarray(0, size));
-    if (socket.writableLength !== 0) this.buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
-  }
-}
-
-/** The same text as one flat string: a string built by many concatenations is a tree of pieces,
- * walked again each time it is written; a head's fixed parts are written on every answer. */
-function flat(text: string): string {
-  return Buffer.from(text, 'latin1').toString('latin1');
 }
 
 function headerLine(name: string, value: string): string {
