@@ -466,28 +466,32 @@ class AnswerEncoder {
 
   constructor(private readonly limits: ServerLimits) {}
 
-  /** The answer's bytes; throws, having written nothing, when a header value cannot be written. The
-   * bytes are valid until the next answer is encoded: write them at once, then call sent(). */
+  /** The answer's bytes; throws when a header value cannot be written (see writeField). The bytes
+   * are valid until the next answer is encoded: write them at once, then call sent(). */
   encode(response: EdgeResponse, body: Uint8Array | null, keepAlive: boolean): Encoded {
     const { status } = response;
     const start = this.start(status, response.sharedFields);
     const own = response.ownFields;
-    let lines = '';
-    let hasLength = start.hasLength;
-    for (let i = 0; i < own.length; i += 2) {
-      lines += headerLine(own[i], own[i + 1]);
-      if (own[i] === 'content-length') hasLength = true;
-    }
+    const end = this.end(keepAlive);
     // The handler gives the length of every body it makes (HEAD answers included): what has none here
     // is bodiless (a redirect), as GET and HEAD alike.
-    if (!hasLength && status !== 204 && status !== 304) lines += `Content-Length: ${response.body?.length ?? 0}\r\n`;
-    const end = this.end(keepAlive);
-    const headSize = start.bytes.length + lines.length + end.length;
+    let length = -1;
+    if (!start.hasLength && status !== 204 && status !== 304 && indexOfName(own, 'content-length') === -1) length = response.body?.length ?? 0;
+    // The per-request lines are written byte by byte, not built as a string and encoded: a string made
+    // by concatenation would be flattened again on its way into the buffer.
+    let headSize = start.bytes.length + end.length + (length === -1 ? 0 : CONTENT_LENGTH.length + 12);
+    for (let i = 0; i < own.length; i += 2) headSize += own[i].length + own[i + 1].length + 4;
     const bodySize = body === null ? 0 : body.length;
     const out = headSize <= this.buffer.length ? this.buffer : Buffer.allocUnsafe(headSize);
     out.set(start.bytes, 0);
-    // One byte per character: header values are latin1 (Web Headers hold byte strings; ours are ASCII).
-    let at = start.bytes.length + out.write(lines, start.bytes.length, 'latin1');
+    let at = start.bytes.length;
+    for (let i = 0; i < own.length; i += 2) at = writeField(out, at, own[i], own[i + 1]);
+    if (length !== -1) {
+      out.set(CONTENT_LENGTH, at);
+      at = writeDigits(out, at + CONTENT_LENGTH.length, length);
+      out[at++] = 13;
+      out[at++] = 10;
+    }
     out.set(end, at);
     at += end.length;
     if (bodySize === 0) return { bytes: out.subarray(0, at), body: null };
@@ -504,13 +508,13 @@ class AnswerEncoder {
   private start(status: number, shared: readonly string[]): { status: number; bytes: Buffer; hasLength: boolean } {
     const known = this.starts.get(shared);
     if (known !== undefined && known.status === status) return known;
-    let text = statusLine(status);
-    let hasLength = false;
-    for (let i = 0; i < shared.length; i += 2) {
-      text += headerLine(shared[i], shared[i + 1]);
-      if (shared[i] === 'content-length') hasLength = true;
-    }
-    const start = { status, bytes: Buffer.from(text, 'latin1'), hasLength };
+    const line = statusLine(status);
+    let size = line.length;
+    for (let i = 0; i < shared.length; i += 2) size += shared[i].length + shared[i + 1].length + 4;
+    const bytes = Buffer.alloc(size);
+    let at = bytes.write(line, 0, 'latin1');
+    for (let i = 0; i < shared.length; i += 2) at = writeField(bytes, at, shared[i], shared[i + 1]);
+    const start = { status, bytes, hasLength: indexOfName(shared, 'content-length') !== -1 };
     if (shared.length > 0) this.starts.set(shared, start);
     return start;
   }
@@ -528,10 +532,38 @@ class AnswerEncoder {
   }
 }
 
-function headerLine(name: string, value: string): string {
-  // As Node's http server refuses to write them: a line break in a value would split the answer.
-  if (value.indexOf('\n') !== -1 || value.indexOf('\r') !== -1) throw new Error(`header ${name} holds a line break`);
-  return `${name}: ${value}\r\n`;
+const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
+
+/** Writes the field line `name: value` CRLF at `at` (one byte per character; the buffer has room) and
+ * returns where it ends. Throws on a value Node's http server also refuses to write: any character
+ * but tab, visible ASCII, space and obs-text (0x80–0xff); a line break would split the answer. The
+ * names are the handler's own (lower-case tokens). */
+function writeField(out: Buffer, at: number, name: string, value: string): number {
+  for (let i = 0; i < name.length; i++) out[at++] = name.charCodeAt(i);
+  out[at++] = 58; // ':'
+  out[at++] = 32;
+  for (let i = 0; i < value.length; i++) {
+    const ch = value.charCodeAt(i);
+    if ((ch < 32 && ch !== 9) || ch === 127 || ch > 255) throw new Error(`header ${name} holds a character that cannot be sent (U+${ch.toString(16).padStart(4, '0')})`);
+    out[at++] = ch;
+  }
+  out[at++] = 13;
+  out[at++] = 10;
+  return at;
+}
+
+/** Writes a non-negative integer's decimal digits at `at`; returns where they end. */
+function writeDigits(out: Buffer, at: number, n: number): number {
+  let end = at + 1;
+  for (let rest = n; rest >= 10; rest = Math.floor(rest / 10)) end++;
+  for (let i = end - 1; i >= at; i--, n = Math.floor(n / 10)) out[i] = 48 + (n % 10);
+  return end;
+}
+
+/** Where the field `name` is in a [name, value, …] list, or -1. */
+function indexOfName(fields: readonly string[], name: string): number {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return i;
+  return -1;
 }
 
 export function createNetServer(handler: Handler, opts: NodeServerOptions = {}): EdgeNetServer {
