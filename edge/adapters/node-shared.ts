@@ -61,11 +61,42 @@ export function printable(text: string): string {
   return cut.replace(CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
-/** A target of only these characters, with no dot segment, is its own normalized form: the URL
- * parser would percent-encode or resolve nothing in it (`'` only in the path: it is encoded in the
- * query of an http URL). */
-const PLAIN_TARGET = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@\/%]*(\?[A-Za-z0-9\-._~!$&()*+,;=:@\/%?]*)?$/;
-const DOT_SEGMENT = /\/\.|%2e/i;
+/** Characters a target may hold and be its own normalized form (the URL parser would percent-encode
+ * none of them), in the path and in the query (`'` only in the path: it is encoded in the query of an
+ * http URL; `?` only in the query). */
+const PLAIN_PATH = charClass("A-Za-z0-9-._~!$&'()*+,;=:@/%");
+const PLAIN_QUERY = charClass('A-Za-z0-9-._~!$&()*+,;=:@/%?');
+
+function charClass(spec: string): Uint8Array {
+  const table = new Uint8Array(128);
+  for (let i = 0; i < spec.length; i++) {
+    if (spec[i + 1] === '-' && i + 2 < spec.length) {
+      for (let c = spec.charCodeAt(i); c <= spec.charCodeAt(i + 2); c++) table[c] = 1;
+      i += 2;
+    } else table[spec.charCodeAt(i)] = 1;
+  }
+  return table;
+}
+
+/** Where the query of a plain target starts (its `?`, or the target's length when it has none); -1
+ * when the URL parser could change the target: a character it would encode, or a dot segment (`/.`,
+ * `%2e`) in the path that it would resolve. Read by hand rather than by a regular expression: it is on
+ * every request's path. */
+function plainTarget(target: string): number {
+  let i = 0;
+  for (; i < target.length; i++) {
+    const ch = target.charCodeAt(i);
+    if (ch === 63) break; // '?'
+    if (ch > 127 || PLAIN_PATH[ch] === 0) return -1;
+    if (ch === 46 && target.charCodeAt(i - 1) === 47) return -1; // '/.'
+    if (ch === 37 && target.charCodeAt(i + 1) === 50 && (target.charCodeAt(i + 2) | 32) === 101) return -1; // '%2e', '%2E'
+  }
+  for (let j = i + 1; j < target.length; j++) {
+    const ch = target.charCodeAt(j);
+    if (ch > 127 || PLAIN_QUERY[ch] === 0) return -1;
+  }
+  return i;
+}
 
 /** What a Host value may hold: a name or address and a port, nothing the URL parser would resolve. */
 const HOST_NAME = /^[A-Za-z0-9.:[\]-]{1,255}$/;
@@ -94,12 +125,12 @@ export function originOf(host: string): string | null {
  * scheme and host, never resolved against them: a target such as `//evil.example/…` must stay a
  * path, not choose the host that redirects point to. */
 export function requestUrl(origin: string, target: string): { url: string; target?: RequestTarget } | null {
-  if (!target.startsWith('/')) return null;
-  if (PLAIN_TARGET.test(target)) {
-    const query = target.indexOf('?');
-    const pathname = query === -1 ? target : target.slice(0, query);
+  if (target.charCodeAt(0) !== 47) return null; // '/'
+  const query = plainTarget(target);
+  if (query !== -1) {
+    const pathname = query === target.length ? target : target.slice(0, query);
     // A bare `?` is an empty query: the URL's search is '' then, as for no query at all.
-    if (!DOT_SEGMENT.test(pathname)) return { url: origin + target, target: { pathname, search: query === -1 || query === target.length - 1 ? '' : target.slice(query) } };
+    return { url: origin + target, target: { pathname, search: query >= target.length - 1 ? '' : target.slice(query) } };
   }
   try {
     return { url: new URL(`${origin}${target}`).href };
