@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
-import { createNetServer, type EdgeNetServer } from '../edge/adapters/node-net.js';
-import { shutdownGracefully } from '../edge/adapters/node-shared.js';
+import { AnswerEncoder, createNetServer, type EdgeNetServer } from '../edge/adapters/node-net.js';
+import { EdgeResponse } from '../edge/responses.js';
+import { SERVER_LIMITS, shutdownGracefully } from '../edge/adapters/node-shared.js';
 import { validate } from './helpers/schemas.js';
 
 let server: EdgeNetServer;
@@ -290,5 +291,46 @@ describe('requests it refuses, closing the connection', () => {
     expect(logged.some((l) => /^GET \/api\/v1\/genes\/PRR5 200 \d+\.\dms$/.test(l))).toBe(true);
     expect(logged.some((l) => l === '- - 505 version')).toBe(true);
     expect(logged.some((l) => l.includes('atlas.test'))).toBe(false);
+  });
+});
+
+describe('the answer encoder', () => {
+  const limits = { ...SERVER_LIMITS, keepAliveTimeoutMs: 7_000 };
+  const text = (encoded: { bytes: Buffer; body: Uint8Array | null }) => Buffer.concat([encoded.bytes, encoded.body ?? Buffer.alloc(0)]).toString('latin1');
+
+  it('writes the status line, shared and own fields, the length, Date, Connection and the body', () => {
+    const encoder = new AnswerEncoder(limits);
+    for (const size of [0, 1, 9, 10, 99, 100, 714, 65_535, 100_000]) {
+      const body = Buffer.alloc(size, 'x');
+      const response = EdgeResponse.sharing(200, ['content-type', 'application/json', 'etag', '"abc"'], body);
+      response.set('ratelimit-remaining', '41');
+      const got = text(encoder.encode(response, body, size % 2 === 0));
+      const [head, rest] = [got.slice(0, got.indexOf('\r\n\r\n') + 4), got.slice(got.indexOf('\r\n\r\n') + 4)];
+      const date = /\r\nDate: ([^\r]+)\r\n/.exec(head)![1];
+      expect(Math.abs(Date.parse(date) - Date.now())).toBeLessThan(2_000);
+      const connection = size % 2 === 0 ? 'Connection: keep-alive\r\nKeep-Alive: timeout=7\r\n' : 'Connection: close\r\n';
+      expect(head, `${size} bytes`).toBe(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\netag: "abc"\r\nratelimit-remaining: 41\r\nContent-Length: ${size}\r\nDate: ${date}\r\n${connection}\r\n`);
+      expect(rest).toBe('x'.repeat(size));
+    }
+  });
+
+  it('writes no length of its own when the answer gives one, and none for 304', () => {
+    const encoder = new AnswerEncoder(limits);
+    const given = text(encoder.encode(EdgeResponse.of(200, { 'content-length': '3' }, Buffer.from('abc')), null, true));
+    expect(given.match(/content-length/gi)).toHaveLength(1);
+    const notModified = text(encoder.encode(EdgeResponse.of(304, { etag: '"abc"' }, null), null, true));
+    expect(notModified).not.toMatch(/content-length/i);
+    expect(notModified).toMatch(/^HTTP\/1\.1 304 Not Modified\r\n/);
+  });
+
+  it('refuses a header value that Node would refuse to send (a line break, a control character, one above U+00FF)', () => {
+    const encoder = new AnswerEncoder(limits);
+    for (const value of ['a\r\nset-cookie: x=1', 'a\nb', 'nul\u0000', 'del\u007f', 'bell\u0007', 'snake\u0100']) {
+      expect(() => encoder.encode(EdgeResponse.of(200, { 'x-test': value }, null), null, true), JSON.stringify(value)).toThrow(/x-test/);
+      expect(() => encoder.encode(EdgeResponse.sharing(200, ['x-shared', value], null), null, true), JSON.stringify(value)).toThrow(/x-shared/);
+    }
+    // Tab, visible ASCII and obs-text are sent as they are, one byte each.
+    const ok = encoder.encode(EdgeResponse.of(200, { 'x-test': 'a\tb ~é\u00ff' }, null), null, true);
+    expect(ok.bytes.includes(Buffer.from('x-test: a\tb ~\u00e9\u00ff\r\n', 'latin1'))).toBe(true);
   });
 });

@@ -455,7 +455,7 @@ const OUTPUT_BYTES = 64 * 1024;
  * write of the head and the body, which goes through the stream's buffering and a writev). The buffer
  * is reused only once the socket has taken all of it (see sent); otherwise the socket holds it until
  * it is sent, and a new one is made. */
-class AnswerEncoder {
+export class AnswerEncoder {
   private buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
   /** The status line and shared header lines of an answer, by its shared field list (a file's
    * answer: the same on every request for it): encoded once per list, forgotten with it. */
