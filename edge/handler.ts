@@ -15,7 +15,7 @@ import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, fileJsonResponse,
 import type { EdgeRequest, RequestTarget } from './request.js';
 import { search } from './search.js';
 import { LoadingCache } from './loading-cache.js';
-import type { AccessControl, AccessDecision } from './access/control.js';
+import type { AccessControl, EdgeDecision } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
 
 export interface HandlerOptions {
@@ -55,7 +55,7 @@ export function directHandlerOf(handler: Handler): DirectHandler | undefined {
 const decoder = new TextDecoder();
 const MMCIF_TYPE = 'chemical/x-mmcif';
 const PREFLIGHT = EdgeResponse.of(204, { ...PREFLIGHT_HEADERS, Allow: ALLOW }, null).fields;
-const NO_LIMITS: AccessDecision<EdgeResponse> = { denied: null, headers: {} };
+const NO_LIMITS: EdgeDecision = { denied: null, fields: [] };
 /** Request targets a release remembers answering with a file (see releaseServer): about 100 bytes
  * each, so at most a few MB of an edge instance's memory. */
 const MAX_FILE_TARGETS = 20_000;
@@ -113,7 +113,7 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  async function respondLater(request: EdgeRequest, context: RequestContext, decided?: AccessDecision<EdgeResponse>): Promise<EdgeResponse> {
+  async function respondLater(request: EdgeRequest, context: RequestContext, decided?: EdgeDecision): Promise<EdgeResponse> {
     try {
       // Preflights carry no credentials (browsers never send Authorization with them): not counted.
       if (request.method === 'OPTIONS') return EdgeResponse.sharing(204, PREFLIGHT, null);
@@ -134,8 +134,9 @@ export function createHandler(options: HandlerOptions): Handler {
 }
 
 /** The response with the RateLimit headers of its request. */
-function withLimits(response: EdgeResponse, decision: AccessDecision<EdgeResponse>): EdgeResponse {
-  for (const name in decision.headers) response.set(name, decision.headers[name]);
+function withLimits(response: EdgeResponse, decision: EdgeDecision): EdgeResponse {
+  const { fields } = decision;
+  for (let i = 0; i < fields.length; i += 2) response.set(fields[i], fields[i + 1]);
   return response;
 }
 

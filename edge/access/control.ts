@@ -17,13 +17,21 @@ const WINDOWS = [
   { field: 'per_day', tag: 'd', ms: 86_400_000, noun: 'day' },
 ] as const;
 
-export interface AccessDecision<R = Response> {
+export interface AccessDecision {
   /** The response to send instead of serving the request (401, 429, 503), or null to serve it. */
-  denied: R | null;
+  denied: Response | null;
   /** RateLimit-* headers (lower-case names) to add to whatever response is sent. */
   headers: Record<string, string>;
 }
-type EdgeDecision = AccessDecision<EdgeResponse>;
+
+/** The decision as the edge handler uses it: the RateLimit fields as a [name, value, …] list that an
+ * answer takes as it is (no object to walk per request). */
+export interface EdgeDecision {
+  denied: EdgeResponse | null;
+  fields: readonly string[];
+}
+
+const NO_FIELDS: readonly string[] = [];
 
 export interface AccessControlOptions {
   config: AccessConfig;
@@ -48,6 +56,7 @@ const RECENT_SUBJECTS = 4096;
 export class AccessControl {
   private readonly now: () => number;
   private readonly recentWindows = new Map<string, { second: number; limits: Limits; windows: CountedWindow[] }>();
+  private readonly ipSubjects = new Map<string, string>();
 
   constructor(private readonly options: AccessControlOptions) {
     this.now = options.now ?? Date.now;
@@ -60,7 +69,7 @@ export class AccessControl {
   /** The decision with a Web Response to send when denied (the viewer-request adapter). */
   async check(request: EdgeRequest, clientIp: string | undefined): Promise<AccessDecision> {
     const decision = await this.decide(request, clientIp);
-    return { denied: decision.denied && toWebResponse(decision.denied), headers: decision.headers };
+    return { denied: decision.denied && toWebResponse(decision.denied), headers: recordOf(decision.fields) };
   }
 
   /** The decision as the edge handler uses it. */
@@ -71,16 +80,16 @@ export class AccessControl {
     const authorization = request.headers.get('authorization');
 
     if (config.mode === 'key-required') {
-      const perIp = await this.count(request, `ip:${ip}`, config.key_required.per_ip, 'from one IP address');
+      const perIp = await this.count(request, this.ipSubject(ip), config.key_required.per_ip, 'from one IP address');
       if (perIp.denied) return perIp;
       if (authorization === null) return this.keyMissing(request);
     }
     if (authorization !== null) {
       const key = await this.authenticate(request, authorization);
-      if (key instanceof EdgeResponse) return { denied: key, headers: {} };
+      if (key instanceof EdgeResponse) return { denied: key, fields: NO_FIELDS };
       return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`);
     }
-    return this.count(request, `ip:${ip}`, config.open.anonymous_per_ip, 'from one IP address without an API key');
+    return this.count(request, this.ipSubject(ip), config.open.anonymous_per_ip, 'from one IP address without an API key');
   }
 
   /** The same decision made at once, or undefined (having counted nothing) when it needs waiting
@@ -90,10 +99,22 @@ export class AccessControl {
     if (store.hitNow === undefined || request.headers.get('authorization') !== null) return undefined;
     const ip = clientIp ?? 'unknown';
     if (config.mode === 'key-required') {
-      const perIp = this.countNow(request, `ip:${ip}`, config.key_required.per_ip, 'from one IP address');
+      const perIp = this.countNow(request, this.ipSubject(ip), config.key_required.per_ip, 'from one IP address');
       return perIp.denied ? perIp : this.keyMissing(request);
     }
-    return this.countNow(request, `ip:${ip}`, config.open.anonymous_per_ip, 'from one IP address without an API key');
+    return this.countNow(request, this.ipSubject(ip), config.open.anonymous_per_ip, 'from one IP address without an API key');
+  }
+
+  /** `ip:<address>`, made once per address while it is recent: an address string is the same object
+   * on every request of a connection, so finding its subject costs no hashing of a new string. */
+  private ipSubject(ip: string): string {
+    let subject = this.ipSubjects.get(ip);
+    if (subject === undefined) {
+      if (this.ipSubjects.size >= RECENT_SUBJECTS) this.ipSubjects.clear();
+      subject = `ip:${ip}`;
+      this.ipSubjects.set(ip, subject);
+    }
+    return subject;
   }
 
   private keyMissing(request: EdgeRequest): EdgeDecision {
@@ -102,7 +123,7 @@ export class AccessControl {
 
   private unauthorized(request: EdgeRequest, detail: string, invalidToken: boolean): EdgeDecision {
     const challenge = invalidToken ? `${REALM}, error="invalid_token"` : REALM;
-    return { denied: problem(request, { status: 401, detail, headers: { 'WWW-Authenticate': challenge } }), headers: {} };
+    return { denied: problem(request, { status: 401, detail, headers: { 'WWW-Authenticate': challenge } }), fields: NO_FIELDS };
   }
 
   private async authenticate(request: EdgeRequest, authorization: string): Promise<{ id: string; tier: string } | EdgeResponse> {
@@ -135,16 +156,17 @@ export class AccessControl {
   /** Counts one request against every window of `limits` for `subject`. */
   private async count(request: EdgeRequest, subject: string, limits: Limits, who: string): Promise<EdgeDecision> {
     const windows = this.windowsOf(subject, limits);
-    const states: WindowState[] = [];
-    for (const w of windows) {
+    let closest: WindowState | null = null;
+    for (let i = 0; i < windows.length; i++) {
+      const w = windows[i];
       const result = await this.options.store.hit(w.counter, w.state.limit, w.end);
       if (!result.admitted) {
-        await Promise.all(windows.slice(0, states.length).map((c) => this.options.store.undo(c.counter)));
+        await Promise.all(windows.slice(0, i).map((c) => this.options.store.undo(c.counter)));
         return refusal(request, w, limits, who);
       }
-      states.push(admitted(w.state, result));
+      closest = closerToLimit(closest, w.state, result);
     }
-    return { denied: null, headers: rateLimitHeaders(states, limits) };
+    return { denied: null, fields: rateLimitFields(closest, limits) };
   }
 
   /** The windows `subject` is counted in now. Their counters and resets change at most once a second
@@ -163,16 +185,17 @@ export class AccessControl {
   /** count() on a store that counts at once (hitNow). */
   private countNow(request: EdgeRequest, subject: string, limits: Limits, who: string): EdgeDecision {
     const windows = this.windowsOf(subject, limits);
-    const states: WindowState[] = [];
-    for (const w of windows) {
+    let closest: WindowState | null = null;
+    for (let i = 0; i < windows.length; i++) {
+      const w = windows[i];
       const result = this.options.store.hitNow!(w.counter, w.state.limit, w.end);
       if (!result.admitted) {
-        for (const c of windows.slice(0, states.length)) void this.options.store.undo(c.counter);
+        for (const c of windows.slice(0, i)) void this.options.store.undo(c.counter);
         return refusal(request, w, limits, who);
       }
-      states.push(admitted(w.state, result));
+      closest = closerToLimit(closest, w.state, result);
     }
-    return { denied: null, headers: rateLimitHeaders(states, limits) };
+    return { denied: null, fields: rateLimitFields(closest, limits) };
   }
 }
 
@@ -198,36 +221,40 @@ function windowsAt(limits: Limits, subject: string, now: number): CountedWindow[
   return out;
 }
 
-function admitted(state: WindowState, result: HitResult): WindowState {
-  return { ...state, remaining: Math.max(0, state.limit - result.count) };
+/** Of the windows counted so far (`closest`) and one just counted (`state`, with `result`), the one to
+ * report: the fewest requests remaining, then the longest until reset. */
+function closerToLimit(closest: WindowState | null, state: WindowState, result: HitResult): WindowState {
+  const remaining = Math.max(0, state.limit - result.count);
+  if (closest !== null && (closest.remaining < remaining || (closest.remaining === remaining && closest.resetSeconds >= state.resetSeconds))) return closest;
+  return { ...state, remaining };
 }
 
 /** The 429 for a window that is used up. */
 function refusal(request: EdgeRequest, w: CountedWindow, limits: Limits, who: string): EdgeDecision {
   const { limit, resetSeconds, windowSeconds } = w.state;
-  const headers = rateLimitHeaders([{ ...w.state, remaining: 0 }], limits);
+  const fields = rateLimitFields({ ...w.state, remaining: 0 }, limits);
   return {
     denied: problem(request, {
       status: 429,
       detail: `rate limit exceeded: ${limit} requests per ${w.noun} ${who}; retry in ${resetSeconds} s`,
       extra: { limit: { quota: limit, window_seconds: windowSeconds } },
-      headers: { ...headers, 'Retry-After': String(resetSeconds) },
+      headers: { ...recordOf(fields), 'Retry-After': String(resetSeconds) },
     }),
-    headers,
+    fields,
   };
 }
 
-/** IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers, field-per-value form): the window
- * closest to exhaustion is reported; the policy lists every window. */
-function rateLimitHeaders(states: WindowState[], limits: Limits): Record<string, string> {
-  if (states.length === 0) return {};
-  const closest = states.length === 1 ? states[0] : [...states].sort((a, b) => a.remaining - b.remaining || b.resetSeconds - a.resetSeconds)[0];
-  return {
-    'ratelimit-limit': String(closest.limit),
-    'ratelimit-remaining': String(closest.remaining),
-    'ratelimit-reset': String(closest.resetSeconds),
-    'ratelimit-policy': policyOf(limits),
-  };
+/** IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers, field-per-value form) as a
+ * [name, value, …] list: the window closest to exhaustion is reported; the policy lists every window. */
+function rateLimitFields(closest: WindowState | null, limits: Limits): readonly string[] {
+  if (closest === null) return NO_FIELDS;
+  return ['ratelimit-limit', String(closest.limit), 'ratelimit-remaining', String(closest.remaining), 'ratelimit-reset', String(closest.resetSeconds), 'ratelimit-policy', policyOf(limits)];
+}
+
+function recordOf(fields: readonly string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) record[fields[i]] = fields[i + 1];
+  return record;
 }
 
 /** The policy header of a set of limits: the same for every request under them, so made once. */
