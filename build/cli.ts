@@ -15,7 +15,7 @@ import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
 import { generateHumanInputs, HUMAN_SCALE } from './generate/human.js';
 import { HUMAN_STAGES, runHumanPipeline, runHumanStage, summaryLine as humanSummaryLine, type HumanStage } from './generate/human-pipeline.js';
-import { HTTP_SERVERS, NotATreeError, serve, treeIsCurrent, type HttpServerKind } from './serve.js';
+import { HTTP_SERVERS, NotATreeError, serve, treeIsCurrent, tuneProcessForServing, type HttpServerKind } from './serve.js';
 import { bundleEdge } from './bundle-edge.js';
 import { addKeysCommand, readAccessConfig } from './keys/commands.js';
 import { readSecret } from './keys/registry.js';
@@ -277,6 +277,7 @@ export function program(): Command {
     .option('--http <server>', "HTTP/1.1 front end: 'net' (isoatlas's own framing, fastest) or 'node' (Node's http server)", parseHttpServer, 'net')
     .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string; http: HttpServerKind }) => {
       const access = readAccessConfig(o.accessConfig, o.access);
+      tuneProcessForServing();
       await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir, http: o.http });
     });
 
@@ -292,6 +293,7 @@ export function program(): Command {
         const built = await buildDemo();
         log(summaryLine(built.summary, built.tree));
       } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
+      tuneProcessForServing();
       await serve({ dir: tree, port: o.port, host: o.host, access: readAccessConfig(undefined, 'open'), keysDir: DEFAULT_KEYS_DIR });
     });
 

@@ -2,6 +2,7 @@
 // Node's http server with `--http node`): the local server behind `npm start` and the server an
 // offline mirror runs.
 import { existsSync, readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
@@ -47,6 +48,16 @@ async function localAccessControl(access: AccessConfig, keysDir: string): Promis
     keys: new FileKeyRegistry(registryPath(keysDir)),
     secret: await importServerSecret(secretHex),
   });
+}
+
+/** Process settings for a process whose work is serving (the CLI's serve and start; not the serve()
+ * function, which tests also run inside other processes). Young-generation collections on one thread:
+ * a server's young objects are a few requests' worth, so a parallel scavenge gains nothing and its
+ * helper threads contend for a core with the server and whatever else runs (measured: 7–11% more
+ * requests/s on a gene record, BENCHMARKS.md section 3). V8 reads this flag at each scavenge, so it
+ * takes effect when set after start (unlike --single-threaded-gc, which must be given at launch). */
+export function tuneProcessForServing(): void {
+  setFlagsFromString('--no-parallel-scavenge');
 }
 
 export class NotATreeError extends Error {}
