@@ -8,7 +8,7 @@
 import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { keyId, keyMatches } from './key-format.js';
 import type { KeyRegistry } from './key-registry.js';
-import type { HitResult, QuotaStore } from './quota-store.js';
+import type { QuotaStore } from './quota-store.js';
 import { EdgeResponse, problem, toWebResponse } from '../responses.js';
 import type { EdgeRequest } from '../request.js';
 
@@ -42,11 +42,14 @@ export interface AccessControlOptions {
   now?: () => number;
 }
 
+/** A window as it stands this second (made once a second per subject, see windowsOf), with the
+ * RateLimit values that change no faster already written. */
 interface WindowState {
   limit: number;
-  remaining: number;
   resetSeconds: number;
   windowSeconds: number;
+  limitText: string;
+  resetText: string;
 }
 
 const REALM = 'Bearer realm="isoatlas"';
@@ -156,7 +159,7 @@ export class AccessControl {
   /** Counts one request against every window of `limits` for `subject`. */
   private async count(request: EdgeRequest, subject: string, limits: Limits, who: string): Promise<EdgeDecision> {
     const windows = this.windowsOf(subject, limits);
-    let closest: WindowState | null = null;
+    const closest = new ClosestWindow();
     for (let i = 0; i < windows.length; i++) {
       const w = windows[i];
       const result = await this.options.store.hit(w.counter, w.state.limit, w.end);
@@ -164,9 +167,9 @@ export class AccessControl {
         await Promise.all(windows.slice(0, i).map((c) => this.options.store.undo(c.counter)));
         return refusal(request, w, limits, who);
       }
-      closest = closerToLimit(closest, w.state, result);
+      closest.counted(w.state, result.count);
     }
-    return { denied: null, fields: rateLimitFields(closest, limits) };
+    return { denied: null, fields: closest.fields(limits) };
   }
 
   /** The windows `subject` is counted in now. Their counters and resets change at most once a second
@@ -185,7 +188,7 @@ export class AccessControl {
   /** count() on a store that counts at once (hitNow). */
   private countNow(request: EdgeRequest, subject: string, limits: Limits, who: string): EdgeDecision {
     const windows = this.windowsOf(subject, limits);
-    let closest: WindowState | null = null;
+    const closest = new ClosestWindow();
     for (let i = 0; i < windows.length; i++) {
       const w = windows[i];
       const result = this.options.store.hitNow!(w.counter, w.state.limit, w.end);
@@ -193,9 +196,9 @@ export class AccessControl {
         for (const c of windows.slice(0, i)) void this.options.store.undo(c.counter);
         return refusal(request, w, limits, who);
       }
-      closest = closerToLimit(closest, w.state, result);
+      closest.counted(w.state, result.count);
     }
-    return { denied: null, fields: rateLimitFields(closest, limits) };
+    return { denied: null, fields: closest.fields(limits) };
   }
 }
 
@@ -216,23 +219,34 @@ function windowsAt(limits: Limits, subject: string, now: number): CountedWindow[
     const index = Math.floor(now / w.ms);
     const end = (index + 1) * w.ms;
     const resetSeconds = Math.max(1, Math.ceil((end - now) / 1000));
-    out.push({ counter: `${subject}:${w.tag}:${index}`, end, noun: w.noun, state: { limit, remaining: limit, resetSeconds, windowSeconds: w.ms / 1000 } });
+    const state = { limit, resetSeconds, windowSeconds: w.ms / 1000, limitText: String(limit), resetText: String(resetSeconds) };
+    out.push({ counter: `${subject}:${w.tag}:${index}`, end, noun: w.noun, state });
   }
   return out;
 }
 
-/** Of the windows counted so far (`closest`) and one just counted (`state`, with `result`), the one to
- * report: the fewest requests remaining, then the longest until reset. */
-function closerToLimit(closest: WindowState | null, state: WindowState, result: HitResult): WindowState {
-  const remaining = Math.max(0, state.limit - result.count);
-  if (closest !== null && (closest.remaining < remaining || (closest.remaining === remaining && closest.resetSeconds >= state.resetSeconds))) return closest;
-  return { ...state, remaining };
+/** Of the windows a request was counted in, the one its RateLimit fields report: the fewest requests
+ * remaining, then the longest until reset (the first of equals). */
+class ClosestWindow {
+  private state: WindowState | null = null;
+  private remaining = 0;
+
+  counted(state: WindowState, count: number): void {
+    const remaining = Math.max(0, state.limit - count);
+    if (this.state !== null && (this.remaining < remaining || (this.remaining === remaining && this.state.resetSeconds >= state.resetSeconds))) return;
+    this.state = state;
+    this.remaining = remaining;
+  }
+
+  fields(limits: Limits): readonly string[] {
+    return this.state === null ? NO_FIELDS : rateLimitFields(this.state, this.remaining, limits);
+  }
 }
 
 /** The 429 for a window that is used up. */
 function refusal(request: EdgeRequest, w: CountedWindow, limits: Limits, who: string): EdgeDecision {
   const { limit, resetSeconds, windowSeconds } = w.state;
-  const fields = rateLimitFields({ ...w.state, remaining: 0 }, limits);
+  const fields = rateLimitFields(w.state, 0, limits);
   return {
     denied: problem(request, {
       status: 429,
@@ -245,10 +259,10 @@ function refusal(request: EdgeRequest, w: CountedWindow, limits: Limits, who: st
 }
 
 /** IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers, field-per-value form) as a
- * [name, value, …] list: the window closest to exhaustion is reported; the policy lists every window. */
-function rateLimitFields(closest: WindowState | null, limits: Limits): readonly string[] {
-  if (closest === null) return NO_FIELDS;
-  return ['ratelimit-limit', String(closest.limit), 'ratelimit-remaining', String(closest.remaining), 'ratelimit-reset', String(closest.resetSeconds), 'ratelimit-policy', policyOf(limits)];
+ * [name, value, …] list: of the window closest to exhaustion; the policy lists every window. Only the
+ * remaining count is made per request: the rest changes at most once a second (windowsAt). */
+function rateLimitFields(state: WindowState, remaining: number, limits: Limits): readonly string[] {
+  return ['ratelimit-limit', state.limitText, 'ratelimit-remaining', String(remaining), 'ratelimit-reset', state.resetText, 'ratelimit-policy', policyOf(limits)];
 }
 
 function recordOf(fields: readonly string[]): Record<string, string> {
