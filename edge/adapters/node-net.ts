@@ -1,6 +1,6 @@
 // Adapter: the edge handler on its own HTTP/1.1 framing over node:net: the default front end of
 // `isoatlas serve` (`--http node` selects node-http.ts instead). Why not Node's http server: it caps
-// what any server on it can do (a bare node:http server answering from memory reaches only 0.43–0.7×
+// what any server on it can do (a bare node:http server answering from memory reaches only 0.38–0.7×
 // nginx on our machines, a bare node:net one 1.1–1.4×), and on the same handler this framing answers
 // 1.5–1.9× its requests/s (BENCHMARKS.md, section 3).
 //
