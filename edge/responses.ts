@@ -85,7 +85,8 @@ export class EdgeResponse {
 
 const NO_FIELDS: readonly string[] = Object.freeze([]);
 
-function indexOfField(fields: readonly string[], name: string): number {
+/** Where the field `name` (lower case) is in a [name, value, …] list, or -1. */
+export function indexOfField(fields: readonly string[], name: string): number {
   for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return i;
   return -1;
 }

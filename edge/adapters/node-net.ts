@@ -16,7 +16,7 @@
 import net from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { Handler } from '../handler.js';
-import { EdgeResponse } from '../responses.js';
+import { EdgeResponse, indexOfField } from '../responses.js';
 import type { EdgeRequest } from '../request.js';
 import {
   clientErrorAnswer,
@@ -476,7 +476,7 @@ export class AnswerEncoder {
     // The handler gives the length of every body it makes (HEAD answers included): what has none here
     // is bodiless (a redirect), as GET and HEAD alike.
     let length = -1;
-    if (!start.hasLength && status !== 204 && status !== 304 && indexOfName(own, 'content-length') === -1) length = response.body?.length ?? 0;
+    if (!start.hasLength && status !== 204 && status !== 304 && indexOfField(own, 'content-length') === -1) length = response.body?.length ?? 0;
     // The per-request lines are written byte by byte, not built as a string and encoded: a string made
     // by concatenation would be flattened again on its way into the buffer.
     let headSize = start.bytes.length + end.length + (length === -1 ? 0 : CONTENT_LENGTH.length + 12);
@@ -514,7 +514,7 @@ export class AnswerEncoder {
     const bytes = Buffer.alloc(size);
     let at = bytes.write(line, 0, 'latin1');
     for (let i = 0; i < shared.length; i += 2) at = writeField(bytes, at, shared[i], shared[i + 1]);
-    const start = { status, bytes, hasLength: indexOfName(shared, 'content-length') !== -1 };
+    const start = { status, bytes, hasLength: indexOfField(shared, 'content-length') !== -1 };
     if (shared.length > 0) this.starts.set(shared, start);
     return start;
   }
@@ -558,12 +558,6 @@ function writeDigits(out: Buffer, at: number, n: number): number {
   for (let rest = n; rest >= 10; rest = Math.floor(rest / 10)) end++;
   for (let i = end - 1; i >= at; i--, n = Math.floor(n / 10)) out[i] = 48 + (n % 10);
   return end;
-}
-
-/** Where the field `name` is in a [name, value, …] list, or -1. */
-function indexOfName(fields: readonly string[], name: string): number {
-  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return i;
-  return -1;
 }
 
 export function createNetServer(handler: Handler, opts: NodeServerOptions = {}): EdgeNetServer {
