@@ -11,7 +11,7 @@ import { OriginError, isVersioned, type Origin, type OriginObject, type PinnedRe
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type QueryValues } from './router.js';
-import { ALLOW, CORS_HEADERS, EdgeResponse, PREFLIGHT_HEADERS, fileJsonResponse, jsonBody, jsonResponse, problem, sha256Hex, toWebResponse, type BodyOptions } from './responses.js';
+import { ALLOW, CORS_HEADERS, EdgeResponse, NO_FIELDS, PREFLIGHT_HEADERS, fileJsonResponse, jsonBody, jsonResponse, problem, sha256Hex, toWebResponse, type BodyOptions } from './responses.js';
 import type { EdgeRequest, RequestTarget } from './request.js';
 import { search } from './search.js';
 import { LoadingCache } from './loading-cache.js';
@@ -55,7 +55,7 @@ export function directHandlerOf(handler: Handler): DirectHandler | undefined {
 const decoder = new TextDecoder();
 const MMCIF_TYPE = 'chemical/x-mmcif';
 const PREFLIGHT = EdgeResponse.of(204, { ...PREFLIGHT_HEADERS, Allow: ALLOW }, null).fields;
-const NO_LIMITS: EdgeDecision = { denied: null, fields: [] };
+const NO_LIMITS: EdgeDecision = { denied: null, fields: NO_FIELDS };
 /** Request targets a release remembers answering with a file (see releaseServer): about 100 bytes
  * each, so at most a few MB of an edge instance's memory. */
 const MAX_FILE_TARGETS = 20_000;

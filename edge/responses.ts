@@ -83,7 +83,8 @@ export class EdgeResponse {
   }
 }
 
-const NO_FIELDS: readonly string[] = Object.freeze([]);
+/** An empty field list, shared. */
+export const NO_FIELDS: readonly string[] = Object.freeze([]);
 
 /** Where the field `name` (lower case) is in a [name, value, …] list, or -1. */
 export function indexOfField(fields: readonly string[], name: string): number {

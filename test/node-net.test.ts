@@ -34,6 +34,25 @@ interface Answer {
   body: Buffer;
 }
 
+/** The whole answers at the start of `raw`, and how many bytes they take. `heads`: how many answers
+ * at the start answer HEAD requests (their Content-Length has no body). */
+function answersIn(raw: Buffer, heads = 0): { answers: Answer[]; length: number } {
+  const answers: Answer[] = [];
+  let at = 0;
+  for (;;) {
+    const headEnd = raw.indexOf('\r\n\r\n', at);
+    if (headEnd === -1) break;
+    const [statusLine, ...lines] = raw.subarray(at, headEnd).toString('latin1').split('\r\n');
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    const status = Number(statusLine.split(' ')[1]);
+    const length = answers.length < heads ? 0 : Number(headers['content-length'] ?? 0);
+    if (raw.length < headEnd + 4 + length) break;
+    answers.push({ status, headers, body: raw.subarray(headEnd + 4, headEnd + 4 + length) });
+    at = headEnd + 4 + length;
+  }
+  return { answers, length: at };
+}
+
 /** Sends `bytes` (in pieces, if several), reads until the server closes or `count` answers are in.
  * `heads`: how many answers at the start answer HEAD requests (their Content-Length has no body). */
 function exchange(bytes: string | Buffer | (string | Buffer)[], count = Infinity, end = false, heads = 0): Promise<{ answers: Answer[]; closed: boolean; raw: Buffer }> {
@@ -41,21 +60,7 @@ function exchange(bytes: string | Buffer | (string | Buffer)[], count = Infinity
     const socket = net.connect(port, '127.0.0.1');
     let raw = Buffer.alloc(0);
     let closed = false;
-    const answers = (): Answer[] => {
-      const out: Answer[] = [];
-      let at = 0;
-      for (;;) {
-        const headEnd = raw.indexOf('\r\n\r\n', at);
-        if (headEnd === -1) return out;
-        const [statusLine, ...lines] = raw.subarray(at, headEnd).toString('latin1').split('\r\n');
-        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-        const status = Number(statusLine.split(' ')[1]);
-        const length = out.length < heads ? 0 : Number(headers['content-length'] ?? 0);
-        if (raw.length < headEnd + 4 + length) return out;
-        out.push({ status, headers, body: raw.subarray(headEnd + 4, headEnd + 4 + length) });
-        at = headEnd + 4 + length;
-      }
-    };
+    const answers = () => answersIn(raw, heads).answers;
     const finish = () => resolve({ answers: answers(), closed, raw });
     socket.on('data', (d: Buffer) => {
       raw = Buffer.concat([raw, d]);
@@ -181,15 +186,10 @@ describe('answers written to a client that reads slowly', () => {
         setTimeout(() => socket.resume(), 500);
       });
     });
-    let at = 0;
-    for (const id of asked) {
-      const headEnd = received.indexOf('\r\n\r\n', at);
-      const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.toString('latin1', at, headEnd))![1]);
-      const body = received.subarray(headEnd + 4, headEnd + 4 + length);
-      expect(body.equals(readFileSync(join(dir, `${id}.json`))), `answer for ${id}`).toBe(true);
-      at = headEnd + 4 + length;
-    }
-    expect(at).toBe(received.length);
+    const { answers, length } = answersIn(received);
+    expect(answers).toHaveLength(asked.length);
+    asked.forEach((id, i) => expect(answers[i].body.equals(readFileSync(join(dir, `${id}.json`))), `answer for ${id}`).toBe(true));
+    expect(length).toBe(received.length);
   });
 });
 
@@ -210,14 +210,10 @@ describe('answers larger than the output buffer', () => {
         socket.on('close', () => resolve(Buffer.concat(chunks)));
         socket.once('connect', () => socket.write(get('/small') + get('/big') + get('/small') + get('/big', 'Connection: close\r\n')));
       });
-      let at = 0;
-      for (const expected of [small, big, small, big]) {
-        const headEnd = received.indexOf('\r\n\r\n', at);
-        const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.toString('latin1', at, headEnd))![1]);
-        expect(received.subarray(headEnd + 4, headEnd + 4 + length).equals(expected)).toBe(true);
-        at = headEnd + 4 + length;
-      }
-      expect(at).toBe(received.length);
+      const { answers, length } = answersIn(received);
+      expect(answers.map((a) => a.body.length)).toEqual([small, big, small, big].map((b) => b.length));
+      [small, big, small, big].forEach((expected, i) => expect(answers[i].body.equals(expected), `answer ${i}`).toBe(true));
+      expect(length).toBe(received.length);
     } finally {
       await shutdownGracefully(own, 1_000);
     }

@@ -9,7 +9,7 @@ import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { keyId, keyMatches } from './key-format.js';
 import type { KeyRegistry } from './key-registry.js';
 import type { QuotaStore } from './quota-store.js';
-import { EdgeResponse, problem, toWebResponse } from '../responses.js';
+import { EdgeResponse, NO_FIELDS, problem, toWebResponse } from '../responses.js';
 import type { EdgeRequest } from '../request.js';
 
 const WINDOWS = [
@@ -30,8 +30,6 @@ export interface EdgeDecision {
   denied: EdgeResponse | null;
   fields: readonly string[];
 }
-
-const NO_FIELDS: readonly string[] = [];
 
 export interface AccessControlOptions {
   config: AccessConfig;
