@@ -193,9 +193,101 @@ describe('answers written to a client that reads slowly', () => {
   });
 });
 
+describe('answers held until the end of the event loop\'s turn', () => {
+  /** Sends each request on its own connection, all before the server can read any (the event loop is
+   * held meanwhile), so it reads them in one turn; resolves with what each connection received by the
+   * time the server closed it or its `count` answers were in. */
+  function sendAtOnce(p: number, requests: string[], count: number, end = false): Promise<Buffer[]> {
+    return Promise.all(
+      requests.map(
+        (request) =>
+          new Promise<net.Socket>((ok, fail) => {
+            const socket = net.connect(p, '127.0.0.1', () => ok(socket));
+            socket.on('error', fail);
+          }),
+      ),
+    ).then((sockets) => {
+      const received = sockets.map(
+        (socket) =>
+          new Promise<Buffer>((resolve) => {
+            const chunks: Buffer[] = [];
+            const done = () => resolve(Buffer.concat(chunks));
+            socket.on('data', (d: Buffer) => {
+              chunks.push(d);
+              if (answersIn(Buffer.concat(chunks)).answers.length >= count) {
+                socket.destroy();
+                done();
+              }
+            });
+            socket.on('close', done);
+          }),
+      );
+      sockets.forEach((socket, i) => (end ? socket.end(requests[i]) : socket.write(requests[i])));
+      const until = Date.now() + 50;
+      while (Date.now() < until); // the requests all reach the server's socket buffers before it reads
+      return Promise.all(received);
+    });
+  }
+
+  it('gives each of many connections read in one turn its own answer', async () => {
+    const dir = join(inject('demoTree'), 'api/v1/genes');
+    const ids = readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .slice(0, 40)
+      .map((f) => f.slice(0, -5));
+    const received = await sendAtOnce(port, ids.map((id) => get(`/api/v1/genes/${id}`)), 1);
+    ids.forEach((id, i) => {
+      const { answers, length } = answersIn(received[i]);
+      expect(answers, `answers for ${id}`).toHaveLength(1);
+      expect(answers[0].body.equals(readFileSync(join(dir, `${id}.json`))), `answer for ${id}`).toBe(true);
+      expect(length).toBe(received[i].length);
+    });
+  });
+
+  it('answers clients that send their request and half-close at once', async () => {
+    const received = await sendAtOnce(port, Array.from({ length: 10 }, () => get('/api/v1/genes/PRR5')), Infinity, true);
+    for (const raw of received) {
+      const { answers } = answersIn(raw);
+      expect(answers.map((a) => a.status)).toEqual([200]);
+      expect(JSON.parse(answers[0].body.toString()).symbol).toBe('PRR5');
+    }
+  });
+
+  it('answers a client that half-closed while its answer was being made', async () => {
+    const own = createNetServer(async () => {
+      await new Promise((ok) => setTimeout(ok, 50));
+      return new Response('{"ok":true}', { headers: { 'content-type': 'application/json' } });
+    });
+    await new Promise<void>((ok) => own.listen(0, '127.0.0.1', ok));
+    try {
+      const [received] = await sendAtOnce((own.address() as AddressInfo).port, [get('/')], Infinity, true);
+      expect(answersIn(received).answers.map((a) => a.body.toString())).toEqual(['{"ok":true}']);
+    } finally {
+      await shutdownGracefully(own, 1_000);
+    }
+  });
+
+  it('writes the held answers before closing idle connections at shutdown', async () => {
+    // The handler asks for idle connections to be closed in the same turn as its answer is held (its
+    // immediate runs before the one that writes held answers), as a signal's handler may: the answer
+    // must still go out first.
+    const own = createNetServer(async () => {
+      setImmediate(() => own.closeIdleConnections());
+      return new Response('{"ok":true}', { headers: { 'content-type': 'application/json' } });
+    });
+    await new Promise<void>((ok) => own.listen(0, '127.0.0.1', ok));
+    try {
+      const [received] = await sendAtOnce((own.address() as AddressInfo).port, [get('/')], Infinity);
+      expect(answersIn(received).answers.map((a) => a.body.toString())).toEqual(['{"ok":true}']);
+    } finally {
+      await shutdownGracefully(own, 1_000);
+    }
+  });
+});
+
 describe('answers larger than the output buffer', () => {
   it('writes an answer of 200 KB whole, between smaller ones on the same connection', async () => {
-    // Answers up to 64 KiB are copied into one reused buffer; a larger one is written in two parts.
+    // Answers up to 64 KiB are copied whole into the output buffer; a larger one is written in two parts.
     const big = Buffer.from(JSON.stringify({ items: Array.from({ length: 20_000 }, (_, i) => `item-${i}`) }));
     expect(big.length).toBeGreaterThan(200_000);
     const small = Buffer.from('{"small":true}');
@@ -317,6 +409,43 @@ describe('the answer encoder', () => {
     const notModified = text(encoder.encode(EdgeResponse.of(304, { etag: '"abc"' }, null), null, true));
     expect(notModified).not.toMatch(/content-length/i);
     expect(notModified).toMatch(/^HTTP\/1\.1 304 Not Modified\r\n/);
+  });
+
+  it('reuses its buffer once sockets took their answers, never while one holds them, and gives a socket that fell behind copies', () => {
+    const encoder = new AnswerEncoder(limits);
+    const written: Buffer[] = [];
+    /** A socket that takes everything, or (`falls behind`) that holds what it is given unsent. */
+    const socketThat = (fallsBehind: boolean) =>
+      ({
+        writableLength: 0,
+        write(bytes: Buffer) {
+          written.push(bytes);
+          if (fallsBehind) this.writableLength += bytes.length;
+          return !fallsBehind;
+        },
+      }) as unknown as net.Socket;
+    const body = Buffer.from('{"gene":1}');
+    const answer = () => encoder.encode(EdgeResponse.sharing(200, ['content-type', 'application/json'], body), body, true).bytes;
+    const overlap = (a: Buffer, b: Buffer) => a.buffer === b.buffer && a.byteOffset < b.byteOffset + b.length && b.byteOffset < a.byteOffset + a.length;
+
+    const first = answer();
+    encoder.write(socketThat(false), first);
+    encoder.rewind();
+    const second = answer();
+    expect(second.buffer).toBe(first.buffer);
+    expect(second.byteOffset).toBe(first.byteOffset); // taken: the buffer is used again from its start
+
+    const slow = socketThat(true);
+    encoder.write(slow, second);
+    expect(written.at(-1)).toBe(second); // the socket holds the buffer's own bytes now
+    encoder.rewind();
+    const third = answer();
+    expect(overlap(third, second)).toBe(false);
+    encoder.write(slow, third);
+    expect(written.at(-1)!.buffer).not.toBe(third.buffer); // a copy: the socket already held bytes
+    expect(written.at(-1)!.equals(third)).toBe(true);
+    encoder.rewind();
+    expect(overlap(answer(), second)).toBe(false);
   });
 
   it('refuses a header value that Node would refuse to send (a line break, a control character, one above U+00FF)', () => {

@@ -13,6 +13,12 @@
 // - a Content-Length body is read and dropped (no route takes a body); a Transfer-Encoding body is not
 //   parsed: the request is answered, the connection closed after it, and what follows is dropped;
 // - the limits of SERVER_LIMITS (431, 408, idle and per-connection bounds) as node-http.ts applies them.
+//
+// Answers made at once are held until the end of the event loop's turn and then written one after
+// another (see holdAnswer): the loop reads every connection that is ready, answers each, then makes
+// the write calls together. Measured on a gene record (wrk, 10 connections, pinned): 36.2k against
+// 28.3k requests/s, the system time per request down from 14.3 to 9.0 µs and the user time from 21.0
+// to 17.8 µs, as the kernel's send path and our own code each run many times in a row.
 import net from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { Handler } from '../handler.js';
@@ -186,6 +192,8 @@ interface Connection {
   paused: boolean;
   /** The header lines of the connection's last request, read. */
   fields: Fields | null;
+  /** Its answer held for the end of this turn of the event loop (see holdAnswer). */
+  held: Buffer | null;
 }
 
 export class EdgeNetServer extends net.Server implements ClosableServer {
@@ -197,6 +205,13 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   private readonly sweeper: ReturnType<typeof setInterval>;
   private shuttingDown = false;
   private ownHost: string | undefined;
+  /** Connections whose answers are held, in the order the answers were made. */
+  private readonly holding: Connection[] = [];
+  private writeScheduled = false;
+  private readonly writeHeldLater = () => {
+    this.writeScheduled = false;
+    this.writeHeld();
+  };
 
   constructor(handler: Handler, opts: NodeServerOptions = {}) {
     super({ allowHalfOpen: true, noDelay: true });
@@ -219,17 +234,19 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   }
 
   closeIdleConnections(): void {
+    this.writeHeld();
     for (const c of this.clients) if (!c.busy && c.pending === null) c.socket.destroy();
   }
 
   closeAllConnections(): void {
+    this.writeHeld();
     for (const c of this.clients) c.socket.destroy();
   }
 
   private accept(socket: net.Socket): void {
     if (this.shuttingDown) return void socket.destroy();
     const now = Date.now();
-    const c: Connection = { socket, ip: socket.remoteAddress, pending: null, busy: false, bodyLeft: 0, served: 0, started: 0, idleSince: now, lingerSince: 0, peerEnded: false, paused: false, fields: null };
+    const c: Connection = { socket, ip: socket.remoteAddress, pending: null, busy: false, bodyLeft: 0, served: 0, started: 0, idleSince: now, lingerSince: 0, peerEnded: false, paused: false, fields: null, held: null };
     this.clients.add(c);
     socket.on('data', (chunk: Buffer) => this.received(c, chunk));
     socket.on('end', () => {
@@ -351,6 +368,9 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   }
 
   private answer(c: Connection, method: string, target: string, response: EdgeResponse, keepAlive: boolean, started: number): void {
+    // A pipelined request's answer: the one before it, held, goes first and leaves the output buffer
+    // before this one is encoded into it.
+    if (c.held !== null) this.writeHeld();
     let bytes: Encoded;
     try {
       bytes = this.encoder.encode(response, method === 'HEAD' ? null : response.body, keepAlive);
@@ -374,15 +394,20 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
     // The request timeout runs on while a body is still to come; else the next request's starts.
     if (c.bodyLeft === 0) c.started = c.pending === null ? 0 : Date.now();
     if (socket.destroyed) return;
-    if (bytes.body === null) socket.write(bytes.bytes);
+    if (bytes.body === null && keepAlive) this.holdAnswer(c, bytes.bytes);
     else {
-      // A body too large for the output buffer: one writev for the head and the body.
-      socket.cork();
-      socket.write(bytes.bytes);
-      socket.write(bytes.body);
-      socket.uncork();
+      this.writeHeld(); // the answers made before this one go first
+      if (bytes.body === null) this.encoder.write(socket, bytes.bytes);
+      else {
+        // A body too large for the output buffer: one writev for the head (copied out of the buffer,
+        // which a corked socket keeps) and the body.
+        socket.cork();
+        socket.write(Buffer.from(bytes.bytes));
+        socket.write(bytes.body);
+        socket.uncork();
+      }
+      this.encoder.rewind();
     }
-    this.encoder.sent(socket);
     if (!keepAlive) return this.closeAfterAnswers(c);
     c.idleSince = Date.now();
     if (c.bodyLeft > 0) return; // next() runs once the body is read
@@ -397,6 +422,33 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
     this.next(c);
   }
 
+  /** Holds an answer (in the output buffer) to be written at the end of this turn of the event loop,
+   * with the others made in the same turn. The connection has no answer held yet (see answer). */
+  private holdAnswer(c: Connection, bytes: Buffer): void {
+    c.held = bytes;
+    this.holding.push(c);
+    if (!this.writeScheduled) {
+      this.writeScheduled = true;
+      // Immediates run once the loop has dealt with every connection that was ready (and Node does
+      // not wait for more events while one is pending).
+      setImmediate(this.writeHeldLater);
+    }
+  }
+
+  /** Writes the held answers, in the order they were made. */
+  private writeHeld(): void {
+    const holding = this.holding;
+    if (holding.length === 0) return;
+    for (let i = 0; i < holding.length; i++) {
+      const c = holding[i];
+      const bytes = c.held!;
+      c.held = null;
+      if (!c.socket.destroyed) this.encoder.write(c.socket, bytes);
+    }
+    holding.length = 0;
+    this.encoder.rewind();
+  }
+
   /** Refuses what cannot be a request (answering with a problem) and closes the connection. */
   private refuse(c: Connection, kind: ClientError, received: Buffer | string): void {
     const isHead = (typeof received === 'string' ? received.slice(0, 5) : received.toString('latin1', 0, 5)) === 'HEAD ';
@@ -408,6 +460,7 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
 
   /** Ends the connection after what is written; drops what the client still sends. */
   private closeAfterAnswers(c: Connection): void {
+    if (c.held !== null) this.writeHeld();
     c.lingerSince = Date.now();
     c.pending = null;
     c.busy = false;
@@ -444,19 +497,30 @@ interface Encoded {
   body: Uint8Array | null;
 }
 
-/** Room for an answer's head and body in the output buffer: every file of a demo tree fits (the
- * largest is 25 KB); a larger body is written after the head. Below glibc's mmap threshold (128 KiB),
- * so a buffer made anew is a plain malloc. */
-const OUTPUT_BYTES = 64 * 1024;
+/** The largest answer copied whole into the output buffer: every file of a demo tree is (the largest
+ * is 25 KB); a larger body is written after the head. */
+const WHOLE_ANSWER_BYTES = 64 * 1024;
+/** The output buffer: room for the answers of one turn of the event loop (see holdAnswer). Measured
+ * on a 15.5 KB gene record: 34.6k requests/s with 1 MiB, 25.2k with 64 KiB, which a turn's ten
+ * answers overfilled, so that a new buffer was made every few answers. */
+const OUTPUT_BYTES = 1024 * 1024;
 
 /** Encodes answers (the status line, the header fields with Date, Connection and the body's length,
- * the body) into one output buffer that is reused, so most answers leave in one write call: the
+ * the body) one after another into an output buffer, so most answers leave in one write call: the
  * cheapest way through a Node socket (measured: 12% more requests/s on a gene record than a corked
- * write of the head and the body, which goes through the stream's buffering and a writev). The buffer
- * is reused only once the socket has taken all of it (see sent); otherwise the socket holds it until
- * it is sent, and a new one is made. */
+ * write of the head and the body, which goes through the stream's buffering and a writev).
+ *
+ * The buffer is used again from its start once every answer in it has been written (see rewind), unless
+ * a socket did not take all of its bytes at once: that socket holds them until they are sent, so the
+ * buffer is then only filled on, and replaced by a new one when full. A socket that still holds
+ * unsent bytes is given copies (see write): a reader that falls behind keeps at most the one buffer
+ * it was writing from when it did, not every buffer made while it does not read. */
 export class AnswerEncoder {
   private buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
+  /** Bytes of the buffer holding answers since it was last rewound. */
+  private used = 0;
+  /** A socket holds bytes of the buffer: it is not rewound. */
+  private pinned = false;
   /** The status line and shared header lines of an answer, by its shared field list (a file's
    * answer: the same on every request for it): encoded once per list, forgotten with it. */
   private readonly starts = new WeakMap<readonly string[], { status: number; bytes: Buffer; hasLength: boolean }>();
@@ -467,7 +531,7 @@ export class AnswerEncoder {
   constructor(private readonly limits: ServerLimits) {}
 
   /** The answer's bytes; throws when a header value cannot be written (see writeField). The bytes
-   * are valid until the next answer is encoded: write them at once, then call sent(). */
+   * stay valid until rewind() is called: write them, and the others encoded, before that. */
   encode(response: EdgeResponse, body: Uint8Array | null, keepAlive: boolean): Encoded {
     const { status } = response;
     const start = this.start(status, response.sharedFields);
@@ -482,9 +546,20 @@ export class AnswerEncoder {
     let headSize = start.bytes.length + end.length + (length === -1 ? 0 : CONTENT_LENGTH.length + 12);
     for (let i = 0; i < own.length; i += 2) headSize += own[i].length + own[i + 1].length + 4;
     const bodySize = body === null ? 0 : body.length;
-    const out = headSize <= this.buffer.length ? this.buffer : Buffer.allocUnsafe(headSize);
-    out.set(start.bytes, 0);
-    let at = start.bytes.length;
+    // What goes into the buffer: the head, and the body when both fit.
+    const size = headSize + bodySize <= WHOLE_ANSWER_BYTES ? headSize + bodySize : headSize;
+    let out = this.buffer;
+    if (size > OUTPUT_BYTES) out = Buffer.allocUnsafe(size); // a head larger than the whole buffer
+    else if (this.used + size > out.length) {
+      // Full of answers not yet written, or held by sockets: this one goes into a new buffer.
+      out = this.buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
+      this.used = 0;
+      this.pinned = false;
+    }
+    const from = out === this.buffer ? this.used : 0;
+    if (out === this.buffer) this.used += size;
+    out.set(start.bytes, from);
+    let at = from + start.bytes.length;
     for (let i = 0; i < own.length; i += 2) at = writeField(out, at, own[i], own[i + 1]);
     if (length !== -1) {
       out.set(CONTENT_LENGTH, at);
@@ -494,15 +569,23 @@ export class AnswerEncoder {
     }
     out.set(end, at);
     at += end.length;
-    if (bodySize === 0) return { bytes: out.subarray(0, at), body: null };
-    if (at + bodySize > out.length) return { bytes: out.subarray(0, at), body };
+    if (size === headSize) return { bytes: out.subarray(from, at), body: bodySize === 0 ? null : body };
     out.set(body!, at);
-    return { bytes: out.subarray(0, at + bodySize), body: null };
+    return { bytes: out.subarray(from, at + bodySize), body: null };
   }
 
-  /** After an answer's bytes were written: the buffer is the socket's until sent when it queued them. */
-  sent(socket: net.Socket): void {
-    if (socket.writableLength !== 0) this.buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
+  /** Writes an answer's bytes (from encode) to `socket`; a copy when the socket still holds unsent
+   * bytes. */
+  write(socket: net.Socket, bytes: Buffer): void {
+    if (socket.writableLength !== 0) return void socket.write(Buffer.from(bytes));
+    socket.write(bytes);
+    if (socket.writableLength !== 0) this.pinned = true;
+  }
+
+  /** Every answer encoded so far has been written: the buffer is used again from its start, unless a
+   * socket holds some of it. */
+  rewind(): void {
+    if (!this.pinned) this.used = 0;
   }
 
   private start(status: number, shared: readonly string[]): { status: number; bytes: Buffer; hasLength: boolean } {
