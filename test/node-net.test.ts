@@ -415,15 +415,17 @@ describe('the answer encoder', () => {
     const encoder = new AnswerEncoder(limits);
     const written: Buffer[] = [];
     /** A socket that takes everything, or (`falls behind`) that holds what it is given unsent. */
-    const socketThat = (fallsBehind: boolean) =>
-      ({
+    const socketThat = (fallsBehind: boolean) => {
+      const socket = {
         writableLength: 0,
         write(bytes: Buffer) {
           written.push(bytes);
-          if (fallsBehind) this.writableLength += bytes.length;
+          if (fallsBehind) socket.writableLength += bytes.length;
           return !fallsBehind;
         },
-      }) as unknown as net.Socket;
+      };
+      return socket as unknown as net.Socket;
+    };
     const body = Buffer.from('{"gene":1}');
     const answer = () => encoder.encode(EdgeResponse.sharing(200, ['content-type', 'application/json'], body), body, true).bytes;
     const overlap = (a: Buffer, b: Buffer) => a.buffer === b.buffer && a.byteOffset < b.byteOffset + b.length && b.byteOffset < a.byteOffset + a.length;
