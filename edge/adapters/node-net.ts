@@ -2,7 +2,7 @@
 // `isoatlas serve` (`--http node` selects node-http.ts instead). Why not Node's http server: it caps
 // what any server on it can do (a bare node:http server answering from memory reaches only 0.37–0.7×
 // nginx on our machines, a bare node:net one 0.8–1.4×), and on the same handler this framing answers
-// 2.4–2.7× its requests/s (BENCHMARKS.md, section 3).
+// 2.4–2.8× its requests/s (BENCHMARKS.md, section 3).
 //
 // It speaks the part of HTTP/1.1 a read-only JSON API needs, strictly, and refuses the rest:
 // - request line `METHOD SP origin-form-target SP HTTP/1.x`, header lines `token: value` ending in
