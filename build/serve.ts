@@ -54,8 +54,9 @@ async function localAccessControl(access: AccessConfig, keysDir: string): Promis
  * function, which tests also run inside other processes). Young-generation collections on one thread:
  * a server's young objects are a few requests' worth, so a parallel scavenge gains nothing and its
  * helper threads contend for a core with the server and whatever else runs (measured with wrk on a
- * gene record, medians of 6 runs: 7–11% more requests/s, pinned or not). V8 reads this flag at each scavenge, so it
- * takes effect when set after start (unlike --single-threaded-gc, which must be given at launch). */
+ * gene record, medians of 6 runs: 7–11% more requests/s, pinned or not). V8 reads this flag at each
+ * scavenge, so it takes effect when set after start (unlike --single-threaded-gc, which must be given
+ * at launch). */
 export function tuneProcessForServing(): void {
   setFlagsFromString('--no-parallel-scavenge');
 }

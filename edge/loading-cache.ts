@@ -3,8 +3,8 @@
 // entry; moving it to the young end of the map on every hit (exact LRU) costs a delete and an insert
 // per request, and the map's rehashing as deleted slots pile up (measured: about 0.5 µs of a file
 // request's 40 at the local server). Concurrent requests for the same key share one load; a failed
-// load is not kept, so the next request tries again. The edge's memory is fixed (128 MB at Lambda@Edge): whatever a
-// release has, an instance holds at most `budget` of it.
+// load is not kept, so the next request tries again. The edge's memory is fixed (128 MB at
+// Lambda@Edge): whatever a release has, an instance holds at most `budget` of it.
 export class LoadingCache<T> {
   /** Oldest first; `used`: hit since it was last passed over for eviction. */
   private readonly entries = new Map<string, { value: T; weight: number; used: boolean }>();

@@ -399,10 +399,10 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
       this.writeHeld(); // the answers made before this one go first
       if (bytes.body === null) this.encoder.write(socket, bytes.bytes);
       else {
-        // A body too large for the output buffer: one writev for the head (copied out of the buffer,
-        // which a corked socket keeps) and the body.
+        // A body too large for the output buffer: one writev for the head (bytes of its own) and the
+        // body.
         socket.cork();
-        socket.write(Buffer.from(bytes.bytes));
+        socket.write(bytes.bytes);
         socket.write(bytes.body);
         socket.uncork();
       }
@@ -490,8 +490,8 @@ export class EdgeNetServer extends net.Server implements ClosableServer {
   }
 }
 
-/** An answer encoded: `bytes` holds the head, and the body after it when it fits; otherwise `body`
- * is written after `bytes`. */
+/** An answer encoded: `bytes` holds the head, and the body after it when it fits (in the output
+ * buffer); otherwise `bytes` is the head alone, in bytes of its own, and `body` is written after it. */
 interface Encoded {
   bytes: Buffer;
   body: Uint8Array | null;
@@ -546,18 +546,20 @@ export class AnswerEncoder {
     let headSize = start.bytes.length + end.length + (length === -1 ? 0 : CONTENT_LENGTH.length + 12);
     for (let i = 0; i < own.length; i += 2) headSize += own[i].length + own[i + 1].length + 4;
     const bodySize = body === null ? 0 : body.length;
-    // What goes into the buffer: the head, and the body when both fit.
-    const size = headSize + bodySize <= WHOLE_ANSWER_BYTES ? headSize + bodySize : headSize;
+    const whole = headSize + bodySize <= WHOLE_ANSWER_BYTES;
+    const size = whole ? headSize + bodySize : headSize;
     let out = this.buffer;
-    if (size > OUTPUT_BYTES) out = Buffer.allocUnsafe(size); // a head larger than the whole buffer
+    // The head of an answer whose body is written apart gets bytes of its own: a corked socket keeps
+    // them until it is uncorked, and a socket that does not take them all keeps them longer.
+    if (!whole) out = Buffer.allocUnsafe(size);
     else if (this.used + size > out.length) {
       // Full of answers not yet written, or held by sockets: this one goes into a new buffer.
       out = this.buffer = Buffer.allocUnsafeSlow(OUTPUT_BYTES);
       this.used = 0;
       this.pinned = false;
     }
-    const from = out === this.buffer ? this.used : 0;
-    if (out === this.buffer) this.used += size;
+    const from = whole ? this.used : 0;
+    if (whole) this.used += size;
     out.set(start.bytes, from);
     let at = from + start.bytes.length;
     for (let i = 0; i < own.length; i += 2) at = writeField(out, at, own[i], own[i + 1]);
@@ -569,7 +571,8 @@ export class AnswerEncoder {
     }
     out.set(end, at);
     at += end.length;
-    if (size === headSize) return { bytes: out.subarray(from, at), body: bodySize === 0 ? null : body };
+    if (!whole) return { bytes: out.subarray(0, at), body: bodySize === 0 ? null : body };
+    if (bodySize === 0) return { bytes: out.subarray(from, at), body: null };
     out.set(body!, at);
     return { bytes: out.subarray(from, at + bodySize), body: null };
   }
