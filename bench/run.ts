@@ -14,7 +14,6 @@ import { benchHandler } from './handler.js';
 import { gitCommit, machine } from './machine.js';
 import { benchPublish } from './publish.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
-import { benchServerVsNginx } from './server-vs-nginx.js';
 import { benchSoak } from './soak.js';
 import { killAllServers } from './servers.js';
 
@@ -63,7 +62,6 @@ async function main(argv: string[]): Promise<number> {
     build: benchBuild,
     handler: benchHandler,
     search: await searchSection(),
-    'server-vs-nginx': benchServerVsNginx,
     publish: benchPublish,
     bundle: benchBundle,
     soak: benchSoak,

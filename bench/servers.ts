@@ -78,18 +78,18 @@ function writeBenchAccessConfig(dir: string): string {
 }
 
 /** `isoatlas serve` on the tree, its request log to /dev/null; `nodeArgs` e.g. --cpu-prof. */
-export async function startLocalServer(tree: string, tmp: string, opts: { nodeArgs?: string[]; http?: 'net' | 'node' } = {}): Promise<RunningServer> {
+export async function startLocalServer(tree: string, tmp: string, opts: { nodeArgs?: string[] } = {}): Promise<RunningServer> {
   const dir = join(tmp, `local-server-${Date.now()}`);
   mkdirSync(join(dir, 'keys'), { recursive: true });
   const port = await freePort();
-  const args = [...(opts.nodeArgs ?? []), CLI, 'serve', '--dir', tree, '--port', String(port), '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys'), '--access-config', writeBenchAccessConfig(dir), '--http', opts.http ?? 'net'];
+  const args = [...(opts.nodeArgs ?? []), CLI, 'serve', '--dir', tree, '--port', String(port), '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys'), '--access-config', writeBenchAccessConfig(dir)];
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const base = `http://127.0.0.1:${port}`;
   await waitUntilServing(`${base}/api/v1/release`, child, () => stderr);
   // SIGINT: serve() finishes in-flight requests and exits normally, so --cpu-prof gets written.
-  return { name: opts.http === 'node' ? 'isoatlas serve --http node' : 'isoatlas serve', base, pid: child.pid!, stop: stopper(child, 'SIGINT') };
+  return { name: 'isoatlas serve', base, pid: child.pid!, stop: stopper(child, 'SIGINT') };
 }
 
 /** nginx with one worker (the Node server is one process), no access log, serving the tree as files. */
@@ -129,18 +129,6 @@ http {
   await waitUntilServing(`${base}/api/v1/release.json`, child, () => stderr + readLog(join(dir, 'logs/error.log')));
   // The worker serves; its RSS is what matters, but the master's pid is what we can stop.
   return { name: 'nginx', base, pid: child.pid!, stop: stopper(child, 'SIGTERM') };
-}
-
-/** node:http (or node:net) answering one file's bytes from memory (bench/bare-node-server.mjs): the
- * ceiling for any server on it. */
-export async function startBareNode(file: string, kind: 'http' | 'net' = 'http'): Promise<RunningServer> {
-  const port = await freePort();
-  const child = track(spawn(process.execPath, [join(ROOT, 'bench/bare-node-server.mjs'), file, String(port), kind], { stdio: ['ignore', 'ignore', 'pipe'] }));
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const base = `http://127.0.0.1:${port}`;
-  await waitUntilServing(`${base}/`, child, () => stderr);
-  return { name: `bare node:${kind}`, base, pid: child.pid!, stop: stopper(child) };
 }
 
 function readLog(file: string): string {

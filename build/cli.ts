@@ -15,7 +15,7 @@ import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
 import { generateHumanInputs, HUMAN_SCALE } from './generate/human.js';
 import { HUMAN_STAGES, runHumanPipeline, runHumanStage, summaryLine as humanSummaryLine, type HumanStage } from './generate/human-pipeline.js';
-import { HTTP_SERVERS, NotATreeError, serve, treeIsCurrent, tuneProcessForServing, type HttpServerKind } from './serve.js';
+import { NotATreeError, serve, treeIsCurrent } from './serve.js';
 import { bundleEdge } from './bundle-edge.js';
 import { addKeysCommand, readAccessConfig } from './keys/commands.js';
 import { readSecret } from './keys/registry.js';
@@ -38,11 +38,6 @@ const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.i
 function parseMode(value: string): 'open' | 'key-required' {
   if (value !== 'open' && value !== 'key-required') throw new InvalidArgumentError('expected open or key-required');
   return value;
-}
-
-function parseHttpServer(value: string): HttpServerKind {
-  if (!(HTTP_SERVERS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected ${HTTP_SERVERS.join(' or ')}`);
-  return value as HttpServerKind;
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -270,15 +265,13 @@ export function program(): Command {
     .option('--dir <tree>', 'rendered tree to serve', join(DEMO.work, 'tree'))
     .option('--port <n>', 'port (0 picks a free one); default $PORT or 8080', parsePort, parsePort(DEFAULT_PORT))
     .option('--host <address>', 'address to listen on', '127.0.0.1')
-    .option('--structure-base <url>', 'base URL that structure redirects point into (default: this server, which serves /structures/ itself)', parseBaseUrl)
+    .option('--structure-base <url>', 'base URL that structure redirects point into (default: a root-relative path into this server, which serves /structures/ itself)', parseBaseUrl)
     .option('--access <mode>', 'open (keys optional) or key-required', parseMode, 'open')
     .option('--access-config <file>', 'tiers and limits (JSON; see `isoatlas keys tiers` and the README)')
     .option('--keys-dir <dir>', 'key registry and server secret (see `isoatlas keys`)', DEFAULT_KEYS_DIR)
-    .option('--http <server>', "HTTP/1.1 front end: 'net' (isoatlas's own framing, fastest) or 'node' (Node's http server)", parseHttpServer, 'net')
-    .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string; http: HttpServerKind }) => {
+    .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string }) => {
       const access = readAccessConfig(o.accessConfig, o.access);
-      tuneProcessForServing();
-      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir, http: o.http });
+      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir });
     });
 
   cli
@@ -293,7 +286,6 @@ export function program(): Command {
         const built = await buildDemo();
         log(summaryLine(built.summary, built.tree));
       } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
-      tuneProcessForServing();
       await serve({ dir: tree, port: o.port, host: o.host, access: readAccessConfig(undefined, 'open'), keysDir: DEFAULT_KEYS_DIR });
     });
 

@@ -1,16 +1,12 @@
-// `isoatlas serve`: the edge function over a local tree, on the HTTP/1.1 front end of node-net.ts (or
-// Node's http server with `--http node`): the local server behind `npm start` and the server an
-// offline mirror runs.
+// `isoatlas serve`: the edge function over a local tree on Node's http server: the local server
+// behind `npm start` and the server an offline mirror runs.
 import { existsSync, readFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
 import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
-import { createNodeServer } from '../edge/adapters/node-http.js';
-import { createNetServer } from '../edge/adapters/node-net.js';
-import { shutdownGracefully } from '../edge/adapters/node-shared.js';
+import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
 import { AccessControl } from '../edge/access/control.js';
 import type { AccessConfig } from '../edge/access/config.js';
 import { importServerSecret } from '../edge/access/key-format.js';
@@ -27,15 +23,8 @@ export interface ServeOptions {
   /** Arrangement and limits; keys are read from `keysDir` (registry.json, secret). */
   access: AccessConfig;
   keysDir: string;
-  /** The HTTP/1.1 front end (default 'net'). */
-  http?: HttpServerKind;
   log?: (line: string) => void;
 }
-
-/** 'net': node-net.ts, isoatlas's own framing (1.5–1.9× the requests/s, BENCHMARKS.md section 3);
- * 'node': Node's http server, the reference the first is tested against. */
-export const HTTP_SERVERS = ['net', 'node'] as const;
-export type HttpServerKind = (typeof HTTP_SERVERS)[number];
 
 /** The local server's access control: counters in process, keys from the registry file (re-read
  * when it changes, so a revocation applies within seconds). */
@@ -48,17 +37,6 @@ async function localAccessControl(access: AccessConfig, keysDir: string): Promis
     keys: new FileKeyRegistry(registryPath(keysDir)),
     secret: await importServerSecret(secretHex),
   });
-}
-
-/** Process settings for a process whose work is serving (the CLI's serve and start; not the serve()
- * function, which tests also run inside other processes). Young-generation collections on one thread:
- * a server's young objects are a few requests' worth, so a parallel scavenge gains nothing and its
- * helper threads contend for a core with the server and whatever else runs (measured with wrk on a
- * gene record, medians of 6 runs: 7–11% more requests/s, pinned or not). V8 reads this flag at each
- * scavenge, so it takes effect when set after start (unlike --single-threaded-gc, which must be given
- * at launch). */
-export function tuneProcessForServing(): void {
-  setFlagsFromString('--no-parallel-scavenge');
 }
 
 export class NotATreeError extends Error {}
@@ -91,9 +69,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const requestLog = opts.log ?? stdout!.line;
   const log = opts.log ?? ((line: string) => (stdout!.line(line), stdout!.flush()));
   const access = await localAccessControl(opts.access, opts.keysDir);
-  // A local server has memory to spare: keep up to 256 MiB of verified bodies (a demo tree whole).
-  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024, madeAnswerBytes: 64 * 1024 * 1024 });
-  const server = opts.http === 'node' ? createNodeServer(handler, { log: requestLog }) : createNetServer(handler, { log: requestLog });
+  // A local server has memory to spare: keep many more verified bodies than an edge instance.
+  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
+  const server = createNodeServer(handler, { log: requestLog });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port, opts.host, () => ok());

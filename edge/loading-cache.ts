@@ -1,10 +1,9 @@
 // A cache of loaded things (file bodies, parsed shards) bounded by weight, evicting what was not used
 // lately: second chance (CLOCK), the usual stand-in for least-recently-used. A hit only marks its
-// entry; moving it to the young end of the map on every hit (exact LRU) costs a delete and an insert
-// per request, and the map's rehashing as deleted slots pile up (measured: about 0.5 µs of a file
-// request's 40 at the local server). Concurrent requests for the same key share one load; a failed
-// load is not kept, so the next request tries again. The edge's memory is fixed (128 MB at
-// Lambda@Edge): whatever a release has, an instance holds at most `budget` of it.
+// entry; moving it to the young end of the map on every hit (exact LRU) would cost a delete and an
+// insert per request. Concurrent requests for the same key share one load; a failed load is not
+// kept, so the next request tries again. An edge instance's memory is fixed: whatever a release has,
+// an instance holds at most `budget` of it.
 export class LoadingCache<T> {
   /** Oldest first; `used`: hit since it was last passed over for eviction. */
   private readonly entries = new Map<string, { value: T; weight: number; used: boolean }>();

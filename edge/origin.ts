@@ -22,8 +22,6 @@ export interface VersionedOrigin {
   readonly description: string;
   /** The current release, as an Origin whose paths are tree paths of that release. */
   pin(): Promise<PinnedRelease>;
-  /** What pin() would give at once, when it needs no waiting (the pointer was read lately). */
-  pinnedNow?(): PinnedRelease | undefined;
 }
 
 export interface PinnedRelease {

@@ -3,7 +3,10 @@
 import { routes, type Route } from './contract/routes.js';
 import { API_PREFIX } from './contract/tree.js';
 
-export type Match = { route: Route; params: Record<string, string> };
+/** A route of the contract, with its literal id. */
+export type ContractRoute = (typeof routes)[number];
+
+export type Match = { route: ContractRoute; params: Record<string, string> };
 
 export class RequestProblem extends Error {
   constructor(

@@ -275,11 +275,10 @@ interface TierResult {
   top: Candidate[];
 }
 
-async function runTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, k: number, skip: Skip, sets: DocumentSet[]): Promise<TierResult> {
+async function runTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, k: number, skip: Skip): Promise<TierResult> {
   if (tier === 'prefix' && terms.length === 1) {
     const shards = await Promise.all(shardsOfPrefix(dir, terms[0]).map((n) => data.termShard(n)));
-    const matched = DocumentSet.take(dir.documents);
-    sets.push(matched);
+    const matched = new DocumentSet(dir.documents);
     const top = bestPrefixMatches(shards, terms[0], k, skip, matched);
     return { size: matched.size, has: (n) => matched.has(n), top };
   }
@@ -296,17 +295,12 @@ export async function search(data: ReleaseData, query: string, limit: number): P
     return false;
   };
   const items: SearchHitBody[] = [];
-  const sets: DocumentSet[] = [];
   let total = 0;
-  try {
-    for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
-      const found = await runTier(data, dir, terms, tier, limit - items.length, skip, sets);
-      for (const c of found.top) items.push(toHit(c, tier));
-      total += found.size;
-      earlier.push(found);
-    }
-  } finally {
-    for (const set of sets) set.giveBack();
+  for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
+    const found = await runTier(data, dir, terms, tier, limit - items.length, skip);
+    for (const c of found.top) items.push(toHit(c, tier));
+    total += found.size;
+    earlier.push(found);
   }
   return { total, items };
 }

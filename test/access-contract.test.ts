@@ -235,6 +235,9 @@ describe('arrangement B (key-required)', () => {
       expect(reset).toBeLessThanOrEqual(60);
       expect(r.headers.get('RateLimit-Policy')).toBe('60;w=60, 5000;w=86400');
       expect(r.headers.get('Access-Control-Expose-Headers')).toContain('RateLimit-Remaining');
+      // Asked with a key: no shared cache in front may keep it for clients without one.
+      expect(r.headers.get('Cache-Control')).toMatch(/^private\b/);
+      expect(r.headers.get('Vary')).toMatch(/\bAuthorization\b/);
     }
     // The scheme is case-insensitive.
     const lower = await call(b.base, GENE, { auth: `bearer ${k.b}` });
@@ -348,6 +351,8 @@ describe('arrangement A (open)', () => {
     expect(r.headers.get('RateLimit-Limit')).toBe('30');
     expect(r.headers.get('RateLimit-Remaining')).toBe('29');
     expect(r.headers.get('RateLimit-Policy')).toBe('30;w=60');
+    // Open: the same body for everyone, shareable.
+    expect(r.headers.get('Cache-Control')).toMatch(/^public\b/);
 
     // Preflights are answered and not counted.
     for (let i = 0; i < 5; i++) {

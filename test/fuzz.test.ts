@@ -15,7 +15,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHandler, type Handler, type RequestContext } from '../edge/handler.js';
 import { createNodeServer } from '../edge/adapters/node-http.js';
-import { createNetServer } from '../edge/adapters/node-net.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { AccessControl } from '../edge/access/control.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
@@ -241,8 +240,9 @@ async function checkAnswer(handler: Handler, c: Case, context: RequestContext = 
   }
   if (response.status === 307) {
     const location = response.headers.get('Location') ?? '';
-    expect(location.startsWith(`${BASE}/structures/`), what).toBe(true);
-    expect(structureFiles.has(location.slice(BASE.length + 1)), `${what}: redirect to ${location}`).toBe(true);
+    // Root-relative: the redirect never names a host a client chose.
+    expect(location.startsWith('/structures/'), what).toBe(true);
+    expect(structureFiles.has(location.slice(1)), `${what}: redirect to ${location}`).toBe(true);
   }
   return response.status;
 }
@@ -365,17 +365,14 @@ describe('fuzzing the edge function with keys required', () => {
   });
 });
 
-describe.each([
-  ['node:http', createNodeServer],
-  ['node:net', createNetServer],
-] as const)('fuzzing raw request targets through the Node adapter (%s)', (_, createServer) => {
+describe('fuzzing raw request targets through the Node adapter', () => {
   // The URL parser normalizes what the properties above send (dot segments, backslashes); a socket
   // client does not, so here the adapter sees the raw request target and Host header.
-  let server: http.Server | import('node:net').Server;
+  let server: http.Server;
   let port: number;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   beforeAll(async () => {
-    server = createServer(plain);
+    server = createNodeServer(plain);
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     port = (server.address() as AddressInfo).port;
   });
@@ -446,10 +443,10 @@ describe.each([
           if (!treeHashes.has(sha256(body))) expect(GENERATED.some((schema) => validate(schema, JSON.parse(body.toString('utf8'))).length === 0), what).toBe(true);
         }
         if (reply.status === 307) {
-          // The redirect stays on the host the client asked (or this server), into /structures/.
-          const location = new URL(reply.headers.location!);
-          expect(structureFiles.has(location.pathname.slice(1)), what).toBe(true);
-          expect([h, `127.0.0.1:${port}`]).toContain(location.host);
+          // The redirect is root-relative, into /structures/: whatever Host was sent, it names no host.
+          const location = reply.headers.location!;
+          expect(location.startsWith('/structures/'), what).toBe(true);
+          expect(structureFiles.has(location.slice(1)), what).toBe(true);
         }
       }),
       params(RUNS.raw),

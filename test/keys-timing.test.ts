@@ -84,7 +84,7 @@ describe('timing of the key check', () => {
     };
     const config = resolveAccessConfig({ key_required: { per_ip: { per_minute: 100_000_000 } } }, 'key-required');
     const access = new AccessControl({ config, store: new MemoryQuotaStore(), keys: registry, secret });
-    const check = (candidate: string) => access.check(new Request('http://x/api/v1/release', { headers: { Authorization: `Bearer ${candidate}` } }), '192.0.2.7');
+    const check = (candidate: string) => access.decide(new Request('http://x/api/v1/release', { headers: { Authorization: `Bearer ${candidate}` } }), '192.0.2.7');
 
     expect((await check(key)).denied).toBeNull();
     expect((await check(allButLast)).denied?.status).toBe(401);

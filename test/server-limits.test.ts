@@ -1,15 +1,16 @@
-// What a slow or oversized client can hold on the local server (`isoatlas serve`, both of its HTTP
-// front ends): the real CLI server on loopback with short limits from the ISOATLAS_* environment variables (SERVER_LIMIT_ENV),
+// What a slow or oversized client can hold on the local server (`isoatlas serve`, on Node's http
+// server): the real CLI server on loopback with short limits from the ISOATLAS_* environment variables (SERVER_LIMIT_ENV),
 // driven by raw sockets so the test controls every byte and its timing.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import net from 'node:net';
 import { startServer, type RunningServer } from './helpers/server.js';
-import { SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/node-shared.js';
+import { SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/server-limits.js';
 import { validate } from './helpers/schemas.js';
 
 const LIMITS = { maxHeaderSize: 4096, headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000, maxRequestsPerSocket: 3 };
-/** Node checks the timeouts every headersTimeout / 4; allow that and some scheduling on a busy machine. */
-const SLACK_MS = LIMITS.headersTimeoutMs / 4 + 1_500;
+/** Node checks the timeouts every headersTimeout / 4; allow that and a busy machine's scheduling (a
+ * shared CI machine running other suites): still far below Node's own defaults, which these replace. */
+const SLACK_MS = LIMITS.headersTimeoutMs / 4 + 5_000;
 
 let server: RunningServer;
 let port: number;
@@ -65,18 +66,17 @@ describe('limits from the environment', () => {
   it('reads every ISOATLAS_* override and refuses nonsense', () => {
     const env = Object.fromEntries(Object.entries(SERVER_LIMIT_ENV).map(([, name], i) => [name, String(5_000 + i)]));
     const limits = serverLimits(env);
-    expect(Object.values(limits)).toEqual([5_000, 5_001, 5_002, 5_003, 5_004]);
+    expect(Object.values(limits)).toEqual(Object.keys(SERVER_LIMIT_ENV).map((_, i) => 5_000 + i));
     expect(() => serverLimits({ ISOATLAS_HEADERS_TIMEOUT_MS: '1.5' })).toThrow(/ISOATLAS_HEADERS_TIMEOUT_MS must be a positive integer/);
     expect(() => serverLimits({ ISOATLAS_REQUEST_TIMEOUT_MS: '0' })).toThrow(/positive integer/);
     expect(() => serverLimits({ ISOATLAS_HEADERS_TIMEOUT_MS: '60000' })).toThrow(/cannot exceed the request timeout/);
   });
 });
 
-// Both HTTP front ends of `isoatlas serve` (node-net.ts by default, Node's http server with --http node).
-describe.each(['net', 'node'])('--http %s', (kind) => {
+describe('isoatlas serve', () => {
   beforeAll(async () => {
     const env = Object.fromEntries(Object.entries(LIMITS).map(([field, value]) => [SERVER_LIMIT_ENV[field as keyof typeof LIMITS], String(value)]));
-    server = await startServer({ dir: inject('demoTree'), env, extraArgs: ['--http', kind] });
+    server = await startServer({ dir: inject('demoTree'), env });
     port = Number(new URL(server.base).port);
   });
   afterAll(async () => {
@@ -102,11 +102,31 @@ describe.each(['net', 'node'])('--http %s', (kind) => {
       expect(ok.status).toBe(200);
     });
 
-    it('answers 400 with a problem to a request line that is not HTTP', async () => {
+    it('answers 400 with a problem to a request line that is not HTTP, dated like every answer', async () => {
       const c = await connect();
       c.socket.write('GET api/v1/release HTTP/1.1\r\nHost: x\r\n\r\n');
       await c.closed;
       expectProblem(c.received(), 400);
+      expect(Number.isNaN(Date.parse(parse(c.received()).headers.date))).toBe(false);
+    });
+  });
+
+  describe('Host', () => {
+    it('answers 400 to an HTTP/1.1 request without Host, and to one with two', async () => {
+      for (const head of ['GET /api/v1/release HTTP/1.1\r\n\r\n', 'GET /api/v1/release HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n']) {
+        const c = await connect();
+        c.socket.write(head);
+        await c.closed;
+        const body = expectProblem(c.received(), 400);
+        expect(body.detail).toMatch(/Host/);
+      }
+    });
+
+    it('serves an HTTP/1.0 request without Host', async () => {
+      const c = await connect();
+      c.socket.write('GET /api/v1/release HTTP/1.0\r\n\r\n');
+      await c.closed;
+      expect(parse(c.received()).status).toBe(200);
     });
   });
 
@@ -167,6 +187,18 @@ describe.each(['net', 'node'])('--http %s', (kind) => {
   describe('keep-alive', () => {
     const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
 
+    it('answers a request that says Connection: close, ignoring bytes pipelined after it', async () => {
+      const c = await connect();
+      c.socket.write('GET /api/v1/genes/PRR5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' + get('/api/v1/release'));
+      await c.closed;
+      const answers = c.received().split(/(?=HTTP\/1\.1 )/);
+      expect(answers).toHaveLength(1);
+      const res = parse(answers[0]);
+      expect(res.status).toBe(200);
+      expect(res.headers.connection).toBe('close');
+      expect(JSON.parse(res.body).symbol).toBe('PRR5');
+    });
+
     it('closes an idle keep-alive connection after the keep-alive timeout', async () => {
       const c = await connect();
       c.socket.write(get('/api/v1/release'));
@@ -176,7 +208,7 @@ describe.each(['net', 'node'])('--http %s', (kind) => {
       await c.closed;
       const idle = performance.now() - answered;
       expect(idle).toBeGreaterThanOrEqual(LIMITS.keepAliveTimeoutMs - 100);
-      expect(idle).toBeLessThan(LIMITS.keepAliveTimeoutMs + 1_500);
+      expect(idle).toBeLessThan(LIMITS.keepAliveTimeoutMs + SLACK_MS);
     });
 
     it(`closes a connection after ${LIMITS.maxRequestsPerSocket} requests, the last answer saying so`, async () => {

@@ -16,7 +16,4 @@ export interface QuotaStore {
    * already passed must not be charged for it. Best effort. */
   undo(counter: string): Promise<void>;
   readonly description: string;
-  /** hit() answered at once, by a store that counts in memory (whose undo() also takes effect at
-   * once): lets the edge answer a request without waiting. Absent on shared stores. */
-  hitNow?(counter: string, limit: number, expiresAt: number): HitResult;
 }

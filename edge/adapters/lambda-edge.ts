@@ -55,7 +55,7 @@ export function createViewerRequestHandler(access: AccessControl) {
   return async function onViewerRequest(event: CloudFrontRequestEvent): Promise<CfRequest | CloudFrontResultResponse> {
     const cf = event.Records[0].cf.request;
     if (cf.method === 'OPTIONS') return cf;
-    const decision = await access.check(toWebRequest(event), cf.clientIp);
+    const decision = await access.decide(toWebRequest(event), cf.clientIp);
     if (decision.denied) return toCloudFront(decision.denied, cf.method);
     delete cf.headers.authorization;
     return cf;

@@ -1,35 +1,44 @@
-// Adapter: Node's http server → the edge handler. Used by `isoatlas serve --http node` (the default
-// front end is node-net.ts, tested against this one). Hands the handler a light view of IncomingMessage (an EdgeRequest, not a Web
-// Request) and writes the EdgeResponse's bytes with one res.end (no Web Response, no body stream);
-// a handler not made by createHandler is answered through its Web Response. Logs one line per
-// request, and bounds what a slow or oversized client can hold.
+// Adapter: Node's http server → the edge handler (`isoatlas serve`). Each request becomes a Web
+// Request, the handler's Web Response is written back; Node's own parser frames the requests. Besides
+// Node's server options (head size, timeouts, keep-alive, connections) it bounds what clients that ask
+// without reading can make the process hold, and answers what Node refuses with problem+json too.
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Handler } from '../handler.js';
-import { EdgeResponse } from '../responses.js';
-import { clientErrorAnswer, connectAnswer, fallbackHostOf, edgeRequest, internalErrorAnswer, millisSince, printable, responder, serverLimits, type NodeServerOptions } from './node-shared.js';
+import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
+import { redactKeys } from '../access/key-format.js';
+import { serverLimits, type ServerLimits } from './server-limits.js';
 
-/** Header look-ups over Node's parsed headers, answering as a Web Headers object would: names in any
- * case, repeated fields joined with ", " (Node has already merged or dropped repeats of the fields
- * that may not repeat). Node's parser refuses the values a Headers object would refuse. */
-class NodeHeaders {
-  constructor(private readonly raw: http.IncomingHttpHeaders) {}
-
-  get(name: string): string | null {
-    const value = this.raw[name.toLowerCase()];
-    if (value === undefined) return null;
-    return Array.isArray(value) ? value.join(', ') : value;
-  }
+export interface NodeServerOptions {
+  /** One line per request; never includes headers (they may carry an API key). */
+  log?: (line: string) => void;
+  /** Overrides of SERVER_LIMITS (after those of the environment). */
+  limits?: Partial<ServerLimits>;
 }
 
+/** What a connection's answers hold until its client takes them. */
+interface Connection {
+  requests: number;
+  /** Requests received whose answer is not yet handed to the system. */
+  pending: number;
+  /** Bytes of those answers. */
+  unsent: number;
+}
+
+/** What a Host value may hold: a name or address and a port, nothing the URL parser would resolve. */
+const HOST_NAME = /^[A-Za-z0-9.:[\]-]{1,255}$/;
+/** Room for the head of an answer when its unsent bytes are counted. */
+const HEAD_BYTES = 512;
+
 export function createNodeServer(handler: Handler, opts: NodeServerOptions = {}): http.Server {
-  const respond = responder(handler);
   const log = opts.log ?? (() => {});
   const limits = serverLimits(process.env, opts.limits);
-  const requestsOn = new WeakMap<object, number>();
-  // The server's own address, for requests without a usable Host: asked once, not per request
-  // (server.address() is a getsockname call).
+  const connections = new WeakMap<Socket, Connection>();
+  let unsentTotal = 0;
+  // The server's own address, for HTTP/1.0 requests without a usable Host: asked once.
   let ownHost: string | undefined;
+
   const server = http.createServer(
     {
       maxHeaderSize: limits.maxHeaderSize,
@@ -37,63 +46,185 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       // Node checks the two timeouts above only this often (30 s by default, which would let a slow
-      // client hold a connection three times longer than the headers timeout says).
+      // client hold a connection longer than the headers timeout says).
       connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
+      // Checked below, to answer with a problem body and to refuse two Host fields as well.
+      requireHostHeader: false,
     },
     async (req, res) => {
       const started = performance.now();
-      const nth = (requestsOn.get(req.socket) ?? 0) + 1; // counted on arrival: pipelined answers finish in any order
-      requestsOn.set(req.socket, nth);
+      const socket = req.socket;
+      // Requests parsed from what a connection sent before it was cut: nobody is there to answer.
+      if (socket.destroyed) return;
+      let connection = connections.get(socket);
+      if (!connection) connections.set(socket, (connection = { requests: 0, pending: 0, unsent: 0 }));
+      const conn = connection;
+      const nth = ++conn.requests; // counted on arrival: pipelined answers may finish in any order
+      conn.pending++;
+      let charged = 0;
+      let settled = false;
+      const settle = () => {
+        if (settled) return;
+        settled = true;
+        conn.pending--;
+        conn.unsent -= charged;
+        unsentTotal -= charged;
+      };
+      res.once('finish', settle);
+      res.once('close', settle);
       req.resume(); // GET/HEAD carry no body; drain anything sent so the connection stays usable
-      const fallbackHost = (ownHost ??= fallbackHostOf(server.address()));
-      let status = 500;
+      const line = `${req.method} ${printable(req.url ?? '')}`;
+      // A client far ahead of the answers it has taken asks without reading: cut it.
+      if (conn.pending > limits.maxPendingPerConnection) {
+        socket.destroy();
+        return log(`${line} closed: ${conn.pending} requests waiting for a client that does not read`);
+      }
+
+      let status: number | string = 500;
       try {
-        const request = edgeRequest(req.method ?? 'GET', req.url ?? '', req.headers.host ?? null, new NodeHeaders(req.headers), fallbackHost);
-        const response = request instanceof EdgeResponse ? request : await respond(request, { clientIp: req.socket.remoteAddress });
+        ownHost ??= fallbackHostOf(server.address());
+        const response = await answer(req, handler, ownHost);
         status = response.status;
+        if (socket.destroyed) return;
+        const body = response.body && req.method !== 'HEAD' ? new Uint8Array(await response.arrayBuffer()) : null;
+        const size = (body?.length ?? 0) + HEAD_BYTES;
+        // Answers pile up unsent only for a client that does not read them: beyond its share, or when
+        // all connections together hold too much, a connection that still holds some is closed.
+        if (conn.unsent > 0 && (conn.unsent + size > limits.maxUnsentBytesPerConnection || unsentTotal + size > limits.maxUnsentBytes)) {
+          status = 'closed: answers waiting for a client that does not read';
+          return void socket.destroy();
+        }
+        charged = size;
+        conn.unsent += size;
+        unsentTotal += size;
+        const fields: string[] = [];
+        response.headers.forEach((value, name) => fields.push(name, value));
         // The last request a connection may carry: `Connection: close` makes Node close it after this
         // answer (its own maxRequestsPerSocket only says close, keeps reading, and answers a bare 503).
-        if (nth >= limits.maxRequestsPerSocket) response.set('connection', 'close');
-        // The flat [name, value, …] list is what writeHead takes with the least work.
-        res.writeHead(response.status, response.fields);
-        res.end(req.method === 'HEAD' ? undefined : (response.body ?? undefined));
+        if (nth >= limits.maxRequestsPerSocket) fields.push('connection', 'close');
+        res.writeHead(response.status, fields);
+        res.end(body ?? undefined);
       } catch (err) {
         status = 500;
-        const answer = internalErrorAnswer(err, req.method === 'HEAD');
-        if (!res.headersSent) res.writeHead(500, answer.fields);
-        res.end(answer.body ?? undefined);
+        console.error(`isoatlas serve: ${redactKeys(String((err as Error)?.stack ?? err))}`);
+        const body = problemBody(req.url ?? '/', { status: 500, detail: 'an unexpected error occurred' });
+        if (res.headersSent) res.end();
+        else res.writeHead(500, problemHead(body)).end(req.method === 'HEAD' ? undefined : body);
       } finally {
-        log(`${req.method} ${printable(req.url ?? '')} ${status} ${millisSince(started)}ms`);
+        log(`${line} ${status} ${millisSince(started)}ms`);
       }
     },
   );
+  server.maxConnections = limits.maxConnections;
+
   // Requests Node's parser refuses (oversized head, timeouts, malformed request line) get a problem
   // body too, not Node's bare status line; the connection is closed after it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse })._httpMessage;
+    // Bytes after a request that said `Connection: close` are ignored: its answer is on its way and
+    // Node closes the connection after it.
+    if (err.code === 'HPE_CLOSED_CONNECTION' && inFlight && !inFlight.writableFinished) return;
     if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) return void socket.destroy();
-    const kind = err.code === 'HPE_HEADER_OVERFLOW' ? 'head too large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'timeout' : 'malformed';
+    const [status, detail] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, `the request line and headers must fit in ${limits.maxHeaderSize} bytes`]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, `the request was not received in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`]
+          : [400, 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)'];
+    // A HEAD request gets no body, or the client would read it as the start of the next response.
     const isHead = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
-    const { status, reason, answer } = clientErrorAnswer(kind, limits, isHead);
-    rawAnswer(socket, status, reason, answer);
+    rawAnswer(socket, status, problemBody('/', { status, detail }), isHead);
     log(`- - ${status} ${err.code ?? 'client error'}`);
   });
   // Node hands CONNECT to a 'connect' listener (and drops the connection when there is none), never
-  // to the request listener: answer it 405 like any other method instead (found by the fuzzer).
+  // to the request listener: answer it 405 like any other method instead.
   server.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
-    rawAnswer(socket, 405, 'Method Not Allowed', connectAnswer());
+    rawAnswer(socket, 405, problemBody('/', { status: 405, detail: 'method CONNECT is not allowed; this API is read-only' }), false, { Allow: ALLOW });
     log(`CONNECT ${printable(req.url ?? '')} 405 0.0ms`);
   });
   return server;
 }
 
-/** Writes a response on a socket Node's server no longer manages, then closes the connection. */
-function rawAnswer(socket: Duplex, status: number, reason: string, answer: EdgeResponse): void {
-  const body = answer.body ?? new Uint8Array(0);
-  // Sorted by name, the order a Web Headers object lists them in.
-  const fields = Object.entries(answer.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const head = [`HTTP/1.1 ${status} ${reason}`, ...fields.map(([name, value]) => `${name}: ${value}`), 'Connection: close', '', ''].join('\r\n');
-  socket.on('error', () => {});
-  socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]), () => socket.destroy());
+/** The handler's answer to a request Node has parsed, or the 400/405 for one that cannot be a Web
+ * Request. */
+async function answer(req: http.IncomingMessage, handler: Handler, ownHost: string): Promise<Response> {
+  const refuse = (status: number, detail: string, headers: Record<string, string> = {}) => {
+    const body = problemBody(req.url ?? '/', { status, detail });
+    return new Response(body as Uint8Array<ArrayBuffer>, { status, headers: { ...problemHead(body), ...headers, connection: 'close' } });
+  };
+  const hosts = countHosts(req.rawHeaders);
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
+  if (req.httpVersion !== '1.0' && hosts !== 1) return refuse(400, hosts === 0 ? 'an HTTP/1.1 request must carry a Host header' : 'a request must carry one Host header, not several');
+  const target = req.url ?? '';
+  if (!target.startsWith('/')) return refuse(400, 'the request target must be an absolute path such as /api/v1/');
+  const host = req.headers.host && HOST_NAME.test(req.headers.host) ? req.headers.host : ownHost;
+  let request: Request;
+  try {
+    // The target is appended to a fixed scheme and host, never resolved against them: `//evil/…`
+    // stays a path.
+    request = new Request(`http://${host}${target}`, { method: req.method, headers: headersOf(req) });
+  } catch {
+    // The Fetch standard refuses some methods (TRACE, TRACK) outright; none is allowed here.
+    if (!['GET', 'HEAD', 'OPTIONS'].includes(req.method ?? '')) return refuse(405, `method ${req.method} is not allowed; this API is read-only`, { allow: ALLOW });
+    return refuse(400, 'the request target or a header is not valid');
+  }
+  return handler(request, { clientIp: req.socket.remoteAddress });
 }
 
+function headersOf(req: http.IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return headers;
+}
+
+function countHosts(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') n++;
+  return n;
+}
+
+/** Header fields of a problem answer with `body`. */
+function problemHead(body: Uint8Array): Record<string, string> {
+  return { 'content-type': PROBLEM_TYPE, 'content-length': String(body.length), 'cache-control': 'no-store', 'access-control-allow-origin': '*' };
+}
+
+/** Writes an answer on a socket Node's server no longer manages, then closes the connection. */
+function rawAnswer(socket: Duplex, status: number, body: Uint8Array, isHead: boolean, extra: Record<string, string> = {}): void {
+  const fields = { ...problemHead(body), ...extra, date: new Date().toUTCString(), connection: 'close' };
+  const head = [`HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}`, ...Object.entries(fields).map(([name, value]) => `${name}: ${value}`), '', ''].join('\r\n');
+  socket.on('error', () => {});
+  socket.end(isHead ? Buffer.from(head, 'latin1') : Buffer.concat([Buffer.from(head, 'latin1'), body]), () => socket.destroy());
+}
+
+const CONTROLS = /[\u0000-\u001f\u007f]/g;
+
+/** A request target as it may go into a log: keys redacted, control characters escaped (a client
+ * cannot forge log lines), cut short. */
+export function printable(text: string): string {
+  const redacted = redactKeys(text);
+  const cut = redacted.length > 300 ? `${redacted.slice(0, 300)}…` : redacted;
+  return cut.replace(CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** Milliseconds since `start` (a performance.now()), with one decimal, for the request log. */
+function millisSince(start: number): string {
+  return (performance.now() - start).toFixed(1);
+}
+
+/** The server's own host and port, for requests without a usable Host. */
+function fallbackHostOf(address: string | { port: number } | null): string {
+  return address && typeof address === 'object' ? `127.0.0.1:${address.port}` : 'localhost';
+}
+
+/** Stops accepting connections, lets in-flight requests finish, closes idle keep-alive sockets, and
+ * after `graceMs` cuts whatever is left. Resolves when the server has closed. */
+export function shutdownGracefully(server: http.Server, graceMs = 10_000): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), graceMs).unref();
+  });
+}

@@ -18,6 +18,12 @@ export interface StringParam {
   required: boolean;
 }
 
+export interface PathParam {
+  name: string;
+  description: string;
+  example: string;
+}
+
 export type CachePolicy = 'release' | 'search' | 'redirect';
 /** Cache-Control per policy. Release-scoped files change only with a new release (the ETag is the
  * content hash, so revalidation is cheap); search is computed per request and kept short. */
@@ -28,14 +34,14 @@ export const cacheControl: Record<CachePolicy, string> = {
 };
 
 export interface Route {
-  id: string;
+  readonly id: string;
   /** OpenAPI-style template, e.g. `/genes/{symbol}`. */
   path: string;
   summary: string;
   description: string;
-  pathParams: { name: string; description: string; example: string }[];
-  integerParams: IntegerParam[];
-  stringParams: StringParam[];
+  pathParams: readonly PathParam[];
+  integerParams: readonly IntegerParam[];
+  stringParams: readonly StringParam[];
   /** The schema of a 200 body; null for the redirect route. */
   schema: SchemaName | null;
   status: 200 | 307;
@@ -63,7 +69,9 @@ const symbolParam = {
   example: 'PRR5',
 };
 
-export const routes: Route[] = [
+/** Every v1 route. Each id is bound to its handler module in edge/routes/index.ts, whose type asks
+ * for one handler per RouteId: a route added here without code does not compile. */
+export const routes = [
   {
     id: 'root',
     path: '/',
@@ -196,4 +204,6 @@ export const routes: Route[] = [
     cache: 'release',
     tag: 'release',
   },
-];
+] as const satisfies readonly Route[];
+
+export type RouteId = (typeof routes)[number]['id'];

@@ -43,10 +43,6 @@ export class LocalTreeOrigin implements VersionedOrigin {
     this.description = this.files.description;
   }
 
-  pinnedNow(): PinnedRelease | undefined {
-    return this.cached && this.cached.until > Date.now() ? this.cached.pinned : undefined;
-  }
-
   async pin(): Promise<PinnedRelease> {
     if (this.cached && this.cached.until > Date.now()) return this.cached.pinned;
     let release: string;

@@ -30,10 +30,6 @@ export class PointerOrigin implements VersionedOrigin {
     this.description = `${raw.description} (release from ${POINTER_KEY})`;
   }
 
-  pinnedNow(): PinnedRelease | undefined {
-    return this.cached && this.cached.until > this.now() ? this.cached.pinned : undefined;
-  }
-
   async pin(): Promise<PinnedRelease> {
     if (this.cached && this.cached.until > this.now()) return this.cached.pinned;
     return (this.loading ??= this.load()

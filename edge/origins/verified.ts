@@ -53,12 +53,6 @@ export class VerifiedOrigin implements Origin {
     });
   }
 
-  /** read() answered at once from the bodies kept in memory: undefined when the file is not among
-   * them (read() it then). */
-  readNow(path: string): OriginObject | null | undefined {
-    return this.bodies.peek(path);
-  }
-
   /** A file whose sha256 the caller already has from a verified file (the edge index lists its
    * shards' hashes), read and checked without its manifest entry. Not kept: the caller keeps what it
    * parses. */

@@ -10,10 +10,6 @@ export class MemoryQuotaStore implements QuotaStore {
   constructor(private readonly now: () => number = Date.now) {}
 
   async hit(counter: string, limit: number, expiresAt: number): Promise<HitResult> {
-    return this.hitNow(counter, limit, expiresAt);
-  }
-
-  hitNow(counter: string, limit: number, expiresAt: number): HitResult {
     const now = this.now();
     if (now >= this.nextSweep) this.sweep(now);
     let entry = this.counters.get(counter);

@@ -1,0 +1,48 @@
+// The bounds on what clients can hold on the local server (`isoatlas serve`), with their defaults
+// and the environment variables that change them. SECURITY.md lists them for operators.
+
+/** Size of the request line plus headers (beyond it: 431); time to send the headers and the whole
+ * request (beyond it: 408, connection closed); how long an idle keep-alive connection stays open; how
+ * many requests one connection may carry; how many connections are open at once; and what answers
+ * not yet taken by their clients may hold, per connection (requests and bytes) and in total. A
+ * connection over its share is closed: its client asks without reading. */
+export const SERVER_LIMITS = {
+  maxHeaderSize: 16 * 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxRequestsPerSocket: 1_000,
+  maxConnections: 1_024,
+  maxPendingPerConnection: 32,
+  maxUnsentBytesPerConnection: 4 * 1024 * 1024,
+  maxUnsentBytes: 256 * 1024 * 1024,
+};
+export type ServerLimits = typeof SERVER_LIMITS;
+
+/** Environment variables that override SERVER_LIMITS (`isoatlas serve`; tests use short timeouts). */
+export const SERVER_LIMIT_ENV: Record<keyof ServerLimits, string> = {
+  maxHeaderSize: 'ISOATLAS_MAX_HEADER_BYTES',
+  headersTimeoutMs: 'ISOATLAS_HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'ISOATLAS_REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'ISOATLAS_KEEP_ALIVE_TIMEOUT_MS',
+  maxRequestsPerSocket: 'ISOATLAS_MAX_REQUESTS_PER_SOCKET',
+  maxConnections: 'ISOATLAS_MAX_CONNECTIONS',
+  maxPendingPerConnection: 'ISOATLAS_MAX_PENDING_PER_CONNECTION',
+  maxUnsentBytesPerConnection: 'ISOATLAS_MAX_UNSENT_BYTES_PER_CONNECTION',
+  maxUnsentBytes: 'ISOATLAS_MAX_UNSENT_BYTES',
+};
+
+/** SERVER_LIMITS with the environment's overrides; throws on a value that is not a positive integer. */
+export function serverLimits(env: Record<string, string | undefined> = process.env, overrides: Partial<ServerLimits> = {}): ServerLimits {
+  const limits = { ...SERVER_LIMITS };
+  for (const [field, name] of Object.entries(SERVER_LIMIT_ENV) as [keyof ServerLimits, string][]) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    if (!/^[1-9]\d{0,9}$/.test(raw)) throw new Error(`${name} must be a positive integer; got "${raw.slice(0, 30)}"`);
+    limits[field] = Number(raw);
+  }
+  Object.assign(limits, overrides);
+  // Node refuses a headers timeout longer than the request timeout.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new Error(`the headers timeout (${limits.headersTimeoutMs} ms) cannot exceed the request timeout (${limits.requestTimeoutMs} ms)`);
+  return limits;
+}

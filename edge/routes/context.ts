@@ -1,0 +1,73 @@
+// What every route module works with: the request, its route's validated parameters, and the release
+// the request is answered from (its verified files and its edge data).
+import type { OriginObject } from '../origin.js';
+import { OriginError } from '../origin.js';
+import type { VerifiedOrigin } from '../origins/verified.js';
+import type { ReleaseData } from '../release-data.js';
+import type { QueryValues } from '../router.js';
+import { bodyResponse, problem } from '../responses.js';
+import { links } from '../contract/tree.js';
+
+/** One release of the tree, as the routes read it. */
+export interface Release {
+  /** Every file checked against the manifest; the ETag of a file is its manifest sha256. */
+  origin: VerifiedOrigin;
+  /** Alias maps, the structure map and the search index. */
+  data: ReleaseData;
+  /** Public path of a tree file, below the structure base (e.g. `releases/<r>/structures/x.cif`). */
+  publicPath(treePath: string): string;
+}
+
+export interface RouteRequest {
+  request: Request;
+  url: URL;
+  /** Path parameters, decoded and checked by the router. */
+  params: Record<string, string>;
+  /** Query parameters, validated against the route's declared bounds (defaults filled in). */
+  query: QueryValues;
+  /** Cache-Control of the route's 200. */
+  cacheControl: string;
+  release: Release;
+  /** Where structure redirects point (`<base>/<public path>`); root-relative when unset. */
+  structureBaseUrl?: string;
+}
+
+/** The code of one route: its answer to a request the router has matched and validated. */
+export type RouteHandler = (route: RouteRequest) => Promise<Response>;
+
+/** A file the alias maps say must exist: its absence is the origin's fault (502), not the client's. */
+export async function mustRead(release: Release, path: string): Promise<OriginObject> {
+  const file = await release.origin.read(path);
+  if (!file) throw new OriginError(`${path} is missing from the tree at ${release.origin.description}`, 'unavailable');
+  return file;
+}
+
+/** The answer with a file of the tree as it is. */
+export async function fileAnswer(route: RouteRequest, path: string, headers?: Record<string, string>): Promise<Response> {
+  const file = await mustRead(route.release, path);
+  return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256 });
+}
+
+/** The gene id a `{symbol}` names, or the answer to send instead: 404, or 300 with the candidates
+ * when a symbol is shared by several genes. */
+export async function resolveGene(route: RouteRequest): Promise<string | Response> {
+  const key = route.params.symbol;
+  const resolved = await route.release.data.gene(key);
+  if (resolved === null) return problem(route.request, { status: 404, detail: `no gene with symbol or id "${key}" in this release` });
+  if (Array.isArray(resolved)) {
+    return problem(route.request, {
+      status: 300,
+      detail: `symbol "${key}" names ${resolved.length} genes; ask for one of them by gene id`,
+      extra: { choices: resolved.map((id) => ({ gene_id: id, link: links.gene(id) })) },
+    });
+  }
+  return resolved;
+}
+
+/** The transcript id a `{transcript_id}` names (id with or without version, or transcript name), or
+ * the 404 to send instead. */
+export async function resolveIsoform(route: RouteRequest): Promise<string | Response> {
+  const key = route.params.transcript_id;
+  const resolved = await route.release.data.isoform(key);
+  return resolved ?? problem(route.request, { status: 404, detail: `no isoform with transcript id or name "${key}" in this release` });
+}

@@ -1,0 +1,14 @@
+// GET /api/v1/search?query=&limit=: search over gene symbols and ids, transcript ids and names
+// (edge/search.ts has the tiers and the scoring).
+import { RequestProblem } from '../router.js';
+import { bodyResponse, jsonBody } from '../responses.js';
+import { search as searchRelease } from '../search.js';
+import type { RouteHandler } from './context.js';
+
+export const search: RouteHandler = async (route) => {
+  const text = route.query.strings.query;
+  if (text.trim() === '') throw new RequestProblem(400, '"query" must contain something other than white space', 'query');
+  const limit = route.query.integers.limit;
+  const result = await searchRelease(route.release.data, text, limit);
+  return bodyResponse(route.request, jsonBody({ query: text, limit, total: result.total, items: result.items }), { cacheControl: route.cacheControl });
+};

@@ -1,0 +1,91 @@
+// Clients that send requests without reading the answers: what they make `isoatlas serve` hold is
+// bounded (SERVER_LIMITS: answers waiting per connection and in total), and the server keeps
+// answering other clients meanwhile. The real CLI server with its default limits, in its own
+// process, so its resident memory is its own.
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import net from 'node:net';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer, type RunningServer } from './helpers/server.js';
+
+/** The bound this test holds the server to while 300 clients flood it: well above what the server
+ * holds serving the demo, far below what the same flood made it hold without the limits. */
+const RSS_BOUND_BYTES = 640 * 1024 * 1024;
+const CLIENTS = 300;
+/** The largest file the demo serves (a structure's mmCIF): answers pile up fastest. */
+const TARGET = '/structures/PB.8671.2.cif';
+
+function rssBytes(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+/** `isoatlas serve` with a per-IP quota the flood cannot spend: every client here is 127.0.0.1. */
+function startUnthrottled(): Promise<RunningServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'isoatlas-memory-'));
+  const config = join(dir, 'access.json');
+  writeFileSync(config, JSON.stringify({ open: { anonymous_per_ip: { per_minute: 1_000_000_000 } } }));
+  return startServer({ dir: inject('demoTree'), extraArgs: ['--access-config', config, '--keys-dir', join(dir, 'keys')] });
+}
+
+let server: RunningServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+/** Opens CLIENTS connections that each send `depth` pipelined requests, `rounds` times, and never
+ * read; while they do, a well-behaved client asks for a gene. Resolves with the server's peak RSS
+ * and that client's answer. */
+async function flood(api: string, port: number, pid: number, depth: number, rounds: number) {
+  let peak = rssBytes(pid);
+  console.log(`baseline RSS ${(peak / 2 ** 20).toFixed(0)} MiB`);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 25);
+  const sockets: net.Socket[] = [];
+  try {
+    for (let i = 0; i < CLIENTS; i++) {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.on('error', () => {}); // being cut off is the expected end
+      socket.pause(); // never read: what the server sends stays in the kernel's buffers and its own
+      sockets.push(socket);
+    }
+    const batch = `GET ${TARGET} HTTP/1.1\r\nHost: atlas.test\r\n\r\n`.repeat(depth);
+    for (let r = 0; r < rounds; r++) {
+      for (const s of sockets) if (!s.destroyed) s.write(batch);
+      await sleep(100);
+    }
+    // A new client is answered while the flood's connections are open.
+    const answer = await fetch(`${api}/genes/PRR5`, { signal: AbortSignal.timeout(60_000) });
+    const body = (await answer.json()) as { symbol: string };
+    await sleep(500);
+    console.log(`${CLIENTS} clients × ${depth} pipelined × ${rounds}: peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`);
+    return { peak, status: answer.status, symbol: body.symbol };
+  } finally {
+    clearInterval(sampler);
+    for (const s of sockets) s.destroy();
+  }
+}
+
+describe('clients that pipeline without reading', () => {
+  it(`${CLIENTS} clients each far ahead of their answers: cut off, memory bounded, others served`, async () => {
+    server = await startUnthrottled();
+    const port = Number(new URL(server.base).port);
+    const result = await flood(server.api, port, server.child.pid!, 200, 3);
+    expect(result.status).toBe(200);
+    expect(result.symbol).toBe('PRR5');
+    expect(result.peak).toBeLessThan(RSS_BOUND_BYTES);
+    expect(server.logs()).toMatch(/closed: \d+ requests waiting for a client that does not read/);
+  });
+
+  it(`${CLIENTS} clients each within the per-connection bounds: the total budget holds, others served`, async () => {
+    server = await startUnthrottled();
+    const port = Number(new URL(server.base).port);
+    const result = await flood(server.api, port, server.child.pid!, 30, 4);
+    expect(result.status).toBe(200);
+    expect(result.symbol).toBe('PRR5');
+    expect(result.peak).toBeLessThan(RSS_BOUND_BYTES);
+  });
+});
