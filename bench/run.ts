@@ -1,4 +1,4 @@
-// `npm run bench`: runs the benchmark sections and writes BENCHMARKS.md (issue #7 part 3, #8 soak).
+// `npm run bench`: runs the benchmark sections and writes BENCHMARKS.md.
 // Progress goes to stderr, a one-line summary at the end. A missed target is printed as MISSED in the
 // report and the summary but does not fail the run: exit 1 only when a benchmark itself failed.
 import { Command, InvalidArgumentError } from 'commander';
@@ -14,6 +14,7 @@ import { benchHandler } from './handler.js';
 import { gitCommit, machine } from './machine.js';
 import { benchPublish } from './publish.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
+import { benchServer } from './server.js';
 import { benchSoak } from './soak.js';
 import { killAllServers } from './servers.js';
 
@@ -39,7 +40,7 @@ function sectionList(v: string): SectionId[] {
 
 async function main(argv: string[]): Promise<number> {
   const cli = new Command('bench')
-    .description('Benchmarks of the build, the edge, the local server against nginx, publishing, the edge bundle and a soak run; writes BENCHMARKS.md.')
+    .description('Benchmarks of the build, the edge handler, the local server at a fixed rate (nginx as information), publishing, the edge bundle and a soak run; writes BENCHMARKS.md.')
     .option('--only <sections>', `comma-separated subset of: ${SECTION_ORDER.join(', ')}`, sectionList)
     .option('--runs <n>', 'runs per figure (the median is reported with the spread)', positive, 5)
     .option('--runs-human <n>', 'runs of the human-scale build (minutes each)', positive, 1)
@@ -62,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
     build: benchBuild,
     handler: benchHandler,
     search: await searchSection(),
+    server: benchServer,
     publish: benchPublish,
     bundle: benchBundle,
     soak: benchSoak,
