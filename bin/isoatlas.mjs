@@ -1,7 +1,11 @@
 #!/usr/bin/env node
-// The `isoatlas` command. The CLI is TypeScript; tsx compiles it on the fly so curators need no build step.
-import { register } from 'tsx/esm/api';
-
-register();
-const { main } = await import('../build/cli.ts');
-process.exitCode = await main(process.argv);
+// The `isoatlas` command: the CLI compiled ahead of time into dist/ (bin/compile.mjs).
+let cli;
+try {
+  cli = await import('../dist/cli.mjs');
+} catch (err) {
+  if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes('dist/cli.mjs')) throw err;
+  process.stderr.write('isoatlas: the command is not compiled yet (no dist/cli.mjs): run `npm run build` (npm ci does it) in the isoatlas directory\n');
+  process.exit(1);
+}
+process.exitCode = await cli.main(process.argv);

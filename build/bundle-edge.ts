@@ -5,10 +5,10 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from './paths.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
 
-const ENTRY = fileURLToPath(new URL('../edge/lambda-entry.ts', import.meta.url));
+const ENTRY = join(PROJECT_ROOT, 'edge/lambda-entry.ts');
 /** Lambda@Edge: 1 MB zipped for viewer-request functions (50 MB for origin-request); we hold the
  * edge to the stricter budget so it can move to either trigger. */
 export const EDGE_BUNDLE_BUDGET = 1024 * 1024;

@@ -1,37 +1,21 @@
 // The `isoatlas` command line. Each subcommand is one stage of the one-way flow:
 // inputs → import → release DB → build (render) → tree. `demo` runs them all on the bundled chr22 data.
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { mkdirSync, rmSync } from 'node:fs';
+import { Command, CommanderError, Help, InvalidArgumentError, type Option } from 'commander';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { importCore, loadCoreConfig } from './import/core.js';
-import { importTrack, insertTrack } from './import/tracks.js';
-import { rankAndMap, readPvacseqAllEpitopes, releaseResolver } from './import/native/neoantigens.js';
-import { InputError } from './import/input.js';
-import { NamingError } from './import/naming.js';
 import { TRACKS, type Track } from './release-db/schema.js';
-import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
-import { renderTree, type BuildSummary } from './render/index.js';
-import { generateDemoTracks } from './generate/demo-tracks.js';
-import { generateHumanInputs, HUMAN_SCALE } from './generate/human.js';
-import { HUMAN_STAGES, runHumanPipeline, runHumanStage, summaryLine as humanSummaryLine, type HumanStage } from './generate/human-pipeline.js';
-import { NotATreeError, serve, treeIsCurrent } from './serve.js';
-import { bundleEdge } from './bundle-edge.js';
 import { addKeysCommand, readAccessConfig } from './keys/commands.js';
-import { readSecret } from './keys/registry.js';
-import { UsageError } from './errors.js';
+import { BadInputError, UsageError } from './errors.js';
+import { DEMO, PROJECT_ROOT } from './paths.js';
 import { addPublishCommands } from './publish-commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
+import type { BuildSummary } from './render/index.js';
+import { HUMAN_GENES_DEFAULT, HUMAN_STAGES, type HumanStage } from './generate/human-stages.js';
 
+// Commands import what they need when they run: `isoatlas --help` loads no AWS SDK, SQLite or
+// search library.
 export const EXIT = { ok: 0, failure: 1, usage: 2, badInput: 3 } as const;
 
-const PROJECT_ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
-export const DEMO = {
-  config: join(PROJECT_ROOT, 'data/demo/release.config.json'),
-  work: join(PROJECT_ROOT, '.isoatlas/demo'),
-  seed: 22,
-  realNeoantigens: join(PROJECT_ROOT, 'data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz'),
-};
 const HUMAN_WORK = join(PROJECT_ROOT, '.isoatlas/human');
 const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
 
@@ -41,10 +25,6 @@ function parseMode(value: string): 'open' | 'key-required' {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-function logWarnings(warnings: string[]) {
-  for (const w of warnings.slice(0, 5)) log(`warning: ${w}`);
-  if (warnings.length > 5) log(`warning: … and ${warnings.length - 5} more`);
-}
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 function summaryLine(s: BuildSummary, out: string) {
@@ -88,62 +68,14 @@ function parseSeed(value: string): number {
   return Number(value);
 }
 
-const GENERATED_TRACK_FILES: Record<Track, string> = {
-  domains: 'domains.tsv',
-  neoantigens: 'neoantigens.tsv',
-  ptm: 'ptm.tsv',
-  structures: 'structures.tsv',
-};
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
 
-/** The whole demo pipeline: real chr22 core → seeded generated tracks → release DB → tree. */
-export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; seed?: number } = {}): Promise<{ db: string; tree: string; summary: BuildSummary }> {
-  const seed = opts.seed ?? DEMO.seed;
-  mkdirSync(work, { recursive: true });
-  const db = join(work, 'release.sqlite');
-  const tracksDir = join(work, 'generated-tracks');
-  const tree = join(work, 'tree');
-  const core = await importCore(loadCoreConfig(DEMO.config), db);
-  logWarnings(core.warnings);
-  log(`imported core: ${core.genes} genes (${core.novelGenes} novel loci), ${core.referenceIsoforms} reference + ${core.longReadIsoforms} long-read isoforms`);
-
-  rmSync(tracksDir, { recursive: true, force: true });
-  const reader = openReleaseDb(db);
-  const generated = (() => {
-    try {
-      return generateDemoTracks(reader, tracksDir, { seed });
-    } finally {
-      reader.close();
-    }
-  })();
-  log(`generated tracks (seed ${seed}): ${generated.domains} domains, ${generated.neoantigens} neoantigens, ${generated.ptm} PTM sites, ${generated.structures} structures`);
-
-  await updateReleaseDb(db, async (handle) => {
-    // Real annotations where a sample fits the demo's isoforms: pVACseq neoantigens on chr22.
-    const pvacseq = await readPvacseqAllEpitopes(DEMO.realNeoantigens);
-    const isoforms = handle.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
-    const real = rankAndMap(pvacseq.rows, releaseResolver(isoforms));
-    const n = await insertTrack(handle, {
-      track: 'neoantigens',
-      file: DEMO.realNeoantigens,
-      source: 'pVACseq (pVACtools test data)',
-      version: 'pVACtools 0c05768b',
-      description: 'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id',
-      generated: false,
-    }, real.located);
-    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release)`);
-    for (const track of TRACKS) {
-      await importTrack(handle, {
-        track,
-        file: join(tracksDir, GENERATED_TRACK_FILES[track]),
-        source: 'isoatlas demo generator',
-        version: `seed ${seed}`,
-        description: 'Generated values tied to the real protein sequences; not predictions of any real tool.',
-        generated: true,
-      });
-    }
-  });
-  const summary = await renderTree(db, tree, { progress: opts.progress });
-  return { db, tree, summary };
+/** An option's help text: its description, then (required), its choices and its default. */
+function describeOption(option: Option): string {
+  const extra = new Help().optionDescription(option);
+  return option.mandatory ? extra.replace(option.description, `${option.description} (required)`) : extra;
 }
 
 export function program(): Command {
@@ -153,6 +85,12 @@ export function program(): Command {
       'after',
       `\nExit codes: 0 success, 1 unexpected failure, 2 usage error, 3 invalid input (the message names the file, line and problem).`,
     )
+    .version(packageVersion(), '-V, --version', 'print the version of isoatlas')
+    // Options of the program are read before a subcommand only: `import track --version <v>` is the
+    // track's version, not this one.
+    .enablePositionalOptions()
+    // Required options say so in every command's help (inherited by the subcommands added below).
+    .configureHelp({ optionDescription: (option) => describeOption(option) })
     .showHelpAfterError('(run with --help for usage)')
     // Set before subcommands are added so they inherit it: main() maps errors to exit codes.
     .exitOverride();
@@ -165,6 +103,8 @@ export function program(): Command {
     .requiredOption('--out <db>', 'release database to write (replaced atomically)')
     .action(async (o: { config: string; out: string }) => {
       const started = performance.now();
+      const { importCore, loadCoreConfig } = await import('./import/core.js');
+      const { logWarnings } = await import('./demo.js');
       const s = await importCore(loadCoreConfig(o.config), o.out);
       logWarnings(s.warnings);
       log(`imported ${s.genes} genes (${s.novelGenes} novel loci), ${s.referenceIsoforms} reference + ${s.longReadIsoforms} long-read isoforms into ${o.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
@@ -181,6 +121,8 @@ export function program(): Command {
     .option('--generated', 'the records are generated, not real predictions or measurements', false)
     .action(async (kind: Track, o: { db: string; file: string; source: string; version?: string; description?: string; generated: boolean }) => {
       let n = 0;
+      const { updateReleaseDb } = await import('./release-db/store.js');
+      const { importTrack } = await import('./import/tracks.js');
       await updateReleaseDb(o.db, async (db) => {
         n = await importTrack(db, { track: kind, file: o.file, source: o.source, version: o.version, description: o.description, generated: o.generated });
       });
@@ -196,16 +138,19 @@ export function program(): Command {
     .option('--db <db>', 'release database to read proteins from (--scale demo)')
     .requiredOption('--out <dir>', 'directory to write (--scale demo: TSV files and structures/; --scale human: replaced)')
     .option('--seed <n>', 'random seed; the same seed gives byte-identical output', parseSeed, DEMO.seed)
-    .option('--genes <n>', `genes to generate with --scale human (default ${HUMAN_SCALE.genes.toLocaleString('en-US')}; isoforms and tracks scale with it)`, parseCount)
-    .action((o: { scale: 'demo' | 'human'; db?: string; out: string; seed: number; genes?: number }) => {
+    .option('--genes <n>', `genes to generate with --scale human (default ${HUMAN_GENES_DEFAULT.toLocaleString('en-US')}; isoforms and tracks scale with it)`, parseCount)
+    .action(async (o: { scale: 'demo' | 'human'; db?: string; out: string; seed: number; genes?: number }) => {
       if (o.scale === 'human') {
         if (o.db) throw new UsageError('--db is for --scale demo; --scale human generates its own release');
+        const { generateHumanInputs } = await import('./generate/human.js');
         const s = generateHumanInputs(resolve(o.out), { seed: o.seed, genes: o.genes });
         log(`generated a synthetic human-scale input set (seed ${o.seed}): ${s.genes} genes, ${s.referenceIsoforms + s.longReadIsoforms} isoforms (${s.longReadIsoforms} long-read), ${s.domains} domains, ${s.neoantigens} neoantigens, ${s.ptm} PTM sites, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${o.out} (config ${s.config})`);
         return;
       }
       if (!o.db) throw new UsageError('generate --scale demo needs --db <db>: the release whose proteins the tracks annotate');
       if (o.genes !== undefined) throw new UsageError('--genes is for --scale human');
+      const { openReleaseDb } = await import('./release-db/store.js');
+      const { generateDemoTracks } = await import('./generate/demo-tracks.js');
       const db = openReleaseDb(o.db);
       try {
         const r = generateDemoTracks(db, o.out, { seed: o.seed });
@@ -221,6 +166,7 @@ export function program(): Command {
     .requiredOption('--db <db>', 'release database')
     .requiredOption('--out <dir>', 'output directory (replaced atomically)')
     .action(async (o: { db: string; out: string }) => {
+      const { renderTree } = await import('./render/index.js');
       log(summaryLine(await renderTree(o.db, o.out), o.out));
     });
 
@@ -235,10 +181,12 @@ export function program(): Command {
     .action(async (o: { scale: 'demo' | 'human'; work?: string; seed?: number; genes?: number; json: boolean }) => {
       if (o.scale === 'demo') {
         if (o.genes !== undefined || o.json) throw new UsageError('--genes and --json are for --scale human');
+        const { buildDemo } = await import('./demo.js');
         const { tree, summary } = await buildDemo(resolve(o.work ?? DEMO.work), { seed: o.seed });
         log(summaryLine(summary, tree));
         return;
       }
+      const { runHumanPipeline, summaryLine: humanSummaryLine } = await import('./generate/human-pipeline.js');
       const report = await runHumanPipeline({ work: resolve(o.work ?? HUMAN_WORK), seed: o.seed ?? DEMO.seed, genes: o.genes }, log);
       log(humanSummaryLine(report));
       if (o.json) process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -255,6 +203,7 @@ export function program(): Command {
     .option('--seed <n>', 'random seed', parseSeed, DEMO.seed)
     .option('--genes <n>', 'genes to generate', parseCount)
     .action(async (stage: HumanStage, o: { work: string; seed: number; genes?: number }) => {
+      const { runHumanStage } = await import('./generate/human-pipeline.js');
       const figures = await runHumanStage(stage, { work: resolve(o.work), seed: o.seed, genes: o.genes });
       process.stdout.write(`${JSON.stringify(figures)}\n`);
     });
@@ -271,6 +220,7 @@ export function program(): Command {
     .option('--keys-dir <dir>', 'key registry and server secret (see `isoatlas keys`)', DEFAULT_KEYS_DIR)
     .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string }) => {
       const access = readAccessConfig(o.accessConfig, o.access);
+      const { serve } = await import('./serve.js');
       await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir });
     });
 
@@ -282,7 +232,9 @@ export function program(): Command {
     .option('--rebuild', 'build the demo release again even if it exists', false)
     .action(async (o: { port: number; host: string; rebuild: boolean }) => {
       const tree = join(DEMO.work, 'tree');
+      const { serve, treeIsCurrent } = await import('./serve.js');
       if (o.rebuild || !treeIsCurrent(tree)) {
+        const { buildDemo } = await import('./demo.js');
         const built = await buildDemo();
         log(summaryLine(built.summary, built.tree));
       } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
@@ -309,10 +261,12 @@ export function program(): Command {
       if (!o.origin === !o.bucket) throw new UsageError('name exactly one origin: --origin <url> or --bucket <name>');
       let access;
       if (o.access) {
+        const { readSecret } = await import('./keys/registry.js');
         const keySecret = readSecret(o.keysDir, { create: false });
         if (!keySecret) throw new Error(`no API key secret in ${o.keysDir} or ISOATLAS_KEY_SECRET: issue a key first (\`isoatlas keys issue\`)`);
         access = { config: readAccessConfig(o.accessConfig, o.access), region: o.region, quotaTable: o.quotaTable, keysTable: o.keysTable, keySecret };
       }
+      const { bundleEdge } = await import('./bundle-edge.js');
       const b = await bundleEdge({
         outDir: o.out,
         originBaseUrl: o.origin,
@@ -359,7 +313,7 @@ export async function main(argv: string[]): Promise<number> {
       log(`isoatlas: ${err.message} (run with --help for usage)`);
       return EXIT.usage;
     }
-    if (err instanceof InputError || err instanceof NamingError || err instanceof NotATreeError) {
+    if (err instanceof BadInputError) {
       log(`isoatlas: invalid input: ${err.message}`);
       return EXIT.badInput;
     }

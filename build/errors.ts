@@ -6,3 +6,7 @@ export class UsageError extends Error {
     this.name = 'UsageError';
   }
 }
+
+/** An input the command was given is not what it must be (a file, a tree, a name): exit 3, the
+ * message naming what and where. InputError, NamingError and NotATreeError are kinds of it. */
+export class BadInputError extends Error {}

@@ -1,7 +1,5 @@
 // `isoatlas publish` and `isoatlas rollback`.
 import type { Command } from 'commander';
-import { CloudFrontClient } from '@aws-sdk/client-cloudfront';
-import { publish, rollback, s3Client } from './publish.js';
 import { UsageError } from './errors.js';
 
 function parseKeep(value: string): number {
@@ -22,6 +20,8 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--keep <n>', 'keep the newest n releases, delete older ones after the switch', parseKeep)
     .option('--concurrency <n>', 'uploads in flight', (v) => Number(v), 16)
     .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number }) => {
+      const { publish, s3Client } = await import('./publish.js');
+      const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
       const s = await publish({
         dir: o.dir,
         bucket: o.bucket,
@@ -48,6 +48,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
     .action(async (o: { bucket: string; prefix: string; to?: string; endpoint?: string; region: string }) => {
+      const { rollback, s3Client } = await import('./publish.js');
       const r = await rollback({ s3: s3Client(o), bucket: o.bucket, prefix: o.prefix, to: o.to });
       log(`rolled back s3://${o.bucket}/${o.prefix}: ${r.from} → ${r.to}`);
     });

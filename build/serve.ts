@@ -1,5 +1,6 @@
 // `isoatlas serve`: the edge function over a local tree on Node's http server: the local server
 // behind `npm start` and the server an offline mirror runs.
+import { BadInputError } from './errors.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -39,7 +40,7 @@ async function localAccessControl(access: AccessConfig, keysDir: string): Promis
   });
 }
 
-export class NotATreeError extends Error {}
+export class NotATreeError extends BadInputError {}
 
 /** Whether `dir` holds a tree this version serves: manifest.json and the edge index of the current formats. */
 export function treeIsCurrent(dir: string): boolean {

@@ -77,3 +77,13 @@ it('imports pVACseq aggregated results mapped by transcript id, and TED per-meth
   expect(after.prepare("SELECT count(*) FROM domains WHERE transcript_id = ? AND provenance = 'real'").pluck().get(longest)).toBe(before + 14);
   after.close();
 });
+
+it('prints its version, and marks required options in help', () => {
+  const version = isoatlas('--version');
+  expect(version.status).toBe(0);
+  expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version);
+  const help = isoatlas('import', 'core', '--help');
+  expect(help.status).toBe(0);
+  expect(help.stdout).toMatch(/--config <file>[^]*\(required\)/);
+  expect(help.stdout).toMatch(/--out <db>.*\(required\)/);
+});

@@ -147,7 +147,8 @@ describe('publish to S3 (s3rver)', () => {
     expect(await r.text()).toBe(gene(release1, 'ENSG00000186654'));
     const [id] = Object.keys(readStructureMap(release1));
     const redirect = await handler(new Request(`http://atlas.test/api/v1/isoforms/${id}/structure`));
-    expect(redirect.headers.get('Location')).toBe(`http://atlas.test/releases/2026.11-chr22-demo/structures/${id}.cif`);
+    // Root-relative, into the release's prefix: the CDN serves releases/* from the bucket.
+    expect(redirect.headers.get('Location')).toBe(`/releases/2026.11-chr22-demo/structures/${id}.cif`);
   });
 
   it('uploads only what changed for release 2, while readers see exactly one release per response', async () => {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDemo } from '../build/cli.js';
+import { buildDemo } from '../build/demo.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { renderTree } from '../build/render/index.js';
 import { ISOFORM_PAGE_SIZE, NEOANTIGEN_TOP, contentTypeOf, treePaths } from '../edge/contract/tree.js';

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../paths.js';
 import { generateHumanInputs } from './human.js';
 import { importCore, loadCoreConfig } from '../import/core.js';
 import { importTrack } from '../import/tracks.js';
@@ -13,8 +13,8 @@ import { updateReleaseDb } from '../release-db/store.js';
 import { renderTree } from '../render/index.js';
 import { startProgress } from '../progress.js';
 
-export const HUMAN_STAGES = ['generate', 'import', 'build'] as const;
-export type HumanStage = (typeof HUMAN_STAGES)[number];
+import { HUMAN_STAGES, type HumanStage } from './human-stages.js';
+export { HUMAN_STAGES, type HumanStage };
 
 export interface HumanRunOptions {
   work: string;
@@ -93,7 +93,7 @@ const round = (seconds: number) => Math.round(seconds * 100) / 100;
 /** Heap cap of each stage process (MiB). */
 export const STAGE_HEAP_MB = 1536;
 
-const BIN = resolve(fileURLToPath(new URL('../../bin/isoatlas.mjs', import.meta.url)));
+const BIN = join(PROJECT_ROOT, 'bin/isoatlas.mjs');
 
 /** Runs one stage as `isoatlas demo-stage <stage>` in a child process and reads its figures (the last
  * stdout line, JSON); progress and logs go to this process's stderr. */

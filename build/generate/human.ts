@@ -11,12 +11,13 @@
 import { closeSync, mkdirSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from './random.js';
+import { HUMAN_GENES_DEFAULT } from './human-stages.js';
 import { fixed } from './mmcif.js';
 import { CATH_LABELS, DOMAINS_COLUMNS, HLA_ALLELES, NEOANTIGENS_COLUMNS, PFAM_FAMILIES, PTM_COLUMNS, STRUCTURES_COLUMNS } from './demo-tracks.js';
 import type { Track } from '../release-db/schema.js';
 
 /** The sizes of `--scale human`, from the issue. */
-export const HUMAN_SCALE = { genes: 62_000, isoforms: 250_000, longRead: 100_000 } as const;
+export const HUMAN_SCALE = { genes: HUMAN_GENES_DEFAULT, isoforms: 250_000, longRead: 100_000 } as const;
 
 export interface HumanInputsOptions {
   seed: number;

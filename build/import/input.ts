@@ -1,4 +1,5 @@
 // Reading curated input files: plain or gzipped, line by line, with errors that say where.
+import { BadInputError } from '../errors.js';
 import { createReadStream } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createInterface } from 'node:readline';
@@ -6,7 +7,7 @@ import { createGunzip } from 'node:zlib';
 
 /** A problem in an input file. The message names the file, the line and the problem, so a curator
  * can open the file and fix it without reading our code. */
-export class InputError extends Error {
+export class InputError extends BadInputError {
   constructor(
     readonly file: string,
     readonly line: number | null,

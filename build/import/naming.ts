@@ -4,9 +4,10 @@
 //   long-read isoforms: SYMBOL-LR1, SYMBOL-LR2, … numbered per symbol in natural PB id order.
 // Numbering is per symbol, not per gene, so genes sharing a symbol (Y_RNA) still get unique names.
 // Names are unique case-insensitively across the release, because the API resolves them in any case.
+import { BadInputError } from '../errors.js';
 import { compareNatural, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
 
-export class NamingError extends Error {}
+export class NamingError extends BadInputError {}
 
 export function assignTranscriptNames(isoforms: IsoformRecord[], genes: Map<string, GeneRecord>): void {
   const taken = new Map<string, string>(); // lower-cased name → transcript id

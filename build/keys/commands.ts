@@ -1,7 +1,7 @@
 // `isoatlas keys …`: issue, list, revoke, show tiers, and publish the edge view to DynamoDB.
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { BatchWriteItemCommand, DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient, WriteRequest } from '@aws-sdk/client-dynamodb';
 import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config.js';
 import { issueKey, loadRegistry, registryPath, revokeKey } from './registry.js';
 import { UsageError } from '../errors.js';
@@ -90,6 +90,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
     .option(...dirOption)
     .action(async (o: { table: string; endpoint?: string; region: string; keysDir: string }) => {
+      const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
       const n = await publishKeys(new DynamoDBClient({ region: o.region, endpoint: o.endpoint }), o.table, o.keysDir);
       log(`published ${n} keys to DynamoDB table ${o.table}`);
     });
@@ -106,6 +107,7 @@ export async function publishKeys(client: DynamoDBClient, table: string, keysDir
       },
     }));
     for (let attempt = 0; requests.length && attempt < 5; attempt++) {
+      const { BatchWriteItemCommand } = await import('@aws-sdk/client-dynamodb');
       const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [table]: requests } }));
       requests = out.UnprocessedItems?.[table] ?? [];
     }

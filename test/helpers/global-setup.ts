@@ -1,10 +1,11 @@
-// Builds the demo release once per test run, into a temporary directory, through the same pipeline
+// Compiles the CLI, then builds the demo release once per test run, into a temporary directory, through the same pipeline
 // as `isoatlas demo`; test files read it via inject('demoDb') / inject('demoTree').
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { buildDemo } from '../../build/cli.js';
+import { buildDemo } from '../../build/demo.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,6 +16,8 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
+  // Tests run the command as users do (bin/isoatlas.mjs → dist/): compile it from these sources.
+  execFileSync(process.execPath, [join(__dirname, '../../bin/compile.mjs')], { stdio: 'inherit' });
   const work = mkdtempSync(join(tmpdir(), 'isoatlas-test-demo-'));
   const { db, tree } = await buildDemo(work, { progress: false });
   project.provide('demoDb', db);

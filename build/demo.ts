@@ -1,0 +1,78 @@
+// The demo release: the real chr22 core, real pVACseq neoantigens where they fit, seeded generated
+// tracks for the rest, rendered into a tree (`isoatlas demo`, `npm start`, the tests' global setup).
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { importCore, loadCoreConfig } from './import/core.js';
+import { importTrack, insertTrack } from './import/tracks.js';
+import { rankAndMap, readPvacseqAllEpitopes, releaseResolver } from './import/native/neoantigens.js';
+import { TRACKS, type Track } from './release-db/schema.js';
+import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
+import { renderTree, type BuildSummary } from './render/index.js';
+import { generateDemoTracks } from './generate/demo-tracks.js';
+import { DEMO } from './paths.js';
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+export function logWarnings(warnings: string[]) {
+  for (const w of warnings.slice(0, 5)) log(`warning: ${w}`);
+  if (warnings.length > 5) log(`warning: … and ${warnings.length - 5} more`);
+}
+
+const GENERATED_TRACK_FILES: Record<Track, string> = {
+  domains: 'domains.tsv',
+  neoantigens: 'neoantigens.tsv',
+  ptm: 'ptm.tsv',
+  structures: 'structures.tsv',
+};
+
+/** The whole demo pipeline: real chr22 core → seeded generated tracks → release DB → tree. */
+export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; seed?: number } = {}): Promise<{ db: string; tree: string; summary: BuildSummary }> {
+  const seed = opts.seed ?? DEMO.seed;
+  mkdirSync(work, { recursive: true });
+  const db = join(work, 'release.sqlite');
+  const tracksDir = join(work, 'generated-tracks');
+  const tree = join(work, 'tree');
+  const core = await importCore(loadCoreConfig(DEMO.config), db);
+  logWarnings(core.warnings);
+  log(`imported core: ${core.genes} genes (${core.novelGenes} novel loci), ${core.referenceIsoforms} reference + ${core.longReadIsoforms} long-read isoforms`);
+
+  rmSync(tracksDir, { recursive: true, force: true });
+  const reader = openReleaseDb(db);
+  const generated = (() => {
+    try {
+      return generateDemoTracks(reader, tracksDir, { seed });
+    } finally {
+      reader.close();
+    }
+  })();
+  log(`generated tracks (seed ${seed}): ${generated.domains} domains, ${generated.neoantigens} neoantigens, ${generated.ptm} PTM sites, ${generated.structures} structures`);
+
+  await updateReleaseDb(db, async (handle) => {
+    // Real annotations where a sample fits the demo's isoforms: pVACseq neoantigens on chr22.
+    const pvacseq = await readPvacseqAllEpitopes(DEMO.realNeoantigens);
+    const isoforms = handle.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
+    const real = rankAndMap(pvacseq.rows, releaseResolver(isoforms));
+    const n = await insertTrack(handle, {
+      track: 'neoantigens',
+      file: DEMO.realNeoantigens,
+      source: 'pVACseq (pVACtools test data)',
+      version: 'pVACtools 0c05768b',
+      description: 'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id',
+      generated: false,
+    }, real.located);
+    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release)`);
+    for (const track of TRACKS) {
+      await importTrack(handle, {
+        track,
+        file: join(tracksDir, GENERATED_TRACK_FILES[track]),
+        source: 'isoatlas demo generator',
+        version: `seed ${seed}`,
+        description: 'Generated values tied to the real protein sequences; not predictions of any real tool.',
+        generated: true,
+      });
+    }
+  });
+  const summary = await renderTree(db, tree, { progress: opts.progress });
+  return { db, tree, summary };
+}
+
