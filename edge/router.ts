@@ -1,6 +1,6 @@
 // Matches request paths against the contract's route table and validates query parameters against
 // each route's declared parameters and bounds.
-import { routes, type Route } from './contract/routes.js';
+import { PATH_SEGMENT_PATTERN, routes, type Route } from './contract/routes.js';
 import { API_PREFIX } from './contract/tree.js';
 
 /** A route of the contract, with its literal id. */
@@ -27,6 +27,8 @@ const compiled = routes.map((route) => ({
     .map((segment) => (segment.startsWith('{') ? { param: segment.slice(1, -1), literal: null } : { param: null, literal: segment })),
 }));
 
+const SEGMENT = new RegExp(PATH_SEGMENT_PATTERN, 'u');
+
 /** Decodes one path segment exactly once and refuses anything that could name another path. */
 function decodeSegment(raw: string): string {
   let value: string;
@@ -35,10 +37,10 @@ function decodeSegment(raw: string): string {
   } catch {
     throw new RequestProblem(400, `path segment "${raw}" is not valid percent-encoding`);
   }
-  if (value === '' || value === '.' || value === '..' || /[/\\\u0000-\u001f\u007f]/.test(value)) {
+  if (!SEGMENT.test(value)) {
+    if ([...value].length > 200) throw new RequestProblem(400, 'a path segment is longer than 200 characters');
     throw new RequestProblem(400, `path segment "${raw}" contains a character or sequence that is not allowed in an identifier`);
   }
-  if (value.length > 200) throw new RequestProblem(400, 'a path segment is longer than 200 characters');
   return value;
 }
 

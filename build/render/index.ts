@@ -15,6 +15,7 @@ import { renderStructures } from './structures.js';
 import { renderSearchIndex } from './search-index.js';
 import { renderAliases } from './aliases.js';
 import { renderRelease } from './release.js';
+import { renderOpenApi } from './openapi.js';
 import { TreeWriter } from './tree-writer.js';
 import { writeManifest } from './manifest.js';
 
@@ -60,6 +61,7 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
       sha256: Object.fromEntries(w.entries.filter((e) => e.path.startsWith('edge/')).map((e) => [e.path, e.sha256])),
     };
     await w.json(treePaths.edgeIndex, edgeIndex);
+    await renderOpenApi(w, release, { genes, isoforms });
     await w.flush();
     const manifest = await writeManifest(staging, release.release, w.entries);
 

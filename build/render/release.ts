@@ -1,5 +1,4 @@
 // `release.json` (served at `/` and `/release`) and the OpenAPI document rendered for this release.
-import { buildOpenApi } from '../../edge/contract/openapi.js';
 import { routes } from '../../edge/contract/routes.js';
 import { API_PREFIX, treePaths } from '../../edge/contract/tree.js';
 import type { ReleaseBody, TrackSourceBody } from '../../edge/contract/schemas.js';
@@ -81,6 +80,5 @@ export function releaseBody(db: Db): ReleaseBody {
 export async function renderRelease(db: Db, w: TreeWriter): Promise<ReleaseBody> {
   const body = releaseBody(db);
   await w.json(treePaths.release, body);
-  await w.json(treePaths.openapi, buildOpenApi(body));
   return body;
 }

@@ -12,6 +12,9 @@ export class TreeWriter {
   readonly entries: ManifestEntry[] = [];
   private readonly inFlight = new Set<Promise<void>>();
   private readonly madeDirs = new Set<string>();
+  /** The first write that failed: the next json()/bytesAt() and flush() reject with it, so the
+   * render stops and cleans its staging directory instead of an unhandled rejection. */
+  private failure: Error | null = null;
   bytes = 0;
 
   constructor(
@@ -30,11 +33,16 @@ export class TreeWriter {
   }
 
   async bytesAt(path: string, data: Buffer): Promise<void> {
+    if (this.failure) throw this.failure;
     const sha256 = createHash('sha256').update(data).digest('hex');
     this.entries.push({ path, size: data.length, sha256, content_type: contentTypeOf(path) });
     this.bytes += data.length;
     while (this.inFlight.size >= this.concurrency) await Promise.race(this.inFlight);
-    const write = this.write(path, data).finally(() => this.inFlight.delete(write));
+    const write = this.write(path, data)
+      .catch((err: NodeJS.ErrnoException) => {
+        this.failure ??= new Error(`cannot write ${path} into ${this.root}: ${err.code ?? err.message}`);
+      })
+      .finally(() => this.inFlight.delete(write));
     this.inFlight.add(write);
   }
 
@@ -48,7 +56,9 @@ export class TreeWriter {
     await writeFile(full, data);
   }
 
+  /** Waits for every write; rejects with the first that failed. */
   async flush(): Promise<void> {
     await Promise.all(this.inFlight);
+    if (this.failure) throw this.failure;
   }
 }

@@ -238,15 +238,32 @@ export const SearchResults = Type.Object(
   { $id: 'SearchResults', additionalProperties: false },
 );
 
+const problemFields = {
+  type: Type.String({ description: 'about:blank: the status says what kind of problem it is' }),
+  title: Type.String({ description: 'The status phrase' }),
+  status: Type.Integer({ minimum: 100, maximum: 599 }),
+  detail: Type.String({ description: 'What exactly went wrong, and how to fix it' }),
+  instance: Type.String({ description: 'Path and query of the request' }),
+};
+
 export const Problem = Type.Object(
   {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer({ minimum: 100, maximum: 599 }),
-    detail: Type.String(),
-    instance: Type.String(),
+    ...problemFields,
+    parameter: Type.Optional(Type.String({ description: '400: the query parameter at fault' })),
+    limit: Type.Optional(
+      Type.Object({ quota: Type.Integer(), window_seconds: Type.Integer() }, { additionalProperties: false, description: '429: the limit that was reached' }),
+    ),
   },
   { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details' },
+);
+
+/** The 300 for a symbol several genes share: a problem listing the gene ids to choose from. */
+export const MultipleChoices = Type.Object(
+  {
+    ...problemFields,
+    choices: Type.Array(Type.Object({ gene_id: Type.String(), link: Link }, { additionalProperties: false }), { minItems: 2 }),
+  },
+  { $id: 'MultipleChoices', additionalProperties: false, description: 'RFC 9457 problem details with the candidate genes of a shared symbol' },
 );
 
 /** Every named schema, for Ajv and for `components.schemas` of the OpenAPI document. */
@@ -266,6 +283,7 @@ export const schemas = {
   SearchHit,
   SearchResults,
   Problem,
+  MultipleChoices,
 } as const;
 export type SchemaName = keyof typeof schemas;
 
