@@ -1,6 +1,6 @@
 // What every section gets: the options, a scratch directory, progress logging and the demo release
 // (built once per bench run, or taken from --tree / the build section).
-import { spawn } from 'node:child_process';
+import { $, type ProcessOutput } from 'zx';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,20 +45,15 @@ export function demoRelease(work: string): DemoRelease {
   return { work, db: join(work, 'release.sqlite'), tree: join(work, 'tree') };
 }
 
-/** Runs a command to completion; rejects with its output when it fails. */
-export function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((ok, fail) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', fail);
-    child.once('exit', (code, signal) => {
-      if (code === 0) ok({ stdout, stderr });
-      else fail(new Error(`${cmd} ${args.join(' ')} failed (${code ?? signal}):\n${stderr.slice(-2000)}`));
-    });
-  });
+/** Runs a command to completion (zx quotes each argument); rejects with its output when it fails. */
+export async function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
+  try {
+    const out = await $({ cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })`${cmd} ${args}`;
+    return { stdout: out.stdout, stderr: out.stderr };
+  } catch (err) {
+    const out = err as ProcessOutput;
+    throw new Error(`${cmd} ${args.join(' ')} failed (${out.exitCode ?? out.signal}):\n${String(out.stderr ?? err).slice(-2000)}`);
+  }
 }
 
 export function createContext(opts: BenchOptions, tmp: string, log: (line: string) => void): BenchContext {

@@ -1,5 +1,6 @@
 // What the figures were measured on: CPU, cores, RAM, OS, Node.js and nginx versions, git commit.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { $ } from 'zx';
 import { cpus, totalmem, release, type as osType } from 'node:os';
 import { readFileSync } from 'node:fs';
 
@@ -47,8 +48,9 @@ export function gitCommit(cwd: string): string {
   // Set when the bench runs from an exported snapshot of a commit (no .git there).
   if (process.env.ISOATLAS_BENCH_COMMIT) return process.env.ISOATLAS_BENCH_COMMIT;
   try {
-    const sha = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd, encoding: 'utf8' }).trim() !== '';
+    const git = $.sync({ cwd });
+    const sha = git`git rev-parse --short=12 HEAD`.stdout.trim();
+    const dirty = git`git status --porcelain --untracked-files=no`.stdout.trim() !== '';
     return dirty ? `${sha}+dirty` : sha;
   } catch {
     return 'unknown';

@@ -70,7 +70,7 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
   const gene = results.get('gene record')!.local;
   return {
     id: 'server',
-    title: '3. Local server at a fixed rate',
+    title: 'Local server at a fixed rate, nginx as information',
     method: `autocannon (in the bench process) at a steady ${RATE} requests/s overall over ${CONNECTIONS} connections for ${seconds} s per run, ${runs} runs per route, against \`isoatlas serve\` (Node's http server, default open access control with the per-IP limit raised so the load is never throttled, request log to /dev/null) and nginx (\`worker_processes 1\`, sendfile, access log off) serving the same tree's files; latencies corrected for coordinated omission; each path checked to answer 200 first, and a run with any other answer fails. Medians of the runs with their spread.`,
     tables: [{ headers: ['route', 'path', 'serve p50 (ms)', 'serve p99 (ms)', 'nginx p50 (ms)', 'nginx p99 (ms)'], rows }],
     targets: [],

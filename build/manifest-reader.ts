@@ -1,13 +1,10 @@
-// Reads a tree's manifest (index + shards) from anywhere (a directory, a bucket, a base URL),
-// checking each shard against the hash the index lists and every entry for shape: manifest paths
-// become local file names in a mirror, so none may point outside the tree.
+// Reads a tree's whole manifest (index + shards) from anywhere (a directory, a bucket, a base URL),
+// checking each shard against the hash the index lists; the shape of each file is checked by the
+// contract's parser.
 import { createHash } from 'node:crypto';
-import { treePaths, type ManifestEntry, type ManifestIndex, type ManifestShard } from '../edge/contract/tree.js';
-import { isShardCount, shardOf } from '../edge/contract/shards.js';
+import { treePaths, type ManifestEntry, type ManifestIndex } from '../edge/contract/tree.js';
+import { parseManifestIndex, parseManifestShard } from '../edge/contract/manifest.js';
 
-/** Tree paths are built from SAFE_ID identifiers: no empty, `.` or `..` segment, no absolute path. */
-export const SAFE_TREE_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
-export const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 export interface LoadedManifest {
   index: ManifestIndex;
@@ -20,30 +17,6 @@ export interface LoadedManifest {
 }
 
 const sha256 = (body: Buffer) => createHash('sha256').update(body).digest('hex');
-
-function validEntry(e: ManifestEntry): boolean {
-  return Boolean(e) && typeof e.path === 'string' && SAFE_TREE_PATH.test(e.path) && Number.isSafeInteger(e.size) && e.size >= 0 && typeof e.sha256 === 'string' && SHA256_HEX.test(e.sha256);
-}
-
-function parse<T>(body: Buffer, where: string): T {
-  try {
-    return JSON.parse(body.toString('utf8')) as T;
-  } catch (err) {
-    throw new Error(`${where}: not JSON (${(err as Error).message})`);
-  }
-}
-
-/** Parses manifest.json alone (for its release name and shard list). */
-export function parseManifestIndex(body: Buffer, where: string): ManifestIndex {
-  const index = parse<ManifestIndex>(body, where);
-  if (!index || typeof index.release !== 'string' || index.format !== 2 || !Array.isArray(index.shards) || !isShardCount(index.shards.length)) {
-    throw new Error(`${where}: not an isoatlas manifest of format 2 (rebuild the tree with this version of isoatlas)`);
-  }
-  index.shards.forEach((s, i) => {
-    if (!validEntry(s) || s.path !== treePaths.manifestShard(i)) throw new Error(`${where}: invalid shard entry ${JSON.stringify(s).slice(0, 200)}`);
-  });
-  return index;
-}
 
 /** Reads and checks the whole manifest. `read` answers a tree path with its bytes, or null; for a
  * shard it is told the entry the index lists (a mirror may then take a verified local copy). */
@@ -59,11 +32,7 @@ export async function loadManifest(read: (path: string, listed?: ManifestEntry) 
     if (!body) throw new Error(`${where}${entry.path}: missing, though ${treePaths.manifest} lists it`);
     if (body.length !== entry.size || sha256(body) !== entry.sha256) throw new Error(`${where}${entry.path}: does not match the sha256 ${treePaths.manifest} lists`);
     shards.push({ entry, body });
-    const shard = parse<ManifestShard>(body, `${where}${entry.path}`);
-    if (!shard || !Array.isArray(shard.entries)) throw new Error(`${where}${entry.path}: not a manifest shard`);
-    for (const e of shard.entries) {
-      if (!validEntry(e) || e.path === treePaths.manifest || e.path.startsWith('manifest/')) throw new Error(`${where}${entry.path}: invalid entry ${JSON.stringify(e).slice(0, 200)}`);
-      if (shardOf(e.path, index.shards.length) !== i) throw new Error(`${where}${entry.path}: lists ${e.path}, which belongs to another shard`);
+    for (const e of parseManifestShard(body, i, index.shards.length, `${where}${entry.path}`)) {
       if (seen.has(e.path)) throw new Error(`${where}: ${e.path} is listed twice`);
       seen.add(e.path);
       entries.push(e);

@@ -8,6 +8,7 @@
 //   - when the mirror already holds exactly the source's release (same manifest, every file
 //     verified, nothing else), nothing is written: a no-change sync downloads only the manifest.
 import { createHash } from 'node:crypto';
+import fg from 'fast-glob';
 import {
   copyFileSync,
   existsSync,
@@ -32,7 +33,9 @@ import { PointerOrigin } from '../edge/origins/pointer.js';
 import { UsageError } from './errors.js';
 import { startProgress, type Progress } from './progress.js';
 import type { ManifestEntry } from '../edge/contract/tree.js';
-import { loadManifest, SHA256_HEX } from './manifest-reader.js';
+import { loadManifest } from './manifest-reader.js';
+import { SHA256_HEX } from '../edge/contract/manifest.js';
+import { forEachLimited } from './concurrency.js';
 
 export interface MirrorOptions {
   /** An http(s) base URL (a published bucket layout or a tree root) or `s3://bucket[/prefix]`. */
@@ -190,7 +193,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
 
     // 5. Download the rest, verified, a bounded number at a time.
     // Written asynchronously, so the disk works while further downloads are in flight.
-    await pool(toFetch, concurrency, async (entry) => {
+    await forEachLimited(toFetch, concurrency, async (entry) => {
       const body = await fetchVerified(pinned.origin, entry.path, entry);
       const staged = join(staging, entry.path);
       ensureDir(dirname(staged));
@@ -339,14 +342,8 @@ function oldDirs(to: string): string[] {
 }
 
 /** Every non-directory below `dir`, as a relative path with `/` separators. */
-function listFiles(dir: string, rel = ''): string[] {
-  const out: string[] = [];
-  for (const d of readdirSync(join(dir, rel), { withFileTypes: true })) {
-    const path = rel ? `${rel}/${d.name}` : d.name;
-    if (d.isDirectory()) out.push(...listFiles(dir, path));
-    else out.push(path);
-  }
-  return out;
+function listFiles(dir: string): string[] {
+  return fg.sync('**', { cwd: dir, dot: true, onlyFiles: true, followSymbolicLinks: false });
 }
 
 /** Removes from a leftover staging dir every file the manifest does not list (and empty dirs), e.g.
@@ -423,21 +420,3 @@ function swapIn(staging: string, to: string): void {
   for (const old of oldDirs(to)) rmSync(old, { recursive: true, force: true });
 }
 
-/** Runs `task` over `items`, at most `limit` at a time. On the first failure no new task starts;
- * the ones in flight finish (so what they wrote is whole), then that failure is thrown. */
-async function pool<T>(items: T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: { err: unknown } | null = null;
-  const worker = async () => {
-    while (!failure && next < items.length) {
-      const item = items[next++];
-      try {
-        await task(item);
-      } catch (err) {
-        failure ??= { err };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure) throw (failure as { err: unknown }).err;
-}

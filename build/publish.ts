@@ -26,6 +26,7 @@ import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
 import { startProgress } from './progress.js';
 import { UsageError } from './errors.js';
 import { loadManifest } from './manifest-reader.js';
+import { forEachLimited } from './concurrency.js';
 
 /** Release files never change under their versioned key; the pointer and history must stay fresh. */
 export const RELEASE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
@@ -104,13 +105,6 @@ async function headEtag(s3: S3Client, bucket: string, key: string): Promise<stri
   }
 }
 
-async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]);
-  });
-  await Promise.all(runners);
-}
 
 export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const started = performance.now();
@@ -143,7 +137,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const md5s = new Map<string, string>();
   const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', files.length);
 
-  await pool(files, opts.concurrency ?? 16, async (entry) => {
+  await forEachLimited(files, opts.concurrency ?? 16, async (entry) => {
     const body = entry.path === treePaths.manifest ? manifest.indexBody : await readFile(join(opts.dir, entry.path));
     const md5 = createHash('md5').update(body).digest('hex');
     md5s.set(entry.path, md5);
@@ -178,7 +172,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const after = await listEtags(s3, bucket, releasePrefix);
   const unconfirmed = files.filter((f) => after.get(f.path) !== md5s.get(f.path));
   const wrong: typeof files = [];
-  await pool(unconfirmed, opts.concurrency ?? 16, async (f) => {
+  await forEachLimited(unconfirmed, opts.concurrency ?? 16, async (f) => {
     const etag = await headEtag(s3, bucket, releasePrefix + f.path);
     if (etag !== md5s.get(f.path)) wrong.push(f);
   });

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
+import { parseManifestIndex } from '../edge/contract/manifest.js';
 import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
@@ -45,9 +46,9 @@ export class NotATreeError extends BadInputError {}
 /** Whether `dir` holds a tree this version serves: manifest.json and the edge index of the current formats. */
 export function treeIsCurrent(dir: string): boolean {
   try {
-    const manifest = JSON.parse(readFileSync(join(dir, treePaths.manifest), 'utf8')) as { format?: number };
+    parseManifestIndex(readFileSync(join(dir, treePaths.manifest)), treePaths.manifest);
     const edge = JSON.parse(readFileSync(join(dir, treePaths.edgeIndex), 'utf8')) as { format?: number };
-    return manifest.format === 2 && edge.format === EDGE_INDEX_FORMAT;
+    return edge.format === EDGE_INDEX_FORMAT;
   } catch {
     return false;
   }

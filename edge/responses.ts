@@ -1,11 +1,9 @@
 // Building responses: JSON with ETag and conditional GET, RFC 9457 problem details, CORS.
 // Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
 import { redactKeys } from './access/key-format.js';
+import { CORS_HEADERS } from './contract/http.js';
 
-export const CORS_HEADERS: Record<string, string> = {
-  'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': 'ETag, Link, Location, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy',
-};
+export { CORS_HEADERS };
 
 export const PREFLIGHT_HEADERS: Record<string, string> = {
   ...CORS_HEADERS,

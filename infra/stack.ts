@@ -23,6 +23,8 @@ import { QUOTA_TABLE_KEY, QUOTA_TTL_ATTRIBUTE } from '../edge/access/stores/dyna
 import { KEYS_TABLE_KEY } from '../edge/access/stores/dynamodb-keys.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
+// The cache key's query names and the CORS expose list come from the contract, never restated here.
+import { EXPOSED_HEADERS, QUERY_PARAMETERS } from '../edge/contract/http.js';
 
 /** Lambda@Edge and CloudFront-scoped WAF live in us-east-1; so does everything else in this stack. */
 export const EDGE_REGION = 'us-east-1';
@@ -30,10 +32,6 @@ export const DEFAULT_ACCOUNT = '111111111111';
 export const DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP = 6000;
 export const DEFAULT_QUOTA_TABLE = 'isoatlas-quota';
 export const DEFAULT_KEYS_TABLE = 'isoatlas-keys';
-/** The query parameters any v1 route reads (edge/contract/routes.ts): the only ones in the cache key. */
-export const API_CACHE_QUERY_STRINGS = ['limit', 'offset', 'query'] as const;
-/** Matches edge/responses.ts CORS_HEADERS, so CloudFront's CORS headers equal the function's own. */
-const EXPOSED_HEADERS = ['ETag', 'Link', 'Location', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
 
 export interface IsoatlasAccessProps {
   mode: AccessMode;
@@ -222,7 +220,7 @@ export class IsoatlasCdnStack extends Stack {
         accessControlAllowOrigins: ['*'],
         accessControlAllowMethods: ['GET', 'HEAD', 'OPTIONS'],
         accessControlAllowHeaders: ['Authorization', 'If-None-Match', 'Content-Type'],
-        accessControlExposeHeaders: EXPOSED_HEADERS,
+        accessControlExposeHeaders: [...EXPOSED_HEADERS],
         accessControlAllowCredentials: false,
         accessControlMaxAge: Duration.days(1),
         originOverride: true,
@@ -240,7 +238,7 @@ export class IsoatlasCdnStack extends Stack {
     // from the key and from what the function sees, so junk parameters cannot bust the cache.
     const apiCachePolicy = new cloudfront.CachePolicy(this, 'ApiCachePolicy', {
       comment: 'isoatlas /api/v1/*: path + limit, offset, query; no headers or cookies',
-      queryStringBehavior: cloudfront.CacheQueryStringBehavior.allowList(...API_CACHE_QUERY_STRINGS),
+      queryStringBehavior: cloudfront.CacheQueryStringBehavior.allowList(...QUERY_PARAMETERS),
       headerBehavior: cloudfront.CacheHeaderBehavior.none(),
       cookieBehavior: cloudfront.CacheCookieBehavior.none(),
       // The function sends Cache-Control (1 h for release data, 60 s for search); these bound it.

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { API_VERSION, contentTypeOf, treePaths, type ManifestEntry, type ManifestIndex, type ManifestShard } from '../../edge/contract/tree.js';
+import { API_VERSION, MANIFEST_FORMAT, contentTypeOf, treePaths, type ManifestEntry, type ManifestIndex, type ManifestShard } from '../../edge/contract/tree.js';
 import { shardCountFor, shardOf } from '../../edge/contract/shards.js';
 
 async function put(root: string, path: string, text: string): Promise<ManifestEntry> {
@@ -30,7 +30,7 @@ export async function writeManifest(root: string, release: string, entries: Mani
     const body: ManifestShard = { entries: shard.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };
     listed.push(await put(root, treePaths.manifestShard(i), JSON.stringify(body)));
   }
-  const index: ManifestIndex = { release, api_version: API_VERSION, format: 2, files: entries.length, bytes, shards: listed };
+  const index: ManifestIndex = { release, api_version: API_VERSION, format: MANIFEST_FORMAT, files: entries.length, bytes, shards: listed };
   await put(root, treePaths.manifest, JSON.stringify(index));
   return { index, written: listed.length + 1 };
 }

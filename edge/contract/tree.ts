@@ -45,6 +45,8 @@ export const treePaths = {
 /** Format of edge/index.json and the edge data it describes: 3 since term shards are sorted term lists
  * (2 had MiniSearch term shards). An edge refuses any other. */
 export const EDGE_INDEX_FORMAT = 3;
+/** Format of manifest.json and its shards; edge/contract/manifest.ts parses them. */
+export const MANIFEST_FORMAT = 2;
 
 /** `edge/index.json`: the shard counts of the edge's tables and the search index's directory. */
 export interface EdgeIndex {
@@ -99,7 +101,7 @@ export interface ManifestEntry {
 export interface ManifestIndex {
   release: string;
   api_version: string;
-  format: 2;
+  format: typeof MANIFEST_FORMAT;
   /** Files listed in the shards (the tree less manifest.json and its shards), and their bytes. */
   files: number;
   bytes: number;

@@ -3,13 +3,12 @@
 // bucket) is refused with an OriginError (the client gets 502 and retries) instead of being served,
 // and reported once on stderr for the operator. Verified bodies are kept in a bounded cache, so a
 // warm file costs neither a read nor a hash, and the ETag is the manifest's sha256.
-import { treePaths, type ManifestEntry, type ManifestIndex, type ManifestShard } from '../contract/tree.js';
-import { isShardCount, shardOf } from '../contract/shards.js';
+import { treePaths, type ManifestEntry, type ManifestIndex } from '../contract/tree.js';
+import { shardOf } from '../contract/shards.js';
+import { parseManifestIndex, parseManifestShard } from '../contract/manifest.js';
 import { LoadingCache } from '../loading-cache.js';
 import { OriginError, type Origin, type OriginObject } from '../origin.js';
 import { sha256Hex } from '../responses.js';
-
-const decoder = new TextDecoder();
 
 export interface VerifiedOriginOptions {
   /** Bytes of verified file bodies kept in memory (default 16 MiB). */
@@ -72,9 +71,9 @@ export class VerifiedOrigin implements Origin {
       const object = await this.raw.read(listed.path);
       if (!object) throw new OriginError(`${listed.path} is missing from ${this.description}`, 'unavailable');
       await this.check(listed.path, object.body, listed);
-      const body = this.parse<ManifestShard>(listed.path, object.body);
+      const entries = this.parsed(() => parseManifestShard(object.body, n, index.shards.length, `${this.description}${listed.path}`));
       // Parsed entries take a few times their JSON size in memory.
-      return { value: new Map(body.entries.map((e) => [e.path, e])), weight: object.body.length * 3 };
+      return { value: new Map(entries.map((e) => [e.path, e])), weight: object.body.length * 3 };
     });
     return shard.get(path) ?? null;
   }
@@ -83,11 +82,7 @@ export class VerifiedOrigin implements Origin {
     return (this.index ??= (async () => {
       const object = await this.raw.read(treePaths.manifest);
       if (!object) throw new OriginError(`the tree at ${this.description} has no ${treePaths.manifest}: is it a rendered isoatlas tree?`, 'unavailable');
-      const index = this.parse<ManifestIndex>(treePaths.manifest, object.body);
-      if (index.format !== 2 || !Array.isArray(index.shards) || !isShardCount(index.shards.length)) {
-        throw new OriginError(`${this.description}${treePaths.manifest} is not an isoatlas manifest of format 2: rebuild the tree with this version`, 'unavailable');
-      }
-      return index;
+      return this.parsed(() => parseManifestIndex(object.body, `${this.description}${treePaths.manifest}`));
     })().catch((err) => {
       this.index = null;
       throw err;
@@ -105,11 +100,13 @@ export class VerifiedOrigin implements Origin {
     throw new IntegrityError(`${path} does not match the manifest (or the edge index)`);
   }
 
-  private parse<T>(path: string, body: Uint8Array): T {
+  /** A manifest file parsed by the contract's parser; a malformed one is the origin's fault. */
+  private parsed<T>(parse: () => T): T {
     try {
-      return JSON.parse(decoder.decode(body)) as T;
+      return parse();
     } catch (err) {
-      throw new OriginError(`${this.description}${path} is not JSON: ${(err as Error).message}`, 'unavailable');
+      throw new OriginError((err as Error).message, 'unavailable');
     }
   }
+
 }
