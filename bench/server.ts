@@ -77,6 +77,7 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
     notes: [
       'nginx is information, not a target: it serves files by their tree path and cannot resolve names, slice pages, search or count requests.',
       'The servers and the load generator share the machine’s 2 cores: figures are relative, not what either server does on dedicated hardware.',
+      'autocannon records latencies in whole milliseconds: 0 means under a millisecond.',
     ],
     headline: `serve gene p99 ${fmt(summarize(gene.map((x) => x.p99Ms)).median, 1)} ms at ${RATE}/s`,
   };

@@ -85,7 +85,10 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         ownHost ??= fallbackHostOf(server.address());
         const response = await answer(req, handler, ownHost);
         status = response.status;
-        if (socket.destroyed) return;
+        if (socket.destroyed) {
+          status = 'closed by the client';
+          return;
+        }
         const body = response.body && req.method !== 'HEAD' ? new Uint8Array(await response.arrayBuffer()) : null;
         const size = (body?.length ?? 0) + HEAD_BYTES;
         // Answers pile up unsent only for a client that does not read them: beyond its share, or when
@@ -101,7 +104,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         response.headers.forEach((value, name) => fields.push(name, value));
         // The last request a connection may carry: `Connection: close` makes Node close it after this
         // answer (its own maxRequestsPerSocket only says close, keeps reading, and answers a bare 503).
-        if (nth >= limits.maxRequestsPerSocket) fields.push('connection', 'close');
+        if (nth >= limits.maxRequestsPerSocket && !response.headers.has('connection')) fields.push('connection', 'close');
         res.writeHead(response.status, fields);
         res.end(body ?? undefined);
       } catch (err) {
