@@ -27,11 +27,11 @@ export async function bundleEdge(opts: { outDir: string } & EdgeBundleConfig): P
     entryPoints: [ENTRY],
     bundle: true,
     platform: 'node',
-    target: 'node20',
+    target: 'node22',
     format: 'cjs',
     minify: true,
     legalComments: 'none',
-    // The Lambda Node.js 20 runtime ships AWS SDK v3; bundling the DynamoDB client would add ~630 KiB.
+    // The Lambda Node.js runtime ships AWS SDK v3; bundling the DynamoDB client would add ~630 KiB.
     external: ['@aws-sdk/*'],
     outfile: file,
     define: { __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ ...opts, outDir: undefined } satisfies EdgeBundleConfig & { outDir: undefined }) },

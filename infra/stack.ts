@@ -32,6 +32,10 @@ export const DEFAULT_ACCOUNT = '111111111111';
 export const DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP = 6000;
 export const DEFAULT_QUOTA_TABLE = 'isoatlas-quota';
 export const DEFAULT_KEYS_TABLE = 'isoatlas-keys';
+/** The newest Node.js runtime Lambda@Edge supports (AWS's Lambda@Edge restrictions page). */
+const EDGE_RUNTIME = lambda.Runtime.NODEJS_22_X;
+/** How long CloudFront's standard logs are kept. */
+export const LOG_RETENTION_DAYS = 90;
 
 export interface IsoatlasAccessProps {
   mode: AccessMode;
@@ -79,6 +83,8 @@ export function edgeBundleConfig(props: Pick<IsoatlasCdnProps, 'bucketName' | 'p
 
 export class IsoatlasCdnStack extends Stack {
   readonly bucket: s3.Bucket;
+  /** CloudFront's standard logs. */
+  readonly logBucket: s3.Bucket;
   readonly distribution: cloudfront.Distribution;
   readonly webAcl: wafv2.CfnWebACL;
   readonly originFunction: cloudfront.experimental.EdgeFunction;
@@ -117,12 +123,24 @@ export class IsoatlasCdnStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
+    // ── Standard logs of the distribution (legacy S3 delivery): the record of who asked for what,
+    // and the input a per-day meter reads. CloudFront writes them through an ACL, so this bucket,
+    // unlike the data bucket, has ACLs enabled (object writer); it is never public.
+    this.logBucket = new s3.Bucket(this, 'LogBucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.OBJECT_WRITER,
+      enforceSSL: true,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      lifecycleRules: [{ expiration: Duration.days(LOG_RETENTION_DAYS) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
     // ── Edge functions: one bundle, two handlers. Lambda@Edge forbids environment variables, so all
     // configuration (bucket, tables, limits, key secret) was fixed when the bundle was built.
     const code = lambda.Code.fromAsset(props.edgeCodeDir);
     this.originFunction = new cloudfront.experimental.EdgeFunction(this, 'OriginRequestFunction', {
       description: 'isoatlas origin-request: serves /api/v1/* from the published release in S3',
-      runtime: lambda.Runtime.NODEJS_20_X,
+      runtime: EDGE_RUNTIME,
       handler: 'index.handler',
       code,
       // Holds the alias maps, structure map and search index of the current release in memory;
@@ -164,7 +182,7 @@ export class IsoatlasCdnStack extends Stack {
       });
       this.viewerFunction = new cloudfront.experimental.EdgeFunction(this, 'ViewerRequestFunction', {
         description: 'isoatlas viewer-request: API keys and quotas on every /api/v1/* request',
-        runtime: lambda.Runtime.NODEJS_20_X,
+        runtime: EDGE_RUNTIME,
         handler: 'index.viewerRequest',
         code,
         memorySize: 128,
@@ -297,6 +315,10 @@ export class IsoatlasCdnStack extends Stack {
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
       priceClass: props.priceClass ?? cloudfront.PriceClass.PRICE_CLASS_ALL,
       webAclId: this.webAcl.attrArn, // WAFv2 takes the web ACL's ARN here
+      enableLogging: true,
+      logBucket: this.logBucket,
+      logFilePrefix: 'cloudfront/',
+      logIncludesCookies: false,
       defaultBehavior: {
         origin,
         viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
@@ -330,6 +352,7 @@ export class IsoatlasCdnStack extends Stack {
     });
 
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
+    new CfnOutput(this, 'LogBucketName', { value: this.logBucket.bucketName, description: 'CloudFront standard logs, under cloudfront/' });
     new CfnOutput(this, 'DistributionId', { value: this.distribution.distributionId });
     new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });

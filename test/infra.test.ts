@@ -53,6 +53,18 @@ const only = (resources: Resources, type: string): [string, Resource] => {
   expect(found, type).toHaveLength(1);
   return found[0];
 };
+/** The bucket that holds the atlas (the other one holds CloudFront's logs), and its policy. */
+const dataBucket = (resources: Resources): [string, Resource] => {
+  const found = ofType(resources, 'AWS::S3::Bucket').filter(([, r]) => r.Properties.BucketName !== undefined);
+  expect(found, 'data bucket').toHaveLength(1);
+  return found[0];
+};
+const dataBucketPolicy = (resources: Resources): [string, Resource] => {
+  const [id] = dataBucket(resources);
+  const found = ofType(resources, 'AWS::S3::BucketPolicy').filter(([, r]) => r.Properties.Bucket?.Ref === id);
+  expect(found, 'data bucket policy').toHaveLength(1);
+  return found[0];
+};
 const config = (resources: Resources) => only(resources, 'AWS::CloudFront::Distribution')[1].Properties.DistributionConfig;
 const behaviour = (resources: Resources, pattern: string) => {
   const b = config(resources).CacheBehaviors.find((c: any) => c.PathPattern === pattern);
@@ -89,7 +101,7 @@ const asList = <T>(v: T | T[]) => (Array.isArray(v) ? v : [v]);
 describe('bucket', () => {
   it('is private: all public access blocked, no ACL, SSE, TLS only, retained', () => {
     const { resources } = synth();
-    const [, bucket] = only(resources, 'AWS::S3::Bucket');
+    const [, bucket] = dataBucket(resources);
     expect(bucket.Properties.BucketName).toBe(BUCKET);
     expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
       BlockPublicAcls: true,
@@ -107,7 +119,7 @@ describe('bucket', () => {
   it('admits only CloudFront, for this distribution only (OAC), and denies plain HTTP', () => {
     const { resources } = synth();
     const [distributionId] = only(resources, 'AWS::CloudFront::Distribution');
-    const [, policy] = only(resources, 'AWS::S3::BucketPolicy');
+    const [, policy] = dataBucketPolicy(resources);
     const statements: any[] = policy.Properties.PolicyDocument.Statement;
     const allows = statements.filter((s) => s.Effect === 'Allow');
     expect(allows).toHaveLength(1);
@@ -244,12 +256,27 @@ describe('WAF', () => {
   });
 });
 
+describe('standard logs', () => {
+  it('go to a private, ACL-enabled (object writer) bucket that expires them, without cookies', () => {
+    for (const props of [{}, { access: ACCESS }]) {
+      const { resources } = synth(props);
+      const logging = config(resources).Logging;
+      expect(logging.Prefix).toBe('cloudfront/');
+      expect(logging.IncludeCookies).toBe(false);
+      const bucket = byRef(resources, logging.Bucket['Fn::GetAtt'] ? { Ref: logging.Bucket['Fn::GetAtt'][0] } : logging.Bucket).Properties;
+      expect(bucket.OwnershipControls.Rules).toEqual([{ ObjectOwnership: 'ObjectWriter' }]);
+      expect(bucket.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+      expect(bucket.LifecycleConfiguration.Rules[0].ExpirationInDays).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe('edge functions', () => {
-  it('are Lambda@Edge-compatible: Node.js 20, no environment, versions, edgelambda trust, limits', () => {
+  it('are Lambda@Edge-compatible: Node.js 22, no environment, versions, edgelambda trust, limits', () => {
     for (const props of [{}, { access: ACCESS }]) {
       const { resources } = synth(props);
       for (const [, fn] of ofType(resources, 'AWS::Lambda::Function')) {
-        expect(fn.Properties.Runtime).toBe('nodejs20.x');
+        expect(fn.Properties.Runtime).toBe('nodejs22.x');
         expect(fn.Properties.Environment).toBeUndefined(); // Lambda@Edge rejects functions with variables
         expect(fn.Properties.VpcConfig).toBeUndefined();
         expect(fn.Properties.Architectures ?? ['x86_64']).toEqual(['x86_64']);
@@ -265,7 +292,7 @@ describe('edge functions', () => {
 
   it('the origin function may read the bucket objects, nothing more', () => {
     const { resources } = synth();
-    const [bucketId] = only(resources, 'AWS::S3::Bucket');
+    const [bucketId] = dataBucket(resources);
     const statements = roleStatements(resources, functionWithHandler(resources, 'index.handler'));
     const actions = statements.flatMap((s) => asList(s.Action)).sort();
     expect(actions).toEqual(['s3:GetObject', 's3:ListBucket']);
@@ -380,7 +407,7 @@ describe('npm run synth (infra/app.ts)', () => {
     expect(a.stdout).toMatch(/template .*IsoatlasCdn\.template\.json/);
     expect(a.stdout).toMatch(/edge code .*KiB/);
     const t = template(plain);
-    expect(only(t.Resources, 'AWS::S3::Bucket')[1].Properties.BucketName).toBe('isoatlas-synth-test');
+    expect(dataBucket(t.Resources)[1].Properties.BucketName).toBe('isoatlas-synth-test');
     expect(only(t.Resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules[0].Statement.RateBasedStatement.Limit).toBe(3000);
     expect(ofType(t.Resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
     expect(JSON.stringify(only(t.Resources, 'AWS::Lambda::Function')[1].Properties.Code)).toContain('222222222222-us-east-1');
