@@ -34,6 +34,9 @@ export const DEFAULT_QUOTA_TABLE = 'isoatlas-quota';
 export const DEFAULT_KEYS_TABLE = 'isoatlas-keys';
 /** The newest Node.js runtime Lambda@Edge supports (AWS's Lambda@Edge restrictions page). */
 const EDGE_RUNTIME = lambda.Runtime.NODEJS_22_X;
+/** The window of the WAF's per-IP rate rule, which is also what its 429 says to wait. */
+export const WAF_WINDOW_SECONDS = 300;
+const WAF_TOO_MANY_BODY = 'too-many-requests';
 /** How long CloudFront's standard logs are kept. */
 export const LOG_RETENTION_DAYS = 90;
 
@@ -201,8 +204,21 @@ export class IsoatlasCdnStack extends Stack {
       {
         name: 'RatePerIp',
         priority: 0,
-        statement: { rateBasedStatement: { limit: wafLimit, aggregateKeyType: 'IP', evaluationWindowSec: 300 } },
-        action: { block: { customResponse: { responseCode: 429 } } },
+        statement: { rateBasedStatement: { limit: wafLimit, aggregateKeyType: 'IP', evaluationWindowSec: WAF_WINDOW_SECONDS } },
+        // The same kind of answer the edge gives over a limit: 429, Retry-After, a problem body.
+        action: {
+          block: {
+            customResponse: {
+              responseCode: 429,
+              customResponseBodyKey: WAF_TOO_MANY_BODY,
+              responseHeaders: [
+                { name: 'Retry-After', value: String(WAF_WINDOW_SECONDS) },
+                { name: 'Cache-Control', value: 'no-store' },
+                { name: 'Access-Control-Allow-Origin', value: '*' },
+              ],
+            },
+          },
+        },
         visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: 'isoatlas-rate-per-ip', sampledRequestsEnabled: true },
       },
     ];
@@ -219,6 +235,8 @@ export class IsoatlasCdnStack extends Stack {
       scope: 'CLOUDFRONT',
       defaultAction: { allow: {} },
       rules,
+      // WAF sends its own bodies with Content-Type application/json (it offers no problem+json).
+      customResponseBodies: { [WAF_TOO_MANY_BODY]: { contentType: 'APPLICATION_JSON', content: wafTooManyBody(wafLimit) } },
       visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: 'isoatlas-web-acl', sampledRequestsEnabled: true },
     });
 
@@ -392,4 +410,15 @@ function checkEdgeBundle(dir: string, config: EdgeBundleConfig): void {
   const expected = [config.s3!.bucket, ...(config.access ? [config.access.quotaTable, config.access.keysTable] : [])];
   const missing = expected.filter((name) => !text.includes(JSON.stringify(name)));
   if (missing.length) throw new Error(`the edge bundle in ${dir} was not built for this stack (no mention of ${missing.join(', ')})`);
+}
+
+/** The problem body of the WAF's 429 (RFC 9457, as the edge's own; WAF bodies are static, so it names
+ * no request instance). */
+export function wafTooManyBody(limit: number): string {
+  return JSON.stringify({
+    type: 'about:blank',
+    title: 'Too Many Requests',
+    status: 429,
+    detail: `rate limit exceeded: more than ${limit} requests in ${WAF_WINDOW_SECONDS / 60} minutes from one IP address at the CDN; retry after ${WAF_WINDOW_SECONDS} s`,
+  });
 }

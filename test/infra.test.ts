@@ -12,7 +12,8 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { bundleEdge } from '../build/bundle-edge.js';
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
-import { IsoatlasCdnStack, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
+import { validate } from './helpers/schemas.js';
+import { IsoatlasCdnStack, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const BUCKET = 'isoatlas-test-bucket';
@@ -242,7 +243,16 @@ describe('WAF', () => {
       const rate = acl.Properties.Rules.filter((r: any) => r.Statement.RateBasedStatement);
       expect(rate).toHaveLength(1);
       expect(rate[0].Statement.RateBasedStatement).toMatchObject({ AggregateKeyType: 'IP', Limit: expected });
-      expect(rate[0].Action.Block).toBeDefined();
+      // A 429 like the edge's own: Retry-After, and a problem body that the contract's schema accepts.
+      const custom = rate[0].Action.Block.CustomResponse;
+      expect(custom.ResponseCode).toBe(429);
+      expect(custom.ResponseHeaders).toContainEqual({ Name: 'Retry-After', Value: String(WAF_WINDOW_SECONDS) });
+      const body = acl.Properties.CustomResponseBodies[custom.CustomResponseBodyKey];
+      expect(body.ContentType).toBe('APPLICATION_JSON');
+      const problem = JSON.parse(body.Content);
+      expect(validate('Problem', problem)).toEqual([]);
+      expect(problem).toMatchObject({ status: 429, title: 'Too Many Requests' });
+      expect(problem.detail).toContain(String(expected));
       expect(config(resources).WebACLId).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] });
     });
   }

@@ -243,7 +243,7 @@ const problemFields = {
   title: Type.String({ description: 'The status phrase' }),
   status: Type.Integer({ minimum: 100, maximum: 599 }),
   detail: Type.String({ description: 'What exactly went wrong, and how to fix it' }),
-  instance: Type.String({ description: 'Path and query of the request' }),
+  instance: Type.Optional(Type.String({ description: 'Path and query of the request (absent from the CDN firewall’s 429, which cannot name the request)' })),
 };
 
 export const Problem = Type.Object(
