@@ -12,6 +12,8 @@
 //   ISOATLAS_WAF_LIMIT     WAF requests per IP per 5 minutes      (default 6000)
 //   ISOATLAS_STRUCTURE_BASE  base URL of structure redirects (e.g. a custom domain); default: the
 //                            request's own host, i.e. the distribution
+//   ISOATLAS_DOMAIN        custom domain names, comma-separated (with ISOATLAS_CERTIFICATE_ARN)
+//   ISOATLAS_CERTIFICATE_ARN  ACM certificate for them, in us-east-1
 //   ISOATLAS_ACCOUNT / CDK_DEFAULT_ACCOUNT       account id       (default 111111111111)
 //   ISOATLAS_CDK_OUT       output directory                       (default <repo>/cdk.out)
 import { readFileSync } from 'node:fs';
@@ -59,6 +61,14 @@ function accessSettings(): IsoatlasCdnProps['access'] {
   };
 }
 
+function customDomainSettings() {
+  const names = (env.ISOATLAS_DOMAIN ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const certificateArn = env.ISOATLAS_CERTIFICATE_ARN ?? '';
+  if (!names.length && !certificateArn) return undefined;
+  if (!names.length || !certificateArn) fail('a custom domain needs both ISOATLAS_DOMAIN (its names) and ISOATLAS_CERTIFICATE_ARN (an ACM certificate in us-east-1)');
+  return { names, certificateArn };
+}
+
 async function main() {
   const started = Date.now();
   const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -74,7 +84,7 @@ async function main() {
 
   // The bundle and the stack come from the same settings, so they agree on bucket, prefix and tables.
   // structureBaseUrl stays unset unless given: the distribution's domain is a deploy-time token, and
-  // without it the edge redirects to the host the request came to (the distribution, see stack.ts).
+  // without it the edge's structure redirects are root-relative (into /releases/… of the same host).
   let bundle;
   try {
     bundle = await bundleEdge({ outDir: edgeCodeDir, ...edgeBundleConfig({ ...settings, structureBaseUrl: env.ISOATLAS_STRUCTURE_BASE || undefined }) });
@@ -88,6 +98,7 @@ async function main() {
     env: { account: env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT, region: EDGE_REGION },
     wafRequestsPer5MinPerIp: wafLimit,
     edgeCodeDir,
+    customDomain: customDomainSettings(),
   });
   const assembly = app.synth();
   const template = join(assembly.directory, stack.templateFile);

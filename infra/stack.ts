@@ -15,6 +15,7 @@ import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
@@ -65,6 +66,9 @@ export interface IsoatlasCdnProps extends StackProps {
   /** A directory written by build/bundle-edge.ts (`index.js` exporting handler and viewerRequest). */
   edgeCodeDir: string;
   priceClass?: cloudfront.PriceClass;
+  /** A custom domain: its names and an ACM certificate for them, which CloudFront requires to be in
+   * us-east-1. Both or neither; viewers then need TLS 1.2 or newer (the TLSv1.2_2021 policy). */
+  customDomain?: { names: string[]; certificateArn: string };
 }
 
 /** What the edge bundle for these stack settings must be built with (build/bundle-edge.ts). Building
@@ -333,6 +337,7 @@ export class IsoatlasCdnStack extends Stack {
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
       priceClass: props.priceClass ?? cloudfront.PriceClass.PRICE_CLASS_ALL,
       webAclId: this.webAcl.attrArn, // WAFv2 takes the web ACL's ARN here
+      ...customDomain(this, props.customDomain),
       enableLogging: true,
       logBucket: this.logBucket,
       logFilePrefix: 'cloudfront/',
@@ -421,4 +426,21 @@ export function wafTooManyBody(limit: number): string {
     status: 429,
     detail: `rate limit exceeded: more than ${limit} requests in ${WAF_WINDOW_SECONDS / 60} minutes from one IP address at the CDN; retry after ${WAF_WINDOW_SECONDS} s`,
   });
+}
+
+/** Distribution settings of a custom domain (none without one). */
+function customDomain(scope: Construct, domain: IsoatlasCdnProps['customDomain']): Partial<cloudfront.DistributionProps> {
+  if (!domain) return {};
+  if (domain.names.length === 0 || domain.names.some((n) => !/^(\*\.)?([a-z0-9-]+\.)+[a-z]{2,}$/i.test(n))) {
+    throw new Error(`customDomain.names must be domain names (e.g. atlas.example.org); got ${JSON.stringify(domain.names)}`);
+  }
+  if (!/^arn:aws:acm:us-east-1:\d{12}:certificate\/[\w-]+$/.test(domain.certificateArn)) {
+    throw new Error(`customDomain.certificateArn must be an ACM certificate in us-east-1 (CloudFront uses certificates from there only); got "${domain.certificateArn}"`);
+  }
+  return {
+    domainNames: domain.names,
+    certificate: acm.Certificate.fromCertificateArn(scope, 'Certificate', domain.certificateArn),
+    minimumProtocolVersion: cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+    sslSupportMethod: cloudfront.SSLMethod.SNI,
+  };
 }

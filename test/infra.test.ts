@@ -266,6 +266,21 @@ describe('WAF', () => {
   });
 });
 
+describe('custom domain', () => {
+  const ARN = 'arn:aws:acm:us-east-1:111111111111:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789';
+  it('serves its names with its us-east-1 certificate over TLS 1.2 or newer (SNI)', () => {
+    const cfg = config(synth({ customDomain: { names: ['atlas.example.org'], certificateArn: ARN } }).resources);
+    expect(cfg.Aliases).toEqual(['atlas.example.org']);
+    expect(cfg.ViewerCertificate).toEqual({ AcmCertificateArn: ARN, MinimumProtocolVersion: 'TLSv1.2_2021', SslSupportMethod: 'sni-only' });
+    expect(config(synth().resources).Aliases).toBeUndefined();
+  });
+
+  it('refuses a certificate outside us-east-1 and names that are not domain names', () => {
+    expect(() => synth({ customDomain: { names: ['atlas.example.org'], certificateArn: ARN.replace('us-east-1', 'eu-west-1') } })).toThrow(/us-east-1/);
+    expect(() => synth({ customDomain: { names: ['not a domain'], certificateArn: ARN } })).toThrow(/domain names/);
+  });
+});
+
 describe('standard logs', () => {
   it('go to a private, ACL-enabled (object writer) bucket that expires them, without cookies', () => {
     for (const props of [{}, { access: ACCESS }]) {
