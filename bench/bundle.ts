@@ -38,7 +38,7 @@ export async function benchBundle(ctx: BenchContext): Promise<SectionReport> {
   return {
     id: 'bundle',
     title: '5. Edge bundle size',
-    method: '`bundleEdge` (build/bundle-edge.ts: esbuild, minified CommonJS for Node 20, `@aws-sdk/*` left to the Lambda runtime) in two configurations; gzip level 9 stands in for the deployment zip. Sizes are deterministic (checked over repeated builds).',
+    method: '`bundleEdge` (build/bundle-edge.ts: esbuild, minified CommonJS for Node 22, `@aws-sdk/*` left to the Lambda runtime) in two configurations; gzip level 9 stands in for the deployment zip. Sizes are deterministic (checked over repeated builds).',
     tables: [{ headers: ['configuration', 'bytes', 'gzipped', 'of the 1 MiB budget'], rows }],
     targets,
     notes: ['The Lambda@Edge limit is 1 MB zipped for viewer-request functions (50 MB for origin-request); the project holds the edge to the stricter one.'],

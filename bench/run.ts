@@ -8,6 +8,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchBuild } from './build.js';
 import { benchBundle } from './bundle.js';
+import { benchCli } from './cli.js';
 import { createContext, ROOT, type BenchContext, type BenchOptions } from './context.js';
 import { stopGcObserver } from './gc.js';
 import { benchHandler } from './handler.js';
@@ -66,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
     server: benchServer,
     publish: benchPublish,
     bundle: benchBundle,
+    cli: benchCli,
     soak: benchSoak,
   };
   const wanted = o.only ?? SECTION_ORDER.filter((id) => sections[id]);
