@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { OpenAPIBackend } from 'openapi-backend';
 import { Validator } from '@seriousme/openapi-schema-validator';
+// The document's formats (date, uri) are checked, not ignored.
+import addFormats from 'ajv-formats';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,7 +74,7 @@ beforeAll(async () => {
   doc = JSON.parse(readFileSync(join(tree, treePaths.openapi), 'utf8'));
   // quick: openapi-backend's own check of the document knows OpenAPI 3.0 only; the document is
   // checked against the 3.1 schema by the first test below.
-  api = new OpenAPIBackend({ definition: structuredClone(doc) as any, quick: true, strict: true });
+  api = new OpenAPIBackend({ definition: structuredClone(doc) as any, quick: true, strict: true, customizeAjv: (ajv) => (addFormats.default(ajv), ajv) });
   await api.init();
   keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-openapi-keys-'));
 });
