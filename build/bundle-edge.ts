@@ -19,6 +19,20 @@ export interface EdgeBundle {
   gzipBytes: number;
 }
 
+const METER_ENTRY = join(PROJECT_ROOT, 'edge/cloudfront/meter-entry.ts');
+
+/** Bundles the day meter (a regular Lambda function) into outDir/index.js, its AWS SDK clients
+ * included: the runtime's bundled SDK is not promised to carry the KeyValueStore client or SigV4A. */
+export async function bundleMeter(opts: { outDir: string }): Promise<EdgeBundle> {
+  const outDir = resolve(opts.outDir);
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, 'index.js');
+  await build({ entryPoints: [METER_ENTRY], bundle: true, platform: 'node', target: 'node22', format: 'cjs', minify: true, legalComments: 'none', outfile: file, logLevel: 'warning' });
+  writeFileSync(join(outDir, 'package.json'), `${JSON.stringify({ type: 'commonjs', main: 'index.js' })}\n`);
+  const bytes = statSync(file).size;
+  return { file, bytes, gzipBytes: gzipSync(readFileSync(file), { level: 9 }).length };
+}
+
 export async function bundleEdge(opts: { outDir: string } & EdgeBundleConfig): Promise<EdgeBundle> {
   const outDir = resolve(opts.outDir);
   mkdirSync(outDir, { recursive: true });

@@ -243,7 +243,7 @@ export function program(): Command {
 
   cli
     .command('bundle-edge')
-    .description('Bundle the Lambda@Edge function with esbuild and print its size.')
+    .description('Bundle the Lambda@Edge origin-request function with esbuild and print its size (API keys are checked by the key gate, not by it).')
     .option('--out <dir>', 'output directory', join(PROJECT_ROOT, 'dist/edge'))
     .option('--origin <url>', 'base URL of the tree the function reads', parseBaseUrl)
     .option('--published', 'the base URL holds a published bucket layout (current.json and releases/)', false)
@@ -251,21 +251,8 @@ export function program(): Command {
     .option('--bucket-region <region>', 'region of that bucket', process.env.AWS_REGION ?? 'us-east-1')
     .option('--prefix <prefix>', 'key prefix of the published atlas in the bucket', '')
     .option('--structure-base <url>', 'base URL structure redirects point into', parseBaseUrl)
-    .option('--access <mode>', 'enable API keys and quotas in this arrangement (open or key-required)', parseMode)
-    .option('--access-config <file>', 'tiers and limits (JSON)')
-    .option('--quota-table <name>', 'DynamoDB table of quota counters', 'isoatlas-quota')
-    .option('--keys-table <name>', 'DynamoDB table of published keys', 'isoatlas-keys')
-    .option('--region <region>', 'AWS region of the tables', process.env.AWS_REGION ?? 'us-east-1')
-    .option('--keys-dir <dir>', 'where the server secret is (or set ISOATLAS_KEY_SECRET)', DEFAULT_KEYS_DIR)
-    .action(async (o: { out: string; origin?: string; published: boolean; bucket?: string; bucketRegion: string; prefix: string; structureBase?: string; access?: 'open' | 'key-required'; accessConfig?: string; quotaTable: string; keysTable: string; region: string; keysDir: string }) => {
+    .action(async (o: { out: string; origin?: string; published: boolean; bucket?: string; bucketRegion: string; prefix: string; structureBase?: string }) => {
       if (!o.origin === !o.bucket) throw new UsageError('name exactly one origin: --origin <url> or --bucket <name>');
-      let access;
-      if (o.access) {
-        const { readSecret } = await import('./keys/registry.js');
-        const keySecret = readSecret(o.keysDir, { create: false });
-        if (!keySecret) throw new Error(`no API key secret in ${o.keysDir} or ISOATLAS_KEY_SECRET: issue a key first (\`isoatlas keys issue\`)`);
-        access = { config: readAccessConfig(o.accessConfig, o.access), region: o.region, quotaTable: o.quotaTable, keysTable: o.keysTable, keySecret };
-      }
       const { bundleEdge } = await import('./bundle-edge.js');
       const b = await bundleEdge({
         outDir: o.out,
@@ -273,9 +260,8 @@ export function program(): Command {
         published: o.published,
         s3: o.bucket ? { bucket: o.bucket, region: o.bucketRegion, prefix: o.prefix } : undefined,
         structureBaseUrl: o.structureBase,
-        access,
       });
-      log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)${access ? `, access ${o.access} with DynamoDB ${o.quotaTable}/${o.keysTable}` : ''}`);
+      log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`);
     });
 
   addPublishCommands(cli, log);

@@ -5,11 +5,10 @@
 // Settings (environment variables):
 //   ISOATLAS_BUCKET        bucket name                           (default isoatlas-atlas-example)
 //   ISOATLAS_PREFIX        key prefix of the atlas in the bucket  (default '', else ending in '/')
-//   ISOATLAS_ACCESS        open | key-required | '' (no access control: no viewer function, no tables)
+//   ISOATLAS_ACCESS        open | key-required | '' (no access control: no key gate, no meter)
 //   ISOATLAS_ACCESS_CONFIG path to a limits JSON file (as `isoatlas serve --access-config`)
-//   ISOATLAS_KEY_SECRET    hex HMAC secret of the API keys (required with ISOATLAS_ACCESS)
-//   ISOATLAS_QUOTA_TABLE / ISOATLAS_KEYS_TABLE   table names (default isoatlas-quota / isoatlas-keys)
-//   ISOATLAS_WAF_LIMIT     WAF requests per IP per 5 minutes      (default 6000)
+//   ISOATLAS_WAF_LOGS      1: WAF logs to CloudWatch Logs, Authorization redacted
+//   ISOATLAS_WAF_LIMIT     without access control: WAF requests per IP per 5 minutes (default 6000)
 //   ISOATLAS_STRUCTURE_BASE  base URL of structure redirects (e.g. a custom domain); default: the
 //                            request's own host, i.e. the distribution
 //   ISOATLAS_DOMAIN        custom domain names, comma-separated (with ISOATLAS_CERTIFICATE_ARN)
@@ -20,7 +19,7 @@ import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
-import { bundleEdge } from '../build/bundle-edge.js';
+import { bundleEdge, bundleMeter } from '../build/bundle-edge.js';
 import type { AccessMode } from '../edge/access/config.js';
 import {
   DEFAULT_ACCOUNT,
@@ -38,12 +37,10 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-function accessSettings(): IsoatlasCdnProps['access'] {
+function accessSettings(meterCodeDir: string): IsoatlasCdnProps['access'] {
   const mode = env.ISOATLAS_ACCESS ?? '';
   if (mode === '') return undefined;
   if (mode !== 'open' && mode !== 'key-required') fail(`ISOATLAS_ACCESS must be open, key-required or empty, not "${mode}"`);
-  const keySecret = env.ISOATLAS_KEY_SECRET;
-  if (!keySecret) fail('ISOATLAS_ACCESS is set, so ISOATLAS_KEY_SECRET (the hex secret of the API keys) is required; leave ISOATLAS_ACCESS empty to synthesize without access control');
   let config: unknown;
   if (env.ISOATLAS_ACCESS_CONFIG) {
     try {
@@ -52,13 +49,7 @@ function accessSettings(): IsoatlasCdnProps['access'] {
       fail(`cannot read ISOATLAS_ACCESS_CONFIG ${env.ISOATLAS_ACCESS_CONFIG}: ${(err as Error).message}`);
     }
   }
-  return {
-    mode: mode as AccessMode,
-    config,
-    keySecret,
-    quotaTableName: env.ISOATLAS_QUOTA_TABLE || undefined,
-    keysTableName: env.ISOATLAS_KEYS_TABLE || undefined,
-  };
+  return { mode: mode as AccessMode, config, meterCodeDir, wafLogs: env.ISOATLAS_WAF_LOGS === '1' };
 }
 
 function customDomainSettings() {
@@ -79,33 +70,40 @@ async function main() {
   const settings = {
     bucketName: env.ISOATLAS_BUCKET || 'isoatlas-atlas-example',
     prefix: env.ISOATLAS_PREFIX ?? '',
-    access: accessSettings(),
+    access: accessSettings(join(outdir, 'meter-bundle')),
   };
 
-  // The bundle and the stack come from the same settings, so they agree on bucket, prefix and tables.
+  // The bundle and the stack come from the same settings, so they agree on bucket and prefix.
   // structureBaseUrl stays unset unless given: the distribution's domain is a deploy-time token, and
   // without it the edge's structure redirects are root-relative (into /releases/… of the same host).
   let bundle;
   try {
     bundle = await bundleEdge({ outDir: edgeCodeDir, ...edgeBundleConfig({ ...settings, structureBaseUrl: env.ISOATLAS_STRUCTURE_BASE || undefined }) });
+    if (settings.access) await bundleMeter({ outDir: settings.access.meterCodeDir! });
   } catch (err) {
     fail((err as Error).message);
   }
 
   const app = new App({ outdir });
-  const stack = new IsoatlasCdnStack(app, 'IsoatlasCdn', {
-    ...settings,
-    env: { account: env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT, region: EDGE_REGION },
-    wafRequestsPer5MinPerIp: wafLimit,
-    edgeCodeDir,
-    customDomain: customDomainSettings(),
-  });
+  let stack: IsoatlasCdnStack;
+  try {
+    stack = new IsoatlasCdnStack(app, 'IsoatlasCdn', {
+      ...settings,
+      env: { account: env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT, region: EDGE_REGION },
+      wafRequestsPer5MinPerIp: wafLimit,
+      edgeCodeDir,
+      customDomain: customDomainSettings(),
+    });
+  } catch (err) {
+    fail((err as Error).message);
+  }
   const assembly = app.synth();
   const template = join(assembly.directory, stack.templateFile);
   const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
   console.log(`template   ${relative(process.cwd(), template) || template}`);
   console.log(`edge code  ${relative(process.cwd(), bundle.file)}: ${kib(bundle.bytes)} (${kib(bundle.gzipBytes)} gzipped)`);
-  console.log(`access     ${settings.access ? settings.access.mode : 'none (no viewer-request function)'}; WAF ${wafLimit} requests/5 min per IP; ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const limits = settings.access ? 'WAF per-minute limits per key and IP' : `WAF ${wafLimit} requests/5 min per IP`;
+  console.log(`access     ${settings.access ? `${settings.access.mode} (key gate + KeyValueStore)` : 'none (no key gate)'}; ${limits}; ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
 main().catch((err: Error) => fail(err.message));

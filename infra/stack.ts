@@ -1,7 +1,10 @@
 // The CDN deployment as code: a private bucket holding published releases, a CloudFront distribution
-// in front of it (the bucket is reached only through Origin Access Control), the edge bundle as two
-// Lambda@Edge functions (origin-request serves /api/v1/*, viewer-request checks keys and quotas),
-// the DynamoDB tables the viewer function counts in, and a WAF web ACL with a coarse per-IP limit.
+// in front of it (the bucket is reached only through Origin Access Control), the edge bundle as a
+// Lambda@Edge origin-request function (serves /api/v1/* on cache misses), and a WAF web ACL.
+// With access control, a CloudFront Function (the key gate) checks API keys on the viewer request of
+// every behaviour against a CloudFront KeyValueStore, in process; WAF rate rules hold the per-minute
+// limits; and a day meter (a Lambda function fed by the gate's log lines) marks keys whose day quota
+// is used up. Nothing on the request path calls a network service for access control.
 //
 // Everything here synthesizes offline: no lookups, no context queries, an explicit account and region.
 // The region is always us-east-1: Lambda@Edge functions and CLOUDFRONT-scoped web ACLs must be created
@@ -9,19 +12,22 @@
 // need SSM lookups at deploy time).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CfnOutput, Duration, RemovalPolicy, Stack, Token, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Token, type StackProps } from 'aws-cdk-lib';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as logDestinations from 'aws-cdk-lib/aws-logs-destinations';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
-import { resolveAccessConfig, type AccessMode } from '../edge/access/config.js';
-import { QUOTA_TABLE_KEY, QUOTA_TTL_ATTRIBUTE } from '../edge/access/stores/dynamodb.js';
-import { KEYS_TABLE_KEY } from '../edge/access/stores/dynamodb-keys.js';
+import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
+import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
+import { METER_MARK } from '../edge/cloudfront/kvs-layout.js';
+import { METER_ENV, METER_TABLE_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
 // The cache key's query names and the CORS expose list come from the contract, never restated here.
@@ -31,13 +37,12 @@ import { EXPOSED_HEADERS, QUERY_PARAMETERS } from '../edge/contract/http.js';
 export const EDGE_REGION = 'us-east-1';
 export const DEFAULT_ACCOUNT = '111111111111';
 export const DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP = 6000;
-export const DEFAULT_QUOTA_TABLE = 'isoatlas-quota';
-export const DEFAULT_KEYS_TABLE = 'isoatlas-keys';
 /** The newest Node.js runtime Lambda@Edge supports (AWS's Lambda@Edge restrictions page). */
 const EDGE_RUNTIME = lambda.Runtime.NODEJS_22_X;
-/** The window of the WAF's per-IP rate rule, which is also what its 429 says to wait. */
+/** The window of the WAF's per-IP rate rule without access control, which is also what its 429 says
+ * to wait. With access control, limits are per minute (ACCESS_WINDOW_SECONDS). */
 export const WAF_WINDOW_SECONDS = 300;
-const WAF_TOO_MANY_BODY = 'too-many-requests';
+export const ACCESS_WINDOW_SECONDS = 60;
 /** How long CloudFront's standard logs are kept. */
 export const LOG_RETENTION_DAYS = 90;
 
@@ -45,25 +50,26 @@ export interface IsoatlasAccessProps {
   mode: AccessMode;
   /** A partial AccessConfig (as in `--access-config limits.json`), overlaid on DEFAULT_ACCESS. */
   config?: unknown;
-  /** Hex HMAC secret keying the stored key hashes (≥ 32 bytes). Baked into the edge bundle (Lambda@Edge
-   * has no environment variables); it never appears in the template. */
-  keySecret: string;
-  quotaTableName?: string;
-  keysTableName?: string;
+  /** A directory written by build/bundle-edge.ts bundleMeter (the day meter's code). Needed when a
+   * tier of the arrangement has a day limit. */
+  meterCodeDir?: string;
+  /** WAF logs to CloudWatch Logs (aws-waf-logs-<stack>), with the Authorization header redacted. */
+  wafLogs?: boolean;
 }
 
 export interface IsoatlasCdnProps extends StackProps {
   bucketName: string;
   /** Key prefix of the atlas in the bucket: '' or ending in '/'. */
   prefix?: string;
-  /** Unset: no viewer-request function and no tables (anything reaching /api/v1/* is served). */
+  /** Unset: no key gate, no meter (anything reaching the distribution is served, within the WAF's
+   * per-IP ceiling). */
   access?: IsoatlasAccessProps;
-  /** WAF rate-based rule: requests per client IP per 5 minutes before the IP is blocked (HTTP 429). */
+  /** Without access control: requests per client IP per 5 minutes before WAF answers 429. */
   wafRequestsPer5MinPerIp?: number;
   /** Also run the AWS managed common rule set (OWASP-style checks). Off by default: it blocks requests
    * without a User-Agent and large query strings, which some scripted API clients send. */
   wafManagedCommonRules?: boolean;
-  /** A directory written by build/bundle-edge.ts (`index.js` exporting handler and viewerRequest). */
+  /** A directory written by build/bundle-edge.ts (`index.js` exporting the origin-request handler). */
   edgeCodeDir: string;
   priceClass?: cloudfront.PriceClass;
   /** A custom domain: its names and an ACM certificate for them, which CloudFront requires to be in
@@ -72,20 +78,9 @@ export interface IsoatlasCdnProps extends StackProps {
 }
 
 /** What the edge bundle for these stack settings must be built with (build/bundle-edge.ts). Building
- * the bundle from the same settings as the stack is how the two agree on bucket, prefix and tables. */
-export function edgeBundleConfig(props: Pick<IsoatlasCdnProps, 'bucketName' | 'prefix' | 'access'> & { structureBaseUrl?: string }): EdgeBundleConfig {
-  const a = props.access;
-  return {
-    s3: { bucket: props.bucketName, region: EDGE_REGION, prefix: props.prefix ?? '' },
-    structureBaseUrl: props.structureBaseUrl,
-    access: a && {
-      config: resolveAccessConfig(a.config, a.mode),
-      region: EDGE_REGION,
-      quotaTable: a.quotaTableName ?? DEFAULT_QUOTA_TABLE,
-      keysTable: a.keysTableName ?? DEFAULT_KEYS_TABLE,
-      keySecret: a.keySecret,
-    },
-  };
+ * the bundle from the same settings as the stack is how the two agree on bucket and prefix. */
+export function edgeBundleConfig(props: Pick<IsoatlasCdnProps, 'bucketName' | 'prefix'> & { structureBaseUrl?: string }): EdgeBundleConfig {
+  return { s3: { bucket: props.bucketName, region: EDGE_REGION, prefix: props.prefix ?? '' }, structureBaseUrl: props.structureBaseUrl };
 }
 
 export class IsoatlasCdnStack extends Stack {
@@ -95,9 +90,12 @@ export class IsoatlasCdnStack extends Stack {
   readonly distribution: cloudfront.Distribution;
   readonly webAcl: wafv2.CfnWebACL;
   readonly originFunction: cloudfront.experimental.EdgeFunction;
-  readonly viewerFunction?: cloudfront.experimental.EdgeFunction;
-  readonly quotaTable?: dynamodb.Table;
-  readonly keysTable?: dynamodb.Table;
+  /** The key gate and the store it reads (with access control). */
+  readonly keyGate?: cloudfront.Function;
+  readonly keyValueStore?: cloudfront.KeyValueStore;
+  /** The day meter, its counters and its input (when a tier has a day limit). */
+  readonly meterFunction?: lambda.Function;
+  readonly meterTable?: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: IsoatlasCdnProps) {
     super(scope, id, {
@@ -111,11 +109,8 @@ export class IsoatlasCdnStack extends Stack {
     const prefix = checkPrefix(props.prefix ?? '');
     const wafLimit = checkWafLimit(props.wafRequestsPer5MinPerIp ?? DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP);
     checkBucketName(props.bucketName);
-    const bundleConfig = edgeBundleConfig(props); // validates the access config and key secret early
-    if (props.access && !/^[0-9a-f]{64,}$/i.test(props.access.keySecret.trim())) {
-      throw new Error('access.keySecret must be at least 32 bytes written as hex (isoatlas keys uses .isoatlas/keys/secret)');
-    }
-    checkEdgeBundle(props.edgeCodeDir, bundleConfig);
+    const accessConfig = props.access && resolveAccessConfig(props.access.config, props.access.mode);
+    checkEdgeBundle(props.edgeCodeDir, edgeBundleConfig(props));
 
     // ── Bucket: private, reachable only by this distribution (OAC) and the origin function's role.
     this.bucket = new s3.Bucket(this, 'AtlasBucket', {
@@ -142,8 +137,8 @@ export class IsoatlasCdnStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
-    // ── Edge functions: one bundle, two handlers. Lambda@Edge forbids environment variables, so all
-    // configuration (bucket, tables, limits, key secret) was fixed when the bundle was built.
+    // ── The origin-request function. Lambda@Edge forbids environment variables, so its configuration
+    // (bucket, prefix) was fixed when the bundle was built.
     const code = lambda.Code.fromAsset(props.edgeCodeDir);
     this.originFunction = new cloudfront.experimental.EdgeFunction(this, 'OriginRequestFunction', {
       description: 'isoatlas origin-request: serves /api/v1/* from the published release in S3',
@@ -167,82 +162,40 @@ export class IsoatlasCdnStack extends Stack {
       }),
     );
 
-    if (props.access) {
-      // Lambda@Edge runs in the regional edge cache nearest the viewer, so the tables are read from
-      // many regions. Options: DynamoDB global tables (a replica near each edge, but replication is
-      // last-writer-wins, so a conditional increment no longer admits exactly `limit` requests
-      // worldwide) or one region. We pick one region, us-east-1: counts stay exact, far edges pay
-      // ~100–200 ms per check, and the edge fails open to per-instance counting if it cannot reach it.
-      this.quotaTable = new dynamodb.Table(this, 'QuotaTable', {
-        tableName: props.access.quotaTableName ?? DEFAULT_QUOTA_TABLE,
-        partitionKey: { name: QUOTA_TABLE_KEY, type: dynamodb.AttributeType.STRING },
-        billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-        timeToLiveAttribute: QUOTA_TTL_ATTRIBUTE, // counters of ended windows expire on their own
-        removalPolicy: RemovalPolicy.DESTROY, // only counters of windows of at most a day
-      });
-      this.keysTable = new dynamodb.Table(this, 'KeysTable', {
-        tableName: props.access.keysTableName ?? DEFAULT_KEYS_TABLE,
-        partitionKey: { name: KEYS_TABLE_KEY, type: dynamodb.AttributeType.STRING },
-        billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-        removalPolicy: RemovalPolicy.RETAIN, // key hashes and revocations (`isoatlas keys publish`)
-      });
-      this.viewerFunction = new cloudfront.experimental.EdgeFunction(this, 'ViewerRequestFunction', {
-        description: 'isoatlas viewer-request: API keys and quotas on every /api/v1/* request',
-        runtime: EDGE_RUNTIME,
-        handler: 'index.viewerRequest',
-        code,
-        memorySize: 128,
-        timeout: Duration.seconds(5), // the Lambda@Edge maximum for viewer triggers
-      });
-      // Exactly what the stores call: UpdateItem (count, undo) on counters, GetItem on keys.
-      this.quotaTable.grant(this.viewerFunction, 'dynamodb:UpdateItem');
-      this.keysTable.grant(this.viewerFunction, 'dynamodb:GetItem');
-    }
+    const access = props.access && accessConfig ? this.addAccess(props.access, accessConfig) : undefined;
+    this.keyGate = access?.keyGate;
+    this.keyValueStore = access?.keyValueStore;
+    this.meterFunction = access?.meterFunction;
+    this.meterTable = access?.meterTable;
 
-    // ── WAF: a coarse per-IP ceiling in front of everything, evaluated before any function runs, so a
-    // flood costs neither Lambda invocations nor DynamoDB writes. The default 6,000 per 5 minutes
-    // (1,200/min on average) matches the key-required per-IP limit; the finer per-minute/per-day
-    // quotas are the viewer function's job.
-    const rules: wafv2.CfnWebACL.RuleProperty[] = [
-      {
-        name: 'RatePerIp',
-        priority: 0,
-        statement: { rateBasedStatement: { limit: wafLimit, aggregateKeyType: 'IP', evaluationWindowSec: WAF_WINDOW_SECONDS } },
-        // The same kind of answer the edge gives over a limit: 429, Retry-After, a problem body.
-        action: {
-          block: {
-            customResponse: {
-              responseCode: 429,
-              customResponseBodyKey: WAF_TOO_MANY_BODY,
-              responseHeaders: [
-                { name: 'Retry-After', value: String(WAF_WINDOW_SECONDS) },
-                { name: 'Cache-Control', value: 'no-store' },
-                { name: 'Access-Control-Allow-Origin', value: '*' },
-              ],
-            },
-          },
-        },
-        visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: 'isoatlas-rate-per-ip', sampledRequestsEnabled: true },
-      },
-    ];
+    // ── WAF: rate rules, evaluated before any function runs, so a flood costs no function invocations.
+    // Without access control, a coarse per-IP ceiling over 5 minutes. With it, the per-minute limits
+    // of the arrangement (WAF counts approximately, over a sliding window): per key, aggregated on the
+    // Authorization header (WAF runs before the gate, so no header the gate sets could be used), and
+    // per IP (anonymous requests in A; every request, coarsely, in B). WAF cannot aggregate IPv6
+    // addresses by /64, so the distribution serves IPv4 only (below).
+    const rules = accessConfig ? accessRules(accessConfig) : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
+    const bodies = Object.fromEntries(rules.map((r) => [r.bodyKey, { contentType: 'APPLICATION_JSON', content: r.body }]));
+    const wafRules: wafv2.CfnWebACL.RuleProperty[] = rules.map((r, priority) => ({ ...r.rule, priority, visibilityConfig: visibility(r.rule.name, !accessConfig) }));
     if (props.wafManagedCommonRules) {
-      rules.push({
+      wafRules.push({
         name: 'AWSManagedRulesCommonRuleSet',
-        priority: 1,
+        priority: wafRules.length,
         statement: { managedRuleGroupStatement: { vendorName: 'AWS', name: 'AWSManagedRulesCommonRuleSet' } },
         overrideAction: { none: {} },
-        visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: 'isoatlas-common-rules', sampledRequestsEnabled: true },
+        visibilityConfig: visibility('isoatlas-common-rules', !accessConfig),
       });
     }
     this.webAcl = new wafv2.CfnWebACL(this, 'WebAcl', {
       scope: 'CLOUDFRONT',
       defaultAction: { allow: {} },
-      rules,
+      rules: wafRules,
       // WAF sends its own bodies with Content-Type application/json (it offers no problem+json).
-      customResponseBodies: { [WAF_TOO_MANY_BODY]: { contentType: 'APPLICATION_JSON', content: wafTooManyBody(wafLimit) } },
-      visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: 'isoatlas-web-acl', sampledRequestsEnabled: true },
+      customResponseBodies: bodies,
+      // Sampled requests show request headers, Authorization included: off when keys are sent.
+      visibilityConfig: visibility('isoatlas-web-acl', !accessConfig),
     });
+    if (props.access?.wafLogs) this.addWafLogs();
 
     // ── Distribution.
     // OAC: CloudFront signs its requests to S3; the bucket policy admits only this distribution.
@@ -328,13 +281,16 @@ export class IsoatlasCdnStack extends Stack {
     const edgeLambdas: cloudfront.EdgeLambda[] = [
       { functionVersion: this.originFunction.currentVersion, eventType: cloudfront.LambdaEdgeEventType.ORIGIN_REQUEST },
     ];
-    if (this.viewerFunction) {
-      edgeLambdas.push({ functionVersion: this.viewerFunction.currentVersion, eventType: cloudfront.LambdaEdgeEventType.VIEWER_REQUEST });
-    }
+    // The key gate on every behaviour: each can return atlas data (the pointer, release files,
+    // structures, the API), so none may reach the bucket without it.
+    const functionAssociations = this.keyGate ? [{ function: this.keyGate, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST }] : undefined;
 
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: `isoatlas ${props.bucketName}/${prefix}`,
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
+      // Per-IP limits count whole addresses, and WAF cannot group IPv6 addresses by /64 (one client
+      // may hold 2^64 of them), so viewers reach the distribution over IPv4.
+      enableIpv6: false,
       priceClass: props.priceClass ?? cloudfront.PriceClass.PRICE_CLASS_ALL,
       webAclId: this.webAcl.attrArn, // WAFv2 takes the web ACL's ARN here
       ...customDomain(this, props.customDomain),
@@ -349,6 +305,7 @@ export class IsoatlasCdnStack extends Stack {
         cachePolicy: pointerCachePolicy,
         responseHeadersPolicy: responseHeaders,
         compress: true,
+        functionAssociations,
       },
       additionalBehaviors: {
         [`${API_PREFIX.slice(1)}/*`]: {
@@ -362,6 +319,7 @@ export class IsoatlasCdnStack extends Stack {
           responseHeadersPolicy: responseHeaders,
           compress: true,
           edgeLambdas,
+          functionAssociations,
         },
         'releases/*': {
           origin,
@@ -370,6 +328,7 @@ export class IsoatlasCdnStack extends Stack {
           cachePolicy: releaseCachePolicy,
           responseHeadersPolicy: responseHeaders, // structure files are fetched cross-origin by viewers
           compress: true,
+          functionAssociations,
         },
       },
     });
@@ -379,11 +338,160 @@ export class IsoatlasCdnStack extends Stack {
     new CfnOutput(this, 'DistributionId', { value: this.distribution.distributionId });
     new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
-    if (this.quotaTable && this.keysTable) {
-      new CfnOutput(this, 'QuotaTableName', { value: this.quotaTable.tableName });
-      new CfnOutput(this, 'KeysTableName', { value: this.keysTable.tableName, description: 'isoatlas keys publish --table <this>' });
+    if (this.keyValueStore) {
+      new CfnOutput(this, 'KeyValueStoreArn', { value: this.keyValueStore.keyValueStoreArn, description: 'isoatlas keys publish --kvs <this>' });
     }
+    if (this.meterTable) new CfnOutput(this, 'MeterTableName', { value: this.meterTable.tableName, description: 'requests per API key and UTC day' });
   }
+
+  /** The key gate, its store, and (when a tier has a day limit) the day meter. */
+  private addAccess(access: IsoatlasAccessProps, config: AccessConfig) {
+    const settings = keyGateSettings(config);
+    const keyValueStore = new cloudfront.KeyValueStore(this, 'KeyStore', {
+      comment: 'isoatlas API keys: keyed hashes, tiers, revocations, day-quota marks (isoatlas keys publish)',
+    });
+    // Named, so the log group it writes to (/aws/cloudfront/function/<name>, in us-east-1) is known.
+    const gateName = `${this.stackName}-key-gate`.slice(0, 64);
+    const keyGate = new cloudfront.Function(this, 'KeyGate', {
+      functionName: gateName,
+      comment: `isoatlas key gate (${config.mode}): API keys checked against the KeyValueStore`,
+      runtime: cloudfront.FunctionRuntime.JS_2_0,
+      code: cloudfront.FunctionCode.fromInline(keyGateCode(settings)),
+      keyValueStore,
+    });
+    if (settings.metered.length === 0) return { keyGate, keyValueStore };
+    if (!access.meterCodeDir || !existsSync(join(access.meterCodeDir, 'index.js'))) {
+      throw new Error(`tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle-edge.ts) and pass access.meterCodeDir`);
+    }
+    const meterTable = new dynamodb.Table(this, 'MeterTable', {
+      partitionKey: { name: METER_TABLE_KEY, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: METER_TTL_ATTRIBUTE, // counters of ended days expire on their own
+      removalPolicy: RemovalPolicy.DESTROY, // counts of at most two days
+    });
+    // CloudFront Functions write console.log lines to this group; created here to own its retention.
+    const gateLogs = new logs.LogGroup(this, 'KeyGateLogs', {
+      logGroupName: `/aws/cloudfront/function/${gateName}`,
+      retention: logs.RetentionDays.ONE_WEEK,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const meterFunction = new lambda.Function(this, 'DayMeter', {
+      description: 'isoatlas day meter: counts requests per API key and UTC day, marks used-up keys in the KeyValueStore',
+      runtime: EDGE_RUNTIME,
+      handler: 'index.meter',
+      code: lambda.Code.fromAsset(access.meterCodeDir),
+      memorySize: 256,
+      timeout: Duration.seconds(60),
+      environment: {
+        [METER_ENV.table]: meterTable.tableName,
+        [METER_ENV.kvsArn]: keyValueStore.keyValueStoreArn,
+        [METER_ENV.config]: JSON.stringify(config),
+      },
+    });
+    meterTable.grant(meterFunction, 'dynamodb:UpdateItem');
+    meterFunction.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['cloudfront-keyvaluestore:DescribeKeyValueStore', 'cloudfront-keyvaluestore:GetKey', 'cloudfront-keyvaluestore:PutKey'],
+        resources: [keyValueStore.keyValueStoreArn],
+      }),
+    );
+    new logs.SubscriptionFilter(this, 'MeterSubscription', {
+      logGroup: gateLogs,
+      destination: new logDestinations.LambdaDestination(meterFunction),
+      filterPattern: logs.FilterPattern.literal(`"${METER_MARK.split(' ')[0]}"`),
+    });
+    return { keyGate, keyValueStore, meterFunction, meterTable };
+  }
+
+  /** WAF's logs in CloudWatch Logs, Authorization redacted (WAF requires the aws-waf-logs- prefix). */
+  private addWafLogs(): void {
+    const name = `aws-waf-logs-${this.stackName}`;
+    const group = new logs.LogGroup(this, 'WafLogs', { logGroupName: name, retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.RETAIN });
+    new wafv2.CfnLoggingConfiguration(this, 'WafLogging', {
+      resourceArn: this.webAcl.attrArn,
+      // The log group's ARN without the ":*" suffix CloudFormation's attribute carries.
+      logDestinationConfigs: [Stack.of(this).formatArn({ service: 'logs', resource: 'log-group', resourceName: group.logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
+      redactedFields: [{ singleHeader: { Name: 'authorization' } }],
+    });
+  }
+}
+
+interface WafRateRule {
+  rule: Omit<wafv2.CfnWebACL.RuleProperty, 'priority' | 'visibilityConfig'> & { name: string };
+  bodyKey: string;
+  body: string;
+}
+
+const AUTHORIZATION = { singleHeader: { Name: 'authorization' } };
+const HAS_KEY: wafv2.CfnWebACL.StatementProperty = {
+  sizeConstraintStatement: { fieldToMatch: AUTHORIZATION, comparisonOperator: 'GT', size: 0, textTransformations: [{ priority: 0, type: 'NONE' }] },
+};
+
+/** The WAF rules of an access arrangement: per-minute limits per key and per IP. */
+function accessRules(config: AccessConfig): WafRateRule[] {
+  const rules: WafRateRule[] = [];
+  const perKey = tierLimits(config, config.default_tier).per_minute;
+  if (config.mode === 'key-required') {
+    const perIp = config.key_required.per_ip.per_minute;
+    if (perIp) rules.push(perIpRule(perIp, ACCESS_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address'));
+  } else {
+    const anonymous = config.open.anonymous_per_ip.per_minute;
+    if (anonymous) rules.push(perIpRule(anonymous, ACCESS_WINDOW_SECONDS, 'isoatlas-anonymous-per-ip', 'from one IP address without an API key', { notStatement: { statement: HAS_KEY } }));
+  }
+  if (perKey) {
+    rules.push(
+      rateRule(
+        'isoatlas-rate-per-key',
+        {
+          rateBasedStatement: {
+            limit: checkWafLimit(perKey),
+            evaluationWindowSec: ACCESS_WINDOW_SECONDS,
+            aggregateKeyType: 'CUSTOM_KEYS',
+            customKeys: [{ header: { name: 'authorization', textTransformations: [{ priority: 0, type: 'NONE' }] } }],
+            scopeDownStatement: HAS_KEY,
+          },
+        },
+        perKey,
+        `for one API key (tier ${config.default_tier})`,
+      ),
+    );
+  }
+  return rules;
+}
+
+function perIpRule(limit: number, windowSeconds: number, name: string, who: string, scopeDownStatement?: wafv2.CfnWebACL.StatementProperty): WafRateRule {
+  return rateRule(name, { rateBasedStatement: { limit: checkWafLimit(limit), aggregateKeyType: 'IP', evaluationWindowSec: windowSeconds, scopeDownStatement } }, limit, who, windowSeconds);
+}
+
+/** A rate rule whose refusal is the same kind of answer the edge gives: 429, Retry-After (the rule's
+ * window), no-store, CORS, a problem body. */
+function rateRule(name: string, statement: wafv2.CfnWebACL.StatementProperty, limit: number, who: string, windowSeconds = ACCESS_WINDOW_SECONDS): WafRateRule {
+  const bodyKey = `${name}-429`;
+  return {
+    rule: {
+      name,
+      statement,
+      action: {
+        block: {
+          customResponse: {
+            responseCode: 429,
+            customResponseBodyKey: bodyKey,
+            responseHeaders: [
+              { name: 'Retry-After', value: String(windowSeconds) },
+              { name: 'Cache-Control', value: 'no-store' },
+              { name: 'Access-Control-Allow-Origin', value: '*' },
+            ],
+          },
+        },
+      },
+    },
+    bodyKey,
+    body: wafTooManyBody(limit, windowSeconds, who),
+  };
+}
+
+function visibility(metricName: string, sampled: boolean): wafv2.CfnWebACL.VisibilityConfigProperty {
+  return { cloudWatchMetricsEnabled: true, metricName, sampledRequestsEnabled: sampled };
 }
 
 function checkPrefix(prefix: string): string {
@@ -395,7 +503,7 @@ function checkPrefix(prefix: string): string {
 
 function checkWafLimit(limit: number): number {
   // WAF accepts 10 … 2,000,000,000 requests per evaluation window.
-  if (!Number.isInteger(limit) || limit < 10 || limit > 2_000_000_000) throw new Error(`wafRequestsPer5MinPerIp must be an integer from 10 to 2e9, not ${limit}`);
+  if (!Number.isInteger(limit) || limit < 10 || limit > 2_000_000_000) throw new Error(`a WAF rate limit must be an integer from 10 to 2e9, not ${limit}`);
   return limit;
 }
 
@@ -405,26 +513,26 @@ function checkBucketName(name: string): void {
   }
 }
 
-/** Refuses a bundle built for other settings: a bundle without access behind a viewer trigger would
- * fail every API request, one for another bucket would serve nothing. The settings are inlined into
+/** Refuses a bundle built for other settings: one for another bucket would serve nothing. The settings are inlined into
  * the bundle as JSON string literals, so the names must appear in it. */
 function checkEdgeBundle(dir: string, config: EdgeBundleConfig): void {
   const file = join(dir, 'index.js');
   if (!existsSync(file)) throw new Error(`${file} does not exist: build the edge bundle first (build/bundle-edge.ts)`);
   const text = readFileSync(file, 'utf8');
-  const expected = [config.s3!.bucket, ...(config.access ? [config.access.quotaTable, config.access.keysTable] : [])];
+  const expected = [config.s3!.bucket];
   const missing = expected.filter((name) => !text.includes(JSON.stringify(name)));
   if (missing.length) throw new Error(`the edge bundle in ${dir} was not built for this stack (no mention of ${missing.join(', ')})`);
 }
 
-/** The problem body of the WAF's 429 (RFC 9457, as the edge's own; WAF bodies are static, so it names
- * no request instance). */
-export function wafTooManyBody(limit: number): string {
+/** The problem body of a WAF 429 (RFC 9457, as the edge's own; WAF bodies are static, so it names no
+ * request instance). */
+export function wafTooManyBody(limit: number, windowSeconds = WAF_WINDOW_SECONDS, who = 'from one IP address at the CDN'): string {
+  const window = windowSeconds === 60 ? 'a minute' : `${windowSeconds / 60} minutes`;
   return JSON.stringify({
     type: 'about:blank',
     title: 'Too Many Requests',
     status: 429,
-    detail: `rate limit exceeded: more than ${limit} requests in ${WAF_WINDOW_SECONDS / 60} minutes from one IP address at the CDN; retry after ${WAF_WINDOW_SECONDS} s`,
+    detail: `rate limit exceeded: more than ${limit} requests in ${window} ${who}; retry after ${windowSeconds} s`,
   });
 }
 

@@ -10,10 +10,10 @@ import { AccessControl } from '../edge/access/control.js';
 import { resolveAccessConfig, type AccessConfig } from '../edge/access/config.js';
 import { importServerSecret, keyId } from '../edge/access/key-format.js';
 import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
-import { FailOpenQuotaStore } from '../edge/access/stores/resilient.js';
 import type { QuotaStore } from '../edge/access/quota-store.js';
+import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
 import type { EdgeKeyRecord, KeyRegistry } from '../edge/access/key-registry.js';
-import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
+import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from '../build/keys/registry.js';
 import { validate } from './helpers/schemas.js';
 
 const MINUTE = 60_000;
@@ -192,60 +192,7 @@ describe('arrangement A: open, key optional', () => {
   });
 });
 
-describe('when the shared store fails', () => {
-  it('keeps serving under per-instance limits, logs it once, and never answers 5xx', async () => {
-    clock.now = T0 + 20 * MINUTE;
-    let up = false;
-    const flaky: QuotaStore = {
-      description: 'flaky-store',
-      async hit() {
-        if (!up) throw new Error('connect ECONNREFUSED');
-        return { admitted: true, count: 1 };
-      },
-      async undo() {},
-    };
-    const lines: string[] = [];
-    const store = new FailOpenQuotaStore(flaky, (l) => lines.push(l), 1000, () => clock.now);
-    const handler = setup({ open: { anonymous_per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 5 }, plus: { per_minute: 5 } } } }, 'open', store);
-    const statuses = [];
-    for (let i = 0; i < 7; i++) statuses.push((await get(handler, '/release')).status);
-    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]); // the per-instance limit still holds
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/flaky-store failed .* serving with per-instance limits/);
-    up = true;
-    clock.now += 1001;
-    expect((await get(handler, '/release')).status).toBe(200);
-    expect(lines[1]).toMatch(/answering again/);
-  });
-
-  it('a hit sent before the outage that succeeds late does not end it (one log line per outage)', async () => {
-    clock.now = T0 + 30 * MINUTE;
-    let release: (r: { admitted: boolean; count: number }) => void = () => {};
-    let calls = 0;
-    const dying: QuotaStore = {
-      description: 'dying-store',
-      hit() {
-        calls++;
-        // The first hit was sent while the store was up and answers late; every later one fails.
-        if (calls === 1) return new Promise((ok) => (release = ok));
-        return Promise.reject(new Error('connect ECONNREFUSED'));
-      },
-      async undo() {},
-    };
-    const lines: string[] = [];
-    const store = new FailOpenQuotaStore(dying, (l) => lines.push(l), 1000, () => clock.now);
-    const late = store.hit('c', 10, clock.now + MINUTE);
-    clock.now += 1;
-    await store.hit('c', 10, clock.now + MINUTE); // fails: the outage begins
-    release({ admitted: true, count: 1 });
-    expect((await late).admitted).toBe(true);
-    clock.now += 1001; // past the retry period: the shared store is tried again, and fails again
-    await store.hit('c', 10, clock.now + MINUTE);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/dying-store failed/);
-    expect(store.degraded).toBe(true);
-  });
-
+describe('when keys cannot be looked up', () => {
   it('answers 503 with Retry-After when keys cannot be looked up', async () => {
     const access = new AccessControl({
       config: resolveAccessConfig({}, 'key-required'),
@@ -257,6 +204,15 @@ describe('when the shared store fails', () => {
     const r = await get(handler, '/release', { key: standardKey });
     expect(r.status).toBe(503);
     expect(r.headers.get('Retry-After')).toBe('5');
+  });
+});
+
+describe('FileKeyRegistry (the key source of the local server)', () => {
+  it('answers concurrent first lookups from the registry, not from the records before the first read', async () => {
+    const registry = new FileKeyRegistry(registryPath(keysDir));
+    const id = keyId(plusKey)!;
+    const found = await Promise.all(Array.from({ length: 20 }, () => registry.lookup(id)));
+    expect(found.map((r) => r?.id ?? null)).toEqual(Array(20).fill(id));
   });
 });
 

@@ -9,30 +9,32 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { bundleEdge } from '../build/bundle-edge.js';
+import { bundleEdge, bundleMeter } from '../build/bundle-edge.js';
+import { resolveAccessConfig } from '../edge/access/config.js';
+import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
 import { validate } from './helpers/schemas.js';
-import { IsoatlasCdnStack, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
+import { ACCESS_WINDOW_SECONDS, IsoatlasCdnStack, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const BUCKET = 'isoatlas-test-bucket';
-const SECRET = 'ab'.repeat(32);
-const ACCESS: IsoatlasAccessProps = { mode: 'key-required', keySecret: SECRET, quotaTableName: 'test-quota', keysTableName: 'test-keys' };
+let ACCESS: IsoatlasAccessProps;
 
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
 type Resources = Record<string, Resource>;
 
 let work: string;
-let plainBundle: string; // built without access
-let accessBundle: string; // built with ACCESS
+let plainBundle: string; // the origin-request function's bundle
+let meterBundle: string; // the day meter's
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'isoatlas-infra-'));
   plainBundle = join(work, 'edge-plain');
-  accessBundle = join(work, 'edge-access');
+  meterBundle = join(work, 'meter');
   await bundleEdge({ outDir: plainBundle, ...edgeBundleConfig({ bucketName: BUCKET }) });
-  await bundleEdge({ outDir: accessBundle, ...edgeBundleConfig({ bucketName: BUCKET, access: ACCESS }) });
+  await bundleMeter({ outDir: meterBundle });
+  ACCESS = { mode: 'key-required', meterCodeDir: meterBundle };
 });
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -41,7 +43,7 @@ function synth(props: Partial<IsoatlasCdnProps> = {}): { stack: IsoatlasCdnStack
   const app = new App({ outdir: mkdtempSync(join(work, 'out-')) });
   const stack = new IsoatlasCdnStack(app, 'Test', {
     bucketName: BUCKET,
-    edgeCodeDir: props.access ? accessBundle : plainBundle,
+    edgeCodeDir: plainBundle,
     ...props,
   });
   const template = Template.fromStack(stack);
@@ -172,7 +174,7 @@ describe('distribution', () => {
     }
   });
 
-  it('/api/v1/*: origin-request function only when access is unset', () => {
+  it('/api/v1/*: the origin-request function; no function at viewer request without access', () => {
     const { resources } = synth();
     const api = behaviour(resources, 'api/v1/*');
     expect(api.AllowedMethods).toEqual(['GET', 'HEAD', 'OPTIONS']);
@@ -183,6 +185,8 @@ describe('distribution', () => {
     // The bucket's own behaviours run no function.
     expect(config(resources).DefaultCacheBehavior.LambdaFunctionAssociations).toBeUndefined();
     expect(behaviour(resources, 'releases/*').LambdaFunctionAssociations).toBeUndefined();
+    for (const b of [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors]) expect(b.FunctionAssociations).toBeUndefined();
+    expect(ofType(resources, 'AWS::CloudFront::Function')).toHaveLength(0);
   });
 
   it('/api/v1/* cache key: path + the query parameters the routes declare only; no headers (Authorization), no cookies', () => {
@@ -261,8 +265,9 @@ describe('WAF', () => {
     const managed = (r: Resources) => only(r, 'AWS::WAFv2::WebACL')[1].Properties.Rules.filter((x: any) => x.Statement.ManagedRuleGroupStatement);
     expect(managed(synth().resources)).toHaveLength(0);
     expect(managed(synth({ wafManagedCommonRules: true }).resources)[0].Statement.ManagedRuleGroupStatement).toEqual({ VendorName: 'AWS', Name: 'AWSManagedRulesCommonRuleSet' });
-    expect(() => synth({ wafRequestsPer5MinPerIp: 5 })).toThrow(/wafRequestsPer5MinPerIp/);
-    expect(() => synth({ wafRequestsPer5MinPerIp: 100.5 })).toThrow(/wafRequestsPer5MinPerIp/);
+    expect(() => synth({ wafRequestsPer5MinPerIp: 5 })).toThrow(/WAF rate limit/);
+    expect(() => synth({ wafRequestsPer5MinPerIp: 100.5 })).toThrow(/WAF rate limit/);
+    expect(() => synth({ access: { ...ACCESS, config: { key_required: { per_ip: { per_minute: 5 } } } } })).toThrow(/WAF rate limit/);
   });
 });
 
@@ -300,7 +305,7 @@ describe('edge functions', () => {
   it('are Lambda@Edge-compatible: Node.js 22, no environment, versions, edgelambda trust, limits', () => {
     for (const props of [{}, { access: ACCESS }]) {
       const { resources } = synth(props);
-      for (const [, fn] of ofType(resources, 'AWS::Lambda::Function')) {
+      for (const [, fn] of ofType(resources, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.Handler === 'index.handler')) {
         expect(fn.Properties.Runtime).toBe('nodejs22.x');
         expect(fn.Properties.Environment).toBeUndefined(); // Lambda@Edge rejects functions with variables
         expect(fn.Properties.VpcConfig).toBeUndefined();
@@ -326,85 +331,128 @@ describe('edge functions', () => {
     for (const s of statements) expect(s.Effect).toBe('Allow');
   });
 
-  it('code is the edge bundle: one asset, index.js, both handlers', () => {
-    const { stack, resources } = synth({ access: ACCESS });
-    const keys = new Set(ofType(resources, 'AWS::Lambda::Function').map(([, r]) => JSON.stringify(r.Properties.Code)));
-    expect(keys.size).toBe(1);
+  it('code is the edge bundle: one asset, index.js', () => {
+    const { stack, resources } = synth();
+    expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
     const outdir = (stack.node.root as App).outdir;
     const assets = readdirSync(outdir).filter((f) => f.startsWith('asset.'));
     expect(assets).toHaveLength(1);
-    expect(readFileSync(join(outdir, assets[0], 'index.js'), 'utf8')).toBe(readFileSync(join(accessBundle, 'index.js'), 'utf8'));
+    expect(readFileSync(join(outdir, assets[0], 'index.js'), 'utf8')).toBe(readFileSync(join(plainBundle, 'index.js'), 'utf8'));
   });
 });
 
-describe('access control (viewer-request, DynamoDB)', () => {
+describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
+  const gateId = (resources: Resources) => only(resources, 'AWS::CloudFront::Function')[0];
+
   for (const mode of ['key-required', 'open'] as const) {
-    it(`${mode}: a viewer-request function on /api/v1/* counting in two tables`, () => {
+    it(`${mode}: the key gate on every behaviour, reading the KeyValueStore; no Lambda at viewer request`, () => {
       const { resources } = synth({ access: { ...ACCESS, mode } });
-      const api = behaviour(resources, 'api/v1/*');
-      const events = api.LambdaFunctionAssociations.map((a: any) => a.EventType).sort();
-      expect(events).toEqual(['origin-request', 'viewer-request']);
-      const viewer = associatedFunction(resources, api.LambdaFunctionAssociations.find((a: any) => a.EventType === 'viewer-request'));
-      expect(viewer.Properties.Handler).toBe('index.viewerRequest');
-      expect(viewer.Properties.MemorySize).toBe(128);
-      expect(viewer.Properties.Timeout).toBeLessThanOrEqual(5);
-      expect(associatedFunction(resources, api.LambdaFunctionAssociations.find((a: any) => a.EventType === 'origin-request')).Properties.Handler).toBe('index.handler');
-
-      const tables = ofType(resources, 'AWS::DynamoDB::Table');
-      expect(tables).toHaveLength(2);
-      const table = (name: string) => {
-        const t = tables.find(([, r]) => r.Properties.TableName === name);
-        expect(t, name).toBeDefined();
-        return t!;
-      };
-      const [quotaId, quota] = table('test-quota');
-      const [keysId, keys] = table('test-keys');
-      expect(quota.Properties.KeySchema).toEqual([{ AttributeName: 'counter', KeyType: 'HASH' }]);
-      expect(quota.Properties.AttributeDefinitions).toEqual([{ AttributeName: 'counter', AttributeType: 'S' }]);
-      expect(quota.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at', Enabled: true });
-      expect(quota.Properties.BillingMode).toBe('PAY_PER_REQUEST');
-      expect(keys.Properties.KeySchema).toEqual([{ AttributeName: 'id', KeyType: 'HASH' }]);
-      expect(keys.Properties.AttributeDefinitions).toEqual([{ AttributeName: 'id', AttributeType: 'S' }]);
-      expect(keys.Properties.BillingMode).toBe('PAY_PER_REQUEST');
-
-      const statements = roleStatements(resources, viewer);
-      const allows = (action: string, tableId: string) =>
-        statements.some((s) => s.Effect === 'Allow' && asList(s.Action).includes(action) && JSON.stringify(asList(s.Resource)).includes(JSON.stringify({ 'Fn::GetAtt': [tableId, 'Arn'] })));
-      expect(allows('dynamodb:UpdateItem', quotaId)).toBe(true);
-      expect(allows('dynamodb:GetItem', keysId)).toBe(true);
-      expect(statements.flatMap((s) => asList(s.Action)).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
-      // The origin function gets no DynamoDB access.
-      expect(JSON.stringify(roleStatements(resources, functionWithHandler(resources, 'index.handler')))).not.toContain('dynamodb');
+      const [id, gate] = only(resources, 'AWS::CloudFront::Function');
+      const [storeId] = only(resources, 'AWS::CloudFront::KeyValueStore');
+      expect(gate.Properties.FunctionConfig.Runtime).toBe('cloudfront-js-2.0');
+      expect(gate.Properties.FunctionConfig.KeyValueStoreAssociations).toEqual([{ KeyValueStoreARN: { 'Fn::GetAtt': [storeId, 'Arn'] } }]);
+      expect(gate.Properties.AutoPublish).toBe(true);
+      expect(gate.Properties.FunctionCode).toBe(keyGateCode(keyGateSettings(resolveAccessConfig({}, mode))));
+      expect(Buffer.byteLength(gate.Properties.FunctionCode)).toBeLessThanOrEqual(KEY_GATE_MAX_BYTES);
+      // No request path reaches the bucket without the gate: the default behaviour (current.json and
+      // anything unmatched), releases/* (files, structures) and api/v1/*.
+      const all = [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors];
+      expect(all).toHaveLength(3);
+      for (const b of all) {
+        expect(b.FunctionAssociations, b.PathPattern ?? 'default').toEqual([{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [id, 'FunctionARN'] } }]);
+        expect((b.LambdaFunctionAssociations ?? []).map((a: any) => a.EventType)).not.toContain('viewer-request');
+      }
+      expect(behaviour(resources, 'api/v1/*').LambdaFunctionAssociations.map((a: any) => a.EventType)).toEqual(['origin-request']);
+      expect(config(resources).IPV6Enabled).toBe(false);
     });
   }
 
-  it('refuses a bundle that names other tables than the stack', () => {
-    // accessBundle was built for test-quota/test-keys; these props mean the default table names.
-    expect(() => synth({ access: { mode: 'open', keySecret: SECRET }, edgeCodeDir: accessBundle })).toThrow(/isoatlas-quota, isoatlas-keys/);
+  it('key-required: per-minute WAF limits per IP and per key (on Authorization), each a 429 with Retry-After and a problem body; no samples', () => {
+    const { resources } = synth({ access: ACCESS });
+    const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
+    expect(acl.Rules.map((r: any) => r.Name)).toEqual(['isoatlas-rate-per-ip', 'isoatlas-rate-per-key']);
+    const [ip, key] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
+    expect(ip).toEqual({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 1200 });
+    expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 60 });
+    expect(key.CustomKeys).toEqual([{ Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }]);
+    expect(key.ScopeDownStatement.SizeConstraintStatement).toMatchObject({ FieldToMatch: { SingleHeader: { Name: 'authorization' } }, ComparisonOperator: 'GT', Size: 0 });
+    for (const rule of acl.Rules) {
+      const custom = rule.Action.Block.CustomResponse;
+      expect(custom.ResponseCode).toBe(429);
+      expect(custom.ResponseHeaders).toContainEqual({ Name: 'Retry-After', Value: String(ACCESS_WINDOW_SECONDS) });
+      const body = JSON.parse(acl.CustomResponseBodies[custom.CustomResponseBodyKey].Content);
+      expect(validate('Problem', body)).toEqual([]);
+      expect(body.detail).toContain(String(rule.Statement.RateBasedStatement.Limit));
+      expect(rule.VisibilityConfig.SampledRequestsEnabled).toBe(false); // samples would show Authorization
+    }
+    expect(acl.VisibilityConfig.SampledRequestsEnabled).toBe(false);
   });
 
-  it('the key secret is never in the template', () => {
-    const { template } = synth({ access: ACCESS });
-    expect(JSON.stringify(template.toJSON())).not.toContain(SECRET);
+  it('open: anonymous requests limited per IP (900/min), keys per key (3,000/min); no day limits, so no meter', () => {
+    const { resources } = synth({ access: { mode: 'open' } });
+    const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
+    const [anonymous, key] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
+    expect(anonymous).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 900 });
+    expect(anonymous.ScopeDownStatement.NotStatement.Statement.SizeConstraintStatement.FieldToMatch).toEqual({ SingleHeader: { Name: 'authorization' } });
+    expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', Limit: 3000 });
+    expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
+    expect(ofType(resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
+  });
+
+  it('key-required: the day meter reads the gate\'s log lines and may write counters and the store, nothing more', () => {
+    const { resources } = synth({ access: ACCESS });
+    const meter = functionWithHandler(resources, 'index.meter');
+    expect(meter.Properties.Runtime).toBe('nodejs22.x');
+    const [tableId, table] = only(resources, 'AWS::DynamoDB::Table');
+    expect(table.Properties.KeySchema).toEqual([{ AttributeName: 'counter', KeyType: 'HASH' }]);
+    expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at', Enabled: true });
+    const [storeId] = only(resources, 'AWS::CloudFront::KeyValueStore');
+    const env = meter.Properties.Environment.Variables;
+    expect(env.ISOATLAS_METER_TABLE).toEqual({ Ref: tableId });
+    expect(env.ISOATLAS_KVS_ARN).toEqual({ 'Fn::GetAtt': [storeId, 'Arn'] });
+    expect(JSON.parse(env.ISOATLAS_ACCESS_CONFIG)).toEqual(resolveAccessConfig({}, 'key-required'));
+    const statements = roleStatements(resources, meter);
+    expect(statements.flatMap((st) => asList(st.Action)).sort()).toEqual([
+      'cloudfront-keyvaluestore:DescribeKeyValueStore',
+      'cloudfront-keyvaluestore:GetKey',
+      'cloudfront-keyvaluestore:PutKey',
+      'dynamodb:UpdateItem',
+    ]);
+    const [logsId, group] = only(resources, 'AWS::Logs::LogGroup');
+    const gateName = only(resources, 'AWS::CloudFront::Function')[1].Properties.Name;
+    expect(group.Properties.LogGroupName).toBe(`/aws/cloudfront/function/${gateName}`);
+    const [, sub] = only(resources, 'AWS::Logs::SubscriptionFilter');
+    expect(sub.Properties).toMatchObject({ LogGroupName: { Ref: logsId }, FilterPattern: '"isoatlas-meter"' });
+    expect(sub.Properties.DestinationArn['Fn::GetAtt'][0]).toBe(Object.entries(resources).find(([, r]) => r === meter)![0]);
+    expect(gateId(resources)).toBeDefined();
+    expect(() => synth({ access: { mode: 'key-required' } })).toThrow(/day meter/);
+  });
+
+  it('WAF logs, when on, go to an aws-waf-logs- group with Authorization redacted', () => {
+    const { resources } = synth({ access: { ...ACCESS, wafLogs: true } });
+    const [, logging] = only(resources, 'AWS::WAFv2::LoggingConfiguration');
+    expect(logging.Properties.RedactedFields).toEqual([{ SingleHeader: { Name: 'authorization' } }]);
+    const wafGroup = ofType(resources, 'AWS::Logs::LogGroup').find(([, g]) => String(g.Properties.LogGroupName).startsWith('aws-waf-logs-'));
+    expect(wafGroup).toBeDefined();
+    expect(JSON.stringify(logging.Properties.LogDestinationConfigs)).toContain(':log-group:');
+    expect(JSON.stringify(logging.Properties.LogDestinationConfigs)).not.toContain(':*');
+    expect(ofType(synth({ access: ACCESS }).resources, 'AWS::WAFv2::LoggingConfiguration')).toHaveLength(0);
   });
 });
 
 describe('guards', () => {
-  it('refuses a bundle built for other settings, a bad secret, and other regions', () => {
-    // Access on the stack, bundle without: every API request would fail at viewer-request.
-    expect(() => synth({ access: ACCESS, edgeCodeDir: plainBundle })).toThrow(/not built for this stack/);
+  it('refuses a bundle built for other settings, and other regions', () => {
     expect(() => synth({ bucketName: 'another-bucket' })).toThrow(/not built for this stack/);
     expect(() => synth({ edgeCodeDir: join(work, 'nowhere') })).toThrow(/does not exist/);
-    expect(() => synth({ access: { ...ACCESS, keySecret: 'short' } })).toThrow(/hex/);
     expect(() => synth({ env: { account: '111111111111', region: 'eu-west-1' } })).toThrow(/us-east-1/);
     expect(() => synth({ bucketName: 'Not_A_Bucket', edgeCodeDir: plainBundle })).toThrow(/bucket name/);
   });
 
-  it('outputs bucket, distribution id and domain (and tables with access)', () => {
+  it('outputs bucket, distribution id and domain (and the key store and meter table with access)', () => {
     const outputs = (r: Template) => Object.keys(r.toJSON().Outputs ?? {}).sort();
     expect(outputs(synth().template)).toEqual(expect.arrayContaining(['BucketName', 'DistributionDomainName', 'DistributionId']));
-    expect(outputs(synth().template)).not.toContain('QuotaTableName');
-    expect(outputs(synth({ access: ACCESS }).template)).toEqual(expect.arrayContaining(['KeysTableName', 'QuotaTableName']));
+    expect(outputs(synth().template)).not.toContain('KeyValueStoreArn');
+    expect(outputs(synth({ access: ACCESS }).template)).toEqual(expect.arrayContaining(['KeyValueStoreArn', 'MeterTableName']));
   });
 });
 
@@ -420,13 +468,13 @@ describe('npm run synth (infra/app.ts)', () => {
   }
   const template = (outdir: string) => JSON.parse(readFileSync(join(outdir, 'IsoatlasCdn.template.json'), 'utf8')) as { Resources: Resources };
 
-  it('synthesizes offline into the given directory, with and without access; refuses access without a secret', async () => {
+  it('synthesizes offline into the given directory, with and without access; refuses an unknown arrangement', async () => {
     const plain = join(work, 'synth-plain');
     const keyed = join(work, 'synth-keyed');
     const [a, b, c] = await Promise.all([
       run({ ISOATLAS_CDK_OUT: plain, ISOATLAS_BUCKET: 'isoatlas-synth-test', ISOATLAS_WAF_LIMIT: '3000', ISOATLAS_ACCOUNT: '222222222222' }),
-      run({ ISOATLAS_CDK_OUT: keyed, ISOATLAS_ACCESS: 'key-required', ISOATLAS_KEY_SECRET: SECRET }),
-      run({ ISOATLAS_CDK_OUT: join(work, 'synth-refused'), ISOATLAS_ACCESS: 'key-required' }),
+      run({ ISOATLAS_CDK_OUT: keyed, ISOATLAS_ACCESS: 'key-required' }),
+      run({ ISOATLAS_CDK_OUT: join(work, 'synth-refused'), ISOATLAS_ACCESS: 'keyed' }),
     ]);
     expect(a.code, a.stderr).toBe(0);
     expect(a.stdout).toMatch(/template .*IsoatlasCdn\.template\.json/);
@@ -442,11 +490,13 @@ describe('npm run synth (infra/app.ts)', () => {
 
     expect(b.code, b.stderr).toBe(0);
     const k = template(keyed);
-    expect(ofType(k.Resources, 'AWS::DynamoDB::Table').map(([, r]) => r.Properties.TableName).sort()).toEqual(['isoatlas-keys', 'isoatlas-quota']);
-    expect(JSON.stringify(k)).not.toContain(SECRET);
+    expect(only(k.Resources, 'AWS::CloudFront::Function')[1].Properties.FunctionConfig.Runtime).toBe('cloudfront-js-2.0');
+    expect(ofType(k.Resources, 'AWS::CloudFront::KeyValueStore')).toHaveLength(1);
+    expect(functionWithHandler(k.Resources, 'index.meter').Properties.Runtime).toBe('nodejs22.x');
+    expect(b.stdout).toMatch(/access +key-required \(key gate \+ KeyValueStore\)/);
 
     expect(c.code).not.toBe(0);
-    expect(c.stderr).toContain('ISOATLAS_KEY_SECRET');
+    expect(c.stderr).toContain('ISOATLAS_ACCESS must be open, key-required or empty');
     expect(existsSync(join(work, 'synth-refused', 'IsoatlasCdn.template.json'))).toBe(false);
   });
 });

@@ -1,9 +1,10 @@
-// `isoatlas keys …`: issue, list, revoke, show tiers, and publish the edge view to DynamoDB.
+// `isoatlas keys …`: issue, list, revoke, show tiers, and publish the edge view to the CDN's KeyValueStore.
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import type { DynamoDBClient, WriteRequest } from '@aws-sdk/client-dynamodb';
+import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config.js';
-import { issueKey, loadRegistry, registryPath, revokeKey } from './registry.js';
+import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
+import { kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
 import { UsageError } from '../errors.js';
 
 export function readAccessConfig(path: string | undefined, mode?: AccessConfig['mode']): AccessConfig {
@@ -60,7 +61,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
 
   keys
     .command('revoke')
-    .description('Revoke a key. The local server refuses it within seconds; the CDN once published (within 30 s).')
+    .description('Revoke a key. The local server refuses it within seconds; the CDN once `keys publish` has written it to the KeyValueStore and CloudFront has propagated it.')
     .argument('<id>', 'key id, as shown by `isoatlas keys list`')
     .option(...dirOption)
     .action(async (id: string, o: { keysDir: string }) => {
@@ -84,34 +85,50 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
 
   keys
     .command('publish')
-    .description('Write the edge view of every key (id, hash, tier, revocation; no names) to the DynamoDB keys table of the CDN deployment.')
-    .requiredOption('--table <name>', 'DynamoDB keys table')
-    .option('--endpoint <url>', 'DynamoDB endpoint (for a local DynamoDB-compatible server)')
-    .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
+    .description(
+      'Make the CloudFront KeyValueStore of the CDN deployment hold every key\'s hash, tier and revocation (no names) and the ' +
+        'secret that keys the hashes; only differences are written. The edge sees a change once CloudFront has propagated it.',
+    )
+    .requiredOption('--kvs <arn>', 'the KeyValueStore ARN (the KeyValueStoreArn output of the stack)')
+    .option('--endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in (a host name, e.g. http://localhost:8080)')
     .option(...dirOption)
-    .action(async (o: { table: string; endpoint?: string; region: string; keysDir: string }) => {
-      const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
-      const n = await publishKeys(new DynamoDBClient({ region: o.region, endpoint: o.endpoint }), o.table, o.keysDir);
-      log(`published ${n} keys to DynamoDB table ${o.table}`);
+    .action(async (o: { kvs: string; endpoint?: string; keysDir: string }) => {
+      if (!/^arn:aws:cloudfront::\d{12}:key-value-store\/[\w-]+$/.test(o.kvs)) {
+        throw new UsageError(`--kvs must be a KeyValueStore ARN like arn:aws:cloudfront::123456789012:key-value-store/<id>, not "${o.kvs}"`);
+      }
+      const r = await publishKeys(await kvsClient(o.endpoint), o.kvs, o.keysDir);
+      log(`published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`);
     });
 
   return keys;
 }
 
-export async function publishKeys(client: DynamoDBClient, table: string, keysDir: string): Promise<number> {
+/** A KeyValueStore client. The API is global and signed with SigV4A, whose signer is a separate
+ * package that registers itself when imported. */
+export async function kvsClient(endpoint?: string) {
+  await import('@aws-sdk/signature-v4a');
+  const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
+  if (!endpoint) return new CloudFrontKeyValueStoreClient({ region: 'us-east-1' });
+  // The store's endpoint rules put the account id in front of the endpoint's host
+  // (<account>.<host>); a local stand-in has no such names, so they are resolved to its host.
+  const target = new URL(endpoint);
+  if (/^[\d.]+$|^\[/.test(target.hostname)) throw new UsageError(`--endpoint needs a host name (e.g. http://localhost:${target.port || 80}), not an IP address: the client prefixes the account id to it`);
+  const [{ lookup }, { Agent: HttpAgent }, { Agent: HttpsAgent }, { NodeHttpHandler }] = await Promise.all([
+    import('node:dns'),
+    import('node:http'),
+    import('node:https'),
+    import('@smithy/node-http-handler'),
+  ]);
+  const toTarget = ((hostname: string, options: object, callback: never) =>
+    lookup(hostname.endsWith(`.${target.hostname}`) ? target.hostname : hostname, options, callback)) as unknown as typeof lookup;
+  const requestHandler = new NodeHttpHandler({ httpAgent: new HttpAgent({ lookup: toTarget }), httpsAgent: new HttpsAgent({ lookup: toTarget }) });
+  return new CloudFrontKeyValueStoreClient({ region: 'us-east-1', endpoint, requestHandler });
+}
+
+export async function publishKeys(client: CloudFrontKeyValueStoreClient, arn: string, keysDir: string) {
+  const secret = readSecret(keysDir, { create: false });
+  if (!secret) throw new UsageError(`no key secret in ${keysDir} (and ISOATLAS_KEY_SECRET is unset): issue a key first, or point --keys-dir at the registry`);
   const records = loadRegistry(keysDir).keys;
-  for (let i = 0; i < records.length; i += 25) {
-    let requests: WriteRequest[] = records.slice(i, i + 25).map((k) => ({
-      PutRequest: {
-        Item: { id: { S: k.id }, hash: { S: k.hash }, tier: { S: k.tier }, ...(k.revoked_at ? { revoked_at: { S: k.revoked_at } } : {}) },
-      },
-    }));
-    for (let attempt = 0; requests.length && attempt < 5; attempt++) {
-      const { BatchWriteItemCommand } = await import('@aws-sdk/client-dynamodb');
-      const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [table]: requests } }));
-      requests = out.UnprocessedItems?.[table] ?? [];
-    }
-    if (requests.length) throw new Error(`DynamoDB did not accept ${requests.length} key records after 5 attempts; run publish again`);
-  }
-  return records.length;
+  const { publishToStore } = await import('./kvs.js');
+  return { keys: records.length, ...(await publishToStore(client, arn, kvsEntries(records, secret))) };
 }

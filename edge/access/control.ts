@@ -46,8 +46,8 @@ export class AccessControl {
     return this.options.config.mode;
   }
 
-  /** Counts the request and says whether to serve it: the edge handler and the viewer-request
-   * function ask this before anything else. */
+  /** Counts the request and says whether to serve it: the local server's handler asks this before
+   * anything else. */
   async decide(request: Request, clientIp: string | undefined): Promise<AccessDecision> {
     const { config } = this.options;
     // Only the adapter's trusted source of the client address counts; X-Forwarded-For is never read.

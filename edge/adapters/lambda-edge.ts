@@ -1,10 +1,7 @@
-// Adapters: Lambda@Edge events → the edge function → CloudFront results. Two triggers, one bundle:
-//  - origin-request: the handler serves the request and CloudFront caches the generated response
-//    (bodies up to 1 MB there, 40 KB at viewer-request);
-//  - viewer-request: access control on every request, cache hits included (a cached response must
-//    still be counted and refused when over quota); it passes the request on or answers 401/429.
+// Adapter: Lambda@Edge origin-request events → the edge handler → CloudFront results. The handler
+// serves the request and CloudFront caches the generated response (bodies up to 1 MB there). Access
+// is decided before, at viewer request, by the key gate (a CloudFront Function) and WAF.
 import type { Handler } from '../handler.js';
-import type { AccessControl } from '../access/control.js';
 
 type CfHeaders = Record<string, { key?: string; value: string }[]>;
 
@@ -44,21 +41,7 @@ function toWebRequest(event: CloudFrontRequestEvent): Request {
 export function createLambdaEdgeHandler(handler: Handler) {
   return async function onOriginRequest(event: CloudFrontRequestEvent): Promise<CloudFrontResultResponse> {
     const cf = event.Records[0].cf.request;
-    // CloudFront's viewer address is the only client IP trusted for limits; X-Forwarded-For is not.
     return toCloudFront(await handler(toWebRequest(event), { clientIp: cf.clientIp }), cf.method);
-  };
-}
-
-/** Viewer-request: counts and checks every request; passes it on (Authorization removed: nothing
- * downstream needs the key, so it reaches no origin and no log) or answers the refusal. */
-export function createViewerRequestHandler(access: AccessControl) {
-  return async function onViewerRequest(event: CloudFrontRequestEvent): Promise<CfRequest | CloudFrontResultResponse> {
-    const cf = event.Records[0].cf.request;
-    if (cf.method === 'OPTIONS') return cf;
-    const decision = await access.decide(toWebRequest(event), cf.clientIp);
-    if (decision.denied) return toCloudFront(decision.denied, cf.method);
-    delete cf.headers.authorization;
-    return cf;
   };
 }
 

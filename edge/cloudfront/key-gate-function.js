@@ -1,0 +1,98 @@
+// isoatlas key gate: a CloudFront Function (runtime cloudfront-js-2.0) on the viewer request of
+// every cache behaviour that can return atlas data. It checks `Authorization: Bearer <key>` against
+// the CloudFront KeyValueStore written by `isoatlas keys publish`, in process, with no network call:
+// the key's HMAC (keyed by the secret kept in the store) is compared in constant time with the stored
+// one. Missing keys pass only in the open arrangement; malformed, unknown, forged or revoked keys are
+// refused, never downgraded to anonymous. A key whose day quota the meter found used up is refused
+// with 429 until the time the store names. Per-minute limits are WAF rules, which run before this.
+//
+// The source is deployed as is, after edge/cloudfront/key-gate.ts replaces __SETTINGS__; the tests run this
+// file in a harness that provides the `cloudfront` module. Keep it within what the runtime supports
+// (ES 5.1 plus a few later features, no spread, no optional chaining, no classes) and under 10 KB.
+import cf from 'cloudfront';
+import crypto from 'crypto';
+
+var SETTINGS = __SETTINGS__;
+var kvs = cf.kvs();
+var KEY = /^isoatlas_([a-z2-7]{8})_[A-Za-z0-9_-]{43}$/;
+var BEARER = /^Bearer +(\S+) *$/i;
+var DUMMY_HASH = '0000000000000000000000000000000000000000000000000000000000000000';
+var REALM = 'Bearer realm="isoatlas"';
+var TITLES = { 401: 'Unauthorized', 429: 'Too Many Requests', 503: 'Service Unavailable' };
+
+async function handler(event) {
+  var request = event.request;
+  var header = request.headers.authorization;
+  // Keys never travel further than this function: not to the cache key, the origin or its logs.
+  delete request.headers.authorization;
+  if (request.method === 'OPTIONS') return request;
+  if (!header) {
+    if (SETTINGS.mode === 'open') return request;
+    return refuse(request, 401, REALM, 'this API requires an API key: send it as "Authorization: Bearer <key>"');
+  }
+  if (header.multiValue && header.multiValue.length > 1) {
+    return refuse(request, 401, REALM + ', error="invalid_request"', 'send one Authorization header');
+  }
+  if (!/^Bearer(\s|$)/i.test(header.value)) {
+    return refuse(request, 401, REALM, 'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted');
+  }
+  var bearer = BEARER.exec(header.value);
+  var presented = bearer ? bearer[1] : '';
+  var parts = KEY.exec(presented);
+  var id = parts ? parts[1] : null;
+
+  var secret = await read('secret', 'string');
+  if (!secret) return refuse(request, 503, null, 'API keys cannot be checked right now; try again shortly', 30);
+  var record = id ? await read('key:' + id, 'json') : null;
+  // The HMAC is computed for every presented value, known or not, so timing tells nothing.
+  var expected = record && /^[0-9a-f]{64}$/.test(record.hash) ? record.hash : DUMMY_HASH;
+  var actual = crypto.createHmac('sha256', Buffer.from(secret, 'hex')).update(presented).digest('hex');
+  if (!sameText(actual, expected) || !record || !id) {
+    return refuse(request, 401, REALM + ', error="invalid_token"', 'the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"');
+  }
+  if (record.revoked_at) {
+    return refuse(request, 401, REALM + ', error="invalid_token"', 'the API key ' + id + ' was revoked on ' + record.revoked_at);
+  }
+  var now = Math.floor(Date.now() / 1000);
+  if (record.exhausted_until > now) {
+    var until = new Date(record.exhausted_until * 1000).toISOString();
+    return refuse(request, 429, null, 'the daily quota of API key ' + id + ' (tier ' + record.tier + ') is used up until ' + until, record.exhausted_until - now);
+  }
+  // The day meter counts these lines (key id only, never key material).
+  if (SETTINGS.metered.indexOf(record.tier) >= 0) console.log('isoatlas-meter key=' + id);
+  return request;
+}
+
+async function read(name, format) {
+  try {
+    return await kvs.get(name, { format: format });
+  } catch (err) {
+    return null; // a missing key is an error from the store
+  }
+}
+
+/** Compares two strings in time that depends on their lengths only. */
+function sameText(a, b) {
+  var diff = a.length ^ b.length;
+  for (var i = 0; i < b.length; i++) diff |= a.charCodeAt(i % a.length) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+function refuse(request, status, challenge, detail, retryAfter) {
+  var headers = {
+    'content-type': { value: 'application/problem+json' },
+    'cache-control': { value: 'no-store' },
+    'access-control-allow-origin': { value: '*' },
+    'access-control-expose-headers': { value: 'WWW-Authenticate, Retry-After' },
+  };
+  if (challenge) headers['www-authenticate'] = { value: challenge };
+  if (retryAfter) headers['retry-after'] = { value: String(retryAfter) };
+  var body = {
+    type: 'about:blank',
+    title: TITLES[status],
+    status: status,
+    detail: detail,
+    instance: request.uri.replace(/isoatlas(_|%5f)[A-Za-z0-9_%-]*/gi, 'isoatlas_[redacted]'),
+  };
+  return { statusCode: status, statusDescription: TITLES[status], headers: headers, body: { encoding: 'text', data: JSON.stringify(body) } };
+}

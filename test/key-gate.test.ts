@@ -1,0 +1,166 @@
+// The CloudFront Function that gates every data behaviour (edge/cloudfront/key-gate-function.js), run in a
+// harness with the `cloudfront` module backed by the entries `isoatlas keys publish` writes. Keys are
+// issued and revoked with the real registry code; nothing here is a copy of the gate's logic.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resolveAccessConfig } from '../edge/access/config.js';
+import { KEY_GATE_FILE, KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
+import { decodeKeyRecord, encodeKeyRecord, keyEntry, kvsEntries, METER_MARK, SECRET_ENTRY } from '../edge/cloudfront/kvs-layout.js';
+import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
+import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
+import { validate } from './helpers/schemas.js';
+
+const NOW = Date.parse('2026-11-25T10:00:00Z');
+let keysDir: string;
+let standard: { key: string; id: string };
+let plus: { key: string; id: string };
+let revoked: { key: string; id: string };
+
+beforeAll(async () => {
+  keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-gate-'));
+  const issue = async (tier: string) => {
+    const { key, record } = await issueKey(keysDir, { name: 'T', affiliation: 'T', use: 'tests', tier });
+    return { key, id: record.id };
+  };
+  standard = await issue('standard');
+  plus = await issue('plus');
+  revoked = await issue('standard');
+  await revokeKey(keysDir, revoked.id, new Date('2026-11-01T00:00:00Z'));
+});
+
+/** The store as `keys publish` leaves it, optionally changed. */
+function store(change?: (entries: Map<string, string>) => void): Map<string, string> {
+  const entries = kvsEntries(loadRegistry(keysDir).keys, readSecret(keysDir, { create: false })!);
+  change?.(entries);
+  return entries;
+}
+
+function gate(mode: 'open' | 'key-required', entries = store(), now = NOW) {
+  return loadCloudFrontFunction(keyGateCode(keyGateSettings(resolveAccessConfig({}, mode))), entries, () => now);
+}
+
+async function refusal(result: any, status: number) {
+  expect(result.statusCode, JSON.stringify(result)).toBe(status);
+  expect(result.headers['content-type'].value).toBe('application/problem+json');
+  expect(result.headers['cache-control'].value).toBe('no-store');
+  expect(result.headers['access-control-allow-origin'].value).toBe('*');
+  const body = JSON.parse(result.body.data);
+  expect(validate('Problem', body)).toEqual([]);
+  expect(body.status).toBe(status);
+  return body;
+}
+
+const bearer = (key: string) => `Bearer ${key}`;
+
+describe('the key gate source', () => {
+  it('fits CloudFront: only what cloudfront-js-2.0 supports, under the 10 KB code limit', () => {
+    const code = keyGateCode(keyGateSettings(resolveAccessConfig({}, 'key-required')));
+    expect(runtimeProblems(code)).toEqual([]);
+    expect(Buffer.byteLength(code)).toBeLessThan(KEY_GATE_MAX_BYTES);
+    expect(code).not.toContain('__SETTINGS__ ;');
+    expect(code).toContain('"mode":"key-required"');
+  });
+
+  it('the harness refuses what the runtime lacks (so the check above can fail)', () => {
+    const source = readFileSync(KEY_GATE_FILE, 'utf8');
+    expect(runtimeProblems(source.replace('var body = {', 'var body = { ...{},'))).toContain('uses spread and rest syntax');
+    expect(runtimeProblems(source.replace("import crypto from 'crypto';", "const crypto = require('crypto');")).join()).toContain('require()');
+    expect(runtimeProblems(`${source}\nfetch('https://example.org');`).join()).toContain('network access');
+    expect(runtimeProblems(`${source}\nPromise.all([]);`).join()).toContain('Promise combinators');
+  });
+});
+
+describe('key-required (B)', () => {
+  it('admits a valid key, removes Authorization from what goes further, and logs its id for the meter', async () => {
+    const f = gate('key-required');
+    const out = await f.handler(viewerRequest({ authorization: bearer(standard.key) }));
+    expect(out.statusCode).toBeUndefined();
+    expect(out.uri).toBe('/api/v1/genes/ENSG00000100300');
+    expect(out.headers.authorization).toBeUndefined();
+    expect(out.headers.host.value).toBe('d111111abcdef8.cloudfront.net');
+    expect(f.logs).toEqual([`${METER_MARK}${standard.id}`]);
+    expect(f.logs.join()).not.toContain(standard.key.split('_')[2]);
+  });
+
+  it('refuses a request without a key: 401 with a Bearer challenge', async () => {
+    const body = await refusal(await gate('key-required').handler(viewerRequest({})), 401);
+    expect(body.detail).toMatch(/requires an API key/);
+    const out = await gate('key-required').handler(viewerRequest({}));
+    expect(out.headers['www-authenticate'].value).toBe('Bearer realm="isoatlas"');
+  });
+
+  it('refuses malformed, other-scheme, forged and unknown keys alike, computing the HMAC every time', async () => {
+    const f = gate('key-required');
+    const forged = standard.key.slice(0, -4) + (standard.key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
+    const unknown = standard.key.replace(`_${standard.id}_`, '_aaaaaaaa_');
+    for (const auth of [bearer('not-a-key'), bearer(forged), bearer(unknown), 'Bearer', `Bearer ${standard.key} extra`]) {
+      const before = f.hmacs();
+      const out = await f.handler(viewerRequest({ authorization: auth }));
+      const body = await refusal(out, 401);
+      expect(out.headers['www-authenticate'].value, auth).toBe('Bearer realm="isoatlas", error="invalid_token"');
+      expect(body.detail).toMatch(/malformed or unknown/);
+      expect(f.hmacs() - before, auth).toBe(1);
+    }
+    const basic = await f.handler(viewerRequest({ authorization: 'Basic dXNlcjpwYXNz' }));
+    await refusal(basic, 401);
+    expect(basic.headers['www-authenticate'].value).toBe('Bearer realm="isoatlas"');
+    await refusal(await f.handler(viewerRequest({ authorization: [bearer(standard.key), bearer(plus.key)] })), 401);
+    expect(f.logs).toEqual([]);
+  });
+
+  it('refuses a revoked key as revoked, naming when', async () => {
+    const body = await refusal(await gate('key-required').handler(viewerRequest({ authorization: bearer(revoked.key) })), 401);
+    expect(body.detail).toContain(`${revoked.id} was revoked on 2026-11-01`);
+  });
+
+  it('refuses a key whose day quota is used up with 429 and Retry-After until the store says, then admits it again', async () => {
+    const until = Math.floor(Date.parse('2026-11-26T00:00:00Z') / 1000);
+    const exhausted = store((e) => e.set(keyEntry(standard.id), encodeKeyRecord({ ...decodeKeyRecord(e.get(keyEntry(standard.id))!)!, exhausted_until: until })));
+    const out = await gate('key-required', exhausted).handler(viewerRequest({ authorization: bearer(standard.key) }));
+    const body = await refusal(out, 429);
+    expect(out.headers['retry-after'].value).toBe(String(until - NOW / 1000));
+    expect(body.detail).toContain('until 2026-11-26T00:00:00.000Z');
+    const later = await gate('key-required', exhausted, until * 1000 + 1000).handler(viewerRequest({ authorization: bearer(standard.key) }));
+    expect(later.statusCode).toBeUndefined();
+    // Another key is not affected.
+    expect((await gate('key-required', exhausted).handler(viewerRequest({ authorization: bearer(plus.key) }))).statusCode).toBeUndefined();
+  });
+
+  it('answers 503 (not 401, not a pass) when the store has no secret yet, and never echoes a key pasted into the path', async () => {
+    const out = await gate('key-required', store((e) => e.delete(SECRET_ENTRY))).handler(viewerRequest({ authorization: bearer(standard.key) }));
+    await refusal(out, 503);
+    expect(out.headers['retry-after'].value).toBe('30');
+    const pasted = await gate('key-required').handler(viewerRequest({ uri: `/api/v1/genes/${standard.key}` }));
+    expect(JSON.parse(pasted.body.data).instance).toBe('/api/v1/genes/isoatlas_[redacted]');
+  });
+
+  it('lets CORS preflights through without a key', async () => {
+    const out = await gate('key-required').handler(viewerRequest({ method: 'OPTIONS' }));
+    expect(out.statusCode).toBeUndefined();
+  });
+});
+
+describe('open (A)', () => {
+  it('admits anonymous requests and valid keys; a tier without a day limit is not metered', async () => {
+    const f = gate('open');
+    expect((await f.handler(viewerRequest({}))).statusCode).toBeUndefined();
+    const out = await f.handler(viewerRequest({ authorization: bearer(plus.key) }));
+    expect(out.statusCode).toBeUndefined();
+    expect(out.headers.authorization).toBeUndefined();
+    expect(f.logs).toEqual([]);
+  });
+
+  it('never downgrades a bad key to anonymous: malformed, forged and revoked keys are refused', async () => {
+    const f = gate('open');
+    await refusal(await f.handler(viewerRequest({ authorization: bearer('isoatlas_abcdefgh_short') })), 401);
+    await refusal(await f.handler(viewerRequest({ authorization: bearer(standard.key.slice(0, -1) + (standard.key.endsWith('A') ? 'B' : 'A')) })), 401);
+    await refusal(await f.handler(viewerRequest({ authorization: bearer(revoked.key) })), 401);
+  });
+
+  it('meters the tiers that have a day limit in the config', async () => {
+    const config = resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 900 }, tiers: { standard: { per_minute: 3000, per_day: 100000 }, plus: { per_minute: 12000 } } } }, 'open');
+    expect(keyGateSettings(config)).toEqual({ mode: 'open', metered: ['standard'] });
+  });
+});
