@@ -4,6 +4,8 @@
 //
 // Settings (environment variables):
 //   ISOATLAS_BUCKET        bucket name                           (default isoatlas-atlas-example)
+//   ISOATLAS_BUCKET_REGION the bucket's region (default us-east-1); another region adds the stack
+//                          IsoatlasBucket there, deployed after IsoatlasCdn (it reads its distribution)
 //   ISOATLAS_PREFIX        key prefix of the atlas in the bucket  (default '', else ending in '/')
 //   ISOATLAS_ACCESS        open | key-required | '' (no access control: no key gate, no meter)
 //   ISOATLAS_ACCESS_CONFIG path to a limits JSON file (as `isoatlas serve --access-config`)
@@ -21,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { bundleEdge, bundleMeter } from '../build/bundle-edge.js';
 import type { AccessMode } from '../edge/access/config.js';
+import { IsoatlasBucketStack } from './bucket.js';
 import {
   DEFAULT_ACCOUNT,
   DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP,
@@ -69,6 +72,7 @@ async function main() {
 
   const settings = {
     bucketName: env.ISOATLAS_BUCKET || 'isoatlas-atlas-example',
+    bucketRegion: env.ISOATLAS_BUCKET_REGION || EDGE_REGION,
     prefix: env.ISOATLAS_PREFIX ?? '',
     access: accessSettings(join(outdir, 'meter-bundle')),
   };
@@ -86,14 +90,23 @@ async function main() {
 
   const app = new App({ outdir });
   let stack: IsoatlasCdnStack;
+  let bucketStack: IsoatlasBucketStack | undefined;
+  const account = env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT;
   try {
     stack = new IsoatlasCdnStack(app, 'IsoatlasCdn', {
       ...settings,
-      env: { account: env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT, region: EDGE_REGION },
+      env: { account, region: EDGE_REGION },
       wafRequestsPer5MinPerIp: wafLimit,
       edgeCodeDir,
       customDomain: customDomainSettings(),
     });
+    if (settings.bucketRegion !== EDGE_REGION) {
+      bucketStack = new IsoatlasBucketStack(app, 'IsoatlasBucket', {
+        bucketName: settings.bucketName,
+        distributionArn: stack.distribution.distributionArn,
+        env: { account, region: settings.bucketRegion },
+      });
+    }
   } catch (err) {
     fail((err as Error).message);
   }
@@ -101,6 +114,7 @@ async function main() {
   const template = join(assembly.directory, stack.templateFile);
   const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
   console.log(`template   ${relative(process.cwd(), template) || template}`);
+  if (bucketStack) console.log(`template   ${relative(process.cwd(), join(assembly.directory, bucketStack.templateFile))} (the bucket, in ${settings.bucketRegion}; deploy after IsoatlasCdn)`);
   console.log(`edge code  ${relative(process.cwd(), bundle.file)}: ${kib(bundle.bytes)} (${kib(bundle.gzipBytes)} gzipped)`);
   const limits = settings.access ? 'WAF per-minute limits per key and IP' : `WAF ${wafLimit} requests/5 min per IP`;
   console.log(`access     ${settings.access ? `${settings.access.mode} (key gate + KeyValueStore)` : 'none (no key gate)'}; ${limits}; ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -12,7 +12,7 @@
 // need SSM lookups at deploy time).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Token, type StackProps } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Token, type StackProps } from 'aws-cdk-lib';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -23,6 +23,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
+import { atlasBucket } from './bucket.js';
 import type { Construct } from 'constructs';
 import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
@@ -59,6 +60,9 @@ export interface IsoatlasAccessProps {
 
 export interface IsoatlasCdnProps extends StackProps {
   bucketName: string;
+  /** The bucket's region (default us-east-1). Another region: the bucket is IsoatlasBucketStack's
+   * (infra/bucket.ts), deployed after this stack; the edge pieces stay in us-east-1. */
+  bucketRegion?: string;
   /** Key prefix of the atlas in the bucket: '' or ending in '/'. */
   prefix?: string;
   /** Unset: no key gate, no meter (anything reaching the distribution is served, within the WAF's
@@ -79,12 +83,13 @@ export interface IsoatlasCdnProps extends StackProps {
 
 /** What the edge bundle for these stack settings must be built with (build/bundle-edge.ts). Building
  * the bundle from the same settings as the stack is how the two agree on bucket and prefix. */
-export function edgeBundleConfig(props: Pick<IsoatlasCdnProps, 'bucketName' | 'prefix'> & { structureBaseUrl?: string }): EdgeBundleConfig {
-  return { s3: { bucket: props.bucketName, region: EDGE_REGION, prefix: props.prefix ?? '' }, structureBaseUrl: props.structureBaseUrl };
+export function edgeBundleConfig(props: Pick<IsoatlasCdnProps, 'bucketName' | 'bucketRegion' | 'prefix'> & { structureBaseUrl?: string }): EdgeBundleConfig {
+  return { s3: { bucket: props.bucketName, region: props.bucketRegion ?? EDGE_REGION, prefix: props.prefix ?? '' }, structureBaseUrl: props.structureBaseUrl };
 }
 
 export class IsoatlasCdnStack extends Stack {
-  readonly bucket: s3.Bucket;
+  /** The atlas bucket: created here in us-east-1, named here when IsoatlasBucketStack holds it. */
+  readonly bucket: s3.IBucket;
   /** CloudFront's standard logs. */
   readonly logBucket: s3.Bucket;
   readonly distribution: cloudfront.Distribution;
@@ -102,6 +107,8 @@ export class IsoatlasCdnStack extends Stack {
       description: 'isoatlas: read-only JSON API (v1) from S3 through CloudFront and Lambda@Edge',
       ...props,
       env: { account: props.env?.account ?? DEFAULT_ACCOUNT, region: props.env?.region ?? EDGE_REGION },
+      // A bucket in another region reads the distribution's ARN from this stack.
+      crossRegionReferences: (props.bucketRegion ?? EDGE_REGION) !== EDGE_REGION,
     });
     if (Token.isUnresolved(this.region) || this.region !== EDGE_REGION) {
       throw new Error(`IsoatlasCdnStack must be deployed to ${EDGE_REGION} (Lambda@Edge and CloudFront WAF), not ${this.region}`);
@@ -109,24 +116,19 @@ export class IsoatlasCdnStack extends Stack {
     const prefix = checkPrefix(props.prefix ?? '');
     const wafLimit = checkWafLimit(props.wafRequestsPer5MinPerIp ?? DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP);
     checkBucketName(props.bucketName);
+    const bucketRegion = checkRegion(props.bucketRegion ?? EDGE_REGION);
     const accessConfig = props.access && resolveAccessConfig(props.access.config, props.access.mode);
     checkEdgeBundle(props.edgeCodeDir, edgeBundleConfig(props));
 
     // ── Bucket: private, reachable only by this distribution (OAC) and the origin function's role.
-    this.bucket = new s3.Bucket(this, 'AtlasBucket', {
-      bucketName: props.bucketName,
-      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED, // ACLs disabled: access is policy only
-      enforceSSL: true,
-      minimumTLSVersion: 1.2,
-      encryption: s3.BucketEncryption.S3_MANAGED, // SSE-KMS would need a key policy for CloudFront too
-      // Releases are immutable under versioned prefixes and `isoatlas publish` keeps history, so
-      // object versioning adds nothing. The bucket outlives the stack: it holds the published data.
-      removalPolicy: RemovalPolicy.RETAIN,
-    });
+    // In another region it is IsoatlasBucketStack's (infra/bucket.ts), and only named here.
+    this.bucket =
+      bucketRegion === EDGE_REGION
+        ? atlasBucket(this, props.bucketName)
+        : s3.Bucket.fromBucketAttributes(this, 'AtlasBucket', { bucketName: props.bucketName, region: bucketRegion });
 
-    // ── Standard logs of the distribution (legacy S3 delivery): the record of who asked for what,
-    // and the input a per-day meter reads. CloudFront writes them through an ACL, so this bucket,
+    // ── Standard logs of the distribution (legacy S3 delivery): the record of who asked for what.
+    // CloudFront writes them through an ACL, so this bucket,
     // unlike the data bucket, has ACLs enabled (object writer); it is never public.
     this.logBucket = new s3.Bucket(this, 'LogBucket', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
@@ -204,6 +206,8 @@ export class IsoatlasCdnStack extends Stack {
     const origin = origins.S3BucketOrigin.withOriginAccessControl(this.bucket, {
       originPath: prefix ? `/${prefix.slice(0, -1)}` : undefined,
     });
+    // A bucket in another region gets its policy from IsoatlasBucketStack, which admits this distribution.
+    if (bucketRegion !== EDGE_REGION) Annotations.of(this).acknowledgeWarning('@aws-cdk/aws-cloudfront-origins:updateImportedBucketPolicyOac', 'IsoatlasBucketStack writes the policy');
 
     // CORS (and two cheap security headers) on every response. Same values as the edge function sets,
     // so a response looks the same whether CloudFront or the function produced it.
@@ -507,6 +511,11 @@ function checkWafLimit(limit: number): number {
   return limit;
 }
 
+function checkRegion(region: string): string {
+  if (!/^[a-z]{2}(-[a-z]+)+-\d$/.test(region)) throw new Error(`bucketRegion "${region}" is not an AWS region name (e.g. eu-west-1)`);
+  return region;
+}
+
 function checkBucketName(name: string): void {
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) || name.includes('..') || /^\d+\.\d+\.\d+\.\d+$/.test(name)) {
     throw new Error(`"${name}" is not a valid S3 bucket name`);
@@ -519,7 +528,7 @@ function checkEdgeBundle(dir: string, config: EdgeBundleConfig): void {
   const file = join(dir, 'index.js');
   if (!existsSync(file)) throw new Error(`${file} does not exist: build the edge bundle first (build/bundle-edge.ts)`);
   const text = readFileSync(file, 'utf8');
-  const expected = [config.s3!.bucket];
+  const expected = [config.s3!.bucket, config.s3!.region];
   const missing = expected.filter((name) => !text.includes(JSON.stringify(name)));
   if (missing.length) throw new Error(`the edge bundle in ${dir} was not built for this stack (no mention of ${missing.join(', ')})`);
 }

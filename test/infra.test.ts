@@ -15,6 +15,7 @@ import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudf
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
 import { validate } from './helpers/schemas.js';
+import { IsoatlasBucketStack } from '../infra/bucket.js';
 import { ACCESS_WINDOW_SECONDS, IsoatlasCdnStack, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -271,6 +272,52 @@ describe('WAF', () => {
   });
 });
 
+describe('bucket in another region', () => {
+  it('lives in a stack of its own there, admitting this distribution; the CDN stack only names it', async () => {
+    const regional = join(work, 'edge-eu');
+    await bundleEdge({ outDir: regional, ...edgeBundleConfig({ bucketName: BUCKET, bucketRegion: 'eu-west-1' }) });
+    const app = new App({ outdir: mkdtempSync(join(work, 'out-')) });
+    const cdn = new IsoatlasCdnStack(app, 'Cdn', { bucketName: BUCKET, bucketRegion: 'eu-west-1', edgeCodeDir: regional });
+    const held = new IsoatlasBucketStack(app, 'Bucket', { bucketName: BUCKET, distributionArn: cdn.distribution.distributionArn, env: { account: '111111111111', region: 'eu-west-1' } });
+    const assembly = app.synth();
+    const cdnResources = assembly.getStackByName('Cdn').template.Resources as Resources;
+    const bucketResources = assembly.getStackByName('Bucket').template.Resources as Resources;
+    expect(assembly.getStackByName('Cdn').messages.filter((m) => m.level !== 'info')).toEqual([]);
+
+    // The CDN stack: no data bucket, an OAC origin on the bucket's regional endpoint, edge pieces in us-east-1.
+    expect(ofType(cdnResources, 'AWS::S3::Bucket').filter(([, r]) => r.Properties.BucketName)).toHaveLength(0);
+    const origin = config(cdnResources).Origins[0];
+    expect(origin.DomainName).toBe(`${BUCKET}.s3.eu-west-1.amazonaws.com`);
+    expect(origin.OriginAccessControlId).toBeDefined();
+    expect(cdn.region).toBe('us-east-1');
+    const get = roleStatements(cdnResources, functionWithHandler(cdnResources, 'index.handler')).find((st) => st.Action === 's3:GetObject');
+    expect(JSON.stringify(get.Resource)).toContain(`:s3:::${BUCKET}/*`);
+
+    // The bucket's stack: private, and readable by this distribution only.
+    expect(held.region).toBe('eu-west-1');
+    const [bucketId, bucket] = only(bucketResources, 'AWS::S3::Bucket');
+    expect(bucket.Properties.BucketName).toBe(BUCKET);
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    const statements = only(bucketResources, 'AWS::S3::BucketPolicy')[1].Properties.PolicyDocument.Statement;
+    const allow = statements.filter((st: any) => st.Effect === 'Allow');
+    expect(allow).toHaveLength(1);
+    expect(allow[0]).toMatchObject({ Action: 's3:GetObject', Principal: { Service: 'cloudfront.amazonaws.com' } });
+    expect(allow[0].Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, '/*']] });
+    // The distribution's ARN, read from the CDN stack across regions.
+    expect(JSON.stringify(allow[0].Condition.StringEquals['AWS:SourceArn'])).toMatch(/ExportsReader|resolve:ssm/);
+    // CDK's cross-region helpers are Lambda functions too: current runtimes only.
+    for (const [, fn] of [...ofType(cdnResources, 'AWS::Lambda::Function'), ...ofType(bucketResources, 'AWS::Lambda::Function')]) {
+      expect(fn.Properties.Runtime).toMatch(/^nodejs(2[2-9]|[3-9]\d)\.x$/);
+    }
+  });
+
+  it('refuses a region that is not one, and a bundle built for another region', () => {
+    expect(() => synth({ bucketRegion: 'Europe' })).toThrow(/not an AWS region/);
+    expect(() => synth({ bucketRegion: 'eu-west-1' })).toThrow(/not built for this stack \(no mention of eu-west-1\)/);
+  });
+});
+
 describe('custom domain', () => {
   const ARN = 'arn:aws:acm:us-east-1:111111111111:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789';
   it('serves its names with its us-east-1 certificate over TLS 1.2 or newer (SNI)', () => {
@@ -471,11 +518,16 @@ describe('npm run synth (infra/app.ts)', () => {
   it('synthesizes offline into the given directory, with and without access; refuses an unknown arrangement', async () => {
     const plain = join(work, 'synth-plain');
     const keyed = join(work, 'synth-keyed');
-    const [a, b, c] = await Promise.all([
+    const regional = join(work, 'synth-regional');
+    const [a, b, c, d] = await Promise.all([
       run({ ISOATLAS_CDK_OUT: plain, ISOATLAS_BUCKET: 'isoatlas-synth-test', ISOATLAS_WAF_LIMIT: '3000', ISOATLAS_ACCOUNT: '222222222222' }),
       run({ ISOATLAS_CDK_OUT: keyed, ISOATLAS_ACCESS: 'key-required' }),
       run({ ISOATLAS_CDK_OUT: join(work, 'synth-refused'), ISOATLAS_ACCESS: 'keyed' }),
+      run({ ISOATLAS_CDK_OUT: regional, ISOATLAS_BUCKET_REGION: 'eu-west-1' }),
     ]);
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toMatch(/IsoatlasBucket\.template\.json \(the bucket, in eu-west-1; deploy after IsoatlasCdn\)/);
+    expect(only(JSON.parse(readFileSync(join(regional, 'IsoatlasBucket.template.json'), 'utf8')).Resources, 'AWS::S3::Bucket')[1].Properties.BucketName).toBe('isoatlas-atlas-example');
     expect(a.code, a.stderr).toBe(0);
     expect(a.stdout).toMatch(/template .*IsoatlasCdn\.template\.json/);
     expect(a.stdout).toMatch(/edge code .*KiB/);
