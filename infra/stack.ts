@@ -28,6 +28,7 @@ import type { Construct } from 'constructs';
 import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { METER_MARK } from '../edge/cloudfront/kvs-layout.js';
+import { NO_KEYS_PATTERN } from '../edge/cloudfront/tier-patterns.js';
 import { METER_ENV, METER_TABLE_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
@@ -176,7 +177,10 @@ export class IsoatlasCdnStack extends Stack {
     // Authorization header (WAF runs before the gate, so no header the gate sets could be used), and
     // per IP (anonymous requests in A; every request, coarsely, in B). WAF cannot aggregate IPv6
     // addresses by /64, so the distribution serves IPv4 only (below).
-    const rules = accessConfig ? accessRules(accessConfig) : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
+    // Tiers other than the default are told apart by a regex pattern set of their keys' ids each,
+    // written by `isoatlas keys publish --waf-tier` (WAF cannot read the KeyValueStore).
+    const tierSets = accessConfig ? this.tierPatternSets(accessConfig) : new Map<string, wafv2.CfnRegexPatternSet>();
+    const rules = accessConfig ? accessRules(accessConfig, tierSets) : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
     const bodies = Object.fromEntries(rules.map((r) => [r.bodyKey, { contentType: 'APPLICATION_JSON', content: r.body }]));
     const wafRules: wafv2.CfnWebACL.RuleProperty[] = rules.map((r, priority) => ({ ...r.rule, priority, visibilityConfig: visibility(r.rule.name, !accessConfig) }));
     if (props.wafManagedCommonRules) {
@@ -345,6 +349,9 @@ export class IsoatlasCdnStack extends Stack {
     if (this.keyValueStore) {
       new CfnOutput(this, 'KeyValueStoreArn', { value: this.keyValueStore.keyValueStoreArn, description: 'isoatlas keys publish --kvs <this>' });
     }
+    for (const [tier, set] of tierSets) {
+      new CfnOutput(this, `TierPatternSet${tier.replace(/[^A-Za-z0-9]/g, '')}`, { value: set.attrArn, description: `isoatlas keys publish --waf-tier ${tier}=<this>` });
+    }
     if (this.meterTable) new CfnOutput(this, 'MeterTableName', { value: this.meterTable.tableName, description: 'requests per API key and UTC day' });
   }
 
@@ -407,6 +414,24 @@ export class IsoatlasCdnStack extends Stack {
     return { keyGate, keyValueStore, meterFunction, meterTable };
   }
 
+  /** One regex pattern set per tier with a per-minute limit, other than the default tier. */
+  private tierPatternSets(config: AccessConfig): Map<string, wafv2.CfnRegexPatternSet> {
+    const tiers = config.mode === 'open' ? config.open.tiers : config.key_required.tiers;
+    const sets = new Map<string, wafv2.CfnRegexPatternSet>();
+    for (const tier of Object.keys(tiers)) {
+      if (tier === config.default_tier || tierLimits(config, tier).per_minute === undefined) continue;
+      sets.set(
+        tier,
+        new wafv2.CfnRegexPatternSet(this, `TierKeys${tier.replace(/[^A-Za-z0-9]/g, '')}`, {
+          scope: 'CLOUDFRONT',
+          description: `isoatlas: ids of the API keys of tier ${tier} (isoatlas keys publish --waf-tier)`,
+          regularExpressionList: [NO_KEYS_PATTERN],
+        }),
+      );
+    }
+    return sets;
+  }
+
   /** WAF's logs in CloudWatch Logs, Authorization redacted (WAF requires the aws-waf-logs- prefix). */
   private addWafLogs(): void {
     const name = `aws-waf-logs-${this.stackName}`;
@@ -431,8 +456,31 @@ const HAS_KEY: wafv2.CfnWebACL.StatementProperty = {
   sizeConstraintStatement: { fieldToMatch: AUTHORIZATION, comparisonOperator: 'GT', size: 0, textTransformations: [{ priority: 0, type: 'NONE' }] },
 };
 
-/** The WAF rules of an access arrangement: per-minute limits per key and per IP. */
-function accessRules(config: AccessConfig): WafRateRule[] {
+/** Requests whose key is in a tier's set (the header lowercased, as the set's patterns expect). */
+const inTier = (set: wafv2.CfnRegexPatternSet): wafv2.CfnWebACL.StatementProperty => ({
+  regexPatternSetReferenceStatement: { arn: set.attrArn, fieldToMatch: AUTHORIZATION, textTransformations: [{ priority: 0, type: 'LOWERCASE' }] },
+});
+
+/** A per-key rate rule: counts per Authorization value, among the requests `scope` matches. */
+function perKeyRule(name: string, limit: number, tier: string, scopeDownStatement: wafv2.CfnWebACL.StatementProperty): WafRateRule {
+  return rateRule(
+    name,
+    {
+      rateBasedStatement: {
+        limit: checkWafLimit(limit),
+        evaluationWindowSec: ACCESS_WINDOW_SECONDS,
+        aggregateKeyType: 'CUSTOM_KEYS',
+        customKeys: [{ header: { name: 'authorization', textTransformations: [{ priority: 0, type: 'NONE' }] } }],
+        scopeDownStatement,
+      },
+    },
+    limit,
+    `for one API key (tier ${tier})`,
+  );
+}
+
+/** The WAF rules of an access arrangement: per-minute limits per key (by tier) and per IP. */
+function accessRules(config: AccessConfig, tierSets: Map<string, wafv2.CfnRegexPatternSet>): WafRateRule[] {
   const rules: WafRateRule[] = [];
   const perKey = tierLimits(config, config.default_tier).per_minute;
   if (config.mode === 'key-required') {
@@ -443,22 +491,13 @@ function accessRules(config: AccessConfig): WafRateRule[] {
     if (anonymous) rules.push(perIpRule(anonymous, ACCESS_WINDOW_SECONDS, 'isoatlas-anonymous-per-ip', 'from one IP address without an API key', { notStatement: { statement: HAS_KEY } }));
   }
   if (perKey) {
-    rules.push(
-      rateRule(
-        'isoatlas-rate-per-key',
-        {
-          rateBasedStatement: {
-            limit: checkWafLimit(perKey),
-            evaluationWindowSec: ACCESS_WINDOW_SECONDS,
-            aggregateKeyType: 'CUSTOM_KEYS',
-            customKeys: [{ header: { name: 'authorization', textTransformations: [{ priority: 0, type: 'NONE' }] } }],
-            scopeDownStatement: HAS_KEY,
-          },
-        },
-        perKey,
-        `for one API key (tier ${config.default_tier})`,
-      ),
-    );
+    // The default tier: every keyed request whose key is in no other tier's set.
+    const others = [...tierSets.values()].map((set) => ({ notStatement: { statement: inTier(set) } }));
+    const scope = others.length ? { andStatement: { statements: [HAS_KEY, ...others] } } : HAS_KEY;
+    rules.push(perKeyRule('isoatlas-rate-per-key', perKey, config.default_tier, scope));
+  }
+  for (const [tier, set] of tierSets) {
+    rules.push(perKeyRule(`isoatlas-rate-per-key-${tier.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`, tierLimits(config, tier).per_minute!, tier, inTier(set)));
   }
   return rules;
 }

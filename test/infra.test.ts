@@ -417,12 +417,21 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
   it('key-required: per-minute WAF limits per IP and per key (on Authorization), each a 429 with Retry-After and a problem body; no samples', () => {
     const { resources } = synth({ access: ACCESS });
     const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
-    expect(acl.Rules.map((r: any) => r.Name)).toEqual(['isoatlas-rate-per-ip', 'isoatlas-rate-per-key']);
-    const [ip, key] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
+    expect(acl.Rules.map((r: any) => r.Name)).toEqual(['isoatlas-rate-per-ip', 'isoatlas-rate-per-key', 'isoatlas-rate-per-key-plus']);
+    const [ip, key, plus] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
     expect(ip).toEqual({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 1200 });
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 60 });
     expect(key.CustomKeys).toEqual([{ Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }]);
-    expect(key.ScopeDownStatement.SizeConstraintStatement).toMatchObject({ FieldToMatch: { SingleHeader: { Name: 'authorization' } }, ComparisonOperator: 'GT', Size: 0 });
+    // The default tier's rule counts keyed requests whose key is in no other tier's set.
+    const [has, notPlus] = key.ScopeDownStatement.AndStatement.Statements;
+    expect(has.SizeConstraintStatement).toMatchObject({ FieldToMatch: { SingleHeader: { Name: 'authorization' } }, ComparisonOperator: 'GT', Size: 0 });
+    const [setId, set] = only(resources, 'AWS::WAFv2::RegexPatternSet');
+    expect(set.Properties.Scope).toBe('CLOUDFRONT');
+    const inPlus = { RegexPatternSetReferenceStatement: { Arn: { 'Fn::GetAtt': [setId, 'Arn'] }, FieldToMatch: { SingleHeader: { Name: 'authorization' } }, TextTransformations: [{ Priority: 0, Type: 'LOWERCASE' }] } };
+    expect(notPlus).toEqual({ NotStatement: { Statement: inPlus } });
+    // The plus tier's rule: its own limit, on the keys its set lists.
+    expect(plus).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 600, ScopeDownStatement: inPlus });
+    expect(Object.keys(Template.fromStack(synth({ access: ACCESS }).stack).toJSON().Outputs)).toContain('TierPatternSetplus');
     for (const rule of acl.Rules) {
       const custom = rule.Action.Block.CustomResponse;
       expect(custom.ResponseCode).toBe(429);

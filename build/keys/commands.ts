@@ -90,14 +90,27 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
         'secret that keys the hashes; only differences are written. The edge sees a change once CloudFront has propagated it.',
     )
     .requiredOption('--kvs <arn>', 'the KeyValueStore ARN (the KeyValueStoreArn output of the stack)')
+    .option('--waf-tier <tier=arn>', "a tier's WAF regex pattern set (the stack's TierPatternSet outputs), repeatable", (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in (a host name, e.g. http://localhost:8080)')
+    .option('--waf-endpoint <url>', 'WAF API endpoint, for a local stand-in')
     .option(...dirOption)
-    .action(async (o: { kvs: string; endpoint?: string; keysDir: string }) => {
+    .action(async (o: { kvs: string; wafTier: string[]; endpoint?: string; wafEndpoint?: string; keysDir: string }) => {
       if (!/^arn:aws:cloudfront::\d{12}:key-value-store\/[\w-]+$/.test(o.kvs)) {
         throw new UsageError(`--kvs must be a KeyValueStore ARN like arn:aws:cloudfront::123456789012:key-value-store/<id>, not "${o.kvs}"`);
       }
+      const { parseTierSets, publishTierSets } = await import('./waf-tiers.js');
+      const sets = parseTierSets(o.wafTier);
       const r = await publishKeys(await kvsClient(o.endpoint), o.kvs, o.keysDir);
       log(`published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`);
+      const keys = loadRegistry(o.keysDir).keys;
+      if (sets.size) {
+        const { WAFV2Client } = await import('@aws-sdk/client-wafv2');
+        for (const t of await publishTierSets(new WAFV2Client({ region: 'us-east-1', endpoint: o.wafEndpoint }), sets, keys)) {
+          log(`WAF tier ${t.tier}: ${t.keys} keys${t.changed ? '' : ' (unchanged)'}`);
+        }
+      }
+      const unlisted = [...new Set(keys.filter((k) => !k.revoked_at && !sets.has(k.tier)).map((k) => k.tier))].filter((t) => t !== readAccessConfig(undefined).default_tier);
+      for (const tier of unlisted) log(`warning: keys of tier ${tier} are held to the default tier's per-minute limit at WAF until you pass --waf-tier ${tier}=<the stack's TierPatternSet output>`);
     });
 
   return keys;
