@@ -25,11 +25,11 @@ import {
 } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { POINTER_KEY, parsePointer } from '../edge/contract/bucket.js';
+import { POINTER_KEY, parsePointer } from '../edge/contract/store.js';
 import { treePaths } from '../edge/contract/tree.js';
-import type { Origin, OriginObject } from '../edge/origin.js';
+import type { Origin, OriginObject, ReleaseFiles } from '../edge/origin.js';
 import { HttpOrigin } from '../edge/origins/http.js';
-import { PointerOrigin } from '../edge/origins/pointer.js';
+import { StoreOrigin } from '../edge/origins/store.js';
 import { UsageError } from './errors.js';
 import { startProgress, type Progress } from './progress.js';
 import type { ManifestEntry } from '../edge/contract/tree.js';
@@ -113,10 +113,10 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     const local = listed && current ? verifiedBytes(join(current, path), listed) : null;
     if (local) return local;
     const expect = listed ?? (pinned.manifestSha256 ? { sha256: pinned.manifestSha256 } : undefined);
-    const body = await fetchVerified(pinned.origin, path, expect);
+    const body = await fetchVerified(pinned.files, path, expect);
     bytes += body.length;
     return body;
-  }, pinned.origin.description);
+  }, pinned.files.description);
   const manifestBody = manifest.indexBody;
   const manifestFiles = manifest.shards.length + 1;
   const release = pinned.release ?? manifest.index.release;
@@ -194,7 +194,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     // 5. Download the rest, verified, a bounded number at a time.
     // Written asynchronously, so the disk works while further downloads are in flight.
     await forEachLimited(toFetch, concurrency, async (entry) => {
-      const body = await fetchVerified(pinned.origin, entry.path, entry);
+      const body = await fetchVerified(pinned.files, entry.path, entry);
       const staged = join(staging, entry.path);
       ensureDir(dirname(staged));
       await writeAtomically(staged, body);
@@ -232,7 +232,7 @@ function bar(opts: MirrorOptions, label: string, total: number): Progress {
 interface PinnedSource {
   /** Undefined for a tree root: the release is the manifest's. */
   release?: string;
-  origin: Origin;
+  files: ReleaseFiles;
   manifestSha256?: string;
   pointerBytes: number;
 }
@@ -243,7 +243,7 @@ async function pin(source: MirrorSource, opts: MirrorOptions): Promise<PinnedSou
   const pointer = await retried(() => raw.read(POINTER_KEY));
   if (!pointer) {
     if (source.kind === 's3') throw new Error(`${raw.description} has no ${POINTER_KEY}: nothing has been published there`);
-    return { origin: raw, pointerBytes: 0 }; // a static host of a rendered tree
+    return { files: raw, pointerBytes: 0 }; // a static host of a rendered tree
   }
   let manifestSha256: string | undefined;
   try {
@@ -252,9 +252,9 @@ async function pin(source: MirrorSource, opts: MirrorOptions): Promise<PinnedSou
   } catch (err) {
     throw new Error(`${raw.description}${POINTER_KEY}: ${(err as Error).message}`);
   }
-  // The pointer just read is handed to PointerOrigin, so it is requested once and both agree.
-  const pinned = await new PointerOrigin(new PrimedOrigin(raw, POINTER_KEY, pointer)).pin();
-  return { release: pinned.release, origin: pinned.origin, manifestSha256, pointerBytes: pointer.body.length };
+  // The pointer just read is handed to StoreOrigin, so it is requested once and both agree.
+  const pinned = (await new StoreOrigin(new PrimedOrigin(raw, POINTER_KEY, pointer)).pin())!;
+  return { release: pinned.release, files: pinned.files, manifestSha256, pointerBytes: pointer.body.length };
 }
 
 async function s3Origin(source: Extract<MirrorSource, { kind: 's3' }>, opts: MirrorOptions): Promise<Origin> {
@@ -303,9 +303,9 @@ async function retried<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 /** Downloads one file and checks it against the manifest (one retry on any failure). */
-async function fetchVerified(origin: Origin, path: string, expect?: { size?: number; sha256: string }): Promise<Buffer> {
+async function fetchVerified(origin: ReleaseFiles, path: string, expect?: { size?: number; sha256: string }): Promise<Buffer> {
   return retried(async () => {
-    const object = await origin.read(path);
+    const object = await origin.read(path, expect?.sha256);
     if (!object) throw new Error(`${path}: not found at ${origin.description}${path === treePaths.manifest ? ' (not an isoatlas tree or published atlas)' : ', though the manifest lists it'}`);
     const body = Buffer.from(object.body.buffer, object.body.byteOffset, object.body.byteLength);
     if (expect) {

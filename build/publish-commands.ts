@@ -10,14 +10,14 @@ function parseKeep(value: string): number {
 export function addPublishCommands(parent: Command, log: (line: string) => void): void {
   parent
     .command('publish')
-    .description('Upload a rendered tree to S3 as a new release (only what changed), verify it, then switch current.json to it.')
+    .description('Upload a rendered tree to S3 as a new release (only objects the store lacks), record it in releases.json, then switch current.json to it.')
     .requiredOption('--dir <tree>', 'rendered tree (with manifest.json)')
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
     .option('--distribution-id <id>', 'CloudFront distribution whose cached API answers to invalidate')
-    .option('--keep <n>', 'keep the newest n releases, delete older ones after the switch', parseKeep)
+    .option('--keep <n>', 'keep the newest n releases; older ones are retired (isoatlas gc deletes their objects after a grace period)', parseKeep)
     .option('--concurrency <n>', 'uploads in flight', (v) => Number(v), 16)
     .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number }) => {
       const { publish, s3Client } = await import('./publish.js');
@@ -34,8 +34,8 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
         log,
       });
       log(
-        `published release ${s.release}${s.previous ? ` (was ${s.previous})` : ''}: ${s.uploaded} uploaded, ${s.copied} copied from the previous release, ${s.skipped} already there; ` +
-          `${(s.bytesUploaded / 1e6).toFixed(2)} MB in ${s.seconds.toFixed(1)} s${s.pruned.length ? `; pruned ${s.pruned.join(', ')}` : ''}${s.invalidated.length ? `; invalidated ${s.invalidated.join(' ')}` : ''}`,
+        `published release ${s.release}${s.previous ? ` (was ${s.previous})` : ''}: ${s.objects} objects, ${s.uploaded} uploaded, ${s.present} already in the store; ` +
+          `${(s.bytesUploaded / 1e6).toFixed(2)} MB in ${s.seconds.toFixed(1)} s${s.retired.length ? `; retired ${s.retired.join(', ')}` : ''}${s.invalidated.length ? `; invalidated ${s.invalidated.join(' ')}` : ''}`,
       );
     });
 
@@ -50,6 +50,43 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .action(async (o: { bucket: string; prefix: string; to?: string; endpoint?: string; region: string }) => {
       const { rollback, s3Client } = await import('./publish.js');
       const r = await rollback({ s3: s3Client(o), bucket: o.bucket, prefix: o.prefix, to: o.to });
-      log(`rolled back s3://${o.bucket}/${o.prefix}: ${r.from} → ${r.to}`);
+      log(r.changed ? `rolled back s3://${o.bucket}/${o.prefix}: ${r.from} → ${r.to}` : `${r.to} is already the current release of s3://${o.bucket}/${o.prefix}: nothing to do`);
+    });
+
+  parent
+    .command('releases')
+    .description('List the releases published in a bucket: kept (the current one marked), being published, retired.')
+    .requiredOption('--bucket <name>', 'S3 bucket')
+    .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
+    .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
+    .option('--json', 'print the listing as JSON')
+    .action(async (o: { bucket: string; prefix: string; endpoint?: string; region: string; json?: boolean }) => {
+      const { listReleases, s3Client } = await import('./publish.js');
+      const l = await listReleases({ s3: s3Client(o), bucket: o.bucket, prefix: o.prefix });
+      if (o.json) return void process.stdout.write(`${JSON.stringify(l, null, 2)}\n`);
+      if (!l.releases.length && !l.pending.length) return log(`nothing is published at s3://${o.bucket}/${o.prefix}`);
+      for (const r of l.releases) process.stdout.write(`${r.current ? '*' : ' '} ${r.release}  published ${r.published_at}  manifest ${r.manifest_sha256.slice(0, 12)}\n`);
+      for (const r of l.pending) process.stdout.write(`  ${r.release}  being published since ${r.started_at} (or interrupted: run publish again)\n`);
+      for (const r of l.retired) process.stdout.write(`  ${r.release}  retired ${r.retired_at}\n`);
+    });
+
+  parent
+    .command('gc')
+    .description('Delete objects no kept, pending or recently retired release references, once older than the grace period.')
+    .requiredOption('--bucket <name>', 'S3 bucket')
+    .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
+    .option('--grace-hours <h>', 'only delete objects unreferenced and older than this; longer than every cache lifetime', (v) => Number(v), 48)
+    .option('--dry-run', 'count what would be deleted, delete nothing')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
+    .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
+    .action(async (o: { bucket: string; prefix: string; graceHours: number; dryRun?: boolean; endpoint?: string; region: string }) => {
+      const { collectGarbage } = await import('./collect.js');
+      const { s3Client } = await import('./publish.js');
+      const s = await collectGarbage({ s3: s3Client(o), bucket: o.bucket, prefix: o.prefix, graceHours: o.graceHours, dryRun: o.dryRun, log });
+      log(
+        `${o.dryRun ? 'would delete' : 'deleted'} ${s.deleted} objects (${(s.bytesDeleted / 1e6).toFixed(2)} MB) of s3://${o.bucket}/${o.prefix}; ${s.referenced} referenced, ${s.young} unreferenced but younger than ${o.graceHours} h` +
+          (s.dropped.length ? `; dropped ${s.dropped.join(', ')} from the history` : ''),
+      );
     });
 }

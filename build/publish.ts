@@ -1,44 +1,38 @@
-// `isoatlas publish`: a rendered tree → its own prefix in the bucket (releases/<release>/…), verified,
-// then the pointer (current.json) switched in one PUT. Readers (the edge pins a release per request)
-// see the old release or the new one, never a mix.
+// `isoatlas publish`: a rendered tree → the store in a bucket (edge/contract/store.ts). Every file
+// is an object named by its sha256, so publishing uploads only what the store does not have (known
+// from one listing of its objects, not a request per file) and copies nothing; a file another
+// release already has is already there. Then the release enters the history and the pointer
+// switches to it, each a conditional write, so concurrent publishes cannot lose each other's entry.
 //
-// Incremental: a file whose content the previous release already has is copied inside the bucket
-// (CopyObject: no upload), so a release changing 1% of records uploads about 1% of the objects.
-// Resumable: objects already under the new prefix with the right content (ETag = MD5 of a
-// single-part upload) are skipped, so re-running an interrupted publish finishes the job and ends in
-// the state an uninterrupted run would have reached.
-import {
-  CopyObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
+// Order, so that a reader or a garbage collection never sees a release with a missing file:
+//   1. the manifest's objects (its shards, then manifest.json), and the release as `pending` in the
+//      history (gc keeps whatever a pending release references);
+//   2. every other file the store lacks;
+//   3. a second listing confirms every object is there (what is not is uploaded again);
+//   4. the release moves from pending to the kept releases, and the pointer names it.
+// Re-running an interrupted publish uploads only what the first run did not.
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { CloudFrontClient, CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { POINTER_KEY, parsePointer, releaseKeyPrefix, type ReleasePointer } from '../edge/contract/bucket.js';
+import { POINTER_KEY, RELEASE_NAME, objectKey, type PublishedRelease, type ReleaseHistory } from '../edge/contract/store.js';
 import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
 import { startProgress } from './progress.js';
 import { UsageError } from './errors.js';
 import { loadManifest } from './manifest-reader.js';
 import { forEachLimited } from './concurrency.js';
+import { OBJECT_CACHE_CONTROL, StoreBucket, s3Client } from './store-bucket.js';
+import type { S3Client } from '@aws-sdk/client-s3';
 
-/** Release files never change under their versioned key; the pointer and history must stay fresh. */
-export const RELEASE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
-export const POINTER_CACHE_CONTROL = 'public, max-age=10, must-revalidate';
-/** The order releases were published in, for --keep and rollback. */
-export const HISTORY_KEY = 'releases.json';
-
+export { s3Client, OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from './store-bucket.js';
 
 export interface PublishOptions {
   dir: string;
   bucket: string;
   prefix?: string;
+  /** Keep the newest `keep` releases in the history and retire older ones (gc collects them later). */
   keep?: number;
   concurrency?: number;
   distributionId?: string;
@@ -51,185 +45,137 @@ export interface PublishOptions {
 export interface PublishSummary {
   release: string;
   previous: string | null;
+  /** Distinct objects the release consists of (files with the same bytes are one object). */
+  objects: number;
   uploaded: number;
-  copied: number;
-  skipped: number;
+  /** Objects the store already had (from other releases, or an interrupted run of this one). */
+  present: number;
   bytesUploaded: number;
   seconds: number;
-  pruned: string[];
+  retired: string[];
   invalidated: string[];
 }
 
-/** An S3 client for real AWS, or for an S3-compatible endpoint (path-style, as local servers need). */
-export function s3Client(opts: { region?: string; endpoint?: string }): S3Client {
-  return new S3Client({
-    region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
-    endpoint: opts.endpoint,
-    forcePathStyle: Boolean(opts.endpoint),
-    // Plain Content-MD5 integrity instead of the SDK's newer trailing checksums, which older
-    // S3-compatible servers do not understand.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+interface ReleaseObject {
+  sha256: string;
+  size: number;
+  content_type: string;
+  /** Where its bytes are in the tree (the first path listing them). */
+  path: string;
 }
 
-const normalizePrefix = (prefix = '') => (prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`);
-
-async function getText(s3: S3Client, bucket: string, key: string): Promise<string | null> {
-  try {
-    const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    return await out.Body!.transformToString();
-  } catch (err) {
-    if ((err as Error).name === 'NoSuchKey' || (err as Error).name === 'NotFound') return null;
-    throw err;
-  }
-}
-
-/** Every object under a prefix: key (relative to the prefix) → ETag without quotes. */
-async function listEtags(s3: S3Client, bucket: string, prefix: string): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) out.set(o.Key!.slice(prefix.length), (o.ETag ?? '').replace(/"/g, ''));
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-  return out;
-}
-
-async function headEtag(s3: S3Client, bucket: string, key: string): Promise<string | null> {
-  try {
-    return ((await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).ETag ?? '').replace(/"/g, '');
-  } catch {
-    return null;
-  }
-}
-
+const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
 export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const started = performance.now();
   const log = opts.log ?? (() => {});
-  const { s3, bucket } = opts;
-  const prefix = normalizePrefix(opts.prefix);
+  const concurrency = opts.concurrency ?? 16;
+  if (opts.keep !== undefined && (!Number.isInteger(opts.keep) || opts.keep < 1)) throw new UsageError('--keep must be a whole number ≥ 1');
   if (!existsSync(join(opts.dir, treePaths.manifest))) {
     throw new UsageError(`${opts.dir} is not a rendered isoatlas tree (no ${treePaths.manifest}); build one with \`isoatlas build\``);
   }
   const manifest = await loadManifest(async (path) => readFile(join(opts.dir, path)).catch(() => null), `${opts.dir}/`);
   const release = manifest.index.release;
-  const releasePrefix = prefix + releaseKeyPrefix(release);
+  if (!RELEASE_NAME.test(release)) throw new UsageError(`release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`);
+  const manifestSha = sha256Of(manifest.indexBody);
+  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
 
-  const pointerText = await getText(s3, bucket, prefix + POINTER_KEY);
-  const current = pointerText ? parsePointer(pointerText) : null;
-  // Content the bucket already has, by sha256, from the current release: copied, not uploaded.
-  const known = new Map<string, string>();
-  if (current && current.release !== release) {
-    const previous = await loadManifest(async (path) => {
-      const text = await getText(s3, bucket, prefix + current.prefix + path);
-      return text === null ? null : Buffer.from(text, 'utf8');
-    }, `s3://${bucket}/${prefix}${current.prefix}`).catch(() => null); // no usable previous manifest: upload everything
-    for (const e of previous ? [...previous.entries, ...previous.shards.map((s) => s.entry)] : []) known.set(e.sha256, prefix + current.prefix + e.path);
+  const history = await store.history();
+  const same = [...history.releases, ...history.pending, ...history.retired].find((r) => r.release === release);
+  if (same && same.manifest_sha256 !== manifestSha) {
+    throw new UsageError(
+      `release ${release} is already in ${store.where} with other content (manifest ${same.manifest_sha256.slice(0, 12)}…, this tree's is ${manifestSha.slice(0, 12)}…); ` +
+        'a release name always means the same data: build the new data under a new release name',
+    );
   }
-  const present = await listEtags(s3, bucket, releasePrefix);
 
-  const summary: PublishSummary = { release, previous: current?.release ?? null, uploaded: 0, copied: 0, skipped: 0, bytesUploaded: 0, seconds: 0, pruned: [], invalidated: [] };
-  // The manifest's shards and then its index go with the files (an unchanged shard is copied too).
-  const files = [...manifest.entries, ...manifest.shards.map((s) => s.entry), { path: treePaths.manifest, size: manifest.indexBody.length, sha256: '', content_type: contentTypeOf(treePaths.manifest) }];
-  const md5s = new Map<string, string>();
-  const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', files.length);
+  // The release's distinct objects: the manifest's shards and index first, then every other file.
+  const manifestObjects = new Map<string, ReleaseObject>();
+  for (const { entry } of manifest.shards) manifestObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path) });
+  manifestObjects.set(manifestSha, { sha256: manifestSha, size: manifest.indexBody.length, path: treePaths.manifest, content_type: contentTypeOf(treePaths.manifest) });
+  const fileObjects = new Map<string, ReleaseObject>();
+  for (const e of manifest.entries) if (!manifestObjects.has(e.sha256) && !fileObjects.has(e.sha256)) fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
+  const total = manifestObjects.size + fileObjects.size;
 
-  await forEachLimited(files, opts.concurrency ?? 16, async (entry) => {
-    const body = entry.path === treePaths.manifest ? manifest.indexBody : await readFile(join(opts.dir, entry.path));
-    const md5 = createHash('md5').update(body).digest('hex');
-    md5s.set(entry.path, md5);
-    const key = releasePrefix + entry.path;
-    const source = entry.sha256 ? known.get(entry.sha256) : undefined;
-    if (present.get(entry.path) === md5) summary.skipped += 1;
-    else if (source) {
-      await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: key, CopySource: `${bucket}/${encodeURI(source)}`, MetadataDirective: 'COPY' }));
-      summary.copied += 1;
-    } else {
-      await s3.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: key,
-          Body: body,
-          ContentType: entry.content_type,
-          CacheControl: RELEASE_CACHE_CONTROL,
-          ContentMD5: createHash('md5').update(body).digest('base64'),
-          Metadata: entry.sha256 ? { sha256: entry.sha256 } : undefined,
-        }),
-      );
-      summary.uploaded += 1;
-      summary.bytesUploaded += body.length;
-    }
-    bar.tick();
+  const summary: PublishSummary = { release, previous: null, objects: total, uploaded: 0, present: 0, bytesUploaded: 0, seconds: 0, retired: [], invalidated: [] };
+  const listed = await store.objects(concurrency);
+  const missing = (o: ReleaseObject) => listed.get(o.sha256)?.size !== o.size;
+  const upload = async (o: ReleaseObject) => {
+    const body = o.path === treePaths.manifest ? manifest.indexBody : await readFile(join(opts.dir, o.path));
+    if (sha256Of(body) !== o.sha256) throw new Error(`${join(opts.dir, o.path)} changed while publishing (its sha256 no longer matches the manifest); rebuild the tree and publish again`);
+    await opts.s3.send(
+      new PutObjectCommand({
+        Bucket: opts.bucket,
+        Key: store.prefix + objectKey(o.sha256),
+        Body: body,
+        ContentType: o.content_type,
+        CacheControl: OBJECT_CACHE_CONTROL,
+        // S3 refuses the upload if the bytes it received differ from these: the object named by a
+        // sha256 holds exactly the bytes that hash to it.
+        ContentMD5: createHash('md5').update(body).digest('base64'),
+      }),
+    );
+    summary.uploaded += 1;
+    summary.bytesUploaded += body.length;
+  };
+
+  const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', total);
+  try {
+    // 1. The manifest, then the release as pending.
+    const manifestMissing = [...manifestObjects.values()].filter(missing);
+    await forEachLimited(manifestMissing, concurrency, upload);
+    bar.tick(manifestObjects.size);
+    const startedAt = new Date().toISOString();
+    await store.updateHistory((h) =>
+      h.releases.some((r) => r.release === release) || h.pending.some((r) => r.release === release) ? null : { ...h, pending: [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }] },
+    );
+    // 2. Every other file the store lacks.
+    const filesMissing = [...fileObjects.values()].filter(missing);
+    bar.tick(fileObjects.size - filesMissing.length);
+    await forEachLimited(filesMissing, concurrency, async (o) => {
+      await upload(o);
+      bar.tick();
+    });
+  } finally {
+    bar.stop();
+  }
+  summary.present = total - summary.uploaded;
+
+  // 3. Everything there? (A listing may skip keys on some S3-compatible servers, and an object may
+  // have been collected between the first listing and the pending entry.)
+  const after = await store.objects(concurrency);
+  const absent = [...manifestObjects.values(), ...fileObjects.values()].filter((o) => after.get(o.sha256)?.size !== o.size);
+  if (absent.length) {
+    log(`${absent.length} objects not found in the second listing; uploading them again`);
+    await forEachLimited(absent, concurrency, upload);
+    summary.present -= absent.length;
+  }
+
+  // 4. Kept, then current.
+  const publishedAt = new Date().toISOString();
+  const entry: PublishedRelease = { release, manifest_sha256: manifestSha, published_at: publishedAt };
+  const keep = opts.keep;
+  await store.updateHistory((h): ReleaseHistory => {
+    const releases = [...h.releases.filter((r) => r.release !== release), h.releases.find((r) => r.release === release) ?? entry];
+    const kept = keep === undefined ? releases : releases.slice(-keep);
+    const dropped = releases.filter((r) => !kept.includes(r));
+    summary.retired = dropped.map((r) => r.release);
+    return {
+      ...h,
+      releases: kept,
+      pending: h.pending.filter((r) => r.release !== release),
+      retired: [...h.retired.filter((r) => !kept.some((k) => k.release === r.release)), ...dropped.map((r) => ({ ...r, retired_at: publishedAt }))],
+    };
   });
-  bar.stop();
-
-  // Verify before switching: every file of the release is there with the right content. What the
-  // listing does not confirm is asked for directly (a listing can lag or, on some S3-compatible
-  // servers, skip keys at page boundaries).
-  const after = await listEtags(s3, bucket, releasePrefix);
-  const unconfirmed = files.filter((f) => after.get(f.path) !== md5s.get(f.path));
-  const wrong: typeof files = [];
-  await forEachLimited(unconfirmed, opts.concurrency ?? 16, async (f) => {
-    const etag = await headEtag(s3, bucket, releasePrefix + f.path);
-    if (etag !== md5s.get(f.path)) wrong.push(f);
+  await store.updatePointer((current) => {
+    summary.previous = current && current.release !== release ? current.release : (current?.previous ?? null);
+    return { format: 2, ...entry, previous: summary.previous };
   });
-  if (wrong.length) throw new Error(`release ${release} is incomplete in s3://${bucket}/${releasePrefix} (${wrong.length} objects missing or different, e.g. ${wrong[0].path}); the pointer was not switched: run publish again`);
+  log(`${store.where}${POINTER_KEY} → ${release}`);
 
-  const history = await readHistory(s3, bucket, prefix);
-  if (history.at(-1) !== release) history.push(release);
-  await writeHistory(s3, bucket, prefix, history.filter((r, i) => history.lastIndexOf(r) === i));
-  await switchPointer(s3, bucket, prefix, {
-    release,
-    prefix: releaseKeyPrefix(release),
-    manifest_sha256: createHash('sha256').update(manifest.indexBody).digest('hex'),
-    published_at: new Date().toISOString(),
-    previous: current && current.release !== release ? current.release : (current?.previous ?? null),
-  });
-  log(`s3://${bucket}/${prefix}${POINTER_KEY} → ${release}`);
-
-  if (opts.keep !== undefined) summary.pruned = await prune(s3, bucket, prefix, release, opts.keep);
   if (opts.distributionId) summary.invalidated = await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId);
   summary.seconds = (performance.now() - started) / 1000;
   return summary;
-}
-
-async function readHistory(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
-  const text = await getText(s3, bucket, prefix + HISTORY_KEY);
-  return text ? (JSON.parse(text) as { releases: string[] }).releases : [];
-}
-
-async function writeHistory(s3: S3Client, bucket: string, prefix: string, releases: string[]) {
-  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: prefix + HISTORY_KEY, Body: JSON.stringify({ releases }), ContentType: 'application/json', CacheControl: POINTER_CACHE_CONTROL }));
-}
-
-async function switchPointer(s3: S3Client, bucket: string, prefix: string, pointer: ReleasePointer) {
-  await s3.send(
-    new PutObjectCommand({ Bucket: bucket, Key: prefix + POINTER_KEY, Body: JSON.stringify(pointer), ContentType: 'application/json', CacheControl: POINTER_CACHE_CONTROL }),
-  );
-}
-
-/** Deletes every release but the newest `keep` of the history (never the current one). */
-async function prune(s3: S3Client, bucket: string, prefix: string, current: string, keep: number): Promise<string[]> {
-  if (keep < 1) throw new UsageError('--keep must be at least 1');
-  const history = await readHistory(s3, bucket, prefix);
-  const kept = new Set([...history.slice(-keep), current]);
-  const doomed = history.filter((r) => !kept.has(r));
-  for (const release of doomed) {
-    const releaseKeys = prefix + releaseKeyPrefix(release);
-    // Listed and deleted until the listing comes back empty: a listing may miss keys (see verify).
-    for (let round = 0; round < 5; round++) {
-      const keys = [...(await listEtags(s3, bucket, releaseKeys)).keys()].map((k) => releaseKeys + k);
-      if (keys.length === 0) break;
-      for (let i = 0; i < keys.length; i += 1000) {
-        await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
-      }
-    }
-  }
-  await writeHistory(s3, bucket, prefix, history.filter((r) => kept.has(r)));
-  return doomed;
 }
 
 /** CloudFront caches the API's answers under unversioned URLs (/api/v1/…) and the pointer: those
@@ -243,23 +189,45 @@ async function invalidate(cloudfront: Pick<CloudFrontClient, 'send'>, distributi
   return paths;
 }
 
-/** `isoatlas rollback`: points current.json back at an earlier, still published release. */
-export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: string; to?: string }): Promise<{ from: string; to: string }> {
-  const prefix = normalizePrefix(opts.prefix);
-  const pointerText = await getText(opts.s3, opts.bucket, prefix + POINTER_KEY);
-  if (!pointerText) throw new UsageError(`nothing is published at s3://${opts.bucket}/${prefix}`);
-  const current = parsePointer(pointerText);
-  const history = await readHistory(opts.s3, opts.bucket, prefix);
-  const target = opts.to ?? history[history.lastIndexOf(current.release) - 1] ?? current.previous;
-  if (!target) throw new UsageError(`no release before ${current.release} to roll back to`);
-  const manifestText = await getText(opts.s3, opts.bucket, prefix + releaseKeyPrefix(target) + treePaths.manifest);
-  if (!manifestText) throw new UsageError(`release ${target} is not (or no longer) in s3://${opts.bucket}/${prefix}; published: ${history.join(', ')}`);
-  await switchPointer(opts.s3, opts.bucket, prefix, {
-    release: target,
-    prefix: releaseKeyPrefix(target),
-    manifest_sha256: createHash('sha256').update(manifestText).digest('hex'),
-    published_at: new Date().toISOString(),
-    previous: current.release,
+export interface RollbackResult {
+  from: string;
+  to: string;
+  /** False when `to` was already the current release: nothing was written. */
+  changed: boolean;
+}
+
+/** `isoatlas rollback`: points current.json at an earlier kept release (by default the one before
+ * the current release in the history). */
+export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: string; to?: string }): Promise<RollbackResult> {
+  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
+  const current = await store.pointer();
+  if (!current) throw new UsageError(`nothing is published at ${store.where}`);
+  const history = await store.history();
+  const names = history.releases.map((r) => r.release);
+  const targetName = opts.to ?? names[names.lastIndexOf(current.release) - 1] ?? current.previous;
+  if (!targetName) throw new UsageError(`no release before ${current.release} to roll back to in ${store.where}`);
+  if (targetName === current.release) return { from: current.release, to: targetName, changed: false };
+  const target = history.releases.find((r) => r.release === targetName);
+  if (!target) throw new UsageError(`release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`);
+  let from = current.release;
+  await store.updatePointer((now) => {
+    from = now?.release ?? from;
+    return { format: 2, ...target, previous: from };
   });
-  return { from: current.release, to: target };
+  return { from, to: targetName, changed: true };
+}
+
+export interface ReleaseListing {
+  current: string | null;
+  releases: (PublishedRelease & { current: boolean })[];
+  pending: ReleaseHistory['pending'];
+  retired: ReleaseHistory['retired'];
+}
+
+/** `isoatlas releases`: what the store keeps, which is current, what is pending or retired. */
+export async function listReleases(opts: { s3: S3Client; bucket: string; prefix?: string }): Promise<ReleaseListing> {
+  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
+  const [pointer, history] = await Promise.all([store.pointer(), store.history()]);
+  const current = pointer?.release ?? null;
+  return { current, releases: history.releases.map((r) => ({ ...r, current: r.release === current })), pending: history.pending, retired: history.retired };
 }

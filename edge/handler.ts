@@ -4,7 +4,7 @@
 // input becomes a problem+json 4xx, every origin failure a 502/503/504. No framework; Web-standard
 // types only, so the Node adapter, Lambda@Edge and tests call the same function.
 import { cacheControl } from './contract/routes.js';
-import { isVersioned, OriginError, type Origin, type PinnedRelease, type VersionedOrigin } from './origin.js';
+import { isVersioned, OriginError, type Origin, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from './origin.js';
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem } from './router.js';
@@ -36,8 +36,7 @@ export interface RequestContext {
 
 export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;
 
-export function createHandler(options: HandlerOptions): Handler {
-  const releases = releasesOf(options);
+export function createHandler(options: HandlerOptions, releases: Releases = releasesOf(options)): Handler {
   const keyRequired = options.access?.mode === 'key-required';
 
   return async (request, context = {}) => {
@@ -49,7 +48,7 @@ export function createHandler(options: HandlerOptions): Handler {
       }
       const decision = options.access ? await options.access.decide(request, context.clientIp) : null;
       if (decision?.denied) return decision.denied;
-      const response = await serve(request, await releases.current(), options);
+      const response = await serve(request, (await releases.get())!, options);
       if (decision) for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);
       // With keys required, every answer served was asked with a key: no shared cache in front of
       // this server may hand it to a client without one.
@@ -78,29 +77,34 @@ async function serve(request: Request, release: Release, options: HandlerOptions
   return routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, structureBaseUrl: options.structureBaseUrl });
 }
 
-/** The releases requests are answered from: the one tree, or the release a pointer names. Each
- * request is answered from one pinned release; the previous release is kept until the one after,
- * so requests in flight finish on theirs. */
-function releasesOf(options: HandlerOptions): { current(): Promise<Release> } {
-  const open = (origin: Origin, publicPath: (path: string) => string): Release => {
+/** The releases requests are answered from: the one tree, or a release of a store (the current one,
+ * or one named). Each request is answered from one pinned release; the releases used lately are
+ * kept open, so requests in flight finish on theirs. */
+export interface Releases {
+  get(release?: string): Promise<Release | null>;
+}
+
+export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes'>): Releases {
+  const open = (files: ReleaseFiles, publicPath: (path: string) => string): Release => {
     // Every file, edge data included, is checked against the manifest before it is used.
-    const verified = new VerifiedOrigin(origin, { bodyCacheBytes: options.bodyCacheBytes });
+    const verified = new VerifiedOrigin(files, { bodyCacheBytes: options.bodyCacheBytes });
     return { origin: verified, data: new ReleaseData(verified), publicPath };
   };
   const source = options.origin;
   if (!isVersioned(source)) {
     const single = open(source, (path) => path);
-    return { current: async () => single };
+    return { get: async () => single };
   }
-  const byRelease = new Map<string, Release>();
+  const byRelease = new Map<PinnedRelease, Release>();
   return {
-    async current() {
-      const pinned: PinnedRelease = await source.pin();
-      let release = byRelease.get(pinned.release);
+    async get(name) {
+      const pinned = await source.pin(name);
+      if (!pinned) return null;
+      let release = byRelease.get(pinned);
       if (!release) {
-        release = open(pinned.origin, pinned.publicPath);
-        byRelease.set(pinned.release, release);
-        if (byRelease.size > 2) byRelease.delete(byRelease.keys().next().value!);
+        release = open(pinned.files, pinned.publicPath);
+        byRelease.set(pinned, release);
+        if (byRelease.size > 3) byRelease.delete(byRelease.keys().next().value!);
       }
       return release;
     },
@@ -115,7 +119,7 @@ function keepPrivate(response: Response): void {
 }
 
 /** The problem response for anything thrown while answering. */
-function failure(request: Request, err: unknown): Response {
+export function failure(request: Request, err: unknown): Response {
   if (err instanceof RequestProblem) {
     return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
   }

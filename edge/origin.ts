@@ -16,17 +16,27 @@ export interface Origin {
   readonly description: string;
 }
 
-/** An origin holding several releases and a pointer to the current one (a published bucket). The
+/** The files of one release, read by tree path. A rendered tree answers by path; a store of releases
+ * (edge/contract/store.ts) by the sha256 the manifest lists, which the reader passes along. */
+export interface ReleaseFiles {
+  readonly description: string;
+  /** The sha256 manifest.json must have, when something vouches for it (a store's pointer or history). */
+  readonly manifestSha256?: string;
+  /** `sha256` is the manifest's (or the edge index's) hash of the file; absent for manifest.json. */
+  read(path: string, sha256?: string): Promise<OriginObject | null>;
+}
+
+/** An origin holding several releases and a pointer to the current one (a published store). The
  * edge pins one release per request, so no response mixes files of two releases. */
 export interface VersionedOrigin {
   readonly description: string;
-  /** The current release, as an Origin whose paths are tree paths of that release. */
-  pin(): Promise<PinnedRelease>;
+  /** The current release, or the named one; null when the store has no such release. */
+  pin(release?: string): Promise<PinnedRelease | null>;
 }
 
 export interface PinnedRelease {
   release: string;
-  origin: Origin;
+  files: ReleaseFiles;
   /** Public path of a tree file below the structure base (e.g. `releases/<r>/structures/x.cif`). */
   publicPath(treePath: string): string;
 }

@@ -260,9 +260,9 @@ export class IsoatlasCdnStack extends Stack {
       queryStringBehavior: cloudfront.OriginRequestQueryStringBehavior.none(), // the cache key's are sent anyway
       cookieBehavior: cloudfront.OriginRequestCookieBehavior.none(),
     });
-    // Release files never change under their versioned prefix (publish writes them `immutable`).
+    // Release files never change under their versioned path, objects never under their sha256.
     const releaseCachePolicy = new cloudfront.CachePolicy(this, 'ReleaseFilesCachePolicy', {
-      comment: 'isoatlas /releases/*: immutable, versioned files',
+      comment: 'isoatlas /releases/* and /objects/*: immutable, versioned or content-addressed files',
       queryStringBehavior: cloudfront.CacheQueryStringBehavior.none(),
       headerBehavior: cloudfront.CacheHeaderBehavior.none(),
       cookieBehavior: cloudfront.CacheCookieBehavior.none(),
@@ -329,12 +329,26 @@ export class IsoatlasCdnStack extends Stack {
           edgeLambdas,
           functionAssociations,
         },
+        // A release's structure files (where the API's redirects point): the origin-request function
+        // finds the object the release's manifest names and sends the request on to it, so
+        // CloudFront fetches the file from the bucket whatever its size.
         'releases/*': {
           origin,
           viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
           allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
           cachePolicy: releaseCachePolicy,
           responseHeadersPolicy: responseHeaders, // structure files are fetched cross-origin by viewers
+          compress: true,
+          edgeLambdas,
+          functionAssociations,
+        },
+        // The store's objects, named by their sha256 (what mirrors read): never change.
+        'objects/*': {
+          origin,
+          viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+          allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+          cachePolicy: releaseCachePolicy,
+          responseHeadersPolicy: responseHeaders,
           compress: true,
           functionAssociations,
         },

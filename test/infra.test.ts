@@ -168,7 +168,7 @@ describe('distribution', () => {
     const c = config(resources);
     expect(c.HttpVersion).toBe('http2and3');
     const all = [c.DefaultCacheBehavior, ...c.CacheBehaviors];
-    expect(c.CacheBehaviors.map((b: any) => b.PathPattern).sort()).toEqual(['api/v1/*', 'releases/*']);
+    expect(c.CacheBehaviors.map((b: any) => b.PathPattern).sort()).toEqual(['api/v1/*', 'objects/*', 'releases/*']);
     for (const b of all) {
       expect(b.ViewerProtocolPolicy).toBe('redirect-to-https');
       expect(b.Compress).toBe(true);
@@ -183,9 +183,13 @@ describe('distribution', () => {
     expect(associatedFunction(resources, api.LambdaFunctionAssociations[0]).Properties.Handler).toBe('index.handler');
     expect(ofType(resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
     expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
-    // The bucket's own behaviours run no function.
+    // Release files: the same function finds their objects (and sends the request on to the bucket).
+    const releases = behaviour(resources, 'releases/*');
+    expect(releases.LambdaFunctionAssociations.map((a: any) => a.EventType)).toEqual(['origin-request']);
+    expect(associatedFunction(resources, releases.LambdaFunctionAssociations[0])).toBe(associatedFunction(resources, api.LambdaFunctionAssociations[0]));
+    // The pointer, the history and the objects are read from the bucket as they are.
     expect(config(resources).DefaultCacheBehavior.LambdaFunctionAssociations).toBeUndefined();
-    expect(behaviour(resources, 'releases/*').LambdaFunctionAssociations).toBeUndefined();
+    expect(behaviour(resources, 'objects/*').LambdaFunctionAssociations).toBeUndefined();
     for (const b of [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors]) expect(b.FunctionAssociations).toBeUndefined();
     expect(ofType(resources, 'AWS::CloudFront::Function')).toHaveLength(0);
   });
@@ -212,12 +216,14 @@ describe('distribution', () => {
     expect(JSON.stringify({ c, originRequest }).toLowerCase()).not.toContain('authorization');
   });
 
-  it('/releases/* is cached for a year, the default behaviour (current.json) for 10 s', () => {
+  it('/releases/* and /objects/* are cached for a year, the default behaviour (current.json, releases.json) for 10 s', () => {
     const { resources } = synth();
-    const releases = byRef(resources, behaviour(resources, 'releases/*').CachePolicyId).Properties.CachePolicyConfig;
-    expect(releases.DefaultTTL).toBe(365 * 86400);
-    expect(releases.MaxTTL).toBe(365 * 86400);
-    expect(releases.ParametersInCacheKeyAndForwardedToOrigin.QueryStringsConfig.QueryStringBehavior).toBe('none');
+    for (const pattern of ['releases/*', 'objects/*']) {
+      const immutable = byRef(resources, behaviour(resources, pattern).CachePolicyId).Properties.CachePolicyConfig;
+      expect(immutable.DefaultTTL).toBe(365 * 86400);
+      expect(immutable.MaxTTL).toBe(365 * 86400);
+      expect(immutable.ParametersInCacheKeyAndForwardedToOrigin.QueryStringsConfig.QueryStringBehavior).toBe('none');
+    }
     const pointer = byRef(resources, config(resources).DefaultCacheBehavior.CachePolicyId).Properties.CachePolicyConfig;
     expect(pointer.DefaultTTL).toBe(10);
     expect(pointer.MaxTTL).toBeLessThanOrEqual(60);
@@ -402,9 +408,9 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       expect(gate.Properties.FunctionCode).toBe(keyGateCode(keyGateSettings(resolveAccessConfig({}, mode))));
       expect(Buffer.byteLength(gate.Properties.FunctionCode)).toBeLessThanOrEqual(KEY_GATE_MAX_BYTES);
       // No request path reaches the bucket without the gate: the default behaviour (current.json and
-      // anything unmatched), releases/* (files, structures) and api/v1/*.
+      // releases.json and anything unmatched), releases/* (structures), objects/* and api/v1/*.
       const all = [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors];
-      expect(all).toHaveLength(3);
+      expect(all).toHaveLength(4);
       for (const b of all) {
         expect(b.FunctionAssociations, b.PathPattern ?? 'default').toEqual([{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [id, 'FunctionARN'] } }]);
         expect((b.LambdaFunctionAssociations ?? []).map((a: any) => a.EventType)).not.toContain('viewer-request');

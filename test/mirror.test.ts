@@ -1,6 +1,6 @@
 // `isoatlas mirror` against a real static HTTP server holding the demo tree: a complete first sync,
 // no-change and incremental syncs (counted origin requests), local corruption, a corrupted download,
-// a sync killed mid-way and resumed, the published (pointer) layout, and the CLI.
+// a sync killed mid-way and resumed, a published store (pointer, history, objects), and the CLI.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fg from 'fast-glob';
 import http from 'node:http';
@@ -15,6 +15,7 @@ import { mirror, parseMirrorSource } from '../build/mirror.js';
 import { writeManifest } from '../build/render/manifest.js';
 import { shardOf } from '../edge/contract/shards.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
+import { objectKey } from '../edge/contract/store.js';
 import { edgeIndex, readAliases, readManifest as readShardedManifest } from './helpers/tree.js';
 import { startServer } from './helpers/server.js';
 
@@ -147,7 +148,7 @@ let changed: string[];
 /** Overlay: a small release (a few demo files plus one of its own) — a previous mirror to replace. */
 let treeS: string;
 let manifestS: Manifest;
-/** A published layout: current.json plus releases/<r>/ (a symlink to the demo tree). */
+/** A published store: current.json, releases.json, and objects/ (symlinks into the demo tree). */
 let published: string;
 const PUBLISHED_RELEASE = '2026.11-published';
 let prr5: string;
@@ -186,8 +187,15 @@ beforeAll(async () => {
   manifestS = readManifest(treeS);
 
   published = join(work, 'published');
-  mkdirSync(join(published, 'releases'), { recursive: true });
-  symlinkSync(demo(), join(published, 'releases', PUBLISHED_RELEASE));
+  const { index } = readShardedManifest(demo());
+  for (const { path, sha256: sha } of [...manifestA.entries, ...index.shards, { path: treePaths.manifest, sha256: sha256(manifestBytesA) }]) {
+    const key = join(published, objectKey(sha));
+    mkdirSync(dirname(key), { recursive: true });
+    if (!existsSync(key)) symlinkSync(join(demo(), path), key);
+  }
+  // A corrupted store: the object named by a sha256 of zeros holds the manifest's bytes.
+  mkdirSync(dirname(join(published, objectKey('0'.repeat(64)))), { recursive: true });
+  symlinkSync(join(demo(), treePaths.manifest), join(published, objectKey('0'.repeat(64))));
 
   mirrorDir = join(work, 'mirror');
   origin = new StaticOrigin();
@@ -200,9 +208,13 @@ afterAll(async () => {
 });
 
 function writePointer(manifestSha: string) {
-  const pointer = { release: PUBLISHED_RELEASE, prefix: `releases/${PUBLISHED_RELEASE}/`, manifest_sha256: manifestSha, published_at: new Date().toISOString(), previous: null };
-  writeFileSync(join(published, 'current.json'), JSON.stringify(pointer));
+  const release = { release: PUBLISHED_RELEASE, manifest_sha256: manifestSha, published_at: new Date().toISOString() };
+  writeFileSync(join(published, 'current.json'), JSON.stringify({ format: 2, ...release, previous: null }));
+  writeFileSync(join(published, 'releases.json'), JSON.stringify({ format: 2, releases: [release], pending: [], retired: [] }));
 }
+
+/** Where a file of release A is in the published store. */
+const objectOf = (path: string) => objectKey(path === treePaths.manifest ? sha256(manifestBytesA) : manifestA.entries.find((e) => e.path === path)?.sha256 ?? readShardedManifest(demo()).index.shards.find((e) => e.path === path)!.sha256);
 
 describe('isoatlas mirror', () => {
   it('parses sources: http(s) base URLs and s3://bucket[/prefix]; anything else is a usage error', () => {
@@ -292,7 +304,6 @@ describe('isoatlas mirror', () => {
 
   it('mirrors a published layout through its pointer, checking the manifest against manifest_sha256', async () => {
     origin.roots = [published];
-    const prefix = `releases/${PUBLISHED_RELEASE}/`;
 
     writePointer('0'.repeat(64));
     origin.reset();
@@ -307,14 +318,14 @@ describe('isoatlas mirror', () => {
     const pointerBytes = readFileSync(join(published, 'current.json')).length;
     const shards = newShards(manifestB, manifestA);
     expect(s).toMatchObject({ release: PUBLISHED_RELEASE, fetched: 1, reused: N - 1, bytes: pointerBytes + manifestBytesA.length + sizeOf(shards) + manifestA.entries.find((e) => e.path === changed[1])!.size });
-    expect(origin.requested()).toEqual(Object.fromEntries([['current.json', 1], [`${prefix}${changed[1]}`, 1], [`${prefix}manifest.json`, 1], ...shards.map((e) => [`${prefix}${e.path}`, 1])].sort()));
+    expect(origin.requested()).toEqual(Object.fromEntries([['current.json', 1], [objectOf(changed[1]), 1], [objectOf(treePaths.manifest), 1], ...shards.map((e) => [objectOf(e.path), 1])].sort()));
     expect(verifyTree(mirrorDir, manifestA)).toEqual(whole);
     expect(existsSync(`${mirrorDir}.staging`)).toBe(false);
 
     origin.reset();
     const again = await mirror({ from: origin.base, to: mirrorDir, progress: false });
     expect(again).toMatchObject({ fetched: 0, reused: N });
-    expect(origin.requested()).toEqual({ 'current.json': 1, [`${prefix}manifest.json`]: 1 });
+    expect(origin.requested()).toEqual({ 'current.json': 1, [objectOf(treePaths.manifest)]: 1 });
   });
 
   it('a sync killed mid-way leaves the previous mirror whole and servable; the next run resumes from staging', async () => {

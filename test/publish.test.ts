@@ -1,15 +1,22 @@
-// Publishing against a real S3-protocol server (s3rver, started here): release 1, served through the
-// edge's S3 origin; release 2 differing in a few genes uploads only what changed; readers during the
-// publish always see one release; a publish killed mid-way leaves release 1 serving and resumes.
+// Publishing against a real S3-protocol server (s3rver, started here, with S3's conditional writes):
+// release 1, served through the edge's S3 origin; release 2 differing in a few genes uploads only the
+// objects the store lacks and copies nothing; readers during the publish always see one release; a
+// publish killed mid-way leaves release 1 serving and resumes; concurrent publishes both end in the
+// history; rollback switches readers; gc keeps what kept releases reference and removes the rest.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { bundleEdge } from '../build/bundle-edge.js';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { publish, rollback, s3Client, RELEASE_CACHE_CONTROL } from '../build/publish.js';
-import { createHandler } from '../edge/handler.js';
-import { PointerOrigin } from '../edge/origins/pointer.js';
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { listReleases, publish, rollback, s3Client, OBJECT_CACHE_CONTROL } from '../build/publish.js';
+import { collectGarbage } from '../build/collect.js';
+import { createHandler, releasesOf } from '../edge/handler.js';
+import { StoreOrigin } from '../edge/origins/store.js';
+import { objectKey } from '../edge/contract/store.js';
+import { locateStructureFile } from '../edge/routes/structure.js';
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
@@ -24,6 +31,8 @@ let dir: string;
 let s3: S3Client;
 let release2: string;
 let release3: string;
+let release4a: string;
+let release4b: string;
 const changedGenes = ['ENSG00000186654', 'ENSG00000100320', 'ENSG00000128185'];
 
 
@@ -54,8 +63,8 @@ async function smallRelease(): Promise<string> {
 let release1: string;
 
 /** A copy of release 1 as another release: a new release name, and a few gene records changed. */
-async function deriveRelease(name: string, genes: string[]): Promise<string> {
-  const out = join(dir, name);
+async function deriveRelease(name: string, genes: string[], dirName = name): Promise<string> {
+  const out = join(dir, dirName);
   cpSync(release1, out, { recursive: true });
   const changed = (path: string, change: (body: Record<string, unknown>) => void) => {
     const body = JSON.parse(readFileSync(join(out, path), 'utf8'));
@@ -70,42 +79,46 @@ async function deriveRelease(name: string, genes: string[]): Promise<string> {
   return out;
 }
 
-/** Every file of a tree as published: the manifest's entries, its shards, and manifest.json. */
-const allFiles = (root: string) => {
+/** The distinct objects a tree is published as: every file's sha256, its manifest shards', and its
+ * manifest.json's. */
+function objectsOf(root: string): Set<string> {
   const { index, entries } = readManifest(root);
-  return [...entries, ...index.shards, { path: treePaths.manifest, size: readFileSync(join(root, treePaths.manifest)).length, sha256: '' }];
-};
+  return new Set([...entries.map((e) => e.sha256), ...index.shards.map((s) => s.sha256), createHash('sha256').update(readFileSync(join(root, treePaths.manifest))).digest('hex')]);
+}
 
 const gene = (root: string, id: string) => readFileSync(join(root, treePaths.gene(id)), 'utf8');
 
-/** Distinct keys under a prefix (s3rver's listing can repeat a key at a page boundary). */
-async function listKeys(prefix: string): Promise<string[]> {
-  const keys = new Set<string>();
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) keys.add(o.Key!);
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-  return [...keys];
-}
-
-/** How many files of a release's manifest (plus the manifest) exist under its prefix, by HEAD:
- * s3rver's listings can skip or repeat keys at page boundaries, HEAD is exact. */
-async function presentFiles(root: string, release: string): Promise<number> {
-  const paths = allFiles(root).map((e) => e.path);
+/** How many of these objects the bucket has, by HEAD (s3rver's listings can skip keys at page
+ * boundaries; HEAD is exact). */
+async function presentObjects(objects: Iterable<string>): Promise<number> {
+  const shas = [...objects];
   let present = 0;
   let next = 0;
   await Promise.all(
     Array.from({ length: 32 }, async () => {
-      while (next < paths.length) {
-        const key = `releases/${release}/${paths[next++]}`;
+      while (next < shas.length) {
+        const key = objectKey(shas[next++]);
         if (await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key })).then(() => true, () => false)) present++;
       }
     }),
   );
   return present;
 }
+
+/** An S3 client that records the name of every command it sends. */
+function recording(commands: string[]): S3Client {
+  return new Proxy(s3, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      return (command: { constructor: { name: string } }) => {
+        commands.push(command.constructor.name);
+        return target.send(command as never);
+      };
+    },
+  });
+}
+
+const currentRelease = async (handler: ReturnType<typeof createHandler>) => ((await (await handler(new Request('http://atlas.test/api/v1/release'))).json()) as { release: string }).release;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-publish-'));
@@ -116,6 +129,8 @@ beforeAll(async () => {
   release1 = await smallRelease();
   release2 = await deriveRelease('2026.12-test', changedGenes);
   release3 = await deriveRelease('2027.01-test', changedGenes.slice(0, 1));
+  release4a = await deriveRelease('2027.02-a', changedGenes.slice(1, 2));
+  release4b = await deriveRelease('2027.02-b', changedGenes.slice(2, 3));
 });
 
 afterAll(async () => {
@@ -124,35 +139,65 @@ afterAll(async () => {
 });
 
 describe('publish to S3 (s3rver)', () => {
-  let total: number;
-
-  it('publishes release 1 with content types, cache headers and checksums, then the pointer', async () => {
+  it('publishes release 1 as content-addressed objects, then the history and the pointer', async () => {
     const s = await publish({ dir: release1, bucket: BUCKET, s3, progress: false });
-    total = allFiles(release1).length;
-    expect(s).toMatchObject({ release: '2026.11-chr22-demo', previous: null, uploaded: total, copied: 0, skipped: 0 });
-    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'releases/2026.11-chr22-demo/api/v1/genes/ENSG00000186654.json' }));
+    const objects = objectsOf(release1);
+    expect(s).toMatchObject({ release: '2026.11-chr22-demo', previous: null, objects: objects.size, uploaded: objects.size, present: 0 });
+    const sha = createHash('sha256').update(gene(release1, 'ENSG00000186654')).digest('hex');
+    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `objects/${sha.slice(0, 2)}/${sha.slice(2)}` }));
     expect(head.ContentType).toBe('application/json; charset=utf-8');
-    expect(head.CacheControl).toBe(RELEASE_CACHE_CONTROL);
-    expect(head.Metadata?.sha256).toBe(createHash('sha256').update(gene(release1, 'ENSG00000186654')).digest('hex'));
-    const cif = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `releases/2026.11-chr22-demo/${Object.values(readStructureMap(release1))[0].path}` }));
-    expect(cif.ContentType).toBe('chemical/x-mmcif');
+    expect(head.CacheControl).toBe(OBJECT_CACHE_CONTROL);
+    const cifSha = readManifest(release1).entries.find((e) => e.path === Object.values(readStructureMap(release1))[0].path)!.sha256;
+    expect((await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: objectKey(cifSha) }))).ContentType).toBe('chemical/x-mmcif');
+    const manifestSha = createHash('sha256').update(readFileSync(join(release1, treePaths.manifest))).digest('hex');
     const pointer = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'current.json' }))).Body!.transformToString());
-    expect(pointer).toMatchObject({ release: '2026.11-chr22-demo', prefix: 'releases/2026.11-chr22-demo/', previous: null });
+    expect(pointer).toMatchObject({ format: 2, release: '2026.11-chr22-demo', manifest_sha256: manifestSha, previous: null });
+    const listing = await listReleases({ s3, bucket: BUCKET });
+    expect(listing).toMatchObject({ current: '2026.11-chr22-demo', releases: [{ release: '2026.11-chr22-demo', manifest_sha256: manifestSha, current: true }], pending: [], retired: [] });
   });
 
-  it('is served by the edge function through its S3 origin', async () => {
-    const handler = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET)) });
+  it('is served by the edge function through its S3 origin, structure files through the store', async () => {
+    const origin = new StoreOrigin(new S3RawOrigin(s3, BUCKET));
+    const handler = createHandler({ origin });
     const r = await handler(new Request('http://atlas.test/api/v1/genes/prr5'));
     expect(r.status).toBe(200);
     expect(await r.text()).toBe(gene(release1, 'ENSG00000186654'));
     const [id] = Object.keys(readStructureMap(release1));
     const redirect = await handler(new Request(`http://atlas.test/api/v1/isoforms/${id}/structure`));
-    // Root-relative, into the release's prefix: the CDN serves releases/* from the bucket.
-    expect(redirect.headers.get('Location')).toBe(`/releases/2026.11-chr22-demo/structures/${id}.cif`);
+    // Root-relative, below the release: the CDN's origin-request function sends it to the object.
+    const location = redirect.headers.get('Location')!;
+    expect(location).toBe(`/releases/2026.11-chr22-demo/structures/${id}.cif`);
+    const found = await locateStructureFile(new Request(`http://atlas.test${location}`), releasesOf({ origin }));
+    const cif = readManifest(release1).entries.find((e) => e.path === treePaths.structureFile(id))!;
+    expect(found).toEqual({ sha256: cif.sha256, size: cif.size });
+    const unknown = await locateStructureFile(new Request(`http://atlas.test/releases/1999.01-none/structures/${id}.cif`), releasesOf({ origin }));
+    expect((unknown as Response).status).toBe(404);
   });
 
-  it('uploads only what changed for release 2, while readers see exactly one release per response', async () => {
-    const reader = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET), 0) }); // re-read the pointer every time
+  it('in the deployed bundle, a release file request goes on to its object in the bucket', async () => {
+    mkdirSync(join(__dirname, '../.isoatlas'), { recursive: true });
+    const out = mkdtempSync(join(__dirname, '../.isoatlas/edge-bundle-'));
+    try {
+      const bundle = await bundleEdge({ outDir: out, s3: { bucket: BUCKET, region: 'us-east-1', endpoint: server.endpoint } });
+      const onOriginRequest = createRequire(import.meta.url)(bundle.file).handler as (e: unknown) => Promise<{ uri?: string; status?: string; headers: Record<string, { value: string }[]> }>;
+      const event = (uri: string) => ({
+        Records: [{ cf: { config: { distributionDomainName: 'd1.cloudfront.net', eventType: 'origin-request' }, request: { clientIp: '203.0.113.9', method: 'GET', uri, querystring: '', headers: { host: [{ key: 'Host', value: 'bucket.s3.amazonaws.com' }] } } } }],
+      });
+      const [id] = Object.keys(readStructureMap(release1));
+      const cif = readManifest(release1).entries.find((e) => e.path === treePaths.structureFile(id))!;
+      const forwarded = await onOriginRequest(event(`/releases/2026.11-chr22-demo/structures/${id}.cif`));
+      expect(forwarded.status).toBeUndefined(); // a request sent on, not an answer
+      expect(forwarded.uri).toBe(`/${objectKey(cif.sha256)}`);
+      const missing = await onOriginRequest(event('/releases/2026.11-chr22-demo/structures/ENST00000000000.1.cif'));
+      expect(missing.status).toBe('404');
+      expect(missing.headers['content-type'][0].value).toMatch(/^application\/problem\+json/);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  it('uploads only the objects release 2 adds, copies nothing, while readers see exactly one release per response', async () => {
+    const reader = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) }); // re-read the pointer every time
     const oldGene = gene(release1, 'ENSG00000186654');
     const newGene = gene(release2, 'ENSG00000186654');
     let publishing = true;
@@ -172,78 +217,115 @@ describe('publish to S3 (s3rver)', () => {
         // (a gene and a /release fetched concurrently may straddle the switch; each alone is whole)
       }
     })();
-    const s = await publish({ dir: release2, bucket: BUCKET, s3, progress: false });
+    const commands: string[] = [];
+    const s = await publish({ dir: release2, bucket: BUCKET, s3: recording(commands), progress: false });
     publishing = false;
     await reading;
-    // Once the pointer is written, every reader reaches the new release within the pointer's retry
-    // time (a read that hit the pointer mid-write keeps the old release for up to a second).
     const deadline = Date.now() + 5_000;
     while (seen.new === 0 && Date.now() < deadline) {
       const body = await (await reader(new Request('http://atlas.test/api/v1/genes/PRR5'))).text();
       if (body === newGene) seen.new++;
       else await new Promise((r) => setTimeout(r, 100));
     }
-    // 3 genes + release.json changed, so did the manifest shards listing them and manifest.json;
-    // everything else is copied inside the bucket.
-    const shards1 = new Set(readManifest(release1).index.shards.map((e) => e.sha256));
-    const changedShards = readManifest(release2).index.shards.filter((e) => !shards1.has(e.sha256));
-    expect(changedShards.length).toBeGreaterThanOrEqual(1);
-    const changed = 4 + changedShards.length + 1;
-    expect(s).toMatchObject({ release: '2026.12-test', previous: '2026.11-chr22-demo', uploaded: changed, skipped: 0, copied: total - changed });
-    // The bytes are mostly the manifest (it lists every file); the records themselves are tiny.
-    const manifestBytes = readFileSync(join(release2, treePaths.manifest)).length + changedShards.reduce((n, e) => n + e.size, 0);
-    expect(s.bytesUploaded).toBeLessThan(manifestBytes + 20_000);
+    const before = objectsOf(release1);
+    const added = [...objectsOf(release2)].filter((sha) => !before.has(sha));
+    // 3 genes + release.json changed, so did the manifest shards listing them and manifest.json.
+    expect(added.length).toBeGreaterThanOrEqual(4 + 1 + 1);
+    expect(s).toMatchObject({ release: '2026.12-test', previous: '2026.11-chr22-demo', uploaded: added.length, present: objectsOf(release2).size - added.length });
+    expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(added.length + 3); // + pending, kept, pointer
+    expect(commands.filter((c) => /Copy|Head/.test(c))).toEqual([]);
     expect(seen.other).toEqual([]);
     expect(seen.old).toBeGreaterThan(0);
     expect(seen.new).toBeGreaterThan(0);
   });
 
-  it('leaves the current release serving when a publish dies mid-way, and a re-run resumes', async () => {
-    // A client that fails after 40 writes: the publish of release 3 dies part-way.
+  it('leaves the current release serving when a publish dies mid-way, and a re-run uploads only the rest', async () => {
+    // A client whose object uploads fail after the first 3: the publish of release 3 dies part-way.
     let writes = 0;
     const flaky = new Proxy(s3, {
       get(target, prop, receiver) {
         if (prop !== 'send') return Reflect.get(target, prop, receiver);
-        return async (command: { constructor: { name: string } }) => {
-          if (/Put|Copy/.test(command.constructor.name) && ++writes > 40) throw Object.assign(new Error('connection reset'), { name: 'NetworkingError' });
+        return async (command: { constructor: { name: string }; input: { Key?: string } }) => {
+          if (command.constructor.name === 'PutObjectCommand' && command.input.Key?.startsWith('objects/') && ++writes > 3) throw Object.assign(new Error('connection reset'), { name: 'NetworkingError' });
           return target.send(command as never);
         };
       },
     });
-    await expect(publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 4 })).rejects.toThrow(/connection reset/);
-    const handler = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET), 0) });
-    const release = (await (await handler(new Request('http://atlas.test/api/v1/release'))).json()) as { release: string };
-    expect(release.release).toBe('2026.12-test'); // the pointer never moved
-    const partial = await presentFiles(release3, '2027.01-test');
-    expect(partial).toBeGreaterThanOrEqual(40);
-    expect(partial).toBeLessThan(total);
+    const objects3 = objectsOf(release3);
+    const missingBefore = objects3.size - (await presentObjects(objects3));
+    expect(missingBefore).toBeGreaterThan(3);
+    await expect(publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 1 })).rejects.toThrow(/connection reset/);
+    const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
+    expect(await currentRelease(handler)).toBe('2026.12-test'); // the pointer never moved
+    expect((await listReleases({ s3, bucket: BUCKET })).pending.map((p) => p.release)).toEqual(['2027.01-test']);
 
     const resumed = await publish({ dir: release3, bucket: BUCKET, s3, progress: false });
-    expect(resumed.skipped).toBeGreaterThanOrEqual(40); // what the dead run wrote is not written again
-    expect(resumed.skipped + resumed.copied + resumed.uploaded).toBe(total);
-    expect(await presentFiles(release3, '2027.01-test')).toBe(total);
-    const body = await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text();
-    expect(body).toBe(gene(release3, 'ENSG00000186654'));
+    expect(resumed.uploaded).toBe(missingBefore - 3); // what the dead run wrote is not written again
+    expect(await presentObjects(objects3)).toBe(objects3.size);
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(release3, 'ENSG00000186654'));
+    expect((await listReleases({ s3, bucket: BUCKET })).pending).toEqual([]);
   });
 
-  it('rolls back to the previous release in one pointer write', async () => {
+  it('rolls back to the previous release in one pointer write, and rolling back to the current one is a no-op', async () => {
+    const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
     const r = await rollback({ s3, bucket: BUCKET });
-    expect(r).toEqual({ from: '2027.01-test', to: '2026.12-test' });
-    const handler = createHandler({ origin: new PointerOrigin(new S3RawOrigin(s3, BUCKET), 0) });
-    const release = (await (await handler(new Request('http://atlas.test/api/v1/release'))).json()) as { release: string };
-    expect(release.release).toBe('2026.12-test');
+    expect(r).toEqual({ from: '2027.01-test', to: '2026.12-test', changed: true });
+    expect(await currentRelease(handler)).toBe('2026.12-test');
+    expect(await rollback({ s3, bucket: BUCKET, to: '2026.12-test' })).toEqual({ from: '2026.12-test', to: '2026.12-test', changed: false });
+    await expect(rollback({ s3, bucket: BUCKET, to: '1999.01-none' })).rejects.toThrow(/not \(or no longer\) kept/);
   });
 
-  it('prunes all but the newest --keep releases and invalidates the unversioned paths', async () => {
-    const sent: unknown[] = [];
-    const s = await publish({ dir: release3, bucket: BUCKET, s3, progress: false, keep: 2, distributionId: 'E123EXAMPLE', cloudfront: { send: async (c: unknown) => void sent.push(c) } as never });
+  it('refuses to publish a release name again with other content', async () => {
+    const other = await deriveRelease('2026.12-test', changedGenes.slice(0, 1), 'another-2026.12-test');
+    await expect(publish({ dir: other, bucket: BUCKET, s3, progress: false })).rejects.toThrow(/already in .* with other content/);
+  });
+
+  it('two concurrent publishes both end in the history', async () => {
+    const [a, b] = await Promise.all([publish({ dir: release4a, bucket: BUCKET, s3, progress: false }), publish({ dir: release4b, bucket: BUCKET, s3, progress: false })]);
+    expect([a.release, b.release]).toEqual(['2027.02-a', '2027.02-b']);
+    const listing = await listReleases({ s3, bucket: BUCKET });
+    expect(listing.releases.map((r) => r.release)).toEqual(expect.arrayContaining(['2026.11-chr22-demo', '2026.12-test', '2027.01-test', '2027.02-a', '2027.02-b']));
+    expect(listing.pending).toEqual([]);
+    expect(['2027.02-a', '2027.02-b']).toContain(listing.current);
+  });
+
+  it('the stand-in S3 refuses stale conditional writes as S3 does, so the test above can fail', async () => {
+    const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'releases.json' }));
+    const body = await got.Body!.transformToString();
+    await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'releases.json', Body: body, IfMatch: got.ETag }));
+    const stale = s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'releases.json', Body: '{}', IfMatch: '"0123456789abcdef0123456789abcdef"' }));
+    await expect(stale).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
+    const create = s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'current.json', Body: '{}', IfNoneMatch: '*' }));
+    await expect(create).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
+    expect(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'releases.json' }))).Body!.transformToString()).toBe(body);
+  });
+
+  it('--keep retires older releases; gc removes only what no kept release references, after the grace period', async () => {
+    const s = await publish({ dir: release3, bucket: BUCKET, s3, progress: false, keep: 3 });
     expect(s.release).toBe('2027.01-test');
-    expect(s.pruned).toEqual(['2026.11-chr22-demo']);
-    expect(await listKeys('releases/2026.11-chr22-demo/')).toEqual([]);
-    expect(await presentFiles(release1, '2026.11-chr22-demo')).toBe(0);
-    expect(await presentFiles(release2, '2026.12-test')).toBe(total);
-    expect(s.invalidated).toEqual(['/api/v1/*', '/current.json']);
-    expect((sent[0] as { input: { DistributionId: string } }).input.DistributionId).toBe('E123EXAMPLE');
+    const listing = await listReleases({ s3, bucket: BUCKET });
+    expect(listing.releases.map((r) => r.release).sort()).toEqual(['2027.01-test', '2027.02-a', '2027.02-b']);
+    expect(listing.current).toBe('2027.01-test');
+    expect(listing.retired.map((r) => r.release).sort()).toEqual(['2026.11-chr22-demo', '2026.12-test']);
+
+    // Within the grace period nothing is deleted: retired releases still protect their objects.
+    expect((await collectGarbage({ s3, bucket: BUCKET })).deleted).toBe(0);
+    // Past it (a clock three days on), the objects only retired releases reference go.
+    const later = () => new Date(Date.now() + 72 * 3_600_000);
+    const kept = new Set([release3, release4a, release4b].flatMap((r) => [...objectsOf(r)]));
+    const onlyRetired = new Set([...objectsOf(release1), ...objectsOf(release2)].filter((sha) => !kept.has(sha)));
+    expect(onlyRetired.size).toBeGreaterThan(0);
+    const dry = await collectGarbage({ s3, bucket: BUCKET, now: later, dryRun: true });
+    expect(dry.deleted).toBe(onlyRetired.size);
+    expect(await presentObjects(onlyRetired)).toBe(onlyRetired.size); // a dry run deletes nothing
+    const done = await collectGarbage({ s3, bucket: BUCKET, now: later });
+    expect(done.deleted).toBe(onlyRetired.size);
+    expect(done.dropped.sort()).toEqual(['2026.11-chr22-demo', '2026.12-test']);
+    expect(await presentObjects(onlyRetired)).toBe(0);
+    expect(await presentObjects(kept)).toBe(kept.size);
+    expect((await listReleases({ s3, bucket: BUCKET })).retired).toEqual([]);
+    const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(release3, 'ENSG00000186654'));
   });
 });
 
@@ -262,16 +344,15 @@ describe('mirror from s3://', () => {
 
 describe('the release pointer', () => {
   it('keeps serving the pinned release when re-reading the pointer fails, and fails only without one', async () => {
-    const { PointerOrigin } = await import('../edge/origins/pointer.js');
     let broken = false;
     let now = 0;
     const raw = new S3RawOrigin(s3, BUCKET);
     const flaky = { description: 'flaky', read: (path: string) => (broken && path === 'current.json' ? Promise.resolve({ body: new TextEncoder().encode('{"trunc') }) : raw.read(path)) };
-    const origin = new PointerOrigin(flaky, 10, () => now);
-    const first = await origin.pin();
+    const origin = new StoreOrigin(flaky, 10, () => now);
+    const first = (await origin.pin())!;
     broken = true;
     now = 100; // past the pointer's TTL: it is read again, and the read fails
-    expect((await origin.pin()).release).toBe(first.release);
-    await expect(new PointerOrigin(flaky).pin()).rejects.toThrow(/not an isoatlas release pointer|JSON/);
+    expect((await origin.pin())!.release).toBe(first.release);
+    await expect(new StoreOrigin(flaky).pin()).rejects.toThrow(/not an isoatlas release pointer|JSON/);
   });
 });

@@ -1,7 +1,8 @@
 // Adapter: Lambda@Edge origin-request events → the edge handler → CloudFront results. The handler
 // serves the request and CloudFront caches the generated response (bodies up to 1 MB there). Access
 // is decided before, at viewer request, by the key gate (a CloudFront Function) and WAF.
-import type { Handler } from '../handler.js';
+import { failure, type Handler } from '../handler.js';
+import { objectKey } from '../contract/store.js';
 
 type CfHeaders = Record<string, { key?: string; value: string }[]>;
 
@@ -38,10 +39,22 @@ function toWebRequest(event: CloudFrontRequestEvent): Request {
   return new Request(`https://${host}${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`, { method: cf.method, headers });
 }
 
-export function createLambdaEdgeHandler(handler: Handler) {
-  return async function onOriginRequest(event: CloudFrontRequestEvent): Promise<CloudFrontResultResponse> {
+/** Finds the object a release file (`/releases/…`) is stored as: its sha256, or a problem answer. */
+export type ReleaseFileLocator = (request: Request) => Promise<{ sha256: string } | Response>;
+
+export function createLambdaEdgeHandler(handler: Handler, locate?: ReleaseFileLocator) {
+  return async function onOriginRequest(event: CloudFrontRequestEvent): Promise<CloudFrontResultResponse | CfRequest> {
     const cf = event.Records[0].cf.request;
-    return toCloudFront(await handler(toWebRequest(event), { clientIp: cf.clientIp }), cf.method);
+    const request = toWebRequest(event);
+    if (locate && cf.uri.startsWith('/releases/')) {
+      // The file goes from the store to the viewer through CloudFront, whatever its size (a body
+      // this function generates is limited to 1 MB): the request is sent on to the bucket with the
+      // object's key as its URI, and CloudFront caches the answer under the viewer's URL.
+      const found = await locate(request).catch((err: unknown) => failure(request, err));
+      if (found instanceof Response) return toCloudFront(found, cf.method);
+      return { ...cf, uri: `/${objectKey(found.sha256)}`, querystring: '' };
+    }
+    return toCloudFront(await handler(request, { clientIp: cf.clientIp }), cf.method);
   };
 }
 

@@ -52,7 +52,7 @@ export class LocalTreeOrigin implements VersionedOrigin {
     } catch (err) {
       throw new OriginError(`${this.root} has no ${treePaths.manifest}: ${(err as NodeJS.ErrnoException).code}`, 'unavailable');
     }
-    const pinned = this.cached?.pinned.release === release ? this.cached.pinned : { release, origin: this.files, publicPath: (path: string) => path };
+    const pinned = this.cached?.pinned.release === release ? this.cached.pinned : { release, files: this.files, publicPath: (path: string) => path };
     this.cached = { until: Date.now() + this.checkEveryMs, pinned };
     return pinned;
   }

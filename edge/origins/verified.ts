@@ -7,7 +7,7 @@ import { treePaths, type ManifestEntry, type ManifestIndex } from '../contract/t
 import { shardOf } from '../contract/shards.js';
 import { parseManifestIndex, parseManifestShard } from '../contract/manifest.js';
 import { LoadingCache } from '../loading-cache.js';
-import { OriginError, type Origin, type OriginObject } from '../origin.js';
+import { OriginError, type Origin, type OriginObject, type ReleaseFiles } from '../origin.js';
 import { sha256Hex } from '../responses.js';
 
 export interface VerifiedOriginOptions {
@@ -32,7 +32,7 @@ export class VerifiedOrigin implements Origin {
   private readonly reported = new Set<string>();
 
   constructor(
-    private readonly raw: Origin,
+    private readonly raw: ReleaseFiles,
     options: VerifiedOriginOptions = {},
   ) {
     this.description = raw.description;
@@ -45,7 +45,7 @@ export class VerifiedOrigin implements Origin {
     return this.bodies.get(path, async () => {
       const entry = await this.entry(path);
       if (!entry) return { value: null, weight: 64 };
-      const object = await this.raw.read(path);
+      const object = await this.raw.read(path, entry.sha256);
       if (!object) throw new OriginError(`${path} is listed in the manifest but missing from ${this.description}`, 'unavailable');
       await this.check(path, object.body, entry);
       return { value: { body: object.body, sha256: entry.sha256 }, weight: object.body.length + 128 };
@@ -56,7 +56,7 @@ export class VerifiedOrigin implements Origin {
    * shards' hashes), read and checked without its manifest entry. Not kept: the caller keeps what it
    * parses. */
   async readChecked(path: string, sha256: string): Promise<Uint8Array> {
-    const object = await this.raw.read(path);
+    const object = await this.raw.read(path, sha256);
     if (!object) throw new OriginError(`${path} is listed in the edge index but missing from ${this.description}`, 'unavailable');
     await this.check(path, object.body, { sha256 });
     return object.body;
@@ -68,7 +68,7 @@ export class VerifiedOrigin implements Origin {
     const n = shardOf(path, index.shards.length);
     const shard = await this.shards.get(String(n), async () => {
       const listed = index.shards[n];
-      const object = await this.raw.read(listed.path);
+      const object = await this.raw.read(listed.path, listed.sha256);
       if (!object) throw new OriginError(`${listed.path} is missing from ${this.description}`, 'unavailable');
       await this.check(listed.path, object.body, listed);
       const entries = this.parsed(() => parseManifestShard(object.body, n, index.shards.length, `${this.description}${listed.path}`));
@@ -82,6 +82,8 @@ export class VerifiedOrigin implements Origin {
     return (this.index ??= (async () => {
       const object = await this.raw.read(treePaths.manifest);
       if (!object) throw new OriginError(`the tree at ${this.description} has no ${treePaths.manifest}: is it a rendered isoatlas tree?`, 'unavailable');
+      // In a store, the pointer or history vouches for the manifest, and through it for every file.
+      if (this.raw.manifestSha256) await this.check(treePaths.manifest, object.body, { sha256: this.raw.manifestSha256 });
       return this.parsed(() => parseManifestIndex(object.body, `${this.description}${treePaths.manifest}`));
     })().catch((err) => {
       this.index = null;

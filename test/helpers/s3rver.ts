@@ -14,12 +14,9 @@ export interface S3rverProcess {
 
 export async function startS3rver(buckets: string[]): Promise<S3rverProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'isoatlas-s3rver-'));
-  const script = `
-    const S3rver = require('s3rver');
-    new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: ${JSON.stringify(dir)}, allowMismatchedSignatures: true,
-      configureBuckets: ${JSON.stringify(buckets.map((name) => ({ name, configs: [] })))} })
-      .run().then((a) => console.log('S3RVER_PORT=' + a.port));`;
-  const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'], cwd: fileURLToPath(new URL('../..', import.meta.url)) });
+  // s3rver with conditional writes (see s3rver-process.cjs).
+  const script = fileURLToPath(new URL('./s3rver-process.cjs', import.meta.url));
+  const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', script, dir, JSON.stringify(buckets)], { stdio: ['ignore', 'pipe', 'pipe'], cwd: fileURLToPath(new URL('../..', import.meta.url)) });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {

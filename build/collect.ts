@@ -1,0 +1,112 @@
+// `isoatlas gc`: deletes the objects of a store that no release references any more. Kept, pending
+// and recently retired releases protect everything their manifests list; an object is deleted only
+// when none of them references it and it is older than the grace period, which must outlast every
+// cache lifetime (a cached answer may still point into a retired release) and every publish (whose
+// pending entry protects what it relies on). Before each batch of deletions the history is read
+// again, and a change starts the count over.
+import { DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
+import { objectKey, type ReleaseHistory } from '../edge/contract/store.js';
+import { treePaths } from '../edge/contract/tree.js';
+import { loadManifest } from './manifest-reader.js';
+import { StoreBucket } from './store-bucket.js';
+import { UsageError } from './errors.js';
+
+/** Longer than the API's longest cache lifetime at the CDN (a day) with room to spare. */
+export const DEFAULT_GRACE_HOURS = 48;
+
+export interface CollectOptions {
+  s3: S3Client;
+  bucket: string;
+  prefix?: string;
+  graceHours?: number;
+  dryRun?: boolean;
+  now?: () => Date;
+  log?: (line: string) => void;
+}
+
+export interface CollectSummary {
+  /** Objects referenced by a protected release. */
+  referenced: number;
+  deleted: number;
+  bytesDeleted: number;
+  /** Unreferenced objects younger than the grace period, left for a later run. */
+  young: number;
+  /** Retired (or abandoned pending) releases whose grace period ended, dropped from the history. */
+  dropped: string[];
+}
+
+const MAX_ROUNDS = 5;
+
+export async function collectGarbage(opts: CollectOptions): Promise<CollectSummary> {
+  const graceHours = opts.graceHours ?? DEFAULT_GRACE_HOURS;
+  if (!(graceHours >= 0)) throw new UsageError('--grace-hours must be a number ≥ 0');
+  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
+  const now = opts.now ?? (() => new Date());
+  const log = opts.log ?? (() => {});
+  const cutoff = now().getTime() - graceHours * 3_600_000;
+  const expired = (at: string) => Date.parse(at) < cutoff;
+
+  for (let round = 1; round <= MAX_ROUNDS; round++) {
+    const history = await store.history();
+    const protectedReleases = [...history.releases, ...history.pending.filter((p) => !expired(p.started_at)), ...history.retired.filter((r) => !expired(r.retired_at))];
+    const referenced = new Set<string>();
+    const manifests = new Map<string, Set<string>>();
+    for (const r of protectedReleases) {
+      let objects = manifests.get(r.manifest_sha256);
+      if (!objects) {
+        objects = await referencedBy(store, r.release, r.manifest_sha256);
+        manifests.set(r.manifest_sha256, objects);
+      }
+      for (const sha of objects) referenced.add(sha);
+    }
+    const listed = await store.objects();
+    const doomed = [...listed].filter(([sha, o]) => !referenced.has(sha) && o.modified.getTime() < cutoff);
+    const young = [...listed.keys()].filter((sha) => !referenced.has(sha)).length - doomed.length;
+    const summary: CollectSummary = { referenced: referenced.size, deleted: 0, bytesDeleted: 0, young, dropped: [] };
+    if (opts.dryRun) {
+      summary.deleted = doomed.length;
+      summary.bytesDeleted = doomed.reduce((n, [, o]) => n + o.size, 0);
+      return summary;
+    }
+    let changed = false;
+    for (let i = 0; i < doomed.length; i += 1000) {
+      // Someone published, retired or rolled back meanwhile: count again.
+      if (!sameHistory(await store.history(), history)) {
+        changed = true;
+        break;
+      }
+      const batch = doomed.slice(i, i + 1000);
+      await opts.s3.send(new DeleteObjectsCommand({ Bucket: opts.bucket, Delete: { Objects: batch.map(([sha]) => ({ Key: store.prefix + objectKey(sha) })), Quiet: true } }));
+      summary.deleted += batch.length;
+      summary.bytesDeleted += batch.reduce((n, [, o]) => n + o.size, 0);
+    }
+    if (changed) {
+      log(`the history changed while collecting (round ${round}); counting again`);
+      continue;
+    }
+    await store.updateHistory((h) => {
+      const pending = h.pending.filter((p) => !expired(p.started_at));
+      const retired = h.retired.filter((r) => !expired(r.retired_at));
+      summary.dropped = [...h.pending.filter((p) => !pending.includes(p)), ...h.retired.filter((r) => !retired.includes(r))].map((r) => r.release);
+      return summary.dropped.length ? { ...h, pending, retired } : null;
+    });
+    return summary;
+  }
+  throw new Error(`the history of ${store.where} kept changing while collecting (${MAX_ROUNDS} rounds); run gc again when publishing is quiet`);
+}
+
+/** Every object a release's manifest references: the manifest itself, its shards, its files. */
+async function referencedBy(store: StoreBucket, release: string, manifestSha: string): Promise<Set<string>> {
+  const manifest = await loadManifest(async (path, listed) => {
+    const got = await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256));
+    return got?.body ?? null;
+  }, `${store.where} (release ${release}) `).catch((err: Error) => {
+    // Refuse to collect anything when a protected release cannot be read: its objects are unknown.
+    throw new Error(`${err.message}; nothing was deleted`);
+  });
+  return new Set([manifestSha, ...manifest.shards.map((s) => s.entry.sha256), ...manifest.entries.map((e) => e.sha256)]);
+}
+
+function sameHistory(a: ReleaseHistory, b: ReleaseHistory): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,127 @@
+// A published store (edge/contract/store.ts) in an S3 bucket, as publish, rollback, releases and gc
+// use it: its small JSON objects read with their ETag and rewritten only if unchanged (S3's
+// conditional writes), and its objects listed by sha256.
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, emptyHistory, objectSha, parseHistory, parsePointer, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
+import { forEachLimited } from './concurrency.js';
+
+/** The pointer and history must stay fresh at the CDN; objects never change. */
+export const POINTER_CACHE_CONTROL = 'public, max-age=10, must-revalidate';
+export const OBJECT_CACHE_CONTROL = 'public, max-age=31536000, immutable';
+
+/** An S3 client for real AWS, or for an S3-compatible endpoint (path-style, as local servers need). */
+export function s3Client(opts: { region?: string; endpoint?: string }): S3Client {
+  return new S3Client({
+    region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
+    endpoint: opts.endpoint,
+    forcePathStyle: Boolean(opts.endpoint),
+    // Plain Content-MD5 integrity instead of the SDK's newer trailing checksums, which older
+    // S3-compatible servers do not understand.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+export const normalizePrefix = (prefix = '') => (prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`);
+
+const statusOf = (err: unknown) => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+
+export class StoreBucket {
+  readonly where: string;
+  constructor(
+    readonly s3: S3Client,
+    readonly bucket: string,
+    prefix = '',
+  ) {
+    this.prefix = normalizePrefix(prefix);
+    this.where = `s3://${bucket}/${this.prefix}`;
+  }
+  readonly prefix: string;
+
+  /** An object's bytes and ETag, or null when there is none. */
+  async get(key: string): Promise<{ body: Buffer; etag: string } | null> {
+    try {
+      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }));
+      return { body: Buffer.from(await out.Body!.transformToByteArray()), etag: out.ETag ?? '' };
+    } catch (err) {
+      const name = (err as Error).name;
+      if (name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404) return null;
+      throw err;
+    }
+  }
+
+  async pointer(): Promise<ReleasePointer | null> {
+    const got = await this.get(POINTER_KEY);
+    return got ? parseOr(this.where + POINTER_KEY, () => parsePointer(got.body.toString('utf8'))) : null;
+  }
+
+  async history(): Promise<ReleaseHistory> {
+    const got = await this.get(HISTORY_KEY);
+    return got ? parseOr(this.where + HISTORY_KEY, () => parseHistory(got.body.toString('utf8'))) : emptyHistory();
+  }
+
+  /** Read-modify-write of the history, conditional on its ETag: a concurrent writer makes S3 refuse
+   * the write (412, or 409 while both are in flight), and the change is made again on what it wrote.
+   * `change` returns what to write, or null to leave the history as it is. */
+  async updateHistory(change: (history: ReleaseHistory) => ReleaseHistory | null): Promise<ReleaseHistory> {
+    return this.update(HISTORY_KEY, (body) => (body ? parseOr(this.where + HISTORY_KEY, () => parseHistory(body)) : emptyHistory()), change);
+  }
+
+  /** The same for the pointer. */
+  async updatePointer(change: (pointer: ReleasePointer | null) => ReleasePointer | null): Promise<ReleasePointer | null> {
+    return this.update(POINTER_KEY, (body) => (body ? parseOr(this.where + POINTER_KEY, () => parsePointer(body)) : null), change);
+  }
+
+  private async update<T>(key: string, parse: (body: string | null) => T, change: (value: T) => T | null): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const got = await this.get(key);
+      const value = parse(got ? got.body.toString('utf8') : null);
+      const next = change(value);
+      if (next === null) return value;
+      try {
+        await this.s3.send(
+          new PutObjectCommand({
+            Bucket: this.bucket,
+            Key: this.prefix + key,
+            Body: JSON.stringify(next),
+            ContentType: 'application/json',
+            CacheControl: POINTER_CACHE_CONTROL,
+            ...(got ? { IfMatch: got.etag } : { IfNoneMatch: '*' }),
+          }),
+        );
+        return next;
+      } catch (err) {
+        const status = statusOf(err);
+        if ((status !== 412 && status !== 409) || attempt >= 20) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 100 * attempt));
+      }
+    }
+  }
+
+  /** Every object of the store: sha256 → size and last modification. Listed in 16 slices at once
+   * (by the first hex digit), so a store of a million objects lists in about a minute. */
+  async objects(concurrency = 16): Promise<Map<string, { size: number; modified: Date }>> {
+    const out = new Map<string, { size: number; modified: Date }>();
+    await forEachLimited([...'0123456789abcdef'], concurrency, async (digit) => {
+      const prefix = `${this.prefix}${OBJECTS_PREFIX}${digit}`;
+      let token: string | undefined;
+      do {
+        const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+        for (const o of page.Contents ?? []) {
+          const sha = objectSha(o.Key!.slice(this.prefix.length));
+          if (sha) out.set(sha, { size: o.Size ?? -1, modified: o.LastModified ?? new Date(0) });
+        }
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
+    });
+    return out;
+  }
+}
+
+function parseOr<T>(where: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    throw new Error(`${where}: ${(err as Error).message}; is this bucket prefix an isoatlas store published by this version?`);
+  }
+}

@@ -1,0 +1,88 @@
+// How a published atlas is laid out in its bucket (or a mirror's directory, or below any base URL):
+// every file of every release stored once, named by its sha256; a release is its manifest (itself
+// such an object) plus an entry in the release history; a small pointer names the current release.
+//
+//   <prefix>current.json              the pointer (ReleasePointer)
+//   <prefix>releases.json             the history (ReleaseHistory): every kept release, oldest first
+//   <prefix>objects/<aa>/<rest>       a file whose sha256 is <aa><rest> (bodies, manifest shards and
+//                                     each release's manifest.json alike)
+//
+// Objects never change under their name, so publishing uploads only what the store does not have,
+// and a reader that knows a release's manifest sha256 can check every byte it reads.
+import { SHA256_HEX } from './manifest.js';
+
+export const POINTER_KEY = 'current.json';
+export const HISTORY_KEY = 'releases.json';
+export const OBJECTS_PREFIX = 'objects/';
+/** Format of current.json and releases.json; 2 since releases are content-addressed. */
+export const STORE_FORMAT = 2;
+
+/** Where the object with this sha256 lives, relative to the store's prefix. */
+export const objectKey = (sha256: string) => `${OBJECTS_PREFIX}${sha256.slice(0, 2)}/${sha256.slice(2)}`;
+
+/** The sha256 an object key names, or null for any other key. */
+export function objectSha(key: string): string | null {
+  const m = /^objects\/([0-9a-f]{2})\/([0-9a-f]{62})$/.exec(key);
+  return m ? m[1] + m[2] : null;
+}
+
+/** Release names become URL segments (`/releases/<release>/…`, `?release=`): a safe alphabet. */
+export const RELEASE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** One published release: its name, its manifest, when it was published. */
+export interface PublishedRelease {
+  release: string;
+  /** sha256 of the release's manifest.json, which lists every other file's sha256. */
+  manifest_sha256: string;
+  published_at: string;
+}
+
+export interface ReleasePointer extends PublishedRelease {
+  format: typeof STORE_FORMAT;
+  /** The release this one replaced, for `isoatlas rollback`. */
+  previous: string | null;
+}
+
+export interface RetiredRelease extends PublishedRelease {
+  /** When it left the history; its objects may be collected a grace period after this. */
+  retired_at: string;
+}
+
+/** A release being published: its manifest is in the store, its files are being uploaded. */
+export interface PendingRelease {
+  release: string;
+  manifest_sha256: string;
+  started_at: string;
+}
+
+export interface ReleaseHistory {
+  format: typeof STORE_FORMAT;
+  /** Every kept release, in publishing order (oldest first). */
+  releases: PublishedRelease[];
+  /** Releases being published. Garbage collection keeps what they reference, so an object a
+   * publish relies on is never collected under it. */
+  pending: PendingRelease[];
+  /** Releases dropped by `--keep`, still protected from garbage collection for a grace period. */
+  retired: RetiredRelease[];
+}
+
+function validRelease(r: PublishedRelease): boolean {
+  return Boolean(r) && typeof r.release === 'string' && RELEASE_NAME.test(r.release) && typeof r.manifest_sha256 === 'string' && SHA256_HEX.test(r.manifest_sha256) && typeof r.published_at === 'string';
+}
+
+export function parsePointer(text: string): ReleasePointer {
+  const p = JSON.parse(text) as ReleasePointer;
+  if (!p || p.format !== STORE_FORMAT || !validRelease(p)) throw new Error(`not an isoatlas release pointer of format ${STORE_FORMAT}`);
+  return p;
+}
+
+export function parseHistory(text: string): ReleaseHistory {
+  const h = JSON.parse(text) as ReleaseHistory;
+  const valid = (list: unknown) => Array.isArray(list) && list.every((r) => validRelease({ published_at: '', ...r }));
+  if (!h || h.format !== STORE_FORMAT || !valid(h.releases) || !valid(h.pending) || !valid(h.retired)) {
+    throw new Error(`not an isoatlas release history of format ${STORE_FORMAT}`);
+  }
+  return h;
+}
+
+export const emptyHistory = (): ReleaseHistory => ({ format: STORE_FORMAT, releases: [], pending: [], retired: [] });
