@@ -1,6 +1,15 @@
 // `isoatlas publish` and `isoatlas rollback`.
 import type { Command } from 'commander';
 import { UsageError } from './errors.js';
+import { KVS_ARN } from '../edge/cloudfront/kvs-layout.js';
+
+/** `--kvs <arn>` as a client and the ARN; a UsageError for anything but a KeyValueStore ARN. */
+async function kvsOption(o: { kvs?: string; kvsEndpoint?: string }) {
+  if (!o.kvs) return undefined;
+  if (!KVS_ARN.test(o.kvs)) throw new UsageError(`--kvs must be a KeyValueStore ARN like arn:aws:cloudfront::123456789012:key-value-store/<id>, not "${o.kvs}"`);
+  const { kvsClient } = await import('./keys/commands.js');
+  return { client: await kvsClient(o.kvsEndpoint), arn: o.kvs };
+}
 
 function parseKeep(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError('--keep takes a whole number ≥ 1');
@@ -16,11 +25,14 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
-    .option('--distribution-id <id>', 'CloudFront distribution whose cached API answers to invalidate')
+    .option('--kvs <arn>', "the CDN's KeyValueStore (stack output KeyValueStoreArn): name the new release there, so CloudFront switches at once")
+    .option('--kvs-endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in')
+    .option('--distribution-id <id>', 'CloudFront distribution whose cached API answers to invalidate (not needed with --kvs)')
     .option('--keep <n>', 'keep the newest n releases; older ones are retired (isoatlas gc deletes their objects after a grace period)', parseKeep)
     .option('--concurrency <n>', 'uploads in flight', (v) => Number(v), 16)
-    .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number }) => {
+    .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number; kvs?: string; kvsEndpoint?: string }) => {
       const { publish, s3Client } = await import('./publish.js');
+      const kvs = await kvsOption(o);
       const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
       const s = await publish({
         dir: o.dir,
@@ -31,6 +43,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
         distributionId: o.distributionId,
         s3: s3Client(o),
         cloudfront: o.distributionId ? new CloudFrontClient({ region: 'us-east-1' }) : undefined,
+        kvs,
         log,
       });
       log(
@@ -45,11 +58,13 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
     .option('--to <release>', 'release to switch to')
+    .option('--kvs <arn>', "the CDN's KeyValueStore: name the release there too")
+    .option('--kvs-endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
-    .action(async (o: { bucket: string; prefix: string; to?: string; endpoint?: string; region: string }) => {
+    .action(async (o: { bucket: string; prefix: string; to?: string; endpoint?: string; region: string; kvs?: string; kvsEndpoint?: string }) => {
       const { rollback, s3Client } = await import('./publish.js');
-      const r = await rollback({ s3: s3Client(o), bucket: o.bucket, prefix: o.prefix, to: o.to });
+      const r = await rollback({ s3: s3Client(o), bucket: o.bucket, prefix: o.prefix, to: o.to, kvs: await kvsOption(o) });
       log(r.changed ? `rolled back s3://${o.bucket}/${o.prefix}: ${r.from} → ${r.to}` : `${r.to} is already the current release of s3://${o.bucket}/${o.prefix}: nothing to do`);
     });
 

@@ -25,6 +25,8 @@ import { loadManifest } from './manifest-reader.js';
 import { forEachLimited } from './concurrency.js';
 import { OBJECT_CACHE_CONTROL, StoreBucket, s3Client } from './store-bucket.js';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
+import { setCurrentRelease } from './keys/kvs.js';
 
 export { s3Client, OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from './store-bucket.js';
 
@@ -38,6 +40,8 @@ export interface PublishOptions {
   distributionId?: string;
   s3: S3Client;
   cloudfront?: Pick<CloudFrontClient, 'send'>;
+  /** The CDN's KeyValueStore: its viewer gate pins API requests to the release named there. */
+  kvs?: { client: CloudFrontKeyValueStoreClient; arn: string };
   progress?: boolean;
   log?: (line: string) => void;
 }
@@ -172,6 +176,10 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     return { format: 2, ...entry, previous: summary.previous };
   });
   log(`${store.where}${POINTER_KEY} → ${release}`);
+  if (opts.kvs) {
+    await setCurrentRelease(opts.kvs.client, opts.kvs.arn, release);
+    log(`${opts.kvs.arn} release:current → ${release}`);
+  }
 
   if (opts.distributionId) summary.invalidated = await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId);
   summary.seconds = (performance.now() - started) / 1000;
@@ -198,7 +206,7 @@ export interface RollbackResult {
 
 /** `isoatlas rollback`: points current.json at an earlier kept release (by default the one before
  * the current release in the history). */
-export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: string; to?: string }): Promise<RollbackResult> {
+export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: string; to?: string; kvs?: PublishOptions['kvs'] }): Promise<RollbackResult> {
   const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
   const current = await store.pointer();
   if (!current) throw new UsageError(`nothing is published at ${store.where}`);
@@ -206,7 +214,11 @@ export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: st
   const names = history.releases.map((r) => r.release);
   const targetName = opts.to ?? names[names.lastIndexOf(current.release) - 1] ?? current.previous;
   if (!targetName) throw new UsageError(`no release before ${current.release} to roll back to in ${store.where}`);
-  if (targetName === current.release) return { from: current.release, to: targetName, changed: false };
+  if (targetName === current.release) {
+    // The pointer is there already; the CDN's store may not be (a rollback whose KVS write failed).
+    const kvsChanged = opts.kvs ? await setCurrentRelease(opts.kvs.client, opts.kvs.arn, targetName) : false;
+    return { from: current.release, to: targetName, changed: kvsChanged };
+  }
   const target = history.releases.find((r) => r.release === targetName);
   if (!target) throw new UsageError(`release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`);
   let from = current.release;
@@ -214,6 +226,7 @@ export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: st
     from = now?.release ?? from;
     return { format: 2, ...target, previous: from };
   });
+  if (opts.kvs) await setCurrentRelease(opts.kvs.client, opts.kvs.arn, targetName);
   return { from, to: targetName, changed: true };
 }
 

@@ -12,7 +12,10 @@ import { ALLOW, PREFLIGHT_HEADERS, problem } from './responses.js';
 import type { AccessControl } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
 import { routeHandlers } from './routes/index.js';
-import type { Release } from './routes/context.js';
+import type { Release, Releases } from './routes/context.js';
+import type { ReleaseListBody } from './contract/schemas.js';
+import { RELEASE_HEADER, RELEASE_PARAM } from './contract/routes.js';
+import { API_PREFIX } from './contract/tree.js';
 import { structureFile } from './routes/structure.js';
 
 export interface HandlerOptions {
@@ -48,7 +51,7 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
       }
       const decision = options.access ? await options.access.decide(request, context.clientIp) : null;
       if (decision?.denied) return decision.denied;
-      const response = await serve(request, (await releases.get())!, options);
+      const response = await serve(request, releases, options);
       if (decision) for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);
       // With keys required, every answer served was asked with a key: no shared cache in front of
       // this server may hand it to a client without one.
@@ -60,13 +63,14 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
   };
 }
 
-/** The answer to a GET or HEAD from one release. */
-async function serve(request: Request, release: Release, options: HandlerOptions): Promise<Response> {
+/** The answer to a GET or HEAD, from the release it names or the current one. */
+async function serve(request: Request, releases: Releases, options: HandlerOptions): Promise<Response> {
   const url = new URL(request.url);
   if (options.serveStructureFiles && url.pathname.startsWith('/structures/')) {
     const name = url.pathname.slice('/structures/'.length);
     if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
-    return structureFile(request, release, name);
+    const release = (await releases.get())!;
+    return named(await structureFile(request, release, name), release);
   }
   const matched = matchRoute(url.pathname);
   if (!matched) {
@@ -74,39 +78,57 @@ async function serve(request: Request, release: Release, options: HandlerOptions
   }
   const { route, params } = matched;
   const query = parseQuery(route, url.searchParams);
-  return routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, structureBaseUrl: options.structureBaseUrl });
+  const asked = query.strings[RELEASE_PARAM];
+  const release = await releases.get(asked);
+  if (!release) return problem(request, { status: 404, detail: `no release "${asked!.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
+  const response = await routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl });
+  return named(response, release);
+}
+
+/** Every answer from a release names it. */
+async function named(response: Response, release: Release): Promise<Response> {
+  response.headers.set(RELEASE_HEADER, await release.name());
+  return response;
 }
 
 /** The releases requests are answered from: the one tree, or a release of a store (the current one,
  * or one named). Each request is answered from one pinned release; the releases used lately are
  * kept open, so requests in flight finish on theirs. */
-export interface Releases {
-  get(release?: string): Promise<Release | null>;
-}
-
 export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes'>): Releases {
   const open = (files: ReleaseFiles, publicPath: (path: string) => string): Release => {
     // Every file, edge data included, is checked against the manifest before it is used.
     const verified = new VerifiedOrigin(files, { bodyCacheBytes: options.bodyCacheBytes });
-    return { origin: verified, data: new ReleaseData(verified), publicPath };
+    return { origin: verified, data: new ReleaseData(verified), publicPath, name: () => verified.releaseName() };
   };
   const source = options.origin;
+  // A tree (or a server's one directory) holds one release: asked by its own name, or not named.
+  const onlyIf = async (release: Release, name: string | undefined) => (name === undefined || (await release.name()) === name ? release : null);
+  const single = async (release: Release): Promise<ReleaseListBody> => {
+    const name = await release.name();
+    return { current: name, releases: [{ release: name, current: true, published_at: null, manifest_sha256: null }] };
+  };
   if (!isVersioned(source)) {
-    const single = open(source, (path) => path);
-    return { get: async () => single };
+    const tree = open(source, (path) => path);
+    return { get: (name) => onlyIf(tree, name), list: () => single(tree) };
   }
   const byRelease = new Map<PinnedRelease, Release>();
+  const get = async (name?: string) => {
+    const pinned = await source.pin(name);
+    if (!pinned) return null;
+    let release = byRelease.get(pinned);
+    if (!release) {
+      release = open(pinned.files, pinned.publicPath);
+      byRelease.set(pinned, release);
+      if (byRelease.size > 3) byRelease.delete(byRelease.keys().next().value!);
+    }
+    return onlyIf(release, name);
+  };
   return {
-    async get(name) {
-      const pinned = await source.pin(name);
-      if (!pinned) return null;
-      let release = byRelease.get(pinned);
-      if (!release) {
-        release = open(pinned.files, pinned.publicPath);
-        byRelease.set(pinned, release);
-        if (byRelease.size > 3) byRelease.delete(byRelease.keys().next().value!);
-      }
-      return release;
+    get,
+    async list() {
+      if (!source.list) return single((await get())!);
+      const { current, releases } = await source.list();
+      return { current, releases: releases.map((r) => ({ release: r.release, current: r.release === current, published_at: r.published_at, manifest_sha256: r.manifest_sha256 })) };
     },
   };
 }

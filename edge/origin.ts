@@ -32,6 +32,8 @@ export interface VersionedOrigin {
   readonly description: string;
   /** The current release, or the named one; null when the store has no such release. */
   pin(release?: string): Promise<PinnedRelease | null>;
+  /** The releases it keeps, oldest first, and the current one's name; absent when it holds one. */
+  list?(): Promise<{ current: string; releases: { release: string; published_at: string; manifest_sha256: string }[] }>;
 }
 
 export interface PinnedRelease {

@@ -96,9 +96,9 @@ export class IsoatlasCdnStack extends Stack {
   readonly distribution: cloudfront.Distribution;
   readonly webAcl: wafv2.CfnWebACL;
   readonly originFunction: cloudfront.experimental.EdgeFunction;
-  /** The key gate and the store it reads (with access control). */
-  readonly keyGate?: cloudfront.Function;
-  readonly keyValueStore?: cloudfront.KeyValueStore;
+  /** The viewer gate (release pinning, and keys with access control) and the store it reads. */
+  readonly keyGate: cloudfront.Function;
+  readonly keyValueStore: cloudfront.KeyValueStore;
   /** The day meter, its counters and its input (when a tier has a day limit). */
   readonly meterFunction?: lambda.Function;
   readonly meterTable?: dynamodb.Table;
@@ -165,9 +165,9 @@ export class IsoatlasCdnStack extends Stack {
       }),
     );
 
-    const access = props.access && accessConfig ? this.addAccess(props.access, accessConfig) : undefined;
-    this.keyGate = access?.keyGate;
-    this.keyValueStore = access?.keyValueStore;
+    const access = this.addGate(props.access, accessConfig ?? null);
+    this.keyGate = access.keyGate;
+    this.keyValueStore = access.keyValueStore;
     this.meterFunction = access?.meterFunction;
     this.meterTable = access?.meterTable;
 
@@ -291,7 +291,7 @@ export class IsoatlasCdnStack extends Stack {
     ];
     // The key gate on every behaviour: each can return atlas data (the pointer, release files,
     // structures, the API), so none may reach the bucket without it.
-    const functionAssociations = this.keyGate ? [{ function: this.keyGate, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST }] : undefined;
+    const functionAssociations = [{ function: this.keyGate, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST }];
 
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: `isoatlas ${props.bucketName}/${prefix}`,
@@ -360,31 +360,29 @@ export class IsoatlasCdnStack extends Stack {
     new CfnOutput(this, 'DistributionId', { value: this.distribution.distributionId });
     new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
-    if (this.keyValueStore) {
-      new CfnOutput(this, 'KeyValueStoreArn', { value: this.keyValueStore.keyValueStoreArn, description: 'isoatlas keys publish --kvs <this>' });
-    }
+    new CfnOutput(this, 'KeyValueStoreArn', { value: this.keyValueStore.keyValueStoreArn, description: 'isoatlas publish --kvs <this> (and keys publish --kvs)' });
     for (const [tier, set] of tierSets) {
       new CfnOutput(this, `TierPatternSet${tier.replace(/[^A-Za-z0-9]/g, '')}`, { value: set.attrArn, description: `isoatlas keys publish --waf-tier ${tier}=<this>` });
     }
     if (this.meterTable) new CfnOutput(this, 'MeterTableName', { value: this.meterTable.tableName, description: 'requests per API key and UTC day' });
   }
 
-  /** The key gate, its store, and (when a tier has a day limit) the day meter. */
-  private addAccess(access: IsoatlasAccessProps, config: AccessConfig) {
+  /** The viewer gate and its store (always: it pins the release), and with a day limit the meter. */
+  private addGate(access: IsoatlasAccessProps | undefined, config: AccessConfig | null) {
     const settings = keyGateSettings(config);
     const keyValueStore = new cloudfront.KeyValueStore(this, 'KeyStore', {
-      comment: 'isoatlas API keys: keyed hashes, tiers, revocations, day-quota marks (isoatlas keys publish)',
+      comment: 'isoatlas: the current release (isoatlas publish --kvs); API keys, revocations, day-quota marks (isoatlas keys publish)',
     });
     // Named, so the log group it writes to (/aws/cloudfront/function/<name>, in us-east-1) is known.
     const gateName = `${this.stackName}-key-gate`.slice(0, 64);
     const keyGate = new cloudfront.Function(this, 'KeyGate', {
       functionName: gateName,
-      comment: `isoatlas key gate (${config.mode}): API keys checked against the KeyValueStore`,
+      comment: `isoatlas viewer gate (${settings.mode}): current release${config ? ' and API keys' : ''} from the KeyValueStore`,
       runtime: cloudfront.FunctionRuntime.JS_2_0,
       code: cloudfront.FunctionCode.fromInline(keyGateCode(settings)),
       keyValueStore,
     });
-    if (settings.metered.length === 0) return { keyGate, keyValueStore };
+    if (!access || settings.metered.length === 0) return { keyGate, keyValueStore };
     if (!access.meterCodeDir || !existsSync(join(access.meterCodeDir, 'index.js'))) {
       throw new Error(`tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle-edge.ts) and pass access.meterCodeDir`);
     }

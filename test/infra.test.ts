@@ -175,7 +175,7 @@ describe('distribution', () => {
     }
   });
 
-  it('/api/v1/*: the origin-request function; no function at viewer request without access', () => {
+  it('/api/v1/*: the origin-request function; without access, a viewer gate that only pins the release', () => {
     const { resources } = synth();
     const api = behaviour(resources, 'api/v1/*');
     expect(api.AllowedMethods).toEqual(['GET', 'HEAD', 'OPTIONS']);
@@ -190,8 +190,11 @@ describe('distribution', () => {
     // The pointer, the history and the objects are read from the bucket as they are.
     expect(config(resources).DefaultCacheBehavior.LambdaFunctionAssociations).toBeUndefined();
     expect(behaviour(resources, 'objects/*').LambdaFunctionAssociations).toBeUndefined();
-    for (const b of [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors]) expect(b.FunctionAssociations).toBeUndefined();
-    expect(ofType(resources, 'AWS::CloudFront::Function')).toHaveLength(0);
+    const [gateId, gate] = only(resources, 'AWS::CloudFront::Function');
+    expect(gate.Properties.FunctionCode).toBe(keyGateCode(keyGateSettings(null)));
+    for (const b of [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors]) {
+      expect(b.FunctionAssociations).toEqual([{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [gateId, 'FunctionARN'] } }]);
+    }
   });
 
   it('/api/v1/* cache key: path + the query parameters the routes declare only; no headers (Authorization), no cookies', () => {
@@ -510,10 +513,10 @@ describe('guards', () => {
     expect(() => synth({ bucketName: 'Not_A_Bucket', edgeCodeDir: plainBundle })).toThrow(/bucket name/);
   });
 
-  it('outputs bucket, distribution id and domain (and the key store and meter table with access)', () => {
+  it('outputs bucket, distribution id and domain, the key store (for publish --kvs), and the meter table with access', () => {
     const outputs = (r: Template) => Object.keys(r.toJSON().Outputs ?? {}).sort();
-    expect(outputs(synth().template)).toEqual(expect.arrayContaining(['BucketName', 'DistributionDomainName', 'DistributionId']));
-    expect(outputs(synth().template)).not.toContain('KeyValueStoreArn');
+    expect(outputs(synth().template)).toEqual(expect.arrayContaining(['BucketName', 'DistributionDomainName', 'DistributionId', 'KeyValueStoreArn']));
+    expect(outputs(synth().template)).not.toContain('MeterTableName');
     expect(outputs(synth({ access: ACCESS }).template)).toEqual(expect.arrayContaining(['KeyValueStoreArn', 'MeterTableName']));
   });
 });

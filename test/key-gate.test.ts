@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_FILE, KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
-import { decodeKeyRecord, encodeKeyRecord, keyEntry, kvsEntries, METER_MARK, SECRET_ENTRY } from '../edge/cloudfront/kvs-layout.js';
+import { CURRENT_RELEASE_ENTRY, decodeKeyRecord, encodeKeyRecord, keyEntry, kvsEntries, METER_MARK, SECRET_ENTRY } from '../edge/cloudfront/kvs-layout.js';
 import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
 import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
 import { validate } from './helpers/schemas.js';
@@ -162,6 +162,45 @@ describe('open (A)', () => {
 
   it('meters the tiers that have a day limit in the config', async () => {
     const config = resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 900 }, tiers: { standard: { per_minute: 3000, per_day: 100000 }, plus: { per_minute: 12000 } } } }, 'open');
-    expect(keyGateSettings(config)).toEqual({ mode: 'open', metered: ['standard'] });
+    expect(keyGateSettings(config)).toEqual({ mode: 'open', metered: ['standard'], api: '/api/v1/' });
+  });
+});
+
+describe('the release (every arrangement)', () => {
+  const withRelease = () => store((e) => e.set(CURRENT_RELEASE_ENTRY, '2026.12-test'));
+  const none = (entries: Map<string, string>) => loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), entries, () => NOW);
+
+  it('names the current release in an API request that names none, so it is part of the cache key', async () => {
+    for (const f of [none(withRelease()), gate('open', withRelease())]) {
+      const out = await f.handler(viewerRequest({}));
+      expect(out.statusCode).toBeUndefined();
+      expect(out.querystring).toEqual({ release: { value: '2026.12-test' } });
+    }
+    const keyed = await gate('key-required', withRelease()).handler(viewerRequest({ authorization: bearer(standard.key) }));
+    expect(keyed.querystring).toEqual({ release: { value: '2026.12-test' } });
+  });
+
+  it('leaves a release the client asked for, and requests outside the API, as they are', async () => {
+    const f = none(withRelease());
+    const pinned = await f.handler(viewerRequest({ querystring: { release: { value: '2026.11-chr22-demo' } } }));
+    expect(pinned.querystring).toEqual({ release: { value: '2026.11-chr22-demo' } });
+    for (const uri of ['/releases/2026.11-chr22-demo/structures/PB.1.1.cif', '/current.json', '/objects/ab/cdef']) {
+      expect((await f.handler(viewerRequest({ uri }))).querystring, uri).toEqual({});
+    }
+  });
+
+  it('without a current release in the store (nothing published with --kvs yet) the request goes on unpinned', async () => {
+    expect((await none(store()).handler(viewerRequest({}))).querystring).toEqual({});
+  });
+
+  it('checks no key when the arrangement has none', async () => {
+    const out = await none(withRelease()).handler(viewerRequest({ authorization: 'Bearer whatever' }));
+    expect(out.statusCode).toBeUndefined();
+    expect(runtimeProblems(keyGateCode(keyGateSettings(null)))).toEqual([]);
+  });
+
+  it('a refused key is refused before any release is looked up', async () => {
+    const out = await gate('key-required', withRelease()).handler(viewerRequest({}));
+    await refusal(out, 401);
   });
 });

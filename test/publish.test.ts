@@ -17,6 +17,13 @@ import { createHandler, releasesOf } from '../edge/handler.js';
 import { StoreOrigin } from '../edge/origins/store.js';
 import { objectKey } from '../edge/contract/store.js';
 import { locateStructureFile } from '../edge/routes/structure.js';
+import { RELEASE_HEADER } from '../edge/contract/routes.js';
+import { validate } from './helpers/schemas.js';
+import { startFakeKvs } from './helpers/fake-kvs.js';
+import { kvsClient } from '../build/keys/commands.js';
+import { CURRENT_RELEASE_ENTRY } from '../edge/cloudfront/kvs-layout.js';
+import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
+import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-function.js';
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
@@ -239,6 +246,21 @@ describe('publish to S3 (s3rver)', () => {
     expect(seen.new).toBeGreaterThan(0);
   });
 
+  it('answers from either kept release when asked with ?release=, from the current one otherwise, naming it every time', async () => {
+    const h = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
+    const ask = async (query = '') => {
+      const r = await h(new Request(`http://atlas.test/api/v1/genes/PRR5${query}`));
+      return { status: r.status, release: r.headers.get(RELEASE_HEADER), body: await r.text() };
+    };
+    expect(await ask('?release=2026.11-chr22-demo')).toEqual({ status: 200, release: '2026.11-chr22-demo', body: gene(release1, 'ENSG00000186654') });
+    expect(await ask('?release=2026.12-test')).toEqual({ status: 200, release: '2026.12-test', body: gene(release2, 'ENSG00000186654') });
+    expect(await ask()).toEqual({ status: 200, release: '2026.12-test', body: gene(release2, 'ENSG00000186654') });
+    expect((await ask('?release=1999.01-none')).status).toBe(404);
+    const listing = await (await h(new Request('http://atlas.test/api/v1/releases'))).json();
+    expect(validate('ReleaseList', listing)).toEqual([]);
+    expect(listing).toMatchObject({ current: '2026.12-test', releases: [{ release: '2026.11-chr22-demo', current: false }, { release: '2026.12-test', current: true }] });
+  });
+
   it('leaves the current release serving when a publish dies mid-way, and a re-run uploads only the rest', async () => {
     // A client whose object uploads fail after the first 3: the publish of release 3 dies part-way.
     let writes = 0;
@@ -271,6 +293,8 @@ describe('publish to S3 (s3rver)', () => {
     const r = await rollback({ s3, bucket: BUCKET });
     expect(r).toEqual({ from: '2027.01-test', to: '2026.12-test', changed: true });
     expect(await currentRelease(handler)).toBe('2026.12-test');
+    // A reader that pinned a release is not moved by a rollback.
+    expect(((await (await handler(new Request('http://atlas.test/api/v1/release?release=2027.01-test'))).json()) as { release: string }).release).toBe('2027.01-test');
     expect(await rollback({ s3, bucket: BUCKET, to: '2026.12-test' })).toEqual({ from: '2026.12-test', to: '2026.12-test', changed: false });
     await expect(rollback({ s3, bucket: BUCKET, to: '1999.01-none' })).rejects.toThrow(/not \(or no longer\) kept/);
   });
@@ -298,6 +322,27 @@ describe('publish to S3 (s3rver)', () => {
     const create = s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'current.json', Body: '{}', IfNoneMatch: '*' }));
     await expect(create).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
     expect(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'releases.json' }))).Body!.transformToString()).toBe(body);
+  });
+
+  it('with --kvs, publish and rollback name the release in the CDN\'s store, and the viewer gate pins API requests to it', async () => {
+    const arn = 'arn:aws:cloudfront::123456789012:key-value-store/0a1b2c3d-test';
+    const kvs = await startFakeKvs(arn);
+    try {
+      const store = { client: await kvsClient(kvs.url), arn };
+      await rollback({ s3, bucket: BUCKET, to: '2027.02-a', kvs: store });
+      expect(kvs.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2027.02-a');
+      await publish({ dir: release4b, bucket: BUCKET, s3, progress: false, kvs: store });
+      expect(kvs.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2027.02-b');
+      // What CloudFront does with a request: the gate names the release, the origin function answers from it.
+      const gate = loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), kvs.entries);
+      const viewer = await gate.handler(viewerRequest({ uri: '/api/v1/release' }));
+      expect(viewer.querystring).toEqual({ release: { value: '2027.02-b' } });
+      const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 60_000) });
+      const answer = await handler(new Request(`http://atlas.test${viewer.uri}?release=${viewer.querystring.release.value}`));
+      expect(answer.headers.get(RELEASE_HEADER)).toBe('2027.02-b');
+    } finally {
+      await kvs.close();
+    }
   });
 
   it('--keep retires older releases; gc removes only what no kept release references, after the grace period', async () => {

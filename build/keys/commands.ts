@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config.js';
 import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
-import { kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
+import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
 import { UsageError } from '../errors.js';
 
 export function readAccessConfig(path: string | undefined, mode?: AccessConfig['mode']): AccessConfig {
@@ -95,7 +95,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .option('--waf-endpoint <url>', 'WAF API endpoint, for a local stand-in')
     .option(...dirOption)
     .action(async (o: { kvs: string; wafTier: string[]; endpoint?: string; wafEndpoint?: string; keysDir: string }) => {
-      if (!/^arn:aws:cloudfront::\d{12}:key-value-store\/[\w-]+$/.test(o.kvs)) {
+      if (!KVS_ARN.test(o.kvs)) {
         throw new UsageError(`--kvs must be a KeyValueStore ARN like arn:aws:cloudfront::123456789012:key-value-store/<id>, not "${o.kvs}"`);
       }
       const { parseTierSets, publishTierSets } = await import('./waf-tiers.js');

@@ -5,11 +5,12 @@
 import {
   ConflictException,
   DescribeKeyValueStoreCommand,
+  GetKeyCommand,
   ListKeysCommand,
   UpdateKeysCommand,
   type CloudFrontKeyValueStoreClient,
 } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import { decodeKeyRecord, encodeKeyRecord, KEY_ENTRY_PREFIX } from '../../edge/cloudfront/kvs-layout.js';
+import { CURRENT_RELEASE_ENTRY, decodeKeyRecord, encodeKeyRecord, KEY_ENTRY_PREFIX } from '../../edge/cloudfront/kvs-layout.js';
 
 /** Changes sent per UpdateKeys call. */
 const BATCH = 50;
@@ -71,4 +72,23 @@ function keepExhaustion(published: string, stored: string | undefined): string {
   const now = stored === undefined ? null : decodeKeyRecord(stored);
   const next = decodeKeyRecord(published)!;
   return now && now.exhausted_until ? encodeKeyRecord({ ...next, exhausted_until: now.exhausted_until }) : published;
+}
+
+/** `isoatlas publish --kvs` and `rollback --kvs`: the viewer gate's current release. Written after
+ * the bucket's pointer, so an API request the gate pins to it finds the release there. Returns
+ * false when the store already named it. */
+export async function setCurrentRelease(client: CloudFrontKeyValueStoreClient, arn: string, release: string): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const described = await client.send(new DescribeKeyValueStoreCommand({ KvsARN: arn }));
+    const current = await client
+      .send(new GetKeyCommand({ KvsARN: arn, Key: CURRENT_RELEASE_ENTRY }))
+      .then((r) => r.Value, (err: Error) => (err.name === 'ResourceNotFoundException' ? undefined : Promise.reject(err)));
+    if (current === release) return false;
+    try {
+      await client.send(new UpdateKeysCommand({ KvsARN: arn, IfMatch: described.ETag!, Puts: [{ Key: CURRENT_RELEASE_ENTRY, Value: release }] }));
+      return true;
+    } catch (err) {
+      if (!(err instanceof ConflictException) || attempt >= ATTEMPTS) throw err;
+    }
+  }
 }

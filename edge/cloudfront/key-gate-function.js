@@ -1,10 +1,15 @@
-// isoatlas key gate: a CloudFront Function (runtime cloudfront-js-2.0) on the viewer request of
-// every cache behaviour that can return atlas data. It checks `Authorization: Bearer <key>` against
-// the CloudFront KeyValueStore written by `isoatlas keys publish`, in process, with no network call:
-// the key's HMAC (keyed by the secret kept in the store) is compared in constant time with the stored
-// one. Missing keys pass only in the open arrangement; malformed, unknown, forged or revoked keys are
-// refused, never downgraded to anonymous. A key whose day quota the meter found used up is refused
-// with 429 until the time the store names. Per-minute limits are WAF rules, which run before this.
+// isoatlas viewer gate: a CloudFront Function (runtime cloudfront-js-2.0) on the viewer request of
+// every cache behaviour. Two jobs, both in process with no network call, reading the CloudFront
+// KeyValueStore:
+//   - the release: an API request that names none gets `release=<current>` (the store's
+//     `release:current`, written by `isoatlas publish --kvs`), so the release is part of every cached
+//     answer's key and a publish or rollback switches readers at once, with no invalidation;
+//   - keys (arrangements open and key-required): `Authorization: Bearer <key>` is checked against
+//     the store written by `isoatlas keys publish`: the key's HMAC (keyed by the secret kept in the
+//     store) is compared in constant time with the stored one. Missing keys pass only in the open
+//     arrangement; malformed, unknown, forged or revoked keys are refused, never downgraded to
+//     anonymous. A key whose day quota the meter found used up is refused with 429 until the time
+//     the store names. Per-minute limits are WAF rules, which run before this.
 //
 // The source is deployed as is, after edge/cloudfront/key-gate.ts replaces __SETTINGS__; the tests run this
 // file in a harness that provides the `cloudfront` module. Keep it within what the runtime supports
@@ -22,6 +27,20 @@ var TITLES = { 401: 'Unauthorized', 429: 'Too Many Requests', 503: 'Service Unav
 
 async function handler(event) {
   var request = event.request;
+  var checked = SETTINGS.mode === 'none' ? request : await checkKey(request);
+  return checked === request ? pinRelease(request) : checked;
+}
+
+/** An API request that names no release is answered from the current one, named in its cache key. */
+async function pinRelease(request) {
+  if (request.uri.indexOf(SETTINGS.api) !== 0 || request.querystring.release) return request;
+  var current = await read('release:current', 'string');
+  if (current) request.querystring.release = { value: current };
+  return request;
+}
+
+/** The request, or the refusal to send instead. */
+async function checkKey(request) {
   var header = request.headers.authorization;
   // Keys never travel further than this function: not to the cache key, the origin or its logs.
   delete request.headers.authorization;

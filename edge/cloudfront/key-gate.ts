@@ -1,23 +1,29 @@
-// The key gate's deployable source: key-gate-function.js with its settings filled in. The settings are the
-// arrangement and the tiers the day meter counts; everything per key lives in the KeyValueStore.
+// The viewer gate's deployable source: key-gate-function.js with its settings filled in. The settings
+// are the arrangement (or none: the gate then only pins the release), the tiers the day meter counts
+// and the API's path prefix; the current release and everything per key live in the KeyValueStore.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tierLimits, type AccessConfig, type AccessMode } from '../access/config.js';
+import { API_PREFIX } from '../contract/tree.js';
 
 export const KEY_GATE_FILE = join(dirname(fileURLToPath(import.meta.url)), 'key-gate-function.js');
 /** CloudFront's limit on a function's code. */
 export const KEY_GATE_MAX_BYTES = 10 * 1024;
 
 export interface KeyGateSettings {
-  mode: AccessMode;
+  mode: AccessMode | 'none';
   /** Tiers with a day limit: the gate logs their requests for the meter. */
   metered: string[];
+  /** Requests below this path are API requests, answered from a release. */
+  api: string;
 }
 
-export function keyGateSettings(config: AccessConfig): KeyGateSettings {
+/** The settings of an arrangement, or of none (no keys: the gate only pins the release). */
+export function keyGateSettings(config: AccessConfig | null): KeyGateSettings {
+  if (!config) return { mode: 'none', metered: [], api: `${API_PREFIX}/` };
   const tiers = config.mode === 'open' ? config.open.tiers : config.key_required.tiers;
-  return { mode: config.mode, metered: Object.keys(tiers).filter((t) => tierLimits(config, t).per_day !== undefined) };
+  return { mode: config.mode, metered: Object.keys(tiers).filter((t) => tierLimits(config, t).per_day !== undefined), api: `${API_PREFIX}/` };
 }
 
 export function keyGateCode(settings: KeyGateSettings): string {

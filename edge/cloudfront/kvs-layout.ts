@@ -4,9 +4,14 @@
 //                 is in the template)
 //   key:<id>      JSON { hash, tier, revoked_at, exhausted_until } of one API key; exhausted_until is
 //                 seconds since the epoch (0: not exhausted), written by the meter only
+//   release:current  the name of the current release, written by `isoatlas publish --kvs` and
+//                 `isoatlas rollback --kvs`; the gate adds it to API requests that name no release
 import type { EdgeKeyRecord } from '../access/key-registry.js';
 
+/** A KeyValueStore's ARN, as `--kvs` takes it. */
+export const KVS_ARN = /^arn:aws:cloudfront::\d{12}:key-value-store\/[\w-]+$/;
 export const SECRET_ENTRY = 'secret';
+export const CURRENT_RELEASE_ENTRY = 'release:current';
 export const KEY_ENTRY_PREFIX = 'key:';
 export const keyEntry = (id: string) => `${KEY_ENTRY_PREFIX}${id}`;
 /** What the gate logs for each admitted request of a metered tier (a key id, never key material). */

@@ -2,7 +2,7 @@
 // every route with every status it can answer, the headers that come with each, the bearer scheme of
 // both access arrangements, and examples from the release it describes.
 import { API_PREFIX } from './tree.js';
-import { PATH_SEGMENT_PATTERN, routes, type Route, type RouteId } from './routes.js';
+import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, routes, type Route, type RouteId } from './routes.js';
 import { schemas } from './schemas.js';
 
 /** Examples from the release the document is rendered with. */
@@ -32,6 +32,7 @@ const HEADERS = {
   'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
   'WWW-Authenticate': { description: 'The Bearer challenge; `error="invalid_token"` when a key was sent and refused.', schema: { type: 'string' } },
   Allow: { description: 'The methods the API answers: GET, HEAD, OPTIONS.', schema: { type: 'string' } },
+  [RELEASE_HEADER]: { description: 'The release this answer is from: the one asked for with `release`, or the current one.', schema: { type: 'string' } },
 } as const;
 
 const RATE_LIMIT = {
@@ -106,7 +107,7 @@ function parameters(route: Route, examples: OpenApiExamples | undefined) {
 }
 
 function successes(route: Route, examples: OpenApiExamples | undefined): Record<string, unknown> {
-  const cache = { 'Cache-Control': ref('headers', 'Cache-Control'), Vary: ref('headers', 'Vary') };
+  const cache = { 'Cache-Control': ref('headers', 'Cache-Control'), Vary: ref('headers', 'Vary'), [RELEASE_HEADER]: ref('headers', RELEASE_HEADER) };
   if (route.status === 307) {
     return {
       '307': { description: 'Temporary redirect to the mmCIF file (chemical/x-mmcif) of the predicted structure.', headers: { Location: { ...HEADERS.Location, required: true }, ...cache, ...RATE_LIMIT } },

@@ -74,6 +74,18 @@ const symbolParam = {
   example: 'PRR5',
 };
 
+/** Every route takes it: the published release to answer from (GET /releases lists them); without
+ * it, the current release answers. Every answer names its release in RELEASE_HEADER. */
+export const RELEASE_PARAM = 'release';
+export const RELEASE_HEADER = 'X-Isoatlas-Release';
+const releaseParam: StringParam = {
+  name: RELEASE_PARAM,
+  description: 'Answer from this published release (GET /api/v1/releases lists them); default: the current release. Links in bodies do not carry it: add it to each request to stay on one release.',
+  minLength: 1,
+  maxLength: 100,
+  required: false,
+};
+
 /** Every v1 route. Each id is bound to its handler module in edge/routes/index.ts, whose type asks
  * for one handler per RouteId: a route added here without code does not compile. */
 export const routes = [
@@ -84,7 +96,7 @@ export const routes = [
     description: 'The same body as /release.',
     pathParams: [],
     integerParams: [],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: 'Release',
     status: 200,
     cache: 'release',
@@ -97,10 +109,24 @@ export const routes = [
     description: 'Version, date, sources of each track, counts, and which tracks are generated.',
     pathParams: [],
     integerParams: [],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: 'Release',
     status: 200,
     cache: 'release',
+    tag: 'release',
+  },
+  {
+    id: 'releases',
+    path: '/releases',
+    summary: 'The published releases, and which is current',
+    description:
+      'Oldest first. Any of them can be asked for with the `release` query parameter on every endpoint; a mirror or local server of one tree lists that one.',
+    pathParams: [],
+    integerParams: [],
+    stringParams: [releaseParam],
+    schema: 'ReleaseList',
+    status: 200,
+    cache: 'search',
     tag: 'release',
   },
   {
@@ -111,7 +137,7 @@ export const routes = [
       'A symbol shared by several genes (e.g. Y_RNA) answers 300 Multiple Choices with the candidate gene ids; use a gene id to pick one.',
     pathParams: [symbolParam],
     integerParams: [],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: 'Gene',
     status: 200,
     cache: 'release',
@@ -124,7 +150,7 @@ export const routes = [
     description: 'Ordered canonical first, then reference isoforms by name, then long-read isoforms by id.',
     pathParams: [symbolParam],
     integerParams: [limit(100, 100), offset],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: 'IsoformPage',
     status: 200,
     cache: 'release',
@@ -137,7 +163,7 @@ export const routes = [
     description: 'Δlength, NMD, domain, neoantigen and PTM counts, and mean pLDDT.',
     pathParams: [transcriptParam],
     integerParams: [],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: 'Isoform',
     status: 200,
     cache: 'release',
@@ -150,7 +176,7 @@ export const routes = [
     description: 'Ordered by start position.',
     pathParams: [transcriptParam],
     integerParams: [],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: 'DomainList',
     status: 200,
     cache: 'release',
@@ -163,7 +189,7 @@ export const routes = [
     description: 'Ranked by predicted affinity (lowest nM first), then percentile rank.',
     pathParams: [transcriptParam],
     integerParams: [limit(50, 50)],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: 'NeoantigenList',
     status: 200,
     cache: 'release',
@@ -176,7 +202,7 @@ export const routes = [
     description: '307 Temporary Redirect; 404 when the isoform has no predicted structure.',
     pathParams: [transcriptParam],
     integerParams: [],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: null,
     status: 307,
     cache: 'redirect',
@@ -190,7 +216,7 @@ export const routes = [
       'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names. Each record appears once, in its best tier: exact matches first, then prefix matches, then gene symbols one typo away (a wrong, missing or extra letter, or two neighbouring letters swapped; queries of 3 characters or more). `score` ranks within a tier, summed over the query\'s words: exact 1; prefix the share of the matched term that was typed; fuzzy 0.5 for a swap or a missing letter, 0.25 for a wrong or extra letter. Ties: genes before isoforms, then by id. `total` counts every match; a very short prefix is matched in the first few thousand terms it starts only.',
     pathParams: [],
     integerParams: [limit(25, 10)],
-    stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }],
+    stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }, releaseParam],
     schema: 'SearchResults',
     status: 200,
     cache: 'search',
@@ -203,7 +229,7 @@ export const routes = [
     description: '',
     pathParams: [],
     integerParams: [],
-    stringParams: [],
+    stringParams: [releaseParam],
     schema: null,
     status: 200,
     cache: 'release',

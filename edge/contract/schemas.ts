@@ -214,6 +214,24 @@ export const Release = Type.Object(
   { $id: 'Release', additionalProperties: false },
 );
 
+export const PublishedRelease = Type.Object(
+  {
+    release: Type.String(),
+    current: Type.Boolean(),
+    published_at: Nullable(Type.String({ format: 'date-time', description: 'When it was published; null for a tree served as it is' })),
+    manifest_sha256: Nullable(Type.String({ pattern: '^[0-9a-f]{64}$', description: "sha256 of the release's manifest, which lists every file's sha256" })),
+  },
+  { $id: 'PublishedRelease', additionalProperties: false },
+);
+
+export const ReleaseList = Type.Object(
+  {
+    current: Type.String(),
+    releases: Type.Array(Type.Ref('PublishedRelease'), { minItems: 1 }),
+  },
+  { $id: 'ReleaseList', additionalProperties: false },
+);
+
 export const SearchHit = Type.Object(
   {
     type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
@@ -280,6 +298,8 @@ export const schemas = {
   NeoantigenList,
   TrackSource,
   Release,
+  PublishedRelease,
+  ReleaseList,
   SearchHit,
   SearchResults,
   Problem,
@@ -288,6 +308,7 @@ export const schemas = {
 export type SchemaName = keyof typeof schemas;
 
 export type MetricsBody = Static<typeof Metrics>;
+export type ReleaseListBody = { current: string; releases: Static<typeof PublishedRelease>[] };
 export type IsoformSummaryBody = Omit<Static<typeof IsoformSummary>, 'metrics'> & { metrics: MetricsBody };
 export type GeneBody = Omit<Static<typeof Gene>, 'isoforms'> & { isoforms: IsoformSummaryBody[] };
 export type IsoformPageBody = Omit<Static<typeof IsoformPage>, 'items'> & { items: IsoformSummaryBody[] };

@@ -27,18 +27,19 @@ export class StoreReleaseFiles implements ReleaseFiles {
 /** A small JSON object of the store, re-read after `ttlMs`; when re-reading fails, the last good
  * copy is kept for another second rather than failing every request. */
 class CachedObject<T> {
-  private cached: { value: T; until: number } | null = null;
+  private cached: { value: T; until: number; loadedAt: number } | null = null;
   private loading: Promise<T> | null = null;
   constructor(
     private readonly load: () => Promise<T>,
     private readonly ttlMs: number,
     private readonly now: () => number,
   ) {}
-  get(): Promise<T> {
-    if (this.cached && this.cached.until > this.now()) return Promise.resolve(this.cached.value);
+  /** `maxAgeMs`: read it again if the copy is older than this, whatever the TTL. */
+  get(maxAgeMs = Infinity): Promise<T> {
+    if (this.cached && this.cached.until > this.now() && this.now() - this.cached.loadedAt <= maxAgeMs) return Promise.resolve(this.cached.value);
     return (this.loading ??= this.load()
       .then((value) => {
-        this.cached = { value, until: this.now() + this.ttlMs };
+        this.cached = { value, until: this.now() + this.ttlMs, loadedAt: this.now() };
         return value;
       })
       .catch((err) => {
@@ -69,14 +70,15 @@ export class StoreOrigin implements VersionedOrigin {
   async pin(release?: string): Promise<PinnedRelease | null> {
     const current = await this.pointer.get();
     if (release === undefined || release === current.release) return this.pinnedOf(current);
-    const history = await this.history.get();
     // Retired releases stay readable until they are collected: cached answers may still point there.
-    const found = [...history.releases, ...history.retired].find((r) => r.release === release);
+    const find = (h: ReleaseHistory) => [...h.releases, ...h.retired].find((r) => r.release === release);
+    // A name not in the copy at hand may have been published since: look again (at most once a second).
+    const found = find(await this.history.get()) ?? find(await this.history.get(1_000));
     return found ? this.pinnedOf(found) : null;
   }
 
   /** The releases the store keeps, oldest first, and the current one. */
-  async releases(): Promise<{ current: string; releases: PublishedRelease[] }> {
+  async list(): Promise<{ current: string; releases: PublishedRelease[] }> {
     const [current, history] = await Promise.all([this.pointer.get(), this.history.get()]);
     return { current: current.release, releases: history.releases };
   }

@@ -62,6 +62,11 @@ export class VerifiedOrigin implements Origin {
     return object.body;
   }
 
+  /** The release the manifest names. */
+  async releaseName(): Promise<string> {
+    return (await this.manifestIndex()).release;
+  }
+
   /** The manifest entry of a path, or null when the tree does not list it. */
   async entry(path: string): Promise<ManifestEntry | null> {
     const index = await this.manifestIndex();

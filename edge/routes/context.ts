@@ -7,6 +7,7 @@ import type { ReleaseData } from '../release-data.js';
 import type { QueryValues } from '../router.js';
 import { bodyResponse, problem } from '../responses.js';
 import { links } from '../contract/tree.js';
+import type { ReleaseListBody } from '../contract/schemas.js';
 
 /** One release of the tree, as the routes read it. */
 export interface Release {
@@ -16,6 +17,15 @@ export interface Release {
   data: ReleaseData;
   /** Public path of a tree file, below the structure base (e.g. `releases/<r>/structures/x.cif`). */
   publicPath(treePath: string): string;
+  /** The release's name, from its manifest. */
+  name(): Promise<string>;
+}
+
+/** What a request can be answered from: the current release, any release named, and the listing. */
+export interface Releases {
+  /** The current release, or the named one; null when there is no such release. */
+  get(release?: string): Promise<Release | null>;
+  list(): Promise<ReleaseListBody>;
 }
 
 export interface RouteRequest {
@@ -28,6 +38,7 @@ export interface RouteRequest {
   /** Cache-Control of the route's 200. */
   cacheControl: string;
   release: Release;
+  releases: Releases;
   /** Where structure redirects point (`<base>/<public path>`); root-relative when unset. */
   structureBaseUrl?: string;
 }

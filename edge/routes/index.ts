@@ -10,10 +10,12 @@ import { domains } from './domains.js';
 import { neoantigens } from './neoantigens.js';
 import { structure } from './structure.js';
 import { search } from './search.js';
+import { releases } from './releases.js';
 
 export const routeHandlers: { readonly [id in RouteId]: RouteHandler } = {
   root: release,
   release,
+  releases,
   openapi,
   gene,
   geneIsoforms,

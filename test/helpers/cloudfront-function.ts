@@ -93,7 +93,7 @@ export function loadCloudFrontFunction(source: string, store: Map<string, string
   return { handler: (event) => handler(structuredClone(event)), logs, hmacs: () => hmacs };
 }
 
-export function viewerRequest(init: { method?: string; uri?: string; authorization?: string | string[]; ip?: string }): ViewerRequestEvent {
+export function viewerRequest(init: { method?: string; uri?: string; authorization?: string | string[]; ip?: string; querystring?: Record<string, { value: string }> }): ViewerRequestEvent {
   const headers: ViewerRequestEvent['request']['headers'] = { host: { value: 'd111111abcdef8.cloudfront.net' } };
   const auth = init.authorization;
   if (typeof auth === 'string') headers.authorization = { value: auth };
@@ -102,6 +102,6 @@ export function viewerRequest(init: { method?: string; uri?: string; authorizati
     version: '1.0',
     context: { eventType: 'viewer-request', distributionId: 'EDFDVBD6EXAMPLE', requestId: 'test' },
     viewer: { ip: init.ip ?? '198.51.100.7' },
-    request: { method: init.method ?? 'GET', uri: init.uri ?? '/api/v1/genes/ENSG00000100300', querystring: {}, headers, cookies: {} },
+    request: { method: init.method ?? 'GET', uri: init.uri ?? '/api/v1/genes/ENSG00000100300', querystring: init.querystring ?? {}, headers, cookies: {} },
   };
 }
