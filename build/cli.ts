@@ -210,8 +210,8 @@ export function program(): Command {
 
   cli
     .command('serve')
-    .description('Serve a rendered tree over HTTP with the edge function (local server, offline mirrors).')
-    .option('--dir <tree>', 'rendered tree to serve', join(DEMO.work, 'tree'))
+    .description('Serve a rendered tree, or a mirror (a store of releases), over HTTP with the edge function.')
+    .option('--dir <dir>', 'rendered tree or mirror to serve', join(DEMO.work, 'tree'))
     .option('--port <n>', 'port (0 picks a free one); default $PORT or 8080', parsePort, parsePort(DEFAULT_PORT))
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--structure-base <url>', 'base URL that structure redirects point into (default: a root-relative path into this server, which serves /structures/ itself)', parseBaseUrl)
@@ -267,23 +267,29 @@ export function program(): Command {
   addPublishCommands(cli, log);
   cli
     .command('mirror')
-    .description('Copy the current release of a published atlas (or a hosted tree) into a local directory that `isoatlas serve --dir` serves: incremental, verified, resumable, swapped in atomically.')
-    .requiredOption('--from <source>', 'base URL (published layout with current.json, or a tree root with manifest.json) or s3://bucket[/prefix]')
-    .requiredOption('--to <dir>', 'mirror directory (replaced atomically; <dir>.staging holds an interrupted sync)')
-    .option('--concurrency <n>', 'downloads in flight at once', (v: string) => {
-      if (!/^[1-9]\d*$/.test(v)) throw new InvalidArgumentError('expected a positive integer');
-      return Number(v);
-    }, 16)
+    .description(
+      'Copy releases of a published atlas (the current one, those asked for, and those already held, up to --keep) into a local store that `isoatlas serve --dir` serves and other mirrors can sync from: every object once, verified, resumable; the mirror switches release in one write.',
+    )
+    .requiredOption('--from <source>', 'a published store (the CDN, a running `isoatlas serve` of a mirror, or any base URL with current.json), a tree root with manifest.json, or s3://bucket[/prefix]')
+    .requiredOption('--to <dir>', 'mirror directory (a store: objects/, releases.json, current.json, mirror.json)')
+    .option('--release <name>', 'also hold this release (repeatable); it must be kept by the source', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--keep <n>', 'releases to hold, the current one included', positiveInteger, 2)
+    .option('--concurrency <n>', 'downloads in flight at once', positiveInteger, 16)
     .option('--region <region>', 'S3 region (default $AWS_REGION or us-east-1)')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing)')
-    .action(async (o: { from: string; to: string; concurrency: number; region?: string; endpoint?: string }) => {
+    .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string }) => {
       const { mirror } = await import('./mirror.js');
-      await mirror({ ...o, log });
+      await mirror({ ...o, releases: o.release, log });
     });
 
   addKeysCommand(cli, DEFAULT_KEYS_DIR, log);
 
   return cli;
+}
+
+function positiveInteger(v: string): number {
+  if (!/^[1-9]\d*$/.test(v)) throw new InvalidArgumentError('expected a positive integer');
+  return Number(v);
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,74 +1,90 @@
-// `isoatlas mirror`: copies one release of a published atlas (or a statically hosted tree) into a
-// local directory that `isoatlas serve --dir` serves. Incremental, verified, resumable and atomic:
-//   - files already in the current mirror (or in a staging dir left by an interrupted run) whose
-//     sha256 matches the manifest are reused (hard-linked), everything else is downloaded and checked
-//     against the manifest's size and sha256;
-//   - the new tree is assembled in `<to>.staging`, its manifest.json written last, and swapped in
-//     with two renames, so the previous mirror stays whole and servable until the very end;
-//   - when the mirror already holds exactly the source's release (same manifest, every file
-//     verified, nothing else), nothing is written: a no-change sync downloads only the manifest.
+// `isoatlas mirror`: copies releases of a published atlas into a local store (the layout of
+// edge/contract/store.ts: objects by sha256, releases.json, current.json) that `isoatlas serve --dir`
+// serves, pinning included, and that another mirror can sync from in turn.
+//   - Sources: a published store read with the S3 API (s3://bucket/prefix), or over HTTP (the CDN, or
+//     a running `isoatlas serve` of another mirror), or a rendered tree on a static host (one release).
+//   - Every object is stored once, whatever number of releases list it, and every download is checked
+//     against its sha256 before it is written (atomically, under its final name).
+//   - Objects already in the mirror are checked (size and sha256) and kept; what is missing or
+//     corrupted is downloaded. An interrupted sync leaves what it verified, and the next run goes on
+//     from there; the mirror's own pointer is rewritten last, so a server of the mirror switches from
+//     one whole release to the next.
+//   - A source that answers 429 or 503 is waited for (its Retry-After, else a growing backoff).
+//   - `mirror.json` records the source and the last sync.
 import { createHash } from 'node:crypto';
-import fg from 'fast-glob';
-import {
-  copyFileSync,
-  existsSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmdirSync,
-  rmSync,
-  statSync,
-  type Stats,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
-import { POINTER_KEY, parsePointer } from '../edge/contract/store.js';
-import { treePaths } from '../edge/contract/tree.js';
-import type { Origin, OriginObject, ReleaseFiles } from '../edge/origin.js';
+import { dirname, join, resolve } from 'node:path';
+import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
+import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
+import { OriginError, type Origin } from '../edge/origin.js';
 import { HttpOrigin } from '../edge/origins/http.js';
-import { StoreOrigin } from '../edge/origins/store.js';
 import { UsageError } from './errors.js';
 import { startProgress, type Progress } from './progress.js';
-import type { ManifestEntry } from '../edge/contract/tree.js';
 import { loadManifest } from './manifest-reader.js';
-import { SHA256_HEX } from '../edge/contract/manifest.js';
 import { forEachLimited } from './concurrency.js';
 
 export interface MirrorOptions {
-  /** An http(s) base URL (a published bucket layout or a tree root) or `s3://bucket[/prefix]`. */
+  /** An http(s) base URL (a published store, a serving mirror, or a tree root) or `s3://bucket[/prefix]`. */
   from: string;
-  /** The mirror directory (created, or replaced atomically). */
+  /** The mirror directory (a store; created if missing). */
   to: string;
+  /** Releases to hold besides the source's current one (each must be kept by the source). */
+  releases?: string[];
+  /** How many releases the mirror keeps, newest last (default 2; the current one always). */
+  keep?: number;
   /** Downloads in flight at once (default 16). */
   concurrency?: number;
   /** S3 only: region (default $AWS_REGION or us-east-1) and an S3-compatible endpoint. */
   region?: string;
   endpoint?: string;
+  /** HTTP only: an API key for a CDN that requires one (default $ISOATLAS_API_KEY). */
+  apiKey?: string;
   /** Draw a progress bar on an interactive terminal (default true). */
   progress?: boolean;
   log?: (line: string) => void;
+  /** How to wait before a retry (tests shorten it). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface MirrorSummary {
+  /** The current release, as the source named it. */
   release: string;
-  /** Tree files downloaded (manifest.json and the pointer not counted). */
+  /** Every release the mirror now holds, oldest first. */
+  releases: string[];
+  /** Objects downloaded. */
   fetched: number;
-  /** Tree files taken from the previous mirror or a leftover staging dir after checking their sha256. */
+  /** Objects the mirror already had, checked. */
   reused: number;
-  /** Bytes downloaded in all: the fetched files, manifest.json and (published sources) the pointer. */
+  /** Objects no held release lists any more, deleted. */
+  removed: number;
+  /** Bytes downloaded in all (objects, pointer, history). */
   bytes: number;
+  /** Requests the source refused with 429 or 503 and that were tried again later. */
+  waited: number;
   seconds: number;
 }
+
+/** What `mirror.json` says. */
+export interface MirrorRecord {
+  source: string;
+  synced_at: string;
+  current: string;
+  releases: string[];
+}
+export const MIRROR_RECORD = 'mirror.json';
 
 export type MirrorSource = { kind: 'http'; base: string } | { kind: 's3'; bucket: string; prefix: string };
 
 const DEFAULT_CONCURRENCY = 16;
+const DEFAULT_KEEP = 2;
 /** Per request: generous, since a mirror may pull large files over slow links. */
 const REQUEST_TIMEOUT_MS = 60_000;
+/** Attempts of a request that failed (other than by the source asking us to wait). */
 const ATTEMPTS = 2;
+/** Attempts of a request the source answered 429 or 503, and the longest wait between them. */
+const BUSY_ATTEMPTS = 8;
+const MAX_WAIT_MS = 120_000;
 
 /** Parses `--from`; a UsageError (exit 2) when it is neither an http(s) URL nor `s3://bucket[/prefix]`. */
 export function parseMirrorSource(from: string): MirrorSource {
@@ -90,171 +106,267 @@ export function parseMirrorSource(from: string): MirrorSource {
 }
 
 export function mirrorSummaryLine(s: MirrorSummary, from: string, to: string): string {
-  return `mirrored release ${s.release}: ${s.fetched} files fetched, ${s.reused} reused, ${(s.bytes / 1e6).toFixed(1)} MB downloaded in ${s.seconds.toFixed(1)} s (${from} → ${to})`;
+  return (
+    `mirrored release ${s.release} (holding ${s.releases.join(', ')}): ${s.fetched} objects fetched, ${s.reused} reused, ${s.removed} removed, ` +
+    `${(s.bytes / 1e6).toFixed(1)} MB downloaded in ${s.seconds.toFixed(1)} s${s.waited ? ` (waited ${s.waited} times for a busy source)` : ''} (${from} → ${to})`
+  );
+}
+
+const sha256Of = (body: Uint8Array) => createHash('sha256').update(body).digest('hex');
+
+/** A source, read object by object: a store (pointer, history, objects) or a tree (one release). */
+interface Source {
+  description: string;
+  pointer: ReleasePointer;
+  history: ReleaseHistory;
+  /** A file of one of its releases: by sha256 in a store, by path in a tree. */
+  object(sha256: string, path: string): Promise<Buffer>;
 }
 
 export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   const started = performance.now();
   const log = opts.log ?? (() => {});
-  const source = parseMirrorSource(opts.from);
   const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency ${concurrency}: expected a positive integer`);
+  const keep = opts.keep ?? DEFAULT_KEEP;
+  if (!Number.isInteger(keep) || keep < 1) throw new UsageError(`--keep ${keep}: expected a positive integer`);
   const to = resolve(opts.to);
-  const staging = `${to}.staging`;
-  const current = currentMirror(to);
-  let bytes = 0;
+  checkMirrorDir(to);
+  const counters = { bytes: 0, waited: 0 };
+  const reader = await rawReader(opts, counters);
+  const source = await openSource(reader, opts.from);
+  const current = source.pointer;
 
-  // 1. Pin one release and read its manifest (the index checked against the pointer's
-  // manifest_sha256, each shard against the index).
-  const pinned = await pin(source, opts);
-  bytes += pinned.pointerBytes;
-  const manifest = await loadManifest(async (path, listed) => {
-    // A shard the mirror already holds with the listed hash is not downloaded again.
-    const local = listed && current ? verifiedBytes(join(current, path), listed) : null;
-    if (local) return local;
-    const expect = listed ?? (pinned.manifestSha256 ? { sha256: pinned.manifestSha256 } : undefined);
-    const body = await fetchVerified(pinned.files, path, expect);
-    bytes += body.length;
-    return body;
-  }, pinned.files.description);
-  const manifestBody = manifest.indexBody;
-  const manifestFiles = manifest.shards.length + 1;
-  const release = pinned.release ?? manifest.index.release;
-  if (pinned.release && manifest.index.release !== pinned.release) log(`warning: the pointer names release ${pinned.release} but its manifest says ${manifest.index.release}`);
-  const finish = (fetched: number, reused: number): MirrorSummary => {
-    const summary = { release, fetched, reused, bytes, seconds: (performance.now() - started) / 1000 };
-    log(mirrorSummaryLine(summary, opts.from, to));
-    return summary;
-  };
+  // 1. Which releases to hold: those held already, those asked for, the current one; the newest `keep`.
+  const held = readLocalHistory(to);
+  const known = new Map([...source.history.releases, ...source.history.retired, current].map((r) => [r.release, r] as const));
+  for (const name of opts.releases ?? []) {
+    if (!known.has(name)) throw new UsageError(`release ${name} is not kept by ${opts.from}; it keeps: ${source.history.releases.map((r) => r.release).join(', ')}`);
+  }
+  // Asked-for releases are always held; earlier ones fill what room `keep` leaves, newest first.
+  const asked = new Set(opts.releases ?? []);
+  const order = [...new Set([...held.releases.map((r) => r.release), ...asked])].filter((n) => n !== current.release);
+  const room = Math.max(keep - 1 - asked.size, 0);
+  const rest = room === 0 ? [] : order.filter((n) => !asked.has(n)).slice(-room);
+  const wanted: PublishedRelease[] = order.filter((n) => asked.has(n) || rest.includes(n)).map((n) => held.releases.find((r) => r.release === n) ?? known.get(n)!);
+  wanted.push({ release: current.release, manifest_sha256: current.manifest_sha256, published_at: current.published_at });
 
-  // 2. A staging dir left by an interrupted run is resumed, minus what this release does not list.
-  const leftover = existsSync(staging);
-  if (leftover) {
-    const removed = pruneStaging(staging, new Set([...manifest.entries.map((e) => e.path), ...manifest.shards.map((s) => s.entry.path)]));
-    log(`resuming from ${staging}${removed ? ` (${removed} files not in this release removed)` : ''}`);
+  // 2. Every object those releases list: their manifests first (from the mirror when it has them).
+  const local = new LocalObjects(to);
+  const needed = new Map<string, { size: number; path: string }>();
+  for (const r of wanted) {
+    const manifest = await loadManifest(async (path, listed) => {
+      const sha = path === treePaths.manifest ? r.manifest_sha256 : listed!.sha256;
+      const mine = local.verified(sha, listed?.size);
+      if (mine) return mine;
+      const body = await source.object(sha, path);
+      await local.put(sha, body);
+      return body;
+    }, `${source.description} (release ${r.release}) `);
+    needed.set(r.manifest_sha256, { size: manifest.indexBody.length, path: treePaths.manifest });
+    for (const { entry } of manifest.shards) needed.set(entry.sha256, { size: entry.size, path: entry.path });
+    for (const e of manifest.entries as ManifestEntry[]) if (!needed.has(e.sha256)) needed.set(e.sha256, { size: e.size, path: e.path });
   }
 
-  // 3. What is already here with the right content: in the mirror, else in the leftover staging dir.
-  // Local files are read synchronously: for thousands of small files that is several times faster
-  // than a thread-pool round trip per call, and nothing else runs meanwhile.
-  const fromCurrent: { entry: ManifestEntry; stats: Stats }[] = [];
-  const toFetch: ManifestEntry[] = [];
-  let alreadyStaged = 0;
-  const checking = bar(opts, 'checking', manifest.entries.length);
+  // 3. What the mirror has (checked), and the rest, downloaded and checked.
+  const toFetch: [string, { size: number; path: string }][] = [];
+  const checking = bar(opts, 'checking', needed.size);
   try {
-    for (const [i, entry] of manifest.entries.entries()) {
-      if (i % 256 === 0) await new Promise(setImmediate); // let the progress bar draw
-      const stats = current ? verifiedStats(join(current, entry.path), entry) : null;
-      if (stats) fromCurrent.push({ entry, stats });
-      else if (leftover && verifiedStats(join(staging, entry.path), entry)) alreadyStaged++;
-      else toFetch.push(entry);
+    let i = 0;
+    for (const [sha, o] of needed) {
+      if (i++ % 256 === 0) await new Promise(setImmediate); // let the progress bar draw
+      if (!local.verified(sha, o.size)) toFetch.push([sha, o]);
       checking.tick();
     }
   } finally {
     checking.stop();
   }
-  const reused = fromCurrent.length + alreadyStaged;
-
-  // Nothing to do when the mirror already holds exactly this release (and nothing else).
-  if (current === to && fromCurrent.length === manifest.entries.length && sameBytes(join(to, treePaths.manifest), manifestBody) && listFiles(to).length === manifest.entries.length + manifestFiles) {
-    if (leftover) rmSync(staging, { recursive: true, force: true });
-    return finish(0, reused);
-  }
-
-  const progress = bar(opts, 'mirroring', fromCurrent.length + toFetch.length);
+  const fetching = bar(opts, 'mirroring', toFetch.length);
   try {
-    // 4. Hard-link the reusable files of the mirror into staging (copies where links fail).
-    mkdirSync(staging, { recursive: true });
-    const dirs = new Set<string>();
-    const ensureDir = (dir: string) => {
-      if (!dirs.has(dir)) mkdirSync(dir, { recursive: true });
-      dirs.add(dir);
-    };
-    for (const [i, { entry, stats }] of fromCurrent.entries()) {
-      if (i % 256 === 0) await new Promise(setImmediate);
-      const staged = join(staging, entry.path);
-      if (leftover) {
-        const there = lstatSync(staged, { throwIfNoEntry: false });
-        if (there && there.ino === stats.ino && there.dev === stats.dev) {
-          progress.tick();
-          continue; // linked by the interrupted run
-        }
-        // Never write into an existing staging file: it may be a hard link into the live mirror.
-        if (there) rmSync(staged, { recursive: true, force: true });
-      }
-      ensureDir(dirname(staged));
-      try {
-        linkSync(join(current!, entry.path), staged);
-      } catch {
-        copyFileSync(join(current!, entry.path), staged);
-      }
-      progress.tick();
-    }
-
-    // 5. Download the rest, verified, a bounded number at a time.
-    // Written asynchronously, so the disk works while further downloads are in flight.
-    await forEachLimited(toFetch, concurrency, async (entry) => {
-      const body = await fetchVerified(pinned.files, entry.path, entry);
-      const staged = join(staging, entry.path);
-      ensureDir(dirname(staged));
-      await writeAtomically(staged, body);
-      bytes += body.length;
-      progress.tick();
+    await forEachLimited(toFetch, concurrency, async ([sha, o]) => {
+      const body = await source.object(sha, o.path);
+      if (body.length !== o.size) throw new Error(`${o.path}: downloaded ${body.length} bytes with the right sha256 but the manifest lists ${o.size}`);
+      await local.put(sha, body);
+      fetching.tick();
     });
   } finally {
-    progress.stop();
+    fetching.stop();
   }
 
-  // 6. The manifest last (its shards, then its index), then swap the staging dir in.
-  for (const shard of manifest.shards) {
-    mkdirSync(dirname(join(staging, shard.entry.path)), { recursive: true });
-    await writeAtomically(join(staging, shard.entry.path), shard.body);
-  }
-  await writeAtomically(join(staging, treePaths.manifest), manifestBody);
-  swapIn(staging, to);
-  return finish(toFetch.length, reused);
+  // 4. The mirror's history, then its pointer (a server of the mirror follows the pointer), then the record.
+  const history: ReleaseHistory = { format: STORE_FORMAT, releases: wanted, pending: [], retired: [] };
+  await writeAtomically(join(to, HISTORY_KEY), Buffer.from(JSON.stringify(history)));
+  await writeAtomically(join(to, POINTER_KEY), Buffer.from(JSON.stringify(current)));
+  const record: MirrorRecord = { source: opts.from, synced_at: new Date().toISOString(), current: current.release, releases: wanted.map((r) => r.release) };
+  await writeAtomically(join(to, MIRROR_RECORD), Buffer.from(`${JSON.stringify(record, null, 2)}\n`));
+
+  // 5. Objects no held release lists: gone.
+  const removed = local.removeAllBut(new Set(needed.keys()));
+  // Fetched: downloaded by this run (manifests included); reused: the rest of what the releases list.
+  const summary: MirrorSummary = { release: current.release, releases: record.releases, fetched: local.written, reused: needed.size - local.written, removed, bytes: counters.bytes, waited: counters.waited, seconds: (performance.now() - started) / 1000 };
+  log(mirrorSummaryLine(summary, opts.from, to));
+  return summary;
 }
 
-/** A progress bar (only on an interactive terminal, and not when opts.progress is false). */
-function bar(opts: MirrorOptions, label: string, total: number): Progress {
-  if (opts.progress === false) return { tick() {}, stop() {} };
-  const progress = startProgress(label, total);
-  let drawing = true;
+/** Refuses a directory that is neither empty, nor missing, nor a mirror: nothing here deletes what
+ * it did not make. */
+function checkMirrorDir(to: string): void {
+  if (!existsSync(to)) return;
+  if (!statSync(to).isDirectory()) throw new UsageError(`--to ${to} exists and is not a directory`);
+  if (existsSync(join(to, treePaths.manifest))) {
+    throw new UsageError(`--to ${to} holds a rendered tree (a mirror made by an older isoatlas, or a build): mirror into a new directory, then remove it yourself`);
+  }
+  const entries = readdirSync(to).filter((name) => !name.startsWith('.'));
+  const ours = new Set([POINTER_KEY, HISTORY_KEY, MIRROR_RECORD, 'objects']);
+  if (entries.some((name) => !ours.has(name) && !name.endsWith('.tmp'))) {
+    throw new UsageError(`--to ${to} is not empty and is not a mirror (it holds ${entries.filter((n) => !ours.has(n)).slice(0, 3).join(', ')}): refusing to write into it`);
+  }
+}
+
+function readLocalHistory(to: string): ReleaseHistory {
+  try {
+    return parseHistory(readFileSync(join(to, HISTORY_KEY), 'utf8'));
+  } catch {
+    return { format: STORE_FORMAT, releases: [], pending: [], retired: [] };
+  }
+}
+
+/** The mirror's objects directory. */
+class LocalObjects {
+  /** Objects written by this run. */
+  written = 0;
+  constructor(private readonly root: string) {}
+  private file(sha: string) {
+    return join(this.root, objectKey(sha));
+  }
+  /** The object's bytes when it is there with this sha256 (and size), else null. */
+  verified(sha: string, size?: number): Buffer | null {
+    try {
+      const file = this.file(sha);
+      if (size !== undefined && statSync(file, { throwIfNoEntry: false })?.size !== size) return null;
+      const body = readFileSync(file);
+      return sha256Of(body) === sha ? body : null;
+    } catch {
+      return null;
+    }
+  }
+  async put(sha: string, body: Buffer): Promise<void> {
+    const file = this.file(sha);
+    mkdirSync(dirname(file), { recursive: true });
+    await writeAtomically(file, body);
+    this.written++;
+  }
+  /** Deletes every object not in `keep` (and temporary files left by a killed run). */
+  removeAllBut(keep: Set<string>): number {
+    const objects = join(this.root, 'objects');
+    if (!existsSync(objects)) return 0;
+    let removed = 0;
+    for (const dir of readdirSync(objects)) {
+      for (const name of readdirSync(join(objects, dir))) {
+        if (keep.has(dir + name)) continue;
+        rmSync(join(objects, dir, name), { force: true });
+        removed += name.includes('.tmp') ? 0 : 1;
+      }
+    }
+    return removed;
+  }
+}
+
+/** Reads raw files of the source (S3 or HTTP), waiting when it is busy and retrying once otherwise. */
+async function rawReader(opts: MirrorOptions, counters: { bytes: number; waited: number }): Promise<{ description: string; read(path: string): Promise<Buffer | null> }> {
+  const parsed = parseMirrorSource(opts.from);
+  const apiKey = opts.apiKey ?? process.env.ISOATLAS_API_KEY;
+  const raw: Origin =
+    parsed.kind === 's3' ? await s3Origin(parsed, opts) : new HttpOrigin(parsed.base, REQUEST_TIMEOUT_MS, apiKey ? { Authorization: `Bearer ${apiKey}` } : {});
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((ok) => setTimeout(ok, ms)));
   return {
-    tick: (n) => progress.tick(n),
-    stop: () => {
-      if (drawing) progress.stop();
-      drawing = false;
+    description: raw.description,
+    async read(path) {
+      let failures = 0;
+      for (let busy = 0; ; ) {
+        try {
+          const object = await raw.read(path);
+          if (!object) return null;
+          counters.bytes += object.body.length;
+          return Buffer.from(object.body.buffer, object.body.byteOffset, object.body.byteLength);
+        } catch (err) {
+          if (err instanceof OriginError && err.kind === 'overloaded' && ++busy < BUSY_ATTEMPTS) {
+            counters.waited++;
+            await sleep(Math.min(MAX_WAIT_MS, err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : 1000 * 2 ** busy));
+            continue;
+          }
+          if (++failures >= ATTEMPTS) throw withAdvice(err as Error, parsed.kind);
+        }
+      }
     },
   };
 }
 
-interface PinnedSource {
-  /** Undefined for a tree root: the release is the manifest's. */
-  release?: string;
-  files: ReleaseFiles;
-  manifestSha256?: string;
-  pointerBytes: number;
+function withAdvice(err: Error, kind: MirrorSource['kind']): Error {
+  if (kind === 'http' && /answered 401/.test(err.message)) return new Error(`${err.message}: the source requires an API key; set ISOATLAS_API_KEY`);
+  return err;
 }
 
-/** Opens the source and pins one release: every later read goes through `origin`. */
-async function pin(source: MirrorSource, opts: MirrorOptions): Promise<PinnedSource> {
-  const raw = source.kind === 's3' ? await s3Origin(source, opts) : new HttpOrigin(source.base, REQUEST_TIMEOUT_MS);
-  const pointer = await retried(() => raw.read(POINTER_KEY));
-  if (!pointer) {
-    if (source.kind === 's3') throw new Error(`${raw.description} has no ${POINTER_KEY}: nothing has been published there`);
-    return { files: raw, pointerBytes: 0 }; // a static host of a rendered tree
+async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: string): Promise<Source> {
+  const where = reader.description;
+  const pointerBody = await reader.read(POINTER_KEY);
+  if (pointerBody) {
+    const parse = <T>(key: string, body: Buffer, parser: (text: string) => T) => {
+      try {
+        return parser(body.toString('utf8'));
+      } catch (err) {
+        throw new Error(`${where}${key}: ${(err as Error).message}`);
+      }
+    };
+    const pointer = parse(POINTER_KEY, pointerBody, parsePointer);
+    const historyBody = await reader.read(HISTORY_KEY);
+    const history = historyBody ? parse(HISTORY_KEY, historyBody, parseHistory) : { format: STORE_FORMAT, releases: [pointer], pending: [], retired: [] };
+    return {
+      description: where,
+      pointer,
+      history: history as ReleaseHistory,
+      object: (sha, path) =>
+        retriedIfWrong(async () => {
+          const body = await reader.read(objectKey(sha));
+          if (!body) throw new Error(`${path}: object ${objectKey(sha)} is missing from ${where}, though the release's manifest lists it`);
+          return checked(body, sha, path, 'the manifest');
+        }),
+    };
   }
-  let manifestSha256: string | undefined;
+  // No pointer: a rendered tree on a static host, mirrored as its one release.
+  const manifest = await reader.read(treePaths.manifest);
+  if (!manifest) throw new Error(`${where} has neither ${POINTER_KEY} (a published store) nor ${treePaths.manifest} (a rendered tree): is ${from} an isoatlas atlas?`);
+  const index = JSON.parse(manifest.toString('utf8')) as { release?: string };
+  const release: PublishedRelease = { release: String(index.release), manifest_sha256: sha256Of(manifest), published_at: new Date().toISOString() };
+  return {
+    description: where,
+    pointer: { format: STORE_FORMAT, ...release, previous: null },
+    history: { format: STORE_FORMAT, releases: [release], pending: [], retired: [] },
+    object: (sha, path) =>
+      retriedIfWrong(async () => {
+        const body = path === treePaths.manifest && sha === release.manifest_sha256 ? manifest : await reader.read(path);
+        if (!body) throw new Error(`${path}: not found at ${where}, though the manifest lists it`);
+        return checked(body, sha, path, 'the manifest');
+      }),
+  };
+}
+
+class WrongBytes extends Error {}
+
+function checked(body: Buffer, sha: string, path: string, listedBy: string): Buffer {
+  const actual = sha256Of(body);
+  if (actual !== sha) throw new WrongBytes(`${path}: downloaded ${body.length} bytes with sha256 ${actual}, but ${listedBy} lists sha256 ${sha}`);
+  return body;
+}
+
+/** A download that came with the wrong bytes (cut off, or changed in transit) is tried once more. */
+async function retriedIfWrong(download: () => Promise<Buffer>): Promise<Buffer> {
   try {
-    const parsed = parsePointer(new TextDecoder().decode(pointer.body));
-    manifestSha256 = SHA256_HEX.test(parsed.manifest_sha256) ? parsed.manifest_sha256 : undefined;
+    return await download();
   } catch (err) {
-    throw new Error(`${raw.description}${POINTER_KEY}: ${(err as Error).message}`);
+    if (!(err instanceof WrongBytes)) throw err;
+    return download();
   }
-  // The pointer just read is handed to StoreOrigin, so it is requested once and both agree.
-  const pinned = (await new StoreOrigin(new PrimedOrigin(raw, POINTER_KEY, pointer)).pin())!;
-  return { release: pinned.release, files: pinned.files, manifestSha256, pointerBytes: pointer.body.length };
 }
 
 async function s3Origin(source: Extract<MirrorSource, { kind: 's3' }>, opts: MirrorOptions): Promise<Origin> {
@@ -272,133 +384,21 @@ async function s3Origin(source: Extract<MirrorSource, { kind: 's3' }>, opts: Mir
   return new S3RawOrigin(client, source.bucket, source.prefix, REQUEST_TIMEOUT_MS);
 }
 
-/** Answers one path from a body already read, once; everything else from the raw origin. */
-class PrimedOrigin implements Origin {
-  readonly description: string;
-  constructor(
-    private readonly raw: Origin,
-    private readonly path: string,
-    private primed: OriginObject | null,
-  ) {
-    this.description = raw.description;
-  }
-  async read(path: string): Promise<OriginObject | null> {
-    if (path === this.path && this.primed) {
-      const object = this.primed;
-      this.primed = null;
-      return object;
-    }
-    return this.raw.read(path);
-  }
-}
-
-async function retried<T>(attempt: () => Promise<T>): Promise<T> {
-  for (let n = 1; ; n++) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (n >= ATTEMPTS) throw err;
-    }
-  }
-}
-
-/** Downloads one file and checks it against the manifest (one retry on any failure). */
-async function fetchVerified(origin: ReleaseFiles, path: string, expect?: { size?: number; sha256: string }): Promise<Buffer> {
-  return retried(async () => {
-    const object = await origin.read(path, expect?.sha256);
-    if (!object) throw new Error(`${path}: not found at ${origin.description}${path === treePaths.manifest ? ' (not an isoatlas tree or published atlas)' : ', though the manifest lists it'}`);
-    const body = Buffer.from(object.body.buffer, object.body.byteOffset, object.body.byteLength);
-    if (expect) {
-      const sha256 = createHash('sha256').update(body).digest('hex');
-      if (sha256 !== expect.sha256 || (expect.size !== undefined && body.length !== expect.size)) {
-        const wanted = expect.size === undefined ? `sha256 ${expect.sha256} (the pointer's manifest_sha256)` : `${expect.size} bytes with sha256 ${expect.sha256}`;
-        throw new Error(`${path}: downloaded ${body.length} bytes with sha256 ${sha256}, expected ${wanted}`);
-      }
-    }
-    return body;
-  });
-}
-
-/** The directory to reuse files from: the mirror, or (after a sync killed between its two renames)
- * the previous mirror it had just moved aside. Refuses to replace a directory that is not a mirror. */
-function currentMirror(to: string): string | null {
-  if (existsSync(to)) {
-    if (!statSync(to).isDirectory()) throw new UsageError(`--to ${to} exists and is not a directory`);
-    if (existsSync(join(to, treePaths.manifest))) return to;
-    if (readdirSync(to).length > 0) throw new UsageError(`--to ${to} is not empty and holds no ${treePaths.manifest}: not a mirror, refusing to replace it`);
-    return null;
-  }
-  const old = oldDirs(to).filter((d) => existsSync(join(d, treePaths.manifest)));
-  return old.length ? old.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0] : null;
-}
-
-/** `<to>.old-<pid>` dirs: previous mirrors moved aside by a swap. */
-function oldDirs(to: string): string[] {
-  const prefix = `${basename(to)}.old-`;
-  if (!existsSync(dirname(to))) return [];
-  return readdirSync(dirname(to))
-    .filter((name) => name.startsWith(prefix) && /^\d+$/.test(name.slice(prefix.length)))
-    .map((name) => join(dirname(to), name));
-}
-
-/** Every non-directory below `dir`, as a relative path with `/` separators. */
-function listFiles(dir: string): string[] {
-  return fg.sync('**', { cwd: dir, dot: true, onlyFiles: true, followSymbolicLinks: false });
-}
-
-/** Removes from a leftover staging dir every file the manifest does not list (and empty dirs), e.g.
- * files of another release or temporary files of a killed run. Returns how many were removed. */
-function pruneStaging(staging: string, listed: Set<string>): number {
-  if (!statSync(staging).isDirectory()) throw new Error(`${staging} is in the way and is not a directory`);
-  let removed = 0;
-  for (const path of listFiles(staging)) {
-    if (listed.has(path)) continue;
-    rmSync(join(staging, path), { force: true });
-    removed++;
-  }
-  const prune = (dir: string): boolean => {
-    let empty = true;
-    for (const d of readdirSync(dir, { withFileTypes: true })) {
-      if (!d.isDirectory() || !prune(join(dir, d.name))) empty = false;
-    }
-    if (empty && dir !== staging) rmdirSync(dir);
-    return empty;
+/** A progress bar (only on an interactive terminal, and not when opts.progress is false). */
+function bar(opts: MirrorOptions, label: string, total: number): Progress {
+  if (opts.progress === false) return { tick() {}, stop() {} };
+  const progress = startProgress(label, total);
+  let drawing = true;
+  return {
+    tick: (n) => progress.tick(n),
+    stop: () => {
+      if (drawing) progress.stop();
+      drawing = false;
+    },
   };
-  prune(staging);
-  return removed;
 }
 
-/** The file's stats when it is a regular file with the entry's size and sha256, else null. */
-function verifiedStats(file: string, entry: ManifestEntry): Stats | null {
-  try {
-    const stats = statSync(file, { throwIfNoEntry: false });
-    if (!stats || !stats.isFile() || stats.size !== entry.size) return null;
-    return createHash('sha256').update(readFileSync(file)).digest('hex') === entry.sha256 ? stats : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The file's bytes when they have the entry's size and sha256 (read once), else null. */
-function verifiedBytes(file: string, entry: ManifestEntry): Buffer | null {
-  try {
-    const body = readFileSync(file);
-    return body.length === entry.size && createHash('sha256').update(body).digest('hex') === entry.sha256 ? body : null;
-  } catch {
-    return null;
-  }
-}
-
-function sameBytes(file: string, body: Buffer): boolean {
-  try {
-    return readFileSync(file).equals(body);
-  } catch {
-    return false;
-  }
-}
-
-/** Writes via a temporary name and a rename: a killed run leaves no half-written file under a real
- * name, and a staging file hard-linked into the live mirror is replaced, never written through. */
+/** Writes via a temporary name and a rename: a killed run leaves no half-written file under a real name. */
 async function writeAtomically(file: string, body: Buffer): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}`;
   try {
@@ -409,14 +409,3 @@ async function writeAtomically(file: string, body: Buffer): Promise<void> {
     throw err;
   }
 }
-
-function swapIn(staging: string, to: string): void {
-  if (existsSync(to)) {
-    const old = `${to}.old-${process.pid}`;
-    rmSync(old, { recursive: true, force: true });
-    renameSync(to, old);
-    renameSync(staging, to);
-  } else renameSync(staging, to);
-  for (const old of oldDirs(to)) rmSync(old, { recursive: true, force: true });
-}
-

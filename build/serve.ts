@@ -1,13 +1,15 @@
-// `isoatlas serve`: the edge function over a local tree on Node's http server: the local server
-// behind `npm start` and the server an offline mirror runs.
+// `isoatlas serve`: the edge function over a local tree or mirror on Node's http server: the local
+// server behind `npm start` and the server an offline mirror runs.
 import { BadInputError } from './errors.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
 import { parseManifestIndex } from '../edge/contract/manifest.js';
-import { createHandler } from '../edge/handler.js';
-import { LocalTreeOrigin } from '../edge/origins/local.js';
+import { createHandler, type HandlerOptions } from '../edge/handler.js';
+import { LocalOrigin, LocalTreeOrigin } from '../edge/origins/local.js';
+import { StoreOrigin } from '../edge/origins/store.js';
+import { POINTER_KEY, parsePointer } from '../edge/contract/store.js';
 import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
 import { AccessControl } from '../edge/access/control.js';
 import type { AccessConfig } from '../edge/access/config.js';
@@ -55,16 +57,33 @@ export function treeIsCurrent(dir: string): boolean {
 }
 
 /** Serves until SIGTERM/SIGINT; resolves once in-flight requests have finished and the server closed. */
-export async function serve(opts: ServeOptions): Promise<void> {
-  const dir = resolve(opts.dir);
+/** What `dir` holds: a mirror (a store of releases, served with pinning and its store files for
+ * other mirrors) or a rendered tree (one release). */
+function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
+  if (existsSync(join(dir, POINTER_KEY))) {
+    const files = new LocalOrigin(dir);
+    try {
+      parsePointer(readFileSync(join(dir, POINTER_KEY), 'utf8'));
+    } catch (err) {
+      throw new NotATreeError(`${join(dir, POINTER_KEY)}: ${(err as Error).message}; sync the mirror again with \`isoatlas mirror\``);
+    }
+    // The pointer is read again every two seconds: a sync switches the served release.
+    return { origin: new StoreOrigin(files, 2_000), storeFiles: files };
+  }
   for (const path of [treePaths.manifest, treePaths.release]) {
     if (!existsSync(join(dir, path))) {
-      throw new NotATreeError(`${dir} is not a rendered isoatlas tree (no ${path}); build one with \`isoatlas build\` or \`npm start\``);
+      throw new NotATreeError(`${dir} is neither a rendered isoatlas tree (no ${path}) nor a mirror (no ${POINTER_KEY}); build one with \`isoatlas build\` or \`npm start\`, or sync one with \`isoatlas mirror\``);
     }
   }
   if (!treeIsCurrent(dir)) {
     throw new NotATreeError(`${dir} was built by an older version of isoatlas (its manifest or edge index is of an older format): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`);
   }
+  return { origin: new LocalTreeOrigin(dir) };
+}
+
+export async function serve(opts: ServeOptions): Promise<void> {
+  const dir = resolve(opts.dir);
+  const served = originFor(dir);
   // Request lines are batched (see buffered-log.ts); the lines about the server itself go out at once.
   const stdout = opts.log ? null : bufferedLog((text) => process.stdout.write(text));
   if (stdout) process.once('exit', stdout.flush);
@@ -72,7 +91,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const log = opts.log ?? ((line: string) => (stdout!.line(line), stdout!.flush()));
   const access = await localAccessControl(opts.access, opts.keysDir);
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
-  const handler = createHandler({ origin: new LocalTreeOrigin(dir), structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
+  const handler = createHandler({ ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
   const server = createNodeServer(handler, { log: requestLog });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);

@@ -8,7 +8,7 @@ import { isVersioned, OriginError, type Origin, type PinnedRelease, type Release
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem } from './router.js';
-import { ALLOW, PREFLIGHT_HEADERS, problem } from './responses.js';
+import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
 import { routeHandlers } from './routes/index.js';
@@ -16,7 +16,9 @@ import type { Release, Releases } from './routes/context.js';
 import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER, RELEASE_PARAM } from './contract/routes.js';
 import { API_PREFIX } from './contract/tree.js';
-import { structureFile } from './routes/structure.js';
+import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
+import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';
+import { IntegrityError } from './origins/verified.js';
 
 export interface HandlerOptions {
   /** The tree: one release (a directory, a base URL) or a published bucket with a release pointer. */
@@ -24,8 +26,12 @@ export interface HandlerOptions {
   /** Base URL the structure redirect points into (`<base>/structures/<id>.cif`). Default: none, the
    * redirect is root-relative (right for a server that also serves the files, and for the CDN). */
   structureBaseUrl?: string;
-  /** Serve `/structures/<id>.cif` from the tree (local server and mirrors; the CDN serves them from S3). */
+  /** Serve the structure files (`/structures/<id>.cif` of a tree, `/releases/<r>/structures/<id>.cif`
+   * of a store) itself: the local server and mirrors (the CDN gets them from the bucket). */
   serveStructureFiles?: boolean;
+  /** A store's own files (current.json, releases.json, objects/…), served as they are so that other
+   * mirrors can sync from this server. */
+  storeFiles?: Origin;
   /** API keys and rate limits; without it every request is served. */
   access?: AccessControl;
   /** Memory for verified file bodies, per release (default 16 MiB; a local server affords more). */
@@ -72,6 +78,13 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
     const release = (await releases.get())!;
     return named(await structureFile(request, release, name), release);
   }
+  const inRelease = options.serveStructureFiles ? RELEASE_STRUCTURE_PATH.exec(url.pathname) : null;
+  if (inRelease) {
+    const release = await releases.get(inRelease[1]);
+    if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname.slice(0, 200)}` });
+    return named(await structureFile(request, release, inRelease[2]), release);
+  }
+  if (options.storeFiles && isStoreFile(url.pathname.slice(1))) return storeFile(request, options.storeFiles, url.pathname.slice(1));
   const matched = matchRoute(url.pathname);
   if (!matched) {
     return problem(request, { status: 404, detail: `no endpoint at ${url.pathname.slice(0, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` });
@@ -83,6 +96,19 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
   if (!release) return problem(request, { status: 404, detail: `no release "${asked!.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
   const response = await routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl });
   return named(response, release);
+}
+
+/** The files a mirror syncs from: the pointer, the history and the objects (by their exact names). */
+const isStoreFile = (path: string) => path === POINTER_KEY || path === HISTORY_KEY || objectSha(path) !== null;
+
+/** A store file as it is; an object only when its bytes hash to its name. */
+async function storeFile(request: Request, store: Origin, path: string): Promise<Response> {
+  const file = await store.read(path);
+  if (!file) return problem(request, { status: 404, detail: `no ${path} in this mirror` });
+  const sha = objectSha(path);
+  if (sha !== null && (await sha256Hex(file.body)) !== sha) throw new IntegrityError(`${path} does not hash to its name`);
+  const cache = sha === null ? 'no-cache' : 'public, max-age=31536000, immutable';
+  return bodyResponse(request, file.body, { cacheControl: cache, sha256: sha ?? undefined, contentType: sha === null ? undefined : 'application/octet-stream' });
 }
 
 /** Every answer from a release names it. */

@@ -56,6 +56,8 @@ export class OriginError extends Error {
   constructor(
     message: string,
     readonly kind: OriginFailure,
+    /** How long the origin asked us to wait (its Retry-After), when it said. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'OriginError';

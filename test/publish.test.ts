@@ -15,6 +15,7 @@ import { listReleases, publish, rollback, s3Client, OBJECT_CACHE_CONTROL } from 
 import { collectGarbage } from '../build/collect.js';
 import { createHandler, releasesOf } from '../edge/handler.js';
 import { StoreOrigin } from '../edge/origins/store.js';
+import { LocalOrigin } from '../edge/origins/local.js';
 import { objectKey } from '../edge/contract/store.js';
 import { locateStructureFile } from '../edge/routes/structure.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';
@@ -375,15 +376,16 @@ describe('publish to S3 (s3rver)', () => {
 });
 
 describe('mirror from s3://', () => {
-  it('copies the current release of the bucket into a directory the server can serve', async () => {
+  it('copies releases of the bucket into a local store the server can serve, pinning included', async () => {
     const { mirror } = await import('../build/mirror.js');
     const to = join(dir, 'mirror-from-s3');
-    const s = await mirror({ from: `s3://${BUCKET}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false });
-    expect(s.release).toBe('2027.01-test');
-    const manifest = readManifest(to);
-    expect(s.fetched).toBe(manifest.entries.length);
-    for (const e of manifest.entries) expect(createHash('sha256').update(readFileSync(join(to, e.path))).digest('hex'), e.path).toBe(e.sha256);
-    expect(gene(to, 'ENSG00000186654')).toBe(gene(release3, 'ENSG00000186654'));
+    const s = await mirror({ from: `s3://${BUCKET}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false, releases: ['2027.02-a'] });
+    expect(s).toMatchObject({ release: '2027.01-test', releases: ['2027.02-a', '2027.01-test'], reused: 0 });
+    expect(s.fetched).toBe(new Set([...objectsOf(release3), ...objectsOf(release4a)]).size);
+    for (const sha of objectsOf(release3)) expect(createHash('sha256').update(readFileSync(join(to, objectKey(sha)))).digest('hex')).toBe(sha);
+    const handler = createHandler({ origin: new StoreOrigin(new LocalOrigin(to)) });
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(release3, 'ENSG00000186654'));
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5?release=2027.02-a'))).text()).toBe(gene(release4a, 'ENSG00000186654'));
   });
 });
 

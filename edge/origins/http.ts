@@ -8,6 +8,8 @@ export class HttpOrigin implements Origin {
   constructor(
     baseUrl: string,
     private readonly timeoutMs = 5000,
+    /** Sent with every request, e.g. a mirror's `Authorization: Bearer <key>`. */
+    private readonly headers: Record<string, string> = {},
   ) {
     this.base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
     this.description = this.base;
@@ -16,7 +18,7 @@ export class HttpOrigin implements Origin {
   async read(path: string): Promise<OriginObject | null> {
     let res: Response;
     try {
-      res = await fetch(new URL(path, this.base), { signal: AbortSignal.timeout(this.timeoutMs) });
+      res = await fetch(new URL(path, this.base), { headers: this.headers, signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError';
       throw new OriginError(`${this.base}${path}: ${timedOut ? `no answer within ${this.timeoutMs} ms` : (err as Error).message}`, timedOut ? 'timeout' : 'unavailable');
@@ -29,7 +31,8 @@ export class HttpOrigin implements Origin {
     if (!res.ok) {
       await res.body?.cancel().catch(() => {});
       const overloaded = res.status === 503 || res.status === 429;
-      throw new OriginError(`${this.base}${path}: origin answered ${res.status}`, overloaded ? 'overloaded' : 'unavailable');
+      const retryAfter = Number(res.headers.get('retry-after'));
+      throw new OriginError(`${this.base}${path}: origin answered ${res.status}`, overloaded ? 'overloaded' : 'unavailable', Number.isFinite(retryAfter) && retryAfter >= 0 && res.headers.has('retry-after') ? retryAfter : undefined);
     }
     try {
       return { body: new Uint8Array(await res.arrayBuffer()) };
