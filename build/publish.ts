@@ -1,16 +1,18 @@
 // `isoatlas publish`: a rendered tree → the store in a bucket (edge/contract/store.ts). Every file
-// is an object named by its sha256, so publishing uploads only what the store does not have (known
-// from one listing of its objects, not a request per file) and copies nothing; a file another
-// release already has is already there. Then the release enters the history and the pointer
-// switches to it, each a conditional write, so concurrent publishes cannot lose each other's entry.
+// is an object named by its sha256, so publishing uploads only what the store does not have and
+// copies nothing. What the store has is known from the kept releases' manifests (a manifest shard
+// whose sha256 the new release shares lists the same files, so only changed shards are read), not
+// from one request per object; objects a kept release lists are never collected (gc), so they stay.
+// Then the release enters the history and the pointer switches to it, each a conditional write, so
+// concurrent publishes cannot lose each other's entry.
 //
 // Order, so that a reader or a garbage collection never sees a release with a missing file:
 //   1. the manifest's objects (its shards, then manifest.json), and the release as `pending` in the
 //      history (gc keeps whatever a pending release references);
 //   2. every other file the store lacks;
-//   3. a second listing confirms every object is there (what is not is uploaded again);
-//   4. the release moves from pending to the kept releases, and the pointer names it.
-// Re-running an interrupted publish uploads only what the first run did not.
+//   3. the release moves from pending to the kept releases, and the pointer names it.
+// Re-running an interrupted publish (its release still pending) lists the store once and uploads
+// only what the first run did not.
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { CloudFrontClient, CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { createHash } from 'node:crypto';
@@ -21,7 +23,8 @@ import { POINTER_KEY, RELEASE_NAME, objectKey, type PublishedRelease, type Relea
 import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
 import { startProgress } from './progress.js';
 import { UsageError } from './errors.js';
-import { loadManifest } from './manifest-reader.js';
+import { loadManifest, type LoadedManifest } from './manifest-reader.js';
+import { parseManifestIndex, parseManifestShard } from '../edge/contract/manifest.js';
 import { forEachLimited } from './concurrency.js';
 import { OBJECT_CACHE_CONTROL, StoreBucket, s3Client } from './store-bucket.js';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -102,8 +105,12 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const total = manifestObjects.size + fileObjects.size;
 
   const summary: PublishSummary = { release, previous: null, objects: total, uploaded: 0, present: 0, bytesUploaded: 0, seconds: 0, retired: [], invalidated: [] };
-  const listed = await store.objects(concurrency);
-  const missing = (o: ReleaseObject) => listed.get(o.sha256)?.size !== o.size;
+  const known = await knownObjects(store, history, manifest, concurrency);
+  // An interrupted run of this release left objects no kept release lists: one listing finds them.
+  if (history.pending.some((p) => p.release === release && p.manifest_sha256 === manifestSha)) {
+    for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
+  }
+  const missing = (o: ReleaseObject) => !known.has(o.sha256);
   const upload = async (o: ReleaseObject) => {
     const body = o.path === treePaths.manifest ? manifest.indexBody : await readFile(join(opts.dir, o.path));
     if (sha256Of(body) !== o.sha256) throw new Error(`${join(opts.dir, o.path)} changed while publishing (its sha256 no longer matches the manifest); rebuild the tree and publish again`);
@@ -145,17 +152,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   }
   summary.present = total - summary.uploaded;
 
-  // 3. Everything there? (A listing may skip keys on some S3-compatible servers, and an object may
-  // have been collected between the first listing and the pending entry.)
-  const after = await store.objects(concurrency);
-  const absent = [...manifestObjects.values(), ...fileObjects.values()].filter((o) => after.get(o.sha256)?.size !== o.size);
-  if (absent.length) {
-    log(`${absent.length} objects not found in the second listing; uploading them again`);
-    await forEachLimited(absent, concurrency, upload);
-    summary.present -= absent.length;
-  }
-
-  // 4. Kept, then current.
+  // 3. Kept, then current.
   const publishedAt = new Date().toISOString();
   const entry: PublishedRelease = { release, manifest_sha256: manifestSha, published_at: publishedAt };
   const keep = opts.keep;
@@ -243,4 +240,35 @@ export async function listReleases(opts: { s3: S3Client; bucket: string; prefix?
   const [pointer, history] = await Promise.all([store.pointer(), store.history()]);
   const current = pointer?.release ?? null;
   return { current, releases: history.releases.map((r) => ({ ...r, current: r.release === current })), pending: history.pending, retired: history.retired };
+}
+
+/** The objects the store holds for sure: everything its kept releases list. A kept release's
+ * manifest shard with the same sha256 as one of the new release's lists the same files, so only the
+ * shards that differ are read. */
+async function knownObjects(store: StoreBucket, history: ReleaseHistory, manifest: LoadedManifest, concurrency: number): Promise<Set<string>> {
+  const known = new Set<string>();
+  const ours = new Map(manifest.shards.map(({ entry, body }, i) => [entry.sha256, () => parseManifestShard(body, i, manifest.shards.length, entry.path)] as const));
+  const read = new Set<string>();
+  for (const r of history.releases) {
+    if (known.has(r.manifest_sha256)) continue;
+    known.add(r.manifest_sha256);
+    const got = await store.get(objectKey(r.manifest_sha256));
+    if (!got) throw new Error(`${store.where}${objectKey(r.manifest_sha256)}: the manifest of kept release ${r.release} is missing from the store; run \`isoatlas releases\` and publish that release again`);
+    const index = parseManifestIndex(got.body, `${store.where} (release ${r.release}) ${treePaths.manifest}`);
+    const toRead = index.shards.filter((s) => !read.has(s.sha256) && !known.has(s.sha256));
+    await forEachLimited(toRead, concurrency, async (shard) => {
+      read.add(shard.sha256);
+      known.add(shard.sha256);
+      const same = ours.get(shard.sha256);
+      if (same) {
+        for (const e of same()) known.add(e.sha256);
+        return;
+      }
+      const body = await store.get(objectKey(shard.sha256));
+      if (!body) throw new Error(`${store.where}${objectKey(shard.sha256)}: a manifest shard of kept release ${r.release} is missing from the store`);
+      const n = index.shards.indexOf(shard);
+      for (const e of parseManifestShard(body.body, n, index.shards.length, `${store.where} (release ${r.release}) ${shard.path}`)) known.add(e.sha256);
+    });
+  }
+  return known;
 }
