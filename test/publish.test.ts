@@ -212,10 +212,13 @@ describe('publish to S3 (s3rver)', () => {
     const seen = { old: 0, new: 0, other: [] as string[] };
     const reading = (async () => {
       while (publishing) {
-        const [g, rel] = await Promise.all([
+        const [g, rel, pinned] = await Promise.all([
           reader(new Request('http://atlas.test/api/v1/genes/PRR5')),
           reader(new Request('http://atlas.test/api/v1/release')),
+          reader(new Request('http://atlas.test/api/v1/genes/PRR5?release=2026.11-chr22-demo')),
         ]);
+        // A reader that pinned release 1 gets release 1 throughout.
+        if ((await pinned.text()) !== oldGene || pinned.headers.get(RELEASE_HEADER) !== '2026.11-chr22-demo') seen.other.push('a pinned read not of release 1');
         const body = await g.text();
         const release = ((await rel.json()) as { release: string }).release;
         if (g.status !== 200) seen.other.push(`gene ${g.status}`);
