@@ -61,11 +61,12 @@ describe('SQANTI3 classification and protein FASTA readers', () => {
   it('drops the terminal stop: protein length = SQANTI3 ORF_length − 1 when the ORF has a stop', async () => {
     const fasta = await readProteinFasta(chr22('gencode.v38.basic_chr22_corrected.faa.gz'));
     const rows = await readSqantiClassification(chr22('gencode.v38.basic_chr22_classification.txt.gz'));
-    expect(fasta.size).toBe(1589);
+    expect(fasta.sequences.size).toBe(1589);
     const prr5 = rows.get('ENST00000006251.11')!;
     expect(prr5.orfLength).toBe(380); // as written in the file, stop included
-    expect(fasta.get('ENST00000006251.11')!.length).toBe(379);
-    expect(fasta.get('ENST00000006251.11')!.startsWith('MSSPSLSDLGKREP')).toBe(true);
+    expect(fasta.sequences.get('ENST00000006251.11')!.length).toBe(379);
+    expect(fasta.sequences.get('ENST00000006251.11')!.startsWith('MSSPSLSDLGKREP')).toBe(true);
+    expect(fasta.stops.has('ENST00000006251.11')).toBe(true);
   });
 });
 
@@ -162,6 +163,19 @@ describe('core import of GENCODE v49 (names and tags from the GTF)', () => {
     expect(rules.find((r) => r.canonical_rule === 'Ensembl_canonical')?.n).toBeGreaterThan(0);
     const manes = d.prepare("SELECT count(*) FROM isoforms WHERE tags LIKE '%\"MANE_Select\"%'").pluck().get() as number;
     expect(rules.find((r) => r.canonical_rule === 'MANE_Select')?.n).toBe(manes);
+  });
+
+  it('places the ORF from the CDS and stop codon features and reads cds_start_NF / cds_end_NF', () => {
+    const rows = d.prepare("SELECT transcript_id, strand, tags, orf_start, orf_end, orf_completeness, orf_source FROM isoforms WHERE coding = 1").all() as Record<string, string | number>[];
+    expect(rows.length).toBeGreaterThan(0);
+    const located = rows.filter((r) => r.orf_source === 'gtf');
+    expect(located.length).toBeGreaterThan(rows.length / 2);
+    for (const r of located) {
+      const tags = JSON.parse(r.tags as string) as string[];
+      if (tags.includes('cds_start_NF')) expect(['5prime_partial', 'internal'], String(r.transcript_id)).toContain(r.orf_completeness);
+      if (tags.includes('cds_end_NF')) expect(['3prime_partial', 'internal'], String(r.transcript_id)).toContain(r.orf_completeness);
+    }
+    expect(located.some((r) => r.orf_completeness === 'complete')).toBe(true);
   });
 
   it('calls NMD from transcript_type and measures proteins from CDS features', () => {

@@ -1,7 +1,9 @@
 // The canonical isoform of a gene, the reference point of Δlength. Rule, in order:
 //   1. the reference isoform tagged MANE_Select;
 //   2. else the one tagged Ensembl_canonical;
-//   3. else the longest coding reference isoform (protein length, then transcript length, then id);
+//   3. else the longest coding reference isoform, complete ORFs first (a complete ORF before a longer
+//      partial one: a partial ORF's length is not its protein's; then protein length, transcript
+//      length, id);
 //   4. else (a non-coding gene) the longest reference transcript (length, then id).
 // Long-read isoforms are never canonical: canonical means the reference annotation's choice.
 import type { IsoformRecord } from '../release-db/records.js';
@@ -18,7 +20,8 @@ export function chooseCanonical(isoforms: IsoformRecord[]): { transcriptId: stri
   }
   const coding = reference.filter((i) => i.coding && i.protein_length !== null);
   if (coding.length) {
-    coding.sort((a, b) => b.protein_length! - a.protein_length! || b.length - a.length || byId(a, b));
+    const partial = (i: IsoformRecord) => (i.orf !== null && i.orf.completeness !== 'complete' ? 1 : 0);
+    coding.sort((a, b) => partial(a) - partial(b) || b.protein_length! - a.protein_length! || b.length - a.length || byId(a, b));
     return { transcriptId: coding[0].transcript_id, rule: 'longest_coding' };
   }
   const longest = [...reference].sort((a, b) => b.length - a.length || byId(a, b));

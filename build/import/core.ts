@@ -26,6 +26,9 @@ const InputSet = Type.Object(
     description: Type.Optional(Type.String()),
     /** The inputs are synthetic (e.g. `isoatlas generate --scale human`): recorded as generated. */
     generated: Type.Optional(Type.Boolean()),
+    /** What the classification's iso_exp (TPM) quantifies, as each isoform's expression_source says
+     * it; default "<source>: SQANTI3 iso_exp". */
+    expression: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
 );
@@ -84,7 +87,8 @@ async function readSet(set: CoreConfig['reference']) {
   return {
     gtf,
     classification: classification && set.classification ? { file: set.classification, rows: classification } : null,
-    fasta: fasta && set.fasta ? { file: set.fasta, sequences: fasta } : null,
+    fasta: fasta && set.fasta ? { file: set.fasta, sequences: fasta.sequences, stops: fasta.stops } : null,
+    expressionSource: set.classification ? (set.expression ?? `${set.source}: SQANTI3 iso_exp`) : null,
   };
 }
 
@@ -93,7 +97,8 @@ const ISOFORM_COLUMNS = [
   'transcript_id', 'transcript_id_unversioned', 'transcript_name', 'transcript_name_source', 'gene_id', 'source',
   'transcript_type', 'structural_category', 'associated_transcript', 'associated_genes', 'chromosome', 'strand',
   'start', 'end', 'length', 'exon_count', 'coding', 'protein_length', 'protein_sequence', 'nmd', 'nmd_source',
-  'expression_tpm', 'tags',
+  'expression_tpm', 'expression_source', 'tags', 'exons', 'orf_start', 'orf_end', 'orf_transcript_start',
+  'orf_transcript_end', 'orf_completeness', 'orf_source', 'qc',
 ] as const;
 
 function insertStatement(db: Db, table: string, columns: readonly string[]) {
@@ -102,12 +107,21 @@ function insertStatement(db: Db, table: string, columns: readonly string[]) {
 
 function toRow(iso: IsoformRecord) {
   const bool = (b: boolean | null) => (b === null ? null : b ? 1 : 0);
+  const { orf, ...rest } = iso;
   return {
-    ...iso,
+    ...rest,
     associated_genes: JSON.stringify(iso.associated_genes),
     tags: JSON.stringify(iso.tags),
     coding: bool(iso.coding),
     nmd: bool(iso.nmd),
+    exons: JSON.stringify(iso.exons),
+    orf_start: orf?.start ?? null,
+    orf_end: orf?.end ?? null,
+    orf_transcript_start: orf?.transcript_start ?? null,
+    orf_transcript_end: orf?.transcript_end ?? null,
+    orf_completeness: orf?.completeness ?? null,
+    orf_source: orf?.source ?? null,
+    qc: iso.qc ? JSON.stringify(iso.qc) : null,
   };
 }
 

@@ -1,16 +1,27 @@
 // Protein FASTA reader. The record id is the header's first word (SQANTI3/TransDecoder headers carry
-// `ID<TAB>ID.p1|N_aa|…` after it). The terminal stop `*` is dropped: protein length excludes it.
+// `ID<TAB>ID.p1|N_aa|…` after it). The terminal stop `*` is dropped (protein length excludes it) and
+// remembered: an ORF that ends in one is 3′ complete.
 import { InputError, readLines } from './input.js';
 
 const RESIDUES = /^[A-Za-z*]*$/;
 
-export async function readProteinFasta(path: string): Promise<Map<string, string>> {
+export interface ProteinFasta {
+  sequences: Map<string, string>;
+  /** Ids of the sequences that ended in a stop `*`. */
+  stops: Set<string>;
+}
+
+export async function readProteinFasta(path: string): Promise<ProteinFasta> {
   const sequences = new Map<string, string>();
+  const stops = new Set<string>();
   const firstLine = new Map<string, number>();
   let id: string | null = null;
   let parts: string[] = [];
   const flush = () => {
-    if (id !== null) sequences.set(id, parts.join('').toUpperCase().replace(/\*$/, ''));
+    if (id === null) return;
+    const sequence = parts.join('').toUpperCase();
+    if (sequence.endsWith('*')) stops.add(id);
+    sequences.set(id, sequence.replace(/\*$/, ''));
   };
   for await (const [line, text] of readLines(path)) {
     if (text.startsWith('>')) {
@@ -31,5 +42,5 @@ export async function readProteinFasta(path: string): Promise<Map<string, string
   for (const [seqId, seq] of sequences) {
     if (seq.includes('*')) throw new InputError(path, firstLine.get(seqId)!, `sequence ${seqId} has an internal stop "*"`);
   }
-  return sequences;
+  return { sequences, stops };
 }

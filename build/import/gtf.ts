@@ -1,5 +1,5 @@
 // GENCODE / SQANTI3 GTF reader. Keeps what the atlas needs: genes (from `gene` lines when present),
-// transcripts with their attributes and tags, exon count and length, and CDS length.
+// transcripts with their attributes and tags, their exons, and the span of their CDS.
 import { InputError, readLines } from './input.js';
 
 export interface GtfTranscript {
@@ -17,8 +17,13 @@ export interface GtfTranscript {
   exonCount: number;
   /** Sum of exon lengths (nt). */
   length: number;
+  /** Exons as [start, end] (1-based, inclusive) in transcript order: 5′ to 3′, so descending
+   * coordinates on the minus strand. */
+  exons: [number, number][];
   /** Sum of CDS lengths (nt); GENCODE CDS features exclude the stop codon. */
   cdsLength: number;
+  /** Genomic span of the CDS features and the stop codon feature, when the GTF has them. */
+  cds: { start: number; end: number; stopCodon: boolean } | null;
   line: number;
 }
 
@@ -65,7 +70,7 @@ export function parseAttributes(text: string, fail: (problem: string) => never):
 export async function readGtf(path: string): Promise<Gtf> {
   const transcripts = new Map<string, GtfTranscript>();
   const genes = new Map<string, GtfGene>();
-  const exons = new Map<string, { count: number; length: number; cds: number; line: number }>();
+  const exons = new Map<string, { exons: [number, number][]; cds: number; cdsSpan: [number, number] | null; stopCodon: boolean; line: number }>();
 
   for await (const [line, text] of readLines(path)) {
     if (text === '' || text.startsWith('#')) continue;
@@ -114,26 +119,39 @@ export async function readGtf(path: string): Promise<Gtf> {
         end,
         exonCount: 0,
         length: 0,
+        exons: [],
         cdsLength: 0,
+        cds: null,
         line,
       });
-    } else if (feature === 'exon' || feature === 'CDS') {
+    } else if (feature === 'exon' || feature === 'CDS' || feature === 'stop_codon') {
       const transcriptId = need('transcript_id');
-      const acc = exons.get(transcriptId) ?? { count: 0, length: 0, cds: 0, line };
-      if (feature === 'exon') {
-        acc.count += 1;
-        acc.length += end - start + 1;
-      } else acc.cds += end - start + 1;
-      exons.set(transcriptId, acc);
+      let acc = exons.get(transcriptId);
+      if (!acc) exons.set(transcriptId, (acc = { exons: [], cds: 0, cdsSpan: null, stopCodon: false, line }));
+      if (feature === 'exon') acc.exons.push([start, end]);
+      else {
+        if (feature === 'CDS') acc.cds += end - start + 1;
+        else acc.stopCodon = true;
+        acc.cdsSpan = acc.cdsSpan ? [Math.min(acc.cdsSpan[0], start), Math.max(acc.cdsSpan[1], end)] : [start, end];
+      }
     }
   }
 
   for (const [transcriptId, acc] of exons) {
     const t = transcripts.get(transcriptId);
     if (!t) throw new InputError(path, acc.line, `exon of transcript ${transcriptId}, which has no transcript line`);
-    t.exonCount = acc.count;
-    t.length = acc.length;
+    const ordered = acc.exons.sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < ordered.length; i++) {
+      if (ordered[i][0] <= ordered[i - 1][1]) {
+        throw new InputError(path, acc.line, `transcript ${transcriptId} has overlapping exons ${ordered[i - 1].join('-')} and ${ordered[i].join('-')}`);
+      }
+    }
+    if (t.strand === '-') ordered.reverse();
+    t.exons = ordered;
+    t.exonCount = ordered.length;
+    t.length = ordered.reduce((sum, [s, e]) => sum + e - s + 1, 0);
     t.cdsLength = acc.cds;
+    t.cds = acc.cdsSpan ? { start: acc.cdsSpan[0], end: acc.cdsSpan[1], stopCodon: acc.stopCodon } : null;
   }
   // A transcript line without exon lines happens in region-clipped subsets (the GENCODE v49 sample
   // has 7): take the transcript as one exon spanning its line rather than dropping a real record.
@@ -142,6 +160,7 @@ export async function readGtf(path: string): Promise<Gtf> {
     if (t.exonCount === 0) {
       t.exonCount = 1;
       t.length = t.end - t.start + 1;
+      t.exons = [[t.start, t.end]];
       warnings.push(`${path}:${t.line}: transcript ${t.transcriptId} has no exon lines; taken as one exon spanning ${t.start}-${t.end}`);
     }
   }

@@ -7,12 +7,14 @@
 import type { Gtf } from './gtf.js';
 import { InputError } from './input.js';
 import type { SqantiRow } from './sqanti.js';
+import { orfFromSqanti } from './orf.js';
 import { compareNatural, unversioned, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
 
 export interface LongReadInputs {
   gtf: Gtf;
   classification: { file: string; rows: Map<string, SqantiRow> };
-  fasta: { file: string; sequences: Map<string, string> } | null;
+  fasta: { file: string; sequences: Map<string, string>; stops: Set<string> } | null;
+  expressionSource: string | null;
 }
 
 function geneIdsOf(label: string): string[] {
@@ -21,7 +23,7 @@ function geneIdsOf(label: string): string[] {
 }
 
 export function assembleLongRead(inputs: LongReadInputs, genes: Map<string, GeneRecord>): { isoforms: IsoformRecord[]; gtfOnly: number } {
-  const { gtf, classification, fasta } = inputs;
+  const { gtf, classification, fasta, expressionSource } = inputs;
   for (const id of fasta?.sequences.keys() ?? []) {
     if (!classification.rows.has(id)) throw new InputError(fasta!.file, null, `sequence ${id} is not an isoform of ${classification.file}`);
   }
@@ -31,6 +33,9 @@ export function assembleLongRead(inputs: LongReadInputs, genes: Map<string, Gene
     const row = classification.rows.get(id)!;
     const t = gtf.transcripts.get(id);
     if (!t) throw new InputError(classification.file, row.line, `isoform ${id} has no transcript in ${gtf.file}`, 'isoform');
+    if (t.exonCount !== row.exons || t.length !== row.length) {
+      throw new InputError(classification.file, row.line, `isoform ${id} has ${row.exons} exons and ${row.length} nt here but ${t.exonCount} exons and ${t.length} nt in ${gtf.file}: are they from the same SQANTI3 run?`, 'length');
+    }
 
     const associated = geneIdsOf(row.associatedGene);
     let geneId = associated.find((g) => genes.get(g)?.source === 'reference');
@@ -88,7 +93,11 @@ export function assembleLongRead(inputs: LongReadInputs, genes: Map<string, Gene
       nmd: row.predictedNmd,
       nmd_source: row.predictedNmd === null ? null : 'sqanti3',
       expression_tpm: row.isoExp,
+      expression_source: row.isoExp !== null ? expressionSource : null,
       tags: [],
+      exons: t.exons,
+      orf: row.coding ? orfFromSqanti(t, row, classification.file, { sequence, stop: fasta?.sequences.has(id) ? fasta.stops.has(id) : null }) : null,
+      qc: row.qc,
     });
   }
   const gtfOnly = [...gtf.transcripts.keys()].filter((id) => !classification.rows.has(id)).length;

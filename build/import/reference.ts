@@ -3,12 +3,15 @@
 import type { Gtf, GtfTranscript } from './gtf.js';
 import { InputError } from './input.js';
 import type { SqantiRow } from './sqanti.js';
+import { orfFromGtf, orfFromSqanti } from './orf.js';
 import { unversioned, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
 
 export interface ReferenceInputs {
   gtf: Gtf;
   classification: { file: string; rows: Map<string, SqantiRow> } | null;
-  fasta: { file: string; sequences: Map<string, string> } | null;
+  fasta: { file: string; sequences: Map<string, string>; stops: Set<string> } | null;
+  /** What the classification's iso_exp is (the quantification); null without a classification. */
+  expressionSource: string | null;
 }
 
 const NMD_TYPE = 'nonsense_mediated_decay';
@@ -24,7 +27,7 @@ function nmdCall(t: GtfTranscript, cls: SqantiRow | undefined, coding: boolean |
 }
 
 export function assembleReference(inputs: ReferenceInputs, genes: Map<string, GeneRecord>): IsoformRecord[] {
-  const { gtf, classification, fasta } = inputs;
+  const { gtf, classification, fasta, expressionSource } = inputs;
   const gtfHasCds = [...gtf.transcripts.values()].some((t) => t.cdsLength > 0);
 
   for (const [id, row] of classification?.rows ?? []) {
@@ -74,6 +77,8 @@ export function assembleReference(inputs: ReferenceInputs, genes: Map<string, Ge
       else if (t.cdsLength > 0) proteinLength = Math.floor(t.cdsLength / 3);
     }
     const [nmd, nmdSource] = nmdCall(t, cls, coding);
+    const protein = { sequence: coding ? sequence : null, stop: fasta?.sequences.has(id) ? fasta.stops.has(id) : null };
+    const orf = !coding ? null : cls ? orfFromSqanti(t, cls, classification!.file, protein) : orfFromGtf(t, sequence);
     isoforms.push({
       transcript_id: id,
       transcript_id_unversioned: unversioned(id) === id ? null : unversioned(id),
@@ -97,7 +102,13 @@ export function assembleReference(inputs: ReferenceInputs, genes: Map<string, Ge
       nmd,
       nmd_source: nmdSource,
       expression_tpm: cls?.isoExp ?? null,
+      expression_source: cls?.isoExp != null ? expressionSource : null,
       tags: t.tags,
+      exons: t.exons,
+      orf,
+      // SQANTI3's QC compares a long read with the reference; a reference transcript compared with
+      // itself says nothing, so reference isoforms carry none.
+      qc: null,
     });
   }
   return isoforms;

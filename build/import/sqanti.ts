@@ -1,6 +1,7 @@
 // SQANTI3 classification reader (reference or long-read run). SQANTI3 writes ~48 columns; we read the
 // ones the atlas uses by name and ignore the rest, so newer SQANTI3 versions with extra columns work.
 import { InputError, cellParsers, readTsv } from './input.js';
+import type { SqantiQc } from '../release-db/records.js';
 
 export interface SqantiRow {
   isoform: string;
@@ -15,8 +16,13 @@ export interface SqantiRow {
   /** SQANTI3's ORF_length counts the stop codon when the ORF has one. */
   orfLength: number | null;
   orfSequence: string | null;
+  /** The ORF on the transcript (CDS_start–CDS_end, 1-based, stop codon included when there is one)
+   * and its genomic ends as SQANTI3 gives them (5′ end first, so start > end on the minus strand). */
+  cds: { transcriptStart: number; transcriptEnd: number; genomicStart: number; genomicEnd: number } | null;
   predictedNmd: boolean | null;
   isoExp: number | null;
+  /** Quality attributes; null when the file has none of their columns. */
+  qc: SqantiQc | null;
   line: number;
 }
 
@@ -24,6 +30,9 @@ const REQUIRED = [
   'isoform', 'chrom', 'strand', 'length', 'exons', 'structural_category', 'associated_gene',
   'associated_transcript', 'coding', 'ORF_length', 'predicted_NMD',
 ] as const;
+
+const CDS_COLUMNS = ['CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end'] as const;
+const QC_COLUMNS = ['subcategory', 'FSM_class', 'all_canonical', 'RTS_stage', 'diff_to_TSS', 'diff_to_TTS', 'within_CAGE_peak', 'dist_to_CAGE_peak', 'polyA_motif', 'polyA_motif_found', 'polyA_dist', 'FL'] as const;
 
 export async function readSqantiClassification(path: string): Promise<Map<string, SqantiRow>> {
   const rows = new Map<string, SqantiRow>();
@@ -37,6 +46,41 @@ export async function readSqantiClassification(path: string): Promise<Map<string
     const nmd = row.predicted_NMD;
     if (!['TRUE', 'FALSE', 'NA', ''].includes(nmd)) p.fail('predicted_NMD', `expected TRUE, FALSE or NA, found "${nmd}"`);
     const coding = row.coding === 'coding';
+    // Optional columns (SQANTI3 writes them; a minimal classification may not): a missing column reads as NA.
+    const cell = (column: string) => row[column] ?? 'NA';
+    const flag = (column: string, yes = 'TRUE', no = 'FALSE'): boolean | null => {
+      const v = cell(column);
+      if (v === yes) return true;
+      if (v === no) return false;
+      if (p.isNull(v)) return null;
+      return p.fail(column, `expected ${yes}, ${no} or NA, found "${v}"`);
+    };
+    const cds =
+      coding && CDS_COLUMNS.every((c) => c in row && !p.isNull(row[c]))
+        ? {
+            transcriptStart: p.int('CDS_start', row.CDS_start, { min: 1 })!,
+            transcriptEnd: p.int('CDS_end', row.CDS_end, { min: 1 })!,
+            genomicStart: p.int('CDS_genomic_start', row.CDS_genomic_start, { min: 1 })!,
+            genomicEnd: p.int('CDS_genomic_end', row.CDS_genomic_end, { min: 1 })!,
+          }
+        : null;
+    if (cds && cds.transcriptEnd < cds.transcriptStart) p.fail('CDS_end', `CDS_end ${cds.transcriptEnd} is before CDS_start ${cds.transcriptStart}`);
+    const qc: SqantiQc | null = QC_COLUMNS.some((c) => c in row)
+      ? {
+          subcategory: p.text('subcategory', cell('subcategory'), { nullable: true }),
+          fsm_class: p.text('FSM_class', cell('FSM_class'), { nullable: true }),
+          all_canonical: flag('all_canonical', 'canonical', 'non_canonical'),
+          rts_stage: flag('RTS_stage'),
+          diff_to_tss: p.int('diff_to_TSS', cell('diff_to_TSS'), { nullable: true }),
+          diff_to_tts: p.int('diff_to_TTS', cell('diff_to_TTS'), { nullable: true }),
+          within_cage_peak: flag('within_CAGE_peak'),
+          dist_to_cage_peak: p.int('dist_to_CAGE_peak', cell('dist_to_CAGE_peak'), { nullable: true }),
+          polya_motif: p.text('polyA_motif', cell('polyA_motif'), { nullable: true }),
+          polya_motif_found: flag('polyA_motif_found'),
+          polya_dist: p.int('polyA_dist', cell('polyA_dist'), { nullable: true }),
+          full_length_reads: p.int('FL', cell('FL'), { min: 0, nullable: true }),
+        }
+      : null;
     rows.set(isoform, {
       isoform,
       chromosome: p.text('chrom', row.chrom)!,
@@ -49,8 +93,10 @@ export async function readSqantiClassification(path: string): Promise<Map<string
       coding,
       orfLength: coding ? p.int('ORF_length', row.ORF_length, { min: 1 }) : null,
       orfSequence: coding && 'ORF_seq' in row ? p.text('ORF_seq', row.ORF_seq, { nullable: true }) : null,
+      cds,
       predictedNmd: nmd === 'TRUE' ? true : nmd === 'FALSE' ? false : null,
       isoExp: 'iso_exp' in row ? p.num('iso_exp', row.iso_exp, { min: 0, nullable: true }) : null,
+      qc,
       line,
     });
   }

@@ -37,7 +37,46 @@ export interface IsoformRecord {
   nmd: boolean | null;
   nmd_source: string | null;
   expression_tpm: number | null;
+  /** Which quantification the TPM comes from (each input set's TPMs are normalized on their own). */
+  expression_source: string | null;
   tags: string[];
+  /** [start, end] of each exon (genomic, 1-based, inclusive), 5′ to 3′. */
+  exons: [number, number][];
+  orf: OrfRecord | null;
+  qc: SqantiQc | null;
+}
+
+/** 5′ partial: no start codon (the protein does not begin with M); 3′ partial: no stop codon;
+ * internal: both (TransDecoder's terms). */
+export type OrfCompleteness = 'complete' | '5prime_partial' | '3prime_partial' | 'internal';
+
+/** The open reading frame behind an isoform's protein. */
+export interface OrfRecord {
+  /** Genomic bounds, 1-based inclusive, start ≤ end whatever the strand; the stop codon included when there is one. */
+  start: number;
+  end: number;
+  /** The same bounds on the transcript, 1-based from its 5′ end. */
+  transcript_start: number;
+  transcript_end: number;
+  completeness: OrfCompleteness;
+  /** Where the ORF comes from: SQANTI3's ORF prediction, or the GTF's CDS features. */
+  source: 'sqanti3' | 'gtf';
+}
+
+/** SQANTI3 quality attributes of an isoform (column names lower-cased; FL → full_length_reads). */
+export interface SqantiQc {
+  subcategory: string | null;
+  fsm_class: string | null;
+  all_canonical: boolean | null;
+  rts_stage: boolean | null;
+  diff_to_tss: number | null;
+  diff_to_tts: number | null;
+  within_cage_peak: boolean | null;
+  dist_to_cage_peak: number | null;
+  polya_motif: string | null;
+  polya_motif_found: boolean | null;
+  polya_dist: number | null;
+  full_length_reads: number | null;
 }
 
 /** `ENSG00000100320.23` → `ENSG00000100320`; keeps GENCODE's `_PAR_Y` suffix, which is part of the id. */

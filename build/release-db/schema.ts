@@ -1,7 +1,7 @@
 // The release database: the one place where curated inputs meet. Importers write it, the renderer
 // reads it. Documented column by column in data/README.md.
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 export const DDL = `
 PRAGMA foreign_keys = ON;
@@ -62,7 +62,18 @@ CREATE TABLE isoforms (
   nmd                       INTEGER CHECK (nmd IN (0, 1)),
   nmd_source                TEXT,
   expression_tpm            REAL,
+  expression_source         TEXT,                  -- the quantification behind expression_tpm
   tags                      TEXT NOT NULL DEFAULT '[]',  -- JSON array of GTF tag values
+  exons                     TEXT NOT NULL DEFAULT '[]',  -- JSON [[start, end], …], genomic, 5′ to 3′
+  orf_start                 INTEGER,               -- genomic, start <= end, stop codon included when there is one
+  orf_end                   INTEGER,
+  orf_transcript_start      INTEGER,               -- the same bounds, 1-based from the transcript's 5′ end
+  orf_transcript_end        INTEGER,
+  orf_completeness          TEXT CHECK (orf_completeness IN ('complete', '5prime_partial', '3prime_partial', 'internal')),
+  orf_source                TEXT CHECK (orf_source IN ('sqanti3', 'gtf')),
+  qc                        TEXT,                  -- JSON of SQANTI3 quality attributes (long-read isoforms)
+  CHECK ((orf_start IS NULL) = (orf_completeness IS NULL)),
+  CHECK (orf_end >= orf_start AND orf_transcript_end >= orf_transcript_start),
   UNIQUE (transcript_id_unversioned)
 );
 CREATE INDEX isoforms_gene ON isoforms (gene_id);

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { EDGE_INDEX_FORMAT, treePaths, type EdgeIndex } from '../../edge/contract/tree.js';
 import { openReleaseDb } from '../release-db/store.js';
 import { startProgress } from '../progress.js';
-import { groupByGene, loadGenes, loadIsoforms } from './load.js';
+import { groupByGene, isoformDetails, loadGenes, loadIsoforms } from './load.js';
 import { renderGenes } from './genes.js';
 import { renderIsoforms } from './isoforms.js';
 import { renderDomains } from './domains.js';
@@ -45,7 +45,7 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
     const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('rendering', genes.length + isoforms.length * 3);
     const release = await renderRelease(db, w);
     await renderGenes(w, genes, byGene, () => bar.tick());
-    await renderIsoforms(w, isoforms, geneById, () => bar.tick());
+    await renderIsoforms(w, isoforms, geneById, isoformDetails(db), () => bar.tick());
     await renderDomains(db, w, isoforms, () => bar.tick());
     await renderNeoantigens(db, w, isoforms, () => bar.tick());
     bar.stop();

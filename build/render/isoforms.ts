@@ -1,7 +1,7 @@
-// Isoform records: `/isoforms/{transcript_id}` — core record plus the six metrics.
+// Isoform records: `/isoforms/{transcript_id}` — core record, exons, ORF and protein, QC, and the six metrics.
 import { links, treePaths } from '../../edge/contract/tree.js';
 import type { IsoformBody, IsoformSummaryBody } from '../../edge/contract/schemas.js';
-import type { GeneRow, IsoformRow } from './load.js';
+import type { GeneRow, IsoformDetail, IsoformRow } from './load.js';
 import { TreeWriter } from './tree-writer.js';
 
 /** The short form used in a gene's isoform list and pages. */
@@ -17,7 +17,23 @@ export function isoformSummary(iso: IsoformRow): IsoformSummaryBody {
   };
 }
 
-export function isoformRecord(iso: IsoformRow, gene: GeneRow): IsoformBody {
+// Reference biotypes whose transcripts encode proteins (GENCODE transcript and gene types, and NCBI
+// Gene's "protein-coding"); any other known biotype is non-coding.
+const CODING_BIOTYPES = new Set([
+  'protein_coding', 'protein-coding', 'nonsense_mediated_decay', 'non_stop_decay', 'protein_coding_LoF', 'polymorphic_pseudogene',
+  'IG_C_gene', 'IG_D_gene', 'IG_J_gene', 'IG_V_gene', 'TR_C_gene', 'TR_D_gene', 'TR_J_gene', 'TR_V_gene',
+]);
+
+/** Whether a predicted ORF sits on a non-coding biotype: the transcript's own type where the GTF
+ * gives one, else its gene's; null when neither is known. An ORF the annotation states is not a
+ * prediction, so never flagged. */
+export function onNoncodingBiotype(iso: Pick<IsoformRow, 'transcript_type'>, gene: Pick<GeneRow, 'biotype'>, orfSource: 'sqanti3' | 'gtf'): boolean | null {
+  if (orfSource === 'gtf') return false;
+  const biotype = iso.transcript_type ?? gene.biotype;
+  return biotype === null ? null : !CODING_BIOTYPES.has(biotype);
+}
+
+export function isoformRecord(iso: IsoformRow, gene: GeneRow, detail: IsoformDetail): IsoformBody {
   return {
     transcript_id: iso.transcript_id,
     transcript_id_unversioned: iso.transcript_id_unversioned,
@@ -36,11 +52,16 @@ export function isoformRecord(iso: IsoformRow, gene: GeneRow): IsoformBody {
     end: iso.end,
     length: iso.length,
     exon_count: iso.exon_count,
+    exons: detail.exons.map(([start, end]) => ({ start, end })),
     coding: iso.coding,
     protein_length: iso.protein_length,
+    protein_sequence: detail.protein_sequence,
+    orf: detail.orf && { ...detail.orf, noncoding_biotype: onNoncodingBiotype(iso, gene, detail.orf.source) },
     canonical: iso.canonical,
     expression_tpm: iso.expression_tpm,
+    expression_source: iso.expression_source,
     tags: iso.tags,
+    qc: detail.qc,
     metrics: iso.metrics,
     links: {
       self: links.isoform(iso.transcript_id),
@@ -52,9 +73,9 @@ export function isoformRecord(iso: IsoformRow, gene: GeneRow): IsoformBody {
   };
 }
 
-export async function renderIsoforms(w: TreeWriter, isoforms: IsoformRow[], genes: Map<string, GeneRow>, tick: () => void) {
+export async function renderIsoforms(w: TreeWriter, isoforms: IsoformRow[], genes: Map<string, GeneRow>, detailOf: (transcriptId: string) => IsoformDetail, tick: () => void) {
   for (const iso of isoforms) {
-    await w.json(treePaths.isoform(TreeWriter.safeId(iso.transcript_id)), isoformRecord(iso, genes.get(iso.gene_id)!));
+    await w.json(treePaths.isoform(TreeWriter.safeId(iso.transcript_id)), isoformRecord(iso, genes.get(iso.gene_id)!, detailOf(iso.transcript_id)));
     tick();
   }
 }

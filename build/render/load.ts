@@ -1,13 +1,14 @@
 // Reads the core rows every renderer needs, once: genes, and isoforms joined with their metrics.
 import type { Db } from '../release-db/store.js';
 import type { MetricsBody } from '../../edge/contract/schemas.js';
-import { compareNatural, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
+import { compareNatural, type GeneRecord, type IsoformRecord, type OrfRecord, type SqantiQc } from '../release-db/records.js';
 
 export type GeneRow = GeneRecord;
 
-/** An isoform as rendered: the stored columns (less the protein sequence and NMD source, which no
- * body shows), a name that is always set by now, and what the renderer derives. */
-export interface IsoformRow extends Omit<IsoformRecord, 'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source'> {
+/** An isoform as every renderer needs it: the stored columns less the bulky ones only the isoform
+ * record shows (IsoformDetail, read one isoform at a time) and the NMD source, a name that is always
+ * set by now, and what the renderer derives. */
+export interface IsoformRow extends Omit<IsoformRecord, 'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source' | 'exons' | 'orf' | 'qc'> {
   transcript_name: string;
   canonical: boolean;
   has_structure: boolean;
@@ -26,7 +27,7 @@ export function loadIsoforms(db: Db): IsoformRow[] {
       `SELECT i.transcript_id, i.transcript_id_unversioned, i.transcript_name, i.transcript_name_source, i.gene_id,
               i.source, i.transcript_type, i.structural_category, i.associated_transcript, i.associated_genes,
               i.chromosome, i.strand, i.start, i.end, i.length, i.exon_count, i.coding, i.protein_length,
-              (g.canonical_transcript_id = i.transcript_id) AS canonical, i.expression_tpm, i.tags,
+              (g.canonical_transcript_id = i.transcript_id) AS canonical, i.expression_tpm, i.expression_source, i.tags,
               EXISTS (SELECT 1 FROM structures s WHERE s.transcript_id = i.transcript_id) AS has_structure,
               m.delta_length, m.nmd, m.domains, m.neoantigens, m.ptm, m.plddt
        FROM isoforms i JOIN genes g USING (gene_id) JOIN isoform_metrics m USING (transcript_id)
@@ -56,6 +57,7 @@ export function loadIsoforms(db: Db): IsoformRow[] {
     protein_length: r.protein_length as number | null,
     canonical: r.canonical === 1,
     expression_tpm: r.expression_tpm as number | null,
+    expression_source: r.expression_source as string | null,
     tags: JSON.parse(r.tags as string),
     has_structure: r.has_structure === 1,
     metrics: {
@@ -68,6 +70,41 @@ export function loadIsoforms(db: Db): IsoformRow[] {
     },
   });
   return out;
+}
+
+/** What only the isoform record shows. */
+export interface IsoformDetail {
+  protein_sequence: string | null;
+  exons: [number, number][];
+  orf: OrfRecord | null;
+  qc: SqantiQc | null;
+}
+
+/** Reads one isoform's detail at a time, so the whole release's sequences never sit in memory. */
+export function isoformDetails(db: Db): (transcriptId: string) => IsoformDetail {
+  const stmt = db.prepare(
+    `SELECT protein_sequence, exons, orf_start, orf_end, orf_transcript_start, orf_transcript_end, orf_completeness, orf_source, qc
+     FROM isoforms WHERE transcript_id = ?`,
+  );
+  return (transcriptId) => {
+    const r = stmt.get(transcriptId) as Record<string, unknown>;
+    return {
+      protein_sequence: r.protein_sequence as string | null,
+      exons: JSON.parse(r.exons as string),
+      orf:
+        r.orf_completeness === null
+          ? null
+          : {
+              start: r.orf_start as number,
+              end: r.orf_end as number,
+              transcript_start: r.orf_transcript_start as number,
+              transcript_end: r.orf_transcript_end as number,
+              completeness: r.orf_completeness as OrfRecord['completeness'],
+              source: r.orf_source as OrfRecord['source'],
+            },
+      qc: r.qc === null ? null : JSON.parse(r.qc as string),
+    };
+  };
 }
 
 /** The order of a gene's isoforms in its record and pages: canonical first, then reference isoforms

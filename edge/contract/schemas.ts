@@ -92,6 +92,61 @@ export const IsoformPage = Type.Object(
   { $id: 'IsoformPage', additionalProperties: false },
 );
 
+export const Exon = Type.Object(
+  {
+    start: Type.Integer({ minimum: 1, examples: [21867322] }),
+    end: Type.Integer({ minimum: 1, examples: [21867645] }),
+  },
+  { $id: 'Exon', additionalProperties: false, description: 'An exon on the genome, 1-based and inclusive (start ≤ end on either strand)' },
+);
+
+export const Orf = Type.Object(
+  {
+    start: Type.Integer({ minimum: 1, description: 'Genomic start, 1-based inclusive (start ≤ end on either strand); the stop codon is included when the ORF has one', examples: [21769204] }),
+    end: Type.Integer({ minimum: 1, examples: [21867440] }),
+    transcript_start: Type.Integer({ minimum: 1, description: "The ORF's first nucleotide on the transcript, 1-based from its 5′ end", examples: [206] }),
+    transcript_end: Type.Integer({ minimum: 1, description: "The ORF's last nucleotide on the transcript (the stop codon's last when it has one)", examples: [1288] }),
+    completeness: Type.Union(
+      [Type.Literal('complete'), Type.Literal('5prime_partial'), Type.Literal('3prime_partial'), Type.Literal('internal')],
+      {
+        description:
+          'complete: from a start codon (the protein begins with M) to a stop codon; 5prime_partial: no start codon, the ORF runs off the 5′ end of the transcript; 3prime_partial: no stop codon; internal: neither (TransDecoder’s terms)',
+        examples: ['complete'],
+      },
+    ),
+    source: Type.Union([Type.Literal('sqanti3'), Type.Literal('gtf')], {
+      description: "sqanti3: SQANTI3's ORF prediction (GeneMarkS-T) on the transcript sequence; gtf: the annotation's CDS features",
+      examples: ['sqanti3'],
+    }),
+    noncoding_biotype: Nullable(
+      Type.Boolean({
+        description:
+          'true: the ORF is a prediction on a transcript whose reference biotype (its transcript type, else its gene’s) is non-coding, such as a pseudogene or lncRNA; read the protein as a possibility, not an annotated product. null: the biotype is unknown.',
+        examples: [false],
+      }),
+    ),
+  },
+  { $id: 'Orf', additionalProperties: false, description: 'The open reading frame that encodes protein_sequence' },
+);
+
+export const SqantiQc = Type.Object(
+  {
+    subcategory: Nullable(Type.String({ description: 'SQANTI3 subcategory within the structural category (e.g. reference_match, alternative_3end, intron_retention, mono-exon)', examples: ['at_least_one_novel_splicesite'] })),
+    fsm_class: Nullable(Type.String({ description: 'SQANTI3 FSM_class: A, the gene has one isoform; B, one full-splice match among several isoforms; C, several isoforms and several matches', examples: ['C'] })),
+    all_canonical: Nullable(Type.Boolean({ description: 'Every splice junction is canonical (GT-AG, GC-AG, AT-AC); null for mono-exonic isoforms', examples: [true] })),
+    rts_stage: Nullable(Type.Boolean({ description: 'A junction may be an artefact of reverse-transcriptase template switching', examples: [false] })),
+    diff_to_tss: Nullable(Type.Integer({ description: 'Distance (nt) of the 5′ end from the associated reference transcript’s TSS; negative: upstream', examples: [-12] })),
+    diff_to_tts: Nullable(Type.Integer({ description: 'Distance (nt) of the 3′ end from the associated reference transcript’s TTS; negative: upstream', examples: [3] })),
+    within_cage_peak: Nullable(Type.Boolean({ description: 'The 5′ end lies within a CAGE peak (FANTOM5): support for a real transcription start', examples: [true] })),
+    dist_to_cage_peak: Nullable(Type.Integer({ description: 'Distance (nt) from the 5′ end to the nearest CAGE peak', examples: [0] })),
+    polya_motif: Nullable(Type.String({ description: 'The polyadenylation motif found upstream of the 3′ end', examples: ['AATAAA'] })),
+    polya_motif_found: Nullable(Type.Boolean({ description: 'A known polyA motif lies within 50 nt upstream of the 3′ end: support for a real transcript end', examples: [true] })),
+    polya_dist: Nullable(Type.Integer({ description: 'Position of the polyA motif relative to the 3′ end (nt; negative: upstream)', examples: [-18] })),
+    full_length_reads: Nullable(Type.Integer({ minimum: 0, description: 'Full-length long reads supporting the isoform (SQANTI3 FL)', examples: [4] })),
+  },
+  { $id: 'SqantiQc', additionalProperties: false, description: 'SQANTI3 quality attributes of a long-read isoform, from its classification file' },
+);
+
 export const Isoform = Type.Object(
   {
     transcript_id: Type.String({ description: 'ENST… (versioned) or PB.x.y' }),
@@ -111,11 +166,31 @@ export const Isoform = Type.Object(
     end: Type.Integer({ minimum: 1 }),
     length: Type.Integer({ minimum: 1, description: 'Transcript length (nt): sum of exon lengths' }),
     exon_count: Type.Integer({ minimum: 1 }),
+    exons: Type.Array(Type.Ref('Exon'), {
+      minItems: 1,
+      description: 'Exons in transcript order, 5′ to 3′ (descending coordinates on the minus strand)',
+    }),
     coding: Nullable(Type.Boolean()),
     protein_length: Nullable(Type.Integer({ minimum: 0 })),
+    protein_sequence: Nullable(
+      Type.String({
+        pattern: '^[A-Z]+$',
+        description: 'The protein of a coding isoform (one-letter codes, without the stop): positions of domains, neoantigens and PTM sites are 1-based on it',
+        examples: ['MAAAAAAGAGPEMVRGQVFDVGPRYTNLSYIGEGAYGMVCSAYDNVNKVRVAIKKISPFEHQTYCQRTLREIKILLRFRHENIIGINDIIRAPTIEQMKDVYIVQDLMETDLYKLLKTQHLSNDHICYFLYQILRGLKYIHSANVLHRDLKPSNLLLNTTCDLKICDFGLARVADPDHDHTGFLTEYVATRWYRAPEIMLNSKGYTKSIDIWSVGCILAEMLSNRPIFPGKHYLDQLNHILGILGSPSQEDLNCIINLKARNYLLSLPHKNKVPWNRLFPNADSKALDLLDKMLTFNPHKRIEVEQALAHPYLEQYYDPSDEPIAEAPFKFDMELDDLPKEKLKELIFEETARFQPGYRS'],
+      }),
+    ),
+    orf: Nullable(Type.Ref('Orf')),
     canonical: Type.Boolean(),
     expression_tpm: Nullable(Type.Number({ minimum: 0 })),
+    expression_source: Nullable(
+      Type.String({
+        description:
+          'The quantification expression_tpm comes from. Each quantification is normalized on its own (its TPMs sum to 10^6), so compare TPMs only between isoforms with the same source.',
+        examples: ['UHR short reads (kallisto) against GENCODE v38 basic, via SQANTI3 iso_exp'],
+      }),
+    ),
     tags: Type.Array(Type.String()),
+    qc: Nullable(Type.Ref('SqantiQc', { description: 'SQANTI3 quality attributes; null for reference isoforms' })),
     metrics: Type.Ref('Metrics'),
     links: Type.Object(
       { self: Link, gene: Link, domains: Link, neoantigens: Link, structure: Nullable(Link) },
@@ -291,6 +366,9 @@ export const schemas = {
   IsoformSummary,
   Gene,
   IsoformPage,
+  Exon,
+  Orf,
+  SqantiQc,
   Isoform,
   Domain,
   DomainList,
@@ -312,7 +390,15 @@ export type ReleaseListBody = { current: string; releases: Static<typeof Publish
 export type IsoformSummaryBody = Omit<Static<typeof IsoformSummary>, 'metrics'> & { metrics: MetricsBody };
 export type GeneBody = Omit<Static<typeof Gene>, 'isoforms'> & { isoforms: IsoformSummaryBody[] };
 export type IsoformPageBody = Omit<Static<typeof IsoformPage>, 'items'> & { items: IsoformSummaryBody[] };
-export type IsoformBody = Omit<Static<typeof Isoform>, 'metrics'> & { metrics: MetricsBody };
+export type ExonBody = Static<typeof Exon>;
+export type OrfBody = Static<typeof Orf>;
+export type SqantiQcBody = Static<typeof SqantiQc>;
+export type IsoformBody = Omit<Static<typeof Isoform>, 'metrics' | 'exons' | 'orf' | 'qc'> & {
+  metrics: MetricsBody;
+  exons: ExonBody[];
+  orf: OrfBody | null;
+  qc: SqantiQcBody | null;
+};
 export type DomainBody = Static<typeof Domain> & { provenance: 'real' | 'generated' };
 export type DomainListBody = Omit<Static<typeof DomainList>, 'items'> & { items: DomainBody[] };
 export type NeoantigenBody = Static<typeof Neoantigen> & { provenance: 'real' | 'generated' };

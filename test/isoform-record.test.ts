@@ -1,0 +1,184 @@
+// The isoform record's sequence, exons, ORF, QC and expression source, checked against the raw
+// chr22 inputs read here independently of the importers (plain gunzip and split).
+import { describe, expect, it, inject } from 'vitest';
+import { gunzipSync } from 'node:zlib';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fg from 'fast-glob';
+import type { IsoformBody, GeneBody } from '../edge/contract/schemas.js';
+import { treePaths } from '../edge/contract/tree.js';
+import { validate } from './helpers/schemas.js';
+import { importCore, loadCoreConfig } from '../build/import/core.js';
+import { InputError } from '../build/import/input.js';
+
+const chr22 = (f: string) => join(__dirname, '../data/chr22', f);
+const lines = (path: string) => gunzipSync(readFileSync(path)).toString('utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+
+function table(path: string): Record<string, string>[] {
+  const [header, ...rows] = lines(path).map((l) => l.split('\t'));
+  return rows.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i]])));
+}
+
+/** Exons per transcript in the order the GTF lists them, with the strand. */
+function gtfExons(path: string): Map<string, { strand: string; exons: [number, number][] }> {
+  const out = new Map<string, { strand: string; exons: [number, number][] }>();
+  for (const l of lines(path)) {
+    const f = l.split('\t');
+    if (f[2] !== 'exon') continue;
+    const id = /transcript_id "([^"]+)"/.exec(f[8])![1];
+    const t = out.get(id) ?? { strand: f[6], exons: [] };
+    t.exons.push([Number(f[3]), Number(f[4])]);
+    out.set(id, t);
+  }
+  return out;
+}
+
+function fasta(path: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let id = '';
+  for (const l of lines(path)) {
+    if (l.startsWith('>')) out.set((id = l.slice(1).split(/\s/)[0]), '');
+    else out.set(id, out.get(id)! + l.trim());
+  }
+  return out;
+}
+
+const tree = () => inject('demoTree');
+const record = (id: string) => JSON.parse(readFileSync(join(tree(), treePaths.isoform(id)), 'utf8')) as IsoformBody;
+
+describe('isoform records of the demo release', () => {
+  const sets = [
+    { gtf: 'gencode.v38.basic_chr22_corrected.gtf.gz', cls: 'gencode.v38.basic_chr22_classification.txt.gz', faa: 'gencode.v38.basic_chr22_corrected.faa.gz' },
+    { gtf: 'UHR_chr22_corrected.gtf.gz', cls: 'UHR_chr22_classification.txt.gz', faa: 'UHR_chr22_corrected.faa.gz' },
+  ];
+
+  it("MAPK1-201 carries its 360-aa protein and its 9 exons as the GTF has them, 5′ to 3′", () => {
+    const iso = record('ENST00000215832.11');
+    expect(iso.transcript_name).toBe('MAPK1-201');
+    const protein = fasta(chr22(sets[0].faa)).get('ENST00000215832.11')!;
+    expect(iso.protein_sequence).toBe(protein.replace(/\*$/, ''));
+    expect(iso.protein_sequence).toHaveLength(360);
+    const gtf = gtfExons(chr22(sets[0].gtf)).get('ENST00000215832.11')!;
+    expect(gtf.strand).toBe('-');
+    const expected = [...gtf.exons].sort((a, b) => b[0] - a[0]).map(([start, end]) => ({ start, end }));
+    expect(iso.exons).toEqual(expected);
+    expect(iso.exons).toHaveLength(9);
+    expect(iso.orf).toEqual({ start: 21769204, end: 21867440, transcript_start: 206, transcript_end: 1288, completeness: 'complete', source: 'sqanti3', noncoding_biotype: null });
+    expect(validate('Isoform', iso)).toEqual([]);
+  });
+
+  it('every isoform: exons are the GTF’s, sequence is the FASTA’s, ORF and completeness follow the classification', () => {
+    let checked = 0;
+    const completeness = new Map<string, number>();
+    for (const set of sets) {
+      const exons = gtfExons(chr22(set.gtf));
+      const proteins = fasta(chr22(set.faa));
+      for (const row of table(chr22(set.cls))) {
+        const iso = record(row.isoform);
+        const gtf = exons.get(row.isoform)!;
+        const ordered = [...gtf.exons].sort((a, b) => (gtf.strand === '+' ? a[0] - b[0] : b[0] - a[0]));
+        expect(iso.exons.map((e) => [e.start, e.end]), row.isoform).toEqual(ordered);
+        expect(iso.exon_count).toBe(ordered.length);
+        if (row.coding !== 'coding') {
+          expect(iso.protein_sequence, row.isoform).toBeNull();
+          expect(iso.orf, row.isoform).toBeNull();
+          continue;
+        }
+        expect(iso.protein_sequence, row.isoform).toBe(proteins.get(row.isoform)!.replace(/\*$/, ''));
+        expect(iso.protein_length).toBe(iso.protein_sequence!.length);
+        const [g1, g2] = [Number(row.CDS_genomic_start), Number(row.CDS_genomic_end)];
+        expect(iso.orf, row.isoform).toMatchObject({
+          start: Math.min(g1, g2),
+          end: Math.max(g1, g2),
+          transcript_start: Number(row.CDS_start),
+          transcript_end: Number(row.CDS_end),
+          source: 'sqanti3',
+        });
+        const hasStart = row.ORF_seq.startsWith('M');
+        const hasStop = row.ORF_seq.endsWith('*');
+        const expected = hasStart && hasStop ? 'complete' : hasStop ? '5prime_partial' : hasStart ? '3prime_partial' : 'internal';
+        expect(iso.orf!.completeness, row.isoform).toBe(expected);
+        completeness.set(expected, (completeness.get(expected) ?? 0) + 1);
+        checked++;
+      }
+    }
+    expect(checked).toBe(1589 + 3109);
+    // The issue's figures: 238 proteins do not start with M, 109 have no stop.
+    expect((completeness.get('5prime_partial') ?? 0) + (completeness.get('internal') ?? 0)).toBe(238);
+    expect((completeness.get('3prime_partial') ?? 0) + (completeness.get('internal') ?? 0)).toBe(109);
+  });
+
+  it('long-read isoforms carry SQANTI3 QC as the classification has it; reference isoforms none', () => {
+    const flag = (v: string, yes = 'TRUE', no = 'FALSE') => (v === yes ? true : v === no ? false : null);
+    const int = (v: string) => (v === 'NA' ? null : Number(v));
+    for (const row of table(chr22(sets[1].cls))) {
+      const iso = record(row.isoform);
+      expect(iso.qc, row.isoform).toEqual({
+        subcategory: row.subcategory,
+        fsm_class: row.FSM_class,
+        all_canonical: flag(row.all_canonical, 'canonical', 'non_canonical'),
+        rts_stage: flag(row.RTS_stage),
+        diff_to_tss: int(row.diff_to_TSS),
+        diff_to_tts: int(row.diff_to_TTS),
+        within_cage_peak: flag(row.within_CAGE_peak),
+        dist_to_cage_peak: int(row.dist_to_CAGE_peak),
+        polya_motif: row.polyA_motif === 'NA' ? null : row.polyA_motif,
+        polya_motif_found: flag(row.polyA_motif_found),
+        polya_dist: int(row.polyA_dist),
+        full_length_reads: int(row.FL),
+      });
+    }
+    expect(record('ENST00000215832.11').qc).toBeNull();
+    const pb = record('PB.3796.1');
+    expect(validate('Isoform', pb)).toEqual([]);
+  });
+
+  it('says which quantification each TPM comes from', () => {
+    const ref = record('ENST00000215832.11');
+    const lr = record('PB.3796.1');
+    expect(ref.expression_tpm).toBe(2295.135);
+    expect(ref.expression_source).toMatch(/^GENCODE quantification/);
+    expect(lr.expression_source).toMatch(/^long-read quantification/);
+    const files = fg.sync('api/v1/isoforms/*.json', { cwd: tree() });
+    for (const f of files.filter((_, i) => i % 25 === 0)) {
+      const iso = JSON.parse(readFileSync(join(tree(), f), 'utf8')) as IsoformBody;
+      expect(iso.expression_source === null, f).toBe(iso.expression_tpm === null);
+    }
+  });
+
+  it('chooses a complete ORF as canonical over a longer partial one (CENPM)', () => {
+    const gene = JSON.parse(readFileSync(join(tree(), treePaths.gene('ENSG00000100162')), 'utf8')) as GeneBody;
+    expect(gene.symbol).toBe('CENPM');
+    const canonical = record(gene.canonical_isoform!.transcript_id);
+    expect(canonical.orf!.completeness).toBe('complete');
+    expect(canonical.protein_length).toBe(180);
+    // A longer reference ORF exists, but it is 5′ partial.
+    const longer = gene.isoforms.filter((i) => i.source === 'reference' && (i.protein_length ?? 0) > 180).map((i) => record(i.transcript_id));
+    expect(longer.length).toBeGreaterThan(0);
+    expect(longer.every((i) => i.orf!.completeness !== 'complete')).toBe(true);
+  });
+});
+
+describe('classification and GTF that disagree', () => {
+  it('refuses an ORF whose transcript bounds do not land on its genomic ends, naming file, line and column', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-orf-bad-'));
+    try {
+      writeFileSync(join(dir, 'ref.gtf'), [
+        'chr1\tX\ttranscript\t101\t400\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1"; gene_name "G1";',
+        'chr1\tX\texon\t101\t200\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1";',
+        'chr1\tX\texon\t301\t400\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1";',
+      ].join('\n') + '\n');
+      const header = ['isoform', 'chrom', 'strand', 'length', 'exons', 'structural_category', 'associated_gene', 'associated_transcript', 'coding', 'ORF_length', 'CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end', 'predicted_NMD', 'ORF_seq'];
+      // CDS 11–130 on the transcript is 111–330 on the genome (across the intron), not 111–230.
+      const row = ['ENST00000000001.1', 'chr1', '+', '200', '2', 'full-splice_match', 'ENSG00000000001.1', 'ENST00000000001.1', 'coding', '40', '11', '130', '111', '230', 'FALSE', `M${'A'.repeat(38)}*`];
+      writeFileSync(join(dir, 'ref.txt'), `${header.join('\t')}\n${row.join('\t')}\n`);
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ release: 't', date: '2026-11-25', title: 't', assembly: 'GRCh38', reference: { gtf: 'ref.gtf', classification: 'ref.txt', source: 'test' } }));
+      const err = await importCore(loadCoreConfig(join(dir, 'config.json')), join(dir, 'out.sqlite')).catch((e) => e);
+      expect(err).toBeInstanceOf(InputError);
+      expect(String(err.message)).toMatch(/ref\.txt:2.*CDS_start.*maps to 111–330.*not to CDS_genomic_start 111–CDS_genomic_end 230/s);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
