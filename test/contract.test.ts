@@ -13,7 +13,7 @@ import fg from 'fast-glob';
 import { routes } from '../edge/contract/routes.js';
 import { treePaths, type StructureMapEntry } from '../edge/contract/tree.js';
 import { readAliases, readManifest, readStructureMap } from './helpers/tree.js';
-import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, SearchHitBody } from '../edge/contract/schemas.js';
+import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, PtmSiteListBody, ReleaseBody, SearchHitBody } from '../edge/contract/schemas.js';
 import { validate } from './helpers/schemas.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 
@@ -398,6 +398,43 @@ describe('GET /isoforms/{transcript_id}/domains', () => {
 
   it('answers 404 for an unknown isoform', async () => {
     expectProblem(await call('/isoforms/NO-SUCH-ISOFORM/domains'), 404);
+  });
+});
+
+describe('GET /isoforms/{transcript_id}/ptm', () => {
+  it("lists MAPK1-201's sites by id and by name, as the tree file, each on the residue the sequence has", async () => {
+    const iso = treeJson<IsoformBody>(treePaths.isoform('ENST00000215832.11'));
+    expect(iso.links.ptm).toBe('/api/v1/isoforms/ENST00000215832.11/ptm');
+    for (const key of ['ENST00000215832.11', 'ENST00000215832', 'MAPK1-201', 'mapk1-201']) {
+      const r = await call(`/isoforms/${key}/ptm`);
+      expectJson200(r);
+      expect(r.bytes.equals(treeBytes(treePaths.ptm(iso.transcript_id))), key).toBe(true);
+      expect(r.headers.get('etag')).toBe(etagOf(treePaths.ptm(iso.transcript_id)));
+      const list = r.json as PtmSiteListBody;
+      expect(validate('PtmSiteList', list)).toEqual([]);
+      expect(list.total).toBe(iso.metrics.ptm);
+      expect(list.total).toBeGreaterThan(0);
+      for (const site of list.items) expect(iso.protein_sequence![site.position - 1]).toBe(site.residue);
+    }
+  });
+
+  it('has a list for every isoform: as many sites as its metric counts, ordered by position, on its own residues', () => {
+    const files = fg.sync('api/v1/isoforms/*.json', { cwd: tree() });
+    let sites = 0;
+    for (const f of files) {
+      const iso = treeJson<IsoformBody>(f);
+      const list = treeJson<PtmSiteListBody>(treePaths.ptm(iso.transcript_id));
+      expect(list.total, f).toBe(iso.metrics.ptm ?? 0);
+      const positions = list.items.map((s) => s.position);
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+      for (const site of list.items) expect(iso.protein_sequence![site.position - 1], f).toBe(site.residue);
+      sites += list.total;
+    }
+    expect(sites).toBe(treeJson<ReleaseBody>(treePaths.release).counts.ptm_sites);
+  });
+
+  it('answers 404 for an unknown isoform', async () => {
+    expectProblem(await call('/isoforms/NO-SUCH-ISOFORM/ptm'), 404);
   });
 });
 

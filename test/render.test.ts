@@ -35,7 +35,7 @@ describe('rendered demo tree', () => {
       if (errors.length) failures.push(`${path}: ${errors.slice(0, 3).join('; ')}`);
     }
     expect(failures.slice(0, 5)).toEqual([]);
-    expect(perSchema).toEqual({ Release: 1, Gene: 1601, IsoformPage: 1601, Isoform: 6353, DomainList: 6353, NeoantigenList: 6353 });
+    expect(perSchema).toEqual({ Release: 1, Gene: 1601, IsoformPage: 1601, Isoform: 6353, DomainList: 6353, NeoantigenList: 6353, PtmSiteList: 6353 });
   });
 
   it('lists every file in the manifest with its size, sha256 and content type, and nothing else', async () => {

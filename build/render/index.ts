@@ -11,6 +11,7 @@ import { renderGenes } from './genes.js';
 import { renderIsoforms } from './isoforms.js';
 import { renderDomains } from './domains.js';
 import { renderNeoantigens } from './neoantigens.js';
+import { renderPtm } from './ptm.js';
 import { renderStructures } from './structures.js';
 import { renderSearchIndex } from './search-index.js';
 import { renderAliases } from './aliases.js';
@@ -42,12 +43,13 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
     const byGene = groupByGene(isoforms);
     const geneById = new Map(genes.map((g) => [g.gene_id, g]));
 
-    const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('rendering', genes.length + isoforms.length * 3);
+    const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('rendering', genes.length + isoforms.length * 4);
     const release = await renderRelease(db, w);
     await renderGenes(w, genes, byGene, () => bar.tick());
     await renderIsoforms(w, isoforms, geneById, isoformDetails(db), () => bar.tick());
     await renderDomains(db, w, isoforms, () => bar.tick());
     await renderNeoantigens(db, w, isoforms, () => bar.tick());
+    await renderPtm(db, w, isoforms, () => bar.tick());
     bar.stop();
     const structures = await renderStructures(db, w);
     const aliases = await renderAliases(w, genes, isoforms);

@@ -68,6 +68,7 @@ export function isoformRecord(iso: IsoformRow, gene: GeneRow, detail: IsoformDet
       gene: links.gene(iso.gene_id),
       domains: links.domains(iso.transcript_id),
       neoantigens: links.neoantigens(iso.transcript_id),
+      ptm: links.ptm(iso.transcript_id),
       structure: iso.has_structure ? links.structure(iso.transcript_id) : null,
     },
   };

@@ -1,6 +1,6 @@
 // The OpenAPI document of the release, rendered last: its examples are records of this release, read
-// back from the files just written (a gene, its first page of isoforms, an isoform with its domains
-// and neoantigens, the release metadata).
+// back from the files just written (a gene, its first page of isoforms, an isoform with its domains,
+// neoantigens and PTM sites, the release metadata).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildOpenApi, type OpenApiExamples } from '../../edge/contract/openapi.js';
@@ -39,6 +39,7 @@ export async function renderOpenApi(w: TreeWriter, release: ReleaseBody, candida
     examples.bodies.isoform = read(treePaths.isoform(isoform.transcript_id));
     examples.bodies.domains = read(treePaths.domains(isoform.transcript_id));
     examples.bodies.neoantigens = read(treePaths.neoantigens(isoform.transcript_id));
+    examples.bodies.ptm = read(treePaths.ptm(isoform.transcript_id));
   }
   await w.json(treePaths.openapi, buildOpenApi(release, examples));
 }

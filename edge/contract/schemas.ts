@@ -193,7 +193,7 @@ export const Isoform = Type.Object(
     qc: Nullable(Type.Ref('SqantiQc', { description: 'SQANTI3 quality attributes; null for reference isoforms' })),
     metrics: Type.Ref('Metrics'),
     links: Type.Object(
-      { self: Link, gene: Link, domains: Link, neoantigens: Link, structure: Nullable(Link) },
+      { self: Link, gene: Link, domains: Link, neoantigens: Link, ptm: Link, structure: Nullable(Link) },
       { additionalProperties: false },
     ),
   },
@@ -220,16 +220,21 @@ export const Domain = Type.Object(
   { $id: 'Domain', additionalProperties: false },
 );
 
-export const DomainList = Type.Object(
-  {
-    transcript_id: Type.String(),
-    transcript_name: Type.String(),
-    protein_length: Nullable(Type.Integer({ minimum: 0 })),
-    total: Count,
-    items: Type.Array(Type.Ref('Domain')),
-  },
-  { $id: 'DomainList', additionalProperties: false },
-);
+/** Every record of one kind on an isoform's protein (domains, PTM sites), with its length to read
+ * positions against. */
+const proteinFeatureList = <Id extends string>($id: Id, item: string, description: string) =>
+  Type.Object(
+    {
+      transcript_id: Type.String(),
+      transcript_name: Type.String(),
+      protein_length: Nullable(Type.Integer({ minimum: 0 })),
+      total: Count,
+      items: Type.Array(Type.Ref(item)),
+    },
+    { $id, additionalProperties: false, description },
+  );
+
+export const DomainList = proteinFeatureList('DomainList', 'Domain', 'Every Pfam and TED domain of an isoform, by start position');
 
 export const Neoantigen = Type.Object(
   {
@@ -256,6 +261,19 @@ export const NeoantigenList = Type.Object(
   },
   { $id: 'NeoantigenList', additionalProperties: false },
 );
+
+export const PtmSite = Type.Object(
+  {
+    position: Type.Integer({ minimum: 1, description: '1-based position on the isoform’s protein_sequence', examples: [27] }),
+    residue: Type.String({ pattern: '^[A-Z]$', description: 'The modified residue (one-letter code); protein_sequence has it at position', examples: ['R'] }),
+    modification: Type.String({ description: 'The modification, as UniProt names it', examples: ['Omega-N-methylarginine'] }),
+    source: Type.String({ description: 'Where the site comes from (e.g. PTM-POSE, transferred by sequence from the canonical UniProt isoform)', examples: ['PTM-POSE'] }),
+    provenance: Type.Ref('Provenance'),
+  },
+  { $id: 'PtmSite', additionalProperties: false },
+);
+
+export const PtmSiteList = proteinFeatureList('PtmSiteList', 'PtmSite', 'Every PTM site of an isoform, by position then modification');
 
 export const TrackSource = Type.Object(
   {
@@ -374,6 +392,8 @@ export const schemas = {
   DomainList,
   Neoantigen,
   NeoantigenList,
+  PtmSite,
+  PtmSiteList,
   TrackSource,
   Release,
   PublishedRelease,
@@ -403,6 +423,8 @@ export type DomainBody = Static<typeof Domain> & { provenance: 'real' | 'generat
 export type DomainListBody = Omit<Static<typeof DomainList>, 'items'> & { items: DomainBody[] };
 export type NeoantigenBody = Static<typeof Neoantigen> & { provenance: 'real' | 'generated' };
 export type NeoantigenListBody = Omit<Static<typeof NeoantigenList>, 'items'> & { items: NeoantigenBody[] };
+export type PtmSiteBody = Static<typeof PtmSite> & { provenance: 'real' | 'generated' };
+export type PtmSiteListBody = Omit<Static<typeof PtmSiteList>, 'items'> & { items: PtmSiteBody[] };
 export type TrackSourceBody = Static<typeof TrackSource>;
 export type ReleaseBody = Omit<Static<typeof Release>, 'sources'> & { sources: TrackSourceBody[] };
 export type SearchHitBody = Static<typeof SearchHit>;

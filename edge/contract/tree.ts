@@ -26,6 +26,7 @@ export const treePaths = {
   isoform: (transcriptId: string) => `api/v1/isoforms/${transcriptId}.json`,
   domains: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/domains.json`,
   neoantigens: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/neoantigens.json`,
+  ptm: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/ptm.json`,
   structureFile: (transcriptId: string) => `structures/${transcriptId}.cif`,
   /** Edge-only data: not API resources themselves, read by the edge function to answer requests.
    * Each large table is sharded (contract/shards.ts) so an edge instance loads only what it needs;
@@ -126,6 +127,7 @@ export const links = {
   domains: (transcriptId: string) => `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/domains`,
   neoantigens: (transcriptId: string) =>
     `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/neoantigens`,
+  ptm: (transcriptId: string) => `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/ptm`,
   structure: (transcriptId: string) =>
     `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/structure`,
   search: () => `${API_PREFIX}/search`,

@@ -8,6 +8,7 @@ import { geneIsoforms } from './gene-isoforms.js';
 import { isoform } from './isoforms.js';
 import { domains } from './domains.js';
 import { neoantigens } from './neoantigens.js';
+import { ptm } from './ptm.js';
 import { structure } from './structure.js';
 import { search } from './search.js';
 import { releases } from './releases.js';
@@ -22,6 +23,7 @@ export const routeHandlers: { readonly [id in RouteId]: RouteHandler } = {
   isoform,
   domains,
   neoantigens,
+  ptm,
   structure,
   search,
 };

@@ -20,6 +20,7 @@ export function schemaForTreePath(path: string): SchemaName | null {
   if (/^api\/v1\/genes\/[^/]+\/isoforms\/\d+\.json$/.test(path)) return 'IsoformPage';
   if (/^api\/v1\/isoforms\/[^/]+\/domains\.json$/.test(path)) return 'DomainList';
   if (/^api\/v1\/isoforms\/[^/]+\/neoantigens\.json$/.test(path)) return 'NeoantigenList';
+  if (/^api\/v1\/isoforms\/[^/]+\/ptm\.json$/.test(path)) return 'PtmSiteList';
   if (/^api\/v1\/isoforms\/[^/]+\.json$/.test(path)) return 'Isoform';
   return null;
 }
