@@ -4,7 +4,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { importCore, loadCoreConfig } from './import/core.js';
 import { importTrack, insertTrack } from './import/tracks.js';
-import { rankAndMap, readPvacseqAllEpitopes, releaseResolver } from './import/native/neoantigens.js';
+import { describeWildTypeCheck, placeByWildType, proteinLookup, rankAndMap, readPvacseqAllEpitopes, releaseResolver, type ReleaseProtein } from './import/native/neoantigens.js';
 import { TRACKS, type Track } from './release-db/schema.js';
 import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
 import { renderTree, type BuildSummary } from './render/index.js';
@@ -50,17 +50,19 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
   await updateReleaseDb(db, async (handle) => {
     // Real annotations where a sample fits the demo's isoforms: pVACseq neoantigens on chr22.
     const pvacseq = await readPvacseqAllEpitopes(DEMO.realNeoantigens);
-    const isoforms = handle.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
-    const real = rankAndMap(pvacseq.rows, releaseResolver(isoforms));
+    const isoforms = handle.prepare('SELECT transcript_id, transcript_id_unversioned, protein_sequence FROM isoforms').all() as ReleaseProtein[];
+    const resolve = releaseResolver(isoforms);
+    const check = placeByWildType(pvacseq.rows, resolve, proteinLookup(isoforms));
+    const real = rankAndMap(check.rows, resolve);
     const n = await insertTrack(handle, {
       track: 'neoantigens',
       file: DEMO.realNeoantigens,
       source: 'pVACseq (pVACtools test data)',
       version: 'pVACtools 0c05768b',
-      description: 'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id',
+      description: 'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id and placed by their wild-type epitope on the release protein',
       generated: false,
     }, real.located);
-    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release)`);
+    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(check)})`);
     for (const track of TRACKS) {
       await importTrack(handle, {
         track,

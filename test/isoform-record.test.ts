@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fg from 'fast-glob';
-import type { IsoformBody, GeneBody } from '../edge/contract/schemas.js';
+import type { IsoformBody, GeneBody, NeoantigenListBody } from '../edge/contract/schemas.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { validate } from './helpers/schemas.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
@@ -157,6 +157,39 @@ describe('isoform records of the demo release', () => {
     const longer = gene.isoforms.filter((i) => i.source === 'reference' && (i.protein_length ?? 0) > 180).map((i) => record(i.transcript_id));
     expect(longer.length).toBeGreaterThan(0);
     expect(longer.every((i) => i.orf!.completeness !== 'complete')).toBe(true);
+  });
+});
+
+describe('neoantigens read against the served protein', () => {
+  it("CECR2's real pVACseq epitopes sit on the residues they claim: their wild type at start, mutated where the file says", () => {
+    const rows = table(join(__dirname, '../data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz')).filter((r) => r.Transcript.startsWith('ENST00000262608.'));
+    expect(rows.length).toBe(38);
+    const iso = record('ENST00000262608.13');
+    const list = JSON.parse(readFileSync(join(tree(), treePaths.neoantigens(iso.transcript_id)), 'utf8')) as NeoantigenListBody;
+    const real = list.items.filter((n) => n.provenance === 'real');
+    expect(real.length).toBeGreaterThan(0);
+    for (const n of real) {
+      const row = rows.find((r) => r['MT Epitope Seq'] === n.peptide && r['HLA Allele'] === n.allele)!;
+      expect(row, n.peptide).toBeDefined();
+      expect(n.wt_peptide).toBe(row['WT Epitope Seq']);
+      expect(iso.protein_sequence!.slice(n.start - 1, n.end)).toBe(row['WT Epitope Seq']);
+      expect(n.mutated_positions).toContain(Number(/\d+/.exec(row['Mutation Position'])![0]));
+    }
+    // IGLV6-57's "mutant" peptides are its v38 protein: none is served as a neoantigen of it.
+    const iglv = JSON.parse(readFileSync(join(tree(), treePaths.neoantigens('ENST00000390285.4')), 'utf8')) as NeoantigenListBody;
+    expect(iglv.items.filter((n) => n.provenance === 'real')).toEqual([]);
+  });
+
+  it('every listed neoantigen: wt_peptide is the protein at start–end, mutated_positions where the peptide differs', () => {
+    for (const f of fg.sync('api/v1/isoforms/*/neoantigens.json', { cwd: tree() }).filter((_, i) => i % 7 === 0)) {
+      const list = JSON.parse(readFileSync(join(tree(), f), 'utf8')) as NeoantigenListBody;
+      if (!list.items.length) continue;
+      const protein = record(list.transcript_id).protein_sequence!;
+      for (const n of list.items) {
+        expect(n.wt_peptide, f).toBe(protein.slice(n.start - 1, n.end));
+        expect(n.mutated_positions).toEqual([...n.peptide].map((aa, k) => (aa === n.wt_peptide![k] ? 0 : k + 1)).filter(Boolean));
+      }
+    }
   });
 });
 

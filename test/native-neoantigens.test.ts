@@ -7,7 +7,8 @@ import Database from 'better-sqlite3';
 import { InputError } from '../build/import/input.js';
 import { insertTrack } from '../build/import/tracks.js';
 import {
-  rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes, readPvacspliceAllEpitopes, releaseResolver,
+  placeByWildType, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes, readPvacspliceAllEpitopes,
+  releaseResolver,
 } from '../build/import/native/neoantigens.js';
 
 const DIR = join(import.meta.dirname, 'fixtures', 'native', 'neoantigens');
@@ -72,7 +73,7 @@ describe('pVACseq all_epitopes', () => {
     expect(row.file).toBe(PVACSEQ);
     expect(row.record).toEqual({
       transcript: 'ENST00000458694.1', transcript_id: 'ENST00000458694.1', peptide: 'ATLSRTLLL', allele: 'HLA-E*01:01',
-      affinity_nm: 2122.61, percentile_rank: 0.12, start: 279,
+      affinity_nm: 2122.61, percentile_rank: 0.12, start: 279, wt_peptide: 'ATLSRTLLA',
     });
   });
 });
@@ -86,7 +87,8 @@ describe('other native formats', () => {
     expect(read.rows).toHaveLength(22);
     expect(read.rows[0]).toEqual({
       file: AGGREGATED, line: 2,
-      record: { transcript: 'ENST00000216254.4', transcript_id: 'ENST00000216254.4', peptide: 'KFNPQTDYL', allele: 'HLA-G*01:09', affinity_nm: 1262.76, percentile_rank: 0.5, start: 506 },
+      record: { transcript: 'ENST00000216254.4', transcript_id: 'ENST00000216254.4', peptide: 'KFNPQTDYL', allele: 'HLA-G*01:09', affinity_nm: 1262.76, percentile_rank: 0.5, start: 506,
+        wt_peptide: 'KFNPETDYL' }, // E510Q at Pos 5: the reference E put back
     });
   });
 
@@ -99,7 +101,7 @@ describe('other native formats', () => {
     expect(read.warnings[0]).toMatch(/no epitope offset/);
     expect(read.rows[0]!.record).toEqual({
       transcript: 'ENST00000367830.3', transcript_id: 'ENST00000367830.3', peptide: 'RFKNPAWVWL', allele: 'HLA-E*01:01',
-      affinity_nm: 12790.86, percentile_rank: 4.9, start: 37,
+      affinity_nm: 12790.86, percentile_rank: 4.9, start: 37, wt_peptide: null,
     });
   });
 
@@ -120,7 +122,7 @@ describe('other native formats', () => {
     expect(read.rows.every((r) => r.record.percentile_rank === null)).toBe(true);
     expect(read.rows[0]!.record).toEqual({
       transcript: 'ENST00000000001.1', transcript_id: 'ENST00000000001.1', peptide: 'GLVDEQQK', allele: 'HLA-C*15:05',
-      affinity_nm: 8741.135322197617, percentile_rank: null, start: 1,
+      affinity_nm: 8741.135322197617, percentile_rank: null, start: 1, wt_peptide: null,
     });
   });
 
@@ -133,7 +135,7 @@ describe('other native formats', () => {
     expect(read.rows.every((r) => r.record.percentile_rank === null && r.record.affinity_nm !== null)).toBe(true);
     expect(Math.min(...read.rows.map((r) => r.record.start))).toBe(1);
     expect(read.rows[0]!.record).toEqual({
-      transcript: 'T106', transcript_id: 'T106', peptide: 'FARGVAQPL', allele: 'HLA-C*03:03', affinity_nm: 5.8, percentile_rank: null, start: 7,
+      transcript: 'T106', transcript_id: 'T106', peptide: 'FARGVAQPL', allele: 'HLA-C*03:03', affinity_nm: 5.8, percentile_rank: null, start: 7, wt_peptide: null,
     });
   });
 });
@@ -214,6 +216,22 @@ describe('real mapping onto the demo release', () => {
       'ENST00000390285.4': [null],
     });
 
+    // placeByWildType() fixes it: CECR2's 38 rows move 21 residues to their WT epitope; IGLV6-57's 76
+    // "mutant" epitopes are the v38 protein itself, so they are no neoantigens of it and are skipped.
+    const check = placeByWildType(read.rows, resolve, (id) => protein.get(id) ?? null);
+    expect(check.moved).toBe(38);
+    expect(check.skipped).toEqual({ mutant_in_release_protein: 76, wild_type_not_in_protein: 0, wild_type_ambiguous: 0, wild_type_unknown: 0 });
+    const placed = rankAndMap(check.rows, resolve).located;
+    expect(placed).toHaveLength(612 - 76);
+    for (const l of placed) {
+      const r = rawRows.get(l.line!)!;
+      const seq = protein.get(l.record.transcript_id)!;
+      expect(seq.substr(l.record.start - 1, r['WT Epitope Seq']!.length), r.Index).toBe(r['WT Epitope Seq']);
+      const computed = Number(/\d+/.exec(r['Protein Position']!)![0]) - Number(/\d+/.exec(r['Mutation Position']!)![0]) + 1;
+      expect(l.record.start - computed, r.Index).toBe(l.record.transcript_id === 'ENST00000262608.13' ? 21 : 0);
+    }
+    expect(placed.some((l) => l.record.transcript_id === 'ENST00000390285.4')).toBe(false);
+
     // aggregated: the best peptide sits at start on the protein and differs from it only at `Pos`
     // (missense rows on transcripts whose protein did not change between versions)
     const agg = await readPvacseqAggregated(AGGREGATED);
@@ -229,23 +247,36 @@ describe('real mapping onto the demo release', () => {
       aggChecked += 1;
     }
     expect(aggChecked).toBeGreaterThanOrEqual(10);
-    console.log(`aggregated: ${agg.rows.length} rows, ${aggChecked} missense rows checked against the protein`);
+    // The aggregated import is placed the same way: every kept row's wild type (the best peptide with
+    // the AA Change reference residue put back) is the protein at its start.
+    const aggCheck = placeByWildType(agg.rows, resolve, (id) => protein.get(id) ?? null);
+    const aggPlaced = rankAndMap(aggCheck.rows, resolve).located;
+    for (const l of aggPlaced) {
+      const r = aggRaw.get(l.line!)!;
+      const m = /^([A-Z])\d+([A-Z])$/.exec(r['AA Change']!)!;
+      expect(m, r.Index).not.toBeNull();
+      const pos = Number(r.Pos);
+      const wt = l.record.peptide.slice(0, pos - 1) + m[1] + l.record.peptide.slice(pos);
+      expect(protein.get(l.record.transcript_id)!.substr(l.record.start - 1, wt.length), r.Index).toBe(wt);
+    }
+    expect(aggPlaced.length).toBeGreaterThanOrEqual(aggChecked);
+    console.log(`aggregated: ${agg.rows.length} rows, ${aggChecked} missense rows checked against the protein; placed ${aggPlaced.length}, moved ${aggCheck.moved}, skipped ${JSON.stringify(aggCheck.skipped)}`);
 
     // insert into a copy of the demo DB
     const copy = join(tmp, 'release.sqlite');
     copyFileSync(inject('demoDb'), copy);
     const db = new Database(copy);
     try {
-      // The demo pipeline imported this same file: it holds exactly these real records.
-      expect((db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n).toBe(located.length);
+      // The demo pipeline imported this same file, placed the same way: it holds exactly these real records.
+      expect((db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n).toBe(placed.length);
       db.exec(`DELETE FROM neoantigens WHERE provenance = 'real'; DELETE FROM track_sources WHERE input_file = 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz'`);
       const before = (db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n;
-      const n = await insertTrack(db, { track: 'neoantigens', file: PVACSEQ, source: 'pVACseq', generated: false }, located);
-      expect(n).toBe(located.length);
+      const n = await insertTrack(db, { track: 'neoantigens', file: PVACSEQ, source: 'pVACseq', generated: false }, placed);
+      expect(n).toBe(placed.length);
       const after = (db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n;
-      expect(after - before).toBe(located.length);
+      expect(after - before).toBe(placed.length);
       const src = db.prepare(`SELECT source, generated, records FROM track_sources WHERE track = 'neoantigens' AND input_file = ?`).get('pvacseq_Test.MHC_I.all_epitopes.tsv.gz');
-      expect(src).toEqual({ source: 'pVACseq', generated: 0, records: located.length });
+      expect(src).toEqual({ source: 'pVACseq', generated: 0, records: placed.length });
     } finally {
       db.close();
     }

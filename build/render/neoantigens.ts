@@ -19,26 +19,34 @@ export async function renderNeoantigens(db: Db, w: TreeWriter, isoforms: Isoform
        ORDER BY affinity_nm IS NULL, affinity_nm, percentile_rank IS NULL, percentile_rank, peptide, allele, start LIMIT ?`,
     )
     .raw();
+  const proteinOf = db.prepare('SELECT protein_sequence FROM isoforms WHERE transcript_id = ?').pluck();
   for (const iso of isoforms) {
     // The metric is null without the track or a protein, and 0 for none: skip the empty lookups.
     const total = iso.metrics.neoantigens ?? 0;
     const rows = total ? (topOf.all(iso.transcript_id, NEOANTIGEN_TOP) as NeoantigenRow[]) : [];
+    const protein = rows.length ? ((proteinOf.get(iso.transcript_id) as string | null) ?? '') : '';
     const body: NeoantigenListBody = {
       transcript_id: iso.transcript_id,
       transcript_name: iso.transcript_name,
       total,
       limit: NEOANTIGEN_TOP,
-      items: rows.map(([peptide, allele, affinity_nm, percentile_rank, start, provenance], i) => ({
-        rank: i + 1,
-        peptide,
-        length: peptide.length,
-        allele,
-        affinity_nm,
-        percentile_rank,
-        start,
-        end: start + peptide.length - 1,
-        provenance,
-      })),
+      items: rows.map(([peptide, allele, affinity_nm, percentile_rank, start, provenance], i) => {
+        const wt = protein.substr(start - 1, peptide.length);
+        const whole = wt.length === peptide.length;
+        return {
+          rank: i + 1,
+          peptide,
+          length: peptide.length,
+          allele,
+          affinity_nm,
+          percentile_rank,
+          start,
+          end: start + peptide.length - 1,
+          wt_peptide: whole ? wt : null,
+          mutated_positions: whole ? [...peptide].flatMap((aa, k) => (aa === wt[k] ? [] : [k + 1])) : [],
+          provenance,
+        };
+      }),
     };
     await w.json(treePaths.neoantigens(TreeWriter.safeId(iso.transcript_id)), body);
     tick();

@@ -5,7 +5,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Count = Type.Integer({ minimum: 0 });
-const Position = Type.Integer({ minimum: 1, description: '1-based position on the protein' });
+const Position = Type.Integer({ minimum: 1, description: "1-based position on the isoform's protein_sequence" });
 const Link = Type.String({ description: 'Root-relative URL of a related resource' });
 
 export const Provenance = Type.Union([Type.Literal('real'), Type.Literal('generated')], {
@@ -246,6 +246,17 @@ export const Neoantigen = Type.Object(
     percentile_rank: Nullable(Type.Number({ minimum: 0, maximum: 100 })),
     start: Position,
     end: Position,
+    wt_peptide: Nullable(
+      Type.String({
+        pattern: '^[ACDEFGHIKLMNPQRSTVWYUX]+$',
+        description: "The isoform's own residues at start–end (protein_sequence), against which the peptide is a mutant; null where the peptide runs past the protein's end",
+        examples: ['WTHSRDPEG'],
+      }),
+    ),
+    mutated_positions: Type.Array(Type.Integer({ minimum: 1 }), {
+      description: 'Positions within the peptide (1-based) where it differs from wt_peptide; empty for a generated peptide, which is the protein’s own sequence',
+      examples: [[5]],
+    }),
     provenance: Type.Ref('Provenance'),
   },
   { $id: 'Neoantigen', additionalProperties: false },

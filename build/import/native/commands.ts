@@ -8,7 +8,10 @@ import type { Track } from '../../release-db/schema.js';
 import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readIdMapping, releaseProteins, TED_LEVELS, type TedLevel } from './domains.js';
 import { readStructureMapping, structureRecords } from './structures.js';
 import { UsageError } from '../../errors.js';
-import { rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes, readPvacspliceAllEpitopes, releaseResolver } from './neoantigens.js';
+import {
+  describeWildTypeCheck, placeByWildType, proteinLookup, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes,
+  readPvacspliceAllEpitopes, releaseResolver, type ReleaseProtein,
+} from './neoantigens.js';
 import { readPtmPose, releaseProteins as ptmProteins, transferPtmSites, PTM_POSE_SOURCE } from './ptm.js';
 
 interface Provenance {
@@ -106,8 +109,13 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
     await importNative(o, 'neoantigens', async (db) => {
       const parsed = await read(o.file);
       for (const w of parsed.warnings) log(`warning: ${w}`);
-      const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
-      return { ...rankAndMap(parsed.rows, releaseResolver(isoforms)), note: `${parsed.skipped} rows without a computable position skipped` };
+      const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned, protein_sequence FROM isoforms').all() as ReleaseProtein[];
+      const resolve = releaseResolver(isoforms);
+      const note = `${parsed.skipped} rows without a computable position skipped`;
+      // pVACsplice epitopes lie on the altered protein, with no wild-type epitope to check.
+      if (o.format === 'pvacsplice') return { ...rankAndMap(parsed.rows, resolve), note };
+      const check = placeByWildType(parsed.rows, resolve, proteinLookup(isoforms));
+      return { ...rankAndMap(check.rows, resolve), note: `${note}; ${describeWildTypeCheck(check)}` };
     }, log);
   });
 

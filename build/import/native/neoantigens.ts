@@ -17,10 +17,21 @@
 //   offset in the input sequence `seq_num` (both files' smallest start is 1 and consecutive peptides of
 //   one seq_num step by 1). These files have no transcript: the caller's transcriptFor(seq_num) gives it.
 // Missing values (`NA`, `None`, empty) become null; a row whose start is < 1 or not computable is skipped.
+//
+// pVACseq rows come from the transcript version the variant caller used, which need not be the
+// release's (the ids are matched unversioned): placeByWildType() keeps a row only where its wild-type
+// epitope (`WT Epitope Seq`; for aggregated missense rows, the best peptide with the `AA Change`
+// reference residue put back) sits at the computed start on the release protein, or occurs exactly
+// once in it (the row is moved there). A row whose mutant epitope already is the release protein's
+// sequence is no neoantigen of that isoform. Skips are counted by reason.
 import { cellParsers, readTsv } from '../input.js';
 import type { Located, NeoantigenRecord } from '../tracks.js';
 
-export type NativeNeoantigen = NeoantigenRecord & { transcript: string };
+export type NativeNeoantigen = NeoantigenRecord & {
+  transcript: string;
+  /** The wild-type epitope, where the format gives or implies it. */
+  wt_peptide: string | null;
+};
 
 export interface NativeNeoantigenRead {
   rows: Located<NativeNeoantigen>[];
@@ -78,6 +89,7 @@ const PVACSEQ: Format = {
       transcript: p.text('Transcript', row.Transcript!)!, transcript_id: row.Transcript!, peptide: peptide(p, 'MT Epitope Seq', row),
       allele: p.text('HLA Allele', row['HLA Allele']!)!, affinity_nm: affinity(p, 'Best MT IC50 Score', row),
       percentile_rank: percentile(p, 'Best MT Percentile', row), start: protein - within + 1,
+      wt_peptide: row['WT Epitope Seq'] === undefined ? null : p.text('WT Epitope Seq', row['WT Epitope Seq'], { nullable: true })?.toUpperCase() ?? null,
     };
   },
 };
@@ -97,7 +109,7 @@ const PVACSPLICE: Format = {
     return {
       transcript: p.text('Transcript', row.Transcript!)!, transcript_id: row.Transcript!, peptide: peptide(p, 'Epitope Seq', row),
       allele: p.text('HLA Allele', row['HLA Allele']!)!, affinity_nm: affinity(p, 'Best IC50 Score', row),
-      percentile_rank: percentile(p, 'Best Percentile', row), start: anchor,
+      percentile_rank: percentile(p, 'Best Percentile', row), start: anchor, wt_peptide: null,
     };
   },
 };
@@ -115,10 +127,15 @@ const AGGREGATED: Format = {
     const within = p.int('Pos', row.Pos, { min: 1 })!;
     const protein = firstInt(row['AA Change']!);
     if (protein === null) return null;
+    const mt = peptide(p, 'Best Peptide', row);
+    // A missense change (`E510Q`) names the reference residue: the wild-type epitope is the best
+    // peptide with it put back. Other changes (indels) leave it unknown.
+    const missense = /^([A-Z])\d+([A-Z])$/.exec(row['AA Change']!);
+    const wt = missense && mt[within - 1] === missense[2] ? mt.slice(0, within - 1) + missense[1] + mt.slice(within) : null;
     return {
-      transcript: p.text('Best Transcript', row['Best Transcript']!)!, transcript_id: row['Best Transcript']!, peptide: peptide(p, 'Best Peptide', row),
+      transcript: p.text('Best Transcript', row['Best Transcript']!)!, transcript_id: row['Best Transcript']!, peptide: mt,
       allele: p.text('Allele', row.Allele!)!, affinity_nm: affinity(p, 'IC50 MT', row), percentile_rank: percentile(p, '%ile MT', row),
-      start: protein - within + 1,
+      start: protein - within + 1, wt_peptide: wt,
     };
   },
 };
@@ -134,6 +151,7 @@ function perSequence(name: string, required: string[], known: string[], percenti
       return {
         transcript, transcript_id: transcript, peptide: peptide(p, 'peptide', row), allele: p.text('allele', row.allele!)!,
         affinity_nm: affinity(p, 'ic50', row), percentile_rank: percentile(p, percentileColumn, row), start: p.int('start', row.start!, { min: 1 })!,
+        wt_peptide: null,
       };
     },
   };
@@ -207,6 +225,73 @@ export function releaseResolver(isoforms: Iterable<{ transcript_id: string; tran
   return (transcript) => (exact.has(transcript) ? transcript : byUnversioned.get(transcript.replace(/\.\d+$/, '')) ?? null);
 }
 
+export interface ReleaseProtein {
+  transcript_id: string;
+  transcript_id_unversioned: string | null;
+  protein_sequence: string | null;
+}
+
+/** transcript id → its protein (null for a non-coding isoform or an id not in the release). */
+export function proteinLookup(isoforms: ReleaseProtein[]): (transcriptId: string) => string | null {
+  const byId = new Map(isoforms.map((i) => [i.transcript_id, i.protein_sequence]));
+  return (id) => byId.get(id) ?? null;
+}
+
+/** Why placeByWildType() left a row out. */
+export const WILD_TYPE_SKIPS = {
+  mutant_in_release_protein: 'mutant epitope already in the release protein',
+  wild_type_not_in_protein: 'wild-type epitope not in the release protein',
+  wild_type_ambiguous: 'wild-type epitope more than once in the release protein',
+  wild_type_unknown: 'wild-type epitope unknown',
+} as const;
+export type WildTypeSkip = keyof typeof WILD_TYPE_SKIPS;
+
+/** Checks each row's wild-type epitope against the release protein (see the header): kept at its
+ * start, moved to its unique occurrence, or skipped and counted. Rows whose transcript is not in the
+ * release, or has no protein, pass through for rankAndMap and the track import to report. */
+export function placeByWildType(
+  rows: Located<NativeNeoantigen>[],
+  resolve: (transcript: string) => string | null,
+  proteinOf: (transcriptId: string) => string | null,
+): { rows: Located<NativeNeoantigen>[]; moved: number; skipped: Record<WildTypeSkip, number> } {
+  const skipped: Record<WildTypeSkip, number> = { mutant_in_release_protein: 0, wild_type_not_in_protein: 0, wild_type_ambiguous: 0, wild_type_unknown: 0 };
+  const kept: Located<NativeNeoantigen>[] = [];
+  let moved = 0;
+  for (const row of rows) {
+    const id = resolve(row.record.transcript);
+    const protein = id === null ? null : proteinOf(id);
+    if (protein === null) {
+      kept.push(row);
+      continue;
+    }
+    const { peptide, wt_peptide: wt, start } = row.record;
+    const why: WildTypeSkip | null =
+      protein.substr(start - 1, peptide.length) === peptide ? 'mutant_in_release_protein' : wt === null ? 'wild_type_unknown' : null;
+    if (why) {
+      skipped[why] += 1;
+      continue;
+    }
+    if (protein.substr(start - 1, wt!.length) === wt) {
+      kept.push(row);
+      continue;
+    }
+    const first = protein.indexOf(wt!);
+    if (first < 0) skipped.wild_type_not_in_protein += 1;
+    else if (protein.indexOf(wt!, first + 1) >= 0) skipped.wild_type_ambiguous += 1;
+    else {
+      moved += 1;
+      kept.push({ ...row, record: { ...row.record, start: first + 1 } });
+    }
+  }
+  return { rows: kept, moved, skipped };
+}
+
+/** "38 moved to their wild-type epitope; skipped: 76 mutant epitope already in the release protein". */
+export function describeWildTypeCheck(check: { moved: number; skipped: Record<WildTypeSkip, number> }): string {
+  const skips = (Object.keys(check.skipped) as WildTypeSkip[]).filter((k) => check.skipped[k]).map((k) => `${check.skipped[k]} ${WILD_TYPE_SKIPS[k]}`);
+  return `${check.moved} moved to their wild-type epitope${skips.length ? `; skipped: ${skips.join(', ')}` : ''}`;
+}
+
 /** Maps file transcript ids to release ids and orders the records (transcript, start, best affinity
  * first); rows whose transcript is not in the release are dropped and counted. */
 export function rankAndMap(
@@ -221,7 +306,7 @@ export function rankAndMap(
       unmapped += 1;
       continue;
     }
-    const { transcript: _transcript, ...rest } = record;
+    const { transcript: _transcript, wt_peptide: _wt, ...rest } = record;
     located.push({ record: { ...rest, transcript_id: id }, file, line });
   }
   const key = (n: number | null) => (n === null ? Infinity : n);
