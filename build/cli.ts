@@ -129,6 +129,25 @@ export function program(): Command {
       log(`imported ${n} ${kind} records from ${o.file} into ${o.db}`);
     });
 
+  imp
+    .command('gene-info')
+    .description("Gene full names, synonyms, types and cross-references (NCBI Gene, HGNC, UniProt), from isoatlas's gene-info TSV or HGNC's complete set; replaces any the release had.")
+    .requiredOption('--db <db>', 'release database to update (changed atomically)')
+    .requiredOption('--file <tsv>', 'gene-info TSV (data/README.md) or hgnc_complete_set.txt')
+    .requiredOption('--source <name>', 'where the file comes from, e.g. "HGNC complete set"')
+    .option('--version <version>', 'version or date of the source')
+    .option('--description <text>', 'one line on how the file was made')
+    .action(async (o: { db: string; file: string; source: string; version?: string; description?: string }) => {
+      const { updateReleaseDb } = await import('./release-db/store.js');
+      const { importGeneInfo } = await import('./import/gene-info.js');
+      let line = '';
+      await updateReleaseDb(o.db, async (db) => {
+        const s = await importGeneInfo(db, o);
+        line = `imported gene info (${s.format} format) for ${s.genes} genes from ${o.file} into ${o.db}; ${s.unmatched} rows name no gene of the release${s.ambiguous.length ? `; ${s.ambiguous.length} genes named by several rows left without (e.g. ${s.ambiguous.slice(0, 3).join(', ')})` : ''}`;
+      });
+      log(line);
+    });
+
   addNativeImportCommands(imp, log);
 
   cli

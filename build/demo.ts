@@ -4,6 +4,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { importCore, loadCoreConfig } from './import/core.js';
 import { importTrack, insertTrack } from './import/tracks.js';
+import { importGeneInfo } from './import/gene-info.js';
 import { describeWildTypeCheck, placeByWildType, proteinLookup, rankAndMap, readPvacseqAllEpitopes, releaseResolver, type ReleaseProtein } from './import/native/neoantigens.js';
 import { TRACKS, type Track } from './release-db/schema.js';
 import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
@@ -62,6 +63,13 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
       description: 'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id and placed by their wild-type epitope on the release protein',
       generated: false,
     }, real.located);
+    const info = await importGeneInfo(handle, {
+      file: DEMO.geneInfo,
+      source: 'org.Hs.eg.db (Bioconductor)',
+      version: '3.16.0 (NCBI Gene 2022-09-12, UniProt 2022-09-23)',
+      description: "Names, aliases, NCBI gene types and UniProt accessions of the demo's genes, by Ensembl id, else by symbol (data/gene-info/extract.sh)",
+    });
+    log(`imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without)`);
     log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(check)})`);
     for (const track of TRACKS) {
       await importTrack(handle, {

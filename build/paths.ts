@@ -11,4 +11,5 @@ export const DEMO = {
   work: join(PROJECT_ROOT, '.isoatlas/demo'),
   seed: 22,
   realNeoantigens: join(PROJECT_ROOT, 'data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz'),
+  geneInfo: join(PROJECT_ROOT, 'data/gene-info/org.Hs.eg.db.chr22.tsv.gz'),
 };

@@ -9,10 +9,11 @@
 //   so TP53 ranks above TP53BP1 for `tp5`); fuzzy 0.5 for a swap of neighbours or a left-out letter
 //   and 0.25 for a wrong or extra letter. The fuzzy weights are a noisy-channel prior: a swap or an
 //   omission at a given place is one specific slip, while a wrong or extra letter there is one of
-//   about 36, so any particular one is far less likely.
+//   about 36, so any particular one is far less likely. A match through a gene's synonym scores
+//   half (FIELD_WEIGHTS): another record's own symbol, id or name is the likelier meaning.
 // Within a tier, higher scores first, then genes before isoforms, then by id. Only the best `limit`
 // of each tier are ranked (no tier sorts thousands of prefix matches); `total` counts them all.
-import { PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, searchTerms, typoKeys } from './contract/search.js';
+import { FIELD_WEIGHTS, PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, searchTerms, typoKeys } from './contract/search.js';
 import { shardOf } from './contract/shards.js';
 import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
@@ -23,7 +24,7 @@ import { DocumentSet } from './document-set.js';
 type Tier = 'exact' | 'prefix' | 'fuzzy';
 
 /** Most telling field first: what a hit reports as `matched_field`. */
-const FIELD_PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned'] as const;
+const FIELD_PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned', 'synonyms'] as const;
 const FIELD_BIT = (field: string) => 1 << SEARCH_FIELDS.indexOf(field as (typeof SEARCH_FIELDS)[number]);
 
 interface Candidate {
@@ -106,12 +107,13 @@ function shardsOfPrefix(dir: SearchDirectory, prefix: string): number[] {
  * matching through several terms or fields keeps its best score and every field). */
 function addTerms(into: TermMatches, shard: TermShard, from: number, to: number, score: (term: string) => number, skip: Skip): void {
   for (let t = from; t < to; t++) {
-    const s = score(shard.terms[t]);
+    const termScore = score(shard.terms[t]);
     const list = shard.postings[t];
     for (let k = 0; k < list.length; k += 2) {
       const doc = shard.docs[list[k]];
       const n = doc[3];
       if (skip(n)) continue;
+      const s = termScore * FIELD_WEIGHTS[list[k + 1]];
       const bit = 1 << list[k + 1];
       const had = into.get(n);
       if (had) {
@@ -136,12 +138,13 @@ function bestPrefixMatches(shards: TermShard[], term: string, k: number, skip: S
   for (let s = 0; s < shards.length; s++) {
     const { terms, postings, docs } = shards[s];
     for (let t = ranges[s][0]; t < ranges[s][1]; t++) {
-      const score = typed / terms[t].length;
+      const termScore = typed / terms[t].length;
       const list = postings[t];
       for (let p = 0; p < list.length; p += 2) {
         const doc = docs[list[p]];
         const n = doc[3];
         if (skip(n)) continue;
+        const score = termScore * FIELD_WEIGHTS[list[p + 1]];
         matched.add(n);
         // A match that cannot enter the best k (nor raise a document already there) is only counted.
         if (k === 0) continue;

@@ -13,7 +13,7 @@ import fg from 'fast-glob';
 import { routes } from '../edge/contract/routes.js';
 import { treePaths, type StructureMapEntry } from '../edge/contract/tree.js';
 import { readAliases, readManifest, readStructureMap } from './helpers/tree.js';
-import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, PtmSiteListBody, ReleaseBody, SearchHitBody } from '../edge/contract/schemas.js';
+import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, ProblemBody, PtmSiteListBody, ReleaseBody, SearchHitBody } from '../edge/contract/schemas.js';
 import { validate } from './helpers/schemas.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 
@@ -228,6 +228,19 @@ describe('GET /genes/{symbol}', () => {
       const body = expectProblem(await call(`/genes/${key}`), 404);
       expect(body.detail).toContain(key);
     }
+  });
+
+  it('points a 404 to search and to what the release covers: CHEKK2 is a typo of CHEK2, TP53 is not on chr22', async () => {
+    const typo = expectProblem(await call('/genes/CHEKK2'), 404) as ProblemBody & { search: string; release: string };
+    expect(typo.search).toBe('/api/v1/search?query=CHEKK2');
+    expect(typo.detail).toContain(typo.search);
+    const found = (await call(`${server.base}${typo.search}`)).json as { items: SearchHitBody[] };
+    expect(found.items[0]).toMatchObject({ symbol: 'CHEK2', match: 'fuzzy' });
+    const elsewhere = expectProblem(await call('/isoforms/TP53-201'), 404) as ProblemBody & { release: string };
+    expect(elsewhere.detail).toContain('/api/v1/release');
+    const release = (await call(`${server.base}${elsewhere.release}`)).json as ReleaseBody;
+    expect(release.coverage.chromosomes).toEqual(['chr22']);
+    expect(release.coverage.description).toMatch(/chromosome 22 only.*TP53/);
   });
 });
 
@@ -559,6 +572,21 @@ describe('GET /search', () => {
     expect(res.items.some((h) => h.match === 'prefix')).toBe(true);
     const linked = await call(`${server.base}${res.items[0].link}`);
     expect(linked.bytes.equals(treeBytes(treePaths.gene(PRR5.id)))).toBe(true);
+  });
+
+  it('finds a gene by its synonyms, after records whose own symbol, id or name the query is', async () => {
+    for (const [query, symbol] of [['ERK2', 'MAPK1'], ['RAD53', 'CHEK2'], ['cds1', 'CHEK2']]) {
+      const res = await search(query);
+      const hit = res.items.find((h) => h.symbol === symbol && h.type === 'gene');
+      expect(hit, query).toMatchObject({ match: 'exact', matched_field: 'synonyms', score: 0.5 });
+      // Everything ranked above it matched through its own symbol, id or name.
+      for (const above of res.items.slice(0, res.items.indexOf(hit!))) expect(above.matched_field, query).not.toBe('synonyms');
+    }
+    // A symbol that is also another gene's synonym finds that gene itself first.
+    const gene = treeJson<GeneBody>(treePaths.gene('ENSG00000100030'));
+    expect(gene.synonyms).toContain('ERK2');
+    const own = await search('MAPK1');
+    expect(own.items[0]).toMatchObject({ symbol: 'MAPK1', matched_field: 'symbol', score: 1 });
   });
 
   it('ranks an exact id or name match first', async () => {

@@ -64,7 +64,7 @@ describe('isoform records of the demo release', () => {
     const expected = [...gtf.exons].sort((a, b) => b[0] - a[0]).map(([start, end]) => ({ start, end }));
     expect(iso.exons).toEqual(expected);
     expect(iso.exons).toHaveLength(9);
-    expect(iso.orf).toEqual({ start: 21769204, end: 21867440, transcript_start: 206, transcript_end: 1288, completeness: 'complete', source: 'sqanti3', noncoding_biotype: null });
+    expect(iso.orf).toEqual({ start: 21769204, end: 21867440, transcript_start: 206, transcript_end: 1288, completeness: 'complete', source: 'sqanti3', noncoding_biotype: false });
     expect(validate('Isoform', iso)).toEqual([]);
   });
 

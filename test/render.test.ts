@@ -117,7 +117,7 @@ describe('rendered demo tree', () => {
     expect(release.generated_tracks).toEqual(['domains', 'neoantigens', 'ptm', 'structures']);
     expect(release.sources.filter((s) => s.generated).map((s) => s.track).sort()).toEqual(release.generated_tracks);
     // Real pVACseq neoantigens sit beside the generated ones; domains are generated only.
-    expect(release.sources.filter((s) => !s.generated).map((s) => s.track).sort()).toEqual(['long_read', 'neoantigens', 'reference']);
+    expect(release.sources.filter((s) => !s.generated).map((s) => s.track).sort()).toEqual(['gene_info', 'long_read', 'neoantigens', 'reference']);
     // 612 rows map to demo isoforms; IGLV6-57's 76 are the release protein itself and are skipped.
     expect(release.sources.find((s) => s.track === 'neoantigens' && !s.generated)?.records).toBe(612 - 76);
     const domains = fg.sync('api/v1/isoforms/*/domains.json', { cwd: tree() }).map((p) => read<DomainListBody>(tree(), p));

@@ -1,5 +1,5 @@
 // The sharded search against a plain reference: every symbol, id and name of the demo release read
-// from its gene and isoform files (not from the index), matched by brute force. For each sampled
+// (and every gene's synonyms) from its gene and isoform files (not from the index), matched by brute force. For each sampled
 // query the edge's search must give the same total, the same hits in the same order, with the same
 // tiers, fields and scores: this pins the term shards, the prefix tier's best-k selection, the
 // document bitsets and the typo shards to what the README says search does.
@@ -23,7 +23,7 @@ interface Doc {
   terms: [term: string, field: string][];
 }
 
-const PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned'];
+const PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned', 'synonyms'];
 let docs: Doc[];
 let data: ReleaseData;
 
@@ -35,6 +35,7 @@ beforeAll(() => {
     const g = read<GeneBody>(path);
     const terms: Doc['terms'] = [[g.symbol, 'symbol'], [g.gene_id, 'gene_id']];
     if (g.gene_id_versioned) terms.push([g.gene_id_versioned, 'gene_id_versioned']);
+    for (const synonym of g.synonyms) terms.push([synonym, 'synonyms']);
     docs.push({ id: `g:${g.gene_id}`, type: 'gene', symbol: g.symbol, name: null, terms: terms.map(([t, f]) => [t.toLowerCase(), f]) });
   }
   for (const path of fg.sync('api/v1/isoforms/*.json', { cwd: tree })) {
@@ -60,6 +61,8 @@ function termMatches(term: string, tier: 'exact' | 'prefix' | 'fuzzy'): Map<Doc,
         score = term.length < t.length || (term.length === t.length && differing === 2) ? 0.5 : 0.25;
       }
       if (score === 0) continue;
+      // A match through a synonym counts half.
+      if (field === 'synonyms') score /= 2;
       const had = out.get(doc);
       if (had) {
         had[0] = Math.max(had[0], score);
@@ -113,7 +116,7 @@ describe('search against a brute-force reference (demo release)', () => {
     const pick = <T>(items: T[]) => items[Math.floor(rng.next() * items.length)];
     const genes = docs.filter((d) => d.type === 'gene');
     const isoforms = docs.filter((d) => d.type === 'isoform');
-    const queries: string[] = ['PRR5', 'prr5-2', 'ENST0000000', 'ENSG000001', 'PB.1', 'novelGene_1', 'TP35', 'MPAK1', 'Y_RNA', 'mir', 'zzzzqqqq'];
+    const queries: string[] = ['PRR5', 'prr5-2', 'ENST0000000', 'ENSG000001', 'PB.1', 'novelGene_1', 'TP35', 'MPAK1', 'Y_RNA', 'mir', 'zzzzqqqq', 'ERK2', 'erk', 'RAD53 CDS1', 'p4'];
     for (let k = 0; k < 60; k++) {
       const g = pick(genes);
       const i = pick(isoforms);

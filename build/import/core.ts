@@ -38,6 +38,8 @@ export const CoreConfigSchema = Type.Object(
     date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
     title: Type.String(),
     assembly: Type.String(),
+    /** What the release covers, in a sentence (release metadata; 404s point to it). */
+    coverage: Type.Optional(Type.String({ minLength: 1 })),
     reference: InputSet,
     long_read: Type.Optional(Type.Intersect([InputSet, Type.Object({ classification: Type.String() })])),
   },
@@ -159,6 +161,7 @@ export async function importCore(config: CoreConfig, outPath: string): Promise<C
   await createReleaseDb(outPath, async (db) => {
     const meta = db.prepare('INSERT INTO release_meta (key, value) VALUES (?, ?)');
     for (const key of ['release', 'date', 'title', 'assembly'] as const) meta.run(key, config[key]);
+    if (config.coverage) meta.run('coverage', config.coverage);
 
     const insertGene = insertStatement(db, 'genes', GENE_COLUMNS);
     const insertIsoform = insertStatement(db, 'isoforms', ISOFORM_COLUMNS);

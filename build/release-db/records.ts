@@ -14,6 +14,16 @@ export interface GeneRecord {
   canonical_rule: 'MANE_Select' | 'Ensembl_canonical' | 'longest_coding' | 'longest_transcript' | null;
 }
 
+/** What a gene-info source says about a gene (table gene_info; null / empty where it says nothing). */
+export interface GeneInfo {
+  name: string | null;
+  synonyms: string[];
+  gene_type: string | null;
+  ncbi_gene_id: string | null;
+  hgnc_id: string | null;
+  uniprot_ids: string[];
+}
+
 export interface IsoformRecord {
   transcript_id: string;
   transcript_id_unversioned: string | null;

@@ -39,6 +39,17 @@ CREATE TABLE genes (
 );
 CREATE INDEX genes_symbol ON genes (symbol COLLATE NOCASE);
 
+-- Names and cross-references of reference genes (import gene-info: org.Hs.eg.db extract or HGNC).
+CREATE TABLE gene_info (
+  gene_id      TEXT PRIMARY KEY REFERENCES genes (gene_id),
+  name         TEXT,                             -- full name
+  synonyms     TEXT NOT NULL DEFAULT '[]',       -- JSON array: aliases and previous symbols
+  gene_type    TEXT,                             -- the source's type (NCBI gene_type, HGNC locus_group)
+  ncbi_gene_id TEXT,
+  hgnc_id      TEXT,
+  uniprot_ids  TEXT NOT NULL DEFAULT '[]'        -- JSON array of UniProt accessions
+);
+
 CREATE TABLE isoforms (
   transcript_id             TEXT PRIMARY KEY,      -- ENST….N or PB.x.y
   transcript_id_unversioned TEXT,                  -- ENST… without version; NULL for PB ids

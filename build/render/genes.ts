@@ -1,10 +1,21 @@
 // Gene records (`/genes/{symbol}`) and each gene's isoform list pre-split into pages of
 // ISOFORM_PAGE_SIZE (`/genes/{symbol}/isoforms`); the edge slices any limit/offset from these pages.
 import { ISOFORM_PAGE_SIZE, links, treePaths } from '../../edge/contract/tree.js';
-import type { GeneBody, IsoformPageBody } from '../../edge/contract/schemas.js';
+import type { GeneBody, IsoformPageBody, XrefBody } from '../../edge/contract/schemas.js';
 import type { GeneRow, IsoformRow } from './load.js';
 import { isoformSummary } from './isoforms.js';
 import { TreeWriter } from './tree-writer.js';
+
+/** Links to the gene's records elsewhere, from its ids. AlphaFold DB files models by UniProt accession. */
+export function geneXrefs(gene: GeneRow): XrefBody[] {
+  const out: XrefBody[] = [];
+  if (/^ENSG\d+$/.test(gene.gene_id)) out.push({ database: 'Ensembl', id: gene.gene_id, url: `https://www.ensembl.org/Homo_sapiens/Gene/Summary?g=${gene.gene_id}` });
+  if (gene.ncbi_gene_id) out.push({ database: 'NCBI Gene', id: gene.ncbi_gene_id, url: `https://www.ncbi.nlm.nih.gov/gene/${gene.ncbi_gene_id}` });
+  if (gene.hgnc_id) out.push({ database: 'HGNC', id: gene.hgnc_id, url: `https://www.genenames.org/data/gene-symbol-report/#!/hgnc_id/${gene.hgnc_id}` });
+  for (const acc of gene.uniprot_ids) out.push({ database: 'UniProt', id: acc, url: `https://www.uniprot.org/uniprotkb/${acc}/entry` });
+  for (const acc of gene.uniprot_ids) out.push({ database: 'AlphaFold DB', id: acc, url: `https://alphafold.ebi.ac.uk/entry/${acc}` });
+  return out;
+}
 
 export function geneRecord(gene: GeneRow, isoforms: IsoformRow[]): GeneBody {
   const canonical = isoforms.find((i) => i.canonical);
@@ -12,7 +23,11 @@ export function geneRecord(gene: GeneRow, isoforms: IsoformRow[]): GeneBody {
     gene_id: gene.gene_id,
     gene_id_versioned: gene.gene_id_versioned,
     symbol: gene.symbol,
+    name: gene.name,
+    synonyms: gene.synonyms,
     biotype: gene.biotype,
+    gene_type: gene.gene_type,
+    xrefs: geneXrefs(gene),
     source: gene.source,
     chromosome: gene.chromosome,
     strand: gene.strand,

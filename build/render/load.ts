@@ -1,9 +1,10 @@
 // Reads the core rows every renderer needs, once: genes, and isoforms joined with their metrics.
 import type { Db } from '../release-db/store.js';
 import type { MetricsBody } from '../../edge/contract/schemas.js';
-import { compareNatural, type GeneRecord, type IsoformRecord, type OrfRecord, type SqantiQc } from '../release-db/records.js';
+import { compareNatural, type GeneInfo, type GeneRecord, type IsoformRecord, type OrfRecord, type SqantiQc } from '../release-db/records.js';
 
-export type GeneRow = GeneRecord;
+/** A gene with what the gene-info import says about it. */
+export type GeneRow = GeneRecord & GeneInfo;
 
 /** An isoform as every renderer needs it: the stored columns less the bulky ones only the isoform
  * record shows (IsoformDetail, read one isoform at a time) and the NMD source, a name that is always
@@ -18,7 +19,13 @@ export interface IsoformRow extends Omit<IsoformRecord, 'transcript_name' | 'pro
 const bool = (v: number | null) => (v === null ? null : v === 1);
 
 export function loadGenes(db: Db): GeneRow[] {
-  return db.prepare('SELECT * FROM genes ORDER BY gene_id').all() as GeneRow[];
+  const rows = db
+    .prepare(
+      `SELECT g.*, i.name, coalesce(i.synonyms, '[]') AS synonyms, i.gene_type, i.ncbi_gene_id, i.hgnc_id, coalesce(i.uniprot_ids, '[]') AS uniprot_ids
+       FROM genes g LEFT JOIN gene_info i USING (gene_id) ORDER BY gene_id`,
+    )
+    .all() as (Omit<GeneRow, 'synonyms' | 'uniprot_ids'> & { synonyms: string; uniprot_ids: string })[];
+  return rows.map((g) => ({ ...g, synonyms: JSON.parse(g.synonyms), uniprot_ids: JSON.parse(g.uniprot_ids) }));
 }
 
 export function loadIsoforms(db: Db): IsoformRow[] {

@@ -1,4 +1,5 @@
 // `release.json` (served at `/` and `/release`) and the OpenAPI document rendered for this release.
+import { compareNatural } from '../release-db/records.js';
 import { routes } from '../../edge/contract/routes.js';
 import { API_PREFIX, treePaths } from '../../edge/contract/tree.js';
 import type { ReleaseBody, TrackSourceBody } from '../../edge/contract/schemas.js';
@@ -72,6 +73,10 @@ export function releaseBody(db: Db): ReleaseBody {
     assembly: meta.assembly,
     sources: src,
     generated_tracks: [...new Set(src.filter((s) => s.generated).map((s) => s.track))].sort(),
+    coverage: {
+      description: meta.coverage ?? null,
+      chromosomes: (db.prepare('SELECT DISTINCT chromosome FROM genes').pluck().all() as string[]).sort(compareNatural),
+    },
     counts: counts(db),
     links: endpointLinks,
   };

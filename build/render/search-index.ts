@@ -21,6 +21,7 @@ export function searchDocuments(genes: GeneRow[], isoforms: IsoformRow[]): Searc
     transcript_name: null,
     gene_symbol: g.symbol,
     name: null,
+    synonyms: g.synonyms.length ? g.synonyms.join(' ') : null,
   }));
   const isoformDocs: SearchDocument[] = isoforms.map((i) => ({
     id: `i:${i.transcript_id}`,
@@ -33,6 +34,7 @@ export function searchDocuments(genes: GeneRow[], isoforms: IsoformRow[]): Searc
     transcript_name: i.transcript_name,
     gene_symbol: symbolOf.get(i.gene_id)!,
     name: i.transcript_name,
+    synonyms: null,
   }));
   return [...geneDocs, ...isoformDocs];
 }

@@ -55,12 +55,25 @@ export const CanonicalRule = Type.Union(
   { description: 'Which rule chose the canonical isoform (see the README: canonical isoform).' },
 );
 
+export const Xref = Type.Object(
+  {
+    database: Type.Union([Type.Literal('Ensembl'), Type.Literal('NCBI Gene'), Type.Literal('HGNC'), Type.Literal('UniProt'), Type.Literal('AlphaFold DB')], { examples: ['NCBI Gene'] }),
+    id: Type.String({ examples: ['5594'] }),
+    url: Type.String({ format: 'uri', examples: ['https://www.ncbi.nlm.nih.gov/gene/5594'] }),
+  },
+  { $id: 'Xref', additionalProperties: false, description: 'A record of the gene in another database' },
+);
+
 export const Gene = Type.Object(
   {
     gene_id: Type.String({ description: 'Unversioned Ensembl gene id, or the SQANTI3 label of a novel long-read locus' }),
     gene_id_versioned: Nullable(Type.String()),
     symbol: Type.String(),
-    biotype: Nullable(Type.String()),
+    name: Nullable(Type.String({ description: 'Full name (NCBI Gene or HGNC, per the release’s gene_info source); null where the source has none', examples: ['mitogen-activated protein kinase 1'] })),
+    synonyms: Type.Array(Type.String(), { description: 'Other symbols of the gene (aliases and previous symbols); search finds the gene by them', examples: [['ERK', 'ERK2', 'PRKM1']] }),
+    biotype: Nullable(Type.String({ description: 'GENCODE gene_type, where the GTF has it' })),
+    gene_type: Nullable(Type.String({ description: 'The gene-info source’s type: NCBI Gene’s (protein-coding, ncRNA, pseudo, …) or HGNC’s locus group', examples: ['protein-coding'] })),
+    xrefs: Type.Array(Type.Ref('Xref'), { description: 'Ensembl, NCBI Gene, HGNC, UniProt and AlphaFold DB (for each UniProt accession) where known' }),
     source: Source,
     chromosome: Type.String(),
     strand: Type.Union([Type.Literal('+'), Type.Literal('-')]),
@@ -312,6 +325,13 @@ export const Release = Type.Object(
     assembly: Type.String(),
     sources: Type.Array(Type.Ref('TrackSource')),
     generated_tracks: Type.Array(Type.String()),
+    coverage: Type.Object(
+      {
+        description: Nullable(Type.String({ description: "The curator's statement of what the release covers", examples: ['Human chromosome 22 only (GRCh38): genes elsewhere, such as TP53, are not in it.'] })),
+        chromosomes: Type.Array(Type.String(), { description: 'The chromosomes (sequence names) the release has genes on', examples: [['chr22']] }),
+      },
+      { additionalProperties: false, description: 'What the release covers: a gene not found may simply be outside it' },
+    ),
     counts: Type.Record(Type.String(), Count),
     links: Type.Record(Type.String(), Link),
   },
@@ -372,6 +392,8 @@ export const Problem = Type.Object(
   {
     ...problemFields,
     parameter: Type.Optional(Type.String({ description: '400: the query parameter at fault' })),
+    search: Type.Optional(Type.String({ description: '404 for a gene or isoform: a search for what was asked', examples: ['/api/v1/search?query=CHEKK2'] })),
+    release: Type.Optional(Type.String({ description: '404 for a gene or isoform: the release metadata, which says what the release covers' })),
     limit: Type.Optional(
       Type.Object({ quota: Type.Integer(), window_seconds: Type.Integer() }, { additionalProperties: false, description: '429: the limit that was reached' }),
     ),
@@ -393,6 +415,7 @@ export const schemas = {
   Provenance,
   Metrics,
   IsoformSummary,
+  Xref,
   Gene,
   IsoformPage,
   Exon,
@@ -419,7 +442,8 @@ export type SchemaName = keyof typeof schemas;
 export type MetricsBody = Static<typeof Metrics>;
 export type ReleaseListBody = { current: string; releases: Static<typeof PublishedRelease>[] };
 export type IsoformSummaryBody = Omit<Static<typeof IsoformSummary>, 'metrics'> & { metrics: MetricsBody };
-export type GeneBody = Omit<Static<typeof Gene>, 'isoforms'> & { isoforms: IsoformSummaryBody[] };
+export type XrefBody = Static<typeof Xref>;
+export type GeneBody = Omit<Static<typeof Gene>, 'isoforms' | 'xrefs'> & { isoforms: IsoformSummaryBody[]; xrefs: XrefBody[] };
 export type IsoformPageBody = Omit<Static<typeof IsoformPage>, 'items'> & { items: IsoformSummaryBody[] };
 export type ExonBody = Static<typeof Exon>;
 export type OrfBody = Static<typeof Orf>;

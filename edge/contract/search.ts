@@ -34,9 +34,17 @@ export interface SearchDocument {
   gene_symbol: string;
   /** The isoform's transcript name, shown in hits; null for a gene. */
   name: string | null;
+  /** A gene's other symbols, space-separated (one term each); null without. */
+  synonyms: string | null;
 }
 
-export const SEARCH_FIELDS = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_id', 'transcript_id_unversioned', 'transcript_name'] as const;
+/** Indexed fields. The order is part of the index format (postings name a field by its index):
+ * new fields go at the end. */
+export const SEARCH_FIELDS = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_id', 'transcript_id_unversioned', 'transcript_name', 'synonyms'] as const;
+
+/** What a match through each field scores, as a share of a full match: a synonym (ERK2 for MAPK1)
+ * ranks after the gene or isoform whose own symbol, id or name the query is. */
+export const FIELD_WEIGHTS: readonly number[] = SEARCH_FIELDS.map((f) => (f === 'synonyms' ? 0.5 : 1));
 export type SearchField = (typeof SEARCH_FIELDS)[number];
 
 /** A document as a term shard lists it: [document id (`g:<gene_id>` or `i:<transcript_id>`), gene

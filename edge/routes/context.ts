@@ -64,7 +64,7 @@ export async function fileAnswer(route: RouteRequest, path: string, headers?: Re
 export async function resolveGene(route: RouteRequest): Promise<string | Response> {
   const key = route.params.symbol;
   const resolved = await route.release.data.gene(key);
-  if (resolved === null) return problem(route.request, { status: 404, detail: `no gene with symbol or id "${key}" in this release` });
+  if (resolved === null) return notFound(route, `no gene with symbol or id "${key}" in this release`, key);
   if (Array.isArray(resolved)) {
     return problem(route.request, {
       status: 300,
@@ -80,5 +80,16 @@ export async function resolveGene(route: RouteRequest): Promise<string | Respons
 export async function resolveIsoform(route: RouteRequest): Promise<string | Response> {
   const key = route.params.transcript_id;
   const resolved = await route.release.data.isoform(key);
-  return resolved ?? problem(route.request, { status: 404, detail: `no isoform with transcript id or name "${key}" in this release` });
+  return resolved ?? notFound(route, `no isoform with transcript id or name "${key}" in this release`, key);
+}
+
+/** A 404 for a gene or isoform that points on: search finds synonyms, prefixes and typos, and the
+ * release metadata says what the release covers (the demo covers one chromosome). */
+function notFound(route: RouteRequest, what: string, key: string): Response {
+  const search = `${links.search()}?query=${encodeURIComponent(key)}`;
+  return problem(route.request, {
+    status: 404,
+    detail: `${what}. Search for it (other symbols, prefixes and typos): ${search}; what this release covers: ${links.release()} (coverage).`,
+    extra: { search, release: links.release() },
+  });
 }

@@ -1,0 +1,114 @@
+// `isoatlas import gene-info`: full names, synonyms, biotype and cross-references of the release's
+// genes, from one of two tab-separated formats (told apart by their header):
+//   - isoatlas gene-info TSV (data/README.md): ensembl_gene_id, ncbi_gene_id, hgnc_id, symbol, name,
+//     gene_type, synonyms, uniprot_ids [, matched_by] — what data/gene-info/extract.sh writes from
+//     Bioconductor's org.Hs.eg.db;
+//   - HGNC's complete set (hgnc_complete_set.txt): hgnc_id, symbol, name, locus_group, alias_symbol,
+//     prev_symbol, entrez_id, ensembl_gene_id, uniprot_ids, … (others ignored).
+// Multi-valued cells are `|`-separated (HGNC quotes them: "A|B"). Rows are matched to genes by
+// unversioned Ensembl gene id. Where several rows name one gene, the row whose symbol is the gene's
+// symbol wins; otherwise the gene is left without and counted as ambiguous. The import replaces any
+// gene info the release had.
+import { basename } from 'node:path';
+import { InputError, readLines, readTsv, sha256File } from './input.js';
+import type { Db } from '../release-db/store.js';
+import type { GeneInfo } from '../release-db/records.js';
+
+export interface GeneInfoRecord extends GeneInfo {
+  gene_id: string;
+  symbol: string;
+  line: number;
+}
+
+const ISOATLAS_COLUMNS = ['ensembl_gene_id', 'ncbi_gene_id', 'hgnc_id', 'symbol', 'name', 'gene_type', 'synonyms', 'uniprot_ids'] as const;
+const HGNC_COLUMNS = ['hgnc_id', 'symbol', 'name', 'locus_group', 'alias_symbol', 'prev_symbol', 'entrez_id', 'ensembl_gene_id', 'uniprot_ids'] as const;
+
+const list = (cell: string | undefined): string[] => {
+  const text = (cell ?? '').trim().replace(/^"(.*)"$/, '$1');
+  return text === '' ? [] : text.split('|').map((v) => v.trim()).filter(Boolean);
+};
+const one = (cell: string | undefined): string | null => list(cell)[0] ?? null;
+
+async function headerOf(path: string): Promise<string[]> {
+  for await (const [, text] of readLines(path)) {
+    if (text !== '' && !text.startsWith('#')) return text.split('\t');
+  }
+  throw new InputError(path, null, 'file is empty: expected a header row');
+}
+
+/** Reads either format; says which it found. */
+export async function readGeneInfo(path: string): Promise<{ format: 'isoatlas' | 'hgnc'; rows: GeneInfoRecord[] }> {
+  const header = await headerOf(path);
+  const format = header.includes('locus_group') && header.includes('entrez_id') ? 'hgnc' : 'isoatlas';
+  const required = format === 'hgnc' ? HGNC_COLUMNS : ISOATLAS_COLUMNS;
+  const rows: GeneInfoRecord[] = [];
+  for await (const { line, row } of readTsv(path, { required })) {
+    const ensembl = one(row.ensembl_gene_id);
+    if (!ensembl) continue; // HGNC lists genes Ensembl does not have
+    if (!/^ENSG\d+(\.\d+)?$/.test(ensembl)) throw new InputError(path, line, `expected an Ensembl gene id (ENSG…), found "${ensembl}"`, 'ensembl_gene_id');
+    const symbol = one(row.symbol);
+    if (!symbol) throw new InputError(path, line, 'a symbol is required', 'symbol');
+    const ncbi = one(format === 'hgnc' ? row.entrez_id : row.ncbi_gene_id);
+    if (ncbi !== null && !/^\d+$/.test(ncbi)) throw new InputError(path, line, `expected a numeric NCBI Gene id, found "${ncbi}"`, format === 'hgnc' ? 'entrez_id' : 'ncbi_gene_id');
+    const hgnc = one(row.hgnc_id);
+    if (hgnc !== null && !/^HGNC:\d+$/.test(hgnc)) throw new InputError(path, line, `expected an HGNC id (HGNC:n), found "${hgnc}"`, 'hgnc_id');
+    const synonyms = format === 'hgnc' ? [...list(row.alias_symbol), ...list(row.prev_symbol)] : list(row.synonyms);
+    rows.push({
+      gene_id: ensembl.replace(/\.\d+$/, ''),
+      symbol,
+      name: (row.name ?? '').trim().replace(/^"(.*)"$/, '$1') || null,
+      synonyms: [...new Set(synonyms.filter((s) => s !== symbol))].sort(),
+      gene_type: one(format === 'hgnc' ? row.locus_group : row.gene_type),
+      ncbi_gene_id: ncbi,
+      hgnc_id: hgnc,
+      uniprot_ids: [...new Set(list(row.uniprot_ids))].sort(),
+      line,
+    });
+  }
+  return { format, rows };
+}
+
+export interface GeneInfoSummary {
+  format: 'isoatlas' | 'hgnc';
+  genes: number;
+  /** Rows naming no gene of the release. */
+  unmatched: number;
+  /** Genes named by several rows, none with the gene's symbol: left without. */
+  ambiguous: string[];
+}
+
+/** Replaces the release's gene info with the file's (one transaction, with the track source). */
+export async function importGeneInfo(db: Db, input: { file: string; source: string; version?: string; description?: string }): Promise<GeneInfoSummary> {
+  const { format, rows } = await readGeneInfo(input.file);
+  const symbols = new Map((db.prepare('SELECT gene_id, symbol FROM genes').all() as { gene_id: string; symbol: string }[]).map((g) => [g.gene_id, g.symbol]));
+  const byGene = new Map<string, GeneInfoRecord[]>();
+  let unmatched = 0;
+  for (const r of rows) {
+    if (!symbols.has(r.gene_id)) {
+      unmatched += 1;
+      continue;
+    }
+    byGene.set(r.gene_id, [...(byGene.get(r.gene_id) ?? []), r]);
+  }
+  const chosen: GeneInfoRecord[] = [];
+  const ambiguous: string[] = [];
+  for (const [geneId, candidates] of byGene) {
+    const pick = candidates.length === 1 ? candidates[0] : candidates.filter((c) => c.symbol === symbols.get(geneId));
+    if (Array.isArray(pick)) {
+      if (pick.length === 1) chosen.push(pick[0]);
+      else ambiguous.push(geneId);
+    } else chosen.push(pick);
+  }
+  const sha = await sha256File(input.file);
+  db.transaction(() => {
+    db.prepare('DELETE FROM gene_info').run();
+    db.prepare("DELETE FROM track_sources WHERE track = 'gene_info'").run();
+    const insert = db.prepare('INSERT INTO gene_info (gene_id, name, synonyms, gene_type, ncbi_gene_id, hgnc_id, uniprot_ids) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    for (const r of chosen.sort((a, b) => (a.gene_id < b.gene_id ? -1 : 1))) {
+      insert.run(r.gene_id, r.name, JSON.stringify(r.synonyms), r.gene_type, r.ncbi_gene_id, r.hgnc_id, JSON.stringify(r.uniprot_ids));
+    }
+    db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, 0, ?, ?, ?, ?)')
+      .run('gene_info', input.source, input.version ?? null, input.description ?? null, basename(input.file), sha, chosen.length);
+  })();
+  return { format, genes: chosen.length, unmatched, ambiguous: ambiguous.sort() };
+}
