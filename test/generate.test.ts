@@ -163,7 +163,7 @@ describe('generateDemoTracks', () => {
 
   it('writes the documented headers', () => {
     const header = (f: string): string => readFileSync(join(dir('a'), f), 'utf8').split('\n')[0]!;
-    expect(header('domains.tsv')).toBe('transcript_id\tsource\taccession\tname\tstart\tend\tsegments\tscore\tevalue');
+    expect(header('domains.tsv')).toBe('transcript_id\tsource\taccession\tname\tstart\tend\tsegments\tscore\tscore_kind\tevalue');
     expect(header('neoantigens.tsv')).toBe('transcript_id\tpeptide\tallele\taffinity_nm\tpercentile_rank\tstart');
     expect(header('ptm.tsv')).toBe('transcript_id\tposition\tresidue\tmodification\tsource');
     expect(header('structures.tsv')).toBe('transcript_id\tmodel_file\tmean_plddt\tmodel_source');

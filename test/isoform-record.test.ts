@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fg from 'fast-glob';
-import type { IsoformBody, GeneBody, NeoantigenListBody } from '../edge/contract/schemas.js';
+import type { DomainListBody, IsoformBody, GeneBody, NeoantigenListBody } from '../edge/contract/schemas.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { validate } from './helpers/schemas.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
@@ -190,6 +190,22 @@ describe('neoantigens read against the served protein', () => {
         expect(n.mutated_positions).toEqual([...n.peptide].map((aa, k) => (aa === n.wt_peptide![k] ? 0 : k + 1)).filter(Boolean));
       }
     }
+  });
+});
+
+describe('domain scores keep their meaning', () => {
+  it('a Pfam score is a bit score; a TED score is in uncertainty or confidence, never in score', () => {
+    let ted = 0;
+    for (const f of fg.sync('api/v1/isoforms/*/domains.json', { cwd: tree() })) {
+      for (const d of (JSON.parse(readFileSync(join(tree(), f), 'utf8')) as DomainListBody).items) {
+        if (d.source === 'pfam') expect([d.uncertainty, d.confidence], f).toEqual([null, null]);
+        else {
+          expect(d.score, f).toBeNull();
+          if (d.confidence !== null) ted++;
+        }
+      }
+    }
+    expect(ted).toBeGreaterThan(0);
   });
 });
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InputError } from '../build/import/input.js';
-import { insertTrack } from '../build/import/tracks.js';
+import { importTrack, insertTrack } from '../build/import/tracks.js';
 import {
   mapDomains,
   parseDomtblout,
@@ -74,7 +74,7 @@ describe('parseDomtblout (HMMER hmmscan --domtblout, Pfam-A)', () => {
       line: first.line,
       record: {
         query: 'Gene.2::CUFF.13.2::g.2::m.2', source: 'pfam', accession: 'PF00999', accession_versioned: 'PF00999.18', name: 'Na_H_Exchanger',
-        start: 83, end: 291, segments: [[83, 291]], score: 138.5, evalue: 2.3e-40, description: 'Sodium/hydrogen exchanger family',
+        start: 83, end: 291, segments: [[83, 291]], score: 138.5, score_kind: 'bit_score', evalue: 2.3e-40, description: 'Sodium/hydrogen exchanger family',
         protein_length: 291, domain_number: 1, domain_of: 1,
       },
     });
@@ -211,7 +211,7 @@ describe('TED', () => {
       for (const f of lines) {
         const mine = rows.filter((r) => r.record.query === f[0]);
         expect(mine).toHaveLength(Number(f[3]));
-        for (const r of mine) expect(r.record).toMatchObject({ name: method, source: 'ted', score: Number(f[5]), evalue: null });
+        for (const r of mine) expect(r.record).toMatchObject({ name: method, source: 'ted', score: Number(f[5]), score_kind: method === 'chainsaw' ? 'uncertainty' : 'confidence', evalue: null });
       }
     }
     const chainsaw = await parseTedChopping(chopping('chainsaw'), 'chainsaw');
@@ -283,7 +283,7 @@ describe('mapping to isoforms and insertTrack', () => {
     expect(located.length).toBeGreaterThanOrEqual(3);
     expect(located[0]).toEqual({
       file: DOMTBL, line: pfam.rows[0].line,
-      record: { transcript_id: 'ENST00000000002.1', source: 'pfam', accession: 'PF00999', name: 'Na_H_Exchanger', start: 83, end: 291, segments: [[83, 291]], score: 138.5, evalue: 2.3e-40 },
+      record: { transcript_id: 'ENST00000000002.1', source: 'pfam', accession: 'PF00999', name: 'Na_H_Exchanger', start: 83, end: 291, segments: [[83, 291]], score: 138.5, score_kind: 'bit_score', evalue: 2.3e-40 },
     });
 
     const n = await insertTrack(db, { track: 'domains', file: DOMTBL, source: 'Pfam-A (hmmscan)', generated: false }, located);
@@ -340,5 +340,30 @@ describe('mapping to isoforms and insertTrack', () => {
     writeFileSync(f, 'a\tENST1.1\nb\tENST2.1\na\tENST3.1\n');
     const err = await inputError(() => readIdMapping(f));
     expect([err.file, err.line]).toEqual([f, 3]);
+  });
+});
+
+describe('what a domain score measures', () => {
+  it('a TED score in a track TSV needs its kind; each kind is served in its own field', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-score-kind-'));
+    try {
+      const db = miniRelease({ 'ENST00000000001.1': 'M'.repeat(300) });
+      const head = 'transcript_id\tsource\taccession\tstart\tend\tscore\tscore_kind\n';
+      const bad = join(dir, 'bad.tsv');
+      writeFileSync(bad, `${head}ENST00000000001.1\tted\tT1\t10\t100\t0.3\t\n`);
+      const err = await importTrack(db, { track: 'domains', file: bad, source: 'TED', generated: false }).catch((e) => e);
+      expect(err).toBeInstanceOf(InputError);
+      expect([err.line, err.column]).toEqual([2, 'score_kind']);
+      const good = join(dir, 'good.tsv');
+      writeFileSync(good, `${head}ENST00000000001.1\tted\tT1\t10\t100\t0.3\tuncertainty\nENST00000000001.1\tpfam\tPF00001\t120\t200\t55.1\t\n`);
+      await importTrack(db, { track: 'domains', file: good, source: 'TED', generated: false });
+      expect(db.prepare('SELECT accession, score, score_kind FROM domains ORDER BY start').all()).toEqual([
+        { accession: 'T1', score: 0.3, score_kind: 'uncertainty' },
+        { accession: 'PF00001', score: 55.1, score_kind: 'bit_score' },
+      ]);
+      await expect(parseTedChopping(bad, 'deepdom')).rejects.toThrow(/unknown TED method "deepdom".*chainsaw, merizo, unidoc/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

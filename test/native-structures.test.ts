@@ -244,6 +244,32 @@ describe('structureRecords: mapping models to isoforms', () => {
   });
 });
 
+describe('a model named for a transcript', () => {
+  it('is checked against its protein: a whole-protein model starts at residue 1, an F3 fragment at 401', async () => {
+    const protein = 'A'.repeat(400) + models.F3.sequence + 'G'.repeat(50);
+    const proteins = new Map([['ENST_TEST_SPEG.1', protein], ['ENST_TEST_STRIP1.1', models.Q5VSL9.sequence]]);
+    const { located } = await structureRecords(
+      [{ path: F3, transcriptId: 'ENST_TEST_SPEG.1', file: 'models.tsv', line: 2 }, { path: Q5VSL9, transcriptId: 'ENST_TEST_STRIP1.1', file: 'models.tsv', line: 3 }],
+      proteins,
+      'AFDB',
+    );
+    expect(located.map((l) => [l.record.transcript_id, l.record.plddt_residues!.start])).toEqual([['ENST_TEST_SPEG.1', 401], ['ENST_TEST_STRIP1.1', 1]]);
+  });
+
+  it('refuses a model that is not the named protein (or its fragment window), naming the mapping line', async () => {
+    // A 432-aa model named on an 837-aa isoform: its per-residue pLDDT would land on other residues.
+    const pulldown = await parseStructureModel(PULLDOWN);
+    const other = 'M' + 'K'.repeat(836);
+    const err = await expectInputError(structureRecords([{ path: PULLDOWN, transcriptId: 'ENST_TEST_OTHER.1', file: 'models.tsv', line: 2 }], new Map([['ENST_TEST_OTHER.1', other]]), 'test'));
+    expect([err.file, err.line, err.column]).toEqual(['models.tsv', 2, 'transcript_id']);
+    expect(err.message).toContain(`(${pulldown.sequence.length} aa) is not the protein of ENST_TEST_OTHER.1 (837 aa)`);
+    // A fragment one residue off its window is refused too, with the window named.
+    const shifted = new Map([['ENST_TEST_SPEG.1', 'A'.repeat(399) + models.F3.sequence + 'G'.repeat(50)]]);
+    const err2 = await expectInputError(structureRecords([{ path: F3, transcriptId: 'ENST_TEST_SPEG.1', file: 'models.tsv', line: 5 }], shifted, 'test'));
+    expect(err2.message).toMatch(/nor its residues 401–1800 \(the model's fragment F3\)/);
+  });
+});
+
 describe('insertTrack with native structure records', () => {
   it('inserts structures rows with the stored mean pLDDT and the model bytes', async () => {
     const proteins = new Map([

@@ -25,7 +25,10 @@ export interface DemoTracksResult {
   files: string[];
 }
 
-export const DOMAINS_COLUMNS = ['transcript_id', 'source', 'accession', 'name', 'start', 'end', 'segments', 'score', 'evalue'] as const;
+export const DOMAINS_COLUMNS = ['transcript_id', 'source', 'accession', 'name', 'start', 'end', 'segments', 'score', 'score_kind', 'evalue'] as const;
+
+/** What a generated domain's score stands for: a Pfam bit score, or a TED confidence (as Merizo's). */
+export const scoreKind = (d: { source: 'pfam' | 'ted'; score: string }): string => (d.score === '' ? '' : d.source === 'pfam' ? 'bit_score' : 'confidence');
 export const NEOANTIGENS_COLUMNS = ['transcript_id', 'peptide', 'allele', 'affinity_nm', 'percentile_rank', 'start'] as const;
 export const PTM_COLUMNS = ['transcript_id', 'position', 'residue', 'modification', 'source'] as const;
 export const STRUCTURES_COLUMNS = ['transcript_id', 'model_file', 'mean_plddt', 'model_source'] as const;
@@ -166,7 +169,7 @@ export function generateDemoTracks(db: Database, outDir: string, opts: DemoTrack
 
   write('domains.tsv', tsv(DOMAINS_COLUMNS, domains.map((d) => [
     d.transcriptId, d.source, d.accession, d.name, String(d.segments[0]![0]), String(d.segments[d.segments.length - 1]![1]),
-    d.segments.map(([s, e]) => `${s}-${e}`).join('_'), d.score, d.evalue,
+    d.segments.map(([s, e]) => `${s}-${e}`).join('_'), d.score, scoreKind(d), d.evalue,
   ])));
   write('neoantigens.tsv', tsv(NEOANTIGENS_COLUMNS, neoantigens.map((n) => [
     n.transcriptId, n.peptide, n.allele, n.affinity, n.rank, String(n.start),

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Rng } from './random.js';
 import { HUMAN_GENES_DEFAULT } from './human-stages.js';
 import { fixed } from './mmcif.js';
-import { CATH_LABELS, DOMAINS_COLUMNS, HLA_ALLELES, NEOANTIGENS_COLUMNS, PFAM_FAMILIES, PTM_COLUMNS, STRUCTURES_COLUMNS } from './demo-tracks.js';
+import { CATH_LABELS, DOMAINS_COLUMNS, HLA_ALLELES, NEOANTIGENS_COLUMNS, PFAM_FAMILIES, PTM_COLUMNS, STRUCTURES_COLUMNS, scoreKind } from './demo-tracks.js';
 import type { Track } from '../release-db/schema.js';
 
 /** The sizes of `--scale human`, from the issue. */
@@ -624,7 +624,7 @@ function writeTracks(
     const accession = d.source === 'ted' ? `${iso.id}_TED${String(++ted).padStart(2, '0')}` : d.accession;
     const start = d.segments[0]![0];
     const end = d.segments[d.segments.length - 1]![1];
-    out.domains.row([iso.id, d.source, accession, d.name, start, end, d.segments.map(([s, e]) => `${s}-${e}`).join('_'), d.score, d.evalue]);
+    out.domains.row([iso.id, d.source, accession, d.name, start, end, d.segments.map(([s, e]) => `${s}-${e}`).join('_'), d.score, scoreKind(d), d.evalue]);
     counts.domains += 1;
   }
 

@@ -29,8 +29,13 @@ export interface DomainRecord {
   end: number;
   segments: [number, number][];
   score: number | null;
+  /** What `score` measures: HMMER's bit score (higher is better), a TED method's boundary
+   * uncertainty (Chainsaw: lower is better) or confidence (Merizo, UniDoc: higher is better). */
+  score_kind: ScoreKind | null;
   evalue: number | null;
 }
+export const SCORE_KINDS = ['bit_score', 'uncertainty', 'confidence'] as const;
+export type ScoreKind = (typeof SCORE_KINDS)[number];
 export interface NeoantigenRecord {
   transcript_id: string;
   peptide: string;
@@ -69,7 +74,7 @@ export interface Located<T> {
 }
 
 export const TRACK_COLUMNS: Record<Track, { required: string[]; optional: string[] }> = {
-  domains: { required: ['transcript_id', 'source', 'accession', 'start', 'end'], optional: ['name', 'segments', 'score', 'evalue'] },
+  domains: { required: ['transcript_id', 'source', 'accession', 'start', 'end'], optional: ['name', 'segments', 'score', 'score_kind', 'evalue'] },
   neoantigens: { required: ['transcript_id', 'peptide', 'allele', 'start'], optional: ['affinity_nm', 'percentile_rank'] },
   ptm: { required: ['transcript_id', 'position', 'residue', 'modification'], optional: ['source'] },
   structures: { required: ['transcript_id', 'model_file', 'mean_plddt', 'model_source'], optional: [] },
@@ -118,9 +123,14 @@ export async function* iterateTrackTsv<T extends Track>(track: T, file: string):
       if (end < start) p.fail('end', `end ${end} is before start ${start}`);
       const segments = row.segments ? parseSegments(row.segments, (problem) => p.fail('segments', problem)) : [[start, end] as [number, number]];
       if (segments[0][0] !== start || segments[segments.length - 1][1] !== end) p.fail('segments', `segments ${row.segments} do not span start-end ${start}-${end}`);
+      const score = p.num('score', row.score ?? '', { nullable: true });
+      // A Pfam score is HMMER's bit score; a TED score means what its method says, so it must say.
+      const kind = p.text('score_kind', row.score_kind ?? '', { nullable: true }) ?? (score !== null && source === 'pfam' ? 'bit_score' : null);
+      if (kind !== null && !(SCORE_KINDS as readonly string[]).includes(kind)) p.fail('score_kind', `expected ${SCORE_KINDS.join(', ')}, found "${kind}"`);
+      if (score !== null && kind === null) p.fail('score_kind', 'a TED score needs its kind: uncertainty (Chainsaw: lower is better) or confidence (Merizo, UniDoc: higher is better)');
       record = {
         transcript_id, source: source as 'pfam' | 'ted', accession: p.text('accession', row.accession)!, name: p.text('name', row.name ?? '', { nullable: true }),
-        start, end, segments, score: p.num('score', row.score ?? '', { nullable: true }), evalue: p.num('evalue', row.evalue ?? '', { min: 0, nullable: true }),
+        start, end, segments, score, score_kind: score === null ? null : (kind as ScoreKind), evalue: p.num('evalue', row.evalue ?? '', { min: 0, nullable: true }),
       };
     } else if (track === 'neoantigens') {
       record = {
@@ -171,7 +181,7 @@ interface Protein {
 }
 
 const INSERT_SQL: Record<Track, string> = {
-  domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, evalue, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, score_kind, evalue, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   neoantigens: 'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
   ptm: 'INSERT INTO ptm_sites (transcript_id, position, residue, modification, source, provenance) VALUES (?, ?, ?, ?, ?, ?)',
   structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -213,7 +223,7 @@ export async function insertTrack<T extends Track>(
     if (track === 'domains') {
       const r = record as DomainRecord;
       within('end', r.end);
-      return [id, r.source, r.accession, r.name, r.start, r.end, JSON.stringify(r.segments), r.score, r.evalue, provenance];
+      return [id, r.source, r.accession, r.name, r.start, r.end, JSON.stringify(r.segments), r.score, r.score === null ? null : r.score_kind, r.evalue, provenance];
     } else if (track === 'neoantigens') {
       const r = record as NeoantigenRecord;
       if (!/^[ACDEFGHIKLMNPQRSTVWYUX]+$/.test(r.peptide)) fail('peptide', `"${r.peptide}" is not an amino-acid sequence`);

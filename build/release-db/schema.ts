@@ -99,8 +99,10 @@ CREATE TABLE domains (
   end           INTEGER NOT NULL CHECK (end >= start),
   segments      TEXT NOT NULL,                     -- JSON [[start, end], …]
   score         REAL,
+  score_kind    TEXT CHECK (score_kind IN ('bit_score', 'uncertainty', 'confidence')),  -- what score measures
   evalue        REAL,
-  provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated'))
+  provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated')),
+  CHECK ((score IS NULL) = (score_kind IS NULL))
 );
 CREATE INDEX domains_transcript ON domains (transcript_id);
 

@@ -7,7 +7,7 @@ import { TreeWriter } from './tree-writer.js';
 
 type DomainRow = [
   source: 'pfam' | 'ted', accession: string, name: string | null, start: number, end: number, segments: string,
-  score: number | null, evalue: number | null, provenance: 'real' | 'generated',
+  score: number | null, scoreKind: 'bit_score' | 'uncertainty' | 'confidence' | null, evalue: number | null, provenance: 'real' | 'generated',
 ];
 
 /** Mean pLDDT over the residues of the segments that the structure covers, 2 decimals; null if none. */
@@ -31,7 +31,7 @@ export function domainPlddt(segments: [number, number][], residues: { start: num
  * memory stays flat whether the release has thousands of domains or millions. */
 export async function renderDomains(db: Db, w: TreeWriter, isoforms: IsoformRow[], tick: () => void) {
   const domainsOf = db
-    .prepare('SELECT source, accession, name, start, end, segments, score, evalue, provenance FROM domains WHERE transcript_id = ? ORDER BY start, end, source, accession, id')
+    .prepare('SELECT source, accession, name, start, end, segments, score, score_kind, evalue, provenance FROM domains WHERE transcript_id = ? ORDER BY start, end, source, accession, id')
     .raw();
   const residuesOf = db.prepare('SELECT plddt_residues FROM structures WHERE transcript_id = ? AND plddt_residues IS NOT NULL').pluck();
   for (const iso of isoforms) {
@@ -39,9 +39,14 @@ export async function renderDomains(db: Db, w: TreeWriter, isoforms: IsoformRow[
     const rows = iso.metrics.domains ? (domainsOf.all(iso.transcript_id) as DomainRow[]) : [];
     const residuesText = rows.length && iso.has_structure ? (residuesOf.get(iso.transcript_id) as string | undefined) : undefined;
     const residues = residuesText ? (JSON.parse(residuesText) as { start: number; values: number[] }) : undefined;
-    const items: DomainBody[] = rows.map(([source, accession, name, start, end, segmentsText, score, evalue, provenance]) => {
+    const items: DomainBody[] = rows.map(([source, accession, name, start, end, segmentsText, score, kind, evalue, provenance]) => {
       const segments = JSON.parse(segmentsText) as [number, number][];
-      return { source, accession, name, start, end, segments, score, evalue, plddt: domainPlddt(segments, residues), provenance };
+      // Each score in the field that says what it measures.
+      const as = (k: typeof kind) => (kind === k ? score : null);
+      return {
+        source, accession, name, start, end, segments, score: as('bit_score'), uncertainty: as('uncertainty'), confidence: as('confidence'), evalue,
+        plddt: domainPlddt(segments, residues), provenance,
+      };
     });
     const body: DomainListBody = {
       transcript_id: iso.transcript_id,

@@ -223,7 +223,9 @@ export const Domain = Type.Object(
     segments: Type.Array(Type.Array(Position, { minItems: 2, maxItems: 2 }), {
       description: '[start, end] of each segment; discontinuous domains have several',
     }),
-    score: Nullable(Type.Number()),
+    score: Nullable(Type.Number({ description: "Pfam: HMMER's bit score (higher is better); null for TED domains, whose method's score is in uncertainty or confidence" })),
+    uncertainty: Nullable(Type.Number({ description: "TED (Chainsaw): the method's boundary uncertainty, lower is better; null otherwise", examples: [0.12] })),
+    confidence: Nullable(Type.Number({ description: "TED (Merizo, UniDoc): the method's confidence, higher is better; null otherwise", examples: [0.87] })),
     evalue: Nullable(Type.Number({ minimum: 0 })),
     plddt: Nullable(
       Type.Number({ minimum: 0, maximum: 100, description: "Mean pLDDT of the isoform's predicted structure over the domain's residues; null without a structure covering them" }),

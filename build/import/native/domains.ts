@@ -4,7 +4,8 @@
 // release's isoforms and handed to insertTrack (build/import/tracks.ts), which validates against the
 // release. Errors name the file, the line and the field.
 import { InputError, cellParsers, readLines } from '../input.js';
-import { parseSegments, type DomainRecord, type Located } from '../tracks.js';
+import { parseSegments, type DomainRecord, type Located, type ScoreKind } from '../tracks.js';
+import { UsageError } from '../../errors.js';
 import type { Db } from '../../release-db/store.js';
 
 /** A domain record before it is attached to a release transcript. */
@@ -132,7 +133,7 @@ export async function parseDomtblout(path: string, opts: DomtbloutOptions = {}):
       line,
       record: {
         query: f[proteinId], source: 'pfam', accession, accession_versioned: versioned, name, start, end, segments: [[start, end]],
-        score, evalue: iEvalue, description, protein_length: proteinLength, domain_number: domainNumber, domain_of: domainOf,
+        score, score_kind: 'bit_score', evalue: iEvalue, description, protein_length: proteinLength, domain_number: domainNumber, domain_of: domainOf,
       },
     });
   }
@@ -210,7 +211,7 @@ export async function parseTedConsensus(path: string, opts: { levels?: TedLevel[
         const end = segments[segments.length - 1][1];
         out.push({
           file: path, line,
-          record: { query: model, source: 'ted', accession: `${model}_TED${two(i + 1)}`, name: `consensus:${level}`, start, end, segments, score: null, evalue: null, level, nres },
+          record: { query: model, source: 'ted', accession: `${model}_TED${two(i + 1)}`, name: `consensus:${level}`, start, end, segments, score: null, score_kind: null, evalue: null, level, nres },
         });
       });
   }
@@ -219,11 +220,16 @@ export async function parseTedConsensus(path: string, opts: { levels?: TedLevel[
 
 const CHOPPING_FIELDS = ['chain id', 'md5', 'nres', 'ndom', 'chopping', 'score'] as const;
 
+/** What each TED method's score measures (TED's per-method chopping files). */
+export const TED_METHOD_SCORES: Record<string, ScoreKind> = { chainsaw: 'uncertainty', merizo: 'confidence', unidoc: 'confidence' };
+
 /** Reads a per-method TED chopping file (chainsaw, merizo, unidoc: headerless TSV with chain id, md5,
  * nres, ndom, chopping, score). Records are named `<method>`, carry the file's score (Chainsaw:
  * uncertainty; Merizo/UniDoc: confidence) and get accessions `<chain id>_<method>_D<NN>` in order of
  * first residue. */
 export async function parseTedChopping(path: string, method: string): Promise<Located<TedHit>[]> {
+  const kind = TED_METHOD_SCORES[method];
+  if (!kind) throw new UsageError(`unknown TED method "${method}": its score's meaning is known for ${Object.keys(TED_METHOD_SCORES).join(', ')}`);
   const out: Located<TedHit>[] = [];
   for await (const [line, text] of readLines(path)) {
     if (text.trim() === '' || text.startsWith('#')) continue;
@@ -243,7 +249,7 @@ export async function parseTedChopping(path: string, method: string): Promise<Lo
           file: path, line,
           record: {
             query: chain, source: 'ted', accession: `${chain}_${method}_D${two(i + 1)}`, name: method,
-            start: segments[0][0], end: segments[segments.length - 1][1], segments, score, evalue: null, method, nres,
+            start: segments[0][0], end: segments[segments.length - 1][1], segments, score, score_kind: score === null ? null : kind, evalue: null, method, nres,
           },
         });
       });
@@ -305,8 +311,8 @@ export function mapDomains(
       unmapped.add(record.query);
       continue;
     }
-    const { source, accession, name, start, end, segments, score, evalue } = record;
-    located.push({ file, line, record: { transcript_id: transcript, source, accession, name, start, end, segments, score, evalue } });
+    const { source, accession, name, start, end, segments, score, score_kind, evalue } = record;
+    located.push({ file, line, record: { transcript_id: transcript, source, accession, name, start, end, segments, score, score_kind, evalue } });
   }
   return { located, unmapped: [...unmapped] };
 }

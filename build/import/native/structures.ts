@@ -460,8 +460,25 @@ export function recordMeanPlddt(model: ParsedModel): number {
   return round2(model.globalPlddt ?? model.meanPlddt);
 }
 
-/** Turns model files into structure records. A model with a transcriptId is assigned to it as given
- * (insertTrack checks it against the release). Otherwise it maps to every isoform whose protein equals
+/** Where a model named for a transcript starts on that transcript's protein: 1 when its sequence is
+ * the protein, the window's start when it is an AFDB fragment of it. Any other model is refused: its
+ * per-residue values would be read against the wrong residues. A transcript the release has no
+ * protein for is left to insertTrack, which names it. */
+function namedModelStart(ref: StructureModelRef, model: ParsedModel, protein: string | undefined): number {
+  if (protein === undefined || model.sequence === protein) return 1;
+  const f = model.fragment;
+  if (f && protein.slice(f.uniprotStart - 1, f.uniprotEnd) === model.sequence) return f.uniprotStart;
+  const window = f ? `, nor its residues ${f.uniprotStart}–${f.uniprotEnd} (the model's fragment F${f.index})` : '';
+  throw new InputError(
+    ref.file ?? ref.path,
+    ref.line ?? null,
+    `the model ${basename(ref.path)} (${model.sequence.length} aa) is not the protein of ${ref.transcriptId} (${protein.length} aa)${window}: name the isoform whose protein it models, or leave transcript_id empty to map it by sequence`,
+    ref.file ? 'transcript_id' : undefined,
+  );
+}
+
+/** Turns model files into structure records. A model with a transcriptId is assigned to it when its
+ * sequence is that isoform's protein or, for an AFDB fragment, its window (namedModelStart). Otherwise it maps to every isoform whose protein equals
  * the model sequence, or, for an AFDB fragment, whose protein has the model sequence at
  * uniprotStart..uniprotEnd. An isoform gets one model: a whole-protein match beats a fragment, then the
  * first model given wins. Models that map to nothing are listed in `unmapped` (not an error).
@@ -493,7 +510,7 @@ export async function structureRecords(
       plddt_residues: { start, values: model.plddt },
     });
     if (ref.transcriptId) {
-      explicit.push({ record: record(ref.transcriptId), file: ref.file ?? ref.path, line: ref.line ?? null });
+      explicit.push({ record: record(ref.transcriptId, namedModelStart(ref, model, proteins.get(ref.transcriptId)?.replace(/\*$/, ''))), file: ref.file ?? ref.path, line: ref.line ?? null });
       continue;
     }
     const candidates: { id: string; rank: number; start: number }[] = (byProtein.get(model.sequence) ?? []).map((id) => ({ id, rank: 0, start: 1 }));
