@@ -17,6 +17,7 @@ import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER, RELEASE_PARAM } from './contract/routes.js';
 import { API_PREFIX } from './contract/tree.js';
 import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
+import { DOCS_ASSET_PATH, docsAsset } from './routes/docs.js';
 import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';
 import { IntegrityError } from './origins/verified.js';
 
@@ -85,6 +86,13 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
     return named(await structureFile(request, release, inRelease[2]), release);
   }
   if (options.storeFiles && isStoreFile(url.pathname.slice(1))) return storeFile(request, options.storeFiles, url.pathname.slice(1));
+  const asset = DOCS_ASSET_PATH.exec(url.pathname);
+  if (asset) {
+    const pinned = url.searchParams.get(RELEASE_PARAM) ?? undefined;
+    const release = await releases.get(pinned);
+    if (!release) return problem(request, { status: 404, detail: `no release "${pinned!.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
+    return named(await docsAsset(request, release, asset[1]), release);
+  }
   const matched = matchRoute(url.pathname);
   if (!matched) {
     return problem(request, { status: 404, detail: `no endpoint at ${url.pathname.slice(0, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` });

@@ -17,6 +17,7 @@ import { renderSearchIndex } from './search-index.js';
 import { renderAliases } from './aliases.js';
 import { renderRelease } from './release.js';
 import { renderOpenApi } from './openapi.js';
+import { renderDocs } from './docs.js';
 import { TreeWriter } from './tree-writer.js';
 import { writeManifest } from './manifest.js';
 
@@ -64,6 +65,7 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
     };
     await w.json(treePaths.edgeIndex, edgeIndex);
     await renderOpenApi(w, release, { genes, isoforms });
+    await renderDocs(w);
     await w.flush();
     const manifest = await writeManifest(staging, release.release, w.entries);
 

@@ -118,12 +118,14 @@ function successes(route: Route, examples: OpenApiExamples | undefined): Record<
     '200': {
       description: 'OK',
       headers: { ETag: ref('headers', 'ETag'), ...cache, ...(route.id === 'geneIsoforms' ? { Link: ref('headers', 'Link') } : {}), ...RATE_LIMIT },
-      content: {
-        'application/json': {
-          schema: route.schema ? ref('schemas', route.schema) : { type: 'object', description: 'This OpenAPI document' },
-          ...(example === undefined ? {} : { example }),
-        },
-      },
+      content: route.mediaType
+        ? { [route.mediaType]: { schema: { type: 'string' } } }
+        : {
+            'application/json': {
+              schema: route.schema ? ref('schemas', route.schema) : { type: 'object', description: 'This OpenAPI document' },
+              ...(example === undefined ? {} : { example }),
+            },
+          },
     },
     '304': { description: 'Not Modified: If-None-Match matched the ETag.', headers: { ETag: ref('headers', 'ETag'), ...cache, ...RATE_LIMIT } },
   };

@@ -47,8 +47,10 @@ export interface Route {
   pathParams: readonly PathParam[];
   integerParams: readonly IntegerParam[];
   stringParams: readonly StringParam[];
-  /** The schema of a 200 body; null for the redirect route. */
+  /** The schema of a 200 body; null for the redirect route and the docs page. */
   schema: SchemaName | null;
+  /** The 200's media type when it is not JSON. */
+  mediaType?: string;
   status: 200 | 307;
   cache: CachePolicy;
   tag: 'genes' | 'isoforms' | 'search' | 'release';
@@ -234,6 +236,20 @@ export const routes = [
     status: 200,
     cache: 'search',
     tag: 'search',
+  },
+  {
+    id: 'docs',
+    path: '/docs',
+    summary: 'This API documented in a browser, with a "try it" for every endpoint',
+    description: 'An HTML page (Swagger UI over /openapi.json), served with the release: it works offline on a mirror.',
+    pathParams: [],
+    integerParams: [],
+    stringParams: [releaseParam],
+    schema: null,
+    mediaType: 'text/html',
+    status: 200,
+    cache: 'release',
+    tag: 'release',
   },
   {
     id: 'openapi',

@@ -28,6 +28,8 @@ export const treePaths = {
   neoantigens: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/neoantigens.json`,
   ptm: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/ptm.json`,
   structureFile: (transcriptId: string) => `structures/${transcriptId}.cif`,
+  /** The docs page (`/api/v1/docs`) and the files it loads (`/api/v1/docs/<file>`). */
+  docs: (file: string) => `api/v1/docs/${file}`,
   /** Edge-only data: not API resources themselves, read by the edge function to answer requests.
    * Each large table is sharded (contract/shards.ts) so an edge instance loads only what it needs;
    * `edgeIndex` says how many shards each table has and describes the search index's shards. */
@@ -131,11 +133,20 @@ export const links = {
   structure: (transcriptId: string) =>
     `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/structure`,
   search: () => `${API_PREFIX}/search`,
+  docs: () => `${API_PREFIX}/docs`,
 };
+
+/** The docs page's file in the tree, and the files it loads (served at `/api/v1/docs/<name>`). */
+export const DOCS_PAGE = 'index.html';
+export const DOCS_ASSETS = ['swagger-ui-bundle.js', 'swagger-ui.css', 'docs.js', 'swagger-ui-LICENSE.txt'] as const;
 
 /** Content types by file extension, shared by the manifest, the publisher and the local server. */
 export function contentTypeOf(path: string): string {
   if (path.endsWith('.json')) return 'application/json; charset=utf-8';
   if (path.endsWith('.cif')) return 'chemical/x-mmcif';
+  if (path.endsWith('.html')) return 'text/html; charset=utf-8';
+  if (path.endsWith('.js')) return 'text/javascript; charset=utf-8';
+  if (path.endsWith('.css')) return 'text/css; charset=utf-8';
+  if (path.endsWith('.txt')) return 'text/plain; charset=utf-8';
   return 'application/octet-stream';
 }

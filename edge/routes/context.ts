@@ -54,9 +54,9 @@ export async function mustRead(release: Release, path: string): Promise<OriginOb
 }
 
 /** The answer with a file of the tree as it is. */
-export async function fileAnswer(route: RouteRequest, path: string, headers?: Record<string, string>): Promise<Response> {
+export async function fileAnswer(route: RouteRequest, path: string, headers?: Record<string, string>, contentType?: string): Promise<Response> {
   const file = await mustRead(route.release, path);
-  return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256 });
+  return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256, contentType });
 }
 
 /** The gene id a `{symbol}` names, or the answer to send instead: 404, or 300 with the candidates

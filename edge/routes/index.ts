@@ -12,12 +12,14 @@ import { ptm } from './ptm.js';
 import { structure } from './structure.js';
 import { search } from './search.js';
 import { releases } from './releases.js';
+import { docs } from './docs.js';
 
 export const routeHandlers: { readonly [id in RouteId]: RouteHandler } = {
   root: release,
   release,
   releases,
   openapi,
+  docs,
   gene,
   geneIsoforms,
   isoform,
