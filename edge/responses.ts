@@ -18,11 +18,11 @@ export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
 
 /** Reason phrases of the statuses the API answers with, for problem titles and raw answers. */
 export const REASONS: Record<number, string> = {
-  300: 'Multiple Choices',
   400: 'Bad Request',
   401: 'Unauthorized',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  409: 'Conflict',
   408: 'Request Timeout',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',

@@ -205,12 +205,12 @@ describe('GET /genes/{symbol}', () => {
     }
   });
 
-  it('answers 300 Multiple Choices for a symbol naming several genes, each choice resolving to 200', async () => {
+  it('answers 409 with the choices for a symbol naming several genes, each choice resolving to 200', async () => {
     const expected = aliases.genes['y_rna'] as string[];
     expect(expected).toHaveLength(13);
     for (const symbol of ['Y_RNA', 'y_rna']) {
       const r = await call(`/genes/${symbol}`);
-      const body = expectProblem(r, 300);
+      const body = expectProblem(r, 409);
       const choices = body.choices as { gene_id: string; link: string }[];
       expect(choices.map((c) => c.gene_id).sort()).toEqual([...expected].sort());
     }
@@ -334,9 +334,9 @@ describe('GET /genes/{symbol}/isoforms', () => {
     expect(body.detail).toMatch(detail);
   });
 
-  it('answers 404 for an unknown gene and 300 for an ambiguous symbol', async () => {
+  it('answers 404 for an unknown gene and 409 for an ambiguous symbol', async () => {
     expectProblem(await call('/genes/NO_SUCH_GENE/isoforms'), 404);
-    expect(expectProblem(await call('/genes/Y_RNA/isoforms'), 300).choices).toHaveLength(13);
+    expect(expectProblem(await call('/genes/Y_RNA/isoforms'), 409).choices).toHaveLength(13);
   });
 });
 
@@ -805,7 +805,7 @@ describe('200 JSON responses: content type, ETag, conditional GET, Cache-Control
     const paths = [
       ...fileBacked().map(([p]) => p),
       ...computed,
-      '/genes/Y_RNA', // 300
+      '/genes/Y_RNA', // 409
       '/genes/NO_SUCH_GENE', // 404
       '/genes/PRR5/isoforms?limit=0', // 400
       `/isoforms/${Object.keys(structures)[0]}/structure`, // 307

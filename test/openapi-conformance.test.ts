@@ -94,7 +94,7 @@ describe('the document', () => {
       const statuses = Object.keys(op.responses);
       const expected = [route.status === 307 ? '307' : '200', '400', '401', '404', '405', '429', '502', '503', '504'];
       if (route.status === 200) expected.push('304');
-      if (route.id === 'gene' || route.id === 'geneIsoforms') expected.push('300');
+      if (route.id === 'gene' || route.id === 'geneIsoforms') expected.push('409');
       expect(statuses.sort(), route.id).toEqual(expected.sort());
     }
   });
@@ -157,11 +157,11 @@ describe('real answers conform to it', () => {
     conforms('structure', redirect);
   });
 
-  it('300, 400, 404 and 405 as problem+json', async () => {
+  it('409, 400, 404 and 405 as problem+json', async () => {
     const shared = Object.entries(JSON.parse(readFileSync(join(tree, treePaths.geneAliases(0)), 'utf8')) as Record<string, unknown>).find(([, v]) => Array.isArray(v));
     if (shared) {
       const choices = await ask(open, `/genes/${shared[0]}`);
-      expect(choices.status).toBe(300);
+      expect(choices.status).toBe(409);
       conforms('gene', choices);
     }
     for (const [id, path] of [
@@ -220,8 +220,8 @@ describe('real answers conform to it', () => {
     expect(() => conforms('release', { status: 429, headers: { 'content-type': 'application/problem+json', 'retry-after': 'soon' }, body: { type: 'about:blank', title: 'x', status: 429, detail: 'x', instance: '/' } })).toThrow();
   });
 
-  it('covered 200/300/304/307/400/401/404/405/429/502/503/504', () => {
+  it('covered 200/304/307/400/401/404/405/409/429/502/503/504', () => {
     const all = new Set([...seen.values()].flatMap((s) => [...s]));
-    expect([...all].sort()).toEqual([200, 300, 304, 307, 400, 401, 404, 405, 429, 502, 503, 504]);
+    expect([...all].sort()).toEqual([200, 304, 307, 400, 401, 404, 405, 409, 429, 502, 503, 504]);
   });
 });

@@ -1,7 +1,7 @@
 // The alias maps the edge function resolves names with, sharded by key (contract/shards.ts). Keys
 // are lower-cased, so any case works:
 //   genes:    symbol, gene id, versioned gene id → gene id (a symbol shared by several genes maps to
-//             the sorted list of their ids, which the edge answers with 300 Multiple Choices);
+//             the sorted list of their ids, which the edge answers with 409 and the choices);
 //   isoforms: transcript id, unversioned ENST id, transcript name → transcript id.
 // A gene id always wins over a symbol spelled the same; any other clash is a build error.
 import { treePaths } from '../../edge/contract/tree.js';

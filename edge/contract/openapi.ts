@@ -134,7 +134,7 @@ function successes(route: Route, examples: OpenApiExamples | undefined): Record<
 function operation(route: Route, examples: OpenApiExamples | undefined) {
   const responses: Record<string, unknown> = successes(route, examples);
   if (route.id === 'gene' || route.id === 'geneIsoforms') {
-    responses['300'] = {
+    responses['409'] = {
       description: 'The symbol names several genes: ask again with one of the gene ids listed in `choices`.',
       headers: { 'Cache-Control': ref('headers', 'Cache-Control'), ...RATE_LIMIT },
       content: { 'application/problem+json': { schema: ref('schemas', 'MultipleChoices') } },

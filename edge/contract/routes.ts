@@ -136,7 +136,7 @@ export const routes = [
     path: '/genes/{symbol}',
     summary: 'A gene and the summary of each of its isoforms',
     description:
-      'A symbol shared by several genes (e.g. Y_RNA) answers 300 Multiple Choices with the candidate gene ids; use a gene id to pick one.',
+      'A symbol shared by several genes (e.g. Y_RNA) answers 409 Conflict with the candidate gene ids in `choices` (a 4xx, so clients that raise on errors do not take it for a gene); use a gene id to pick one.',
     pathParams: [symbolParam],
     integerParams: [],
     stringParams: [releaseParam],

@@ -403,7 +403,7 @@ export const Problem = Type.Object(
   { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details' },
 );
 
-/** The 300 for a symbol several genes share: a problem listing the gene ids to choose from. */
+/** The 409 for a symbol several genes share: a problem listing the gene ids to choose from. */
 export const MultipleChoices = Type.Object(
   {
     ...problemFields,

@@ -55,7 +55,7 @@ export const MANIFEST_FORMAT = 2;
 export interface EdgeIndex {
   format: typeof EDGE_INDEX_FORMAT;
   /** Lower-cased symbol, gene id or versioned gene id → gene id (a symbol naming several genes → the
-   * sorted list of their ids, which the edge answers with 300 Multiple Choices). */
+   * sorted list of their ids, which the edge answers with 409 and the choices). */
   gene_aliases: { shards: number };
   /** Lower-cased transcript id, unversioned ENST id or transcript name → transcript id. */
   isoform_aliases: { shards: number };

@@ -59,16 +59,17 @@ export async function fileAnswer(route: RouteRequest, path: string, headers?: Re
   return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256, contentType });
 }
 
-/** The gene id a `{symbol}` names, or the answer to send instead: 404, or 300 with the candidates
- * when a symbol is shared by several genes. */
+/** The gene id a `{symbol}` names, or the answer to send instead: 404, or 409 with the candidates
+ * when a symbol is shared by several genes. A 4xx, not 300 Multiple Choices: common clients
+ * (requests' raise_for_status, httr2) pass a 3xx on as if it were the gene record. */
 export async function resolveGene(route: RouteRequest): Promise<string | Response> {
   const key = route.params.symbol;
   const resolved = await route.release.data.gene(key);
   if (resolved === null) return notFound(route, `no gene with symbol or id "${key}" in this release`, key);
   if (Array.isArray(resolved)) {
     return problem(route.request, {
-      status: 300,
-      detail: `symbol "${key}" names ${resolved.length} genes; ask for one of them by gene id`,
+      status: 409,
+      detail: `symbol "${key}" names ${resolved.length} genes (listed in choices); ask for one of them by gene id`,
       extra: { choices: resolved.map((id) => ({ gene_id: id, link: links.gene(id) })) },
     });
   }
