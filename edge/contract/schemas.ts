@@ -171,7 +171,9 @@ export const Isoform = Type.Object(
     source: Source,
     transcript_type: Nullable(Type.String()),
     structural_category: Nullable(Type.String({ description: 'SQANTI3 structural category (long-read isoforms)' })),
-    associated_transcript: Nullable(Type.String()),
+    associated_transcript: Nullable(
+      Type.String({ description: "SQANTI3's reference transcript of a long-read isoform; null for reference isoforms and where SQANTI3 says `novel` (no reference transcript matches)" }),
+    ),
     associated_genes: Type.Array(Type.String(), { description: 'All genes SQANTI3 associates (more than one for fusions)' }),
     chromosome: Type.String(),
     strand: Type.Union([Type.Literal('+'), Type.Literal('-')]),
@@ -395,7 +397,7 @@ export const Problem = Type.Object(
     ...problemFields,
     parameter: Type.Optional(Type.String({ description: '400: the query parameter at fault' })),
     search: Type.Optional(Type.String({ description: '404 for a gene or isoform: a search for what was asked', examples: ['/api/v1/search?query=CHEKK2'] })),
-    release: Type.Optional(Type.String({ description: '404 for a gene or isoform: the release metadata, which says what the release covers' })),
+    release: Type.Optional(Type.String({ description: '404 for a gene or isoform: the release metadata, which says what the release covers', examples: ['/api/v1/release'] })),
     limit: Type.Optional(
       Type.Object({ quota: Type.Integer(), window_seconds: Type.Integer() }, { additionalProperties: false, description: '429: the limit that was reached' }),
     ),
