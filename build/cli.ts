@@ -183,10 +183,11 @@ export function program(): Command {
     .command('build')
     .description('Render every v1 resource of a release database into a static file tree with manifest.json.')
     .requiredOption('--db <db>', 'release database')
-    .requiredOption('--out <dir>', 'output directory (replaced atomically)')
-    .action(async (o: { db: string; out: string }) => {
+    .requiredOption('--out <dir>', 'output directory: new or empty, or (with --force) a tree an earlier build rendered; replaced atomically')
+    .option('--force', 'replace the tree an earlier build rendered in --out (never a directory holding other files)', false)
+    .action(async (o: { db: string; out: string; force: boolean }) => {
       const { renderTree } = await import('./render/index.js');
-      log(summaryLine(await renderTree(o.db, o.out), o.out));
+      log(summaryLine(await renderTree(o.db, o.out, { replace: o.force }), o.out));
     });
 
   cli

@@ -82,7 +82,8 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
       });
     }
   });
-  const summary = await renderTree(db, tree, { progress: opts.progress });
+  // The demo's own working directory: its tree is the demo's to replace.
+  const summary = await renderTree(db, tree, { progress: opts.progress, replace: true });
   return { db, tree, summary };
 }
 

@@ -2,7 +2,7 @@
 // code 3, and leaves no half-written database. Fixtures are real lines of the chr22 inputs, damaged.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
@@ -174,5 +174,44 @@ describe('track import of malformed TSVs', () => {
     const again = isoatlas('import', 'track', 'ptm', '--db', db, '--file', r.file, '--source', 'test');
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('was already imported');
+  });
+});
+
+describe('build --out never deletes what it did not make', () => {
+  const good = realLines('gencode.v38.basic_chr22_corrected.gtf.gz', 40);
+  let db: string;
+  beforeAll(() => {
+    db = join(dir, 'small-build.sqlite');
+    expect(isoatlas('import', 'core', '--config', configFor(good, 'small-build').config, '--out', db).code).toBe(0);
+  });
+
+  it('refuses a non-empty directory that is not a tree, with or without --force, and leaves it as it was', () => {
+    const precious = join(dir, 'precious');
+    rmSync(precious, { recursive: true, force: true });
+    mkdirSync(precious);
+    writeFileSync(join(precious, 'notes.txt'), 'my notes');
+    for (const extra of [[], ['--force']]) {
+      const r = isoatlas('build', '--db', db, '--out', precious, ...extra);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`--out ${precious} is not empty and is not an isoatlas tree (no manifest.json)`);
+      expect(r.stderr).toContain('nothing was changed');
+      expect(readdirSync(precious)).toEqual(['notes.txt']);
+      expect(readFileSync(join(precious, 'notes.txt'), 'utf8')).toBe('my notes');
+    }
+  });
+
+  it('replaces an earlier tree only with --force, and never one holding files its manifest does not list', () => {
+    const tree = join(dir, 'tree-out');
+    rmSync(tree, { recursive: true, force: true });
+    expect(isoatlas('build', '--db', db, '--out', tree).code).toBe(0);
+    const again = isoatlas('build', '--db', db, '--out', tree);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('holds a tree from an earlier build: pass --force to replace it');
+    expect(isoatlas('build', '--db', db, '--out', tree, '--force').code).toBe(0);
+    writeFileSync(join(tree, 'api/v1/mine.txt'), 'not rendered');
+    const foreign = isoatlas('build', '--db', db, '--out', tree, '--force');
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toContain('1 file(s) its manifest does not list, e.g. api/v1/mine.txt');
+    expect(readFileSync(join(tree, 'api/v1/mine.txt'), 'utf8')).toBe('not rendered');
   });
 });

@@ -82,7 +82,7 @@ export async function runHumanStage(stage: HumanStage, opts: HumanRunOptions): P
     });
     counts.core_seconds = round(coreSeconds);
   } else {
-    const s = await renderTree(paths.db, paths.tree, { progress: opts.progress });
+    const s = await renderTree(paths.db, paths.tree, { progress: opts.progress, replace: true });
     counts = { release: s.release, genes: s.genes, isoforms: s.isoforms, files: s.files, bytes: s.bytes };
   }
   return { stage, seconds: round((performance.now() - started) / 1000), peak_rss_kib: peakRssKib(), ...counts };

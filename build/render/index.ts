@@ -20,6 +20,7 @@ import { renderOpenApi } from './openapi.js';
 import { renderDocs } from './docs.js';
 import { TreeWriter } from './tree-writer.js';
 import { writeManifest } from './manifest.js';
+import { checkBuildOutput } from './output-guard.js';
 
 export interface BuildSummary {
   release: string;
@@ -31,9 +32,12 @@ export interface BuildSummary {
   structures: number;
 }
 
-export async function renderTree(dbPath: string, outDir: string, opts: { progress?: boolean } = {}): Promise<BuildSummary> {
+/** Renders the release at `dbPath` into `outDir`. A non-empty `outDir` must be a tree an earlier
+ * build rendered, and is replaced only with `replace` (output-guard.ts). */
+export async function renderTree(dbPath: string, outDir: string, opts: { progress?: boolean; replace?: boolean } = {}): Promise<BuildSummary> {
   const started = performance.now();
   const out = resolve(outDir);
+  await checkBuildOutput(out, { force: opts.replace ?? false });
   const staging = `${out}.partial-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
   const db = openReleaseDb(dbPath);

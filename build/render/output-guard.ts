@@ -1,0 +1,30 @@
+// What `isoatlas build --out <dir>` may replace. A build swaps a whole directory in, so whatever the
+// directory held goes: that is right only for a tree an earlier build rendered, and only when asked.
+//   - absent or empty: fine;
+//   - a tree (its manifest lists every file in it): replaced with `force` only;
+//   - anything else (no manifest, or files the manifest does not list): refused, force or not.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import fg from 'fast-glob';
+import { treePaths } from '../../edge/contract/tree.js';
+import { loadManifest } from '../manifest-reader.js';
+import { UsageError } from '../errors.js';
+
+export async function checkBuildOutput(out: string, opts: { force: boolean }): Promise<void> {
+  if (!existsSync(out)) return;
+  if (!statSync(out).isDirectory()) throw new UsageError(`--out ${out} is a file, not a directory: name a new or empty directory`);
+  if (readdirSync(out).length === 0) return;
+  const foreign = (what: string) =>
+    new UsageError(`--out ${out} is not empty and is not an isoatlas tree (${what}): building there would delete it. Name a new or empty directory; nothing was changed.`);
+  if (!existsSync(join(out, treePaths.manifest))) throw foreign(`no ${treePaths.manifest}`);
+  let listed: Set<string>;
+  try {
+    const manifest = await loadManifest(async (path) => (existsSync(join(out, path)) ? readFileSync(join(out, path)) : null), `${out}/`);
+    listed = new Set([treePaths.manifest, ...manifest.shards.map((s) => s.entry.path), ...manifest.entries.map((e) => e.path)]);
+  } catch (err) {
+    throw foreign(`its manifest does not read: ${(err as Error).message}`);
+  }
+  const extra = (await fg('**', { cwd: out, dot: true, onlyFiles: true })).filter((path) => !listed.has(path)).sort();
+  if (extra.length) throw foreign(`${extra.length} file(s) its manifest does not list, e.g. ${extra.slice(0, 3).join(', ')}`);
+  if (!opts.force) throw new UsageError(`--out ${out} holds a tree from an earlier build: pass --force to replace it, or name a new directory`);
+}
