@@ -119,14 +119,36 @@ export function program(): Command {
     .option('--version <version>', 'version of the source')
     .option('--description <text>', 'one line on how the records were made')
     .option('--generated', 'the records are generated, not real predictions or measurements', false)
-    .action(async (kind: Track, o: { db: string; file: string; source: string; version?: string; description?: string; generated: boolean }) => {
+    .option('--replace', 'replace the records an earlier import of a file of the same name added (a corrected file)', false)
+    .action(async (kind: Track, o: { db: string; file: string; source: string; version?: string; description?: string; generated: boolean; replace: boolean }) => {
       let n = 0;
       const { updateReleaseDb } = await import('./release-db/store.js');
       const { importTrack } = await import('./import/tracks.js');
       await updateReleaseDb(o.db, async (db) => {
-        n = await importTrack(db, { track: kind, file: o.file, source: o.source, version: o.version, description: o.description, generated: o.generated });
+        n = await importTrack(db, { track: kind, file: o.file, source: o.source, version: o.version, description: o.description, generated: o.generated, replace: o.replace });
       });
-      log(`imported ${n} ${kind} records from ${o.file} into ${o.db}`);
+      log(`imported ${n} ${kind} records from ${o.file} into ${o.db}${o.replace ? ' (replacing the earlier import of that file)' : ''}`);
+    });
+
+  cli
+    .command('remove-track')
+    .description("Remove an annotation track's records from a release database: those one input added (--input), or the whole track; the metrics follow.")
+    .argument('<kind>', `one of ${TRACKS.join(', ')}`, parseTrack)
+    .requiredOption('--db <db>', 'release database to update (changed atomically)')
+    .option('--input <file name>', 'only what this input added (its file name, as `isoatlas` lists it in release.json sources)')
+    .action(async (kind: Track, o: { db: string; input?: string }) => {
+      const { updateReleaseDb } = await import('./release-db/store.js');
+      const { removeTrackRecords } = await import('./import/tracks.js');
+      let line = '';
+      await updateReleaseDb(o.db, async (db) => {
+        const r = removeTrackRecords(db, kind, o.input);
+        if (r.inputs.length === 0) {
+          const had = db.prepare('SELECT input_file FROM track_sources WHERE track = ? ORDER BY input_file').pluck().all(kind) as string[];
+          throw new UsageError(o.input ? `the ${kind} track of ${o.db} has no input named ${o.input}; its inputs: ${had.join(', ') || 'none'}` : `${o.db} has no ${kind} track to remove`);
+        }
+        line = `removed ${r.records} ${kind} records (${r.inputs.join(', ')}) from ${o.db}`;
+      });
+      log(line);
     });
 
   imp

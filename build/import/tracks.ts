@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, resolve } from 'node:path';
 import { InputError, cellParsers, readTsv, sha256File } from './input.js';
-import type { Track } from '../release-db/schema.js';
+import { TRACK_TABLES, type Track } from '../release-db/schema.js';
 import type { Db } from '../release-db/store.js';
 import { parseStructureModel } from './native/structures.js';
 
@@ -18,6 +18,8 @@ export interface TrackInput {
   version?: string;
   description?: string;
   generated: boolean;
+  /** Replace what an earlier import of an input of the same file name added to this track. */
+  replace?: boolean;
 }
 
 export interface DomainRecord {
@@ -181,11 +183,26 @@ interface Protein {
 }
 
 const INSERT_SQL: Record<Track, string> = {
-  domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, score_kind, evalue, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  neoantigens: 'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  ptm: 'INSERT INTO ptm_sites (transcript_id, position, residue, modification, source, provenance) VALUES (?, ?, ?, ?, ?, ?)',
-  structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, score_kind, evalue, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  neoantigens: 'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  ptm: 'INSERT INTO ptm_sites (transcript_id, position, residue, modification, source, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
 };
+
+/** Removes what inputs added to a track: those of one input (by file name), or all of them. The
+ * metrics follow (they are a view over these tables); a track with no input left counts null. */
+export function removeTrackRecords(db: Db, track: Track, inputFile?: string): { records: number; inputs: string[] } {
+  const inputs = (db.prepare('SELECT input_file FROM track_sources WHERE track = ? ORDER BY input_file').pluck().all(track) as string[]).filter(
+    (f) => inputFile === undefined || f === inputFile,
+  );
+  const table = TRACK_TABLES[track];
+  let records = 0;
+  for (const f of inputs) {
+    records += db.prepare(`DELETE FROM ${table} WHERE input_file = ?`).run(f).changes;
+    db.prepare('DELETE FROM track_sources WHERE track = ? AND input_file = ?').run(track, f);
+  }
+  return { records, inputs };
+}
 
 /** Validates records against the release and inserts them, with the input's provenance, in one
  * transaction that also records the input in track_sources. Records stream in (a file of millions
@@ -251,13 +268,16 @@ export async function insertTrack<T extends Track>(
     return [id, r.model_source, r.mean_plddt, r.mmcif, sha, residues, provenance];
   };
 
-  const already = db.prepare('SELECT 1 FROM track_sources WHERE track = ? AND input_file = ?').get(track, basename(file));
+  const inputName = basename(file);
   // Rolling back needs a journal; a release database being written has none (store.ts), so keep
   // one in memory while this input is inserted.
   const journal = db.pragma('journal_mode', { simple: true }) as string;
   if (journal === 'off') db.pragma('journal_mode = MEMORY');
   db.exec('SAVEPOINT insert_track');
   try {
+    // Inside the savepoint: a replacement that fails leaves the earlier records in place.
+    if (input.replace) removeTrackRecords(db, track, inputName);
+    const already = db.prepare('SELECT 1 FROM track_sources WHERE track = ? AND input_file = ?').get(track, inputName);
     let misfit: InputError | null = null;
     let present: InputError | null = null;
     let n = 0;
@@ -272,15 +292,15 @@ export async function insertTrack<T extends Track>(
         continue;
       }
       if (existing && !present && existing.get(row[0])) present = new InputError(file, null, `${row[0]} already has a structure in this release`);
-      statement.run(...row);
+      statement.run(...row, inputName);
       n += 1;
     }
     if (misfit) throw misfit;
-    if (already) throw new InputError(file, null, `${basename(file)} was already imported as the ${track} track of this release`);
+    if (already) throw new InputError(file, null, `${inputName} was already imported as the ${track} track of this release: import it with --replace to replace those records, or remove them with \`isoatlas remove-track ${track} --input ${inputName}\``);
     if (present) throw present;
     const sha = await sha256File(file);
     db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-      track, input.source, input.version ?? null, input.generated ? 1 : 0, input.description ?? null, basename(file), sha, n,
+      track, input.source, input.version ?? null, input.generated ? 1 : 0, input.description ?? null, inputName, sha, n,
     );
     db.exec('RELEASE insert_track');
     return n;

@@ -1,7 +1,7 @@
 // The release database: the one place where curated inputs meet. Importers write it, the renderer
 // reads it. Documented column by column in data/README.md.
 
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 export const DDL = `
 PRAGMA foreign_keys = ON;
@@ -102,6 +102,7 @@ CREATE TABLE domains (
   score_kind    TEXT CHECK (score_kind IN ('bit_score', 'uncertainty', 'confidence')),  -- what score measures
   evalue        REAL,
   provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated')),
+  input_file    TEXT NOT NULL,                     -- the track_sources input it came from
   CHECK ((score IS NULL) = (score_kind IS NULL))
 );
 CREATE INDEX domains_transcript ON domains (transcript_id);
@@ -115,6 +116,7 @@ CREATE TABLE neoantigens (
   percentile_rank REAL,
   start           INTEGER NOT NULL CHECK (start >= 1),
   provenance      TEXT NOT NULL CHECK (provenance IN ('real', 'generated')),
+  input_file      TEXT NOT NULL,
   CHECK (affinity_nm IS NOT NULL OR percentile_rank IS NOT NULL)
 );
 CREATE INDEX neoantigens_transcript ON neoantigens (transcript_id);
@@ -126,7 +128,8 @@ CREATE TABLE ptm_sites (
   residue       TEXT NOT NULL,
   modification  TEXT NOT NULL,
   source        TEXT NOT NULL,
-  provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated'))
+  provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated')),
+  input_file    TEXT NOT NULL
 );
 CREATE INDEX ptm_sites_transcript ON ptm_sites (transcript_id);
 
@@ -137,7 +140,8 @@ CREATE TABLE structures (
   mmcif         BLOB,                              -- the model file; NULL when only a path is known
   mmcif_sha256  TEXT,
   plddt_residues TEXT,                             -- JSON {"start": s, "values": [...]}: pLDDT of residues s, s+1, … of the protein
-  provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated'))
+  provenance    TEXT NOT NULL CHECK (provenance IN ('real', 'generated')),
+  input_file    TEXT NOT NULL
 );
 
 -- The six summary metrics. A count is NULL (not 0) when it does not apply (non-coding isoform) or
@@ -162,3 +166,5 @@ LEFT JOIN isoforms c ON c.transcript_id = g.canonical_transcript_id;
 /** Tracks an annotation importer can add to a release. */
 export const TRACKS = ['domains', 'neoantigens', 'ptm', 'structures'] as const;
 export type Track = (typeof TRACKS)[number];
+/** The table of each track's records. */
+export const TRACK_TABLES: Record<Track, string> = { domains: 'domains', neoantigens: 'neoantigens', ptm: 'ptm_sites', structures: 'structures' };

@@ -19,6 +19,7 @@ interface Provenance {
   source: string;
   version?: string;
   description?: string;
+  replace?: boolean;
 }
 
 /** Runs `collect` on a copy of the release (for the proteins it needs) and inserts what it returns. */
@@ -32,7 +33,7 @@ async function importNative<T extends Track>(
   const { updateReleaseDb } = await import('../../release-db/store.js');
   await updateReleaseDb(opts.db, async (db) => {
     const { located, unmapped, note } = await collect(db);
-    const input: TrackInput = { track, file: opts.file, source: opts.source, version: opts.version, description: opts.description, generated: false };
+    const input: TrackInput = { track, file: opts.file, source: opts.source, version: opts.version, description: opts.description, generated: false, replace: opts.replace };
     const n = await insertTrack(db, input, located);
     const missing = typeof unmapped === 'number' ? `${unmapped} records matched no isoform` : `${unmapped.length} ids matched no isoform${unmapped.length ? ` (e.g. ${unmapped.slice(0, 3).join(', ')})` : ''}`;
     summary = `imported ${n} ${track} records from ${basename(opts.file)} into ${opts.db}${note ? ` (${note})` : ''}; ${missing}`;
@@ -44,7 +45,8 @@ const common = (c: Command) =>
   c
     .requiredOption('--db <db>', 'release database to update (changed atomically)')
     .option('--version <version>', 'version of the tool or database')
-    .option('--description <text>', 'one line on how the records were made');
+    .option('--description <text>', 'one line on how the records were made')
+    .option('--replace', 'replace the records an earlier import of a file of the same name added (a corrected file)', false);
 
 export function addNativeImportCommands(imp: Command, log: (line: string) => void): void {
   common(
