@@ -9,12 +9,19 @@ import { BadInputError, UsageError } from './errors.js';
 import { DEMO, PROJECT_ROOT } from './paths.js';
 import { addPublishCommands } from './publish-commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
+import { explainStorageError, parseEndpoint } from './storage-errors.js';
 import type { BuildSummary } from './render/index.js';
 import { HUMAN_GENES_DEFAULT, HUMAN_STAGES, type HumanStage } from './generate/human-stages.js';
 
+// The AWS SDK warns on every run under Node 20 that its releases after January 2027 will need 22;
+// isoatlas supports Node 20 (README), so the warning is not the user's to act on. This is its
+// documented switch, set before any command loads the SDK (they import it when they run).
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 // Commands import what they need when they run: `isoatlas --help` loads no AWS SDK, SQLite or
 // search library.
-export const EXIT = { ok: 0, failure: 1, usage: 2, badInput: 3 } as const;
+/** Exit codes: 2 the command line is wrong, 3 an input is, 4 storage (S3) cannot be reached or refuses. */
+export const EXIT = { ok: 0, failure: 1, usage: 2, badInput: 3, storage: 4 } as const;
 
 const HUMAN_WORK = join(PROJECT_ROOT, '.isoatlas/human');
 const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
@@ -318,7 +325,7 @@ export function program(): Command {
     .option('--keep <n>', 'releases to hold, the current one included', positiveInteger, 2)
     .option('--concurrency <n>', 'downloads in flight at once', positiveInteger, 16)
     .option('--region <region>', 'S3 region (default $AWS_REGION or us-east-1)')
-    .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing)')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing), e.g. http://127.0.0.1:9000', parseEndpoint)
     .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string }) => {
       const { mirror } = await import('./mirror.js');
       await mirror({ ...o, releases: o.release, log });
@@ -350,6 +357,11 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof BadInputError) {
       log(`isoatlas: invalid input: ${err.message}`);
       return EXIT.badInput;
+    }
+    const storage = explainStorageError(err);
+    if (storage) {
+      log(`isoatlas: ${storage.message}`);
+      return EXIT.storage;
     }
     log(`isoatlas: ${(err as Error).message}`);
     if (process.env.ISOATLAS_DEBUG) log((err as Error).stack ?? '');

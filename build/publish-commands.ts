@@ -1,4 +1,5 @@
 // `isoatlas publish` and `isoatlas rollback`.
+import { parseEndpoint } from './storage-errors.js';
 import type { Command } from 'commander';
 import { UsageError } from './errors.js';
 import { KVS_ARN } from '../edge/cloudfront/kvs-layout.js';
@@ -23,7 +24,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .requiredOption('--dir <tree>', 'rendered tree (with manifest.json)')
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
-    .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style), e.g. http://127.0.0.1:9000', parseEndpoint)
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
     .option('--kvs <arn>', "the CDN's KeyValueStore (stack output KeyValueStoreArn): name the new release there, so CloudFront switches at once")
     .option('--kvs-endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in')
@@ -60,7 +61,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--to <release>', 'release to switch to')
     .option('--kvs <arn>', "the CDN's KeyValueStore: name the release there too")
     .option('--kvs-endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in')
-    .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style), e.g. http://127.0.0.1:9000', parseEndpoint)
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
     .action(async (o: { bucket: string; prefix: string; to?: string; endpoint?: string; region: string; kvs?: string; kvsEndpoint?: string }) => {
       const { rollback, s3Client } = await import('./publish.js');
@@ -73,7 +74,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .description('List the releases published in a bucket: kept (the current one marked), being published, retired.')
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
-    .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style), e.g. http://127.0.0.1:9000', parseEndpoint)
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
     .option('--json', 'print the listing as JSON')
     .action(async (o: { bucket: string; prefix: string; endpoint?: string; region: string; json?: boolean }) => {
@@ -93,7 +94,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
     .option('--grace-hours <h>', 'only delete objects unreferenced and older than this; longer than every cache lifetime', (v) => Number(v), 48)
     .option('--dry-run', 'count what would be deleted, delete nothing')
-    .option('--endpoint <url>', 'S3-compatible endpoint (path-style)')
+    .option('--endpoint <url>', 'S3-compatible endpoint (path-style), e.g. http://127.0.0.1:9000', parseEndpoint)
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
     .action(async (o: { bucket: string; prefix: string; graceHours: number; dryRun?: boolean; endpoint?: string; region: string }) => {
       const { collectGarbage } = await import('./collect.js');

@@ -4,22 +4,25 @@
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, emptyHistory, objectSha, parseHistory, parsePointer, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
 import { forEachLimited } from './concurrency.js';
+import { noteWhere } from './storage-errors.js';
 
 /** The pointer and history must stay fresh at the CDN; objects never change. */
 export const POINTER_CACHE_CONTROL = 'public, max-age=10, must-revalidate';
 export const OBJECT_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
-/** An S3 client for real AWS, or for an S3-compatible endpoint (path-style, as local servers need). */
+/** An S3 client for real AWS, or for an S3-compatible endpoint (path-style, as local servers need).
+ * Its errors note where they happened, for the CLI to explain (storage-errors.ts). */
 export function s3Client(opts: { region?: string; endpoint?: string }): S3Client {
-  return new S3Client({
-    region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
+  const region = opts.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  return noteWhere(new S3Client({
+    region,
     endpoint: opts.endpoint,
     forcePathStyle: Boolean(opts.endpoint),
     // Plain Content-MD5 integrity instead of the SDK's newer trailing checksums, which older
     // S3-compatible servers do not understand.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  }), opts.endpoint, region);
 }
 
 export const normalizePrefix = (prefix = '') => (prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`);
@@ -45,7 +48,8 @@ export class StoreBucket {
       return { body: Buffer.from(await out.Body!.transformToByteArray()), etag: out.ETag ?? '' };
     } catch (err) {
       const name = (err as Error).name;
-      if (name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404) return null;
+      // A missing bucket is a 404 too, but not an empty store: it is said, not taken for one.
+      if (name !== 'NoSuchBucket' && (name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404)) return null;
       throw err;
     }
   }

@@ -63,6 +63,7 @@ async function smallRelease(): Promise<string> {
     DELETE FROM structures WHERE transcript_id IN (SELECT transcript_id FROM gone);
     UPDATE genes SET canonical_transcript_id = NULL WHERE gene_id NOT IN (SELECT gene_id FROM keep);
     DELETE FROM isoforms WHERE transcript_id IN (SELECT transcript_id FROM gone);
+    DELETE FROM gene_info WHERE gene_id NOT IN (SELECT gene_id FROM keep);
     DELETE FROM genes WHERE gene_id NOT IN (SELECT gene_id FROM keep);`);
   d.close();
   await renderTree(db, join(dir, 'small'), { progress: false });
