@@ -104,11 +104,28 @@ describe('core import of malformed inputs', () => {
     writeFileSync(config, JSON.stringify({ release: 'x', date: 'yesterday', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
     let r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/invalid release config: \/date/);
+    expect(r.stderr).toMatch(/invalid release config: line 1: \/date expected string to match/);
     writeFileSync(config, JSON.stringify({ release: 'x', date: '2026-01-01', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
     r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('none.gtf: file not found');
+  });
+
+  it('names each config problem once, with its line; a JSON syntax error with its line and column; a missing --out directory', () => {
+    const config = join(dir, 'lined-config.json');
+    writeFileSync(config, ['{', '  "release": "x",', '  "date": 20261122,', '  "title": "t",', '  "assembly": "a",', '  "reference": { "source": "s" }', '}', ''].join('\n'));
+    let r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${config}:3: invalid release config: line 3: /date expected string; line 6: /reference/gtf is required`);
+    expect(r.stderr.match(/\/reference\/gtf/g)).toHaveLength(1);
+    writeFileSync(config, ['{', '  "release": "x",', '  "date": "2026-11-22"', '  "title": "t"', '}', ''].join('\n'));
+    r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${config}:4: the release config is not valid JSON: CommaExpected at column 3`);
+    writeFileSync(config, JSON.stringify({ release: 'x', date: '2026-01-01', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
+    r = isoatlas('import', 'core', '--config', config, '--out', '/nonexistent/x.sqlite');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--out /nonexistent/x.sqlite: the directory /nonexistent does not exist');
   });
 
   it('answers usage errors with exit code 2 and help with 0', () => {

@@ -1,20 +1,19 @@
 // `isoatlas import core`: reference and long-read inputs → genes and isoforms of a new release
 // database, one transaction per track. Inputs are named by a release config file (JSON), so a
 // release is reproducible from what is written down.
-import { readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
 import { readGtf } from './gtf.js';
 import { readSqantiClassification } from './sqanti.js';
 import { readProteinFasta } from './fasta.js';
 import { InputError, sha256File } from './input.js';
+import { readJsonConfig } from '../json-config.js';
 import { assembleReference } from './reference.js';
 import { assembleLongRead } from './long-read.js';
 import { assignTranscriptNames } from './naming.js';
 import { chooseCanonical } from './canonical.js';
 import type { GeneRecord, IsoformRecord } from '../release-db/records.js';
-import { createReleaseDb, type Db } from '../release-db/store.js';
+import { checkNewDbPath, createReleaseDb, type Db } from '../release-db/store.js';
 
 const InputSet = Type.Object(
   {
@@ -49,17 +48,7 @@ export type CoreConfig = Static<typeof CoreConfigSchema>;
 
 /** Reads a release config; input paths in it are relative to the config file. */
 export function loadCoreConfig(path: string): CoreConfig {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new InputError(path, null, `cannot read the release config: ${(err as Error).message}`);
-  }
-  const errors = [...Value.Errors(CoreConfigSchema, raw)].slice(0, 5);
-  if (errors.length) {
-    throw new InputError(path, null, `invalid release config: ${errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}`);
-  }
-  const config = raw as CoreConfig;
+  const config = readJsonConfig<CoreConfig>(path, CoreConfigSchema, 'release config');
   const base = dirname(resolve(path));
   const fix = (set: { gtf: string; classification?: string; fasta?: string }) => {
     set.gtf = resolve(base, set.gtf);
@@ -135,6 +124,7 @@ async function recordSources(db: Db, track: string, set: CoreConfig['reference']
 }
 
 export async function importCore(config: CoreConfig, outPath: string): Promise<CoreSummary> {
+  checkNewDbPath(outPath);
   const [reference, longRead] = await Promise.all([
     readSet(config.reference),
     config.long_read ? readSet(config.long_read) : null,

@@ -1,21 +1,15 @@
 // `isoatlas keys …`: issue, list, revoke, show tiers, and publish the edge view to the CDN's KeyValueStore.
 import type { Command } from 'commander';
-import { readFileSync } from 'node:fs';
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config.js';
 import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
 import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
 import { UsageError } from '../errors.js';
+import { readJsonFile } from '../json-config.js';
 
 export function readAccessConfig(path: string | undefined, mode?: AccessConfig['mode']): AccessConfig {
   if (!path) return resolveAccessConfig({}, mode);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new Error(`cannot read access config ${path}: ${(err as Error).message}`);
-  }
-  return resolveAccessConfig(parsed, mode);
+  return resolveAccessConfig(readJsonFile(path, 'access config').value, mode);
 }
 
 const limitsText = (l: { per_minute?: number; per_day?: number }) =>

@@ -3,6 +3,8 @@
 // leaves a half-written release behind.
 import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { UsageError } from '../errors.js';
 import { DDL, SCHEMA_VERSION } from './schema.js';
 
 export type Db = Database.Database;
@@ -37,7 +39,14 @@ async function commitOrDiscard(tmp: string, path: string, work: (db: Db) => Prom
 }
 
 /** Creates a new release database at `path` by running `fill` on an empty one. */
+/** A new release database can be written at `path`: its directory exists (checked before any work). */
+export function checkNewDbPath(path: string): void {
+  const dir = dirname(resolve(path));
+  if (!existsSync(dir)) throw new UsageError(`--out ${path}: the directory ${dir} does not exist; create it or name another path`);
+}
+
 export async function createReleaseDb(path: string, fill: (db: Db) => Promise<void>): Promise<void> {
+  checkNewDbPath(path);
   const tmp = tempPathFor(path);
   rmSync(tmp, { force: true });
   await commitOrDiscard(tmp, path, async (db) => {
