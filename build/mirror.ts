@@ -384,7 +384,7 @@ async function s3Origin(source: Extract<MirrorSource, { kind: 's3' }>, opts: Mir
   return new S3RawOrigin(client, source.bucket, source.prefix, REQUEST_TIMEOUT_MS);
 }
 
-/** A progress bar (only on an interactive terminal, and not when opts.progress is false). */
+/** Progress (a bar on a terminal, periodic lines otherwise), unless opts.progress is false. */
 function bar(opts: MirrorOptions, label: string, total: number): Progress {
   if (opts.progress === false) return { tick() {}, stop() {} };
   const progress = startProgress(label, total);
