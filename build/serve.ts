@@ -6,7 +6,9 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
 import { parseManifestIndex } from '../edge/contract/manifest.js';
-import { createHandler, type HandlerOptions } from '../edge/handler.js';
+import { createHandler, releasesOf, type Handler, type HandlerOptions } from '../edge/handler.js';
+import type { Releases } from '../edge/routes/context.js';
+import { createHash } from 'node:crypto';
 import { LocalOrigin, LocalTreeOrigin } from '../edge/origins/local.js';
 import { StoreOrigin } from '../edge/origins/store.js';
 import { POINTER_KEY, parsePointer } from '../edge/contract/store.js';
@@ -81,6 +83,26 @@ function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
   return { origin: new LocalTreeOrigin(dir) };
 }
 
+/** `GET /health`: what is served, for a load balancer or a service manager. Never keyed or counted
+ * (it is answered before access control); 503 while no whole release can be read. */
+export const HEALTH_PATH = '/health';
+
+async function health(dir: string, releases: Releases): Promise<Response> {
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
+  try {
+    const release = await releases.get();
+    if (!release) throw new Error('no current release');
+    const name = await release.name();
+    const listed = (await releases.list()).releases.find((r) => r.release === name);
+    const manifest = listed?.manifest_sha256 ?? createHash('sha256').update(readFileSync(join(dir, treePaths.manifest))).digest('hex');
+    const record = join(dir, 'mirror.json');
+    const mirror = existsSync(record) ? (({ source, synced_at }) => ({ source, synced_at }))(JSON.parse(readFileSync(record, 'utf8')) as { source: string; synced_at: string }) : null;
+    return new Response(JSON.stringify({ status: 'ok', release: name, manifest_sha256: manifest, mirror }), { status: 200, headers });
+  } catch (err) {
+    return new Response(JSON.stringify({ status: 'unavailable', detail: (err as Error).message }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });
+  }
+}
+
 export async function serve(opts: ServeOptions): Promise<void> {
   const dir = resolve(opts.dir);
   const served = originFor(dir);
@@ -91,8 +113,22 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const log = opts.log ?? ((line: string) => (stdout!.line(line), stdout!.flush()));
   const access = await localAccessControl(opts.access, opts.keysDir);
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
-  const handler = createHandler({ ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 });
-  const server = createNodeServer(handler, { log: requestLog });
+  const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 };
+  const releases = releasesOf(options);
+  const api = createHandler(options, releases);
+  const handler: Handler = (request, context) => (new URL(request.url).pathname === HEALTH_PATH ? health(dir, releases) : api(request, context));
+  // One JSON object per request line; the lines about the server itself stay plain text.
+  const server = createNodeServer(handler, { log: requestLog, logRequest: (entry) => requestLog(JSON.stringify(entry)) });
+  // Say which release is served, and when a sync or rebuild switches it.
+  let servedRelease: string | null = null;
+  const watch = async () => {
+    const name = await releases.get().then((r) => r?.name() ?? null).catch(() => null);
+    if (name !== servedRelease) log(JSON.stringify({ time: new Date().toISOString(), event: 'release', release: name, previous: servedRelease }));
+    servedRelease = name;
+  };
+  await watch();
+  const watcher = setInterval(() => void watch(), 2_000);
+  watcher.unref();
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port, opts.host, () => ok());
@@ -109,6 +145,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  clearInterval(watcher);
   log('stopped');
   if (stdout) process.off('exit', stdout.flush);
 }

@@ -423,7 +423,7 @@ describe('no key leaks', () => {
 
     await Promise.all(servers.map((s) => s.stop())); // so the logs are complete
     const logs = servers.map((s) => s.logs());
-    expect(logs.every((l) => /\/api\/v1\/genes\/PRR5 200/.test(l))).toBe(true); // the request log is there
+    expect(logs.every((l) => /"path":"\/api\/v1\/genes\/PRR5","status":200/.test(l))).toBe(true); // the request log is there
 
     const serverSecrets = Object.values(dirs).map((d) => readFileSync(join(d, 'secret'), 'utf8').trim());
     const places = [

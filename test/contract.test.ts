@@ -961,7 +961,7 @@ describe('path safety', () => {
 });
 
 describe('request log', () => {
-  it('logs one line per request with method, path, status and duration, never headers', async () => {
+  it('logs one JSON line per request (time, client, method, path, status, bytes, ms, release), never headers', async () => {
     const marker = `logcheck${Date.now()}`;
     const secret = `secret-token-${marker}`;
     await call(`/genes/${marker}`, { headers: { Authorization: `Bearer ${secret}` } });
@@ -971,11 +971,11 @@ describe('request log', () => {
     await call(`/search?query=${marker}`);
     const expected = [
       // An unknown Bearer token is refused (401) before the path is looked at.
-      new RegExp(`^GET /api/v1/genes/${marker} 401 \\d+(\\.\\d+)?ms$`, 'm'),
-      /^GET \/api\/v1\/genes\/PRR5\?log=1 400 \d+(\.\d+)?ms$/m,
-      /^HEAD \/api\/v1\/release 200 \d+(\.\d+)?ms$/m,
-      new RegExp(`^POST /api/v1/search\\?query=${marker} 405 \\d+(\\.\\d+)?ms$`, 'm'),
-      new RegExp(`^GET /api/v1/search\\?query=${marker} 200 \\d+(\\.\\d+)?ms$`, 'm'),
+      new RegExp(`^\\{"time":"[^"]+","client":"[^"]+","method":"GET","path":"/api/v1/genes/${marker}","status":401,"bytes":\\d+,"ms":[\\d.]+,"release":null\\}$`, 'm'),
+      /"method":"GET","path":"\/api\/v1\/genes\/PRR5\?log=1","status":400,/,
+      /"method":"HEAD","path":"\/api\/v1\/release","status":200,"bytes":0,"ms":[\d.]+,"release":"2026\.11-chr22-demo"\}$/m,
+      new RegExp(`"method":"POST","path":"/api/v1/search\\?query=${marker}","status":405,`),
+      new RegExp(`"method":"GET","path":"/api/v1/search\\?query=${marker}","status":200,"bytes":\\d+,`),
     ];
     // The line is written once the response has gone out: give it a moment to reach the pipe.
     for (let i = 0; i < 50 && !expected.every((re) => re.test(server.logs())); i++) await new Promise((r) => setTimeout(r, 50));
@@ -1054,8 +1054,8 @@ describe('graceful shutdown', () => {
 
       expect(await stopped).toBe(0);
       const logs = second.logs();
-      expect(logs).toMatch(/^GET \/api\/v1\/genes\/PRR5 200 /m);
-      expect(logs).toMatch(/^GET \/api\/v1\/search\?query=PRR5 200 /m);
+      expect(logs).toMatch(/"method":"GET","path":"\/api\/v1\/genes\/PRR5","status":200,/);
+      expect(logs).toMatch(/"method":"GET","path":"\/api\/v1\/search\?query=PRR5","status":200,/);
       expect(logs).toMatch(/stopped\s*$/);
     } finally {
       if (!stopped) await second.stop();

@@ -10,9 +10,27 @@ import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
 import { serverLimits, type ServerLimits } from './server-limits.js';
 
+/** What the request log records of each request (never a header: one may carry an API key). */
+export interface RequestLogEntry {
+  time: string;
+  client: string | null;
+  method: string;
+  /** Path and query, keys redacted, control characters escaped. */
+  path: string;
+  /** The status, or what became of a request that got none. */
+  status: number | string;
+  /** Body bytes sent. */
+  bytes: number;
+  ms: number;
+  /** The release that answered (X-Isoatlas-Release), when one did. */
+  release: string | null;
+}
+
 export interface NodeServerOptions {
-  /** One line per request; never includes headers (they may carry an API key). */
+  /** Lines about the server's handling (client errors, connections cut); never includes headers. */
   log?: (line: string) => void;
+  /** One entry per request; without it, requests are logged as text lines through `log`. */
+  logRequest?: (entry: RequestLogEntry) => void;
   /** Overrides of SERVER_LIMITS (after those of the environment). */
   limits?: Partial<ServerLimits>;
 }
@@ -81,10 +99,13 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       }
 
       let status: number | string = 500;
+      let sentBytes = 0;
+      let release: string | null = null;
       try {
         ownHost ??= fallbackHostOf(server.address());
         const response = await answer(req, handler, ownHost);
         status = response.status;
+        release = response.headers.get('x-isoatlas-release');
         if (socket.destroyed) {
           status = 'closed by the client';
           return;
@@ -107,6 +128,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         if (nth >= limits.maxRequestsPerSocket && !response.headers.has('connection')) fields.push('connection', 'close');
         res.writeHead(response.status, fields);
         res.end(body ?? undefined);
+        sentBytes = body?.length ?? 0;
       } catch (err) {
         status = 500;
         console.error(`isoatlas serve: ${redactKeys(String((err as Error)?.stack ?? err))}`);
@@ -114,7 +136,12 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         if (res.headersSent) res.end();
         else res.writeHead(500, problemHead(body)).end(req.method === 'HEAD' ? undefined : body);
       } finally {
-        log(`${line} ${status} ${millisSince(started)}ms`);
+        if (opts.logRequest) {
+          opts.logRequest({
+            time: new Date().toISOString(), client: socket.remoteAddress ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
+            status, bytes: sentBytes, ms: Number(millisSince(started)), release,
+          });
+        } else log(`${line} ${status} ${millisSince(started)}ms`);
       }
     },
   );

@@ -6,6 +6,7 @@ import type { VerifiedOrigin } from '../origins/verified.js';
 import type { ReleaseData } from '../release-data.js';
 import type { QueryValues } from '../router.js';
 import { bodyResponse, problem } from '../responses.js';
+import { redactKeys } from '../access/key-format.js';
 import { links } from '../contract/tree.js';
 import type { ReleaseListBody } from '../contract/schemas.js';
 
@@ -87,7 +88,8 @@ export async function resolveIsoform(route: RouteRequest): Promise<string | Resp
 /** A 404 for a gene or isoform that points on: search finds synonyms, prefixes and typos, and the
  * release metadata says what the release covers (the demo covers one chromosome). */
 function notFound(route: RouteRequest, what: string, key: string): Response {
-  const search = `${links.search()}?query=${encodeURIComponent(key)}`;
+  // A key pasted where a name goes is never echoed back, in any member of the answer.
+  const search = `${links.search()}?query=${encodeURIComponent(redactKeys(key))}`;
   return problem(route.request, {
     status: 404,
     detail: `${what}. Search for it (other symbols, prefixes and typos): ${search}; what this release covers: ${links.release()} (coverage).`,
