@@ -267,10 +267,11 @@ export function program(): Command {
     .option('--access <mode>', 'open (keys optional) or key-required', parseMode, 'open')
     .option('--access-config <file>', 'tiers and limits (JSON; see `isoatlas keys tiers` and the README)')
     .option('--keys-dir <dir>', 'key registry and server secret (see `isoatlas keys`)', DEFAULT_KEYS_DIR)
-    .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string }) => {
+    .option('--metrics', 'answer GET /metrics in Prometheus text format (requests by route and status, latency, cache hits)', false)
+    .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string; metrics: boolean }) => {
       const access = readAccessConfig(o.accessConfig, o.access);
       const { serve } = await import('./serve.js');
-      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir });
+      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir, metrics: o.metrics });
     });
 
   cli

@@ -20,6 +20,7 @@ import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
 import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
 import { readSecret, registryPath } from './keys/registry.js';
 import { bufferedLog } from './buffered-log.js';
+import { ServerMetrics } from './metrics.js';
 
 export interface ServeOptions {
   dir: string;
@@ -29,6 +30,8 @@ export interface ServeOptions {
   /** Arrangement and limits; keys are read from `keysDir` (registry.json, secret). */
   access: AccessConfig;
   keysDir: string;
+  /** Answer GET /metrics (Prometheus text format). */
+  metrics?: boolean;
   log?: (line: string) => void;
 }
 
@@ -86,6 +89,8 @@ function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
 /** `GET /health`: what is served, for a load balancer or a service manager. Never keyed or counted
  * (it is answered before access control); 503 while no whole release can be read. */
 export const HEALTH_PATH = '/health';
+/** `GET /metrics` with `--metrics`: Prometheus text format, before access control like /health. */
+export const METRICS_PATH = '/metrics';
 
 async function health(dir: string, releases: Releases): Promise<Response> {
   const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
@@ -116,9 +121,23 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 };
   const releases = releasesOf(options);
   const api = createHandler(options, releases);
-  const handler: Handler = (request, context) => (new URL(request.url).pathname === HEALTH_PATH ? health(dir, releases) : api(request, context));
+  const metrics = opts.metrics ? new ServerMetrics() : null;
+  const handler: Handler = (request, context) => {
+    const path = new URL(request.url).pathname;
+    if (path === HEALTH_PATH) return health(dir, releases);
+    if (metrics && path === METRICS_PATH) {
+      return Promise.resolve(new Response(metrics.render(), { headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' } }));
+    }
+    return api(request, context);
+  };
   // One JSON object per request line; the lines about the server itself stay plain text.
-  const server = createNodeServer(handler, { log: requestLog, logRequest: (entry) => requestLog(JSON.stringify(entry)) });
+  const server = createNodeServer(handler, {
+    log: requestLog,
+    logRequest: (entry) => {
+      requestLog(JSON.stringify(entry));
+      metrics?.observe(entry.path, entry.status, entry.ms / 1000);
+    },
+  });
   // Say which release is served, and when a sync or rebuild switches it.
   let servedRelease: string | null = null;
   const watch = async () => {

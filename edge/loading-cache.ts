@@ -5,6 +5,9 @@
 // kept, so the next request tries again. An edge instance's memory is fixed: whatever a release has,
 // an instance holds at most `budget` of it.
 export class LoadingCache<T> {
+  /** Lookups answered from a cache and lookups that had to load, over every cache of the process
+   * (a server's metrics report them). */
+  static readonly totals = { hits: 0, misses: 0 };
   /** Oldest first; `used`: hit since it was last passed over for eviction. */
   private readonly entries = new Map<string, { value: T; weight: number; used: boolean }>();
   private readonly loading = new Map<string, Promise<T>>();
@@ -22,7 +25,11 @@ export class LoadingCache<T> {
 
   get(key: string, load: () => Promise<{ value: T; weight: number }>): Promise<T> {
     const hit = this.peek(key);
-    if (hit !== undefined) return Promise.resolve(hit);
+    if (hit !== undefined) {
+      LoadingCache.totals.hits++;
+      return Promise.resolve(hit);
+    }
+    LoadingCache.totals.misses++;
     let pending = this.loading.get(key);
     if (!pending) {
       pending = load()

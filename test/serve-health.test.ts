@@ -2,6 +2,7 @@
 // copy of the demo tree, with keys required, so a health check that were keyed or counted would fail.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ let server: RunningServer;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-health-'));
   cpSync(inject('demoTree'), join(dir, 'tree'), { recursive: true });
-  server = await startServer({ dir: join(dir, 'tree'), extraArgs: ['--access', 'key-required', '--keys-dir', join(dir, 'keys')] });
+  server = await startServer({ dir: join(dir, 'tree'), extraArgs: ['--access', 'key-required', '--keys-dir', join(dir, 'keys'), '--metrics'] });
 }, 60_000);
 
 afterAll(async () => {
@@ -51,5 +52,35 @@ describe('GET /health', () => {
   it('logs the served release at start as a JSON line', () => {
     const line = server.logs().split('\n').find((l) => l.includes('"event":"release"'))!;
     expect(JSON.parse(line)).toMatchObject({ event: 'release', release: '2026.11-chr22-demo', previous: null });
+  });
+});
+
+describe('GET /metrics (--metrics)', () => {
+  it('counts requests by route and status, times them, and reports the caches', async () => {
+    await fetch(`${server.api}/genes/PRR5`); // 401: keys are required
+    const issued = spawnSync(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), 'keys', 'issue', '--keys-dir', join(dir, 'keys'), '--name', 'metrics test', '--affiliation', 'isoatlas', '--use', 'reads one gene'], { encoding: 'utf8' });
+    expect(issued.status, issued.stderr).toBe(0);
+    const key = issued.stdout.trim().split('\n').pop()!;
+    let ok = 0;
+    // The server re-reads the key registry when it changes: give it a moment.
+    for (let i = 0; i < 50 && ok !== 200; i++) {
+      ok = (await fetch(`${server.api}/genes/PRR5`, { headers: { Authorization: `Bearer ${key}` } })).status;
+      if (ok !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(ok).toBe(200);
+    await fetch(`${server.base}/health`);
+    const r = await fetch(`${server.base}/metrics`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const text = await r.text();
+    expect(text).toMatch(/^isoatlas_requests_total\{route="gene",status="401"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^isoatlas_requests_total\{route="gene",status="200"\} 1$/m);
+    expect(text).toMatch(/^isoatlas_requests_total\{route="health",status="200"\} ([89]\d|\d{3,})$/m); // the 80+ health checks above
+    const count = Number(/^isoatlas_request_duration_seconds_count (\d+)$/m.exec(text)![1]);
+    const inf = Number(/^isoatlas_request_duration_seconds_bucket\{le="\+Inf"\} (\d+)$/m.exec(text)![1]);
+    expect(inf).toBe(count);
+    expect(count).toBeGreaterThan(80);
+    expect(text).toMatch(/^isoatlas_cache_hits_total \d+$/m);
+    expect(text).toMatch(/^isoatlas_cache_misses_total [1-9]\d*$/m);
   });
 });
