@@ -1,37 +1,29 @@
 // The `isoatlas` command line. Each subcommand is one stage of the one-way flow:
 // inputs → import → release DB → build (render) → tree. `demo` runs them all on the bundled chr22 data.
-import { Command, CommanderError, Help, InvalidArgumentError, type Option } from 'commander';
+import { Command, Help, InvalidArgumentError, type Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { TRACKS, type Track } from './release-db/schema.js';
-import { addKeysCommand, readAccessConfig } from './keys/commands.js';
-import { BadInputError, UsageError } from './errors.js';
+import { addKeysCommand } from './keys/commands.js';
+import { UsageError } from './errors.js';
 import { DEMO, PROJECT_ROOT } from './paths.js';
 import { addPublishCommands } from './publish-commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
-import { explainStorageError, parseEndpoint } from './storage-errors.js';
+import { parseEndpoint } from './storage-errors.js';
+import { DEFAULT_PORT, log, parseBaseUrl, parseMode, parsePort, positiveInteger, runProgram } from './cli-options.js';
+import { addServeCommands } from './serve-commands.js';
+import { readAccessConfigFile } from './access-config-file.js';
 import type { BuildSummary } from './render/index.js';
 import { HUMAN_GENES_DEFAULT, HUMAN_STAGES, type HumanStage } from './generate/human-stages.js';
 
-// The AWS SDK warns on every run under Node 20 that its releases after January 2027 will need 22;
-// isoatlas supports Node 20 (README), so the warning is not the user's to act on. This is its
-// documented switch, set before any command loads the SDK (they import it when they run).
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 // Commands import what they need when they run: `isoatlas --help` loads no AWS SDK, SQLite or
 // search library.
-/** Exit codes: 2 the command line is wrong, 3 an input is, 4 storage (S3) cannot be reached or refuses. */
-export const EXIT = { ok: 0, failure: 1, usage: 2, badInput: 3, storage: 4 } as const;
+export { EXIT } from './cli-options.js';
 
 const HUMAN_WORK = join(PROJECT_ROOT, '.isoatlas/human');
 const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
 
-function parseMode(value: string): 'open' | 'key-required' {
-  if (value !== 'open' && value !== 'key-required') throw new InvalidArgumentError('expected open or key-required');
-  return value;
-}
 
-const log = (line: string) => process.stderr.write(`${line}\n`);
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 function summaryLine(s: BuildSummary, out: string) {
@@ -43,22 +35,8 @@ function parseTrack(value: string): Track {
   return value as Track;
 }
 
-function parsePort(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number from 0 to 65535');
-  return Number(value);
-}
 
-function parseBaseUrl(value: string): string {
-  try {
-    const url = new URL(value);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
-    return value.replace(/\/$/, '');
-  } catch {
-    throw new InvalidArgumentError('expected an http(s) URL');
-  }
-}
 
-const DEFAULT_PORT = process.env.PORT ?? '8080';
 
 function parseScale(value: string): 'demo' | 'human' {
   if (value !== 'demo' && value !== 'human') throw new InvalidArgumentError('expected demo or human');
@@ -90,7 +68,7 @@ export function program(): Command {
     .description('Build and publish a gene and isoform atlas as a static, read-only JSON API (v1).')
     .addHelpText(
       'after',
-      `\nExit codes: 0 success, 1 unexpected failure, 2 usage error, 3 invalid input (the message names the file, line and problem).`,
+      `\nExit codes: 0 success, 1 unexpected failure, 2 usage error, 3 invalid input (the message names the file, line and problem), 4 storage unreachable or refusing.`,
     )
     .version(packageVersion(), '-V, --version', 'print the version of isoatlas')
     // Options of the program are read before a subcommand only: `import track --version <v>` is the
@@ -258,23 +236,6 @@ export function program(): Command {
     });
 
   cli
-    .command('serve')
-    .description('Serve a rendered tree, or a mirror (a store of releases), over HTTP with the edge function.')
-    .option('--dir <dir>', 'rendered tree or mirror to serve', join(DEMO.work, 'tree'))
-    .option('--port <n>', 'port (0 picks a free one); default $PORT or 8080', parsePort, parsePort(DEFAULT_PORT))
-    .option('--host <address>', 'address to listen on', '127.0.0.1')
-    .option('--structure-base <url>', 'base URL that structure redirects point into (default: a root-relative path into this server, which serves /structures/ itself)', parseBaseUrl)
-    .option('--access <mode>', 'open (keys optional) or key-required', parseMode, 'open')
-    .option('--access-config <file>', 'tiers and limits (JSON; see `isoatlas keys tiers` and the README)')
-    .option('--keys-dir <dir>', 'key registry and server secret (see `isoatlas keys`)', DEFAULT_KEYS_DIR)
-    .option('--metrics', 'answer GET /metrics in Prometheus text format (requests by route and status, latency, cache hits)', false)
-    .action(async (o: { dir: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string; metrics: boolean }) => {
-      const access = readAccessConfig(o.accessConfig, o.access);
-      const { serve } = await import('./serve.js');
-      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir, metrics: o.metrics });
-    });
-
-  cli
     .command('start')
     .description('Build the demo release if it has not been built, then serve it (what `npm start` runs).')
     .option('--port <n>', 'port; default $PORT or 8080', parsePort, parsePort(DEFAULT_PORT))
@@ -288,7 +249,7 @@ export function program(): Command {
         const built = await buildDemo();
         log(summaryLine(built.summary, built.tree));
       } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
-      await serve({ dir: tree, port: o.port, host: o.host, access: readAccessConfig(undefined, 'open'), keysDir: DEFAULT_KEYS_DIR });
+      await serve({ dir: tree, port: o.port, host: o.host, access: readAccessConfigFile(undefined, 'open'), keysDir: DEFAULT_KEYS_DIR });
     });
 
   cli
@@ -314,58 +275,25 @@ export function program(): Command {
       log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`);
     });
 
-  addPublishCommands(cli, log);
   cli
-    .command('mirror')
-    .description(
-      'Copy releases of a published atlas (the current one, those asked for, and those already held, up to --keep) into a local store that `isoatlas serve --dir` serves and other mirrors can sync from: every object once, verified, resumable; the mirror switches release in one write.',
-    )
-    .requiredOption('--from <source>', 'a published store (the CDN, a running `isoatlas serve` of a mirror, or any base URL with current.json), a tree root with manifest.json, or s3://bucket[/prefix]')
-    .requiredOption('--to <dir>', 'mirror directory (a store: objects/, releases.json, current.json, mirror.json)')
-    .option('--release <name>', 'also hold this release (repeatable); it must be kept by the source', (v: string, prev: string[]) => [...prev, v], [] as string[])
-    .option('--keep <n>', 'releases to hold, the current one included', positiveInteger, 2)
-    .option('--concurrency <n>', 'downloads in flight at once', positiveInteger, 16)
-    .option('--region <region>', 'S3 region (default $AWS_REGION or us-east-1)')
-    .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing), e.g. http://127.0.0.1:9000', parseEndpoint)
-    .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string }) => {
-      const { mirror } = await import('./mirror.js');
-      await mirror({ ...o, releases: o.release, log });
+    .command('bundle-server')
+    .description('Write `serve` and `mirror` as one file (isoatlas-server.mjs) that runs on Node >= 20 with no npm install: what a mirror operator downloads.')
+    .option('--out <file>', 'the file to write', 'dist/isoatlas-server.mjs')
+    .action(async (o: { out: string }) => {
+      const { bundleServer } = await import('./bundle-server.js');
+      const b = await bundleServer({ out: o.out });
+      log(`server bundle ${b.file}: ${(b.bytes / 1e6).toFixed(2)} MB (${(b.gzipBytes / 1e6).toFixed(2)} MB gzipped); run it with \`node ${o.out} serve --dir <tree or mirror>\``);
     });
+
+  addPublishCommands(cli, log);
+  addServeCommands(cli, { defaultDir: join(DEMO.work, 'tree'), keysDir: DEFAULT_KEYS_DIR });
 
   addKeysCommand(cli, DEFAULT_KEYS_DIR, log);
 
   return cli;
 }
 
-function positiveInteger(v: string): number {
-  if (!/^[1-9]\d*$/.test(v)) throw new InvalidArgumentError('expected a positive integer');
-  return Number(v);
-}
 
 export async function main(argv: string[]): Promise<number> {
-  const cli = program();
-  try {
-    await cli.parseAsync(argv);
-    return EXIT.ok;
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    }
-    if (err instanceof UsageError) {
-      log(`isoatlas: ${err.message} (run with --help for usage)`);
-      return EXIT.usage;
-    }
-    if (err instanceof BadInputError) {
-      log(`isoatlas: invalid input: ${err.message}`);
-      return EXIT.badInput;
-    }
-    const storage = explainStorageError(err);
-    if (storage) {
-      log(`isoatlas: ${storage.message}`);
-      return EXIT.storage;
-    }
-    log(`isoatlas: ${(err as Error).message}`);
-    if (process.env.ISOATLAS_DEBUG) log((err as Error).stack ?? '');
-    return EXIT.failure;
-  }
+  return runProgram(program(), argv);
 }

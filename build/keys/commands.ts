@@ -5,12 +5,8 @@ import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config
 import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
 import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
 import { UsageError } from '../errors.js';
-import { readJsonFile } from '../json-config.js';
+import { readAccessConfigFile } from '../access-config-file.js';
 
-export function readAccessConfig(path: string | undefined, mode?: AccessConfig['mode']): AccessConfig {
-  if (!path) return resolveAccessConfig({}, mode);
-  return resolveAccessConfig(readJsonFile(path, 'access config').value, mode);
-}
 
 const limitsText = (l: { per_minute?: number; per_day?: number }) =>
   [l.per_minute && `${l.per_minute}/min`, l.per_day && `${l.per_day}/day`].filter(Boolean).join(', ') || 'unlimited';
@@ -30,7 +26,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .option('--access-config <file>', 'access config naming the tiers')
     .option(...dirOption)
     .action(async (o: { name: string; affiliation: string; use: string; tier?: string; accessConfig?: string; keysDir: string }) => {
-      const config = readAccessConfig(o.accessConfig);
+      const config = readAccessConfigFile(o.accessConfig);
       const tier = o.tier ?? config.default_tier;
       if (!config.open.tiers[tier] || !config.key_required.tiers[tier]) {
         throw new UsageError(`unknown tier "${tier}"; tiers: ${Object.keys(config.key_required.tiers).join(', ')}`);
@@ -68,7 +64,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .description('Show the quota tiers of both access arrangements.')
     .option('--access-config <file>', 'access config to read instead of the defaults')
     .action((o: { accessConfig?: string }) => {
-      const c = readAccessConfig(o.accessConfig);
+      const c = readAccessConfigFile(o.accessConfig);
       const out = (line: string) => process.stdout.write(`${line}\n`);
       out(`open (A): anonymous ${limitsText(c.open.anonymous_per_ip)} per IP`);
       for (const [tier, l] of Object.entries(c.open.tiers)) out(`  tier ${tier}: ${limitsText(l)} per key`);
@@ -103,7 +99,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
           log(`WAF tier ${t.tier}: ${t.keys} keys${t.changed ? '' : ' (unchanged)'}`);
         }
       }
-      const unlisted = [...new Set(keys.filter((k) => !k.revoked_at && !sets.has(k.tier)).map((k) => k.tier))].filter((t) => t !== readAccessConfig(undefined).default_tier);
+      const unlisted = [...new Set(keys.filter((k) => !k.revoked_at && !sets.has(k.tier)).map((k) => k.tier))].filter((t) => t !== readAccessConfigFile(undefined).default_tier);
       for (const tier of unlisted) log(`warning: keys of tier ${tier} are held to the default tier's per-minute limit at WAF until you pass --waf-tier ${tier}=<the stack's TierPatternSet output>`);
     });
 

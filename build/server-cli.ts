@@ -1,0 +1,21 @@
+// `isoatlas-server`: the mirror operator's commands, `serve` and `mirror`, as one file that runs on
+// Node >= 20 with no npm install and no native module (`isoatlas bundle-server` writes it with every
+// package inside). Same options, handler and exit codes as the full CLI's commands of those names.
+import { Command } from 'commander';
+import { runProgram } from './cli-options.js';
+import { addServeCommands } from './serve-commands.js';
+
+declare const ISOATLAS_VERSION: string;
+
+export function serverProgram(): Command {
+  const cli = new Command('isoatlas-server')
+    .description('Serve an isoatlas tree or mirror, and keep a mirror in sync (the one-file build of `isoatlas serve` and `isoatlas mirror`).')
+    .addHelpText('after', '\nExit codes: 0 success, 1 unexpected failure, 2 usage error, 3 invalid input, 4 source or storage unreachable or refusing.')
+    .version(typeof ISOATLAS_VERSION === 'string' ? ISOATLAS_VERSION : 'dev', '-V, --version', 'print the version')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  addServeCommands(cli, { keysDir: process.env.ISOATLAS_KEYS_DIR ?? 'isoatlas-keys' });
+  return cli;
+}
+
+process.exitCode = await runProgram(serverProgram(), process.argv, 'isoatlas-server');

@@ -1,0 +1,78 @@
+// The one-file server: `isoatlas bundle-server` writes isoatlas-server.mjs, which is copied into an
+// empty directory (no node_modules, no checkout) and run there with Node: it serves the demo tree,
+// and its mirror command loads the S3 client it carries.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { treePaths } from '../edge/contract/tree.js';
+import { SERVER_BUNDLE_BUDGET } from '../build/bundle-server.js';
+
+const ROOT = join(__dirname, '..');
+let dir: string;
+let bundle: string;
+let child: ChildProcess | undefined;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'isoatlas-server-bundle-'));
+  const built = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'bundle-server', '--out', join(dir, 'build/isoatlas-server.mjs')], { encoding: 'utf8' });
+  expect(built.status, built.stderr).toBe(0);
+  // "Download": the file alone, into a directory with nothing else.
+  bundle = join(dir, 'opt/isoatlas-server.mjs');
+  spawnSync('mkdir', ['-p', join(dir, 'opt')]);
+  copyFileSync(join(dir, 'build/isoatlas-server.mjs'), bundle);
+}, 60_000);
+
+afterAll(() => {
+  child?.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('isoatlas-server.mjs', () => {
+  it('is one file within its budget, alone in its directory', () => {
+    expect(readdirSync(join(dir, 'opt'))).toEqual(['isoatlas-server.mjs']);
+    expect(statSync(bundle).size).toBeLessThanOrEqual(SERVER_BUNDLE_BUDGET);
+    const version = spawnSync(process.execPath, [bundle, '--version'], { cwd: join(dir, 'opt'), encoding: 'utf8' });
+    expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+
+  it('serves the demo tree with no node_modules anywhere near it', async () => {
+    child = spawn(process.execPath, [bundle, 'serve', '--dir', inject('demoTree'), '--port', '0', '--keys-dir', join(dir, 'keys')], { cwd: join(dir, 'opt'), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d) => (out += d));
+    child.stderr!.setEncoding('utf8').on('data', (d) => (out += d));
+    const base = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 30_000);
+      const poll = setInterval(() => {
+        const m = /isoatlas serving .* at (http:\/\/[^\s/]+)\/api\/v1\//.exec(out);
+        if (m) {
+          clearInterval(poll);
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
+      }, 20);
+    });
+    const gene = await fetch(`${base}/api/v1/genes/PRR5`);
+    expect(gene.status).toBe(200);
+    expect(Buffer.from(await gene.arrayBuffer()).equals(readFileSync(join(inject('demoTree'), treePaths.gene('ENSG00000186654'))))).toBe(true);
+    expect((await (await fetch(`${base}/health`)).json()).status).toBe('ok');
+    expect((await fetch(`${base}/api/v1/search?query=ERK2`)).status).toBe(200);
+  }, 60_000);
+
+  it('mirrors from S3 with the client it carries: an unreachable endpoint is explained, exit 4', async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    await new Promise((r) => server.close(r));
+    const r = spawnSync(process.execPath, [bundle, 'mirror', '--from', 's3://atlas/', '--endpoint', `http://127.0.0.1:${port}`, '--to', join(dir, 'mirror')], {
+      cwd: join(dir, 'opt'),
+      encoding: 'utf8',
+      env: { ...process.env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' },
+    });
+    expect(r.status, r.stderr).toBe(4);
+    expect(r.stderr).toContain('isoatlas-server: cannot read the source');
+    expect(r.stderr).not.toMatch(/Cannot find (module|package)/);
+  }, 60_000);
+});
