@@ -150,7 +150,7 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
     expect(domains.every((d) => d.provenance === 'generated')).toBe(true);
   });
 
-  it('resolves symbols, transcript names and unversioned ids at the edge; a shared symbol is 300', async () => {
+  it('resolves symbols, transcript names and unversioned ids at the edge; a shared symbol is 409 with its choices', async () => {
     const g = db.prepare("SELECT gene_id, symbol FROM genes WHERE source = 'reference' AND symbol NOT IN (SELECT symbol FROM genes GROUP BY symbol HAVING count(*) > 1) LIMIT 1").get() as { gene_id: string; symbol: string };
     const gene = await fetch(`${server.api}/genes/${encodeURIComponent(g.symbol.toLowerCase())}`);
     expect(gene.status).toBe(200);
@@ -166,7 +166,7 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
     expect((await (await fetch(`${server.api}/isoforms/${encodeURIComponent(lr.transcript_name)}`)).json()).transcript_id).toBe(lr.transcript_id);
     const shared = db.prepare('SELECT symbol, count(*) AS n FROM genes GROUP BY symbol HAVING n > 1 LIMIT 1').get() as { symbol: string; n: number };
     const multiple = await fetch(`${server.api}/genes/${encodeURIComponent(shared.symbol)}`);
-    expect(multiple.status).toBe(300);
+    expect(multiple.status).toBe(409);
     expect((await multiple.json()).choices).toHaveLength(shared.n);
   });
 
