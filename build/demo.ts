@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { importCore, loadCoreConfig } from './import/core.js';
 import { importTrack, insertTrack } from './import/tracks.js';
 import { importGeneInfo } from './import/gene-info.js';
-import { describeWildTypeCheck, placeByWildType, proteinLookup, rankAndMap, readPvacseqAllEpitopes, releaseResolver, type ReleaseProtein } from './import/native/neoantigens.js';
+import { describeWildTypeCheck, pvacseqOnRelease, readPvacseqAllEpitopes } from './import/native/neoantigens.js';
 import { TRACKS, type Track } from './release-db/schema.js';
 import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
 import { renderTree, type BuildSummary } from './render/index.js';
@@ -51,10 +51,7 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
   await updateReleaseDb(db, async (handle) => {
     // Real annotations where a sample fits the demo's isoforms: pVACseq neoantigens on chr22.
     const pvacseq = await readPvacseqAllEpitopes(DEMO.realNeoantigens);
-    const isoforms = handle.prepare('SELECT transcript_id, transcript_id_unversioned, protein_sequence FROM isoforms').all() as ReleaseProtein[];
-    const resolve = releaseResolver(isoforms);
-    const check = placeByWildType(pvacseq.rows, resolve, proteinLookup(isoforms));
-    const real = rankAndMap(check.rows, resolve);
+    const real = pvacseqOnRelease(handle, pvacseq.rows);
     const n = await insertTrack(handle, {
       track: 'neoantigens',
       file: DEMO.realNeoantigens,
@@ -70,7 +67,7 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
       description: "Names, aliases, NCBI gene types and UniProt accessions of the demo's genes, by Ensembl id, else by symbol (data/gene-info/extract.sh)",
     });
     log(`imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without)`);
-    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(check)})`);
+    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(real.check)})`);
     for (const track of TRACKS) {
       await importTrack(handle, {
         track,

@@ -2,6 +2,7 @@
 // and status, a latency histogram, and the verified-file caches' hits and misses.
 import { matchRoute } from '../edge/router.js';
 import { LoadingCache } from '../edge/loading-cache.js';
+import { docsAssetName } from '../edge/routes/docs.js';
 
 /** Upper bounds (seconds) of the latency histogram's buckets. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -10,7 +11,7 @@ const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 export function routeLabel(path: string): string {
   const pathname = path.split('?')[0];
   if (pathname === '/health' || pathname === '/metrics') return pathname.slice(1);
-  if (pathname.startsWith('/api/v1/docs/')) return 'docs_file';
+  if (docsAssetName(pathname) !== null) return 'docs_file';
   if (pathname.startsWith('/structures/') || pathname.startsWith('/releases/')) return 'structure_file';
   return matchRoute(pathname)?.route.id ?? 'other';
 }

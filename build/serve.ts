@@ -21,6 +21,7 @@ import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
 import { readSecret, registryPath } from './keys/registry.js';
 import { bufferedLog } from './buffered-log.js';
 import { ServerMetrics } from './metrics.js';
+import { MIRROR_RECORD, type MirrorRecord } from './mirror.js';
 
 export interface ServeOptions {
   dir: string;
@@ -100,8 +101,9 @@ async function health(dir: string, releases: Releases): Promise<Response> {
     const name = await release.name();
     const listed = (await releases.list()).releases.find((r) => r.release === name);
     const manifest = listed?.manifest_sha256 ?? createHash('sha256').update(readFileSync(join(dir, treePaths.manifest))).digest('hex');
-    const record = join(dir, 'mirror.json');
-    const mirror = existsSync(record) ? (({ source, synced_at }) => ({ source, synced_at }))(JSON.parse(readFileSync(record, 'utf8')) as { source: string; synced_at: string }) : null;
+    const record = join(dir, MIRROR_RECORD);
+    const synced = existsSync(record) ? (JSON.parse(readFileSync(record, 'utf8')) as MirrorRecord) : null;
+    const mirror = synced && { source: synced.source, synced_at: synced.synced_at };
     return new Response(JSON.stringify({ status: 'ok', release: name, manifest_sha256: manifest, mirror }), { status: 200, headers });
   } catch (err) {
     return new Response(JSON.stringify({ status: 'unavailable', detail: (err as Error).message }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });

@@ -17,7 +17,7 @@ import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER, RELEASE_PARAM } from './contract/routes.js';
 import { API_PREFIX } from './contract/tree.js';
 import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
-import { DOCS_ASSET_PATH, docsAsset } from './routes/docs.js';
+import { docsAsset, docsAssetName } from './routes/docs.js';
 import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';
 import { IntegrityError } from './origins/verified.js';
 
@@ -86,12 +86,12 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
     return named(await structureFile(request, release, inRelease[2]), release);
   }
   if (options.storeFiles && isStoreFile(url.pathname.slice(1))) return storeFile(request, options.storeFiles, url.pathname.slice(1));
-  const asset = DOCS_ASSET_PATH.exec(url.pathname);
-  if (asset) {
+  const asset = docsAssetName(url.pathname);
+  if (asset !== null) {
     const pinned = url.searchParams.get(RELEASE_PARAM) ?? undefined;
     const release = await releases.get(pinned);
-    if (!release) return problem(request, { status: 404, detail: `no release "${pinned!.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
-    return named(await docsAsset(request, release, asset[1]), release);
+    if (!release) return noSuchRelease(request, pinned!);
+    return named(await docsAsset(request, release, asset), release);
   }
   const matched = matchRoute(url.pathname);
   if (!matched) {
@@ -101,10 +101,13 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
   const query = parseQuery(route, url.searchParams);
   const asked = query.strings[RELEASE_PARAM];
   const release = await releases.get(asked);
-  if (!release) return problem(request, { status: 404, detail: `no release "${asked!.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
+  if (!release) return noSuchRelease(request, asked!);
   const response = await routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl });
   return named(response, release);
 }
+
+const noSuchRelease = (request: Request, name: string) =>
+  problem(request, { status: 404, detail: `no release "${name.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
 
 /** The files a mirror syncs from: the pointer, the history and the objects (by their exact names). */
 const isStoreFile = (path: string) => path === POINTER_KEY || path === HISTORY_KEY || objectSha(path) !== null;

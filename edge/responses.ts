@@ -91,10 +91,10 @@ export function problemBody(instance: string, init: ProblemInit): Uint8Array {
     type: 'about:blank',
     title: REASONS[init.status] ?? 'Error',
     status: init.status,
-    // A key pasted into a URL by mistake is never echoed back.
+    // A key pasted into a URL by mistake is never echoed back, in any member of the problem.
     detail: redactKeys(init.detail),
     instance: redactKeys(instance),
-    ...init.extra,
+    ...Object.fromEntries(Object.entries(init.extra ?? {}).map(([name, value]) => [name, typeof value === 'string' ? redactKeys(value) : value])),
   });
 }
 

@@ -1,11 +1,11 @@
 // The native importers through the CLI, on a copy of the demo release: HMMER domtblout mapped by an
 // id file, and a structure model mapped by protein sequence identity.
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { demoReleaseCopy } from './helpers/demo-copy.js';
 
 const ROOT = join(__dirname, '..');
 const FIXTURES = join(__dirname, 'fixtures/native');
@@ -13,12 +13,11 @@ let dir: string;
 let db: string;
 const isoatlas = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8' });
 
+const copy = demoReleaseCopy('native-cli');
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'isoatlas-native-cli-'));
-  db = join(dir, 'release.sqlite');
-  copyFileSync(inject('demoDb'), db);
+  dir = copy.dir();
+  db = copy.db();
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 it('imports Pfam domains from domtblout through an id mapping, as real records', () => {
   const domtblout = join(FIXTURES, 'domains/transdecoder_cufflinks_example_pfam.domtblout');

@@ -1,12 +1,12 @@
 // Replacing and removing a track through the CLI, on a copy of the demo release: a corrected input
 // replaces what its earlier import added and nothing else, a removal takes a track's records away,
 // and the metrics (a view over the track tables) follow.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { demoReleaseCopy } from './helpers/demo-copy.js';
 
 const ROOT = join(__dirname, '..');
 const isoatlas = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8' });
@@ -21,12 +21,11 @@ const query = <T>(sql: string, ...params: unknown[]) => {
   }
 };
 
+const copy = demoReleaseCopy('track-replace');
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'isoatlas-track-replace-'));
-  db = join(dir, 'release.sqlite');
-  copyFileSync(inject('demoDb'), db);
+  dir = copy.dir();
+  db = copy.db();
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('import track --replace and remove-track', () => {
   it('replaces the records of an earlier input of the same name, leaves the other inputs alone, and the metrics follow', () => {

@@ -93,11 +93,9 @@ export async function importGeneInfo(db: Db, input: { file: string; source: stri
   const chosen: GeneInfoRecord[] = [];
   const ambiguous: string[] = [];
   for (const [geneId, candidates] of byGene) {
-    const pick = candidates.length === 1 ? candidates[0] : candidates.filter((c) => c.symbol === symbols.get(geneId));
-    if (Array.isArray(pick)) {
-      if (pick.length === 1) chosen.push(pick[0]);
-      else ambiguous.push(geneId);
-    } else chosen.push(pick);
+    const pick = candidates.length === 1 ? candidates : candidates.filter((c) => c.symbol === symbols.get(geneId));
+    if (pick.length === 1) chosen.push(pick[0]);
+    else ambiguous.push(geneId);
   }
   const sha = await sha256File(input.file);
   db.transaction(() => {

@@ -6,8 +6,7 @@ import type { VerifiedOrigin } from '../origins/verified.js';
 import type { ReleaseData } from '../release-data.js';
 import type { QueryValues } from '../router.js';
 import { bodyResponse, problem } from '../responses.js';
-import { redactKeys } from '../access/key-format.js';
-import { links } from '../contract/tree.js';
+import { contentTypeOf, links } from '../contract/tree.js';
 import type { ReleaseListBody } from '../contract/schemas.js';
 
 /** One release of the tree, as the routes read it. */
@@ -55,9 +54,9 @@ export async function mustRead(release: Release, path: string): Promise<OriginOb
 }
 
 /** The answer with a file of the tree as it is. */
-export async function fileAnswer(route: RouteRequest, path: string, headers?: Record<string, string>, contentType?: string): Promise<Response> {
+export async function fileAnswer(route: RouteRequest, path: string, headers?: Record<string, string>): Promise<Response> {
   const file = await mustRead(route.release, path);
-  return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256, contentType });
+  return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256, contentType: contentTypeOf(path) });
 }
 
 /** The gene id a `{symbol}` names, or the answer to send instead: 404, or 409 with the candidates
@@ -88,8 +87,7 @@ export async function resolveIsoform(route: RouteRequest): Promise<string | Resp
 /** A 404 for a gene or isoform that points on: search finds synonyms, prefixes and typos, and the
  * release metadata says what the release covers (the demo covers one chromosome). */
 function notFound(route: RouteRequest, what: string, key: string): Response {
-  // A key pasted where a name goes is never echoed back, in any member of the answer.
-  const search = `${links.search()}?query=${encodeURIComponent(redactKeys(key))}`;
+  const search = `${links.search()}?query=${encodeURIComponent(key)}`;
   return problem(route.request, {
     status: 404,
     detail: `${what}. Search for it (other symbols, prefixes and typos): ${search}; what this release covers: ${links.release()} (coverage).`,

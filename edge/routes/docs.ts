@@ -9,11 +9,14 @@ import { fileAnswer, mustRead, type Release, type RouteHandler } from './context
 /** Scripts and styles from this origin only; Swagger UI sets inline styles and shows data: icons. */
 export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-export const docs: RouteHandler = (route) =>
-  fileAnswer(route, treePaths.docs(DOCS_PAGE), { 'Content-Security-Policy': DOCS_CSP, 'X-Content-Type-Options': 'nosniff' }, contentTypeOf(DOCS_PAGE));
+export const docs: RouteHandler = (route) => fileAnswer(route, treePaths.docs(DOCS_PAGE), { 'Content-Security-Policy': DOCS_CSP, 'X-Content-Type-Options': 'nosniff' });
 
-/** `/api/v1/docs/<file>`: a file the page loads (not an API resource, so not in the route table). */
-export const DOCS_ASSET_PATH = /^\/api\/v1\/docs\/([^/]+)$/;
+/** `/api/v1/docs/<file>`: the name of a file the page loads (not an API resource, so not in the
+ * route table), or null for any other path. */
+export function docsAssetName(pathname: string): string | null {
+  const prefix = `${links.docs()}/`;
+  return pathname.startsWith(prefix) && !pathname.slice(prefix.length).includes('/') ? pathname.slice(prefix.length) : null;
+}
 
 export async function docsAsset(request: Request, release: Release, name: string): Promise<Response> {
   if (!(DOCS_ASSETS as readonly string[]).includes(name)) return problem(request, { status: 404, detail: `no file ${name.slice(0, 100)} in the docs; the docs page is ${links.docs()}` });

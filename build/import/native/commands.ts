@@ -9,8 +9,8 @@ import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readId
 import { readStructureMapping, structureRecords } from './structures.js';
 import { UsageError } from '../../errors.js';
 import {
-  describeWildTypeCheck, placeByWildType, proteinLookup, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes,
-  readPvacspliceAllEpitopes, releaseResolver, type ReleaseProtein,
+  describeWildTypeCheck, pvacseqOnRelease, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes,
+  readPvacspliceAllEpitopes, releaseResolver,
 } from './neoantigens.js';
 import { readPtmPose, releaseProteins as ptmProteins, transferPtmSites, PTM_POSE_SOURCE } from './ptm.js';
 
@@ -111,13 +111,14 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
     await importNative(o, 'neoantigens', async (db) => {
       const parsed = await read(o.file);
       for (const w of parsed.warnings) log(`warning: ${w}`);
-      const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned, protein_sequence FROM isoforms').all() as ReleaseProtein[];
-      const resolve = releaseResolver(isoforms);
       const note = `${parsed.skipped} rows without a computable position skipped`;
       // pVACsplice epitopes lie on the altered protein, with no wild-type epitope to check.
-      if (o.format === 'pvacsplice') return { ...rankAndMap(parsed.rows, resolve), note };
-      const check = placeByWildType(parsed.rows, resolve, proteinLookup(isoforms));
-      return { ...rankAndMap(check.rows, resolve), note: `${note}; ${describeWildTypeCheck(check)}` };
+      if (o.format === 'pvacsplice') {
+        const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
+        return { ...rankAndMap(parsed.rows, releaseResolver(isoforms)), note };
+      }
+      const placed = pvacseqOnRelease(db, parsed.rows);
+      return { located: placed.located, unmapped: placed.unmapped, note: `${note}; ${describeWildTypeCheck(placed.check)}` };
     }, log);
   });
 

@@ -26,6 +26,8 @@
 // sequence is no neoantigen of that isoform. Skips are counted by reason.
 import { cellParsers, readTsv } from '../input.js';
 import type { Located, NeoantigenRecord } from '../tracks.js';
+import type { Db } from '../../release-db/store.js';
+import { releaseProteins } from './domains.js';
 
 export type NativeNeoantigen = NeoantigenRecord & {
   transcript: string;
@@ -225,18 +227,6 @@ export function releaseResolver(isoforms: Iterable<{ transcript_id: string; tran
   return (transcript) => (exact.has(transcript) ? transcript : byUnversioned.get(transcript.replace(/\.\d+$/, '')) ?? null);
 }
 
-export interface ReleaseProtein {
-  transcript_id: string;
-  transcript_id_unversioned: string | null;
-  protein_sequence: string | null;
-}
-
-/** transcript id → its protein (null for a non-coding isoform or an id not in the release). */
-export function proteinLookup(isoforms: ReleaseProtein[]): (transcriptId: string) => string | null {
-  const byId = new Map(isoforms.map((i) => [i.transcript_id, i.protein_sequence]));
-  return (id) => byId.get(id) ?? null;
-}
-
 /** Why placeByWildType() left a row out. */
 export const WILD_TYPE_SKIPS = {
   mutant_in_release_protein: 'mutant epitope already in the release protein',
@@ -290,6 +280,15 @@ export function placeByWildType(
 export function describeWildTypeCheck(check: { moved: number; skipped: Record<WildTypeSkip, number> }): string {
   const skips = (Object.keys(check.skipped) as WildTypeSkip[]).filter((k) => check.skipped[k]).map((k) => `${check.skipped[k]} ${WILD_TYPE_SKIPS[k]}`);
   return `${check.moved} moved to their wild-type epitope${skips.length ? `; skipped: ${skips.join(', ')}` : ''}`;
+}
+
+/** pVACseq rows (all-epitopes or aggregated) on a release: transcript ids resolved with or without
+ * version, each row placed by its wild-type epitope on the release protein, then ranked. */
+export function pvacseqOnRelease(db: Db, rows: Located<NativeNeoantigen>[]): ReturnType<typeof rankAndMap> & { check: ReturnType<typeof placeByWildType> } {
+  const resolve = releaseResolver(db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[]);
+  const proteins = releaseProteins(db);
+  const check = placeByWildType(rows, resolve, (id) => proteins.get(id) ?? null);
+  return { ...rankAndMap(check.rows, resolve), check };
 }
 
 /** Maps file transcript ids to release ids and orders the records (transcript, start, best affinity
