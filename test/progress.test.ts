@@ -2,6 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import { startProgress, timeLeft } from '../build/progress.js';
+import { readLines } from '../build/import/input.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 function sink() {
   const lines: string[] = [];
@@ -37,5 +41,33 @@ describe('progress off a terminal', () => {
     expect(timeLeft(50, 100, 10_000)).toBe('about 10 s left');
     expect(timeLeft(10, 100, 60_000)).toBe('about 9 min left');
     expect(timeLeft(1, 1000, 60_000)).toBe('about 16.6 h left');
+  });
+});
+
+describe('reading a large input file', () => {
+  it('reports its progress in MiB read, up to the whole file, and stops', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-progress-'));
+    try {
+      const file = join(dir, 'big.tsv');
+      const line = `${'x'.repeat(99)}\n`;
+      const count = 180_000; // 18,000,000 bytes: a little over 17 MiB
+      writeFileSync(file, line.repeat(count));
+      const seen: { label: string; total: number; ticks: number; stopped: boolean }[] = [];
+      const fake = (label: string, total: number) => {
+        const p = { label, total, ticks: 0, stopped: false };
+        seen.push(p);
+        return { tick: (n = 1) => void (p.ticks += n), stop: () => void (p.stopped = true) };
+      };
+      let lines = 0;
+      for await (const _ of readLines(file, fake)) lines++;
+      expect(lines).toBe(count);
+      expect(seen).toEqual([{ label: 'reading big.tsv (MiB)', total: 18, ticks: 18, stopped: true }]);
+      // A small file reads without progress.
+      writeFileSync(join(dir, 'small.tsv'), line);
+      for await (const _ of readLines(join(dir, 'small.tsv'), fake)) lines++;
+      expect(seen).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

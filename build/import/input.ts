@@ -1,6 +1,8 @@
 // Reading curated input files: plain or gzipped, line by line, with errors that say where.
 import { BadInputError } from '../errors.js';
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
+import { basename } from 'node:path';
+import { startProgress } from '../progress.js';
 import { createHash } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
@@ -20,11 +22,32 @@ export class InputError extends BadInputError {
   }
 }
 
-/** Yields [lineNumber, text] for each line (1-based), transparently gunzipping `.gz` files. */
-export async function* readLines(path: string): AsyncGenerator<[number, string]> {
+/** Files from this size on show their reading's progress (by bytes read). */
+const PROGRESS_FROM_BYTES = 16 * 1024 * 1024;
+const MIB = 1024 * 1024;
+
+/** Yields [lineNumber, text] for each line (1-based), transparently gunzipping `.gz` files. A large
+ * file's reading shows progress (build/progress.ts), in MiB of the file as stored. */
+export async function* readLines(path: string, progressOf: typeof startProgress = startProgress): AsyncGenerator<[number, string]> {
   const raw = createReadStream(path);
   const stream = path.endsWith('.gz') ? raw.pipe(createGunzip()) : raw;
   raw.on('error', (err) => stream.destroy(err));
+  const size = fileSize(path);
+  if (size >= PROGRESS_FROM_BYTES) {
+    const total = Math.ceil(size / MIB);
+    const progress = progressOf(`reading ${basename(path)} (MiB)`, total);
+    let counted = 0;
+    const count = (mib: number) => {
+      progress.tick(mib - counted);
+      counted = mib;
+    };
+    raw.on('data', () => count(Math.floor(raw.bytesRead / MIB)));
+    raw.once('end', () => {
+      count(total);
+      progress.stop();
+    });
+    raw.once('close', () => progress.stop()); // also when the reading stops early
+  }
   const lines = createInterface({ input: stream, crlfDelay: Infinity });
   let n = 0;
   try {
@@ -72,6 +95,14 @@ export async function* readTsv(
     yield { line, row };
   }
   if (header === null) throw new InputError(path, null, 'file is empty: expected a header row');
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0; // reading it says what is wrong
+  }
 }
 
 /** SHA-256 of a file's bytes (as stored, compressed or not): recorded as the provenance of an import. */
