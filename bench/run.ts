@@ -16,6 +16,7 @@ import { gitCommit, machine } from './machine.js';
 import { benchPublish } from './publish.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
 import { benchServer } from './server.js';
+import { benchFront } from './front.js';
 import { benchSoak } from './soak.js';
 import { killAllServers } from './servers.js';
 
@@ -41,7 +42,7 @@ function sectionList(v: string): SectionId[] {
 
 async function main(argv: string[]): Promise<number> {
   const cli = new Command('bench')
-    .description('Benchmarks of the build, the edge handler, the local server at a fixed rate (nginx as information), publishing, the edge bundle and a soak run; writes BENCHMARKS.md.')
+    .description('Benchmarks of the build, the edge handler, the local server and its nginx front, publishing, the edge bundle and a soak run; writes BENCHMARKS.md.')
     .option('--only <sections>', `comma-separated subset of: ${SECTION_ORDER.join(', ')}`, sectionList)
     .option('--runs <n>', 'runs per figure (the median is reported with the spread)', positive, 5)
     .option('--runs-human <n>', 'runs of the human-scale build (minutes each)', positive, 1)
@@ -65,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
     handler: benchHandler,
     search: await searchSection(),
     server: benchServer,
+    front: benchFront,
     publish: benchPublish,
     bundle: benchBundle,
     cli: benchCli,

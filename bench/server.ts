@@ -1,25 +1,25 @@
-// Section 3: the local server (`isoatlas serve`) on loopback at a fixed request rate per route,
-// p50/p99 latency with coordinated omission corrected (autocannon's overallRate), and nginx serving
-// the same tree's files at the same rate, reported as information: nginx cannot resolve names,
-// search or count requests, so it is a reference for the transport, not a target.
+// The local server (`isoatlas serve`) on loopback at a fixed request rate per route, p50/p99 latency
+// with coordinated omission corrected (autocannon's overallRate), and the same requests through its
+// nginx front (`isoatlas nginx-config`), which answers canonical-id files itself after the server's
+// admission and passes the rest on; then each at full speed on the file-backed routes.
 import type { BenchContext } from './context.js';
 import { load, type LoadResult } from './load.js';
 import type { SectionReport } from './report.js';
 import { pickSamples } from './samples.js';
-import { startLocalServer, startNginx, type RunningServer } from './servers.js';
+import { startLocalServer, startNginxFront, type RunningServer } from './servers.js';
 import { fmt, fmtSummary, summarize } from './stats.js';
 import { existsSync } from 'node:fs';
 import { NGINX_BIN } from './machine.js';
 
-/** Well below what either server answers on this machine, so latency is measured, not queueing. */
+/** Well below what either answers on this machine, so latency is measured, not queueing. */
 const RATE = 500;
 const CONNECTIONS = 10;
 
 interface Case {
   name: string;
-  local: string;
-  /** The tree file nginx serves for the same answer, or null when it has none. */
-  nginx: string | null;
+  path: string;
+  /** Whether the front answers it from the file (a canonical id, no query). */
+  fromFile: boolean;
 }
 
 export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
@@ -27,59 +27,77 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
   const s = pickSamples(tree);
   const api = '/api/v1';
   const cases: Case[] = [
-    { name: 'gene record', local: `${api}/genes/${s.geneId}`, nginx: `/${s.files.gene}` },
-    { name: 'isoform by name', local: `${api}/isoforms/${s.transcriptName}`, nginx: `/${s.files.isoform}` },
-    { name: 'isoform page limit=10', local: `${api}/genes/${s.geneId}/isoforms?limit=10`, nginx: `/${s.files.page}` },
-    { name: 'search', local: `${api}/search?query=${encodeURIComponent(s.symbol)}`, nginx: null },
+    { name: 'gene record by id', path: `${api}/genes/${s.geneId}`, fromFile: true },
+    { name: 'isoform by id', path: `${api}/isoforms/${s.transcriptId}`, fromFile: true },
+    { name: 'structure file', path: `/structures/${s.structureTranscriptId}.cif`, fromFile: true },
+    { name: 'isoform by name', path: `${api}/isoforms/${s.transcriptName}`, fromFile: false },
+    { name: 'isoform page limit=10', path: `${api}/genes/${s.geneId}/isoforms?limit=10`, fromFile: false },
+    { name: 'search', path: `${api}/search?query=${encodeURIComponent(s.symbol)}`, fromFile: false },
   ];
   const seconds = ctx.opts.quick ? 3 : 10;
   const runs = ctx.opts.runs;
-  const at = (server: RunningServer, path: string) => load({ base: server.base, paths: [path], connections: CONNECTIONS, seconds, rate: RATE });
-  const results = new Map(cases.map((c) => [c.name, { local: [] as LoadResult[], nginx: [] as LoadResult[] }]));
+  const at = (server: RunningServer, path: string, rate?: number) => load({ base: server.base, paths: [path], connections: CONNECTIONS, seconds, rate });
+  const results = new Map(cases.map((c) => [c.name, { serve: [] as LoadResult[], front: [] as LoadResult[], serveMax: [] as LoadResult[], frontMax: [] as LoadResult[] }]));
   const started: RunningServer[] = [];
   try {
-    const local = await startLocalServer(tree, ctx.tmp).then((x) => (started.push(x), x));
-    // Information only: without nginx installed its columns say so.
-    const nginx = existsSync(NGINX_BIN) ? await startNginx(tree, ctx.tmp).then((x) => (started.push(x), x)) : null;
+    const serve = await startLocalServer(tree, ctx.tmp, { serveArgs: ['--trust-proxy', '127.0.0.1'] }).then((x) => (started.push(x), x));
+    // Without nginx installed its columns say so.
+    const front = existsSync(NGINX_BIN) ? await startNginxFront(tree, ctx.tmp, serve).then((x) => (started.push(x), x)) : null;
     for (const c of cases) {
-      await expect200(local, c.local);
-      await load({ base: local.base, paths: [c.local], connections: CONNECTIONS, seconds: 2, rate: RATE }); // warm-up
-      if (c.nginx && nginx) await expect200(nginx, c.nginx);
+      for (const server of front ? [serve, front] : [serve]) {
+        await expect200(server, c.path);
+        await load({ base: server.base, paths: [c.path], connections: CONNECTIONS, seconds: 2, rate: RATE }); // warm-up
+      }
     }
     for (let run = 0; run < runs; run++) {
       for (const c of cases) {
-        const r = await at(local, c.local);
-        checkOnly200('isoatlas serve', c.local, r);
-        results.get(c.name)!.local.push(r);
-        if (c.nginx && nginx) {
-          const n = await at(nginx, c.nginx);
-          checkOnly200('nginx', c.nginx, n);
-          results.get(c.name)!.nginx.push(n);
+        const r = results.get(c.name)!;
+        const measure = async (server: RunningServer, into: LoadResult[], rate?: number) => {
+          const x = await at(server, c.path, rate);
+          checkOnly200(server.name, c.path, x);
+          into.push(x);
+          return x;
+        };
+        const x = await measure(serve, r.serve, RATE);
+        if (front) await measure(front, r.front, RATE);
+        if (c.fromFile) {
+          await measure(serve, r.serveMax);
+          if (front) await measure(front, r.frontMax);
         }
-        ctx.log(`  run ${run + 1}/${runs} ${c.name}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`);
+        ctx.log(`  run ${run + 1}/${runs} ${c.name}: serve p50 ${x.p50Ms} ms, p99 ${x.p99Ms} ms`);
       }
     }
   } finally {
     for (const server of started) await server.stop();
   }
-  const rows = cases.map((c) => {
+  const ms = (list: LoadResult[], pick: (x: LoadResult) => number, digits = 1) => (list.length ? fmtSummary(summarize(list.map(pick)), digits) : 'n/a');
+  const latency = cases.map((c) => {
     const r = results.get(c.name)!;
-    const ms = (list: LoadResult[], pick: (x: LoadResult) => number) => (list.length ? fmtSummary(summarize(list.map(pick)), 1) : 'n/a');
-    return [c.name, `\`${c.local.replace(api, '')}\``, ms(r.local, (x) => x.p50Ms), ms(r.local, (x) => x.p99Ms), ms(r.nginx, (x) => x.p50Ms), ms(r.nginx, (x) => x.p99Ms)];
+    return [c.name, `\`${c.path.replace(api, '')}\``, c.fromFile ? 'file' : 'server', ms(r.serve, (x) => x.p50Ms), ms(r.serve, (x) => x.p99Ms), ms(r.front, (x) => x.p50Ms), ms(r.front, (x) => x.p99Ms)];
   });
-  const gene = results.get('gene record')!.local;
+  const speed = cases
+    .filter((c) => c.fromFile)
+    .map((c) => {
+      const r = results.get(c.name)!;
+      return [c.name, ms(r.serveMax, (x) => x.rps, 0), ms(r.frontMax, (x) => x.rps, 0)];
+    });
+  const gene = results.get('gene record by id')!;
+  const median = (list: LoadResult[], pick: (x: LoadResult) => number) => (list.length ? summarize(list.map(pick)).median : NaN);
   return {
     id: 'server',
-    title: 'Local server at a fixed rate, nginx as information',
-    method: `autocannon (in the bench process) at a steady ${RATE} requests/s overall over ${CONNECTIONS} connections for ${seconds} s per run, ${runs} runs per route, against \`isoatlas serve\` (Node's http server, default open access control with the per-IP limit raised so the load is never throttled, request log to /dev/null) and nginx (\`worker_processes 1\`, sendfile, access log off) serving the same tree's files; latencies corrected for coordinated omission; each path checked to answer 200 first, and a run with any other answer fails. Medians of the runs with their spread.`,
-    tables: [{ headers: ['route', 'path', 'serve p50 (ms)', 'serve p99 (ms)', 'nginx p50 (ms)', 'nginx p99 (ms)'], rows }],
+    title: 'Local server, and its nginx front',
+    method: `autocannon (in the bench process) over ${CONNECTIONS} connections for ${seconds} s per run, ${runs} runs per route, against \`isoatlas serve\` (Node's http server, default open access control with the per-IP limit raised so the load is never throttled, request log to /dev/null, \`--trust-proxy 127.0.0.1\`) and the nginx front before it (Debian's nginx, the config of \`isoatlas nginx-config\` in an http block with \`worker_processes 1\`, sendfile, its log to /dev/null): first at a steady ${RATE} requests/s overall (latencies corrected for coordinated omission), then, for the routes the front answers from files, as fast as each answers. Each path checked to answer 200 first, and a run with any other answer fails. Medians of the runs with their spread.`,
+    tables: [
+      { headers: ['route', 'path', 'front answers from', 'serve p50 (ms)', 'serve p99 (ms)', 'front p50 (ms)', 'front p99 (ms)'], rows: latency },
+      { headers: ['route (as fast as answered)', 'serve (requests/s)', 'front (requests/s)'], rows: speed },
+    ],
     targets: [],
     notes: [
-      'nginx is information, not a target: it serves files by their tree path and cannot resolve names, slice pages, search or count requests.',
-      'The servers and the load generator share the machine’s 2 cores: figures are relative, not what either server does on dedicated hardware.',
+      'Every request the front answers from a file is still counted and checked by the server (one admission request each), so the front relieves the server of reading, verifying and sending bodies, not of every request.',
+      'The servers and the load generator share the machine’s 2 cores: figures are relative, not what either does on dedicated hardware.',
       'autocannon records latencies in whole milliseconds: 0 means under a millisecond.',
     ],
-    headline: `serve gene p99 ${fmt(summarize(gene.map((x) => x.p99Ms)).median, 1)} ms at ${RATE}/s`,
+    headline: `gene by id: serve ${fmt(median(gene.serveMax, (x) => x.rps), 0)}/s, front ${fmt(median(gene.frontMax, (x) => x.rps), 0)}/s at full speed`,
   };
 }
 

@@ -1,6 +1,6 @@
-// The servers under load: `isoatlas serve` (a child process, as users run it) and nginx serving the
-// same tree, plus the RSS of a process from /proc.
-import { spawn, type ChildProcess } from 'node:child_process';
+// The servers under load: `isoatlas serve` (a child process, as users run it) and its nginx front
+// (the config `isoatlas nginx-config` writes), plus the RSS of a process from /proc.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -78,11 +78,11 @@ function writeBenchAccessConfig(dir: string): string {
 }
 
 /** `isoatlas serve` on the tree, its request log to /dev/null; `nodeArgs` e.g. --cpu-prof. */
-export async function startLocalServer(tree: string, tmp: string, opts: { nodeArgs?: string[] } = {}): Promise<RunningServer> {
+export async function startLocalServer(tree: string, tmp: string, opts: { nodeArgs?: string[]; serveArgs?: string[] } = {}): Promise<RunningServer> {
   const dir = join(tmp, `local-server-${Date.now()}`);
   mkdirSync(join(dir, 'keys'), { recursive: true });
   const port = await freePort();
-  const args = [...(opts.nodeArgs ?? []), CLI, 'serve', '--dir', tree, '--port', String(port), '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys'), '--access-config', writeBenchAccessConfig(dir)];
+  const args = [...(opts.nodeArgs ?? []), CLI, 'serve', '--dir', tree, '--port', String(port), '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys'), '--access-config', writeBenchAccessConfig(dir), ...(opts.serveArgs ?? [])];
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
@@ -92,12 +92,16 @@ export async function startLocalServer(tree: string, tmp: string, opts: { nodeAr
   return { name: 'isoatlas serve', base, pid: child.pid!, stop: stopper(child, 'SIGINT') };
 }
 
-/** nginx with one worker (the Node server is one process), no access log, serving the tree as files. */
-export async function startNginx(tree: string, tmp: string): Promise<RunningServer> {
+/** The nginx front of `isoatlas nginx-config` (one worker, its log to /dev/null) before `server`,
+ * which must trust 127.0.0.1 (`--trust-proxy`). */
+export async function startNginxFront(tree: string, tmp: string, server: RunningServer): Promise<RunningServer> {
   const dir = join(tmp, `nginx-${Date.now()}`);
   mkdirSync(join(dir, 'logs'), { recursive: true });
   mkdirSync(join(dir, 'tmp'), { recursive: true });
   const port = await freePort();
+  const front = join(dir, 'isoatlas.conf');
+  const generated = spawnSync(process.execPath, [CLI, 'nginx-config', '--dir', tree, '--upstream', new URL(server.base).host, '--listen', `127.0.0.1:${port}`, '--access-log', '/dev/null', '--out', front], { cwd: ROOT, encoding: 'utf8' });
+  if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed: ${generated.stderr}`);
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `${k}_temp_path ${join(dir, 'tmp')};`).join(' ');
   // Started as root, nginx would run its worker as nobody, which cannot read a tree in a 0700 temp dir.
   const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
@@ -106,29 +110,22 @@ pid ${join(dir, 'nginx.pid')};
 error_log ${join(dir, 'logs/error.log')} warn;
 events { worker_connections 1024; }
 http {
-  access_log off;
-  types { application/json json; chemical/x-mmcif cif; }
-  default_type application/octet-stream;
   sendfile on;
   tcp_nopush on;
   keepalive_requests 1000000;
   ${temp}
-  server {
-    listen 127.0.0.1:${port};
-    root ${tree};
-    etag on;
-  }
+  include ${front};
 }
 `;
   const confFile = join(dir, 'nginx.conf');
   writeFileSync(confFile, conf);
-  const child = track(spawn(NGINX_BIN, ['-p', dir, '-c', confFile, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  const child = track(spawn(NGINX_BIN, ['-p', dir, '-c', confFile, '-e', join(dir, 'logs/error.log'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const base = `http://127.0.0.1:${port}`;
-  await waitUntilServing(`${base}/api/v1/release.json`, child, () => stderr + readLog(join(dir, 'logs/error.log')));
+  await waitUntilServing(`${base}/api/v1/release`, child, () => stderr + readLog(join(dir, 'logs/error.log')));
   // The worker serves; its RSS is what matters, but the master's pid is what we can stop.
-  return { name: 'nginx', base, pid: child.pid!, stop: stopper(child, 'SIGTERM') };
+  return { name: 'nginx front', base, pid: child.pid!, stop: stopper(child, 'SIGTERM') };
 }
 
 function readLog(file: string): string {

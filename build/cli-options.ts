@@ -1,6 +1,7 @@
 // Option parsers and the exit-code mapping shared by the full CLI (cli.ts) and the small server
 // CLI (server-cli.ts): one place says what an option may be and which code each failure exits with.
 import { CommanderError, InvalidArgumentError, type Command } from 'commander';
+import { isIP } from 'node:net';
 import { BadInputError, UsageError } from './errors.js';
 import { explainStorageError } from './storage-errors.js';
 
@@ -24,6 +25,12 @@ export function parseMode(value: string): 'open' | 'key-required' {
 export function parsePort(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number from 0 to 65535');
   return Number(value);
+}
+
+/** A repeatable IP address option (`--trust-proxy`). */
+export function collectAddress(value: string, previous: string[]): string[] {
+  if (!isIP(value)) throw new InvalidArgumentError(`expected an IP address such as 127.0.0.1 or ::1 (the address the front connects from), not "${value}"`);
+  return [...previous, value];
 }
 
 export function parseBaseUrl(value: string): string {

@@ -1,10 +1,18 @@
 // `serve` and `mirror`: what a mirror operator runs. Shared by the full CLI and the one-file server
 // CLI (server-cli.ts, bundled without native modules), so both take the same options.
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError } from './errors.js';
 import { readAccessConfigFile } from './access-config-file.js';
-import { DEFAULT_PORT, log, parseBaseUrl, parseMode, parsePort, positiveInteger } from './cli-options.js';
+import { DEFAULT_PORT, collectAddress, log, parseBaseUrl, parseMode, parsePort, positiveInteger } from './cli-options.js';
 import { parseEndpoint } from './storage-errors.js';
+
+/** A value written into the nginx config as it is: only the characters its kind needs. */
+function nginxValue(option: string, pattern: RegExp, what: string) {
+  return (value: string) => {
+    if (!pattern.test(value)) throw new InvalidArgumentError(`expected ${what} for ${option}, not "${value}"`);
+    return value;
+  };
+}
 
 /** `defaultDir`: what `serve` serves without --dir (the demo tree in a checkout; none in the bundle). */
 export function addServeCommands(cli: Command, defaults: { defaultDir?: string; keysDir: string }): void {
@@ -19,11 +27,12 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
     .option('--access-config <file>', 'tiers and limits (JSON; see `isoatlas keys tiers` and the README)')
     .option('--keys-dir <dir>', 'key registry and server secret (see `isoatlas keys`)', defaults.keysDir)
     .option('--metrics', 'answer GET /metrics in Prometheus text format (requests by route and status, latency, cache hits)', false)
-    .action(async (o: { dir?: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string; metrics: boolean }) => {
+    .option('--trust-proxy <address>', 'a front (such as the nginx front of `isoatlas nginx-config`) connecting from this address names the client in X-Forwarded-For; repeatable', collectAddress, [] as string[])
+    .action(async (o: { dir?: string; port: number; host: string; structureBase?: string; access: 'open' | 'key-required'; accessConfig?: string; keysDir: string; metrics: boolean; trustProxy: string[] }) => {
       const access = readAccessConfigFile(o.accessConfig, o.access);
       if (!o.dir) throw new UsageError('--dir is required: the rendered tree or mirror to serve');
       const { serve } = await import('./serve.js');
-      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir, metrics: o.metrics });
+      await serve({ dir: o.dir, port: o.port, host: o.host, structureBaseUrl: o.structureBase, access, keysDir: o.keysDir, metrics: o.metrics, trustProxy: o.trustProxy });
     });
 
   cli
@@ -41,6 +50,27 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
     .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string }) => {
       const { mirror } = await import('./mirror.js');
       await mirror({ ...o, releases: o.release, log });
+    });
+
+  cli
+    .command('nginx-config')
+    .description(
+      'Write an nginx front for `isoatlas serve` (docs/OPERATIONS.md): nginx answers requests for resources by canonical id from the files of --dir, after the server has counted and admitted them, and passes every other request to the server. Regenerate it and reload nginx after each sync or rebuild.',
+    )
+    .option('--dir <dir>', 'the rendered tree or mirror the server serves', defaults.defaultDir)
+    .option('--upstream <host:port>', 'where `isoatlas serve --trust-proxy <nginx address>` listens', nginxValue('--upstream', /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$|^unix:\/[^\s;{}'"]+$/, 'host:port or unix:/path'), '127.0.0.1:8080')
+    .option('--listen <address>', "nginx's listen value, e.g. 80 or 127.0.0.1:8081", nginxValue('--listen', /^[A-Za-z0-9.:[\] _-]+$/, 'a port, an address:port or nginx listen parameters'), '80')
+    .option('--server-name <names>', "nginx's server_name", nginxValue('--server-name', /^[A-Za-z0-9.*_ -]+$/, 'host names separated by spaces'), '_')
+    .option('--access-log <file>', 'file for the log lines of the answers nginx gives itself (the server logs the others)', '/var/log/nginx/isoatlas.log')
+    .option('--out <file>', 'write the config here (replaced atomically, only if an earlier run wrote it); default: standard output')
+    .action(async (o: { dir?: string; upstream: string; listen: string; serverName: string; accessLog: string; out?: string }) => {
+      if (!o.dir) throw new UsageError('--dir is required: the rendered tree or mirror `isoatlas serve` serves');
+      if (/[\s;{}'"]/.test(o.accessLog)) throw new UsageError(`--access-log must be a path without spaces, quotes, ";" or braces, not "${o.accessLog}"`);
+      const { nginxConfig, writeNginxConfig } = await import('./nginx-config.js');
+      const config = await nginxConfig({ dir: o.dir, upstream: o.upstream, listen: o.listen, serverName: o.serverName, accessLog: o.accessLog, version: cli.version() ?? 'dev' });
+      if (o.out) await writeNginxConfig(o.out, config.text);
+      else process.stdout.write(config.text);
+      log(`nginx front for release ${config.release}: ${config.files} requests answered from files, the rest passed to ${o.upstream}${o.out ? `; written to ${o.out}` : ''} (check and reload: nginx -t && nginx -s reload)`);
     });
 
 }

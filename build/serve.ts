@@ -6,9 +6,10 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
 import { parseManifestIndex } from '../edge/contract/manifest.js';
-import { createHandler, releasesOf, type Handler, type HandlerOptions } from '../edge/handler.js';
+import { createHandler, keepPrivate, releasesOf, type Handler, type HandlerOptions, type RequestContext } from '../edge/handler.js';
+import { TrustedFronts } from '../edge/adapters/forwarded.js';
+import { cacheControl, RELEASE_HEADER } from '../edge/contract/routes.js';
 import type { Releases } from '../edge/routes/context.js';
-import { createHash } from 'node:crypto';
 import { LocalOrigin, LocalTreeOrigin } from '../edge/origins/local.js';
 import { StoreOrigin } from '../edge/origins/store.js';
 import { POINTER_KEY, parsePointer } from '../edge/contract/store.js';
@@ -33,6 +34,9 @@ export interface ServeOptions {
   keysDir: string;
   /** Answer GET /metrics (Prometheus text format). */
   metrics?: boolean;
+  /** Addresses of fronts (the nginx front) whose X-Forwarded-For names the client, and which may ask
+   * GET /admission. */
+  trustProxy?: string[];
   log?: (line: string) => void;
 }
 
@@ -92,6 +96,11 @@ function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
 export const HEALTH_PATH = '/health';
 /** `GET /metrics` with `--metrics`: Prometheus text format, before access control like /health. */
 export const METRICS_PATH = '/metrics';
+/** `GET /admission`: asked by a trusted front (build/nginx-config.ts) before it answers a request
+ * with a file itself. */
+export const ADMISSION_PATH = '/admission';
+/** The request header in which the front names the manifest its file map was made from. */
+export const FRONT_MANIFEST_HEADER = 'X-Isoatlas-Front-Manifest';
 
 async function health(dir: string, releases: Releases): Promise<Response> {
   const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
@@ -99,8 +108,7 @@ async function health(dir: string, releases: Releases): Promise<Response> {
     const release = await releases.get();
     if (!release) throw new Error('no current release');
     const name = await release.name();
-    const listed = (await releases.list()).releases.find((r) => r.release === name);
-    const manifest = listed?.manifest_sha256 ?? createHash('sha256').update(readFileSync(join(dir, treePaths.manifest))).digest('hex');
+    const manifest = await release.origin.manifestSha256();
     const record = join(dir, MIRROR_RECORD);
     const synced = existsSync(record) ? (JSON.parse(readFileSync(record, 'utf8')) as MirrorRecord) : null;
     const mirror = synced && { source: synced.source, synced_at: synced.synced_at };
@@ -108,6 +116,23 @@ async function health(dir: string, releases: Releases): Promise<Response> {
   } catch (err) {
     return new Response(JSON.stringify({ status: 'unavailable', detail: (err as Error).message }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });
   }
+}
+
+/** The answer to a front's `GET /admission`: the request it stands for (same headers, same client)
+ * is counted and checked as if it were served here. 204 admits it, with the headers the server would
+ * add to the file's answer (limits, cache policy, release); 403 sends it on to the server, which
+ * answers it in full: when access control refuses it (the server refuses it again, with the problem
+ * answer) or when the front's file map is of another release than the one served now (then it is
+ * counted only there). */
+async function admission(request: Request, context: RequestContext, releases: Releases, access: AccessControl): Promise<Response> {
+  const refer = new Response(null, { status: 403, headers: { 'Cache-Control': 'no-store' } });
+  const release = await releases.get();
+  if (!release || (await release.origin.manifestSha256()) !== request.headers.get(FRONT_MANIFEST_HEADER)) return refer;
+  const decision = await access.decide(request, context.clientIp);
+  if (decision.denied) return refer;
+  const answer = new Response(null, { status: 204, headers: { ...decision.headers, 'Cache-Control': cacheControl.release, [RELEASE_HEADER]: await release.name() } });
+  if (access.mode === 'key-required') keepPrivate(answer);
+  return answer;
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
@@ -124,9 +149,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const releases = releasesOf(options);
   const api = createHandler(options, releases);
   const metrics = opts.metrics ? new ServerMetrics() : null;
-  const handler: Handler = (request, context) => {
+  const handler: Handler = (request, context = {}) => {
     const path = new URL(request.url).pathname;
     if (path === HEALTH_PATH) return health(dir, releases);
+    if (path === ADMISSION_PATH && context.viaFront && request.method === 'GET') return admission(request, context, releases, access);
     if (metrics && path === METRICS_PATH) {
       return Promise.resolve(new Response(metrics.render(), { headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' } }));
     }
@@ -134,8 +160,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
   };
   // One JSON object per request line; the lines about the server itself stay plain text.
   const server = createNodeServer(handler, {
+    trustedFronts: new TrustedFronts(opts.trustProxy ?? []),
     log: requestLog,
     logRequest: (entry) => {
+      // A front's admissions are not logged: the front logs the request they stood for.
+      if (entry.path === ADMISSION_PATH && (entry.status === 204 || entry.status === 403)) return;
       requestLog(JSON.stringify(entry));
       metrics?.observe(entry.path, entry.status, entry.ms / 1000);
     },

@@ -42,6 +42,8 @@ export interface HandlerOptions {
 /** Facts about the request that only the adapter knows and the client cannot forge. */
 export interface RequestContext {
   clientIp?: string;
+  /** The request came through a front the server trusts (its peer is one), which named the client. */
+  viaFront?: boolean;
 }
 
 export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;
@@ -171,7 +173,7 @@ export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBy
 }
 
 /** Marks a keyed answer as for its client only (`private`, varying by Authorization). */
-function keepPrivate(response: Response): void {
+export function keepPrivate(response: Response): void {
   const cache = response.headers.get('cache-control');
   if (cache !== null && cache !== 'no-store') response.headers.set('cache-control', cache.replace(/^public\b/, 'private'));
   response.headers.append('vary', 'Authorization');

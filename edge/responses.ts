@@ -24,6 +24,8 @@ export const REASONS: Record<number, string> = {
   405: 'Method Not Allowed',
   409: 'Conflict',
   408: 'Request Timeout',
+  413: 'Content Too Large',
+  414: 'URI Too Long',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',

@@ -50,7 +50,7 @@ export class AccessControl {
    * anything else. */
   async decide(request: Request, clientIp: string | undefined): Promise<AccessDecision> {
     const { config } = this.options;
-    // Only the adapter's trusted source of the client address counts; X-Forwarded-For is never read.
+    // Only the adapter's address counts: the peer's, or what a front the operator trusts forwarded.
     const ip = clientIp ?? 'unknown';
     const authorization = request.headers.get('authorization');
 

@@ -5,10 +5,11 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Handler } from '../handler.js';
+import type { Handler, RequestContext } from '../handler.js';
 import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
 import { serverLimits, type ServerLimits } from './server-limits.js';
+import { TrustedFronts } from './forwarded.js';
 
 /** What the request log records of each request (never a header: one may carry an API key). */
 export interface RequestLogEntry {
@@ -33,6 +34,8 @@ export interface NodeServerOptions {
   logRequest?: (entry: RequestLogEntry) => void;
   /** Overrides of SERVER_LIMITS (after those of the environment). */
   limits?: Partial<ServerLimits>;
+  /** Fronts whose X-Forwarded-For names the client (limits are counted per client, not per front). */
+  trustedFronts?: TrustedFronts;
 }
 
 /** What a connection's answers hold until its client takes them. */
@@ -51,6 +54,7 @@ const HEAD_BYTES = 512;
 
 export function createNodeServer(handler: Handler, opts: NodeServerOptions = {}): http.Server {
   const log = opts.log ?? (() => {});
+  const fronts = opts.trustedFronts ?? new TrustedFronts([]);
   const limits = serverLimits(process.env, opts.limits);
   const connections = new WeakMap<Socket, Connection>();
   let unsentTotal = 0;
@@ -101,9 +105,12 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       let status: number | string = 500;
       let sentBytes = 0;
       let release: string | null = null;
+      const viaFront = fronts.trusts(socket.remoteAddress);
+      const forwardedFor = req.headers['x-forwarded-for'];
+      const client = fronts.clientOf(socket.remoteAddress, Array.isArray(forwardedFor) ? forwardedFor.at(-1) : forwardedFor);
       try {
         ownHost ??= fallbackHostOf(server.address());
-        const response = await answer(req, handler, ownHost);
+        const response = await answer(req, handler, ownHost, { clientIp: client, viaFront });
         status = response.status;
         release = response.headers.get('x-isoatlas-release');
         if (socket.destroyed) {
@@ -138,7 +145,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       } finally {
         if (opts.logRequest) {
           opts.logRequest({
-            time: new Date().toISOString(), client: socket.remoteAddress ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
+            time: new Date().toISOString(), client: client ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
             status, bytes: sentBytes, ms: Number(millisSince(started)), release,
           });
         } else log(`${line} ${status} ${millisSince(started)}ms`);
@@ -177,7 +184,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
 
 /** The handler's answer to a request Node has parsed, or the 400/405 for one that cannot be a Web
  * Request. */
-async function answer(req: http.IncomingMessage, handler: Handler, ownHost: string): Promise<Response> {
+async function answer(req: http.IncomingMessage, handler: Handler, ownHost: string, context: RequestContext): Promise<Response> {
   const refuse = (status: number, detail: string, headers: Record<string, string> = {}) => {
     const body = problemBody(req.url ?? '/', { status, detail });
     return new Response(body as Uint8Array<ArrayBuffer>, { status, headers: { ...problemHead(body), ...headers, connection: 'close' } });
@@ -198,7 +205,7 @@ async function answer(req: http.IncomingMessage, handler: Handler, ownHost: stri
     if (!['GET', 'HEAD', 'OPTIONS'].includes(req.method ?? '')) return refuse(405, `method ${req.method} is not allowed; this API is read-only`, { allow: ALLOW });
     return refuse(400, 'the request target or a header is not valid');
   }
-  return handler(request, { clientIp: req.socket.remoteAddress });
+  return handler(request, context);
 }
 
 function headersOf(req: http.IncomingMessage): Headers {

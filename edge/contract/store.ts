@@ -26,6 +26,9 @@ export function objectSha(key: string): string | null {
   return m ? m[1] + m[2] : null;
 }
 
+/** Where a release's file is public below a store's base (structure redirects point there). */
+export const releasePublicPath = (release: string, treePath: string) => `releases/${release}/${treePath}`;
+
 /** Release names become URL segments (`/releases/<release>/…`, `?release=`): a safe alphabet. */
 export const RELEASE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 

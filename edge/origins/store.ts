@@ -2,7 +2,7 @@
 // directory): the current release from the pointer, any other from the history, each cached for at
 // most `ttlMs` (so a publish or rollback reaches every reader within that time), and every file of a
 // release read by the sha256 its manifest lists.
-import { HISTORY_KEY, POINTER_KEY, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store.js';
+import { HISTORY_KEY, POINTER_KEY, objectKey, releasePublicPath, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store.js';
 import { treePaths } from '../contract/tree.js';
 import { OriginError, type Origin, type OriginObject, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from '../origin.js';
 
@@ -87,8 +87,7 @@ export class StoreOrigin implements VersionedOrigin {
     const key = `${r.release}@${r.manifest_sha256}`;
     let pinned = this.pinned.get(key);
     if (!pinned) {
-      const prefix = `releases/${r.release}/`;
-      pinned = { release: r.release, files: new StoreReleaseFiles(this.raw, r.release, r.manifest_sha256), publicPath: (path) => prefix + path };
+      pinned = { release: r.release, files: new StoreReleaseFiles(this.raw, r.release, r.manifest_sha256), publicPath: (path) => releasePublicPath(r.release, path) };
       this.pinned.set(key, pinned);
       if (this.pinned.size > 16) this.pinned.delete(this.pinned.keys().next().value!);
     }

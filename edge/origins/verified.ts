@@ -26,7 +26,7 @@ export class IntegrityError extends OriginError {
 
 export class VerifiedOrigin implements Origin {
   readonly description: string;
-  private index: Promise<ManifestIndex> | null = null;
+  private index: Promise<{ index: ManifestIndex; sha256: string }> | null = null;
   private readonly shards: LoadingCache<Map<string, ManifestEntry>>;
   private readonly bodies: LoadingCache<OriginObject | null>;
   private readonly reported = new Set<string>();
@@ -67,6 +67,11 @@ export class VerifiedOrigin implements Origin {
     return (await this.manifestIndex()).release;
   }
 
+  /** The sha256 of the release's manifest.json: what it holds, byte for byte. */
+  async manifestSha256(): Promise<string> {
+    return (await this.manifest()).sha256;
+  }
+
   /** The manifest entry of a path, or null when the tree does not list it. */
   async entry(path: string): Promise<ManifestEntry | null> {
     const index = await this.manifestIndex();
@@ -83,13 +88,19 @@ export class VerifiedOrigin implements Origin {
     return shard.get(path) ?? null;
   }
 
-  private manifestIndex(): Promise<ManifestIndex> {
+  private async manifestIndex(): Promise<ManifestIndex> {
+    return (await this.manifest()).index;
+  }
+
+  /** manifest.json, parsed, and its sha256; read once (again only after a failed read). */
+  private manifest(): Promise<{ index: ManifestIndex; sha256: string }> {
     return (this.index ??= (async () => {
       const object = await this.raw.read(treePaths.manifest);
       if (!object) throw new OriginError(`the tree at ${this.description} has no ${treePaths.manifest}: is it a rendered isoatlas tree?`, 'unavailable');
       // In a store, the pointer or history vouches for the manifest, and through it for every file.
       if (this.raw.manifestSha256) await this.check(treePaths.manifest, object.body, { sha256: this.raw.manifestSha256 });
-      return this.parsed(() => parseManifestIndex(object.body, `${this.description}${treePaths.manifest}`));
+      const index = this.parsed(() => parseManifestIndex(object.body, `${this.description}${treePaths.manifest}`));
+      return { index, sha256: this.raw.manifestSha256 ?? (await sha256Hex(object.body)) };
     })().catch((err) => {
       this.index = null;
       throw err;

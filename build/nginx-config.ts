@@ -1,0 +1,308 @@
+// `isoatlas nginx-config`: an nginx front for `isoatlas serve`, generated from the tree or mirror it
+// fronts. nginx answers requests for a resource by its canonical id from the file itself (sendfile,
+// many connections, TLS where the operator adds it) once the server has counted and admitted them
+// (GET /admission, build/serve.ts); everything else (names, search, keys, redirects, conditional
+// requests, refusals) is passed to the server. The answers nginx gives are the server's, header for
+// header: the ETag is the manifest's sha256 (a map from path to file, written here), the rest comes
+// from the contract's constants and from the admission's answer.
+import { createHash } from 'node:crypto';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { ISOFORM_PAGE_SIZE, contentTypeOf, treePaths, type ManifestEntry } from '../edge/contract/tree.js';
+import { POINTER_KEY, objectKey, parsePointer, releasePublicPath } from '../edge/contract/store.js';
+import { RELEASE_HEADER } from '../edge/contract/routes.js';
+import { CORS_HEADERS } from '../edge/contract/http.js';
+import { ALLOW, PROBLEM_TYPE, problemBody } from '../edge/responses.js';
+import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
+import { loadManifest } from './manifest-reader.js';
+import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH } from './serve.js';
+import { BadInputError } from './errors.js';
+
+export interface NginxConfigOptions {
+  /** The rendered tree or mirror `isoatlas serve --dir` serves. */
+  dir: string;
+  /** Where that server listens, as nginx names an upstream server (`127.0.0.1:8080`). */
+  upstream: string;
+  /** nginx's `listen` (`80`, `127.0.0.1:8081`, …). */
+  listen: string;
+  serverName: string;
+  /** The file the front writes its own answers' log lines to. */
+  accessLog: string;
+  version: string;
+}
+
+export interface NginxConfig {
+  text: string;
+  release: string;
+  manifestSha256: string;
+  /** Requests nginx answers from a file. */
+  files: number;
+}
+
+/** The first line of every generated config: how a later run knows the file is its own to replace. */
+export const GENERATED_MARK = '# isoatlas nginx front';
+
+/** The kinds of file nginx serves, by the content type the manifest gives them. */
+const KINDS = { json: contentTypeOf('x.json'), mmcif: contentTypeOf('x.cif') } as const;
+type Kind = keyof typeof KINDS;
+
+/** The request (decoded path, no query) a file of the tree answers on its own, by its canonical id:
+ * the inverse of treePaths and links for the file-backed routes. The nginx-front test checks, for
+ * every path mapped, that the server answers it with that very file. */
+function requestOf(path: string, structurePath: (treePath: string) => string): { uri: string; kind: Kind }[] {
+  if (path === treePaths.release) return [{ uri: '/api/v1/', kind: 'json' }, { uri: '/api/v1/release', kind: 'json' }];
+  if (path === treePaths.openapi) return [{ uri: '/api/v1/openapi.json', kind: 'json' }];
+  let m = /^api\/v1\/genes\/([^/]+)\.json$/.exec(path);
+  if (m) return [{ uri: `/api/v1/genes/${m[1]}`, kind: 'json' }];
+  // The first page is what a request without limit and offset gets (ISOFORM_PAGE_SIZE is the default).
+  m = /^api\/v1\/genes\/([^/]+)\/isoforms\/0\.json$/.exec(path);
+  if (m) return [{ uri: `/api/v1/genes/${m[1]}/isoforms`, kind: 'json' }];
+  m = /^api\/v1\/isoforms\/([^/]+?)(\/domains|\/neoantigens|\/ptm)?\.json$/.exec(path);
+  if (m) return [{ uri: `/api/v1/isoforms/${m[1]}${m[2] ?? ''}`, kind: 'json' }];
+  m = /^structures\/([^/]+\.cif)$/.exec(path);
+  if (m) return [{ uri: `/${structurePath(path)}`, kind: 'mmcif' }];
+  return [];
+}
+
+/** What `dir` holds: the current release's manifest, and how to read a listed file. */
+async function openSource(dir: string) {
+  if (existsSync(join(dir, POINTER_KEY))) {
+    const pointer = parsePointer(readFileSync(join(dir, POINTER_KEY), 'utf8'));
+    const read = async (path: string, listed?: ManifestEntry) =>
+      readFile(join(dir, objectKey(path === treePaths.manifest ? pointer.manifest_sha256 : listed!.sha256))).catch(() => null);
+    const manifest = await loadManifest(read, `${dir}/ (release ${pointer.release}) `);
+    return { manifest, store: true, read, structurePath: (p: string) => releasePublicPath(pointer.release, p) };
+  }
+  if (!existsSync(join(dir, treePaths.manifest))) {
+    throw new BadInputError(`${dir} is neither a rendered isoatlas tree (no ${treePaths.manifest}) nor a mirror (no ${POINTER_KEY}): give --dir the directory \`isoatlas serve --dir\` serves`);
+  }
+  const read = async (path: string) => readFile(join(dir, path)).catch(() => null);
+  return { manifest: await loadManifest(read, `${dir}/`), store: false, read, structurePath: (p: string) => p };
+}
+
+export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig> {
+  const dir = resolve(opts.dir);
+  const source = await openSource(dir);
+  const { index, indexBody } = source.manifest;
+  const manifestSha256 = createHash('sha256').update(indexBody).digest('hex');
+
+  const lines: string[] = [];
+  let longestKey = 0;
+  for (const entry of source.manifest.entries) {
+    for (const { uri, kind } of requestOf(entry.path, source.structurePath)) {
+      if (entry.content_type !== KINDS[kind]) continue;
+      // A first page with a next page carries a Link header: the server answers it.
+      if (/\/isoforms\/0\.json$/.test(entry.path) && entry.path.startsWith('api/v1/genes/')) {
+        const page = JSON.parse(((await source.read(entry.path, entry)) ?? Buffer.from('{}')).toString('utf8')) as { next?: string | null; limit?: number };
+        if (page.next !== null || page.limit !== ISOFORM_PAGE_SIZE) continue;
+      }
+      const file = source.store ? entry.sha256 : `${entry.sha256} ${entry.path}`;
+      lines.push(`    ${uri} "${kind} ${file}";`);
+      longestKey = Math.max(longestKey, uri.length);
+    }
+  }
+  const text = render({ ...opts, dir, release: index.release, manifestSha256, store: source.store, mapLines: lines, longestKey });
+  return { text, release: index.release, manifestSha256, files: lines.length };
+}
+
+/** A string as an nginx quoted value (the generated values hold no `$` but the variables meant). */
+const quoted = (value: string) => `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+
+const RETRY = { 'Retry-After': '5' };
+
+/** The problem+json answers nginx gives itself, as the server would word them. */
+const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string, string> }[] = [
+  { status: 400, detail: 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)' },
+  { status: 404, detail: 'no endpoint here; the API lives under /api/v1/ (see /api/v1/openapi.json)' },
+  { status: 405, detail: `this API is read-only: the methods allowed are ${ALLOW}`, headers: { Allow: ALLOW } },
+  { status: 408, detail: 'the request was not received in time' },
+  { status: 413, detail: 'this API is read-only: requests carry no body' },
+  { status: 414, detail: `the request line and headers must fit in ${SERVER_LIMITS.maxHeaderSize} bytes` },
+  { status: 431, detail: `the request line and headers must fit in ${SERVER_LIMITS.maxHeaderSize} bytes` },
+  { status: 500, detail: 'an unexpected error occurred in the front; it has been logged' },
+  { status: 502, detail: 'the isoatlas server behind this front did not answer; try again shortly', headers: RETRY },
+  { status: 503, detail: 'the isoatlas server behind this front is busy; try again shortly', headers: RETRY },
+  { status: 504, detail: 'the isoatlas server behind this front did not answer in time; try again shortly', headers: RETRY },
+];
+/** nginx's own codes for some of them (494: header too large). */
+const NGINX_CODES: Record<number, number[]> = { 400: [400], 431: [494] };
+
+function render(o: NginxConfigOptions & { release: string; manifestSha256: string; store: boolean; mapLines: string[]; longestKey: number }): string {
+  const INSTANCE = '\u0000instance\u0000';
+  // At URIs, not named locations: nginx redirects to a named location only once it has a URI, and
+  // a request line it refuses has none.
+  const problemUri = (status: number) => `/.isoatlas/problem/${status}`;
+  const errorPages = NGINX_PROBLEMS.map((p) => `    error_page ${(NGINX_CODES[p.status] ?? [p.status]).join(' ')} ${problemUri(p.status)};`);
+  const indent = (lines: string[], by = '    ') => lines.map((l) => by + l);
+  const proxyHeaders = ['proxy_set_header Host $host;', 'proxy_set_header Connection "";', 'proxy_set_header X-Forwarded-For $remote_addr;'];
+  const cors = Object.entries(CORS_HEADERS).map(([name, value]) => `add_header ${name} ${quoted(value)} always;`);
+  const fromAdmission = ['Cache-Control', 'Vary', RELEASE_HEADER, 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  const variable = (header: string) => `$isoatlas_${header.toLowerCase().replace(/-/g, '_')}`;
+  // nginx's exact-match hash: twice as many buckets as keys, each with room for eight of the
+  // longest, so it is built at the first size tried whatever the keys hash to.
+  const element = 8 * Math.ceil((o.longestKey + 10) / 8);
+  const bucket = 2 ** Math.ceil(Math.log2(8 * element));
+
+  const fileLocation = (kind: Kind) => [
+    `location @isoatlas_${kind} {`,
+    `    auth_request /.isoatlas${ADMISSION_PATH};`,
+    ...fromAdmission.map((h) => `    auth_request_set ${variable(h)} $upstream_http_${h.toLowerCase().replace(/-/g, '_')};`),
+    '    types { }',
+    `    default_type ${quoted(KINDS[kind])};`,
+    '    etag off;',
+    '    max_ranges 0;',
+    '    add_header Last-Modified "";',
+    `    add_header ETag '"$isoatlas_sha256"';`,
+    ...fromAdmission.map((h) => `    add_header ${h} ${variable(h)};`),
+    ...indent(cors),
+    `    access_log ${o.accessLog} isoatlas_file;`,
+    '    # Refused by the server, or a file missing: the server answers the request itself.',
+    '    error_page 403 500 = @isoatlas;',
+    ...errorPages.filter((l) => !/ 500 /.test(l)),
+    '    try_files $isoatlas_path @isoatlas;',
+    '}',
+  ];
+
+  const problemLocation = (p: (typeof NGINX_PROBLEMS)[number]) => {
+    const body = new TextDecoder().decode(problemBody(INSTANCE, { status: p.status, detail: p.detail }));
+    const [before, after] = body.split(JSON.stringify(INSTANCE));
+    return [
+      `location = ${problemUri(p.status)} {`,
+      '    internal;',
+      '    types { }',
+      `    default_type ${quoted(PROBLEM_TYPE)};`,
+      ...indent(cors),
+      '    add_header Cache-Control "no-store" always;',
+      ...Object.entries(p.headers ?? {}).map(([name, value]) => `    add_header ${name} ${quoted(value)} always;`),
+      `    access_log ${o.accessLog} isoatlas_problem;`,
+      `    return ${p.status} '${before}"$isoatlas_instance"${after}';`,
+      '}',
+    ];
+  };
+
+  return [
+    `${GENERATED_MARK}, written by \`isoatlas nginx-config\` (isoatlas ${o.version}) on ${new Date().toISOString()}`,
+    `# from ${o.dir}: release ${o.release}, manifest sha256 ${o.manifestSha256}; ${o.mapLines.length} requests answered from files.`,
+    '#',
+    '# Include it in the http block of nginx.conf (Debian: /etc/nginx/conf.d/isoatlas.conf). GET and HEAD',
+    '# requests for a resource by its canonical id, with no query and no conditional or range header, are',
+    `# answered from the file once \`isoatlas serve\` at ${o.upstream} has counted and admitted them; every`,
+    '# other request (names, search, keys, redirects, refusals) is passed to that server, which must run',
+    '# with --trust-proxy <the address nginx connects from> and listen where only nginx reaches it.',
+    '# Regenerate it and reload nginx after each sync or rebuild: until then the server answers everything.',
+    '',
+    `map_hash_max_size ${Math.max(2048, 2 * o.mapLines.length)};`,
+    `map_hash_bucket_size ${bucket};`,
+    '',
+    'upstream isoatlas_server {',
+    `    server ${o.upstream};`,
+    '    keepalive 32;',
+    '}',
+    '',
+    `# The file that answers a request, by decoded path: "<kind> <sha256>${o.store ? '' : ' <path in the tree>'}".`,
+    'map $uri $isoatlas_file {',
+    '    default "";',
+    ...o.mapLines,
+    '}',
+    '',
+    '# Only a GET or HEAD with no query, no conditional header and no range is answered from a file.',
+    'map "$request_method $is_args$http_if_none_match$http_if_match$http_if_modified_since$http_if_unmodified_since$http_if_range$http_range" $isoatlas_plain {',
+    '    "GET " 1;',
+    '    "HEAD " 1;',
+    '    default "";',
+    '}',
+    'map "$isoatlas_plain $isoatlas_file" $isoatlas_kind {',
+    `    "~^1 (${Object.keys(KINDS).join('|')}) " $1;`,
+    '    default "";',
+    '}',
+    'map $isoatlas_file $isoatlas_sha256 {',
+    '    "~^\\w+ ([0-9a-f]{64})" $1;',
+    '    default "";',
+    '}',
+    'map $isoatlas_file $isoatlas_path {',
+    o.store ? '    "~^\\w+ ([0-9a-f]{2})([0-9a-f]{62})$" /objects/$1/$2;' : '    "~^\\w+ [0-9a-f]{64} (\\S+)$" /$1;',
+    '    default "";',
+    '}',
+    '',
+    '# Log lines in the shape of the server\'s (which logs what it answers): the answers nginx gives itself.',
+    'map $request_time $isoatlas_ms {',
+    '    "~^0\\.0*(\\d+)$" $1;',
+    '    "~^(\\d+)\\.(\\d+)$" $1$2;',
+    '}',
+    '# The request target as a problem\'s instance: only when it holds nothing JSON would need to escape',
+    '# and nothing shaped like an API key.',
+    'map $request_uri $isoatlas_instance {',
+    '    "~*isoatlas(_|%5f)" "/";',
+    '    "~^/[A-Za-z0-9/._~%@!&()*+,;=:?-]*$" $request_uri;',
+    '    default "/";',
+    '}',
+    '# Something shaped like an API key (pasted into a URL by mistake) is never written to the log.',
+    '# (the request target as sent: a request line nginx refuses has no parsed URI).',
+    'map $request $isoatlas_logged_path {',
+    '    "~*isoatlas(_|%5f)" "[redacted: shaped like an API key]";',
+    '    "~^\\S+ (\\S+)" $1;',
+    '    default "";',
+    '}',
+    `log_format isoatlas_file escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$request_uri","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"$isoatlas_${RELEASE_HEADER.toLowerCase().replace(/-/g, '_')}"}';`,
+    `log_format isoatlas_problem escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$isoatlas_logged_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":null}';`,
+    '',
+    'server {',
+    `    listen ${o.listen};`,
+    `    server_name ${o.serverName};`,
+    '    server_tokens off;',
+    `    root ${quoted(o.dir)};`,
+    `    large_client_header_buffers 4 ${SERVER_LIMITS.maxHeaderSize};`,
+    '    recursive_error_pages on;',
+    '    access_log off;',
+    '    proxy_http_version 1.1;',
+    ...indent(proxyHeaders),
+    ...errorPages,
+    '',
+    '    location / {',
+    '        error_page 418 = @isoatlas_json;',
+    '        error_page 419 = @isoatlas_mmcif;',
+    ...indent(errorPages),
+    '        if ($isoatlas_kind = json) { return 418; }',
+    '        if ($isoatlas_kind = mmcif) { return 419; }',
+    '        proxy_pass http://isoatlas_server;',
+    '    }',
+    '',
+    `    # The server's own paths: admissions are nginx's to ask, metrics are scraped at the server itself.`,
+    `    location = ${ADMISSION_PATH} { return 404; }`,
+    `    location = ${METRICS_PATH} { return 404; }`,
+    '',
+    '    location @isoatlas {',
+    '        proxy_pass http://isoatlas_server;',
+    '    }',
+    '',
+    `    location = /.isoatlas${ADMISSION_PATH} {`,
+    '        internal;',
+    `        proxy_pass http://isoatlas_server${ADMISSION_PATH};`,
+    '        proxy_pass_request_body off;',
+    ...indent(proxyHeaders, '        '),
+    '        proxy_set_header Content-Length "";',
+    `        proxy_set_header ${FRONT_MANIFEST_HEADER} "${o.manifestSha256}";`,
+    '    }',
+    '',
+    ...indent(fileLocation('json')),
+    '',
+    ...indent(fileLocation('mmcif')),
+    '',
+    ...NGINX_PROBLEMS.flatMap((p) => [...indent(problemLocation(p)), '']),
+    '}',
+    '',
+  ].join('\n');
+}
+
+/** Writes the config to `out` through a temporary name and a rename (nginx never reads half a file);
+ * an existing file is replaced only when an earlier run wrote it. */
+export async function writeNginxConfig(out: string, text: string): Promise<void> {
+  if (existsSync(out)) {
+    const head = readFileSync(out, 'utf8').slice(0, GENERATED_MARK.length);
+    if (head !== GENERATED_MARK) throw new BadInputError(`${out} exists and was not written by \`isoatlas nginx-config\` (it does not start with "${GENERATED_MARK}"): choose another --out, or move that file away first`);
+  }
+  const tmp = join(dirname(out), `.${basename(out)}.${process.pid}.tmp`);
+  await writeFile(tmp, text);
+  await rename(tmp, out);
+}

@@ -1,0 +1,120 @@
+// Starts Debian's nginx with the config `isoatlas nginx-config` writes, in front of an `isoatlas serve`
+// started for it (trusting nginx's address), for black-box tests through the front. Everything lives
+// in a temporary directory: nginx's main config (which includes the generated one), its pid, temp
+// paths and logs.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { startServer, type RunningServer } from './server.js';
+import { appendTestLog } from './key-scan.js';
+
+const ROOT = join(__dirname, '..', '..');
+export const NGINX = '/usr/sbin/nginx';
+
+export interface RunningFront extends RunningServer {
+  /** The `isoatlas serve` behind nginx. */
+  server: RunningServer;
+  /** The log lines nginx writes for the answers it gives itself. */
+  frontLog: () => string;
+  /** The generated config, as nginx runs it. */
+  config: string;
+}
+
+/** A TCP port nothing listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function untilListening(port: number, child: ChildProcess, why: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`nginx exited with code ${child.exitCode}\n${why()}`);
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`nginx did not listen on ${port} within 30 s\n${why()}`);
+}
+
+/** `editConfig` changes the generated config before nginx reads it (to test what a stale one does). */
+export async function startNginxFront(args: { dir: string; serverArgs?: string[]; env?: NodeJS.ProcessEnv; editConfig?: (text: string) => string }): Promise<RunningFront> {
+  if (!existsSync(NGINX)) throw new Error(`Debian's nginx is not installed (no ${NGINX}): apt-get install nginx (.ci/run does)`);
+  const work = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-'));
+  const server = await startServer({ dir: args.dir, extraArgs: ['--trust-proxy', '127.0.0.1', ...(args.serverArgs ?? [])], env: args.env });
+  try {
+    const port = await freePort();
+    const frontLogFile = join(work, 'front.log');
+    const configFile = join(work, 'isoatlas.conf');
+    const generated = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/isoatlas.mjs'), 'nginx-config', '--dir', args.dir, '--upstream', new URL(server.base).host, '--listen', `127.0.0.1:${port}`, '--access-log', frontLogFile, '--out', configFile],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
+    if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed (${generated.status}): ${generated.stderr}`);
+    if (args.editConfig) writeFileSync(configFile, args.editConfig(readFileSync(configFile, 'utf8')));
+    for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(work, 'tmp', d), { recursive: true });
+    // As root (CI), workers would run as nobody, who cannot read a test's private temporary tree.
+    const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
+    writeFileSync(
+      join(work, 'nginx.conf'),
+      `${user}worker_processes 1;
+error_log ${join(work, 'error.log')} warn;
+pid ${join(work, 'nginx.pid')};
+events { worker_connections 512; }
+http {
+  client_body_temp_path ${join(work, 'tmp/body')};
+  proxy_temp_path ${join(work, 'tmp/proxy')};
+  fastcgi_temp_path ${join(work, 'tmp/fastcgi')};
+  uwsgi_temp_path ${join(work, 'tmp/uwsgi')};
+  scgi_temp_path ${join(work, 'tmp/scgi')};
+  sendfile on;
+  include ${configFile};
+}
+`,
+    );
+    const nginxArgs = ['-p', work, '-c', join(work, 'nginx.conf'), '-e', join(work, 'error.log')];
+    const child = spawn(NGINX, [...nginxArgs, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.setEncoding('utf8').on('data', (c: string) => (output += c));
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => (output += c));
+    const errorLog = () => (existsSync(join(work, 'error.log')) ? readFileSync(join(work, 'error.log'), 'utf8') : '');
+    await untilListening(port, child, () => `${output}\n${errorLog()}`);
+    const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+    const frontLog = () => (existsSync(frontLogFile) ? readFileSync(frontLogFile, 'utf8') : '');
+    const base = `http://127.0.0.1:${port}`;
+    return {
+      base,
+      api: `${base}/api/v1`,
+      server,
+      child,
+      config: readFileSync(configFile, 'utf8'),
+      frontLog,
+      logs: () => `${server.logs()}\n${frontLog()}`,
+      async stop() {
+        child.kill('SIGQUIT'); // graceful: finish in-flight requests
+        await exited;
+        appendTestLog(`nginx-${port}.log`, `${frontLog()}\n${errorLog()}`);
+        const code = await server.stop();
+        rmSync(work, { recursive: true, force: true });
+        return code;
+      },
+    };
+  } catch (err) {
+    await server.stop();
+    rmSync(work, { recursive: true, force: true });
+    throw err;
+  }
+}
