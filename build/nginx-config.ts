@@ -83,6 +83,8 @@ async function openSource(dir: string) {
 
 export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig> {
   const dir = resolve(opts.dir);
+  // nginx reads `$` in a value as a variable, with no way to escape it.
+  if (/[$"\\\n\r]/.test(dir)) throw new BadInputError(`${JSON.stringify(dir)}: nginx cannot name a directory whose path holds $, a quote, a backslash or a line break; serve it from another path`);
   const source = await openSource(dir);
   const { index, indexBody } = source.manifest;
   const manifestSha256 = createHash('sha256').update(indexBody).digest('hex');
@@ -94,7 +96,9 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
       if (entry.content_type !== KINDS[kind]) continue;
       // A first page with a next page carries a Link header: the server answers it.
       if (/\/isoforms\/0\.json$/.test(entry.path) && entry.path.startsWith('api/v1/genes/')) {
-        const page = JSON.parse(((await source.read(entry.path, entry)) ?? Buffer.from('{}')).toString('utf8')) as { next?: string | null; limit?: number };
+        const body = await source.read(entry.path, entry);
+        if (!body) throw new BadInputError(`${dir}: ${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`);
+        const page = JSON.parse(body.toString('utf8')) as { next: string | null; limit: number };
         if (page.next !== null || page.limit !== ISOFORM_PAGE_SIZE) continue;
       }
       const file = source.store ? entry.sha256 : `${entry.sha256} ${entry.path}`;
@@ -106,8 +110,9 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   return { text, release: index.release, manifestSha256, files: lines.length };
 }
 
-/** A string as an nginx quoted value (the generated values hold no `$` but the variables meant). */
-const quoted = (value: string) => `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+/** A string as an nginx quoted value (values written here hold no quote, backslash or `$` but the
+ * variables meant). */
+const quoted = (value: string) => `"${value}"`;
 
 const RETRY = { 'Retry-After': '5' };
 
@@ -126,7 +131,7 @@ const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string,
   { status: 504, detail: 'the isoatlas server behind this front did not answer in time; try again shortly', headers: RETRY },
 ];
 /** nginx's own codes for some of them (494: header too large). */
-const NGINX_CODES: Record<number, number[]> = { 400: [400], 431: [494] };
+const NGINX_CODES: Record<number, number[]> = { 431: [494] };
 
 function render(o: NginxConfigOptions & { release: string; manifestSha256: string; store: boolean; mapLines: string[]; longestKey: number }): string {
   const INSTANCE = '\u0000instance\u0000';
@@ -138,7 +143,11 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
   const proxyHeaders = ['proxy_set_header Host $host;', 'proxy_set_header Connection "";', 'proxy_set_header X-Forwarded-For $remote_addr;'];
   const cors = Object.entries(CORS_HEADERS).map(([name, value]) => `add_header ${name} ${quoted(value)} always;`);
   const fromAdmission = ['Cache-Control', 'Vary', RELEASE_HEADER, 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
-  const variable = (header: string) => `$isoatlas_${header.toLowerCase().replace(/-/g, '_')}`;
+  // A header's name as nginx writes it in variable names: `$upstream_http_ratelimit_limit`.
+  const snake = (header: string) => header.toLowerCase().replace(/-/g, '_');
+  const variable = (header: string) => `$isoatlas_${snake(header)}`;
+  // `location /` jumps to a kind's file location by answering a status of its own.
+  const jumps = (Object.keys(KINDS) as Kind[]).map((kind, i) => ({ kind, status: 418 + i }));
   // nginx's exact-match hash: twice as many buckets as keys, each with room for eight of the
   // longest, so it is built at the first size tried whatever the keys hash to.
   const element = 8 * Math.ceil((o.longestKey + 10) / 8);
@@ -147,7 +156,7 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
   const fileLocation = (kind: Kind) => [
     `location @isoatlas_${kind} {`,
     `    auth_request /.isoatlas${ADMISSION_PATH};`,
-    ...fromAdmission.map((h) => `    auth_request_set ${variable(h)} $upstream_http_${h.toLowerCase().replace(/-/g, '_')};`),
+    ...fromAdmission.map((h) => `    auth_request_set ${variable(h)} $upstream_http_${snake(h)};`),
     '    types { }',
     `    default_type ${quoted(KINDS[kind])};`,
     '    etag off;',
@@ -244,7 +253,7 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     '    "~^\\S+ (\\S+)" $1;',
     '    default "";',
     '}',
-    `log_format isoatlas_file escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$request_uri","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"$isoatlas_${RELEASE_HEADER.toLowerCase().replace(/-/g, '_')}"}';`,
+    `log_format isoatlas_file escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$request_uri","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"${variable(RELEASE_HEADER)}"}';`,
     `log_format isoatlas_problem escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$isoatlas_logged_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":null}';`,
     '',
     'server {',
@@ -260,11 +269,9 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     ...errorPages,
     '',
     '    location / {',
-    '        error_page 418 = @isoatlas_json;',
-    '        error_page 419 = @isoatlas_mmcif;',
+    ...jumps.map(({ kind, status }) => `        error_page ${status} = @isoatlas_${kind};`),
     ...indent(errorPages),
-    '        if ($isoatlas_kind = json) { return 418; }',
-    '        if ($isoatlas_kind = mmcif) { return 419; }',
+    ...jumps.map(({ kind, status }) => `        if ($isoatlas_kind = ${kind}) { return ${status}; }`),
     '        proxy_pass http://isoatlas_server;',
     '    }',
     '',
@@ -285,10 +292,7 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     `        proxy_set_header ${FRONT_MANIFEST_HEADER} "${o.manifestSha256}";`,
     '    }',
     '',
-    ...indent(fileLocation('json')),
-    '',
-    ...indent(fileLocation('mmcif')),
-    '',
+    ...jumps.flatMap(({ kind }) => [...indent(fileLocation(kind)), '']),
     ...NGINX_PROBLEMS.flatMap((p) => [...indent(problemLocation(p)), '']),
     '}',
     '',
