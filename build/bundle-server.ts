@@ -1,4 +1,4 @@
-// Bundles `isoatlas-server` (build/server-cli.ts: `serve` and `mirror`) into one ESM file with every
+// Bundles `isoatlas-server` (build/server-cli.ts: `serve`, `mirror`, `nginx-config`) into one ESM file with every
 // package inside and no native module, for mirror operators who should not need a checkout and
 // `npm ci` to serve a tree.
 import { build } from 'esbuild';

@@ -277,7 +277,7 @@ export function program(): Command {
 
   cli
     .command('bundle-server')
-    .description('Write `serve` and `mirror` as one file (isoatlas-server.mjs) that runs on Node >= 20 with no npm install: what a mirror operator downloads.')
+    .description('Write `serve`, `mirror` and `nginx-config` as one file (isoatlas-server.mjs) that runs on Node >= 20 with no npm install: what a mirror operator downloads.')
     .option('--out <file>', 'the file to write', 'dist/isoatlas-server.mjs')
     .action(async (o: { out: string }) => {
       const { bundleServer } = await import('./bundle-server.js');

@@ -1,4 +1,4 @@
-// `serve` and `mirror`: what a mirror operator runs. Shared by the full CLI and the one-file server
+// `serve`, `mirror` and `nginx-config`: what a mirror operator runs. Shared by the full CLI and the one-file server
 // CLI (server-cli.ts, bundled without native modules), so both take the same options.
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError } from './errors.js';
