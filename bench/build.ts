@@ -1,30 +1,11 @@
 // Section 1: build time, tree size, file count and peak RSS — the demo release through the CLI
 // (`isoatlas demo`), and the human-scale synthetic release through its one-shot pipeline command.
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI, demoRelease, run, ROOT, type BenchContext } from './context.js';
+import { CLI, demoRelease, measureCli, run, type BenchContext } from './context.js';
 import type { SectionReport, Table, Target } from './report.js';
 import { fmt, fmtSummary, mib, summarize } from './stats.js';
 import { treeSize } from './tree-size.js';
-
-const RSS_PRELOAD = join(ROOT, 'bench/max-rss.cjs');
-
-interface Measured {
-  seconds: number;
-  peakRssBytes: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI in a child process and measures its wall time and peak RSS (getrusage, via a preload). */
-async function measureCli(args: string[], tmp: string, tag: string): Promise<Measured> {
-  const rssFile = join(tmp, `rss-${tag}.json`);
-  const started = performance.now();
-  const out = await run(process.execPath, ['--require', RSS_PRELOAD, CLI, ...args], { env: { ISOATLAS_BENCH_RSS_FILE: rssFile } });
-  const seconds = (performance.now() - started) / 1000;
-  const { maxRssKiB } = JSON.parse(readFileSync(rssFile, 'utf8')) as { maxRssKiB: number };
-  return { seconds, peakRssBytes: maxRssKiB * 1024, ...out };
-}
 
 async function demoScale(ctx: BenchContext): Promise<{ table: Table; headline: string }> {
   const seconds: number[] = [];

@@ -1,7 +1,7 @@
 // What every section gets: the options, a scratch directory, progress logging and the demo release
 // (built once per bench run, or taken from --tree / the build section).
 import { $, type ProcessOutput } from 'zx';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -54,6 +54,25 @@ export async function run(cmd: string, args: string[], opts: { cwd?: string; env
     const out = err as ProcessOutput;
     throw new Error(`${cmd} ${args.join(' ')} failed (${out.exitCode ?? out.signal}):\n${String(out.stderr ?? err).slice(-2000)}`);
   }
+}
+
+const RSS_PRELOAD = join(ROOT, 'bench/max-rss.cjs');
+
+export interface MeasuredRun {
+  seconds: number;
+  peakRssBytes: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI in a child process and measures its wall time and peak RSS (getrusage, via a preload). */
+export async function measureCli(args: string[], tmp: string, tag: string): Promise<MeasuredRun> {
+  const rssFile = join(tmp, `rss-${tag}.json`);
+  const started = performance.now();
+  const out = await run(process.execPath, ['--require', RSS_PRELOAD, CLI, ...args], { env: { ISOATLAS_BENCH_RSS_FILE: rssFile } });
+  const seconds = (performance.now() - started) / 1000;
+  const { maxRssKiB } = JSON.parse(readFileSync(rssFile, 'utf8')) as { maxRssKiB: number };
+  return { seconds, peakRssBytes: maxRssKiB * 1024, ...out };
 }
 
 export function createContext(opts: BenchOptions, tmp: string, log: (line: string) => void): BenchContext {

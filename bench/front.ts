@@ -1,17 +1,15 @@
 // The nginx front's config at demo and human scale: how many requests it maps to files, its size,
 // the time and peak RSS of `isoatlas nginx-config`, how long Debian's nginx takes to load it, and what
 // nginx then holds in memory (master and worker together).
-import { existsSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { userInfo } from 'node:os';
-import { CLI, ROOT, run, type BenchContext } from './context.js';
+import { ROOT, measureCli, type BenchContext } from './context.js';
+import { standaloneNginx } from '../build/nginx-config.js';
 import type { SectionReport } from './report.js';
 import { fmt, mib } from './stats.js';
 import { NGINX_BIN } from './machine.js';
 import { freePort } from './servers.js';
-
-const RSS_PRELOAD = join(ROOT, 'bench/max-rss.cjs');
 
 interface Scale {
   label: string;
@@ -31,18 +29,12 @@ function pss(pid: number): number {
 
 async function measure(ctx: BenchContext, label: string, tree: string): Promise<Scale> {
   const dir = join(ctx.tmp, `front-${label}`);
-  mkdirSync(join(dir, 'tmp'), { recursive: true });
+  mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const config = join(dir, 'isoatlas.conf');
-  const rssFile = join(dir, 'rss.json');
-  const started = performance.now();
-  const out = await run(process.execPath, ['--require', RSS_PRELOAD, CLI, 'nginx-config', '--dir', tree, '--upstream', '127.0.0.1:9', '--listen', `127.0.0.1:${port}`, '--access-log', '/dev/null', '--out', config], { env: { ISOATLAS_BENCH_RSS_FILE: rssFile } });
-  const generateSeconds = (performance.now() - started) / 1000;
-  const mapped = Number(/(\d+) requests answered from files/.exec(out.stderr)?.[1] ?? NaN);
-  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `${k}_temp_path ${join(dir, 'tmp')};`).join(' ');
-  writeFileSync(join(dir, 'nginx.conf'), `${user}worker_processes 1;\npid ${join(dir, 'nginx.pid')};\nevents { worker_connections 64; }\nhttp { ${temp} include ${config}; }\n`);
-  const args = ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')];
+  const generated = await measureCli(['nginx-config', '--dir', tree, '--upstream', '127.0.0.1:9', '--listen', `127.0.0.1:${port}`, '--access-log', '/dev/null', '--out', config], ctx.tmp, `front-${label}`);
+  const mapped = Number(/(\d+) requests answered from files/.exec(generated.stderr)?.[1] ?? NaN);
+  const { args } = standaloneNginx(dir, config);
   const check = spawnSync(NGINX_BIN, [...args, '-t'], { encoding: 'utf8' });
   if (check.status !== 0) throw new Error(`nginx -t refused the generated config: ${check.stderr}`);
   // From start to listening: nginx reads the config (its map above all) before it binds the port.
@@ -65,9 +57,8 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
   }
-  const { maxRssKiB } = JSON.parse(readFileSync(rssFile, 'utf8')) as { maxRssKiB: number };
-  const scale = { label, mapped, configBytes: statSync(config).size, generateSeconds, generatePeakRss: maxRssKiB * 1024, nginxStartSeconds, nginxPss };
-  ctx.log(`  ${label}: ${fmt(mapped)} requests mapped, ${mib(scale.configBytes).toFixed(1)} MiB config in ${generateSeconds.toFixed(1)} s; nginx up in ${nginxStartSeconds.toFixed(2)} s, ${mib(nginxPss).toFixed(0)} MiB`);
+  const scale = { label, mapped, configBytes: statSync(config).size, generateSeconds: generated.seconds, generatePeakRss: generated.peakRssBytes, nginxStartSeconds, nginxPss };
+  ctx.log(`  ${label}: ${fmt(mapped)} requests mapped, ${mib(scale.configBytes).toFixed(1)} MiB config in ${generated.seconds.toFixed(1)} s; nginx up in ${nginxStartSeconds.toFixed(2)} s, ${mib(nginxPss).toFixed(0)} MiB`);
   return scale;
 }
 

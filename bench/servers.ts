@@ -4,9 +4,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { userInfo } from 'node:os';
 import { CLI, ROOT } from './context.js';
 import { NGINX_BIN } from './machine.js';
+import { standaloneNginx } from '../build/nginx-config.js';
 
 export interface RunningServer {
   name: string;
@@ -96,34 +96,17 @@ export async function startLocalServer(tree: string, tmp: string, opts: { nodeAr
  * which must trust 127.0.0.1 (`--trust-proxy`). */
 export async function startNginxFront(tree: string, tmp: string, server: RunningServer): Promise<RunningServer> {
   const dir = join(tmp, `nginx-${Date.now()}`);
-  mkdirSync(join(dir, 'logs'), { recursive: true });
-  mkdirSync(join(dir, 'tmp'), { recursive: true });
+  mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const front = join(dir, 'isoatlas.conf');
   const generated = spawnSync(process.execPath, [CLI, 'nginx-config', '--dir', tree, '--upstream', new URL(server.base).host, '--listen', `127.0.0.1:${port}`, '--access-log', '/dev/null', '--out', front], { cwd: ROOT, encoding: 'utf8' });
   if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed: ${generated.stderr}`);
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `${k}_temp_path ${join(dir, 'tmp')};`).join(' ');
-  // Started as root, nginx would run its worker as nobody, which cannot read a tree in a 0700 temp dir.
-  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
-  const conf = `${user}worker_processes 1;
-pid ${join(dir, 'nginx.pid')};
-error_log ${join(dir, 'logs/error.log')} warn;
-events { worker_connections 1024; }
-http {
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  ${temp}
-  include ${front};
-}
-`;
-  const confFile = join(dir, 'nginx.conf');
-  writeFileSync(confFile, conf);
-  const child = track(spawn(NGINX_BIN, ['-p', dir, '-c', confFile, '-e', join(dir, 'logs/error.log'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  const { args, errorLog } = standaloneNginx(dir, front);
+  const child = track(spawn(NGINX_BIN, [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const base = `http://127.0.0.1:${port}`;
-  await waitUntilServing(`${base}/api/v1/release`, child, () => stderr + readLog(join(dir, 'logs/error.log')));
+  await waitUntilServing(`${base}/api/v1/release`, child, () => stderr + readLog(errorLog));
   // The worker serves; its RSS is what matters, but the master's pid is what we can stop.
   return { name: 'nginx front', base, pid: child.pid!, stop: stopper(child, 'SIGTERM') };
 }

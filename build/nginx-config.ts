@@ -6,17 +6,20 @@
 // header: the ETag is the manifest's sha256 (a map from path to file, written here), the rest comes
 // from the contract's constants and from the admission's answer.
 import { createHash } from 'node:crypto';
-import { readFile, rename, writeFile } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ISOFORM_PAGE_SIZE, contentTypeOf, treePaths, type ManifestEntry } from '../edge/contract/tree.js';
-import { POINTER_KEY, objectKey, parsePointer, releasePublicPath } from '../edge/contract/store.js';
+import { releasePublicPath } from '../edge/contract/store.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { StoreReleaseFiles } from '../edge/origins/store.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';
 import { CORS_HEADERS } from '../edge/contract/http.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../edge/responses.js';
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
 import { loadManifest } from './manifest-reader.js';
-import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH } from './serve.js';
+import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH, servedDir } from './serve.js';
 import { BadInputError } from './errors.js';
 
 export interface NginxConfigOptions {
@@ -50,14 +53,14 @@ type Kind = keyof typeof KINDS;
 /** The request (decoded path, no query) a file of the tree answers on its own, by its canonical id:
  * the inverse of treePaths and links for the file-backed routes. The nginx-front test checks, for
  * every path mapped, that the server answers it with that very file. */
-function requestOf(path: string, structurePath: (treePath: string) => string): { uri: string; kind: Kind }[] {
+function requestsOf(path: string, structurePath: (treePath: string) => string): { uri: string; kind: Kind; firstPage?: true }[] {
   if (path === treePaths.release) return [{ uri: '/api/v1/', kind: 'json' }, { uri: '/api/v1/release', kind: 'json' }];
   if (path === treePaths.openapi) return [{ uri: '/api/v1/openapi.json', kind: 'json' }];
   let m = /^api\/v1\/genes\/([^/]+)\.json$/.exec(path);
   if (m) return [{ uri: `/api/v1/genes/${m[1]}`, kind: 'json' }];
   // The first page is what a request without limit and offset gets (ISOFORM_PAGE_SIZE is the default).
   m = /^api\/v1\/genes\/([^/]+)\/isoforms\/0\.json$/.exec(path);
-  if (m) return [{ uri: `/api/v1/genes/${m[1]}/isoforms`, kind: 'json' }];
+  if (m) return [{ uri: `/api/v1/genes/${m[1]}/isoforms`, kind: 'json', firstPage: true }];
   m = /^api\/v1\/isoforms\/([^/]+?)(\/domains|\/neoantigens|\/ptm)?\.json$/.exec(path);
   if (m) return [{ uri: `/api/v1/isoforms/${m[1]}${m[2] ?? ''}`, kind: 'json' }];
   m = /^structures\/([^/]+\.cif)$/.exec(path);
@@ -65,20 +68,24 @@ function requestOf(path: string, structurePath: (treePath: string) => string): {
   return [];
 }
 
-/** What `dir` holds: the current release's manifest, and how to read a listed file. */
+/** The release `isoatlas serve --dir` would serve from `dir` (the same directories are refused), read
+ * as the edge reads it: a mirror's files by the sha256 its manifest lists. */
 async function openSource(dir: string) {
-  if (existsSync(join(dir, POINTER_KEY))) {
-    const pointer = parsePointer(readFileSync(join(dir, POINTER_KEY), 'utf8'));
-    const read = async (path: string, listed?: ManifestEntry) =>
-      readFile(join(dir, objectKey(path === treePaths.manifest ? pointer.manifest_sha256 : listed!.sha256))).catch(() => null);
-    const manifest = await loadManifest(read, `${dir}/ (release ${pointer.release}) `);
-    return { manifest, store: true, read, structurePath: (p: string) => releasePublicPath(pointer.release, p) };
-  }
-  if (!existsSync(join(dir, treePaths.manifest))) {
-    throw new BadInputError(`${dir} is neither a rendered isoatlas tree (no ${treePaths.manifest}) nor a mirror (no ${POINTER_KEY}): give --dir the directory \`isoatlas serve --dir\` serves`);
-  }
-  const read = async (path: string) => readFile(join(dir, path)).catch(() => null);
-  return { manifest: await loadManifest(read, `${dir}/`), store: false, read, structurePath: (p: string) => p };
+  const served = servedDir(dir);
+  const raw = new LocalOrigin(dir);
+  const files = served.kind === 'mirror' ? new StoreReleaseFiles(raw, served.pointer.release, served.pointer.manifest_sha256) : raw;
+  const read = async (path: string, listed?: ManifestEntry) => {
+    const file = await files.read(path, listed?.sha256);
+    return file && Buffer.from(file.body);
+  };
+  const release = served.kind === 'mirror' ? served.pointer.release : null;
+  return {
+    manifest: await loadManifest(read, `${dir}/`),
+    read,
+    /** How the map names a file: a mirror's by its sha256 (objects/…), a tree's by its path too. */
+    store: release !== null,
+    structurePath: (p: string) => (release === null ? p : releasePublicPath(release, p)),
+  };
 }
 
 export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig> {
@@ -92,10 +99,10 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   const lines: string[] = [];
   let longestKey = 0;
   for (const entry of source.manifest.entries) {
-    for (const { uri, kind } of requestOf(entry.path, source.structurePath)) {
+    for (const { uri, kind, firstPage } of requestsOf(entry.path, source.structurePath)) {
       if (entry.content_type !== KINDS[kind]) continue;
       // A first page with a next page carries a Link header: the server answers it.
-      if (/\/isoforms\/0\.json$/.test(entry.path) && entry.path.startsWith('api/v1/genes/')) {
+      if (firstPage) {
         const body = await source.read(entry.path, entry);
         if (!body) throw new BadInputError(`${dir}: ${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`);
         const page = JSON.parse(body.toString('utf8')) as { next: string | null; limit: number };
@@ -309,4 +316,32 @@ export async function writeNginxConfig(out: string, text: string): Promise<void>
   const tmp = join(dirname(out), `.${basename(out)}.${process.pid}.tmp`);
   await writeFile(tmp, text);
   await rename(tmp, out);
+}
+
+/** Runs the front with nginx from a directory of its own, without root or the system's nginx.conf
+ * (tests, benchmarks, a trial run): writes `<prefix>/nginx.conf` (pid, temporary files and error log
+ * inside `prefix`, one worker, the front included in its http block) and returns nginx's arguments. */
+export function standaloneNginx(prefix: string, frontConfig: string): { args: string[]; errorLog: string } {
+  const tmp = join(prefix, 'tmp');
+  mkdirSync(tmp, { recursive: true });
+  const errorLog = join(prefix, 'error.log');
+  // Started as root, nginx would run its worker as nobody, who may not read a private directory.
+  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `  ${k}_temp_path ${tmp};`).join('\n');
+  const conf = join(prefix, 'nginx.conf');
+  writeFileSync(
+    conf,
+    `${user}worker_processes 1;
+pid ${join(prefix, 'nginx.pid')};
+events { worker_connections 1024; }
+http {
+${temp}
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 100000;
+  include ${frontConfig};
+}
+`,
+  );
+  return { args: ['-p', prefix, '-c', conf, '-e', errorLog], errorLog };
 }

@@ -12,7 +12,7 @@ import { cacheControl, RELEASE_HEADER } from '../edge/contract/routes.js';
 import type { Releases } from '../edge/routes/context.js';
 import { LocalOrigin, LocalTreeOrigin } from '../edge/origins/local.js';
 import { StoreOrigin } from '../edge/origins/store.js';
-import { POINTER_KEY, parsePointer } from '../edge/contract/store.js';
+import { POINTER_KEY, parsePointer, type ReleasePointer } from '../edge/contract/store.js';
 import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
 import { AccessControl } from '../edge/access/control.js';
 import type { AccessConfig } from '../edge/access/config.js';
@@ -66,19 +66,18 @@ export function treeIsCurrent(dir: string): boolean {
   }
 }
 
-/** Serves until SIGTERM/SIGINT; resolves once in-flight requests have finished and the server closed. */
-/** What `dir` holds: a mirror (a store of releases, served with pinning and its store files for
- * other mirrors) or a rendered tree (one release). */
-function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
+/** What a directory `isoatlas serve --dir` takes holds: a mirror (a store of releases, with the
+ * pointer to its current one) or a rendered tree of this version; anything else is refused, saying
+ * what to do. */
+export type ServedDir = { kind: 'mirror'; pointer: ReleasePointer } | { kind: 'tree' };
+
+export function servedDir(dir: string): ServedDir {
   if (existsSync(join(dir, POINTER_KEY))) {
-    const files = new LocalOrigin(dir);
     try {
-      parsePointer(readFileSync(join(dir, POINTER_KEY), 'utf8'));
+      return { kind: 'mirror', pointer: parsePointer(readFileSync(join(dir, POINTER_KEY), 'utf8')) };
     } catch (err) {
       throw new NotATreeError(`${join(dir, POINTER_KEY)}: ${(err as Error).message}; sync the mirror again with \`isoatlas mirror\``);
     }
-    // The pointer is read again every two seconds: a sync switches the served release.
-    return { origin: new StoreOrigin(files, 2_000), storeFiles: files };
   }
   for (const path of [treePaths.manifest, treePaths.release]) {
     if (!existsSync(join(dir, path))) {
@@ -88,7 +87,15 @@ function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
   if (!treeIsCurrent(dir)) {
     throw new NotATreeError(`${dir} was built by an older version of isoatlas (its manifest or edge index is of an older format): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`);
   }
-  return { origin: new LocalTreeOrigin(dir) };
+  return { kind: 'tree' };
+}
+
+/** A mirror is served with pinning and its store files (for other mirrors); a tree as one release. */
+function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
+  if (servedDir(dir).kind === 'tree') return { origin: new LocalTreeOrigin(dir) };
+  const files = new LocalOrigin(dir);
+  // The pointer is read again every two seconds: a sync switches the served release.
+  return { origin: new StoreOrigin(files, 2_000), storeFiles: files };
 }
 
 /** `GET /health`: what is served, for a load balancer or a service manager. Never keyed or counted
@@ -135,6 +142,7 @@ async function admission(request: Request, context: RequestContext, releases: Re
   return answer;
 }
 
+/** Serves until SIGTERM/SIGINT; resolves once in-flight requests have finished and the server closed. */
 export async function serve(opts: ServeOptions): Promise<void> {
   const dir = resolve(opts.dir);
   const served = originFor(dir);

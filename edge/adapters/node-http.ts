@@ -106,8 +106,8 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       let sentBytes = 0;
       let release: string | null = null;
       const viaFront = fronts.trusts(socket.remoteAddress);
-      const forwardedFor = req.headers['x-forwarded-for'];
-      const client = fronts.clientOf(socket.remoteAddress, Array.isArray(forwardedFor) ? forwardedFor.at(-1) : forwardedFor);
+      // Node joins repeated X-Forwarded-For fields into one value.
+      const client = fronts.clientOf(socket.remoteAddress, req.headers['x-forwarded-for'] as string | undefined);
       try {
         ownHost ??= fallbackHostOf(server.address());
         const response = await answer(req, handler, ownHost, { clientIp: client, viaFront });

@@ -1,14 +1,15 @@
 // Starts Debian's nginx with the config `isoatlas nginx-config` writes, in front of an `isoatlas serve`
 // started for it (trusting nginx's address), for black-box tests through the front. Everything lives
-// in a temporary directory: nginx's main config (which includes the generated one), its pid, temp
-// paths and logs.
+// in a temporary directory (build/nginx-config.ts standaloneNginx): nginx's main config, which
+// includes the generated one, its pid, temporary files and logs.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from './server.js';
 import { appendTestLog } from './key-scan.js';
+import { standaloneNginx } from '../../build/nginx-config.js';
 
 const ROOT = join(__dirname, '..', '..');
 export const NGINX = '/usr/sbin/nginx';
@@ -65,32 +66,12 @@ export async function startNginxFront(args: { dir: string; serverArgs?: string[]
     );
     if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed (${generated.status}): ${generated.stderr}`);
     if (args.editConfig) writeFileSync(configFile, args.editConfig(readFileSync(configFile, 'utf8')));
-    for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(work, 'tmp', d), { recursive: true });
-    // As root (CI), workers would run as nobody, who cannot read a test's private temporary tree.
-    const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
-    writeFileSync(
-      join(work, 'nginx.conf'),
-      `${user}worker_processes 1;
-error_log ${join(work, 'error.log')} warn;
-pid ${join(work, 'nginx.pid')};
-events { worker_connections 512; }
-http {
-  client_body_temp_path ${join(work, 'tmp/body')};
-  proxy_temp_path ${join(work, 'tmp/proxy')};
-  fastcgi_temp_path ${join(work, 'tmp/fastcgi')};
-  uwsgi_temp_path ${join(work, 'tmp/uwsgi')};
-  scgi_temp_path ${join(work, 'tmp/scgi')};
-  sendfile on;
-  include ${configFile};
-}
-`,
-    );
-    const nginxArgs = ['-p', work, '-c', join(work, 'nginx.conf'), '-e', join(work, 'error.log')];
+    const { args: nginxArgs, errorLog: errorLogFile } = standaloneNginx(work, configFile);
     const child = spawn(NGINX, [...nginxArgs, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout!.setEncoding('utf8').on('data', (c: string) => (output += c));
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (output += c));
-    const errorLog = () => (existsSync(join(work, 'error.log')) ? readFileSync(join(work, 'error.log'), 'utf8') : '');
+    const errorLog = () => (existsSync(errorLogFile) ? readFileSync(errorLogFile, 'utf8') : '');
     await untilListening(port, child, () => `${output}\n${errorLog()}`);
     const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
     const frontLog = () => (existsSync(frontLogFile) ? readFileSync(frontLogFile, 'utf8') : '');
