@@ -126,16 +126,16 @@ async function health(dir: string, releases: Releases): Promise<Response> {
 }
 
 /** The answer to a front's `GET /admission`: the request it stands for (same headers, same client)
- * is counted and checked as if it were served here. 204 admits it, with the headers the server would
+ * is checked as if it were served here. 204 admits it, counted, with the headers the server would
  * add to the file's answer (limits, cache policy, release); 403 sends it on to the server, which
- * answers it in full: when access control refuses it (the server refuses it again, with the problem
- * answer) or when the front's file map is of another release than the one served now (then it is
- * counted only there). */
+ * answers it in full and counts it there: when access control refuses it (so a refusal leaves the
+ * counters untouched here, and the request is counted once) or when the front's file map is of
+ * another release than the one served now. */
 async function admission(request: Request, context: RequestContext, releases: Releases, access: AccessControl): Promise<Response> {
   const refer = new Response(null, { status: 403, headers: { 'Cache-Control': 'no-store' } });
   const release = await releases.get();
   if (!release || (await release.origin.manifestSha256()) !== request.headers.get(FRONT_MANIFEST_HEADER)) return refer;
-  const decision = await access.decide(request, context.clientIp);
+  const decision = await access.decide(request, context.clientIp, { countRefused: false });
   if (decision.denied) return refer;
   const answer = new Response(null, { status: 204, headers: { ...decision.headers, 'Cache-Control': cacheControl.release, [RELEASE_HEADER]: await release.name() } });
   if (access.mode === 'key-required') keepPrivate(answer);

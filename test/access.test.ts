@@ -8,6 +8,7 @@ import { createHandler, type Handler } from '../edge/handler.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { AccessControl } from '../edge/access/control.js';
 import { resolveAccessConfig, type AccessConfig } from '../edge/access/config.js';
+import { clientBucket } from '../edge/access/client-key.js';
 import { importServerSecret, keyId } from '../edge/access/key-format.js';
 import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
 import type { QuotaStore } from '../edge/access/quota-store.js';
@@ -192,6 +193,80 @@ describe('arrangement A: open, key optional', () => {
   });
 });
 
+describe('who counts as one client', () => {
+  it('names an IPv4 client by its address and an IPv6 client by its network, however written', () => {
+    expect(clientBucket('192.0.2.1', 64)).toBe('192.0.2.1');
+    for (const mapped of ['::ffff:192.0.2.1', '::FFFF:192.0.2.1', '0:0:0:0:0:ffff:c000:201', '::ffff:c000:0201']) expect(clientBucket(mapped, 64), mapped).toBe('192.0.2.1');
+    const net = '2001:db8:1:2:0:0:0:0/64';
+    for (const v6 of ['2001:db8:1:2::1', '2001:0db8:0001:0002:ffff:ffff:ffff:ffff', '2001:db8:1:2::5%eth0', '2001:db8:1:2:0:0:1.2.3.4']) expect(clientBucket(v6, 64), v6).toBe(net);
+    expect(clientBucket('2001:db8:1:3::1', 64)).not.toBe(net);
+    expect(clientBucket('2001:db8:1:2::1', 128)).toBe('2001:db8:1:2:0:0:0:1/128');
+    expect(clientBucket('2001:db8:1:2::1', 48)).toBe('2001:db8:1:0:0:0:0:0/48');
+    expect(clientBucket('::', 64)).toBe('0:0:0:0:0:0:0:0/64');
+    // Not addresses: each its own client, as given.
+    for (const odd of ['unknown', '1:2:3', '1::2::3', '2001:db8::1::', '256.0.0.1', '1:2:3:4:5:6:7:8:9', 'g::1']) expect(clientBucket(odd, 64), odd).toBe(odd);
+  });
+
+  it('gives a /64 one anonymous budget, however many addresses it sends from, and another /64 its own', async () => {
+    clock.now = T0 + 20 * MINUTE;
+    const handler = setup({ open: { anonymous_per_ip: { per_minute: 4 }, tiers: { standard: { per_minute: 100 } } } }, 'open');
+    const spread = ['2001:db8:a:1::1', '2001:db8:a:1::2', '2001:db8:a:1:ffff::9', '2001:db8:a:1:1:2:3:4', '2001:db8:a:1::77'];
+    const statuses = [];
+    for (const ip of spread) statuses.push((await get(handler, '/release', { ip })).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    expect((await get(handler, '/release', { ip: '2001:db8:a:2::1' })).status).toBe(200);
+    // An IPv4 client is the same client when a dual-stack socket reports it IPv4-mapped.
+    expect((await get(handler, '/release', { ip: '198.51.100.4' })).headers.get('RateLimit-Remaining')).toBe('3');
+    expect((await get(handler, '/release', { ip: '::ffff:198.51.100.4' })).headers.get('RateLimit-Remaining')).toBe('2');
+  });
+
+  it('counts each IPv6 address on its own with ipv6_prefix 128', async () => {
+    clock.now = T0 + 21 * MINUTE;
+    const handler = setup({ ipv6_prefix: 128, open: { anonymous_per_ip: { per_minute: 1 }, tiers: { standard: { per_minute: 100 } } } }, 'open');
+    for (let i = 1; i <= 5; i++) expect((await get(handler, '/release', { ip: `2001:db8:a:1::${i}` })).status).toBe(200);
+    expect((await get(handler, '/release', { ip: '2001:db8:a:1::1' })).status).toBe(429);
+  });
+});
+
+describe('refusals are counted', () => {
+  it('open: bad keys cost their address anonymous requests, 401 until the budget is spent, then 429', async () => {
+    clock.now = T0 + 22 * MINUTE;
+    const handler = setup({ open: { anonymous_per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 100 } } } }, 'open');
+    const bad = [revokedKey, 'garbage', 'isoatlas_abcdefgh_' + 'y'.repeat(43)];
+    const answers = [];
+    for (let i = 0; i < 8; i++) answers.push(await get(handler, '/genes/PRR5', { key: bad[i % bad.length], ip: '192.0.2.50' }));
+    expect(answers.map((r) => r.status)).toEqual([401, 401, 401, 401, 401, 429, 429, 429]);
+    expect(answers[0].headers.get('WWW-Authenticate')).toBe('Bearer realm="isoatlas", error="invalid_token"');
+    expect(Number(answers[5].headers.get('Retry-After'))).toBeGreaterThan(0);
+    expect((await answers[5].json()).detail).toContain('5 requests per minute from one IP address');
+    // Another scheme is refused the same way; anonymous requests share the spent budget; a valid key
+    // still has its own.
+    expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.50', headers: { Authorization: 'Basic dXNlcjpwYXNz' } })).status).toBe(429);
+    expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.50' })).status).toBe(429);
+    expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.50', key: standardKey })).status).toBe(200);
+    expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.51', key: 'garbage' })).status).toBe(401);
+  });
+
+  it('a decision that does not count refusals (a front\'s admission) leaves the counters as they were', async () => {
+    clock.now = T0 + 23 * MINUTE;
+    for (const [mode, partial] of [
+      ['key-required', { key_required: { per_ip: { per_minute: 3 }, tiers: { standard: { per_minute: 100 }, plus: { per_minute: 100 } } } }],
+      ['open', { open: { anonymous_per_ip: { per_minute: 3 }, tiers: { standard: { per_minute: 100 } } } }],
+    ] as const) {
+      const access = new AccessControl({ config: resolveAccessConfig(partial, mode), store: new MemoryQuotaStore(() => clock.now), keys: registry(), secret, now: () => clock.now });
+      const ask = (auth: string | null, countRefused?: boolean) =>
+        access.decide(new Request('http://atlas.test/api/v1/release', { headers: auth ? { Authorization: auth } : {} }), '192.0.2.60', { countRefused });
+      // Refused without counting, as often as asked: the budget is whole.
+      for (let i = 0; i < 5; i++) expect((await ask(mode === 'open' ? 'Bearer garbage' : null, false)).denied?.status, mode).toBe(401);
+      const admitted = await ask(mode === 'open' ? null : `Bearer ${standardKey}`, false);
+      expect(admitted.denied, mode).toBeNull();
+      // Admitted requests are counted: two refusals (counted) spend the rest, then 429.
+      for (let i = 0; i < 2; i++) expect((await ask('Bearer garbage')).denied?.status, mode).toBe(401);
+      expect((await ask('Bearer garbage')).denied?.status, mode).toBe(429);
+    }
+  });
+});
+
 describe('when keys cannot be looked up', () => {
   it('answers 503 with Retry-After when keys cannot be looked up', async () => {
     const access = new AccessControl({
@@ -225,5 +300,8 @@ describe('access config', () => {
     expect(() => resolveAccessConfig({ open: { anonymous_per_ip: { per_hour: 5 }, tiers: { standard: {} } } })).toThrow(/per_hour is not a known limit/);
     expect(() => resolveAccessConfig({ default_tier: 'gold' })).toThrow(/default tier "gold" is missing/);
     expect(() => resolveAccessConfig({ modes: 'open' })).toThrow(/unknown setting "modes"/);
+    expect(resolveAccessConfig({}).ipv6_prefix).toBe(64);
+    expect(resolveAccessConfig({ ipv6_prefix: 48 }).ipv6_prefix).toBe(48);
+    for (const bad of [0, 129, 64.5, '64']) expect(() => resolveAccessConfig({ ipv6_prefix: bad }), String(bad)).toThrow(/ipv6_prefix must be an integer from 1 to 128/);
   });
 });

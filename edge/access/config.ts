@@ -7,6 +7,8 @@
 // Plain types and a hand-written check (no schema library): this module is bundled into the edge,
 // where every kilobyte counts.
 
+import { IPV6_BITS } from './client-key.js';
+
 export interface Limits {
   per_minute?: number;
   per_day?: number;
@@ -15,6 +17,8 @@ export interface Limits {
 export interface AccessConfig {
   mode: 'open' | 'key-required';
   default_tier: string;
+  /** IPv6 clients are counted per network of this prefix length (IPv4 per address): client-key.ts. */
+  ipv6_prefix: number;
   open: { anonymous_per_ip: Limits; tiers: Record<string, Limits> };
   key_required: { per_ip: Limits; tiers: Record<string, Limits> };
 }
@@ -26,6 +30,7 @@ export type AccessMode = AccessConfig['mode'];
 export const DEFAULT_ACCESS: AccessConfig = {
   mode: 'open',
   default_tier: 'standard',
+  ipv6_prefix: 64,
   open: {
     anonymous_per_ip: { per_minute: 900 },
     tiers: { standard: { per_minute: 3000 }, plus: { per_minute: 12000 } },
@@ -52,13 +57,15 @@ export function resolveAccessConfig(partial: unknown, mode?: AccessMode): Access
   const merged: AccessConfig = {
     mode: mode ?? p.mode ?? DEFAULT_ACCESS.mode,
     default_tier: p.default_tier ?? DEFAULT_ACCESS.default_tier,
+    ipv6_prefix: p.ipv6_prefix ?? DEFAULT_ACCESS.ipv6_prefix,
     open: { ...DEFAULT_ACCESS.open, ...p.open },
     key_required: { ...DEFAULT_ACCESS.key_required, ...p.key_required },
   };
   const problems: string[] = [];
-  const known = new Set(['mode', 'default_tier', 'open', 'key_required']);
+  const known = new Set(Object.keys(DEFAULT_ACCESS));
   for (const key of Object.keys(p)) if (!known.has(key)) problems.push(`unknown setting "${key}"`);
   if (merged.mode !== 'open' && merged.mode !== 'key-required') problems.push('mode must be "open" or "key-required"');
+  if (!Number.isInteger(merged.ipv6_prefix) || merged.ipv6_prefix < 1 || merged.ipv6_prefix > IPV6_BITS) problems.push(`ipv6_prefix must be an integer from 1 to ${IPV6_BITS}`);
   problems.push(...checkLimits('open.anonymous_per_ip', merged.open.anonymous_per_ip));
   problems.push(...checkLimits('key_required.per_ip', merged.key_required.per_ip));
   for (const [section, tiers] of [['open', merged.open.tiers], ['key_required', merged.key_required.tiers]] as const) {

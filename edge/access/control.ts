@@ -4,7 +4,9 @@
 //
 // Order: key-required checks the coarse per-IP limit first (so a flood of bad keys is throttled too),
 // then the key, then the key's limits. Open checks a key if one is sent (an invalid key is refused,
-// never downgraded to anonymous) and otherwise the anonymous per-IP limit.
+// never downgraded to anonymous, and counted against the anonymous per-IP limit) and otherwise the
+// anonymous per-IP limit. An address is counted as its client (client-key.ts: IPv6 per network).
+import { clientBucket } from './client-key.js';
 import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { keyId, keyMatches } from './key-format.js';
 import type { KeyRegistry } from './key-registry.js';
@@ -47,24 +49,39 @@ export class AccessControl {
   }
 
   /** Counts the request and says whether to serve it: the local server's handler asks this before
-   * anything else. */
-  async decide(request: Request, clientIp: string | undefined): Promise<AccessDecision> {
+   * anything else. With `countRefused: false` (a front's admission, which passes a refused request
+   * on to the server to be answered and counted there) a refusal leaves the counters as they were. */
+  async decide(request: Request, clientIp: string | undefined, opts: { countRefused?: boolean } = {}): Promise<AccessDecision> {
+    const charged: string[] = [];
+    const decision = await this.judge(request, clientIp, charged);
+    if (decision.denied && opts.countRefused === false) await Promise.all(charged.map((c) => this.options.store.undo(c)));
+    return decision;
+  }
+
+  /** The decision; every counter charged on the way is added to `charged`. */
+  private async judge(request: Request, clientIp: string | undefined, charged: string[]): Promise<AccessDecision> {
     const { config } = this.options;
     // Only the adapter's address counts: the peer's, or what a front the operator trusts forwarded.
-    const ip = clientIp ?? 'unknown';
+    const ip = `ip:${clientBucket(clientIp ?? 'unknown', config.ipv6_prefix)}`;
     const authorization = request.headers.get('authorization');
 
     if (config.mode === 'key-required') {
-      const perIp = await this.count(request, `ip:${ip}`, config.key_required.per_ip, 'from one IP address');
+      const perIp = await this.count(request, ip, config.key_required.per_ip, 'from one IP address', charged);
       if (perIp.denied) return perIp;
       if (authorization === null) return this.keyMissing(request);
     }
     if (authorization !== null) {
       const key = await this.authenticate(request, authorization);
-      if (key instanceof Response) return { denied: key, headers: NO_HEADERS };
-      return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`);
+      if (!(key instanceof Response)) return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`, charged);
+      // Open: a refused key costs its address what an anonymous request does, so bad keys cannot be
+      // tried without limit (key-required counted the address above).
+      if (key.status === 401 && config.mode === 'open') {
+        const anonymous = await this.count(request, ip, config.open.anonymous_per_ip, 'from one IP address without a valid API key', charged);
+        if (anonymous.denied) return anonymous;
+      }
+      return { denied: key, headers: NO_HEADERS };
     }
-    return this.count(request, `ip:${ip}`, config.open.anonymous_per_ip, 'from one IP address without an API key');
+    return this.count(request, ip, config.open.anonymous_per_ip, 'from one IP address without an API key', charged);
   }
 
   private keyMissing(request: Request): AccessDecision {
@@ -103,8 +120,9 @@ export class AccessControl {
     return { id, tier: record.tier };
   }
 
-  /** Counts one request against every window of `limits` for `subject`. */
-  private async count(request: Request, subject: string, limits: Limits, who: string): Promise<AccessDecision> {
+  /** Counts one request against every window of `limits` for `subject`, adding the counters it
+   * charged to `charged` (none when it refuses). */
+  private async count(request: Request, subject: string, limits: Limits, who: string, charged: string[]): Promise<AccessDecision> {
     const windows = windowsAt(limits, subject, this.now());
     let closest: { window: CountedWindow; remaining: number } | null = null;
     for (let i = 0; i < windows.length; i++) {
@@ -121,6 +139,7 @@ export class AccessControl {
         closest = { window: w, remaining };
       }
     }
+    charged.push(...windows.map((w) => w.counter));
     return { denied: null, headers: closest === null ? NO_HEADERS : rateLimitHeaders(closest.window, closest.remaining, limits) };
   }
 }
