@@ -169,6 +169,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // One JSON object per request line; the lines about the server itself stay plain text.
   const server = createNodeServer(handler, {
     trustedFronts: new TrustedFronts(opts.trustProxy ?? []),
+    ipv6Prefix: opts.access.ipv6_prefix,
     log: requestLog,
     logRequest: (entry) => {
       // A front's admissions are not logged: the front logs the request they stood for.

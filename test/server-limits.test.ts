@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import net from 'node:net';
 import { startServer, type RunningServer } from './helpers/server.js';
-import { SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/server-limits.js';
+import { SERVER_LIMITS, SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/server-limits.js';
 import { validate } from './helpers/schemas.js';
 
 const LIMITS = { maxHeaderSize: 4096, headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000, maxRequestsPerSocket: 3 };
@@ -221,5 +221,107 @@ describe('isoatlas serve', () => {
       expect(answers.map((a) => parse(a).status)).toEqual(Array(LIMITS.maxRequestsPerSocket).fill(200));
       expect(answers.map((a) => parse(a).headers.connection)).toEqual([...Array(LIMITS.maxRequestsPerSocket - 1).fill('keep-alive'), 'close']);
     });
+  });
+});
+
+/** `n` connections from `from` (a 127.x address of this machine): what each received, and whether
+ * it is still open. */
+async function hold(to: { host: string; port: number }, from: string, n: number) {
+  const held = await Promise.all(
+    Array.from({ length: n }, () =>
+      new Promise<{ socket: net.Socket; received: () => string; open: () => boolean }>((resolve, reject) => {
+        const socket = net.connect({ host: to.host, port: to.port, localAddress: from });
+        let received = '';
+        let open = true;
+        socket.setEncoding('latin1');
+        socket.on('data', (d: string) => (received += d));
+        socket.on('close', () => (open = false));
+        socket.on('error', () => {});
+        socket.once('connect', () => resolve({ socket, received: () => received, open: () => open }));
+        socket.once('error', reject);
+      }),
+    ),
+  );
+  return held;
+}
+
+/** Waits (bounded) until `done` holds. */
+async function until(done: () => boolean, what: string) {
+  for (let i = 0; i < 600 && !done(); i++) await sleep(50);
+  expect(done(), what).toBe(true);
+}
+
+/** A request from `from` on a connection of its own; its status (0 when the connection failed). */
+function statusFrom(to: { host: string; port: number }, from: string, path = '/api/v1/genes/PRR5'): Promise<number> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: to.host, port: to.port, localAddress: from });
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (received += d));
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3}) /.exec(received)?.[1] ?? 0)));
+    socket.once('connect', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+  });
+}
+
+describe('a fair share of connections', () => {
+  const HOLDING = 1_100;
+  let fair: RunningServer;
+  let to: { host: string; port: number };
+  const trusted = '127.0.0.4';
+  beforeAll(async () => {
+    // Idle connections are held for the whole test: long header timeouts, the default caps.
+    const env = { [SERVER_LIMIT_ENV.headersTimeoutMs]: '120000', [SERVER_LIMIT_ENV.requestTimeoutMs]: '120000' };
+    fair = await startServer({ dir: inject('demoTree'), env, extraArgs: ['--trust-proxy', trusted] });
+    to = { host: '127.0.0.1', port: Number(new URL(fair.base).port) };
+  });
+  afterAll(async () => {
+    await fair.stop();
+  });
+
+  it(`one address holding ${HOLDING} connections keeps its share; another address is answered 10 of 10`, async () => {
+    const cap = SERVER_LIMITS.maxConnectionsPerAddress;
+    expect(HOLDING).toBeGreaterThan(SERVER_LIMITS.maxConnections);
+    const held = await hold(to, '127.0.0.2', HOLDING);
+    try {
+      const refused = () => held.filter((h) => h.received().length > 0 && !h.open());
+      await until(() => refused().length >= HOLDING - cap, `${HOLDING - cap} connections refused`);
+      // The refused ones got a 429 problem; exactly the share is still open, and was told nothing.
+      const answer = refused()[0].received();
+      expectProblem(answer, 429);
+      expect(Number(parse(answer).headers['retry-after'])).toBeGreaterThan(0);
+      expect(JSON.parse(parse(answer).body).detail).toContain(`at most ${cap} at once`);
+      const kept = held.filter((h) => h.open());
+      expect(kept).toHaveLength(cap);
+      expect(kept.every((h) => h.received() === '')).toBe(true);
+
+      const others = [];
+      for (let i = 0; i < 10; i++) others.push(await statusFrom(to, '127.0.0.3'));
+      expect(others).toEqual(Array(10).fill(200));
+      // The held connections are still open, and usable: the address is served on them.
+      expect(held.filter((h) => h.open())).toHaveLength(cap);
+      kept[0].socket.write('GET /api/v1/release HTTP/1.1\r\nHost: x\r\n\r\n');
+      await until(() => /\r\n\r\n/.test(kept[0].received()), 'an answer on a held connection');
+      expect(parse(kept[0].received()).status).toBe(200);
+      // Closing some gives the address room again.
+      for (const h of kept.slice(0, 5)) h.socket.destroy();
+      await until(() => held.filter((h) => h.open()).length === cap - 5, 'five closed');
+      expect(await statusFrom(to, '127.0.0.2')).toBe(200);
+      expect(fair.logs()).toMatch(/429 connections from 127\.0\.0\.2 over its share/);
+    } finally {
+      for (const h of held) h.socket.destroy();
+    }
+  });
+
+  it('does not cap a trusted front, whose connections carry many clients', async () => {
+    const cap = SERVER_LIMITS.maxConnectionsPerAddress;
+    const held = await hold(to, trusted, cap + 10);
+    try {
+      await sleep(500);
+      expect(held.filter((h) => !h.open() || h.received() !== '')).toHaveLength(0);
+      expect(await statusFrom(to, trusted)).toBe(200);
+    } finally {
+      for (const h of held) h.socket.destroy();
+    }
   });
 });

@@ -8,7 +8,9 @@ import type { Duplex } from 'node:stream';
 import type { Handler, RequestContext } from '../handler.js';
 import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
-import { serverLimits, type ServerLimits } from './server-limits.js';
+import { connectionShareProblem, serverLimits, type ServerLimits } from './server-limits.js';
+import { clientBucket } from '../access/client-key.js';
+import { DEFAULT_ACCESS } from '../access/config.js';
 import { TrustedFronts } from './forwarded.js';
 
 /** What the request log records of each request (never a header: one may carry an API key). */
@@ -36,6 +38,8 @@ export interface NodeServerOptions {
   limits?: Partial<ServerLimits>;
   /** Fronts whose X-Forwarded-For names the client (limits are counted per client, not per front). */
   trustedFronts?: TrustedFronts;
+  /** IPv6 clients' connections are counted per network of this prefix length (the access config's). */
+  ipv6Prefix?: number;
 }
 
 /** What a connection's answers hold until its client takes them. */
@@ -153,6 +157,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
     },
   );
   server.maxConnections = limits.maxConnections;
+  capConnectionsPerClient(server, limits, fronts, opts.ipv6Prefix ?? DEFAULT_ACCESS.ipv6_prefix, log);
 
   // Requests Node's parser refuses (oversized head, timeouts, malformed request line) get a problem
   // body too, not Node's bare status line; the connection is closed after it.
@@ -180,6 +185,32 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
     log(`CONNECT ${printable(req.url ?? '')} 405 0.0ms`);
   });
   return server;
+}
+
+/** One client may hold only its share of the connections, so that it cannot take them all: a
+ * connection beyond it is answered 429 and closed, before Node reads a request from it. A trusted
+ * front's connections carry many clients, whom the front caps itself. */
+function capConnectionsPerClient(server: http.Server, limits: ServerLimits, fronts: TrustedFronts, ipv6Prefix: number, log: (line: string) => void): void {
+  const open = new Map<string, number>();
+  const refusal = connectionShareProblem(limits);
+  const body = problemBody('/', refusal);
+  // Before Node's own listener, which starts reading requests from the socket.
+  server.prependListener('connection', (socket: Socket) => {
+    if (fronts.trusts(socket.remoteAddress)) return;
+    const client = clientBucket(socket.remoteAddress ?? 'unknown', ipv6Prefix);
+    const count = (open.get(client) ?? 0) + 1;
+    open.set(client, count);
+    socket.once('close', () => {
+      const left = open.get(client)! - 1;
+      if (left > 0) open.set(client, left);
+      else open.delete(client);
+    });
+    if (count > limits.maxConnectionsPerAddress) {
+      rawAnswer(socket, refusal.status, body, false, refusal.headers);
+      // One line when a client reaches its share, not one per connection refused.
+      if (count === limits.maxConnectionsPerAddress + 1) log(`- - ${refusal.status} connections from ${client} over its share (${limits.maxConnectionsPerAddress})`);
+    }
+  });
 }
 
 /** The handler's answer to a request Node has parsed, or the 400/405 for one that cannot be a Web

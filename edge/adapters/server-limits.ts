@@ -3,7 +3,9 @@
 
 /** Size of the request line plus headers (beyond it: 431); time to send the headers and the whole
  * request (beyond it: 408, connection closed); how long an idle keep-alive connection stays open; how
- * many requests one connection may carry; how many connections are open at once; and what answers
+ * many requests one connection may carry; how many connections are open at once, in all and from one
+ * client (client-key.ts: an IPv6 client is its network; a trusted front is not capped here, it caps
+ * its own clients); and what answers
  * not yet taken by their clients may hold, per connection (requests and bytes) and in total. A
  * connection over its share is closed: its client asks without reading. */
 export const SERVER_LIMITS = {
@@ -13,6 +15,7 @@ export const SERVER_LIMITS = {
   keepAliveTimeoutMs: 5_000,
   maxRequestsPerSocket: 1_000,
   maxConnections: 1_024,
+  maxConnectionsPerAddress: 64,
   maxPendingPerConnection: 32,
   maxUnsentBytesPerConnection: 4 * 1024 * 1024,
   maxUnsentBytes: 256 * 1024 * 1024,
@@ -27,6 +30,7 @@ export const SERVER_LIMIT_ENV: Record<keyof ServerLimits, string> = {
   keepAliveTimeoutMs: 'ISOATLAS_KEEP_ALIVE_TIMEOUT_MS',
   maxRequestsPerSocket: 'ISOATLAS_MAX_REQUESTS_PER_SOCKET',
   maxConnections: 'ISOATLAS_MAX_CONNECTIONS',
+  maxConnectionsPerAddress: 'ISOATLAS_MAX_CONNECTIONS_PER_ADDRESS',
   maxPendingPerConnection: 'ISOATLAS_MAX_PENDING_PER_CONNECTION',
   maxUnsentBytesPerConnection: 'ISOATLAS_MAX_UNSENT_BYTES_PER_CONNECTION',
   maxUnsentBytes: 'ISOATLAS_MAX_UNSENT_BYTES',
@@ -45,4 +49,15 @@ export function serverLimits(env: Record<string, string | undefined> = process.e
   // Node refuses a headers timeout longer than the request timeout.
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new Error(`the headers timeout (${limits.headersTimeoutMs} ms) cannot exceed the request timeout (${limits.requestTimeoutMs} ms)`);
   return limits;
+}
+
+/** The answer to a client over its share of connections, from the server or from the nginx front
+ * (which counts requests in progress, not idle connections). An idle connection is closed within the
+ * keep-alive timeout: by then the client has room again. */
+export function connectionShareProblem(limits: ServerLimits): { status: number; detail: string; headers: Record<string, string> } {
+  return {
+    status: 429,
+    detail: `too many connections from one address: at most ${limits.maxConnectionsPerAddress} at once; retry when some have closed`,
+    headers: { 'Retry-After': String(Math.ceil(limits.keepAliveTimeoutMs / 1000)) },
+  };
 }
