@@ -17,7 +17,7 @@ import { StoreReleaseFiles } from '../edge/origins/store.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';
 import { CORS_HEADERS } from '../edge/contract/http.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../edge/responses.js';
-import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
+import { SERVER_LIMITS, connectionShareProblem } from '../edge/adapters/server-limits.js';
 import { loadManifest } from './manifest-reader.js';
 import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH, servedDir } from './serve.js';
 import { BadInputError } from './errors.js';
@@ -123,6 +123,10 @@ const quoted = (value: string) => `"${value}"`;
 
 const RETRY = { 'Retry-After': '5' };
 
+/** What one client may have in progress at once: the share of connections the server allows a
+ * client (the front's own connections to it are not capped, so the front caps its clients). */
+const CONNECTION_SHARE = connectionShareProblem(SERVER_LIMITS);
+
 /** The problem+json answers nginx gives itself, as the server would word them. */
 const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string, string> }[] = [
   { status: 400, detail: 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)' },
@@ -136,6 +140,7 @@ const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string,
   { status: 502, detail: 'the isoatlas server behind this front did not answer; try again shortly', headers: RETRY },
   { status: 503, detail: 'the isoatlas server behind this front is busy; try again shortly', headers: RETRY },
   { status: 504, detail: 'the isoatlas server behind this front did not answer in time; try again shortly', headers: RETRY },
+  CONNECTION_SHARE,
 ];
 /** nginx's own codes for some of them (494: header too large). */
 const NGINX_CODES: Record<number, number[]> = { 431: [494] };
@@ -216,6 +221,10 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     '    keepalive 32;',
     '}',
     '',
+    '# Requests in progress per client address (limit_conn below); idle connections are bounded by',
+    "# worker_connections and nginx's timeouts instead (docs/OPERATIONS.md).",
+    'limit_conn_zone $binary_remote_addr zone=isoatlas_clients:10m;',
+    '',
     `# The file that answers a request, by decoded path: "<kind> <sha256>${o.store ? '' : ' <path in the tree>'}".`,
     'map $uri $isoatlas_file {',
     '    default "";',
@@ -270,6 +279,9 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     `    root ${quoted(o.dir)};`,
     `    large_client_header_buffers 4 ${SERVER_LIMITS.maxHeaderSize};`,
     '    recursive_error_pages on;',
+    `    limit_conn isoatlas_clients ${SERVER_LIMITS.maxConnectionsPerAddress};`,
+    `    limit_conn_status ${CONNECTION_SHARE.status};`,
+    '    limit_conn_log_level warn;',
     '    access_log off;',
     '    proxy_http_version 1.1;',
     ...indent(proxyHeaders),
@@ -333,7 +345,7 @@ export function standaloneNginx(prefix: string, frontConfig: string): { args: st
     conf,
     `${user}worker_processes 1;
 pid ${join(prefix, 'nginx.pid')};
-events { worker_connections 1024; }
+events { worker_connections 4096; }
 http {
 ${temp}
   sendfile on;

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKey, KEY_PATTERN, keyId } from '../edge/access/key-format.js';
 import { startServer, type RunningServer } from './helpers/server.js';
+import { SERVER_LIMIT_ENV } from '../edge/adapters/server-limits.js';
 
 const ROOT = join(__dirname, '..');
 const GENE = '/genes/PRR5';
@@ -99,7 +100,10 @@ function writeConfig(dir: string, name: string, config: unknown): string {
 }
 
 async function serve(extraArgs: string[], mode: string): Promise<RunningServer> {
-  const server = await startServer({ dir: inject('demoTree'), extraArgs });
+  // The bursts here are one address's, over a connection per request in flight (fetch's way): the
+  // per-address connection cap is server-limits.test.ts's to test, not these.
+  const env = { [SERVER_LIMIT_ENV.maxConnectionsPerAddress]: '1000' };
+  const server = await startServer({ dir: inject('demoTree'), extraArgs, env });
   servers.push(server);
   expect(server.logs()).toContain(`(access: ${mode};`);
   return server;

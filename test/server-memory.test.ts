@@ -26,7 +26,11 @@ function rssBytes(pid: number): number {
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
-/** `isoatlas serve` with a per-IP quota the flood cannot spend: every client here is 127.0.0.1. */
+/** The flood comes from this many addresses (127.0.0.x are all this machine), each within its share
+ * of connections (SERVER_LIMITS.maxConnectionsPerAddress): the bound on what they hold is what is tested. */
+const ADDRESSES = Math.ceil(CLIENTS / SERVER_LIMITS.maxConnectionsPerAddress) + 1;
+
+/** `isoatlas serve` with a per-IP quota the flood cannot spend. */
 function startUnthrottled(): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), 'isoatlas-memory-'));
   const config = join(dir, 'access.json');
@@ -50,7 +54,7 @@ async function flood(api: string, port: number, pid: number, depth: number, roun
   const sockets: net.Socket[] = [];
   try {
     for (let i = 0; i < CLIENTS; i++) {
-      const socket = net.connect(port, '127.0.0.1');
+      const socket = net.connect({ port, host: '127.0.0.1', localAddress: `127.0.0.${10 + (i % ADDRESSES)}` });
       socket.on('error', () => {}); // being cut off is the expected end
       socket.pause(); // never read: what the server sends stays in the kernel's buffers and its own
       sockets.push(socket);
