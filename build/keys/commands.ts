@@ -71,6 +71,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
       out(`key-required (B): ${limitsText(c.key_required.per_ip)} per IP, whatever the keys`);
       for (const [tier, l] of Object.entries(c.key_required.tiers)) out(`  tier ${tier}: ${limitsText(l)} per key`);
       out(`default tier for new keys: ${c.default_tier}`);
+      out(`per IP on the local server: an IPv4 address, or an IPv6 /${c.ipv6_prefix} (ipv6_prefix)`);
     });
 
   keys

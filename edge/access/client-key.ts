@@ -1,6 +1,6 @@
 // Who counts as one client, for per-address limits and the server's connection cap: an IPv4 address
-// by itself, an IPv6 address by its network prefix (a /64 by default), since a single subscriber
-// usually holds a whole /64 and could otherwise multiply every per-address budget by choosing
+// by itself, an IPv6 address by its network (the access config's ipv6_prefix), since a subscriber
+// usually holds a whole network and could otherwise multiply every per-address budget by choosing
 // addresses from it. Plain string work (no node:net): this module is bundled into the edge too.
 
 /** The largest IPv6 prefix: each address counted on its own. */
