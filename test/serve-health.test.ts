@@ -47,7 +47,17 @@ describe('GET /health', () => {
       }
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('5');
-      expect(await r.json()).toMatchObject({ status: 'unavailable' });
+      // What is wrong in words, with no path of the server's machine; the log has the cause.
+      const text = await r.text();
+      expect(JSON.parse(text)).toEqual({ status: 'unavailable', detail: 'the tree has no readable manifest.json' });
+      expect(text).not.toContain(dir);
+      expect(text).not.toContain(tmpdir());
+      for (let i = 0; i < 3; i++) expect((await fetch(`${server.base}/health`)).status).toBe(503);
+      const unhealthy = () => server.logs().split('\n').filter((l) => l.includes('"event":"unhealthy"'));
+      for (let i = 0; i < 50 && unhealthy().length === 0; i++) await new Promise((ok) => setTimeout(ok, 100));
+      const logged = unhealthy();
+      expect(logged).toHaveLength(1); // once while the cause stays the same, however often the probe asks
+      expect(JSON.parse(logged[0])).toMatchObject({ detail: 'the tree has no readable manifest.json', cause: expect.stringContaining(join(dir, 'tree')) });
     } finally {
       renameSync(`${manifest}.away`, manifest);
     }
