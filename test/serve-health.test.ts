@@ -64,6 +64,13 @@ describe('GET /health', () => {
     expect((await fetch(`${server.base}/health`)).status).toBe(200);
   });
 
+  it('a second server on the same port says which port is in use and what to do, exit 2 (usage)', () => {
+    const port = new URL(server.base).port;
+    const r = spawnSync(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), 'serve', '--dir', join(dir, 'tree'), '--port', port, '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys')], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe(`isoatlas: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)\n`);
+    expect(r.status).toBe(2);
+  });
+
   it('logs the served release at start as a JSON line', () => {
     const line = server.logs().split('\n').find((l) => l.includes('"event":"release"'))!;
     expect(JSON.parse(line)).toMatchObject({ event: 'release', release: '2026.11-chr22-demo', previous: null });
