@@ -5,7 +5,7 @@
 // /health must answer 200 from a live process. No answer is a 5xx other than the documented
 // 502/503/504, none is a 500, and the route labels of /metrics stay within their bounded set. Then
 // the targets that used to end the process with --metrics (a refused segment on every route that
-// takes one), in A and in B.
+// takes one), in A and in B. Last, /health of a mirror whose release fails verification.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fc from 'fast-check';
 import http from 'node:http';
@@ -231,3 +231,34 @@ for (const mode of ['open', 'key-required'] as const) {
     });
   });
 }
+
+describe('/health of a mirror whose release cannot be read', () => {
+  it('says what is wrong in words, without a path; the log names the cause', async () => {
+    // The pointer names a manifest by a sha256 its object does not have (the demo's manifest stored
+    // under zeros), as a corrupted or tampered store would.
+    const broken = join(work, 'broken');
+    const zeros = '0'.repeat(64);
+    mkdirSync(dirname(join(broken, objectKey(zeros))), { recursive: true });
+    symlinkSync(join(inject('demoTree'), treePaths.manifest), join(broken, objectKey(zeros)));
+    const release = { release: 'broken', manifest_sha256: zeros, published_at: '2026-11-25T00:00:00.000Z' };
+    writeFileSync(join(broken, HISTORY_KEY), JSON.stringify({ format: STORE_FORMAT, releases: [release], pending: [], retired: [] }));
+    writeFileSync(join(broken, POINTER_KEY), JSON.stringify({ format: STORE_FORMAT, ...release, previous: null }));
+    const server = await startServer({ dir: broken, extraArgs: ['--metrics', '--keys-dir', join(work, 'keys')] });
+    try {
+      const agent = new http.Agent({ keepAlive: false });
+      for (let i = 0; i < 3; i++) {
+        const reply = (await ask(server, agent, 'GET', '/health'))!;
+        expect(reply.status).toBe(503);
+        const text = reply.body.toString('utf8');
+        expect(JSON.parse(text)).toEqual({ status: 'unavailable', detail: "the current release's manifest does not match the sha256 the mirror's pointer names" });
+        expect(text).not.toContain(work);
+      }
+      const unhealthy = () => server.logs().split('\n').filter((l) => l.includes('"event":"unhealthy"'));
+      for (let i = 0; i < 50 && unhealthy().length === 0; i++) await new Promise((ok) => setTimeout(ok, 100));
+      expect(unhealthy()).toHaveLength(1);
+      expect(JSON.parse(unhealthy()[0]).cause).toMatch(/manifest\.json does not match/);
+    } finally {
+      await server.stop();
+    }
+  });
+});
