@@ -1,6 +1,7 @@
 // Prometheus metrics of `isoatlas serve --metrics` (text exposition format 0.0.4): requests by route
 // and status, a latency histogram, and the verified-file caches' hits and misses.
 import { LoadingCache } from '../edge/loading-cache.js';
+import type { AnswerLabel } from '../edge/handler.js';
 
 /** Upper bounds (seconds) of the latency histogram's buckets. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -11,8 +12,8 @@ export class ServerMetrics {
   private sum = 0;
   private count = 0;
 
-  /** `route`: what answered the request, as the handler said (a bounded set of labels). */
-  observe(route: string, status: number | string, seconds: number): void {
+  /** `route`: what answered the request, as the handler said. */
+  observe(route: AnswerLabel, status: number | string, seconds: number): void {
     const key = `${route}\u0000${typeof status === 'number' ? status : 'none'}`;
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
     BUCKETS.forEach((le, i) => {

@@ -48,13 +48,13 @@ export interface RequestContext {
   viaFront?: boolean;
   /** The adapter's id for this request: an unexpected failure's answer and log line carry it. */
   requestId?: string;
-  /** Set by the handler: what answered the request (an AnswerLabel), for metrics. */
-  answeredBy?: string;
+  /** Set by the handler: what answered the request, for the log and metrics. */
+  answeredBy?: AnswerLabel;
 }
 
-/** What answers a request, from a bounded set: a route of the table, or one of the kinds of files
- * served beside it (the server adds its own: health, metrics, admission). */
-export type AnswerLabel = RouteId | 'docs_file' | 'structure_file' | 'store_file' | 'other';
+/** What answers a request, from a bounded set: a route of the table, one of the kinds of files
+ * served beside it, or an endpoint of the server around the handler (build/serve.ts). */
+export type AnswerLabel = RouteId | 'docs_file' | 'structure_file' | 'store_file' | 'health' | 'metrics' | 'admission' | 'other';
 
 export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;
 

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import type { Handler, RequestContext } from '../handler.js';
+import type { AnswerLabel, Handler, RequestContext } from '../handler.js';
 import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
 import { serverLimits, type ServerLimits } from './server-limits.js';
@@ -28,7 +28,7 @@ export interface RequestLogEntry {
   /** The release that answered (X-Isoatlas-Release), when one did. */
   release: string | null;
   /** What answered it, as the handler said (RequestContext.answeredBy); `other` when nothing did. */
-  route: string;
+  route: AnswerLabel;
   /** The id a 500's answer names (X-Request-Id, the problem's request_id). */
   request_id: string;
 }
@@ -158,7 +158,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         if (res.headersSent || socket.destroyed) res.destroy();
         else {
           const body = problemBody(req.url ?? '/', { status: 500, detail: 'an unexpected error occurred; it has been logged', extra: { request_id: requestId } });
-          res.writeHead(500, { ...problemHead(body), [REQUEST_ID_HEADER.toLowerCase()]: requestId }).end(req.method === 'HEAD' ? undefined : body);
+          res.writeHead(500, { ...problemHead(body), [REQUEST_ID_HEADER]: requestId }).end(req.method === 'HEAD' ? undefined : body);
           sentBytes = req.method === 'HEAD' ? 0 : body.length;
         }
       } catch (writeErr) {
