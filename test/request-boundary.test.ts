@@ -1,12 +1,16 @@
 // The Node adapter's boundary around each request: whatever throws while a request is answered,
 // written or logged becomes a 500 problem+json carrying the request's id (in the body and in
 // X-Request-Id, and in the stderr line that says what failed), and the server answers the next
-// request. createNodeServer directly, over handlers and loggers that fail on purpose.
+// request. createNodeServer directly, over handlers and loggers that fail on purpose, and the edge
+// handler's own 500 carrying the adapter's id.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNodeServer, type NodeServerOptions, type RequestLogEntry } from '../edge/adapters/node-http.js';
-import type { Handler } from '../edge/handler.js';
+import { createHandler, type Handler } from '../edge/handler.js';
+import type { AccessControl } from '../edge/access/control.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { tmpdir } from 'node:os';
 import { validate } from './helpers/schemas.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -118,5 +122,19 @@ describe('one boundary per request (createNodeServer)', () => {
     });
     await expectFailure(await fetch(`${base}/any`), errors);
     await expectFailure(await fetch(`${base}/any`), errors);
+  });
+
+  it("the handler's own 500 (access control failing unexpectedly) carries the id the adapter gave it, as the log line does", async () => {
+    const errors = captureStderr();
+    const access = {
+      mode: 'open',
+      decide: async () => {
+        throw new TypeError('access bug');
+      },
+    } as unknown as AccessControl;
+    const entries: RequestLogEntry[] = [];
+    const base = await start(createHandler({ origin: new LocalOrigin(tmpdir()), access }), { logRequest: (e) => void entries.push(e) });
+    const id = await expectFailure(await fetch(`${base}/api/v1/genes/PRR5`), errors);
+    expect(entries.map((e) => [e.request_id, e.route, e.status])).toEqual([[id, 'gene', 500]]);
   });
 });
