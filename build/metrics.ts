@@ -1,20 +1,10 @@
 // Prometheus metrics of `isoatlas serve --metrics` (text exposition format 0.0.4): requests by route
 // and status, a latency histogram, and the verified-file caches' hits and misses.
-import { matchRoute } from '../edge/router.js';
 import { LoadingCache } from '../edge/loading-cache.js';
-import { docsAssetName } from '../edge/routes/docs.js';
+import type { AnswerLabel } from '../edge/handler.js';
 
 /** Upper bounds (seconds) of the latency histogram's buckets. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-
-/** The route id a path is answered by (the route table), or what else it is; a bounded label set. */
-export function routeLabel(path: string): string {
-  const pathname = path.split('?')[0];
-  if (pathname === '/health' || pathname === '/metrics') return pathname.slice(1);
-  if (docsAssetName(pathname) !== null) return 'docs_file';
-  if (pathname.startsWith('/structures/') || pathname.startsWith('/releases/')) return 'structure_file';
-  return matchRoute(pathname)?.route.id ?? 'other';
-}
 
 export class ServerMetrics {
   private readonly requests = new Map<string, number>();
@@ -22,8 +12,9 @@ export class ServerMetrics {
   private sum = 0;
   private count = 0;
 
-  observe(path: string, status: number | string, seconds: number): void {
-    const key = `${routeLabel(path)}\u0000${typeof status === 'number' ? status : 'none'}`;
+  /** `route`: what answered the request, as the handler said. */
+  observe(route: AnswerLabel, status: number | string, seconds: number): void {
+    const key = `${route}\u0000${typeof status === 'number' ? status : 'none'}`;
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
     BUCKETS.forEach((le, i) => {
       if (seconds <= le) this.buckets[i]++;

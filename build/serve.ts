@@ -1,6 +1,6 @@
 // `isoatlas serve`: the edge function over a local tree or mirror on Node's http server: the local
 // server behind `npm start` and the server an offline mirror runs.
-import { BadInputError } from './errors.js';
+import { BadInputError, UsageError } from './errors.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +23,8 @@ import { readSecret, registryPath } from './keys/registry.js';
 import { bufferedLog } from './buffered-log.js';
 import { ServerMetrics } from './metrics.js';
 import { MIRROR_RECORD, type MirrorRecord } from './mirror.js';
+import { IntegrityError } from '../edge/origins/verified.js';
+import { redactKeys } from '../edge/access/key-format.js';
 
 export interface ServeOptions {
   dir: string;
@@ -91,11 +93,11 @@ export function servedDir(dir: string): ServedDir {
 }
 
 /** A mirror is served with pinning and its store files (for other mirrors); a tree as one release. */
-function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> {
-  if (servedDir(dir).kind === 'tree') return { origin: new LocalTreeOrigin(dir) };
+function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> & { kind: ServedDir['kind'] } {
+  if (servedDir(dir).kind === 'tree') return { kind: 'tree', origin: new LocalTreeOrigin(dir) };
   const files = new LocalOrigin(dir);
   // The pointer is read again every two seconds: a sync switches the served release.
-  return { origin: new StoreOrigin(files, 2_000), storeFiles: files };
+  return { kind: 'mirror', origin: new StoreOrigin(files, 2_000), storeFiles: files };
 }
 
 /** `GET /health`: what is served, for a load balancer or a service manager. Never keyed or counted
@@ -109,19 +111,37 @@ export const ADMISSION_PATH = '/admission';
 /** The request header in which the front names the manifest its file map was made from. */
 export const FRONT_MANIFEST_HEADER = 'X-Isoatlas-Front-Manifest';
 
-async function health(dir: string, releases: Releases): Promise<Response> {
+/** What /health says is wrong, by the step that failed: in words, never a path of this machine (the
+ * server's log has the cause). */
+const UNHEALTHY = {
+  pointer: { tree: `the tree has no readable ${treePaths.manifest}`, mirror: `the mirror's release pointer (${POINTER_KEY}) is missing or unreadable` },
+  manifest: "the current release's manifest is missing or unreadable",
+  verification: "the current release's manifest does not match the sha256 the mirror's pointer names",
+  record: `the mirror's sync record (${MIRROR_RECORD}) is unreadable`,
+};
+
+/** `cause` hears of each check: what was said and why, or null when all is well. */
+async function health(dir: string, kind: ServedDir['kind'], releases: Releases, cause: (said: string | null, err?: unknown) => void): Promise<Response> {
   const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
+  let said: string = UNHEALTHY.pointer[kind];
   try {
     const release = await releases.get();
     if (!release) throw new Error('no current release');
-    const name = await release.name();
+    said = UNHEALTHY.manifest;
+    const name = await release.name().catch((err) => {
+      if (err instanceof IntegrityError) said = UNHEALTHY.verification;
+      throw err;
+    });
     const manifest = await release.origin.manifestSha256();
+    said = UNHEALTHY.record;
     const record = join(dir, MIRROR_RECORD);
     const synced = existsSync(record) ? (JSON.parse(readFileSync(record, 'utf8')) as MirrorRecord) : null;
     const mirror = synced && { source: synced.source, synced_at: synced.synced_at };
+    cause(null);
     return new Response(JSON.stringify({ status: 'ok', release: name, manifest_sha256: manifest, mirror }), { status: 200, headers });
   } catch (err) {
-    return new Response(JSON.stringify({ status: 'unavailable', detail: (err as Error).message }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });
+    cause(said, err);
+    return new Response(JSON.stringify({ status: 'unavailable', detail: said }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });
   }
 }
 
@@ -142,10 +162,23 @@ async function admission(request: Request, context: RequestContext, releases: Re
   return answer;
 }
 
+/** An address as it is written before a port (an IPv6 address in brackets). */
+const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
+
+/** Why the server could not listen, as a command-line problem when it is one (a port in use, an
+ * address not of this machine, a port the user may not open), naming the address and what to do. */
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const at = `${urlHost(host)}:${port}`;
+  if (err.code === 'EADDRINUSE') return new UsageError(`${at} is already in use: choose another --port, or stop what listens there`);
+  if (err.code === 'EACCES') return new UsageError(`not permitted to listen on ${at}: choose a --port from 1024 up, or run with the right to bind low ports`);
+  if (err.code === 'EADDRNOTAVAIL') return new UsageError(`${host} is not an address of this machine: choose another --host (127.0.0.1 for this machine only, 0.0.0.0 for all)`);
+  return err;
+}
+
 /** Serves until SIGTERM/SIGINT; resolves once in-flight requests have finished and the server closed. */
 export async function serve(opts: ServeOptions): Promise<void> {
   const dir = resolve(opts.dir);
-  const served = originFor(dir);
+  const { kind, ...served } = originFor(dir);
   // Request lines are batched (see buffered-log.ts); the lines about the server itself go out at once.
   const stdout = opts.log ? null : bufferedLog((text) => process.stdout.write(text));
   if (stdout) process.once('exit', stdout.flush);
@@ -157,11 +190,19 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const releases = releasesOf(options);
   const api = createHandler(options, releases);
   const metrics = opts.metrics ? new ServerMetrics() : null;
+  // The cause behind /health's 503, for the operator: logged when it changes, not at every probe.
+  let unhealthy: string | null = null;
+  const healthCause = (said: string | null, err?: unknown) => {
+    const cause = said && redactKeys(String((err as Error)?.message ?? err));
+    if (cause && cause !== unhealthy) log(JSON.stringify({ time: new Date().toISOString(), event: 'unhealthy', detail: said, cause }));
+    unhealthy = cause;
+  };
   const handler: Handler = (request, context = {}) => {
     const path = new URL(request.url).pathname;
-    if (path === HEALTH_PATH) return health(dir, releases);
-    if (path === ADMISSION_PATH && context.viaFront && request.method === 'GET') return admission(request, context, releases, access);
+    if (path === HEALTH_PATH) return ((context.answeredBy = 'health'), health(dir, kind, releases, healthCause));
+    if (path === ADMISSION_PATH && context.viaFront && request.method === 'GET') return ((context.answeredBy = 'admission'), admission(request, context, releases, access));
     if (metrics && path === METRICS_PATH) {
+      context.answeredBy = 'metrics';
       return Promise.resolve(new Response(metrics.render(), { headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' } }));
     }
     return api(request, context);
@@ -173,11 +214,15 @@ export async function serve(opts: ServeOptions): Promise<void> {
     log: requestLog,
     logRequest: (entry) => {
       // A front's admissions are not logged: the front logs the request they stood for.
-      if (entry.path === ADMISSION_PATH && (entry.status === 204 || entry.status === 403)) return;
+      if (entry.route === 'admission' && (entry.status === 204 || entry.status === 403)) return;
       requestLog(JSON.stringify(entry));
-      metrics?.observe(entry.path, entry.status, entry.ms / 1000);
+      metrics?.observe(entry.route, entry.status, entry.ms / 1000);
     },
   });
+  // Each request has its boundary (createNodeServer); a promise rejected outside any request (none is
+  // known) is logged rather than allowed to stop a server that can go on answering.
+  const stray = (reason: unknown) => log(JSON.stringify({ time: new Date().toISOString(), event: 'unhandled_rejection', detail: redactKeys(String((reason as Error)?.stack ?? reason)) }));
+  process.on('unhandledRejection', stray);
   // Say which release is served, and when a sync or rebuild switches it.
   let servedRelease: string | null = null;
   const watch = async () => {
@@ -189,12 +234,14 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const watcher = setInterval(() => void watch(), 2_000);
   watcher.unref();
   await new Promise<void>((ok, fail) => {
-    server.once('error', fail);
+    server.once('error', (err) => fail(listenError(err, opts.host, opts.port)));
     server.listen(opts.port, opts.host, () => ok());
+  }).catch((err) => {
+    process.off('unhandledRejection', stray);
+    throw err;
   });
   const { port } = server.address() as AddressInfo;
-  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  log(`isoatlas serving ${dir} at http://${host}:${port}/api/v1/ (access: ${opts.access.mode}; Ctrl-C to stop)`);
+  log(`isoatlas serving ${dir} at http://${urlHost(opts.host)}:${port}/api/v1/ (access: ${opts.access.mode}; Ctrl-C to stop)`);
 
   await new Promise<void>((done) => {
     const stop = (signal: string) => {
@@ -205,6 +252,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.once('SIGINT', () => stop('SIGINT'));
   });
   clearInterval(watcher);
+  process.off('unhandledRejection', stray);
   log('stopped');
   if (stdout) process.off('exit', stdout.flush);
 }

@@ -3,11 +3,11 @@
 // matches the route table and hands the request to the route's module (edge/routes/); every bad
 // input becomes a problem+json 4xx, every origin failure a 502/503/504. No framework; Web-standard
 // types only, so the Node adapter, Lambda@Edge and tests call the same function.
-import { cacheControl } from './contract/routes.js';
+import { cacheControl, type RouteId } from './contract/routes.js';
 import { isVersioned, OriginError, type Origin, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from './origin.js';
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin } from './origins/verified.js';
-import { matchRoute, parseQuery, RequestProblem } from './router.js';
+import { matchRoute, parseQuery, RequestProblem, type Match } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
 import { redactKeys } from './access/key-format.js';
@@ -16,6 +16,7 @@ import type { Release, Releases } from './routes/context.js';
 import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER, RELEASE_PARAM } from './contract/routes.js';
 import { API_PREFIX } from './contract/tree.js';
+import { REQUEST_ID_HEADER } from './contract/http.js';
 import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
 import { docsAsset, docsAssetName } from './routes/docs.js';
 import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';
@@ -39,12 +40,21 @@ export interface HandlerOptions {
   bodyCacheBytes?: number;
 }
 
-/** Facts about the request that only the adapter knows and the client cannot forge. */
+/** Facts about the request that only the adapter knows and the client cannot forge, and what the
+ * handler says back about it. */
 export interface RequestContext {
   clientIp?: string;
   /** The request came through a front the server trusts (its peer is one), which named the client. */
   viaFront?: boolean;
+  /** The adapter's id for this request: an unexpected failure's answer and log line carry it. */
+  requestId?: string;
+  /** Set by the handler: what answered the request, for the log and metrics. */
+  answeredBy?: AnswerLabel;
 }
+
+/** What answers a request, from a bounded set: a route of the table, one of the kinds of files
+ * served beside it, or an endpoint of the server around the handler (build/serve.ts). */
+export type AnswerLabel = RouteId | 'docs_file' | 'structure_file' | 'store_file' | 'health' | 'metrics' | 'admission' | 'other';
 
 export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;
 
@@ -53,6 +63,8 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
 
   return async (request, context = {}) => {
     try {
+      const target = targetOf(request, releases, options);
+      context.answeredBy = target.label;
       // Preflights carry no credentials (browsers never send Authorization with them): not counted.
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, Allow: ALLOW } });
       if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -60,52 +72,84 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
       }
       const decision = options.access ? await options.access.decide(request, context.clientIp) : null;
       if (decision?.denied) return decision.denied;
-      const response = await serve(request, releases, options);
+      const response = await target.answer();
       if (decision) for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);
       // With keys required, every answer served was asked with a key: no shared cache in front of
       // this server may hand it to a client without one.
       if (keyRequired) keepPrivate(response);
       return response;
     } catch (err) {
-      return failure(request, err);
+      return failure(request, err, context.requestId);
     }
   };
 }
 
-/** The answer to a GET or HEAD, from the release it names or the current one. */
-async function serve(request: Request, releases: Releases, options: HandlerOptions): Promise<Response> {
+/** What a request asks for, decided once from its path (metrics count what it names), and how it is
+ * answered from the release it names or the current one, once access control has let it through. */
+interface Target {
+  label: AnswerLabel;
+  answer: () => Promise<Response>;
+}
+
+function targetOf(request: Request, releases: Releases, options: HandlerOptions): Target {
   const url = new URL(request.url);
   if (options.serveStructureFiles && url.pathname.startsWith('/structures/')) {
     const name = url.pathname.slice('/structures/'.length);
-    if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
-    const release = (await releases.get())!;
-    return named(await structureFile(request, release, name), release);
+    return {
+      label: 'structure_file',
+      async answer() {
+        if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
+        const release = (await releases.get())!;
+        return named(await structureFile(request, release, name), release);
+      },
+    };
   }
   const inRelease = options.serveStructureFiles ? RELEASE_STRUCTURE_PATH.exec(url.pathname) : null;
   if (inRelease) {
-    const release = await releases.get(inRelease[1]);
-    if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname.slice(0, 200)}` });
-    return named(await structureFile(request, release, inRelease[2]), release);
+    return {
+      label: 'structure_file',
+      async answer() {
+        const release = await releases.get(inRelease[1]);
+        if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname.slice(0, 200)}` });
+        return named(await structureFile(request, release, inRelease[2]), release);
+      },
+    };
   }
-  if (options.storeFiles && isStoreFile(url.pathname.slice(1))) return storeFile(request, options.storeFiles, url.pathname.slice(1));
+  if (options.storeFiles && isStoreFile(url.pathname.slice(1))) return { label: 'store_file', answer: () => storeFile(request, options.storeFiles!, url.pathname.slice(1)) };
   const asset = docsAssetName(url.pathname);
   if (asset !== null) {
-    const pinned = url.searchParams.get(RELEASE_PARAM) ?? undefined;
-    const release = await releases.get(pinned);
-    if (!release) return noSuchRelease(request, pinned!);
-    return named(await docsAsset(request, release, asset), release);
+    return {
+      label: 'docs_file',
+      async answer() {
+        const pinned = url.searchParams.get(RELEASE_PARAM) ?? undefined;
+        const release = await releases.get(pinned);
+        if (!release) return noSuchRelease(request, pinned!);
+        return named(await docsAsset(request, release, asset), release);
+      },
+    };
   }
-  const matched = matchRoute(url.pathname);
+  let matched: Match | null;
+  try {
+    matched = matchRoute(url.pathname);
+  } catch (err) {
+    // A path the router refuses is answered after access control, like any other.
+    return { label: 'other', answer: () => Promise.reject(err) };
+  }
   if (!matched) {
-    return problem(request, { status: 404, detail: `no endpoint at ${url.pathname.slice(0, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` });
+    return { label: 'other', answer: async () => problem(request, { status: 404, detail: `no endpoint at ${url.pathname.slice(0, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` }) };
   }
   const { route, params } = matched;
-  const query = parseQuery(route, url.searchParams);
-  const asked = query.strings[RELEASE_PARAM];
-  const release = await releases.get(asked);
-  if (!release) return noSuchRelease(request, asked!);
-  const response = await routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl });
-  return named(response, release);
+  return {
+    label: route.id,
+    async answer() {
+      const query = parseQuery(route, url.searchParams);
+      const asked = query.strings[RELEASE_PARAM];
+      const release = await releases.get(asked);
+      if (!release) return noSuchRelease(request, asked!);
+      const response = await routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl });
+      return named(response, release);
+    },
+  };
 }
 
 const noSuchRelease = (request: Request, name: string) =>
@@ -179,8 +223,9 @@ export function keepPrivate(response: Response): void {
   response.headers.append('vary', 'Authorization');
 }
 
-/** The problem response for anything thrown while answering. */
-export function failure(request: Request, err: unknown): Response {
+/** The problem response for anything thrown while answering; an unexpected failure's answer and log
+ * line carry the request's id, when the adapter gave one, so a report can be matched to the log. */
+export function failure(request: Request, err: unknown, requestId?: string): Response {
   if (err instanceof RequestProblem) {
     return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
   }
@@ -194,6 +239,10 @@ export function failure(request: Request, err: unknown): Response {
     return problem(request, { status, detail, headers: { 'Retry-After': '5' } });
   }
   // A bug of ours, not the client's: say so without leaking internals.
-  console.error(`isoatlas edge: unexpected error: ${redactKeys(String((err as Error).stack ?? err))}`);
-  return problem(request, { status: 500, detail: 'an unexpected error occurred; it has been logged' });
+  console.error(`isoatlas edge: unexpected error${requestId ? ` (request ${requestId})` : ''}: ${redactKeys(String((err as Error)?.stack ?? err))}`);
+  return problem(request, {
+    status: 500,
+    detail: 'an unexpected error occurred; it has been logged',
+    ...(requestId ? { extra: { request_id: requestId }, headers: { [REQUEST_ID_HEADER]: requestId } } : {}),
+  });
 }

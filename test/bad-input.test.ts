@@ -2,7 +2,7 @@
 // code 3, and leaves no half-written database. Fixtures are real lines of the chr22 inputs, damaged.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
@@ -230,5 +230,52 @@ describe('build --out never deletes what it did not make', () => {
     expect(foreign.code).toBe(2);
     expect(foreign.stderr).toContain('1 file(s) its manifest does not list, e.g. api/v1/mine.txt');
     expect(readFileSync(join(tree, 'api/v1/mine.txt'), 'utf8')).toBe('not rendered');
+  });
+});
+
+describe('compressed inputs cut short', () => {
+  // The first half of the gene-info extract: gzip that ends in the middle of its stream.
+  let truncated: string;
+  beforeAll(() => {
+    const whole = readFileSync(join(ROOT, 'data/gene-info/org.Hs.eg.db.chr22.tsv.gz'));
+    truncated = join(dir, 'gene-info.tsv.gz');
+    writeFileSync(truncated, whole.subarray(0, Math.floor(whole.length / 2)));
+  });
+
+  it('import gene-info on a truncated .gz exits 3 naming the file, and leaves the release as it was', () => {
+    const db = join(dir, 'gene-info.sqlite');
+    copyFileSync(inject('demoDb'), db);
+    const before = readFileSync(db);
+    const r = isoatlas('import', 'gene-info', '--db', db, '--file', truncated, '--source', 'test');
+    expect(r.stderr).toMatch(new RegExp(`^isoatlas: invalid input: ${truncated.replace(/[.\\/]/g, '\\$&')}:\\d+: not valid gzip data \\(truncated or corrupt file\\?\\)\\n$`));
+    expect(r.code).toBe(3);
+    expect(readFileSync(db).equals(before)).toBe(true);
+  });
+
+  it('a reader that stops early (a header read) closes the file and hears no late error', async () => {
+    const { readLines } = await import('../build/import/input.js');
+    const uncaught: unknown[] = [];
+    const hear = (err: unknown) => void uncaught.push(err);
+    process.on('uncaughtException', hear);
+    /** Descriptors of this process open on the file. */
+    const openOnFile = () => readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === truncated;
+      } catch {
+        return false; // closed meanwhile
+      }
+    }).length;
+    try {
+      for (let i = 0; i < 20; i++) {
+        for await (const [line] of readLines(truncated)) if (line === 1) break;
+      }
+      // Closing is asynchronous: wait for it (bounded), then for any error that would follow.
+      for (let i = 0; i < 100 && openOnFile() > 0; i++) await new Promise((ok) => setTimeout(ok, 20));
+      await new Promise((ok) => setTimeout(ok, 100));
+      expect(openOnFile()).toBe(0);
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', hear);
+    }
   });
 });

@@ -47,11 +47,28 @@ describe('GET /health', () => {
       }
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('5');
-      expect(await r.json()).toMatchObject({ status: 'unavailable' });
+      // What is wrong in words, with no path of the server's machine; the log has the cause.
+      const text = await r.text();
+      expect(JSON.parse(text)).toEqual({ status: 'unavailable', detail: 'the tree has no readable manifest.json' });
+      expect(text).not.toContain(dir);
+      expect(text).not.toContain(tmpdir());
+      for (let i = 0; i < 3; i++) expect((await fetch(`${server.base}/health`)).status).toBe(503);
+      const unhealthy = () => server.logs().split('\n').filter((l) => l.includes('"event":"unhealthy"'));
+      for (let i = 0; i < 50 && unhealthy().length === 0; i++) await new Promise((ok) => setTimeout(ok, 100));
+      const logged = unhealthy();
+      expect(logged).toHaveLength(1); // once while the cause stays the same, however often the probe asks
+      expect(JSON.parse(logged[0])).toMatchObject({ detail: 'the tree has no readable manifest.json', cause: expect.stringContaining(join(dir, 'tree')) });
     } finally {
       renameSync(`${manifest}.away`, manifest);
     }
     expect((await fetch(`${server.base}/health`)).status).toBe(200);
+  });
+
+  it('a second server on the same port says which port is in use and what to do, exit 2 (usage)', () => {
+    const port = new URL(server.base).port;
+    const r = spawnSync(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), 'serve', '--dir', join(dir, 'tree'), '--port', port, '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys')], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe(`isoatlas: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)\n`);
+    expect(r.status).toBe(2);
   });
 
   it('logs the served release at start as a JSON line', () => {

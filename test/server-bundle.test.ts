@@ -61,6 +61,19 @@ describe('isoatlas-server.mjs', () => {
     expect((await fetch(`${base}/api/v1/search?query=ERK2`)).status).toBe(200);
   }, 60_000);
 
+  it('on a port in use says which and what to do, exit 2 (usage)', async () => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const r = spawnSync(process.execPath, [bundle, 'serve', '--dir', inject('demoTree'), '--port', String(port), '--keys-dir', join(dir, 'keys')], { cwd: join(dir, 'opt'), encoding: 'utf8', timeout: 60_000 });
+      expect(r.stderr).toBe(`isoatlas-server: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)\n`);
+      expect(r.status).toBe(2);
+    } finally {
+      await new Promise((r) => holder.close(r));
+    }
+  }, 60_000);
+
   it('mirrors from S3 with the client it carries: an unreachable endpoint is explained, exit 4', async () => {
     const server = createServer();
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

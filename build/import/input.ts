@@ -6,6 +6,7 @@ import { startProgress } from '../progress.js';
 import { createHash } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
+import { pipeline } from 'node:stream';
 
 /** A problem in an input file. The message names the file, the line and the problem, so a curator
  * can open the file and fix it without reading our code. */
@@ -30,8 +31,9 @@ const MIB = 1024 * 1024;
  * file's reading shows progress (build/progress.ts), in MiB of the file as stored. */
 export async function* readLines(path: string, progressOf: typeof startProgress = startProgress): AsyncGenerator<[number, string]> {
   const raw = createReadStream(path);
-  const stream = path.endsWith('.gz') ? raw.pipe(createGunzip()) : raw;
-  raw.on('error', (err) => stream.destroy(err));
+  // pipeline passes an error of either stream to the other (readline reports it) and keeps listening
+  // after the reader stopped, so a truncated file's late error is never an unhandled 'error' event.
+  const stream = path.endsWith('.gz') ? pipeline(raw, createGunzip(), () => {}) : raw;
   const size = fileSize(path);
   if (size >= PROGRESS_FROM_BYTES) {
     const total = Math.ceil(size / MIB);
@@ -60,6 +62,11 @@ export async function* readLines(path: string, progressOf: typeof startProgress 
     if (code === 'ENOENT') throw new InputError(path, null, 'file not found');
     if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR') throw new InputError(path, n + 1, 'not valid gzip data (truncated or corrupt file?)');
     throw err;
+  } finally {
+    // Closed on every path: the end, an error, or a reader that stopped early (a header read).
+    lines.close();
+    stream.destroy();
+    raw.destroy();
   }
 }
 

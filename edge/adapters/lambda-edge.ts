@@ -45,16 +45,18 @@ export type ReleaseFileLocator = (request: Request) => Promise<{ sha256: string 
 export function createLambdaEdgeHandler(handler: Handler, locate?: ReleaseFileLocator) {
   return async function onOriginRequest(event: CloudFrontRequestEvent): Promise<CloudFrontResultResponse | CfRequest> {
     const cf = event.Records[0].cf.request;
+    // CloudFront's id of the request (its X-Amz-Cf-Id): a 500 names it, as the function's log does.
+    const requestId = event.Records[0].cf.config.requestId;
     const request = toWebRequest(event);
     if (locate && cf.uri.startsWith('/releases/')) {
       // The file goes from the store to the viewer through CloudFront, whatever its size (a body
       // this function generates is limited to 1 MB): the request is sent on to the bucket with the
       // object's key as its URI, and CloudFront caches the answer under the viewer's URL.
-      const found = await locate(request).catch((err: unknown) => failure(request, err));
+      const found = await locate(request).catch((err: unknown) => failure(request, err, requestId));
       if (found instanceof Response) return toCloudFront(found, cf.method);
       return { ...cf, uri: `/${objectKey(found.sha256)}`, querystring: '' };
     }
-    return toCloudFront(await handler(request, { clientIp: cf.clientIp }), cf.method);
+    return toCloudFront(await handler(request, { clientIp: cf.clientIp, requestId }), cf.method);
   };
 }
 

@@ -4,14 +4,16 @@
 // without reading can make the process hold, and answers what Node refuses with problem+json too.
 import http from 'node:http';
 import type { Socket } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import type { Handler, RequestContext } from '../handler.js';
+import type { AnswerLabel, Handler, RequestContext } from '../handler.js';
 import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
 import { connectionShareProblem, serverLimits, type ServerLimits } from './server-limits.js';
 import { clientBucket } from '../access/client-key.js';
 import { DEFAULT_ACCESS } from '../access/config.js';
 import { TrustedFronts } from './forwarded.js';
+import { REQUEST_ID_HEADER } from '../contract/http.js';
 
 /** What the request log records of each request (never a header: one may carry an API key). */
 export interface RequestLogEntry {
@@ -27,6 +29,10 @@ export interface RequestLogEntry {
   ms: number;
   /** The release that answered (X-Isoatlas-Release), when one did. */
   release: string | null;
+  /** What answered it, as the handler said (RequestContext.answeredBy); `other` when nothing did. */
+  route: AnswerLabel;
+  /** The id a 500's answer names (X-Request-Id, the problem's request_id). */
+  request_id: string;
 }
 
 export interface NodeServerOptions {
@@ -65,21 +71,29 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
   // The server's own address, for HTTP/1.0 requests without a usable Host: asked once.
   let ownHost: string | undefined;
 
-  const server = http.createServer(
-    {
-      maxHeaderSize: limits.maxHeaderSize,
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // Node checks the two timeouts above only this often (30 s by default, which would let a slow
-      // client hold a connection longer than the headers timeout says).
-      connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
-      // Checked below, to answer with a problem body and to refuse two Host fields as well.
-      requireHostHeader: false,
-    },
-    async (req, res) => {
-      const started = performance.now();
-      const socket = req.socket;
+  /** One request, inside one boundary: whatever throws while it is answered, written or logged (the
+   * handler, the log callback, metrics) becomes a logged 500 carrying the request's id, and the
+   * server goes on with the next request. */
+  async function respond(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const started = performance.now();
+    const requestId = randomUUID();
+    const socket = req.socket;
+    const context: RequestContext = { requestId };
+    let status: number | string = 500;
+    let sentBytes = 0;
+    let release: string | null = null;
+    let logged = false;
+    const record = () => {
+      if (!opts.logRequest) log(`${req.method} ${printable(req.url ?? '')} ${status} ${millisSince(started)}ms`);
+      else {
+        opts.logRequest({
+          time: new Date().toISOString(), client: context.clientIp ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
+          status, bytes: sentBytes, ms: Number(millisSince(started)), release, route: context.answeredBy ?? 'other', request_id: requestId,
+        });
+      }
+      logged = true;
+    };
+    try {
       // Requests parsed from what a connection sent before it was cut: nobody is there to answer.
       if (socket.destroyed) return;
       let connection = connections.get(socket);
@@ -99,62 +113,86 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       res.once('finish', settle);
       res.once('close', settle);
       req.resume(); // GET/HEAD carry no body; drain anything sent so the connection stays usable
-      const line = `${req.method} ${printable(req.url ?? '')}`;
       // A client far ahead of the answers it has taken asks without reading: cut it.
       if (conn.pending > limits.maxPendingPerConnection) {
         socket.destroy();
-        return log(`${line} closed: ${conn.pending} requests waiting for a client that does not read`);
+        return log(`${req.method} ${printable(req.url ?? '')} closed: ${conn.pending} requests waiting for a client that does not read`);
       }
 
-      let status: number | string = 500;
-      let sentBytes = 0;
-      let release: string | null = null;
-      const viaFront = fronts.trusts(socket.remoteAddress);
+      context.viaFront = fronts.trusts(socket.remoteAddress);
       // Node joins repeated X-Forwarded-For fields into one value.
-      const client = fronts.clientOf(socket.remoteAddress, req.headers['x-forwarded-for'] as string | undefined);
-      try {
-        ownHost ??= fallbackHostOf(server.address());
-        const response = await answer(req, handler, ownHost, { clientIp: client, viaFront });
-        status = response.status;
-        release = response.headers.get('x-isoatlas-release');
-        if (socket.destroyed) {
-          status = 'closed by the client';
-          return;
-        }
-        const body = response.body && req.method !== 'HEAD' ? new Uint8Array(await response.arrayBuffer()) : null;
-        const size = (body?.length ?? 0) + HEAD_BYTES;
-        // Answers pile up unsent only for a client that does not read them: beyond its share, or when
-        // all connections together hold too much, a connection that still holds some is closed.
-        if (conn.unsent > 0 && (conn.unsent + size > limits.maxUnsentBytesPerConnection || unsentTotal + size > limits.maxUnsentBytes)) {
-          status = 'closed: answers waiting for a client that does not read';
-          return void socket.destroy();
-        }
-        charged = size;
-        conn.unsent += size;
-        unsentTotal += size;
-        const fields: string[] = [];
-        response.headers.forEach((value, name) => fields.push(name, value));
-        // The last request a connection may carry: `Connection: close` makes Node close it after this
-        // answer (its own maxRequestsPerSocket only says close, keeps reading, and answers a bare 503).
-        if (nth >= limits.maxRequestsPerSocket && !response.headers.has('connection')) fields.push('connection', 'close');
-        res.writeHead(response.status, fields);
-        res.end(body ?? undefined);
-        sentBytes = body?.length ?? 0;
-      } catch (err) {
-        status = 500;
-        console.error(`isoatlas serve: ${redactKeys(String((err as Error)?.stack ?? err))}`);
-        const body = problemBody(req.url ?? '/', { status: 500, detail: 'an unexpected error occurred' });
-        if (res.headersSent) res.end();
-        else res.writeHead(500, problemHead(body)).end(req.method === 'HEAD' ? undefined : body);
-      } finally {
-        if (opts.logRequest) {
-          opts.logRequest({
-            time: new Date().toISOString(), client: client ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
-            status, bytes: sentBytes, ms: Number(millisSince(started)), release,
-          });
-        } else log(`${line} ${status} ${millisSince(started)}ms`);
+      context.clientIp = fronts.clientOf(socket.remoteAddress, req.headers['x-forwarded-for'] as string | undefined);
+      ownHost ??= fallbackHostOf(server.address());
+      const response = await answer(req, handler, ownHost, context);
+      status = response.status;
+      release = response.headers.get('x-isoatlas-release');
+      if (socket.destroyed) {
+        status = 'closed by the client';
+        return record();
       }
+      const body = response.body && req.method !== 'HEAD' ? new Uint8Array(await response.arrayBuffer()) : null;
+      const size = (body?.length ?? 0) + HEAD_BYTES;
+      // Answers pile up unsent only for a client that does not read them: beyond its share, or when
+      // all connections together hold too much, a connection that still holds some is closed.
+      if (conn.unsent > 0 && (conn.unsent + size > limits.maxUnsentBytesPerConnection || unsentTotal + size > limits.maxUnsentBytes)) {
+        status = 'closed: answers waiting for a client that does not read';
+        socket.destroy();
+        return record();
+      }
+      const fields: string[] = [];
+      response.headers.forEach((value, name) => fields.push(name, value));
+      // The last request a connection may carry: `Connection: close` makes Node close it after this
+      // answer (its own maxRequestsPerSocket only says close, keeps reading, and answers a bare 503).
+      if (nth >= limits.maxRequestsPerSocket && !response.headers.has('connection')) fields.push('connection', 'close');
+      sentBytes = body?.length ?? 0;
+      // Logged before it is written, so that a log or metrics failure is answered like any other.
+      record();
+      charged = size;
+      conn.unsent += size;
+      unsentTotal += size;
+      res.writeHead(response.status, fields);
+      res.end(body ?? undefined);
+    } catch (err) {
+      status = 500;
+      sentBytes = 0;
+      release = null;
+      report(`request ${requestId} failed`, err);
+      try {
+        // An answer already begun cannot become another: the connection is cut instead.
+        if (res.headersSent || socket.destroyed) res.destroy();
+        else {
+          const body = problemBody(req.url ?? '/', { status: 500, detail: 'an unexpected error occurred; it has been logged', extra: { request_id: requestId } });
+          res.writeHead(500, { ...problemHead(body), [REQUEST_ID_HEADER]: requestId }).end(req.method === 'HEAD' ? undefined : body);
+          sentBytes = req.method === 'HEAD' ? 0 : body.length;
+        }
+      } catch (writeErr) {
+        report(`request ${requestId}: its 500 could not be written`, writeErr);
+        res.destroy();
+      }
+      if (!logged) {
+        try {
+          record();
+        } catch (logErr) {
+          report(`request ${requestId} could not be logged`, logErr);
+        }
+      }
+    }
+  }
+
+  const server = http.createServer(
+    {
+      maxHeaderSize: limits.maxHeaderSize,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node checks the two timeouts above only this often (30 s by default, which would let a slow
+      // client hold a connection longer than the headers timeout says).
+      connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
+      // Checked below, to answer with a problem body and to refuse two Host fields as well.
+      requireHostHeader: false,
     },
+    // Every request runs inside respond()'s boundary; this catch only guards the guard.
+    (req, res) => void respond(req, res).catch((err) => lastResort(res, err)),
   );
   server.maxConnections = limits.maxConnections;
   capConnectionsPerClient(server, limits, fronts, opts.ipv6Prefix ?? DEFAULT_ACCESS.ipv6_prefix, log);
@@ -211,6 +249,21 @@ function capConnectionsPerClient(server: http.Server, limits: ServerLimits, fron
       if (count === limits.maxConnectionsPerAddress + 1) log(`- - ${refusal.status} connections from ${client} over its share (${limits.maxConnectionsPerAddress})`);
     }
   });
+}
+
+/** A failure of the server's own, on stderr with its stack (keys redacted); never throws. */
+function report(what: string, err: unknown): void {
+  try {
+    console.error(`isoatlas serve: ${what}: ${redactKeys(String((err as Error)?.stack ?? err))}`);
+  } catch {
+    // stderr itself failed: nothing else to tell it to
+  }
+}
+
+/** What becomes of a request whose boundary itself failed: it is reported and its connection cut. */
+function lastResort(res: http.ServerResponse, err: unknown): void {
+  report('a request failed outside its boundary', err);
+  res.destroy();
 }
 
 /** The handler's answer to a request Node has parsed, or the 400/405 for one that cannot be a Web

@@ -398,6 +398,7 @@ export const Problem = Type.Object(
     parameter: Type.Optional(Type.String({ description: '400: the query parameter at fault' })),
     search: Type.Optional(Type.String({ description: '404 for a gene or isoform: a search for what was asked', examples: ['/api/v1/search?query=CHEKK2'] })),
     release: Type.Optional(Type.String({ description: '404 for a gene or isoform: the release metadata, which says what the release covers', examples: ['/api/v1/release'] })),
+    request_id: Type.Optional(Type.String({ description: '500: the id the server logged the failure under; quote it when reporting the failure' })),
     limit: Type.Optional(
       Type.Object({ quota: Type.Integer(), window_seconds: Type.Integer() }, { additionalProperties: false, description: '429: the limit that was reached' }),
     ),

@@ -973,7 +973,10 @@ export function contractSuite(front: 'server' | 'nginx'): void {
   });
 
   describe('request log', () => {
-    it('logs one JSON line per request (time, client, method, path, status, bytes, ms, release), never headers', async () => {
+    it('logs one JSON line per request (time, client, method, path, status, bytes, ms, release, route, request_id), never headers', async () => {
+      // The server names what answered and the request's id; nginx's lines for what it answers itself do not.
+      const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+      const tail = (route: string) => (front === 'server' ? `,"route":"${route}","request_id":"${UUID}"` : `(,"route":"${route}","request_id":"${UUID}")?`);
       const marker = `logcheck${Date.now()}`;
       const secret = `secret-token-${marker}`;
       await call(`/genes/${marker}`, { headers: { Authorization: `Bearer ${secret}` } });
@@ -982,14 +985,14 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       await call(`/search?query=${marker}`, { method: 'POST' });
       await call(`/search?query=${marker}`);
       const expected = [
-        // An unknown Bearer token is refused (401) before the path is looked at.
-        new RegExp(`^\\{"time":"[^"]+","client":"[^"]+","method":"GET","path":"/api/v1/genes/${marker}","status":401,"bytes":\\d+,"ms":[\\d.]+,"release":null\\}$`, 'm'),
+        // An unknown Bearer token is refused (401) before the path is answered; the line names the route asked.
+        new RegExp(`^\\{"time":"[^"]+","client":"[^"]+","method":"GET","path":"/api/v1/genes/${marker}","status":401,"bytes":\\d+,"ms":[\\d.]+,"release":null${tail('gene')}\\}$`, 'm'),
         /"method":"GET","path":"\/api\/v1\/genes\/PRR5\?log=1","status":400,/,
-        /"method":"HEAD","path":"\/api\/v1\/release","status":200,"bytes":0,"ms":[\d.]+,"release":"2026\.11-chr22-demo"\}$/m,
+        new RegExp(`"method":"HEAD","path":"/api/v1/release","status":200,"bytes":0,"ms":[\\d.]+,"release":"2026\\.11-chr22-demo"${tail('release')}\\}$`, 'm'),
         new RegExp(`"method":"POST","path":"/api/v1/search\\?query=${marker}","status":405,`),
         new RegExp(`"method":"GET","path":"/api/v1/search\\?query=${marker}","status":200,"bytes":\\d+,`),
       ];
-      // The line is written once the response has gone out: give it a moment to reach the pipe.
+      // The line reaches the pipe around the time the answer does: give it a moment.
       for (let i = 0; i < 50 && !expected.every((re) => re.test(server.logs())); i++) await new Promise((r) => setTimeout(r, 50));
       const logs = server.logs();
       for (const re of expected) expect(logs).toMatch(re);
