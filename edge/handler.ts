@@ -10,7 +10,7 @@ import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
-import { redactKeys } from './access/key-format.js';
+import { clip, redactKeys } from './access/key-format.js';
 import { routeHandlers } from './routes/index.js';
 import type { Release, Releases } from './routes/context.js';
 import type { ReleaseListBody } from './contract/schemas.js';
@@ -84,7 +84,7 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
   const inRelease = options.serveStructureFiles ? RELEASE_STRUCTURE_PATH.exec(url.pathname) : null;
   if (inRelease) {
     const release = await releases.get(inRelease[1]);
-    if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname.slice(0, 200)}` });
+    if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${clip(url.pathname, 200)}` });
     return named(await structureFile(request, release, inRelease[2]), release);
   }
   if (options.storeFiles && isStoreFile(url.pathname.slice(1))) return storeFile(request, options.storeFiles, url.pathname.slice(1));
@@ -97,7 +97,7 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
   }
   const matched = matchRoute(url.pathname);
   if (!matched) {
-    return problem(request, { status: 404, detail: `no endpoint at ${url.pathname.slice(0, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` });
+    return problem(request, { status: 404, detail: `no endpoint at ${clip(url.pathname, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` });
   }
   const { route, params } = matched;
   const query = parseQuery(route, url.searchParams);
@@ -109,7 +109,7 @@ async function serve(request: Request, releases: Releases, options: HandlerOptio
 }
 
 const noSuchRelease = (request: Request, name: string) =>
-  problem(request, { status: 404, detail: `no release "${name.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
+  problem(request, { status: 404, detail: `no release "${clip(name, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
 
 /** The files a mirror syncs from: the pointer, the history and the objects (by their exact names). */
 const isStoreFile = (path: string) => path === POINTER_KEY || path === HISTORY_KEY || objectSha(path) !== null;
