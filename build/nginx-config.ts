@@ -299,8 +299,8 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     '    recursive_error_pages on;',
     '    access_log off;',
     '    # nginx writes the request line, as sent, into every error line about a request, and its error',
-    '    # log cannot be masked: only what is critical (nothing a client can cause) is logged. A failed',
-    '    # upstream is logged by its 502 in the access log.',
+    '    # log cannot be masked: only what is critical is logged, not a refusal or a failed upstream (its',
+    '    # 502 is in the access log).',
     `    error_log ${errorLogOf(o.accessLog)} crit;`,
     '    proxy_http_version 1.1;',
     ...indent(proxyHeaders),
@@ -338,8 +338,9 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
   ].join('\n');
 }
 
-/** The front's error log: error.log beside its access log (Debian's nginx's own, by default). */
-export const errorLogOf = (accessLog: string) => join(dirname(accessLog), 'error.log');
+/** The front's error log: error.log beside its access log (Debian's nginx's own, by default; the
+ * standalone nginx's below, in the tests). */
+const errorLogOf = (accessLog: string) => join(dirname(accessLog), 'error.log');
 
 /** Writes the config to `out` through a temporary name and a rename (nginx never reads half a file);
  * an existing file is replaced only when an earlier run wrote it. */
@@ -355,7 +356,8 @@ export async function writeNginxConfig(out: string, text: string): Promise<void>
 
 /** Runs the front with nginx from a directory of its own, without root or the system's nginx.conf
  * (tests, benchmarks, a trial run): writes `<prefix>/nginx.conf` (pid, temporary files and error log
- * inside `prefix`, one worker, the front included in its http block) and returns nginx's arguments. */
+ * inside `prefix`, one worker, the front included in its http block) and returns nginx's arguments.
+ * Requests are logged by the front's own error_log (critical lines only), as under Debian's nginx. */
 export function standaloneNginx(prefix: string, frontConfig: string): { args: string[]; errorLog: string } {
   const tmp = join(prefix, 'tmp');
   mkdirSync(tmp, { recursive: true });
