@@ -75,6 +75,7 @@ describe('refused targets through the front and at the server', () => {
       const viaFront = await send(f.base, target, { headers });
       const direct = await send(f.server.base, target, { headers, from: '127.0.0.5' });
       expect(viaFront.status, target).toBe(direct.status);
+      expect(viaFront.status, target).not.toBe(403); // an admission that refers the request on
       expect(viaFront.status, target).toBeGreaterThanOrEqual(400);
       expect(viaFront.status, target).toBeLessThan(500);
       expect(viaFront.headers['content-type'], target).toBe(PROBLEM);
@@ -103,6 +104,7 @@ describe('refused targets through the front and at the server', () => {
     for (const target of SPELLINGS) {
       const r = await send(m.base, target, { headers });
       expect(r.status, target).toBeGreaterThanOrEqual(400);
+      expect(r.status, target).not.toBe(403);
       expect(r.body, target).not.toContain('isoatlas_requests_total');
     }
     // The server never answered a request for /metrics (its own count says so), and still serves.
