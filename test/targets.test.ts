@@ -81,6 +81,7 @@ describe('no key character where client text is cut', () => {
   it('redactKeys removes the start of a key too, and a key encoded once or twice', () => {
     for (let cut = 19; cut <= key.length; cut++) expect(leaksSecret(redactKeys(`x${key.slice(0, cut)}`), secret), String(cut)).toBe(false);
     expect(redactKeys(`a ${key.slice(0, 19)}`)).toBe('a isoatlas_[redacted]');
+    expect(leaksSecret(redactKeys(key.toUpperCase()), secret.toUpperCase())).toBe(false);
     const once = key.replace(/_/g, '%5F');
     const twice = key.replace(/_/g, '%255f');
     for (const text of [key, once, twice, `/api/v1/genes/${once}?x=${twice}`]) expect(leaksSecret(redactKeys(text), secret)).toBe(false);
