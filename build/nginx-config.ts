@@ -17,6 +17,8 @@ import { StoreReleaseFiles } from '../edge/origins/store.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';
 import { CORS_HEADERS } from '../edge/contract/http.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../edge/responses.js';
+import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../edge/contract/targets.js';
+import { KEY_PREFIX } from '../edge/access/key-format.js';
 import { SERVER_LIMITS, connectionShareProblem } from '../edge/adapters/server-limits.js';
 import { loadManifest } from './manifest-reader.js';
 import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH, servedDir } from './serve.js';
@@ -120,6 +122,14 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
 /** A string as an nginx quoted value (values written here hold no quote, backslash or `$` but the
  * variables meant). */
 const quoted = (value: string) => `"${value}"`;
+/** A regular expression as an nginx quoted map key: nginx reads `\\` in a quoted string as `\`. */
+const quotedRegex = (flag: '~' | '~*', source: string) => `"${flag}${source.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+
+/** Anything holding the key prefix, each of its characters as itself or percent-encoded (once or
+ * more: `%2569` is an encoded `%69`), in any case: what the front never writes to a log or a body. */
+const KEY_SHAPED = [...KEY_PREFIX]
+  .map((c) => `(?:${c}|%(?:25)*${c.charCodeAt(0).toString(16)})`)
+  .join('');
 
 const RETRY = { 'Retry-After': '5' };
 
@@ -127,9 +137,11 @@ const RETRY = { 'Retry-After': '5' };
  * client (the front's own connections to it are not capped, so the front caps its clients). */
 const CONNECTION_SHARE = connectionShareProblem(SERVER_LIMITS);
 
-/** The problem+json answers nginx gives itself, as the server would word them. */
-const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string, string> }[] = [
+/** The problem+json answers nginx gives itself, as the server would word them: for an error code of
+ * nginx's, or (`name`) for a request the config sends there itself. */
+const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string, string>; name?: string }[] = [
   { status: 400, detail: 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)' },
+  { status: 400, detail: REFUSED_TARGET_DETAIL, name: 'target' },
   { status: 404, detail: 'no endpoint here; the API lives under /api/v1/ (see /api/v1/openapi.json)' },
   { status: 405, detail: `this API is read-only: the methods allowed are ${ALLOW}`, headers: { Allow: ALLOW } },
   { status: 408, detail: 'the request was not received in time' },
@@ -149,8 +161,10 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
   const INSTANCE = '\u0000instance\u0000';
   // At URIs, not named locations: nginx redirects to a named location only once it has a URI, and
   // a request line it refuses has none.
-  const problemUri = (status: number) => `/.isoatlas/problem/${status}`;
-  const errorPages = NGINX_PROBLEMS.map((p) => `    error_page ${(NGINX_CODES[p.status] ?? [p.status]).join(' ')} ${problemUri(p.status)};`);
+  const problems = '/.isoatlas/problem/';
+  const problemUri = (p: (typeof NGINX_PROBLEMS)[number]) => `${problems}${p.name ?? p.status}`;
+  const errorPages = NGINX_PROBLEMS.filter((p) => !p.name).map((p) => `    error_page ${(NGINX_CODES[p.status] ?? [p.status]).join(' ')} ${problemUri(p)};`);
+  const refusedTarget = NGINX_PROBLEMS.find((p) => p.name === 'target')!;
   const indent = (lines: string[], by = '    ') => lines.map((l) => by + l);
   const proxyHeaders = ['proxy_set_header Host $host;', 'proxy_set_header Connection "";', 'proxy_set_header X-Forwarded-For $remote_addr;'];
   const cors = Object.entries(CORS_HEADERS).map(([name, value]) => `add_header ${name} ${quoted(value)} always;`);
@@ -189,7 +203,7 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     const body = new TextDecoder().decode(problemBody(INSTANCE, { status: p.status, detail: p.detail }));
     const [before, after] = body.split(JSON.stringify(INSTANCE));
     return [
-      `location = ${problemUri(p.status)} {`,
+      `location = ${problemUri(p)} {`,
       '    internal;',
       '    types { }',
       `    default_type ${quoted(PROBLEM_TYPE)};`,
@@ -258,18 +272,31 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     '# The request target as a problem\'s instance: only when it holds nothing JSON would need to escape',
     '# and nothing shaped like an API key.',
     'map $request_uri $isoatlas_instance {',
-    '    "~*isoatlas(_|%5f)" "/";',
+    `    ${quotedRegex('~*', KEY_SHAPED)} "/";`,
     '    "~^/[A-Za-z0-9/._~%@!&()*+,;=:?-]*$" $request_uri;',
     '    default "/";',
     '}',
-    '# The request target as sent, for the log (a request line nginx refuses has no parsed URI); one',
-    '# holding something shaped like an API key (pasted into a URL by mistake) is not written.',
+    '# The request target as sent, for every log line (a request line nginx refuses has no parsed URI);',
+    '# one holding something shaped like an API key (pasted into a URL by mistake) is not written.',
     'map $request $isoatlas_logged_path {',
-    '    "~*isoatlas(_|%5f)" "[redacted: shaped like an API key]";',
+    `    ${quotedRegex('~*', KEY_SHAPED)} "[redacted: shaped like an API key]";`,
     '    "~^\\S+ (\\S+)" $1;',
     '    default "";',
     '}',
-    `log_format isoatlas_file escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$request_uri","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"${variable(RELEASE_HEADER)}"}';`,
+    `log_format isoatlas_file escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$isoatlas_logged_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"${variable(RELEASE_HEADER)}"}';`,
+    '# Targets refused before any location matches, as the server refuses them (edge/contract/targets.ts):',
+    '# locations match the decoded, normalized $uri, so this reads the request line as sent.',
+    'map $request $isoatlas_bad_target {',
+    ...NGINX_REFUSED_REQUEST.map((re) => `    ${quotedRegex('~', re)} 1;`),
+    '    default "";',
+    '}',
+    '# Not again on the way to another problem answer (nginx runs the server-level rewrites once more',
+    '# there); nginx\'s own 400 for a refused target (it refuses some, such as %00, itself) is worded as the',
+    '# server words it.',
+    'map $uri $isoatlas_refuse_target {',
+    `    ${quotedRegex('~', `^${problems.replace(/\./g, '\\.')}(?!${refusedTarget.status}$)`)} "";`,
+    '    default $isoatlas_bad_target;',
+    '}',
     `log_format isoatlas_problem escape=json '{"time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$isoatlas_logged_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":null}';`,
     '',
     'server {',
@@ -283,9 +310,14 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     `    limit_conn_status ${CONNECTION_SHARE.status};`,
     '    limit_conn_log_level warn;',
     '    access_log off;',
+    '    # nginx writes the request line, as sent, into every error line about a request, and its error',
+    '    # log cannot be masked: only what is critical is logged, not a refusal or a failed upstream (its',
+    '    # 502 is in the access log).',
+    `    error_log ${errorLogOf(o.accessLog)} crit;`,
     '    proxy_http_version 1.1;',
     ...indent(proxyHeaders),
     ...errorPages,
+    `    if ($isoatlas_refuse_target) { rewrite ^ ${problemUri(refusedTarget)} last; }`,
     '',
     '    location / {',
     ...jumps.map(({ kind, status }) => `        error_page ${status} = @isoatlas_${kind};`),
@@ -318,6 +350,10 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
   ].join('\n');
 }
 
+/** The front's error log: error.log beside its access log (Debian's nginx's own, by default; the
+ * standalone nginx's below, in the tests). */
+const errorLogOf = (accessLog: string) => join(dirname(accessLog), 'error.log');
+
 /** Writes the config to `out` through a temporary name and a rename (nginx never reads half a file);
  * an existing file is replaced only when an earlier run wrote it. */
 export async function writeNginxConfig(out: string, text: string): Promise<void> {
@@ -332,7 +368,8 @@ export async function writeNginxConfig(out: string, text: string): Promise<void>
 
 /** Runs the front with nginx from a directory of its own, without root or the system's nginx.conf
  * (tests, benchmarks, a trial run): writes `<prefix>/nginx.conf` (pid, temporary files and error log
- * inside `prefix`, one worker, the front included in its http block) and returns nginx's arguments. */
+ * inside `prefix`, one worker, the front included in its http block) and returns nginx's arguments.
+ * Requests are logged by the front's own error_log (critical lines only), as under Debian's nginx. */
 export function standaloneNginx(prefix: string, frontConfig: string): { args: string[]; errorLog: string } {
   const tmp = join(prefix, 'tmp');
   mkdirSync(tmp, { recursive: true });

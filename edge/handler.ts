@@ -10,7 +10,7 @@ import { VerifiedOrigin } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type Match } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
-import { redactKeys } from './access/key-format.js';
+import { clip, redactKeys } from './access/key-format.js';
 import { routeHandlers } from './routes/index.js';
 import type { Release, Releases } from './routes/context.js';
 import type { ReleaseListBody } from './contract/schemas.js';
@@ -110,7 +110,7 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
       label: 'structure_file',
       async answer() {
         const release = await releases.get(inRelease[1]);
-        if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname.slice(0, 200)}` });
+        if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${clip(url.pathname, 200)}` });
         return named(await structureFile(request, release, inRelease[2]), release);
       },
     };
@@ -136,7 +136,7 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
     return { label: 'other', answer: () => Promise.reject(err) };
   }
   if (!matched) {
-    return { label: 'other', answer: async () => problem(request, { status: 404, detail: `no endpoint at ${url.pathname.slice(0, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` }) };
+    return { label: 'other', answer: async () => problem(request, { status: 404, detail: `no endpoint at ${clip(url.pathname, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` }) };
   }
   const { route, params } = matched;
   return {
@@ -153,7 +153,7 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
 }
 
 const noSuchRelease = (request: Request, name: string) =>
-  problem(request, { status: 404, detail: `no release "${name.slice(0, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
+  problem(request, { status: 404, detail: `no release "${clip(name, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
 
 /** The files a mirror syncs from: the pointer, the history and the objects (by their exact names). */
 const isStoreFile = (path: string) => path === POINTER_KEY || path === HISTORY_KEY || objectSha(path) !== null;

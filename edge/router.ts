@@ -1,6 +1,7 @@
 // Matches request paths against the contract's route table and validates query parameters against
 // each route's declared parameters and bounds.
-import { PATH_SEGMENT_PATTERN, routes, type Route } from './contract/routes.js';
+import { PATH_SEGMENT_MAX, PATH_SEGMENT_PATTERN, routes, type Route } from './contract/routes.js';
+import { clip } from './access/key-format.js';
 import { API_PREFIX } from './contract/tree.js';
 
 /** A route of the contract, with its literal id. */
@@ -38,7 +39,7 @@ function decodeSegment(raw: string): string {
     throw new RequestProblem(400, `path segment "${raw}" is not valid percent-encoding`);
   }
   if (!SEGMENT.test(value)) {
-    if ([...value].length > 200) throw new RequestProblem(400, 'a path segment is longer than 200 characters');
+    if ([...value].length > PATH_SEGMENT_MAX) throw new RequestProblem(400, `a path segment is longer than ${PATH_SEGMENT_MAX} characters`);
     throw new RequestProblem(400, `path segment "${raw}" contains a character or sequence that is not allowed in an identifier`);
   }
   return value;
@@ -85,7 +86,7 @@ export function parseQuery(route: Route, search: URLSearchParams): QueryValues {
   const { known, accepts } = queryParamsOf(route);
   const seen = new Set<string>();
   for (const name of search.keys()) {
-    if (!known.includes(name)) throw new RequestProblem(400, `unknown query parameter "${name.slice(0, 50)}"; ${accepts}`, name.slice(0, 50));
+    if (!known.includes(name)) throw new RequestProblem(400, `unknown query parameter "${clip(name, 50)}"; ${accepts}`, clip(name, 50));
     if (seen.has(name)) throw new RequestProblem(400, `query parameter "${name}" is given more than once`, name);
     seen.add(name);
   }
@@ -97,8 +98,8 @@ export function parseQuery(route: Route, search: URLSearchParams): QueryValues {
       if (p.default !== undefined) integers[p.name] = p.default;
       continue;
     }
-    if (/^\d{16,}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${raw.slice(0, 30)}… is too large`, p.name);
-    if (!/^-?\d{1,15}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; got "${raw.slice(0, 30)}"`, p.name);
+    if (/^\d{16,}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${clip(raw, 30)}… is too large`, p.name);
+    if (!/^-?\d{1,15}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; got "${clip(raw, 30)}"`, p.name);
     const value = Number(raw);
     if (value < p.minimum) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${value} is below the minimum of ${p.minimum}`, p.name);
     if (p.maximum !== undefined && value > p.maximum) {

@@ -135,6 +135,11 @@ describe('key-required (B)', () => {
     expect(out.headers['retry-after'].value).toBe('30');
     const pasted = await gate('key-required').handler(viewerRequest({ uri: `/api/v1/genes/${standard.key}` }));
     expect(JSON.parse(pasted.body.data).instance).toBe('/api/v1/genes/isoatlas_[redacted]');
+    const encoded = [...standard.key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
+    for (const uri of [`/api/v1/genes/${encoded}`, `/api/v1/genes/${standard.key.replace(/_/g, '%255F')}`]) {
+      const out = await gate('key-required').handler(viewerRequest({ uri }));
+      expect(JSON.parse(out.body.data).instance).toBe('/api/v1/genes/isoatlas_[redacted]');
+    }
   });
 
   it('lets CORS preflights through without a key', async () => {

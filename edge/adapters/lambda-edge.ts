@@ -3,6 +3,8 @@
 // is decided before, at viewer request, by the key gate (a CloudFront Function) and WAF.
 import { failure, type Handler } from '../handler.js';
 import { objectKey } from '../contract/store.js';
+import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
+import { problem } from '../responses.js';
 
 type CfHeaders = Record<string, { key?: string; value: string }[]>;
 
@@ -48,6 +50,10 @@ export function createLambdaEdgeHandler(handler: Handler, locate?: ReleaseFileLo
     // CloudFront's id of the request (its X-Amz-Cf-Id): a 500 names it, as the function's log does.
     const requestId = event.Records[0].cf.config.requestId;
     const request = toWebRequest(event);
+    // Checked as CloudFront passes it: the URL parser resolves `..` and backslashes.
+    if (refusedTarget(`${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`)) {
+      return toCloudFront(problem(request, { status: 400, detail: REFUSED_TARGET_DETAIL }), cf.method);
+    }
     if (locate && cf.uri.startsWith('/releases/')) {
       // The file goes from the store to the viewer through CloudFront, whatever its size (a body
       // this function generates is limited to 1 MB): the request is sent on to the bucket with the

@@ -12,6 +12,7 @@ import { redactKeys } from '../access/key-format.js';
 import { connectionShareProblem, serverLimits, type ServerLimits } from './server-limits.js';
 import { clientBucket } from '../access/client-key.js';
 import { DEFAULT_ACCESS } from '../access/config.js';
+import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { TrustedFronts } from './forwarded.js';
 import { REQUEST_ID_HEADER } from '../contract/http.js';
 
@@ -276,8 +277,9 @@ async function answer(req: http.IncomingMessage, handler: Handler, ownHost: stri
   const hosts = countHosts(req.rawHeaders);
   // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
   if (req.httpVersion !== '1.0' && hosts !== 1) return refuse(400, hosts === 0 ? 'an HTTP/1.1 request must carry a Host header' : 'a request must carry one Host header, not several');
+  // Checked as sent: the URL parser below would turn a backslash into `/` and resolve `..`.
   const target = req.url ?? '';
-  if (!target.startsWith('/')) return refuse(400, 'the request target must be an absolute path such as /api/v1/');
+  if (refusedTarget(target)) return refuse(400, REFUSED_TARGET_DETAIL);
   const host = req.headers.host && HOST_NAME.test(req.headers.host) ? req.headers.host : ownHost;
   let request: Request;
   try {

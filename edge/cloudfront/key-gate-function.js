@@ -111,7 +111,8 @@ function refuse(request, status, challenge, detail, retryAfter) {
     title: TITLES[status],
     status: status,
     detail: detail,
-    instance: request.uri.replace(/isoatlas(_|%5f)[A-Za-z0-9_%-]*/gi, 'isoatlas_[redacted]'),
+    // The key prefix with any character percent-encoded (once or more), as the nginx front masks it.
+    instance: request.uri.replace(/(?:i|%(?:25)*69)(?:s|%(?:25)*73)(?:o|%(?:25)*6f)(?:a|%(?:25)*61)(?:t|%(?:25)*74)(?:l|%(?:25)*6c)(?:a|%(?:25)*61)(?:s|%(?:25)*73)(?:_|%(?:25)*5f)[A-Za-z0-9_%-]*/gi, 'isoatlas_[redacted]'),
   };
   return { statusCode: status, statusDescription: TITLES[status], headers: headers, body: { encoding: 'text', data: JSON.stringify(body) } };
 }

@@ -18,10 +18,12 @@ export interface StringParam {
   required: boolean;
 }
 
-/** What one path parameter may be, once percent-decoded: 1–200 characters, none of them `/`, `\`
- * or a control character, and not `.` or `..` (a segment that could name another path). The router
- * enforces it and the OpenAPI document states it. */
-export const PATH_SEGMENT_PATTERN = '^(?!\\.{1,2}$)[^/\\\\\\u0000-\\u001f\\u007f]{1,200}$';
+/** The most characters one path segment may have, once percent-decoded. */
+export const PATH_SEGMENT_MAX = 200;
+/** What one path parameter may be, once percent-decoded: 1–PATH_SEGMENT_MAX characters, none of them
+ * `/`, `\` or a control character, and not `.` or `..` (a segment that could name another path). The
+ * router enforces it and the OpenAPI document states it. */
+export const PATH_SEGMENT_PATTERN = `^(?!\\.{1,2}$)[^/\\\\\\u0000-\\u001f\\u007f]{1,${PATH_SEGMENT_MAX}}$`;
 
 export interface PathParam {
   name: string;

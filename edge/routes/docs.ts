@@ -4,6 +4,7 @@
 import { cacheControl } from '../contract/routes.js';
 import { DOCS_ASSETS, DOCS_PAGE, contentTypeOf, links, treePaths } from '../contract/tree.js';
 import { bodyResponse, problem } from '../responses.js';
+import { clip } from '../access/key-format.js';
 import { fileAnswer, mustRead, type Release, type RouteHandler } from './context.js';
 
 /** Scripts and styles from this origin only; Swagger UI sets inline styles and shows data: icons. */
@@ -19,7 +20,7 @@ export function docsAssetName(pathname: string): string | null {
 }
 
 export async function docsAsset(request: Request, release: Release, name: string): Promise<Response> {
-  if (!(DOCS_ASSETS as readonly string[]).includes(name)) return problem(request, { status: 404, detail: `no file ${name.slice(0, 100)} in the docs; the docs page is ${links.docs()}` });
+  if (!(DOCS_ASSETS as readonly string[]).includes(name)) return problem(request, { status: 404, detail: `no file ${clip(name, 100)} in the docs; the docs page is ${links.docs()}` });
   const file = await mustRead(release, treePaths.docs(name));
   return bodyResponse(request, file.body, { cacheControl: cacheControl.release, sha256: file.sha256, contentType: contentTypeOf(name), headers: { 'X-Content-Type-Options': 'nosniff' } });
 }

@@ -19,6 +19,8 @@ export interface RunningFront extends RunningServer {
   server: RunningServer;
   /** The log lines nginx writes for the answers it gives itself. */
   frontLog: () => string;
+  /** nginx's error log. */
+  errorLog: () => string;
   /** The generated config, as nginx runs it. */
   config: string;
 }
@@ -83,6 +85,7 @@ export async function startNginxFront(args: { dir: string; serverArgs?: string[]
       child,
       config: readFileSync(configFile, 'utf8'),
       frontLog,
+      errorLog,
       logs: () => `${server.logs()}\n${frontLog()}`,
       async stop() {
         child.kill('SIGQUIT'); // graceful: finish in-flight requests

@@ -1,0 +1,166 @@
+// The nginx front and the server refuse the same request targets the same way, /metrics and
+// /admission cannot be reached through the front by any spelling, and no key character reaches an
+// answer or a log line of either, with the server up or down.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import http from 'node:http';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REFUSED_TARGET_DETAIL, refusedTarget } from '../edge/contract/targets.js';
+import { startNginxFront, type RunningFront } from './helpers/nginx-front.js';
+import { REFUSED, leaksSecret } from './helpers/targets.js';
+
+const ROOT = join(__dirname, '..');
+const PROBLEM = 'application/problem+json; charset=utf-8';
+const fronts: RunningFront[] = [];
+const temp: string[] = [];
+afterAll(async () => {
+  for (const f of fronts) await f.stop();
+  for (const dir of temp) rmSync(dir, { recursive: true, force: true });
+});
+async function front(args: Parameters<typeof startNginxFront>[0]): Promise<RunningFront> {
+  const f = await startNginxFront(args);
+  fronts.push(f);
+  return f;
+}
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+/** A request with its target exactly as given (Node's client sends it unchanged). */
+function send(base: string, target: string, opts: { method?: string; headers?: Record<string, string>; from?: string } = {}): Promise<Reply> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: hostname, port, path: target, method: opts.method ?? 'GET', localAddress: opts.from, headers: { Connection: 'close', ...opts.headers } }, (res) => {
+      let body = '';
+      res.setEncoding('latin1').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Every spelling of a door we could think of: separators, dot segments and letters, raw and encoded. */
+function spellings(door: string): string[] {
+  const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`;
+  return [
+    `/${door}/`, `/${door}?x`, `/${door}?`, `/${door}#x`, `/${door};x`, `/${door}.`, `/${door}%20`, `/${door}%00`, `/${door}%2F`, `/${door}\\`,
+    `//${door}`, `///${door}`, `/./${door}`, `/%2e/${door}`, `/x/../${door}`, `/x/%2e%2e/${door}`, `/x/.%2E/${door}`, `/api/v1/../../${door}`,
+    `/api/v1/genes/..%2F..%2F..%2F${door}`, `/x\\..\\${door}`, `/api/v1/genes/x\\..\\..\\..\\${door}`, `/x%2F..%2F${door}`, `/x%2f..%2f${door}`,
+    `/x%5C..%5C${door}`, `/x%5c..%5c${door}`, `/${door.toUpperCase()}`, `/${hex(door[0])}${door.slice(1)}`, `/${[...door].map(hex).join('')}`,
+    `/${door}/.`, `/${door}/..`, `/.isoatlas/${door}`, `http://x/${door}`, `/api/v1/${door}`, `/${door}%23`,
+  ];
+}
+const DOORS = ['/metrics', '/admission'];
+const SPELLINGS = [...DOORS, ...DOORS.flatMap((d) => spellings(d.slice(1)))];
+
+describe('refused targets through the front and at the server', () => {
+  let f: RunningFront;
+  let manifest: string;
+  beforeAll(async () => {
+    f = await front({ dir: inject('demoTree') });
+    manifest = /X-Isoatlas-Front-Manifest "([0-9a-f]{64})"/.exec(f.config)![1];
+  });
+
+  it(`answers each of ${SPELLINGS.length} spellings of /metrics and /admission as the server does, never with either`, async () => {
+    expect(SPELLINGS.length).toBeGreaterThanOrEqual(40);
+    // The manifest header would make a reached admission answer 204; directly, from an address the
+    // server does not trust as a front, /admission is not one.
+    const headers = { 'X-Isoatlas-Front-Manifest': manifest };
+    for (const target of SPELLINGS) {
+      const viaFront = await send(f.base, target, { headers });
+      const direct = await send(f.server.base, target, { headers, from: '127.0.0.5' });
+      expect(viaFront.status, target).toBe(direct.status);
+      expect(viaFront.status, target).not.toBe(403); // an admission that refers the request on
+      expect(viaFront.status, target).toBeGreaterThanOrEqual(400);
+      expect(viaFront.status, target).toBeLessThan(500);
+      expect(viaFront.headers['content-type'], target).toBe(PROBLEM);
+      if (refusedTarget(target)) expect([viaFront.status, JSON.parse(viaFront.body).detail], target).toEqual([400, REFUSED_TARGET_DETAIL]);
+    }
+  });
+
+  it('refuses every refused target with the server’s status and detail, before any location', async () => {
+    for (const target of [...REFUSED, ...SPELLINGS.filter(refusedTarget)]) {
+      const method = target === '*' ? 'OPTIONS' : 'GET';
+      const viaFront = await send(f.base, target, { method });
+      const direct = await send(f.server.base, target, { method });
+      const seen = (r: Reply) => [r.status, r.headers['content-type'], JSON.parse(r.body).detail];
+      expect(seen(viaFront), target.slice(0, 80)).toEqual([400, PROBLEM, REFUSED_TARGET_DETAIL]);
+      expect(seen(direct), target.slice(0, 80)).toEqual(seen(viaFront));
+    }
+    // A file the front would serve itself is refused too when its target climbs to it.
+    const [gene] = /^ {4}(\/api\/v1\/genes\/ENSG\S+) "json/m.exec(f.config)!.slice(1);
+    expect((await send(f.base, gene)).status).toBe(200);
+    expect((await send(f.base, gene.replace('/genes/', '/x/../genes/'))).status).toBe(400);
+  });
+
+  it('with --metrics on, no spelling reaches the metrics or an admission through the front', async () => {
+    const m = await front({ dir: inject('demoTree'), serverArgs: ['--metrics'] });
+    const headers = { 'X-Isoatlas-Front-Manifest': manifest };
+    for (const target of SPELLINGS) {
+      const r = await send(m.base, target, { headers });
+      expect(r.status, target).toBeGreaterThanOrEqual(400);
+      expect(r.status, target).not.toBe(403);
+      expect(r.body, target).not.toContain('isoatlas_requests_total');
+    }
+    // The server never answered a request for /metrics (its own count says so), and still serves.
+    const metrics = await send(m.server.base, '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toContain('isoatlas_requests_total');
+    expect(metrics.body).not.toContain('route="metrics"');
+    expect((await send(m.server.base, '/health')).status).toBe(200);
+  });
+});
+
+describe('no key character in any answer or log', () => {
+  it('a key in the path, a parameter name or value, or a header: not in answers, the server log, nginx’s access or error log, up or down', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-keyscan-'));
+    temp.push(dir);
+    const keysDir = join(dir, 'keys');
+    const issued = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'keys', 'issue', '--name', 'Scan Test', '--affiliation', 'Test Lab', '--use', 'key redaction tests', '--keys-dir', keysDir], { cwd: ROOT, encoding: 'utf8' });
+    expect(issued.status, issued.stderr).toBe(0);
+    const key = issued.stdout.trim();
+    const secret = key.split('_')[2] + key.split('_').slice(3).map((p) => `_${p}`).join('');
+    expect(secret).toHaveLength(43);
+    const f = await front({ dir: inject('demoTree'), serverArgs: ['--keys-dir', keysDir] });
+    const gene = /^ {4}(\/api\/v1\/genes\/ENSG[^\s/]+) "json/m.exec(f.config)![1];
+    const encoded = [...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
+    const targets = [
+      `/api/v1/genes/${key}`, `/api/v1/genes/${encoded}`, `/api/v1/genes/${key.replace(/_/g, '%5F')}/isoforms`, `/api/v1/${key}/..${gene.slice(7)}`,
+      `/api/v1/${'a'.repeat(160)}${key}`, `/api/v1/genes/${key}\\..\\x`, `/${key}`,
+      ...[0, 13, 20, 31].map((at) => `${gene}?${'x'.repeat(at)}${key}=1`),
+      ...[0, 5, 12].map((at) => `/api/v1/genes/PRR5/isoforms?limit=${'1'.repeat(at)}${key}`),
+      `/api/v1/search?query=${key}`, `/api/v1/search?query=${encoded}`, `${gene}?release=${key}`, `/api/v1/docs/${key}`, `/api/v1/docs/x?release=${'r'.repeat(70)}${key}`,
+    ];
+    const headerSets: Record<string, string>[] = [
+      { Authorization: `Bearer ${key} extra` }, { Authorization: `Basic ${key}` }, { Authorization: key }, { Authorization: `Bearer ${key.slice(0, -1)}` },
+      { 'X-Api-Key': key }, { Referer: `https://atlas.test/?key=${key}` }, { Cookie: `key=${key}` },
+    ];
+    const answers: string[] = [];
+    const ask = async (base: string, target: string, headers: Record<string, string> = {}) => {
+      const r = await send(base, target, { headers });
+      answers.push(`${target.slice(0, 20)} ${r.status} ${JSON.stringify(r.headers)} ${r.body}`);
+      return r.status;
+    };
+    for (const base of [f.base, f.server.base]) {
+      for (const target of targets) expect(await ask(base, target), target).toBeLessThan(500);
+      for (const headers of headerSets) for (const target of [gene, '/api/v1/search?query=PRR5']) expect(await ask(base, target, headers)).toBeLessThan(500);
+    }
+    expect(await f.server.stop()).toBe(0);
+    for (const target of [...targets, gene]) await ask(f.base, target);
+    for (const headers of headerSets) expect(await ask(f.base, '/api/v1/search?query=PRR5', headers)).toBe(502);
+    expect(answers.some((a) => a.includes(' 502 '))).toBe(true);
+    // What each would show: the answers, the server's output, nginx's access and error logs.
+    const places = { error: f.errorLog(), access: f.frontLog(), server: f.server.logs(), answers: answers.join('\n') };
+    expect(places.access.length).toBeGreaterThan(0);
+    for (const [place, text] of Object.entries(places)) {
+      // Line numbers only: a line that leaks is not printed.
+      const lines = text.split('\n').flatMap((line, i) => (leaksSecret(line, secret) ? [i + 1] : []));
+      expect(lines, `${place}: lines holding part of the key's secret`).toEqual([]);
+    }
+  });
+});
