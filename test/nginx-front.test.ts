@@ -250,7 +250,7 @@ describe('limits through the front', () => {
     const direct = await request(f.server.base, uri, { headers: auth });
     expect(viaFront.status).toBe(200);
     expect(viaFront.headers['cache-control']).toMatch(/^private/);
-    expect(viaFront.headers.vary).toBe('Authorization');
+    expect(viaFront.headers.vary).toBe('Authorization, Accept-Encoding');
     expect(comparable(viaFront.headers)).toEqual(comparable(direct.headers));
     expect(await logLine(f.frontLog, new RegExp(`"path":"${uri}","status":200,`))).toBeDefined();
     for (const headers of [{} as Record<string, string>, { Authorization: `Bearer ${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}` }]) {
