@@ -122,7 +122,11 @@ export async function benchCompression(ctx: BenchContext): Promise<SectionReport
       },
     ],
     targets: [],
-    notes: [],
+    notes: [
+      'The byte shares do not depend on the machine; the times do, and a busy machine spreads them: compare levels within a row.',
+      'The server compresses a body once per coding and answers from its cache afterwards, so its compressed answers cost about what identity ones do; the front sends the copies nginx-config wrote.',
+      'The copies are written once per file content: a regenerated config after a sync compresses only the files that changed.',
+    ],
     headline: `gene record br ${sizeRows[0][4 + levelNames.indexOf('br 6')]} of identity; serve ${kib(speed.get('identity')!.serve)}/s identity, ${kib(speed.get('br')!.serve)}/s br`,
   };
 }
