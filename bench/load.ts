@@ -22,6 +22,8 @@ export interface LoadOptions {
   rate?: number;
   /** Each connection is closed and opened again after this many requests. */
   reconnectEvery?: number;
+  /** Request headers (e.g. Accept-Encoding). */
+  headers?: Record<string, string>;
 }
 
 export async function load(opts: LoadOptions): Promise<LoadResult> {
@@ -34,7 +36,7 @@ export async function load(opts: LoadOptions): Promise<LoadResult> {
     reconnectRate: opts.reconnectEvery,
     timeout: 10,
     // Each connection walks through the paths in turn.
-    requests: opts.paths.map((path) => ({ method: 'GET', path })),
+    requests: opts.paths.map((path) => ({ method: 'GET', path, headers: opts.headers })),
   };
   const result = await autocannon(options);
   const status: Record<string, number> = {};

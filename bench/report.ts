@@ -30,7 +30,7 @@ export interface SectionReport {
 }
 
 /** Sections in the order BENCHMARKS.md lists them. `search` is written by bench/search.ts. */
-export const SECTION_ORDER = ['build', 'handler', 'search', 'server', 'front', 'publish', 'bundle', 'cli', 'soak'] as const;
+export const SECTION_ORDER = ['build', 'handler', 'search', 'server', 'front', 'compression', 'publish', 'bundle', 'cli', 'soak'] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
 
 const begin = (id: string) => `<!-- bench:${id} -->`;

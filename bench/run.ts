@@ -17,6 +17,7 @@ import { benchPublish } from './publish.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
 import { benchServer } from './server.js';
 import { benchFront } from './front.js';
+import { benchCompression } from './compression.js';
 import { benchSoak } from './soak.js';
 import { killAllServers } from './servers.js';
 
@@ -67,6 +68,7 @@ async function main(argv: string[]): Promise<number> {
     search: await searchSection(),
     server: benchServer,
     front: benchFront,
+    compression: benchCompression,
     publish: benchPublish,
     bundle: benchBundle,
     cli: benchCli,

@@ -3,8 +3,9 @@
 // many connections, TLS where the operator adds it) once the server has counted and admitted them
 // (GET /admission, build/serve.ts); everything else (names, search, keys, redirects, conditional
 // requests, refusals) is passed to the server. The answers nginx gives are the server's, header for
-// header: the ETag is the manifest's sha256 (a map from path to file, written here), the rest comes
-// from the contract's constants and from the admission's answer.
+// header: the ETag is the manifest's sha256 (a map from path to file, written here) or, for a br or
+// gzip copy (build/nginx-compressed.ts), that representation's own tag; the rest comes from the
+// contract's constants and from the admission's answer.
 import { createHash } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -23,6 +24,8 @@ import { SERVER_LIMITS, connectionShareProblem } from '../edge/adapters/server-l
 import { loadManifest } from './manifest-reader.js';
 import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH, servedDir } from './serve.js';
 import { BadInputError } from './errors.js';
+import { writeCompressedCopies, type CompressedCopies } from './nginx-compressed.js';
+import { CODINGS, CODING_SUFFIX, representationTag } from '../edge/compression.js';
 
 export interface NginxConfigOptions {
   /** The rendered tree or mirror `isoatlas serve --dir` serves. */
@@ -34,6 +37,8 @@ export interface NginxConfigOptions {
   serverName: string;
   /** The file the front writes its own answers' log lines to. */
   accessLog: string;
+  /** Where the compressed copies of the files go (default: beside `dir`, named `<dir>.compressed`). */
+  compressedDir?: string;
   version: string;
 }
 
@@ -43,6 +48,7 @@ export interface NginxConfig {
   manifestSha256: string;
   /** Requests nginx answers from a file. */
   files: number;
+  compressed: CompressedCopies & { dir: string };
 }
 
 /** The first line of every generated config: how a later run knows the file is its own to replace. */
@@ -92,13 +98,17 @@ async function openSource(dir: string) {
 
 export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig> {
   const dir = resolve(opts.dir);
+  const compressedDir = resolve(opts.compressedDir ?? `${dir}.compressed`);
   // nginx reads `$` in a value as a variable, with no way to escape it.
-  if (/[$"\\\n\r]/.test(dir)) throw new BadInputError(`${JSON.stringify(dir)}: nginx cannot name a directory whose path holds $, a quote, a backslash or a line break; serve it from another path`);
+  for (const d of [dir, compressedDir]) {
+    if (/[$"\\\n\r]/.test(d)) throw new BadInputError(`${JSON.stringify(d)}: nginx cannot name a directory whose path holds $, a quote, a backslash or a line break; choose another path`);
+  }
   const source = await openSource(dir);
   const { index, indexBody } = source.manifest;
   const manifestSha256 = createHash('sha256').update(indexBody).digest('hex');
 
   const lines: string[] = [];
+  const served = new Map<string, ManifestEntry>();
   let longestKey = 0;
   for (const entry of source.manifest.entries) {
     for (const { uri, kind, firstPage } of requestsOf(entry.path, source.structurePath)) {
@@ -112,11 +122,13 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
       }
       const file = source.store ? entry.sha256 : `${entry.sha256} ${entry.path}`;
       lines.push(`    ${uri} "${kind} ${file}";`);
+      served.set(entry.sha256, entry);
       longestKey = Math.max(longestKey, uri.length);
     }
   }
-  const text = render({ ...opts, dir, release: index.release, manifestSha256, store: source.store, mapLines: lines, longestKey });
-  return { text, release: index.release, manifestSha256, files: lines.length };
+  const compressed = await writeCompressedCopies(compressedDir, served, (entry) => source.read(entry.path, entry));
+  const text = render({ ...opts, dir, compressedDir, release: index.release, manifestSha256, store: source.store, mapLines: lines, longestKey });
+  return { text, release: index.release, manifestSha256, files: lines.length, compressed: { ...compressed, dir: compressedDir } };
 }
 
 /** A string as an nginx quoted value (values written here hold no quote, backslash or `$` but the
@@ -157,7 +169,7 @@ const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string,
 /** nginx's own codes for some of them (494: header too large). */
 const NGINX_CODES: Record<number, number[]> = { 431: [494] };
 
-function render(o: NginxConfigOptions & { release: string; manifestSha256: string; store: boolean; mapLines: string[]; longestKey: number }): string {
+function render(o: NginxConfigOptions & { compressedDir: string; release: string; manifestSha256: string; store: boolean; mapLines: string[]; longestKey: number }): string {
   const INSTANCE = '\u0000instance\u0000';
   // At URIs, not named locations: nginx redirects to a named location only once it has a URI, and
   // a request line it refuses has none.
@@ -187,15 +199,19 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     `    default_type ${quoted(KINDS[kind])};`,
     '    etag off;',
     '    max_ranges 0;',
+    '    # The maps name files by absolute path: the tree\'s and the compressed copies.',
+    '    root /;',
     '    add_header Last-Modified "";',
-    `    add_header ETag '"$isoatlas_sha256"';`,
+    '    add_header ETag $isoatlas_etag;',
+    '    add_header Content-Encoding $isoatlas_served_coding;',
     ...fromAdmission.map((h) => `    add_header ${h} ${variable(h)};`),
+    '    add_header Vary Accept-Encoding;',
     ...indent(cors),
     `    access_log ${o.accessLog} isoatlas_file;`,
     '    # Refused by the server, or a file missing: the server answers the request itself.',
     '    error_page 403 500 = @isoatlas;',
     ...errorPages.filter((l) => !/ 500 /.test(l)),
-    '    try_files $isoatlas_path @isoatlas;',
+    '    try_files $isoatlas_coded_path $isoatlas_path @isoatlas;',
     '}',
   ];
 
@@ -251,8 +267,15 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     '    "HEAD " 1;',
     '    default "";',
     '}',
-    'map "$isoatlas_plain $isoatlas_file" $isoatlas_kind {',
-    `    "~^1 (${Object.keys(KINDS).join('|')}) " $1;`,
+    '# The coding nginx answers with (edge/compression.ts negotiates alike): brotli, else gzip, else',
+    '# identity; an Accept-Encoding with parameters (q-values) is weighed by the server.',
+    'map $http_accept_encoding $isoatlas_coding {',
+    '    "~;" "";',
+    ...CODINGS.map((c) => `    "~*(^|[\\s,])(${c === 'gzip' ? '(x-)?gzip' : `${c}|\\*`})\\s*(,|$)" ${c};`),
+    '    default identity;',
+    '}',
+    'map "$isoatlas_plain $isoatlas_coding $isoatlas_file" $isoatlas_kind {',
+    `    "~^1 \\w+ (${Object.keys(KINDS).join('|')}) " $1;`,
     '    default "";',
     '}',
     'map $isoatlas_file $isoatlas_sha256 {',
@@ -260,8 +283,24 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     '    default "";',
     '}',
     'map $isoatlas_file $isoatlas_path {',
-    o.store ? '    "~^\\w+ ([0-9a-f]{2})([0-9a-f]{62})$" /objects/$1/$2;' : '    "~^\\w+ [0-9a-f]{64} (\\S+)$" /$1;',
+    o.store ? `    "~^\\w+ ([0-9a-f]{2})([0-9a-f]{62})$" "${o.dir}/objects/$1/$2";` : `    "~^\\w+ [0-9a-f]{64} (\\S+)$" "${o.dir}/$1";`,
     '    default "";',
+    '}',
+    `# The file's compressed copy in the coding asked for, in ${o.compressedDir} (build/nginx-compressed.ts);`,
+    '# a small file has none, and its own file answers.',
+    'map "$isoatlas_coding $isoatlas_sha256" $isoatlas_coded_path {',
+    // $2/$1<suffix>: codedPath's layout.
+    ...CODINGS.map((c) => `    "~^${c} (([0-9a-f]{2})[0-9a-f]{62})$" "${o.compressedDir}/$2/$1${CODING_SUFFIX[c]}";`),
+    '    default $isoatlas_path;',
+    '}',
+    '# What try_files found: a compressed copy (by its suffix) or the file itself, and its ETag.',
+    'map $uri $isoatlas_served_coding {',
+    ...CODINGS.map((c) => `    "~\\${CODING_SUFFIX[c]}$" ${c};`),
+    '    default "";',
+    '}',
+    'map "$isoatlas_served_coding $isoatlas_sha256" $isoatlas_etag {',
+    ...CODINGS.map((c) => `    "~^${c} (\\w+)$" '${representationTag('$1', c)}';`),
+    `    "~^ (\\w+)$" '${representationTag('$1', null)}';`,
     '}',
     '',
     '# Log lines in the shape of the server\'s (which logs what it answers): the answers nginx gives itself.',
@@ -303,7 +342,6 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     `    listen ${o.listen};`,
     `    server_name ${o.serverName};`,
     '    server_tokens off;',
-    `    root ${quoted(o.dir)};`,
     `    large_client_header_buffers 4 ${SERVER_LIMITS.maxHeaderSize};`,
     '    recursive_error_pages on;',
     `    limit_conn isoatlas_clients ${SERVER_LIMITS.maxConnectionsPerAddress};`,
@@ -314,6 +352,8 @@ function render(o: NginxConfigOptions & { release: string; manifestSha256: strin
     '    # log cannot be masked: only what is critical is logged, not a refusal or a failed upstream (its',
     '    # 502 is in the access log).',
     `    error_log ${errorLogOf(o.accessLog)} crit;`,
+    '    # Answers are compressed already where they should be; nginx\'s own gzip would weaken their ETags.',
+    '    gzip off;',
     '    proxy_http_version 1.1;',
     ...indent(proxyHeaders),
     ...errorPages,

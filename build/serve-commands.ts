@@ -62,15 +62,16 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
     .option('--listen <address>', "nginx's listen value, e.g. 80 or 127.0.0.1:8081", nginxValue('--listen', /^[A-Za-z0-9.:[\] _-]+$/, 'a port, an address:port or nginx listen parameters'), '80')
     .option('--server-name <names>', "nginx's server_name", nginxValue('--server-name', /^[A-Za-z0-9.*_ -]+$/, 'host names separated by spaces'), '_')
     .option('--access-log <file>', 'file for the log lines of the answers nginx gives itself (the server logs the others)', '/var/log/nginx/isoatlas.log')
+    .option('--compressed-dir <dir>', "where the files' br and gzip copies nginx sends are written and kept (default: <dir>.compressed)")
     .option('--out <file>', 'write the config here (replaced atomically, only if an earlier run wrote it); default: standard output')
-    .action(async (o: { dir?: string; upstream: string; listen: string; serverName: string; accessLog: string; out?: string }) => {
+    .action(async (o: { dir?: string; upstream: string; listen: string; serverName: string; accessLog: string; compressedDir?: string; out?: string }) => {
       if (!o.dir) throw new UsageError('--dir is required: the rendered tree or mirror `isoatlas serve` serves');
       if (/[\s;{}'"]/.test(o.accessLog)) throw new UsageError(`--access-log must be a path without spaces, quotes, ";" or braces, not "${o.accessLog}"`);
       const { nginxConfig, writeNginxConfig } = await import('./nginx-config.js');
-      const config = await nginxConfig({ dir: o.dir, upstream: o.upstream, listen: o.listen, serverName: o.serverName, accessLog: o.accessLog, version: cli.version() ?? 'dev' });
+      const config = await nginxConfig({ dir: o.dir, upstream: o.upstream, listen: o.listen, serverName: o.serverName, accessLog: o.accessLog, compressedDir: o.compressedDir, version: cli.version() ?? 'dev' });
       if (o.out) await writeNginxConfig(o.out, config.text);
       else process.stdout.write(config.text);
-      log(`nginx front for release ${config.release}: ${config.files} requests answered from files, the rest passed to ${o.upstream}${o.out ? `; written to ${o.out}` : ''} (check and reload: nginx -t && nginx -s reload)`);
+      log(`nginx front for release ${config.release}: ${config.files} requests answered from files, the rest passed to ${o.upstream}; compressed copies in ${config.compressed.dir} (${config.compressed.written} written, ${config.compressed.removed} removed)${o.out ? `; written to ${o.out}` : ''} (check and reload: nginx -t && nginx -s reload)`);
     });
 
 }

@@ -14,6 +14,7 @@ import { LocalOrigin, LocalTreeOrigin } from '../edge/origins/local.js';
 import { StoreOrigin } from '../edge/origins/store.js';
 import { POINTER_KEY, parsePointer, type ReleasePointer } from '../edge/contract/store.js';
 import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
+import { withCompression } from '../edge/adapters/compress.js';
 import { AccessControl } from '../edge/access/control.js';
 import type { AccessConfig } from '../edge/access/config.js';
 import { importServerSecret } from '../edge/access/key-format.js';
@@ -188,7 +189,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
   const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 };
   const releases = releasesOf(options);
-  const api = createHandler(options, releases);
+  // Compressed copies are a fraction of their bodies: a quarter of the verified-body budget holds them.
+  const api = withCompression(createHandler(options, releases), options.bodyCacheBytes / 4);
   const metrics = opts.metrics ? new ServerMetrics() : null;
   // The cause behind /health's 503, for the operator: logged when it changes, not at every probe.
   let unhealthy: string | null = null;

@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHandler } from '../edge/handler.js';
@@ -250,7 +250,7 @@ describe('limits through the front', () => {
     const direct = await request(f.server.base, uri, { headers: auth });
     expect(viaFront.status).toBe(200);
     expect(viaFront.headers['cache-control']).toMatch(/^private/);
-    expect(viaFront.headers.vary).toBe('Authorization');
+    expect(viaFront.headers.vary).toBe('Authorization, Accept-Encoding');
     expect(comparable(viaFront.headers)).toEqual(comparable(direct.headers));
     expect(await logLine(f.frontLog, new RegExp(`"path":"${uri}","status":200,`))).toBeDefined();
     for (const headers of [{} as Record<string, string>, { Authorization: `Bearer ${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}` }]) {
@@ -346,6 +346,16 @@ describe('isoatlas nginx-config', () => {
     const refused = cli(['nginx-config', '--dir', tree(), '--out', foreign]);
     expect(refused.status).toBe(3);
     expect(refused.stderr).toContain('was not written by `isoatlas nginx-config`');
+    // A --compressed-dir it did not make (here shaped like a mirror's objects/) is neither written nor pruned.
+    const objects = join(dir, 'objects');
+    mkdirSync(join(objects, 'ab'), { recursive: true });
+    const object = join(objects, 'ab', `${'c'.repeat(62)}`);
+    writeFileSync(object, 'held by a mirror');
+    const notOurs = cli(['nginx-config', '--dir', tree(), '--compressed-dir', objects]);
+    expect(notOurs.status).toBe(3);
+    expect(notOurs.stderr).toContain('did not write');
+    expect(readdirSync(objects).sort()).toEqual(['ab']);
+    expect(readFileSync(object, 'utf8')).toBe('held by a mirror');
     const ours = join(dir, 'isoatlas.conf');
     for (let i = 0; i < 2; i++) {
       const written = cli(['nginx-config', '--dir', tree(), '--out', ours]);

@@ -17,12 +17,12 @@ const ref = (kind: 'schemas' | 'headers' | 'responses', name: string) => ({ $ref
 
 /** Response headers, declared once and referred to by each response that carries them. */
 const HEADERS = {
-  ETag: { description: 'Strong entity tag: the sha256 of the body. Send it back in If-None-Match for a 304.', schema: { type: 'string' } },
+  ETag: { description: 'Entity tag of the representation sent: "<sha256 of the body>" (strong) for identity; W/"<sha256>-br" or W/"<sha256>-gzip" for a compressed body (isoatlas serve and its nginx front). Send it back in If-None-Match for a 304.', schema: { type: 'string' } },
   'Cache-Control': {
     description: 'Release files: public for an hour, stale-while-revalidate for a day; search: a minute; errors: no-store (404: a minute). With keys required, every answer is private and varies by Authorization.',
     schema: { type: 'string' },
   },
-  Vary: { description: 'Authorization, on answers to keyed requests when keys are required.', schema: { type: 'string' } },
+  Vary: { description: 'Authorization, on answers to keyed requests when keys are required; Accept-Encoding, on JSON and mmCIF answers of isoatlas serve and its nginx front.', schema: { type: 'string' } },
   Link: { description: 'RFC 8288 link to the next page: `<url>; rel="next"`, while there are more items.', schema: { type: 'string' } },
   Location: { description: 'Where the mmCIF file is: the configured structure base plus the file path, or a root-relative path.', schema: { type: 'string' } },
   'RateLimit-Limit': { description: 'Requests allowed in the window closest to exhaustion (sent when access control is on).', schema: { type: 'integer', minimum: 0 } },
@@ -172,7 +172,7 @@ export function buildOpenApi(release: { release: string; title: string }, exampl
       version: `v1 (release ${release.release})`,
       summary: release.title,
       description:
-        'Read-only JSON API over curated genes, isoforms, per-isoform summary metrics, Pfam and TED domains, predicted neoantigens and predicted structures. GET and HEAD only (OPTIONS for CORS preflights). Errors are RFC 9457 problem+json. Every 200 carries a strong ETag; If-None-Match gives 304.',
+        'Read-only JSON API over curated genes, isoforms, per-isoform summary metrics, Pfam and TED domains, predicted neoantigens and predicted structures. GET and HEAD only (OPTIONS for CORS preflights). Errors are RFC 9457 problem+json. Every 200 carries an ETag; If-None-Match gives 304. Bodies are sent br or gzip when Accept-Encoding asks for it.',
       license: { name: 'CC-BY-4.0', identifier: 'CC-BY-4.0' },
     },
     servers: [{ url: API_PREFIX }],
