@@ -46,27 +46,34 @@ export function withCompression(handler: Handler, cacheBytes: number): Handler {
     if (response.status !== 200 || sha === undefined) {
       return head && response.body ? new Response(null, { status: response.status, headers: response.headers }) : response;
     }
-    const body = new Uint8Array(await response.arrayBuffer());
     const out = new Headers(response.headers);
     const compressible = isCompressible(out.get('content-type'));
     // Every answer of a compressible type varies, the identity ones too, so caches keep them apart.
     if (compressible) out.append('vary', 'Accept-Encoding');
-    const coding = compressible && body.length >= MIN_COMPRESSED_BYTES ? negotiate(request.headers.get('accept-encoding')) : null;
+    // The handler's answers name their length; the body is read only when it is to be compressed, so
+    // an identity answer costs no second copy of it.
+    const length = Number(out.get('content-length') ?? MIN_COMPRESSED_BYTES);
+    const coding = compressible && length >= MIN_COMPRESSED_BYTES ? negotiate(request.headers.get('accept-encoding')) : null;
     const etag = representationTag(sha, coding);
     out.set('etag', etag);
     if (etagMatches(request.headers.get('if-none-match'), etag)) {
+      await response.body?.cancel();
       out.delete('content-type');
       out.delete('content-length');
       return new Response(null, { status: 304, headers: out });
     }
-    let bytes: Uint8Array = body;
-    if (coding !== null) {
-      bytes = await compressed.get(`${sha} ${coding}`, async () => {
-        const value = await compressBody(body, coding);
-        return { value, weight: value.length + 128 };
-      });
-      out.set('content-encoding', coding);
+    if (coding === null) {
+      if (head) await response.body?.cancel();
+      return new Response(head ? null : response.body, { status: 200, headers: out });
     }
+    let read = false;
+    const bytes = await compressed.get(`${sha} ${coding}`, async () => {
+      read = true;
+      const value = await compressBody(new Uint8Array(await response.arrayBuffer()), coding);
+      return { value, weight: value.length + 128 };
+    });
+    if (!read) await response.body?.cancel();
+    out.set('content-encoding', coding);
     out.set('content-length', String(bytes.length));
     return new Response(head ? null : (bytes as Uint8Array<ArrayBuffer>), { status: 200, headers: out });
   };

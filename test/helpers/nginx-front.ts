@@ -53,7 +53,9 @@ async function untilListening(port: number, child: ChildProcess, why: () => stri
 }
 
 /** `editConfig` changes the generated config before nginx reads it (to test what a stale one does). */
-export async function startNginxFront(args: { dir: string; serverArgs?: string[]; env?: NodeJS.ProcessEnv; editConfig?: (text: string) => string }): Promise<RunningFront> {
+/** `compressedDir`: where nginx-config keeps its compressed copies (default beside `dir`); a mirror of
+ * the demo tree can share the tree's, whose files are the same. */
+export async function startNginxFront(args: { dir: string; serverArgs?: string[]; env?: NodeJS.ProcessEnv; editConfig?: (text: string) => string; compressedDir?: string }): Promise<RunningFront> {
   if (!existsSync(NGINX)) throw new Error(`Debian's nginx is not installed (no ${NGINX}): apt-get install nginx (.ci/run does)`);
   const work = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-'));
   const server = await startServer({ dir: args.dir, extraArgs: ['--trust-proxy', '127.0.0.1', ...(args.serverArgs ?? [])], env: args.env });
@@ -63,7 +65,7 @@ export async function startNginxFront(args: { dir: string; serverArgs?: string[]
     const configFile = join(work, 'isoatlas.conf');
     const generated = spawnSync(
       process.execPath,
-      [join(ROOT, 'bin/isoatlas.mjs'), 'nginx-config', '--dir', args.dir, '--upstream', new URL(server.base).host, '--listen', `127.0.0.1:${port}`, '--access-log', frontLogFile, '--out', configFile],
+      [join(ROOT, 'bin/isoatlas.mjs'), 'nginx-config', '--dir', args.dir, '--upstream', new URL(server.base).host, '--listen', `127.0.0.1:${port}`, '--access-log', frontLogFile, '--out', configFile, ...(args.compressedDir ? ['--compressed-dir', args.compressedDir] : [])],
       { cwd: ROOT, encoding: 'utf8' },
     );
     if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed (${generated.status}): ${generated.stderr}`);
