@@ -2,27 +2,16 @@
 // front's connections from another (idle ones are bounded by worker_connections, requests in
 // progress per address by limit_conn), and a request is counted once by the server behind it,
 // whether nginx answers it from a file or passes it on.
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import http from 'node:http';
 import net from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startNginxFront, type RunningFront } from './helpers/nginx-front.js';
+import { frontsOfSuite } from './helpers/nginx-front.js';
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
 
-const fronts: RunningFront[] = [];
-const temp: string[] = [];
-afterAll(async () => {
-  for (const f of fronts) await f.stop();
-  for (const dir of temp) rmSync(dir, { recursive: true, force: true });
-});
-
-async function front(args: Parameters<typeof startNginxFront>[0]): Promise<RunningFront> {
-  const f = await startNginxFront(args);
-  fronts.push(f);
-  return f;
-}
+const { front, temp } = frontsOfSuite();
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 

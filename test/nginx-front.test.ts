@@ -3,35 +3,23 @@
 // still the server's, counted per client (the client address forwarded and trusted only from the
 // front); a stale config or a server that is down never yields a wrong answer. The whole v1 contract
 // also runs through the front (contract-nginx.test.ts).
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { contentTypeOf } from '../edge/contract/tree.js';
-import { startNginxFront, type RunningFront } from './helpers/nginx-front.js';
+import { frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
 import { startServer } from './helpers/server.js';
 
 const ROOT = join(__dirname, '..');
 const tree = () => inject('demoTree');
-const temp: string[] = [];
-const fronts: RunningFront[] = [];
-
-afterAll(async () => {
-  for (const front of fronts) await front.stop();
-  for (const dir of temp) rmSync(dir, { recursive: true, force: true });
-});
-
-async function front(args: Parameters<typeof startNginxFront>[0]): Promise<RunningFront> {
-  const f = await startNginxFront(args);
-  fronts.push(f);
-  return f;
-}
+const { front, temp } = frontsOfSuite();
 
 /** The CLI while this process keeps answering requests (the mirror's source runs here). */
 function cliAsync(args: string[]): Promise<{ status: number | null; stderr: string }> {

@@ -1,29 +1,19 @@
 // The nginx front and the server refuse the same request targets the same way, /metrics and
 // /admission cannot be reached through the front by any spelling, and no key character reaches an
 // answer or a log line of either, with the server up or down.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import http from 'node:http';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../edge/contract/targets.js';
-import { startNginxFront, type RunningFront } from './helpers/nginx-front.js';
+import { frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
 import { REFUSED, leaksSecret } from './helpers/targets.js';
 
 const ROOT = join(__dirname, '..');
 const PROBLEM = 'application/problem+json; charset=utf-8';
-const fronts: RunningFront[] = [];
-const temp: string[] = [];
-afterAll(async () => {
-  for (const f of fronts) await f.stop();
-  for (const dir of temp) rmSync(dir, { recursive: true, force: true });
-});
-async function front(args: Parameters<typeof startNginxFront>[0]): Promise<RunningFront> {
-  const f = await startNginxFront(args);
-  fronts.push(f);
-  return f;
-}
+const { front, temp } = frontsOfSuite();
 
 interface Reply {
   status: number;

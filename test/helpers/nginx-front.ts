@@ -2,6 +2,7 @@
 // started for it (trusting nginx's address), for black-box tests through the front. Everything lives
 // in a temporary directory (build/nginx-config.ts standaloneNginx): nginx's main config, which
 // includes the generated one, its pid, temporary files and logs.
+import { afterAll } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -103,4 +104,23 @@ export async function startNginxFront(args: { dir: string; serverArgs?: string[]
     rmSync(work, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** A test file's fronts and temporary directories: `front` starts one, `temp` takes a directory, and
+ * after the file's tests every front is stopped and every directory removed. */
+export function frontsOfSuite(): { front: (args: Parameters<typeof startNginxFront>[0]) => Promise<RunningFront>; temp: string[] } {
+  const fronts: RunningFront[] = [];
+  const temp: string[] = [];
+  afterAll(async () => {
+    for (const f of fronts) await f.stop();
+    for (const dir of temp) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    temp,
+    async front(args) {
+      const f = await startNginxFront(args);
+      fronts.push(f);
+      return f;
+    },
+  };
 }
