@@ -29,6 +29,7 @@ import {
   DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP,
   EDGE_REGION,
   IsoatlasCdnStack,
+  SYNTH_CONTEXT,
   edgeBundleConfig,
   type IsoatlasCdnProps,
 } from './stack.js';
@@ -88,7 +89,8 @@ async function main() {
     fail((err as Error).message);
   }
 
-  const app = new App({ outdir });
+  // CloudFormation validation on: a finding fails the synth (exit 2) rather than the deploy.
+  const app = new App({ outdir, context: SYNTH_CONTEXT });
   let stack: IsoatlasCdnStack;
   let bucketStack: IsoatlasBucketStack | undefined;
   const account = env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT;

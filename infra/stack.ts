@@ -23,6 +23,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
+import { VALIDATE_AGAINST_DEFAULT_RULES } from 'aws-cdk-lib/cx-api';
 import { atlasBucket } from './bucket.js';
 import type { Construct } from 'constructs';
 import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
@@ -39,6 +40,10 @@ import { EXPOSED_HEADERS, QUERY_PARAMETERS } from '../edge/contract/http.js';
 export const EDGE_REGION = 'us-east-1';
 export const DEFAULT_ACCOUNT = '111111111111';
 export const DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP = 6000;
+/** The App context every synth of these stacks uses (infra/app.ts and the tests): CDK checks each
+ * template against CloudFormation's resource schemas and rules, and any finding fails the synth
+ * instead of being a warning that deploys fail on later. */
+export const SYNTH_CONTEXT = { [VALIDATE_AGAINST_DEFAULT_RULES]: true } as const;
 /** The newest Node.js runtime Lambda@Edge supports (AWS's Lambda@Edge restrictions page). */
 const EDGE_RUNTIME = lambda.Runtime.NODEJS_22_X;
 /** The window of the WAF's per-IP rate rule without access control, which is also what its 429 says
@@ -436,7 +441,7 @@ export class IsoatlasCdnStack extends Stack {
         tier,
         new wafv2.CfnRegexPatternSet(this, `TierKeys${tier.replace(/[^A-Za-z0-9]/g, '')}`, {
           scope: 'CLOUDFRONT',
-          description: `isoatlas: ids of the API keys of tier ${tier} (isoatlas keys publish --waf-tier)`,
+          description: `isoatlas: ids of the API keys of tier ${wafDescriptionText(tier)}, written by isoatlas keys publish --waf-tier`,
           regularExpressionList: [NO_KEYS_PATTERN],
         }),
       );
@@ -467,6 +472,12 @@ const AUTHORIZATION = { singleHeader: { Name: 'authorization' } };
 const HAS_KEY: wafv2.CfnWebACL.StatementProperty = {
   sizeConstraintStatement: { fieldToMatch: AUTHORIZATION, comparisonOperator: 'GT', size: 0, textTransformations: [{ priority: 0, type: 'NONE' }] },
 };
+
+/** Text for a WAF Description, which allows letters, digits, spaces and =:#@/-,. only (no
+ * parentheses or underscores): any other character of a tier name becomes a hyphen. */
+export function wafDescriptionText(text: string): string {
+  return text.replace(/[^A-Za-z0-9=:#@/\-,. ]/g, '-');
+}
 
 /** Requests whose key is in a tier's set (the header lowercased, as the set's patterns expect). */
 const inTier = (set: wafv2.CfnRegexPatternSet): wafv2.CfnWebACL.StatementProperty => ({
