@@ -11,8 +11,8 @@
 //   ISOATLAS_ACCESS_CONFIG path to a limits JSON file (as `isoatlas serve --access-config`)
 //   ISOATLAS_WAF_LOGS      1: WAF logs to CloudWatch Logs, Authorization redacted
 //   ISOATLAS_WAF_LIMIT     without access control: WAF requests per IP per 5 minutes (default 6000)
-//   ISOATLAS_STRUCTURE_BASE  base URL of structure redirects (e.g. a custom domain); default: the
-//                            request's own host, i.e. the distribution
+//   ISOATLAS_STRUCTURE_BASE  base URL of structure redirects (e.g. a custom domain); default:
+//                            root-relative (/releases/… on whichever host was asked)
 //   ISOATLAS_DOMAIN        custom domain names, comma-separated (with ISOATLAS_CERTIFICATE_ARN)
 //   ISOATLAS_CERTIFICATE_ARN  ACM certificate for them, in us-east-1
 //   ISOATLAS_ACCOUNT / CDK_DEFAULT_ACCOUNT       account id       (default 111111111111)

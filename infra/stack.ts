@@ -46,6 +46,8 @@ export const DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP = 6000;
 export const SYNTH_CONTEXT = { [VALIDATE_AGAINST_DEFAULT_RULES]: true } as const;
 /** The newest Node.js runtime Lambda@Edge supports (AWS's Lambda@Edge restrictions page). */
 const EDGE_RUNTIME = lambda.Runtime.NODEJS_22_X;
+/** The day meter is a regional function, not Lambda@Edge: the newest Node.js runtime of Lambda. */
+const METER_RUNTIME = lambda.Runtime.NODEJS_24_X;
 /** The window of the WAF's per-IP rate rule without access control, which is also what its 429 says
  * to wait. With access control, limits are per minute (ACCESS_WINDOW_SECONDS). */
 export const WAF_WINDOW_SECONDS = 300;
@@ -254,17 +256,9 @@ export class IsoatlasCdnStack extends Stack {
       enableAcceptEncodingGzip: true,
       enableAcceptEncodingBrotli: true,
     });
-    // At origin-request CloudFront sets Host to the origin's domain (here the S3 bucket). The function
-    // builds structure redirects from the request's own host when the bundle has no structureBaseUrl,
-    // so the viewer's Host is passed through: redirects then point at this distribution, not at the
-    // private bucket. Safe because the function answers every /api/v1/* request itself; nothing on
-    // this behaviour is forwarded to S3 (where a foreign Host would break OAC signing).
-    const apiOriginRequest = new cloudfront.OriginRequestPolicy(this, 'ApiOriginRequestPolicy', {
-      comment: 'isoatlas /api/v1/*: the viewer Host, for redirects built by the origin-request function',
-      headerBehavior: cloudfront.OriginRequestHeaderBehavior.allowList('Host'),
-      queryStringBehavior: cloudfront.OriginRequestQueryStringBehavior.none(), // the cache key's are sent anyway
-      cookieBehavior: cloudfront.OriginRequestCookieBehavior.none(),
-    });
+    // No origin request policy: the function reads only the path and the cache key's query, which
+    // CloudFront sends anyway. Structure redirects are root-relative or the configured base, never
+    // built from a Host, so the viewer's Host is not forwarded.
     // Release files never change under their versioned path, objects never under their sha256.
     const releaseCachePolicy = new cloudfront.CachePolicy(this, 'ReleaseFilesCachePolicy', {
       comment: 'isoatlas /releases/* and /objects/*: immutable, versioned or content-addressed files',
@@ -328,7 +322,6 @@ export class IsoatlasCdnStack extends Stack {
           allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS,
           cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD,
           cachePolicy: apiCachePolicy,
-          originRequestPolicy: apiOriginRequest,
           responseHeadersPolicy: responseHeaders,
           compress: true,
           edgeLambdas,
@@ -405,7 +398,7 @@ export class IsoatlasCdnStack extends Stack {
     });
     const meterFunction = new lambda.Function(this, 'DayMeter', {
       description: 'isoatlas day meter: counts requests per API key and UTC day, marks used-up keys in the KeyValueStore',
-      runtime: EDGE_RUNTIME,
+      runtime: METER_RUNTIME,
       handler: 'index.meter',
       code: lambda.Code.fromAsset(access.meterCodeDir),
       memorySize: 256,
