@@ -11,8 +11,8 @@
 //   ISOATLAS_ACCESS_CONFIG path to a limits JSON file (as `isoatlas serve --access-config`)
 //   ISOATLAS_WAF_LOGS      1: WAF logs to CloudWatch Logs, Authorization redacted
 //   ISOATLAS_WAF_LIMIT     without access control: WAF requests per IP per 5 minutes (default 6000)
-//   ISOATLAS_STRUCTURE_BASE  base URL of structure redirects (e.g. a custom domain); default: the
-//                            request's own host, i.e. the distribution
+//   ISOATLAS_STRUCTURE_BASE  base URL of structure redirects (e.g. a custom domain); default:
+//                            root-relative (/releases/… on whichever host was asked)
 //   ISOATLAS_DOMAIN        custom domain names, comma-separated (with ISOATLAS_CERTIFICATE_ARN)
 //   ISOATLAS_CERTIFICATE_ARN  ACM certificate for them, in us-east-1
 //   ISOATLAS_ACCOUNT / CDK_DEFAULT_ACCOUNT       account id       (default 111111111111)
@@ -29,6 +29,7 @@ import {
   DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP,
   EDGE_REGION,
   IsoatlasCdnStack,
+  SYNTH_CONTEXT,
   edgeBundleConfig,
   type IsoatlasCdnProps,
 } from './stack.js';
@@ -88,7 +89,8 @@ async function main() {
     fail((err as Error).message);
   }
 
-  const app = new App({ outdir });
+  // CloudFormation validation on: a finding fails the synth (exit 2) rather than the deploy.
+  const app = new App({ outdir, context: SYNTH_CONTEXT });
   let stack: IsoatlasCdnStack;
   let bucketStack: IsoatlasBucketStack | undefined;
   const account = env.ISOATLAS_ACCOUNT || env.CDK_DEFAULT_ACCOUNT || DEFAULT_ACCOUNT;

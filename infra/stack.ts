@@ -23,6 +23,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
+import { VALIDATE_AGAINST_DEFAULT_RULES } from 'aws-cdk-lib/cx-api';
 import { atlasBucket } from './bucket.js';
 import type { Construct } from 'constructs';
 import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
@@ -39,8 +40,14 @@ import { EXPOSED_HEADERS, QUERY_PARAMETERS } from '../edge/contract/http.js';
 export const EDGE_REGION = 'us-east-1';
 export const DEFAULT_ACCOUNT = '111111111111';
 export const DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP = 6000;
+/** The App context every synth of these stacks uses (infra/app.ts and the tests): CDK checks each
+ * template against CloudFormation's resource schemas and rules, and any finding fails the synth
+ * instead of being a warning that deploys fail on later. */
+export const SYNTH_CONTEXT = { [VALIDATE_AGAINST_DEFAULT_RULES]: true } as const;
 /** The newest Node.js runtime Lambda@Edge supports (AWS's Lambda@Edge restrictions page). */
 const EDGE_RUNTIME = lambda.Runtime.NODEJS_22_X;
+/** The day meter is a regional function, not Lambda@Edge: the newest Node.js runtime of Lambda. */
+const METER_RUNTIME = lambda.Runtime.NODEJS_24_X;
 /** The window of the WAF's per-IP rate rule without access control, which is also what its 429 says
  * to wait. With access control, limits are per minute (ACCESS_WINDOW_SECONDS). */
 export const WAF_WINDOW_SECONDS = 300;
@@ -249,17 +256,9 @@ export class IsoatlasCdnStack extends Stack {
       enableAcceptEncodingGzip: true,
       enableAcceptEncodingBrotli: true,
     });
-    // At origin-request CloudFront sets Host to the origin's domain (here the S3 bucket). The function
-    // builds structure redirects from the request's own host when the bundle has no structureBaseUrl,
-    // so the viewer's Host is passed through: redirects then point at this distribution, not at the
-    // private bucket. Safe because the function answers every /api/v1/* request itself; nothing on
-    // this behaviour is forwarded to S3 (where a foreign Host would break OAC signing).
-    const apiOriginRequest = new cloudfront.OriginRequestPolicy(this, 'ApiOriginRequestPolicy', {
-      comment: 'isoatlas /api/v1/*: the viewer Host, for redirects built by the origin-request function',
-      headerBehavior: cloudfront.OriginRequestHeaderBehavior.allowList('Host'),
-      queryStringBehavior: cloudfront.OriginRequestQueryStringBehavior.none(), // the cache key's are sent anyway
-      cookieBehavior: cloudfront.OriginRequestCookieBehavior.none(),
-    });
+    // No origin request policy: the function reads only the path and the cache key's query, which
+    // CloudFront sends anyway. Structure redirects are root-relative or the configured base, never
+    // built from a Host, so the viewer's Host is not forwarded.
     // Release files never change under their versioned path, objects never under their sha256.
     const releaseCachePolicy = new cloudfront.CachePolicy(this, 'ReleaseFilesCachePolicy', {
       comment: 'isoatlas /releases/* and /objects/*: immutable, versioned or content-addressed files',
@@ -323,7 +322,6 @@ export class IsoatlasCdnStack extends Stack {
           allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS,
           cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD,
           cachePolicy: apiCachePolicy,
-          originRequestPolicy: apiOriginRequest,
           responseHeadersPolicy: responseHeaders,
           compress: true,
           edgeLambdas,
@@ -400,7 +398,7 @@ export class IsoatlasCdnStack extends Stack {
     });
     const meterFunction = new lambda.Function(this, 'DayMeter', {
       description: 'isoatlas day meter: counts requests per API key and UTC day, marks used-up keys in the KeyValueStore',
-      runtime: EDGE_RUNTIME,
+      runtime: METER_RUNTIME,
       handler: 'index.meter',
       code: lambda.Code.fromAsset(access.meterCodeDir),
       memorySize: 256,
@@ -436,7 +434,7 @@ export class IsoatlasCdnStack extends Stack {
         tier,
         new wafv2.CfnRegexPatternSet(this, `TierKeys${tier.replace(/[^A-Za-z0-9]/g, '')}`, {
           scope: 'CLOUDFRONT',
-          description: `isoatlas: ids of the API keys of tier ${tier} (isoatlas keys publish --waf-tier)`,
+          description: `isoatlas: ids of the API keys of tier ${wafDescriptionText(tier)}, written by isoatlas keys publish --waf-tier`,
           regularExpressionList: [NO_KEYS_PATTERN],
         }),
       );
@@ -467,6 +465,12 @@ const AUTHORIZATION = { singleHeader: { Name: 'authorization' } };
 const HAS_KEY: wafv2.CfnWebACL.StatementProperty = {
   sizeConstraintStatement: { fieldToMatch: AUTHORIZATION, comparisonOperator: 'GT', size: 0, textTransformations: [{ priority: 0, type: 'NONE' }] },
 };
+
+/** Text for a WAF Description, which allows letters, digits, spaces and =:#@/-,. only (no
+ * parentheses or underscores): any other character of a tier name becomes a hyphen. */
+export function wafDescriptionText(text: string): string {
+  return text.replace(/[^A-Za-z0-9=:#@/\-,. ]/g, '-');
+}
 
 /** Requests whose key is in a tier's set (the header lowercased, as the set's patterns expect). */
 const inTier = (set: wafv2.CfnRegexPatternSet): wafv2.CfnWebACL.StatementProperty => ({

@@ -7,7 +7,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
+import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Template } from 'aws-cdk-lib/assertions';
 import { bundleEdge, bundleMeter } from '../build/bundle-edge.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
@@ -16,7 +17,7 @@ import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
 import { validate } from './helpers/schemas.js';
 import { IsoatlasBucketStack } from '../infra/bucket.js';
-import { ACCESS_WINDOW_SECONDS, IsoatlasCdnStack, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
+import { ACCESS_WINDOW_SECONDS, IsoatlasCdnStack, SYNTH_CONTEXT, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const BUCKET = 'isoatlas-test-bucket';
@@ -41,7 +42,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function synth(props: Partial<IsoatlasCdnProps> = {}): { stack: IsoatlasCdnStack; template: Template; resources: Resources } {
-  const app = new App({ outdir: mkdtempSync(join(work, 'out-')) });
+  const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
   const stack = new IsoatlasCdnStack(app, 'Test', {
     bucketName: BUCKET,
     edgeCodeDir: plainBundle,
@@ -101,6 +102,51 @@ function roleStatements(resources: Resources, fn: Resource): any[] {
     .flatMap(([, p]) => p.Properties.PolicyDocument.Statement);
 }
 const asList = <T>(v: T | T[]) => (Array.isArray(v) ? v : [v]);
+
+describe('CloudFormation validation', () => {
+  // Every synth here runs with SYNTH_CONTEXT, so any arrangement with a finding fails its own tests;
+  // this proves the context does turn findings into errors, so it cannot quietly stop doing so.
+  it('fails a synth on a finding: a WAF description with parentheses (F3031)', () => {
+    const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
+    const stack = new Stack(app, 'Invalid', { env: { account: '111111111111', region: 'us-east-1' } });
+    new wafv2.CfnRegexPatternSet(stack, 'Keys', { scope: 'CLOUDFRONT', description: 'keys (of a tier)', regularExpressionList: ['^x$'] });
+    expect(() => app.synth()).toThrow(/F3031/);
+    // The same stack without the context synthesizes: the failure above is the flag's doing.
+    const lenient = new App({ outdir: mkdtempSync(join(work, 'out-')) });
+    const same = new Stack(lenient, 'Invalid', { env: { account: '111111111111', region: 'us-east-1' } });
+    new wafv2.CfnRegexPatternSet(same, 'Keys', { scope: 'CLOUDFRONT', description: 'keys (of a tier)', regularExpressionList: ['^x$'] });
+    expect(() => lenient.synth()).not.toThrow();
+  });
+
+  it('passes every arrangement: none, A, B, and B with the bucket in another region and a custom domain', async () => {
+    for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+      const { template } = synth(props);
+      expect(Object.keys(template.toJSON().Resources).length).toBeGreaterThan(0);
+    }
+    const regional = join(work, 'edge-eu-validated');
+    await bundleEdge({ outDir: regional, ...edgeBundleConfig({ bucketName: BUCKET, bucketRegion: 'eu-west-1' }) });
+    const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
+    const cdn = new IsoatlasCdnStack(app, 'Cdn', {
+      bucketName: BUCKET,
+      bucketRegion: 'eu-west-1',
+      edgeCodeDir: regional,
+      access: ACCESS,
+      customDomain: { names: ['atlas.example.org'], certificateArn: 'arn:aws:acm:us-east-1:111111111111:certificate/12345678-1234-1234-1234-123456789012' },
+    });
+    new IsoatlasBucketStack(app, 'Bucket', { bucketName: BUCKET, distributionArn: cdn.distribution.distributionArn, env: { account: '111111111111', region: 'eu-west-1' } });
+    // A finding in either stack would throw here.
+    const assembly = app.synth();
+    expect(Object.keys(assembly.getStackByName('Bucket').template.Resources)).not.toHaveLength(0);
+    expect(assembly.getStackByName('Cdn').messages.filter((m) => m.level !== 'info')).toEqual([]);
+  });
+
+  it('keeps a tier name out of the WAF description when it has characters the pattern refuses', () => {
+    const tiers = { standard: { per_minute: 60, per_day: 5000 }, 'gold (beta)_1': { per_minute: 600 } };
+    const { resources } = synth({ access: { ...ACCESS, config: { key_required: { tiers } } } });
+    const [, set] = only(resources, 'AWS::WAFv2::RegexPatternSet');
+    expect(set.Properties.Description).toBe('isoatlas: ids of the API keys of tier gold -beta--1, written by isoatlas keys publish --waf-tier');
+  });
+});
 
 describe('bucket', () => {
   it('is private: all public access blocked, no ACL, SSE, TLS only, retained', () => {
@@ -212,11 +258,11 @@ describe('distribution', () => {
     expect(key.CookiesConfig).toEqual({ CookieBehavior: 'none' });
     expect(c.DefaultTTL).toBe(3600);
     expect(c.MaxTTL).toBe(86400);
-    // Authorization reaches neither the cache key nor the origin request.
-    const originRequest = byRef(resources, api.OriginRequestPolicyId).Properties.OriginRequestPolicyConfig;
-    expect(originRequest.HeadersConfig).toEqual({ HeaderBehavior: 'whitelist', Headers: ['Host'] });
-    expect(originRequest.CookiesConfig).toEqual({ CookieBehavior: 'none' });
-    expect(JSON.stringify({ c, originRequest }).toLowerCase()).not.toContain('authorization');
+    // Authorization reaches neither the cache key nor the origin request; no origin request policy
+    // means the function is sent the cache key's values and no viewer header (Host included).
+    expect(api.OriginRequestPolicyId).toBeUndefined();
+    expect(ofType(resources, 'AWS::CloudFront::OriginRequestPolicy')).toHaveLength(0);
+    expect(JSON.stringify(c).toLowerCase()).not.toContain('authorization');
   });
 
   it('/releases/* and /objects/* are cached for a year, the default behaviour (current.json, releases.json) for 10 s', () => {
@@ -285,7 +331,7 @@ describe('bucket in another region', () => {
   it('lives in a stack of its own there, admitting this distribution; the CDN stack only names it', async () => {
     const regional = join(work, 'edge-eu');
     await bundleEdge({ outDir: regional, ...edgeBundleConfig({ bucketName: BUCKET, bucketRegion: 'eu-west-1' }) });
-    const app = new App({ outdir: mkdtempSync(join(work, 'out-')) });
+    const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
     const cdn = new IsoatlasCdnStack(app, 'Cdn', { bucketName: BUCKET, bucketRegion: 'eu-west-1', edgeCodeDir: regional });
     const held = new IsoatlasBucketStack(app, 'Bucket', { bucketName: BUCKET, distributionArn: cdn.distribution.distributionArn, env: { account: '111111111111', region: 'eu-west-1' } });
     const assembly = app.synth();
@@ -467,7 +513,8 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
   it('key-required: the day meter reads the gate\'s log lines and may write counters and the store, nothing more', () => {
     const { resources } = synth({ access: ACCESS });
     const meter = functionWithHandler(resources, 'index.meter');
-    expect(meter.Properties.Runtime).toBe('nodejs22.x');
+    // Lambda@Edge stays on Node.js 22 (its newest); the meter is regional and runs the newest Lambda has.
+    expect(meter.Properties.Runtime).toBe('nodejs24.x');
     const [tableId, table] = only(resources, 'AWS::DynamoDB::Table');
     expect(table.Properties.KeySchema).toEqual([{ AttributeName: 'counter', KeyType: 'HASH' }]);
     expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at', Enabled: true });
@@ -562,7 +609,7 @@ describe('npm run synth (infra/app.ts)', () => {
     const k = template(keyed);
     expect(only(k.Resources, 'AWS::CloudFront::Function')[1].Properties.FunctionConfig.Runtime).toBe('cloudfront-js-2.0');
     expect(ofType(k.Resources, 'AWS::CloudFront::KeyValueStore')).toHaveLength(1);
-    expect(functionWithHandler(k.Resources, 'index.meter').Properties.Runtime).toBe('nodejs22.x');
+    expect(functionWithHandler(k.Resources, 'index.meter').Properties.Runtime).toBe('nodejs24.x');
     expect(b.stdout).toMatch(/access +key-required \(key gate \+ KeyValueStore\)/);
 
     expect(c.code).not.toBe(0);

@@ -29,7 +29,8 @@ const tree = () => inject('demoTree');
 
 function event(uri: string, querystring = '', method = 'GET', extraHeaders: Record<string, string> = {}): CloudFrontRequestEvent {
   const headers: CloudFrontRequestEvent['Records'][0]['cf']['request']['headers'] = {
-    host: [{ key: 'Host', value: 'd111111abcdef8.cloudfront.net' }],
+    // At origin-request CloudFront sets Host to the origin's domain; the stack forwards no viewer Host.
+    host: [{ key: 'Host', value: 'isoatlas-test-bucket.s3.us-east-1.amazonaws.com' }],
     'user-agent': [{ key: 'User-Agent', value: 'curl/8.5.0' }],
   };
   for (const [k, v] of Object.entries(extraHeaders)) headers[k.toLowerCase()] = [{ key: k, value: v }];

@@ -33,7 +33,9 @@ type CfRequest = CloudFrontRequestEvent['Records'][0]['cf']['request'];
 
 function toWebRequest(event: CloudFrontRequestEvent): Request {
   const { request: cf, config } = event.Records[0].cf;
-  const host = cf.headers.host?.[0]?.value ?? config.distributionDomainName;
+  // The handler reads only the path and query of this URL. Its host is the distribution's: at
+  // origin-request the Host header names the origin, and the stack forwards no viewer Host.
+  const host = config.distributionDomainName;
   const headers = new Headers();
   for (const [name, values] of Object.entries(cf.headers)) {
     for (const { value } of values) headers.append(name, value);
