@@ -5,9 +5,9 @@
  * request (beyond it: 408, connection closed); how long an idle keep-alive connection stays open; how
  * many requests one connection may carry; how many connections are open at once, in all and from one
  * client (client-key.ts: an IPv6 client is its network; a trusted front is not capped here, it caps
- * its own clients); and what answers
- * not yet taken by their clients may hold, per connection (requests and bytes) and in total. A
- * connection over its share is closed: its client asks without reading. */
+ * its own clients); and what answers not yet taken by their clients may hold, per connection
+ * (requests and bytes) and in total. A connection over its share is closed: its client asks without
+ * reading. */
 export const SERVER_LIMITS = {
   maxHeaderSize: 16 * 1024,
   headersTimeoutMs: 10_000,
