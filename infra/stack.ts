@@ -30,7 +30,7 @@ import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } f
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { METER_MARK } from '../edge/cloudfront/kvs-layout.js';
 import { NO_KEYS_PATTERN } from '../edge/cloudfront/tier-patterns.js';
-import { METER_ENV, METER_TABLE_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
+import { METER_ENV, METER_TABLE_KEY, METER_TABLE_SORT_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
 // The cache key's query names and the CORS expose list come from the contract, never restated here.
@@ -384,8 +384,10 @@ export class IsoatlasCdnStack extends Stack {
     if (!access.meterCodeDir || !existsSync(join(access.meterCodeDir, 'index.js'))) {
       throw new Error(`tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle-edge.ts) and pass access.meterCodeDir`);
     }
+    // Per key and day: one item per log delivery (replays rewrite it) and a running estimate.
     const meterTable = new dynamodb.Table(this, 'MeterTable', {
       partitionKey: { name: METER_TABLE_KEY, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: METER_TABLE_SORT_KEY, type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       timeToLiveAttribute: METER_TTL_ATTRIBUTE, // counters of ended days expire on their own
       removalPolicy: RemovalPolicy.DESTROY, // counts of at most two days
@@ -403,13 +405,17 @@ export class IsoatlasCdnStack extends Stack {
       code: lambda.Code.fromAsset(access.meterCodeDir),
       memorySize: 256,
       timeout: Duration.seconds(60),
+      // CloudWatch Logs invokes it asynchronously: a failed delivery is retried (counting is
+      // idempotent), and one waiting for capacity is kept as long as Lambda allows before it is lost.
+      retryAttempts: 2,
+      maxEventAge: Duration.hours(6),
       environment: {
         [METER_ENV.table]: meterTable.tableName,
         [METER_ENV.kvsArn]: keyValueStore.keyValueStoreArn,
         [METER_ENV.config]: JSON.stringify(config),
       },
     });
-    meterTable.grant(meterFunction, 'dynamodb:UpdateItem');
+    meterTable.grant(meterFunction, 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:Query');
     meterFunction.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['cloudfront-keyvaluestore:DescribeKeyValueStore', 'cloudfront-keyvaluestore:GetKey', 'cloudfront-keyvaluestore:PutKey'],

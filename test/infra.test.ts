@@ -516,7 +516,17 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     // Lambda@Edge stays on Node.js 22 (its newest); the meter is regional and runs the newest Lambda has.
     expect(meter.Properties.Runtime).toBe('nodejs24.x');
     const [tableId, table] = only(resources, 'AWS::DynamoDB::Table');
-    expect(table.Properties.KeySchema).toEqual([{ AttributeName: 'counter', KeyType: 'HASH' }]);
+    // Per key and day (partition), one item per log delivery and a running estimate (sort key).
+    expect(table.Properties.KeySchema).toEqual([
+      { AttributeName: 'counter', KeyType: 'HASH' },
+      { AttributeName: 'entry', KeyType: 'RANGE' },
+    ]);
+    expect(table.Properties.AttributeDefinitions).toEqual(
+      expect.arrayContaining([
+        { AttributeName: 'counter', AttributeType: 'S' },
+        { AttributeName: 'entry', AttributeType: 'S' },
+      ]),
+    );
     expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at', Enabled: true });
     const [storeId] = only(resources, 'AWS::CloudFront::KeyValueStore');
     const env = meter.Properties.Environment.Variables;
@@ -528,8 +538,15 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       'cloudfront-keyvaluestore:DescribeKeyValueStore',
       'cloudfront-keyvaluestore:GetKey',
       'cloudfront-keyvaluestore:PutKey',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
       'dynamodb:UpdateItem',
     ]);
+    // Invoked asynchronously by CloudWatch Logs: failed deliveries are retried, waiting ones kept
+    // as long as Lambda allows.
+    const [, invokeConfig] = only(resources, 'AWS::Lambda::EventInvokeConfig');
+    expect(invokeConfig.Properties).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 6 * 3600, Qualifier: '$LATEST' });
+    expect(invokeConfig.Properties.FunctionName).toEqual({ Ref: Object.entries(resources).find(([, r]) => r === meter)![0] });
     const [logsId, group] = only(resources, 'AWS::Logs::LogGroup');
     const gateName = only(resources, 'AWS::CloudFront::Function')[1].Properties.Name;
     expect(group.Properties.LogGroupName).toBe(`/aws/cloudfront/function/${gateName}`);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_FILE, KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
-import { CURRENT_RELEASE_ENTRY, decodeKeyRecord, encodeKeyRecord, keyEntry, kvsEntries, METER_MARK, SECRET_ENTRY } from '../edge/cloudfront/kvs-layout.js';
+import { CURRENT_RELEASE_ENTRY, decodeKeyRecord, encodeKeyRecord, keyEntry, kvsEntries, METER_MARK, meterLine, SECRET_ENTRY } from '../edge/cloudfront/kvs-layout.js';
 import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
 import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
 import { validate } from './helpers/schemas.js';
@@ -80,7 +80,8 @@ describe('key-required (B)', () => {
     expect(out.uri).toBe('/api/v1/genes/ENSG00000100300');
     expect(out.headers.authorization).toBeUndefined();
     expect(out.headers.host.value).toBe('d111111abcdef8.cloudfront.net');
-    expect(f.logs).toEqual([`${METER_MARK}${standard.id}`]);
+    expect(f.logs).toEqual([meterLine(standard.id, 'standard')]);
+    expect(f.logs[0].startsWith(`${METER_MARK}${standard.id} `)).toBe(true);
     // The secret is what follows `isoatlas_<id>_` (it may itself hold underscores).
     expect(f.logs.join()).not.toContain(standard.key.slice('isoatlas_'.length + standard.id.length + 1));
   });

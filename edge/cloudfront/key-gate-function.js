@@ -77,8 +77,8 @@ async function checkKey(request) {
     var until = new Date(record.exhausted_until * 1000).toISOString();
     return refuse(request, 429, null, 'the daily quota of API key ' + id + ' (tier ' + record.tier + ') is used up until ' + until, record.exhausted_until - now);
   }
-  // The day meter counts these lines (key id only, never key material).
-  if (SETTINGS.metered.indexOf(record.tier) >= 0) console.log('isoatlas-meter key=' + id);
+  // The day meter counts these lines (key id and tier, never key material; kvs-layout.ts meterLine).
+  if (SETTINGS.metered.indexOf(record.tier) >= 0) console.log('isoatlas-meter key=' + id + ' tier=' + encodeURIComponent(record.tier));
   return request;
 }
 

@@ -14,8 +14,12 @@ export const SECRET_ENTRY = 'secret';
 export const CURRENT_RELEASE_ENTRY = 'release:current';
 export const KEY_ENTRY_PREFIX = 'key:';
 export const keyEntry = (id: string) => `${KEY_ENTRY_PREFIX}${id}`;
-/** What the gate logs for each admitted request of a metered tier (a key id, never key material). */
+/** What the gate logs for each admitted request of a metered tier (a key id, never key material):
+ * `isoatlas-meter key=<id> tier=<tier>`, the tier URI-encoded, so the meter knows the tier's day
+ * limit without reading the store. */
 export const METER_MARK = 'isoatlas-meter key=';
+export const METER_TIER = ' tier=';
+export const meterLine = (id: string, tier: string) => `${METER_MARK}${id}${METER_TIER}${encodeURIComponent(tier)}`;
 
 export interface KvsKeyRecord {
   hash: string;
