@@ -16,6 +16,7 @@ import { treePaths } from '../edge/contract/tree.js';
 import { loadManifest } from './manifest-reader.js';
 import { StoreBucket } from './store-bucket.js';
 import { UsageError } from './errors.js';
+import { StorageError } from './storage-errors.js';
 import { readPin, resolvePin, type KvsAccess } from './edge-pin.js';
 
 /** Longer than the API's longest cache lifetime at the CDN (a day) with room to spare. */
@@ -123,7 +124,8 @@ export async function collectGarbage(opts: CollectOptions): Promise<CollectSumma
 function pinnedReleases(history: ReleaseHistory, pinned: string | null, expired: (at: string) => boolean, where: string, log: (line: string) => void): Set<string> {
   const listed = new Set([...history.releases, ...history.pending, ...history.retired].map((r) => r.release));
   if (pinned !== null && !listed.has(pinned)) {
-    throw new Error(
+    // Exit 4 like an unreadable pin: the store and its KeyValueStore disagree, not the command line.
+    throw new StorageError(
       `the CDN's KeyValueStore pins release ${pinned}, which ${where}releases.json no longer lists, so its objects are unknown; gc deleted nothing. ` +
         'Pin a kept release (`isoatlas rollback --to <release>`, see `isoatlas releases`) or publish that release again, then run gc again',
     );

@@ -91,7 +91,10 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
         log,
       });
       const invalidated = r.invalidated.length ? `; invalidated ${r.invalidated.join(' ')}` : '';
-      log(r.changed ? `rolled back s3://${o.bucket}/${o.prefix}: ${r.from} → ${r.to}${invalidated}` : `${r.to} is already the current release of s3://${o.bucket}/${o.prefix}: nothing to do`);
+      const where = `s3://${o.bucket}/${o.prefix}`;
+      if (!r.changed) log(`${r.to} is already the current release of ${where}: nothing to do`);
+      else if (r.from === r.to) log(`${r.to} was already the current release of ${where}; the CDN's pin now names it too${invalidated}`);
+      else log(`rolled back ${where}: ${r.from} → ${r.to}${invalidated}`);
     });
 
   parent

@@ -580,7 +580,9 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`${ARN_A} at ${down.endpoint} failed`);
     kvsA.entries.set(CURRENT_RELEASE_ENTRY, '1999.01-none');
-    await expect(collectGarbage({ ...store, now: at(later), kvs: await clientA() })).rejects.toThrow(/pins release 1999\.01-none, which .* no longer lists, so its objects are unknown; gc deleted nothing/);
+    const unknownPin = collectGarbage({ ...store, now: at(later), kvs: await clientA() });
+    await expect(unknownPin).rejects.toBeInstanceOf(StorageError);
+    await expect(unknownPin).rejects.toThrow(/pins release 1999\.01-none, which .* no longer lists, so its objects are unknown; gc deleted nothing/);
     expect(await presentObjects(objectsOf(release2), PREFIX)).toBe(objectsOf(release2).size);
     kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2027.02-a');
   });
