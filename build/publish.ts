@@ -13,6 +13,9 @@
 //   3. the release moves from pending to the kept releases, and the pointer names it.
 // Re-running an interrupted publish (its release still pending) lists the store once and uploads
 // only what the first run did not.
+//
+// A store whose deployment pins releases in the CDN's KeyValueStore (edge-pin.ts) is published only
+// with it: it is found in the store when --kvs is not given, and reached before anything is uploaded.
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { CloudFrontClient, CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { createHash } from 'node:crypto';
@@ -28,8 +31,7 @@ import { parseManifestIndex, parseManifestShard } from '../edge/contract/manifes
 import { forEachLimited } from './concurrency.js';
 import { OBJECT_CACHE_CONTROL, StoreBucket, s3Client } from './store-bucket.js';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import { setCurrentRelease } from './keys/kvs.js';
+import { movePin, readPin, recordPin, resolvePin, type KvsAccess } from './edge-pin.js';
 
 export { s3Client, OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from './store-bucket.js';
 
@@ -43,8 +45,9 @@ export interface PublishOptions {
   distributionId?: string;
   s3: S3Client;
   cloudfront?: Pick<CloudFrontClient, 'send'>;
-  /** The CDN's KeyValueStore: its viewer gate pins API requests to the release named there. */
-  kvs?: { client: CloudFrontKeyValueStoreClient; arn: string };
+  /** The CDN's KeyValueStore: its viewer gate pins API requests to the release named there. Its ARN
+   * may be left out when the store records it (edge.json); a store that records one needs this. */
+  kvs?: KvsAccess;
   progress?: boolean;
   log?: (line: string) => void;
 }
@@ -103,6 +106,10 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const fileObjects = new Map<string, ReleaseObject>();
   for (const e of manifest.entries) if (!manifestObjects.has(e.sha256) && !fileObjects.has(e.sha256)) fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
   const total = manifestObjects.size + fileObjects.size;
+
+  // Before any upload: a deployment whose pin this publish could not move is left untouched.
+  const pin = await resolvePin(store, opts.kvs, 'publish');
+  if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
 
   const summary: PublishSummary = { release, previous: null, objects: total, uploaded: 0, present: 0, bytesUploaded: 0, seconds: 0, retired: [], invalidated: [] };
   const known = await knownObjects(store, history, manifest, concurrency);
@@ -173,10 +180,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     return { format: 2, ...entry, previous: summary.previous };
   });
   log(`${store.where}${POINTER_KEY} → ${release}`);
-  if (opts.kvs) {
-    await setCurrentRelease(opts.kvs.client, opts.kvs.arn, release);
-    log(`${opts.kvs.arn} release:current → ${release}`);
-  }
+  if (pin) await movePin(store, pin, release, pinBehind(store, release, 'publish the same tree again'), log);
 
   if (opts.distributionId) summary.invalidated = await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId);
   summary.seconds = (performance.now() - started) / 1000;
@@ -186,7 +190,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
 /** CloudFront caches the API's answers under unversioned URLs (/api/v1/…) and the pointer: those
  * must be invalidated when the release changes. Release files are versioned and never are. The
  * bucket prefix is the distribution's origin path (infra/stack.ts), so viewer paths never carry it. */
-async function invalidate(cloudfront: Pick<CloudFrontClient, 'send'>, distributionId: string): Promise<string[]> {
+export async function invalidate(cloudfront: Pick<CloudFrontClient, 'send'>, distributionId: string): Promise<string[]> {
   const paths = ['/api/v1/*', `/${POINTER_KEY}`];
   await cloudfront.send(
     new CreateInvalidationCommand({ DistributionId: distributionId, InvalidationBatch: { CallerReference: `isoatlas-${Date.now()}`, Paths: { Quantity: paths.length, Items: paths } } }),
@@ -197,13 +201,31 @@ async function invalidate(cloudfront: Pick<CloudFrontClient, 'send'>, distributi
 export interface RollbackResult {
   from: string;
   to: string;
-  /** False when `to` was already the current release: nothing was written. */
+  /** False when `to` was already the current release and the pin named it: nothing was written. */
   changed: boolean;
+  invalidated: string[];
 }
 
+export interface RollbackOptions {
+  s3: S3Client;
+  bucket: string;
+  prefix?: string;
+  to?: string;
+  kvs?: PublishOptions['kvs'];
+  /** For deployments without a KeyValueStore: invalidate the cached API answers, as publish does. */
+  distributionId?: string;
+  cloudfront?: Pick<CloudFrontClient, 'send'>;
+  log?: (line: string) => void;
+}
+
+/** What a failed KeyValueStore write after the pointer moved leaves, and how to finish it. */
+const pinBehind = (store: StoreBucket, release: string, retry: string) =>
+  `${store.where}${POINTER_KEY} names ${release} but the CDN still pins the release before it; ${retry} (or \`isoatlas rollback --to ${release}\`) to move the pin`;
+
 /** `isoatlas rollback`: points current.json at an earlier kept release (by default the one before
- * the current release in the history). */
-export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: string; to?: string; kvs?: PublishOptions['kvs'] }): Promise<RollbackResult> {
+ * the current release in the history), and the CDN's pin with it. */
+export async function rollback(opts: RollbackOptions): Promise<RollbackResult> {
+  const log = opts.log ?? (() => {});
   const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
   const current = await store.pointer();
   if (!current) throw new UsageError(`nothing is published at ${store.where}`);
@@ -211,20 +233,24 @@ export async function rollback(opts: { s3: S3Client; bucket: string; prefix?: st
   const names = history.releases.map((r) => r.release);
   const targetName = opts.to ?? names[names.lastIndexOf(current.release) - 1] ?? current.previous;
   if (!targetName) throw new UsageError(`no release before ${current.release} to roll back to in ${store.where}`);
-  if (targetName === current.release) {
-    // The pointer is there already; the CDN's store may not be (a rollback whose KVS write failed).
-    const kvsChanged = opts.kvs ? await setCurrentRelease(opts.kvs.client, opts.kvs.arn, targetName) : false;
-    return { from: current.release, to: targetName, changed: kvsChanged };
-  }
   const target = history.releases.find((r) => r.release === targetName);
-  if (!target) throw new UsageError(`release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`);
+  if (targetName !== current.release && !target) throw new UsageError(`release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`);
+  const pin = await resolvePin(store, opts.kvs, 'rollback');
+  if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
   let from = current.release;
-  await store.updatePointer((now) => {
-    from = now?.release ?? from;
-    return { format: 2, ...target, previous: from };
-  });
-  if (opts.kvs) await setCurrentRelease(opts.kvs.client, opts.kvs.arn, targetName);
-  return { from, to: targetName, changed: true };
+  let changed = false;
+  if (targetName !== current.release) {
+    await store.updatePointer((now) => {
+      from = now?.release ?? from;
+      return { format: 2, ...target!, previous: from };
+    });
+    changed = true;
+  }
+  // At the current release the pointer is there already; the pin may not be (a rollback or
+  // publish whose KeyValueStore write failed, or one run without it).
+  if (pin && (await movePin(store, pin, targetName, pinBehind(store, targetName, 'run the same rollback again'), log))) changed = true;
+  const invalidated = changed && opts.distributionId ? await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId) : [];
+  return { from, to: targetName, changed, invalidated };
 }
 
 export interface ReleaseListing {
@@ -232,14 +258,28 @@ export interface ReleaseListing {
   releases: (PublishedRelease & { current: boolean })[];
   pending: ReleaseHistory['pending'];
   retired: ReleaseHistory['retired'];
+  /** The CDN's pin, when the store records a KeyValueStore: the release it names now (null when it
+   * names none), or why it could not be read. */
+  pin: { kvs: string; release: string | null; error?: string } | null;
 }
 
-/** `isoatlas releases`: what the store keeps, which is current, what is pending or retired. */
-export async function listReleases(opts: { s3: S3Client; bucket: string; prefix?: string }): Promise<ReleaseListing> {
+/** `isoatlas releases`: what the store keeps, which is current, what is pending or retired, and
+ * what the CDN pins. */
+export async function listReleases(opts: { s3: S3Client; bucket: string; prefix?: string; kvs?: KvsAccess }): Promise<ReleaseListing> {
   const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
-  const [pointer, history] = await Promise.all([store.pointer(), store.history()]);
+  const [pointer, history, edge] = await Promise.all([store.pointer(), store.history(), store.edge()]);
   const current = pointer?.release ?? null;
-  return { current, releases: history.releases.map((r) => ({ ...r, current: r.release === current })), pending: history.pending, retired: history.retired };
+  let pin: ReleaseListing['pin'] = null;
+  if (edge) {
+    // A listing is for looking: an unreachable KeyValueStore is said, not fatal.
+    try {
+      const reached = await resolvePin(store, opts.kvs, 'releases');
+      pin = { kvs: edge.kvs, release: (await readPin(reached!, 'the pin is unknown')) ?? null };
+    } catch (err) {
+      pin = { kvs: edge.kvs, release: null, error: (err as Error).message };
+    }
+  }
+  return { current, releases: history.releases.map((r) => ({ ...r, current: r.release === current })), pending: history.pending, retired: history.retired, pin };
 }
 
 /** The objects the store holds for sure: everything its kept releases list. A kept release's

@@ -61,6 +61,8 @@ export function noteWhere(client: S3Client, endpoint: string | undefined, region
 /** The StorageError a CLI user reads for an S3 failure, or null when `err` is not one. */
 export function explainStorageError(err: unknown): StorageError | null {
   if (!err || typeof err !== 'object') return null;
+  // Already explained where it was thrown (the CDN's KeyValueStore: build/edge-pin.ts).
+  if (err instanceof StorageError) return err;
   // A mirror's source (a URL, a bucket through the edge's origins) that cannot be read.
   if (err instanceof OriginError) {
     return new StorageError(`cannot read the source: ${err.message}. Check the URL or bucket, that the source is up, and any key it needs (ISOATLAS_API_KEY)`);

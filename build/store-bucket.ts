@@ -2,7 +2,7 @@
 // use it: its small JSON objects read with their ETag and rewritten only if unchanged (S3's
 // conditional writes), and its objects listed by sha256.
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, emptyHistory, objectSha, parseHistory, parsePointer, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
+import { EDGE_KEY, HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, emptyHistory, objectSha, parseEdgeRecord, parseHistory, parsePointer, type EdgeRecord, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
 import { forEachLimited } from './concurrency.js';
 import { noteWhere } from './storage-errors.js';
 
@@ -64,6 +64,12 @@ export class StoreBucket {
     return got ? parseOr(this.where + HISTORY_KEY, () => parseHistory(got.body.toString('utf8'))) : emptyHistory();
   }
 
+  /** The edge record: which KeyValueStore pins this store's release, or null for a store without. */
+  async edge(): Promise<EdgeRecord | null> {
+    const got = await this.get(EDGE_KEY);
+    return got ? parseOr(this.where + EDGE_KEY, () => parseEdgeRecord(got.body.toString('utf8'))) : null;
+  }
+
   /** Read-modify-write of the history, conditional on its ETag: a concurrent writer makes S3 refuse
    * the write (412, or 409 while both are in flight), and the change is made again on what it wrote.
    * `change` returns what to write, or null to leave the history as it is. */
@@ -74,6 +80,11 @@ export class StoreBucket {
   /** The same for the pointer. */
   async updatePointer(change: (pointer: ReleasePointer | null) => ReleasePointer | null): Promise<ReleasePointer | null> {
     return this.update(POINTER_KEY, (body) => (body ? parseOr(this.where + POINTER_KEY, () => parsePointer(body)) : null), change);
+  }
+
+  /** The same for the edge record: two first publishes naming different stores cannot both win. */
+  async updateEdge(change: (edge: EdgeRecord | null) => EdgeRecord | null): Promise<EdgeRecord | null> {
+    return this.update(EDGE_KEY, (body) => (body ? parseOr(this.where + EDGE_KEY, () => parseEdgeRecord(body)) : null), change);
   }
 
   private async update<T>(key: string, parse: (body: string | null) => T, change: (value: T) => T | null): Promise<T> {

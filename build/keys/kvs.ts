@@ -74,19 +74,26 @@ function keepExhaustion(published: string, stored: string | undefined): string {
   return now && now.exhausted_until ? encodeKeyRecord({ ...next, exhausted_until: now.exhausted_until }) : published;
 }
 
+/** The viewer gate's current release as the store holds it now (undefined when none is set). A
+ * missing store is also ResourceNotFoundException: callers describe the store first. */
+export async function getCurrentRelease(client: CloudFrontKeyValueStoreClient, arn: string): Promise<string | undefined> {
+  return client
+    .send(new GetKeyCommand({ KvsARN: arn, Key: CURRENT_RELEASE_ENTRY }))
+    .then((r) => r.Value, (err: Error) => (err.name === 'ResourceNotFoundException' ? undefined : Promise.reject(err)));
+}
+
 /** `isoatlas publish --kvs` and `rollback --kvs`: the viewer gate's current release. Written after
- * the bucket's pointer, so an API request the gate pins to it finds the release there. Returns
- * false when the store already named it. */
-export async function setCurrentRelease(client: CloudFrontKeyValueStoreClient, arn: string, release: string): Promise<boolean> {
+ * the bucket's pointer, so an API request the gate pins to it finds the release there. Says what
+ * the store named before (the same release when nothing was written). */
+export async function setCurrentRelease(client: CloudFrontKeyValueStoreClient, arn: string, release: string): Promise<{ changed: boolean; previous: string | undefined }> {
   for (let attempt = 1; ; attempt++) {
+    // The ETag first: a write between the two reads makes the conditional write below fail and retry.
     const described = await client.send(new DescribeKeyValueStoreCommand({ KvsARN: arn }));
-    const current = await client
-      .send(new GetKeyCommand({ KvsARN: arn, Key: CURRENT_RELEASE_ENTRY }))
-      .then((r) => r.Value, (err: Error) => (err.name === 'ResourceNotFoundException' ? undefined : Promise.reject(err)));
-    if (current === release) return false;
+    const previous = await getCurrentRelease(client, arn);
+    if (previous === release) return { changed: false, previous };
     try {
       await client.send(new UpdateKeysCommand({ KvsARN: arn, IfMatch: described.ETag!, Puts: [{ Key: CURRENT_RELEASE_ENTRY, Value: release }] }));
-      return true;
+      return { changed: true, previous };
     } catch (err) {
       if (!(err instanceof ConflictException) || attempt >= ATTEMPTS) throw err;
     }

@@ -6,6 +6,8 @@
 //   <prefix>releases.json             the history (ReleaseHistory): every kept release, oldest first
 //   <prefix>objects/<aa>/<rest>       a file whose sha256 is <aa><rest> (bodies, manifest shards and
 //                                     each release's manifest.json alike)
+//   <prefix>edge.json                 the edge record (EdgeRecord): the CDN's KeyValueStore that pins
+//                                     the current release, once a publish or rollback has named one
 //
 // Objects never change under their name, so publishing uploads only what the store does not have,
 // and a reader that knows a release's manifest sha256 can check every byte it reads.
@@ -14,6 +16,7 @@ import { SHA256_HEX } from './manifest.js';
 export const POINTER_KEY = 'current.json';
 export const HISTORY_KEY = 'releases.json';
 export const OBJECTS_PREFIX = 'objects/';
+export const EDGE_KEY = 'edge.json';
 /** Format of current.json and releases.json; 2 since releases are content-addressed. */
 export const STORE_FORMAT = 2;
 
@@ -67,6 +70,26 @@ export interface ReleaseHistory {
   pending: PendingRelease[];
   /** Releases dropped by `--keep`, still protected from garbage collection for a grace period. */
   retired: RetiredRelease[];
+  /** Releases the CDN's KeyValueStore pinned until a publish or rollback moved its pin away: the
+   * edge may answer from them until then, and cached answers point into them for a while after, so
+   * gc protects them for a grace period as it does retired ones. Absent in stores without one. */
+  unpinned?: UnpinnedRelease[];
+}
+
+export interface UnpinnedRelease {
+  release: string;
+  /** When the pin moved away from it (taken after the KeyValueStore write). */
+  unpinned_at: string;
+}
+
+/** Which CDN pins this store's current release: written by the first `publish --kvs` or
+ * `rollback --kvs`, read by every later publish, rollback, releases and gc, so none of them can
+ * leave the pin behind or collect what it names. */
+export interface EdgeRecord {
+  format: typeof STORE_FORMAT;
+  /** The CloudFront KeyValueStore whose `release:current` the viewer gate reads. */
+  kvs: string;
+  recorded_at: string;
 }
 
 function validRelease(r: PublishedRelease): boolean {
@@ -82,10 +105,17 @@ export function parsePointer(text: string): ReleasePointer {
 export function parseHistory(text: string): ReleaseHistory {
   const h = JSON.parse(text) as ReleaseHistory;
   const valid = (list: unknown) => Array.isArray(list) && list.every((r) => validRelease({ published_at: '', ...r }));
-  if (!h || h.format !== STORE_FORMAT || !valid(h.releases) || !valid(h.pending) || !valid(h.retired)) {
+  const unpinned = h?.unpinned === undefined || (Array.isArray(h.unpinned) && h.unpinned.every((u) => u && typeof u.release === 'string' && typeof u.unpinned_at === 'string'));
+  if (!h || h.format !== STORE_FORMAT || !valid(h.releases) || !valid(h.pending) || !valid(h.retired) || !unpinned) {
     throw new Error(`not an isoatlas release history of format ${STORE_FORMAT}`);
   }
   return h;
 }
 
 export const emptyHistory = (): ReleaseHistory => ({ format: STORE_FORMAT, releases: [], pending: [], retired: [] });
+
+export function parseEdgeRecord(text: string): EdgeRecord {
+  const e = JSON.parse(text) as EdgeRecord;
+  if (!e || e.format !== STORE_FORMAT || typeof e.kvs !== 'string' || typeof e.recorded_at !== 'string') throw new Error(`not an isoatlas edge record of format ${STORE_FORMAT}`);
+  return e;
+}
