@@ -12,6 +12,7 @@ import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/reg
 import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
 import { validate } from './helpers/schemas.js';
 import { createHandler } from '../edge/handler.js';
+import { CORS_HEADERS } from '../edge/contract/http.js';
 
 const NOW = Date.parse('2026-11-25T10:00:00Z');
 let keysDir: string;
@@ -46,7 +47,10 @@ async function refusal(result: any, status: number) {
   expect(result.statusCode, JSON.stringify(result)).toBe(status);
   expect(result.headers['content-type'].value).toBe('application/problem+json');
   expect(result.headers['cache-control'].value).toBe('no-store');
-  expect(result.headers['access-control-allow-origin'].value).toBe('*');
+  expect(result.headers['access-control-allow-origin'].value).toBe(CORS_HEADERS['Access-Control-Allow-Origin']);
+  // A script may read why it was refused and when to try again, as from the edge's own answers.
+  expect(result.headers['access-control-expose-headers'].value).toBe(CORS_HEADERS['Access-Control-Expose-Headers']);
+  expect(result.headers['access-control-expose-headers'].value.split(', ')).toEqual(expect.arrayContaining(['WWW-Authenticate', 'Retry-After']));
   const body = JSON.parse(result.body.data);
   expect(validate('Problem', body)).toEqual([]);
   expect(body.status).toBe(status);

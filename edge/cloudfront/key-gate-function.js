@@ -112,8 +112,9 @@ function refuse(request, status, challenge, detail, retryAfter) {
   var headers = {
     'content-type': { value: 'application/problem+json' },
     'cache-control': { value: 'no-store' },
-    'access-control-allow-origin': { value: '*' },
-    'access-control-expose-headers': { value: 'WWW-Authenticate, Retry-After' },
+    // The contract's CORS values, as on every other answer (SETTINGS.preflight holds them).
+    'access-control-allow-origin': { value: SETTINGS.preflight['Access-Control-Allow-Origin'] },
+    'access-control-expose-headers': { value: SETTINGS.preflight['Access-Control-Expose-Headers'] },
   };
   if (challenge) headers['www-authenticate'] = { value: challenge };
   if (retryAfter) headers['retry-after'] = { value: String(retryAfter) };

@@ -9,8 +9,8 @@ export const QUERY_PARAMETERS: readonly string[] = [...new Set(routes.flatMap((r
  * problem's `request_id` does. */
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
-/** Response headers a script in a browser may read. */
-export const EXPOSED_HEADERS = ['ETag', 'Link', 'Location', 'Retry-After', RELEASE_HEADER, 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'] as const;
+/** Response headers a script in a browser may read (WWW-Authenticate: why a key was refused). */
+export const EXPOSED_HEADERS = ['ETag', 'Link', 'Location', 'Retry-After', 'WWW-Authenticate', RELEASE_HEADER, 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'] as const;
 
 export const CORS_HEADERS: Record<string, string> = {
   'Access-Control-Allow-Origin': '*',
