@@ -347,7 +347,8 @@ describe('distribution', () => {
     });
 
     it('the value never makes a refusal or an error reusable without revalidation: no max-age, no-cache, private', () => {
-      const value = viewerCacheControl(synth({ access: ACCESS }).resources, behaviour(synth({ access: ACCESS }).resources, 'api/v1/*')).Value as string;
+      const { resources } = synth({ access: ACCESS });
+      const value = viewerCacheControl(resources, behaviour(resources, 'api/v1/*')).Value as string;
       const directives = value.split(/,\s*/);
       expect(directives).toContain('private');
       expect(directives).toContain('no-cache');

@@ -1,5 +1,5 @@
 // isoatlas viewer gate: a CloudFront Function (runtime cloudfront-js-2.0) on the viewer request of
-// every cache behaviour. Two jobs, both in process with no network call, reading the CloudFront
+// every cache behaviour. Its jobs, all in process with no network call, the last two reading the CloudFront
 // KeyValueStore:
 //   - preflights (OPTIONS): answered 204 with the contract's CORS headers, no key needed;
 //   - the release: an API request that names none gets `release=<current>` (the store's
