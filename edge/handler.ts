@@ -66,7 +66,7 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
       const target = targetOf(request, releases, options);
       context.answeredBy = target.label;
       // Preflights carry no credentials (browsers never send Authorization with them): not counted.
-      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, Allow: ALLOW } });
+      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
       if (request.method !== 'GET' && request.method !== 'HEAD') {
         return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
       }

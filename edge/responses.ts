@@ -1,18 +1,9 @@
 // Building responses: JSON with ETag and conditional GET, RFC 9457 problem details, CORS.
 // Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
 import { redactKeys } from './access/key-format.js';
-import { CORS_HEADERS } from './contract/http.js';
+import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS } from './contract/http.js';
 
-export { CORS_HEADERS };
-
-export const PREFLIGHT_HEADERS: Record<string, string> = {
-  ...CORS_HEADERS,
-  'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
-  'Access-Control-Allow-Headers': 'Authorization, If-None-Match, Content-Type',
-  'Access-Control-Max-Age': '86400',
-};
-
-export const ALLOW = 'GET, HEAD, OPTIONS';
+export { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS };
 export const JSON_TYPE = 'application/json; charset=utf-8';
 export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
 

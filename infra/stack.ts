@@ -33,8 +33,16 @@ import { NO_KEYS_PATTERN } from '../edge/cloudfront/tier-patterns.js';
 import { METER_ENV, METER_TABLE_KEY, METER_TABLE_SORT_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
-// The cache key's query names and the CORS expose list come from the contract, never restated here.
-import { EXPOSED_HEADERS, QUERY_PARAMETERS } from '../edge/contract/http.js';
+// The cache key's query names and the CORS values come from the contract, never restated here.
+import {
+  ALLOWED_METHODS,
+  ALLOWED_REQUEST_HEADERS,
+  CDN_VIEWER_CACHE_CONTROL,
+  CORS_HEADERS,
+  EXPOSED_HEADERS,
+  PREFLIGHT_MAX_AGE_SECONDS,
+  QUERY_PARAMETERS,
+} from '../edge/contract/http.js';
 
 /** Lambda@Edge and CloudFront-scoped WAF live in us-east-1; so does everything else in this stack. */
 export const EDGE_REGION = 'us-east-1';
@@ -220,24 +228,37 @@ export class IsoatlasCdnStack extends Stack {
     // A bucket in another region gets its policy from IsoatlasBucketStack, which admits this distribution.
     if (bucketRegion !== EDGE_REGION) Annotations.of(this).acknowledgeWarning('@aws-cdk/aws-cloudfront-origins:updateImportedBucketPolicyOac', 'IsoatlasBucketStack writes the policy');
 
-    // CORS (and two cheap security headers) on every response. Same values as the edge function sets,
-    // so a response looks the same whether CloudFront or the function produced it.
+    // CORS (and two cheap security headers) on every response, with the contract's values: the same
+    // the edge function and the gate's preflight answer send, so an answer looks the same whoever gave it.
+    const cors: cloudfront.ResponseHeadersCorsBehavior = {
+      accessControlAllowOrigins: [CORS_HEADERS['Access-Control-Allow-Origin']],
+      accessControlAllowMethods: [...ALLOWED_METHODS],
+      accessControlAllowHeaders: [...ALLOWED_REQUEST_HEADERS],
+      accessControlExposeHeaders: [...EXPOSED_HEADERS],
+      accessControlAllowCredentials: false,
+      accessControlMaxAge: Duration.seconds(PREFLIGHT_MAX_AGE_SECONDS),
+      originOverride: true,
+    };
+    const securityHeadersBehavior: cloudfront.ResponseSecurityHeadersBehavior = {
+      contentTypeOptions: { override: true },
+      strictTransportSecurity: { accessControlMaxAge: Duration.days(365), includeSubdomains: false, override: true },
+    };
     const responseHeaders = new cloudfront.ResponseHeadersPolicy(this, 'CorsHeaders', {
       comment: 'isoatlas: CORS for any origin, read-only',
-      corsBehavior: {
-        accessControlAllowOrigins: ['*'],
-        accessControlAllowMethods: ['GET', 'HEAD', 'OPTIONS'],
-        accessControlAllowHeaders: ['Authorization', 'If-None-Match', 'Content-Type'],
-        accessControlExposeHeaders: [...EXPOSED_HEADERS],
-        accessControlAllowCredentials: false,
-        accessControlMaxAge: Duration.days(1),
-        originOverride: true,
-      },
-      securityHeadersBehavior: {
-        contentTypeOptions: { override: true },
-        strictTransportSecurity: { accessControlMaxAge: Duration.days(365), includeSubdomains: false, override: true },
-      },
+      corsBehavior: cors,
+      securityHeadersBehavior,
     });
+    // The same, and viewers told to keep answers private and revalidate them: for the API in every
+    // arrangement (the gate pins the release in CloudFront's cache key, which a proxy downstream never
+    // sees) and for everything in B (every answer was asked with a key). A policy's Cache-Control goes
+    // to viewers only; CloudFront still caches by the origin's (AWS: modifying-response-headers).
+    const privateHeaders = new cloudfront.ResponseHeadersPolicy(this, 'PrivateHeaders', {
+      comment: 'isoatlas: CORS for any origin, read-only; private to the viewer',
+      corsBehavior: cors,
+      securityHeadersBehavior,
+      customHeadersBehavior: { customHeaders: [{ header: 'Cache-Control', value: CDN_VIEWER_CACHE_CONTROL, override: true }] },
+    });
+    const dataHeaders = accessConfig?.mode === 'key-required' ? privateHeaders : responseHeaders;
 
     // The API cache key: path + limit/offset/query, nothing else. Authorization is deliberately NOT in
     // it: bodies are the same for every caller, so keyed and anonymous users share cached answers, and
@@ -291,6 +312,10 @@ export class IsoatlasCdnStack extends Stack {
     // The key gate on every behaviour: each can return atlas data (the pointer, release files,
     // structures, the API), so none may reach the bucket without it.
     const functionAssociations = [{ function: this.keyGate, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST }];
+    // Every behaviour admits OPTIONS, which CloudFront otherwise refuses with 403 before any function
+    // runs, so a browser's preflight (sent with Authorization) reaches the gate, which answers it.
+    // Only GET and HEAD are cached; OPTIONS never reaches an origin.
+    const methods = { allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS, cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD };
 
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: `isoatlas ${props.bucketName}/${prefix}`,
@@ -308,9 +333,9 @@ export class IsoatlasCdnStack extends Stack {
       defaultBehavior: {
         origin,
         viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
-        allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+        ...methods,
         cachePolicy: pointerCachePolicy,
-        responseHeadersPolicy: responseHeaders,
+        responseHeadersPolicy: dataHeaders,
         compress: true,
         functionAssociations,
       },
@@ -318,11 +343,9 @@ export class IsoatlasCdnStack extends Stack {
         [`${API_PREFIX.slice(1)}/*`]: {
           origin,
           viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
-          // OPTIONS reaches the functions: preflights are answered by the edge, never counted.
-          allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS,
-          cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD,
+          ...methods,
           cachePolicy: apiCachePolicy,
-          responseHeadersPolicy: responseHeaders,
+          responseHeadersPolicy: privateHeaders,
           compress: true,
           edgeLambdas,
           functionAssociations,
@@ -333,9 +356,9 @@ export class IsoatlasCdnStack extends Stack {
         'releases/*': {
           origin,
           viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
-          allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+          ...methods,
           cachePolicy: releaseCachePolicy,
-          responseHeadersPolicy: responseHeaders, // structure files are fetched cross-origin by viewers
+          responseHeadersPolicy: dataHeaders, // structure files are fetched cross-origin by viewers
           compress: true,
           edgeLambdas,
           functionAssociations,
@@ -344,9 +367,9 @@ export class IsoatlasCdnStack extends Stack {
         'objects/*': {
           origin,
           viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
-          allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+          ...methods,
           cachePolicy: releaseCachePolicy,
-          responseHeadersPolicy: responseHeaders,
+          responseHeadersPolicy: dataHeaders,
           compress: true,
           functionAssociations,
         },
@@ -529,7 +552,8 @@ function perIpRule(limit: number, windowSeconds: number, name: string, who: stri
 }
 
 /** A rate rule whose refusal is the same kind of answer the edge gives: 429, Retry-After (the rule's
- * window), no-store, CORS, a problem body. */
+ * window), no-store, the contract's CORS headers (so a script can read Retry-After), a problem body
+ * (sent as application/json: WAF offers no problem+json). */
 function rateRule(name: string, statement: wafv2.CfnWebACL.StatementProperty, limit: number, who: string, windowSeconds = ACCESS_WINDOW_SECONDS): WafRateRule {
   const bodyKey = `${name}-429`;
   return {
@@ -544,7 +568,7 @@ function rateRule(name: string, statement: wafv2.CfnWebACL.StatementProperty, li
             responseHeaders: [
               { name: 'Retry-After', value: String(windowSeconds) },
               { name: 'Cache-Control', value: 'no-store' },
-              { name: 'Access-Control-Allow-Origin', value: '*' },
+              ...Object.entries(CORS_HEADERS).map(([name, value]) => ({ name, value })),
             ],
           },
         },

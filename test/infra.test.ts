@@ -16,6 +16,9 @@ import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudf
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
 import { validate } from './helpers/schemas.js';
+import { OpenAPIBackend } from 'openapi-backend';
+import addFormats from 'ajv-formats';
+import { buildOpenApi } from '../edge/contract/openapi.js';
 import { IsoatlasBucketStack } from '../infra/bucket.js';
 import { ACCESS_WINDOW_SECONDS, IsoatlasCdnStack, SYNTH_CONTEXT, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
 
@@ -278,22 +281,124 @@ describe('distribution', () => {
     expect(pointer.MaxTTL).toBeLessThanOrEqual(60);
   });
 
-  it('answers CORS for any origin, exposing exactly the headers the edge function exposes', async () => {
-    const { resources } = synth();
-    const api = behaviour(resources, 'api/v1/*');
-    const cors = byRef(resources, api.ResponseHeadersPolicyId).Properties.ResponseHeadersPolicyConfig.CorsConfig;
-    expect(cors.AccessControlAllowOrigins.Items).toEqual(['*']);
-    expect(cors.AccessControlAllowMethods.Items).toEqual(['GET', 'HEAD', 'OPTIONS']);
-    expect(cors.AccessControlAllowHeaders.Items).toEqual(expect.arrayContaining(['Authorization', 'If-None-Match']));
-    const answer = await createHandler({ origin: { description: 'none', read: async () => null } })(new Request('http://atlas.test/nowhere'));
+  it('answers CORS for any origin with the values of the edge function\'s own preflight answer, on every behaviour', async () => {
+    const handler = createHandler({ origin: { description: 'none', read: async () => null } });
+    const answer = await handler(new Request('http://atlas.test/nowhere'));
     const exposed = answer.headers.get('access-control-expose-headers')!.split(/,\s*/);
     expect(exposed).toContain('RateLimit-Remaining');
-    expect([...cors.AccessControlExposeHeaders.Items].sort()).toEqual(exposed.sort());
-    expect(cors.AccessControlAllowCredentials).toBe(false);
+    const preflight = await handler(new Request('http://atlas.test/api/v1/genes/PRR5', { method: 'OPTIONS', headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET' } }));
+    const list = (name: string) => preflight.headers.get(name)!.split(/,\s*/);
+    for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+      const { resources } = synth(props);
+      for (const b of [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors]) {
+        const cors = byRef(resources, b.ResponseHeadersPolicyId).Properties.ResponseHeadersPolicyConfig.CorsConfig;
+        expect(cors.AccessControlAllowOrigins.Items).toEqual([preflight.headers.get('access-control-allow-origin')]);
+        expect(cors.AccessControlAllowMethods.Items).toEqual(list('access-control-allow-methods'));
+        expect(cors.AccessControlAllowHeaders.Items).toEqual(list('access-control-allow-headers'));
+        expect(String(cors.AccessControlMaxAgeSec)).toBe(preflight.headers.get('access-control-max-age'));
+        expect([...cors.AccessControlExposeHeaders.Items].sort()).toEqual(exposed.sort());
+        expect(cors.AccessControlAllowCredentials).toBe(false);
+      }
+    }
+  });
+
+  it('admits OPTIONS on every behaviour (CloudFront refuses other methods with 403 before the gate runs), caching only GET and HEAD', () => {
+    for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+      const { resources } = synth(props);
+      for (const b of [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors]) {
+        expect(b.AllowedMethods, b.PathPattern ?? 'default').toEqual(['GET', 'HEAD', 'OPTIONS']);
+        expect(b.CachedMethods, b.PathPattern ?? 'default').toEqual(['GET', 'HEAD']);
+      }
+    }
+  });
+
+  // A response headers policy's Cache-Control goes to viewers only; CloudFront caches by the origin's.
+  // Whether CloudFront also applies the policy to what the gate generates (401/429/503/204) or to WAF's
+  // 429, the value keeps any refusal from being reused by a browser without asking again.
+  describe('what viewers are told to cache', () => {
+    const viewerCacheControl = (resources: Resources, b: any) =>
+      byRef(resources, b.ResponseHeadersPolicyId).Properties.ResponseHeadersPolicyConfig.CustomHeadersConfig?.Items.find((h: any) => h.Header.toLowerCase() === 'cache-control');
+
+    it('API answers: private, revalidated, in every arrangement (the gate pins the release in CloudFront\'s cache key only); CloudFront still caches them', () => {
+      for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+        const { resources } = synth(props);
+        const api = behaviour(resources, 'api/v1/*');
+        const header = viewerCacheControl(resources, api);
+        expect(header).toEqual({ Header: 'Cache-Control', Value: 'private, no-cache', Override: true });
+        // CloudFront's own cache is governed by the cache policy and the origin's Cache-Control, which
+        // stays public: a TTL above zero, and no header in the key.
+        const policy = byRef(resources, api.CachePolicyId).Properties.CachePolicyConfig;
+        expect(policy.DefaultTTL).toBeGreaterThan(0);
+        expect(policy.MaxTTL).toBeGreaterThan(0);
+      }
+    });
+
+    it('B: every behaviour private; A and no access: release files, objects and the pointer keep the origin\'s Cache-Control', () => {
+      const keyed = synth({ access: ACCESS }).resources;
+      for (const b of [config(keyed).DefaultCacheBehavior, ...config(keyed).CacheBehaviors]) {
+        expect(viewerCacheControl(keyed, b), b.PathPattern ?? 'default').toMatchObject({ Value: 'private, no-cache', Override: true });
+      }
+      for (const props of [{}, { access: { mode: 'open' as const } }]) {
+        const { resources } = synth(props);
+        for (const b of [config(resources).DefaultCacheBehavior, behaviour(resources, 'releases/*'), behaviour(resources, 'objects/*')]) {
+          expect(viewerCacheControl(resources, b), b.PathPattern ?? 'default').toBeUndefined();
+        }
+      }
+    });
+
+    it('the value never makes a refusal or an error reusable without revalidation: no max-age, no-cache, private', () => {
+      const { resources } = synth({ access: ACCESS });
+      const value = viewerCacheControl(resources, behaviour(resources, 'api/v1/*')).Value as string;
+      const directives = value.split(/,\s*/);
+      expect(directives).toContain('private');
+      expect(directives).toContain('no-cache');
+      expect(directives.some((d) => /max-age|immutable|stale-/.test(d))).toBe(false);
+    });
   });
 });
 
+/** The headers a WAF 429 lets a script read (its Access-Control-Expose-Headers). */
+const exposedByWaf = (custom: any): string[] =>
+  (custom.ResponseHeaders.find((h: any) => h.Name.toLowerCase() === 'access-control-expose-headers')?.Value ?? '').split(/,\s*/).filter(Boolean);
+
 describe('WAF', () => {
+  it('every 429, in every arrangement, exposes the contract\'s headers (Retry-After among them) to scripts, within WAF\'s header value limit', async () => {
+    const answer = await createHandler({ origin: { description: 'none', read: async () => null } })(new Request('http://atlas.test/nowhere'));
+    for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+      const acl = only(synth(props).resources, 'AWS::WAFv2::WebACL')[1].Properties;
+      for (const rule of acl.Rules.filter((r: any) => r.Action?.Block)) {
+        const custom = rule.Action.Block.CustomResponse;
+        expect(exposedByWaf(custom), rule.Name).toEqual(answer.headers.get('access-control-expose-headers')!.split(/,\s*/));
+        expect(exposedByWaf(custom)).toContain('Retry-After');
+        expect(custom.ResponseHeaders).toContainEqual({ Name: 'Access-Control-Allow-Origin', Value: answer.headers.get('access-control-allow-origin') });
+        for (const h of custom.ResponseHeaders) expect(h.Value.length, h.Name).toBeLessThanOrEqual(255); // WAF's CustomHTTPHeader limit
+      }
+    }
+  });
+
+  it('every custom response body, in every arrangement, is what the OpenAPI document declares for a 429 as application/json', async () => {
+    const doc = buildOpenApi({ release: 'test', title: 'test' });
+    const api = new OpenAPIBackend({ definition: structuredClone(doc) as any, quick: true, strict: true, customizeAjv: (ajv) => (addFormats.default(ajv), ajv) });
+    await api.init();
+    let checked = 0;
+    for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+      const acl = only(synth(props).resources, 'AWS::WAFv2::WebACL')[1].Properties;
+      for (const [key, body] of Object.entries<any>(acl.CustomResponseBodies)) {
+        expect(body.ContentType, key).toBe('APPLICATION_JSON');
+        for (const route of routes) {
+          const op = api.getOperation(route.id)!;
+          expect(Object.keys((op.responses as any)['429'].content)).toContain('application/json');
+          expect(api.validateResponse(JSON.parse(body.Content), op, 429).errors ?? [], `${key} as ${route.id}`).toEqual([]);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(routes.length * 4);
+    // The check can fail: a problem body with an instance (the edge's own 429) is not the WAF's.
+    const edge429 = { type: 'about:blank', title: 'Too Many Requests', status: 429, detail: 'x', instance: '/api/v1/release' };
+    expect(api.validateResponse(edge429, api.getOperation('release')!, 429).errors ?? []).not.toEqual([]);
+  });
+
   for (const [limit, expected] of [[undefined, 6000], [2000, 2000]] as const) {
     it(`limits each IP to ${expected} requests per 5 minutes and guards the distribution`, () => {
       const { resources } = synth(limit === undefined ? {} : { wafRequestsPer5MinPerIp: limit });
@@ -307,6 +412,7 @@ describe('WAF', () => {
       const custom = rate[0].Action.Block.CustomResponse;
       expect(custom.ResponseCode).toBe(429);
       expect(custom.ResponseHeaders).toContainEqual({ Name: 'Retry-After', Value: String(WAF_WINDOW_SECONDS) });
+      expect(exposedByWaf(custom)).toContain('Retry-After');
       const body = acl.Properties.CustomResponseBodies[custom.CustomResponseBodyKey];
       expect(body.ContentType).toBe('APPLICATION_JSON');
       const problem = JSON.parse(body.Content);

@@ -11,6 +11,8 @@ import { CURRENT_RELEASE_ENTRY, decodeKeyRecord, encodeKeyRecord, keyEntry, kvsE
 import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
 import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
 import { validate } from './helpers/schemas.js';
+import { createHandler } from '../edge/handler.js';
+import { CORS_HEADERS } from '../edge/contract/http.js';
 
 const NOW = Date.parse('2026-11-25T10:00:00Z');
 let keysDir: string;
@@ -45,7 +47,10 @@ async function refusal(result: any, status: number) {
   expect(result.statusCode, JSON.stringify(result)).toBe(status);
   expect(result.headers['content-type'].value).toBe('application/problem+json');
   expect(result.headers['cache-control'].value).toBe('no-store');
-  expect(result.headers['access-control-allow-origin'].value).toBe('*');
+  expect(result.headers['access-control-allow-origin'].value).toBe(CORS_HEADERS['Access-Control-Allow-Origin']);
+  // A script may read why it was refused and when to try again, as from the edge's own answers.
+  expect(result.headers['access-control-expose-headers'].value).toBe(CORS_HEADERS['Access-Control-Expose-Headers']);
+  expect(result.headers['access-control-expose-headers'].value.split(', ')).toEqual(expect.arrayContaining(['WWW-Authenticate', 'Retry-After']));
   const body = JSON.parse(result.body.data);
   expect(validate('Problem', body)).toEqual([]);
   expect(body.status).toBe(status);
@@ -143,9 +148,44 @@ describe('key-required (B)', () => {
     }
   });
 
-  it('lets CORS preflights through without a key', async () => {
-    const out = await gate('key-required').handler(viewerRequest({ method: 'OPTIONS' }));
-    expect(out.statusCode).toBeUndefined();
+});
+
+describe('preflights (every arrangement)', () => {
+  const PREFLIGHT = { method: 'OPTIONS', uri: '/releases/2026.11-chr22-demo/structures/PB.1.1.cif', headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'authorization' } };
+  const gates = () => [
+    ['none', loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), new Map(), () => NOW)],
+    ['open', gate('open')],
+    ['key-required', gate('key-required')],
+    // An empty store: the answer needs no secret, key or release from it.
+    ['key-required, empty store', loadCloudFrontFunction(keyGateCode(keyGateSettings(resolveAccessConfig({}, 'key-required'))), new Map(), () => NOW)],
+  ] as const;
+
+  it('are answered by the gate itself: 204, no key needed, nothing sent on to an origin, nothing metered', async () => {
+    for (const [mode, f] of gates()) {
+      for (const uri of [PREFLIGHT.uri, '/api/v1/genes/PRR5', '/current.json']) {
+        const out = await f.handler(viewerRequest({ ...PREFLIGHT, uri }));
+        expect(out.statusCode, `${mode} ${uri}`).toBe(204);
+        expect(out.body, mode).toBeUndefined();
+        expect(out.headers['access-control-allow-headers'].value, mode).toMatch(/\bAuthorization\b/);
+      }
+      // A key sent with an OPTIONS request is neither checked nor refused.
+      expect((await f.handler(viewerRequest({ ...PREFLIGHT, authorization: 'Bearer not-a-key' }))).statusCode, mode).toBe(204);
+      expect(f.logs, mode).toEqual([]);
+    }
+  });
+
+  it('get the same answer from the gate as from isoatlas serve (the edge handler) for the same request', async () => {
+    const served = await createHandler({ origin: { description: 'none', read: async () => null } })(
+      new Request(`https://atlas.test${PREFLIGHT.uri}`, { method: 'OPTIONS', headers: PREFLIGHT.headers }),
+    );
+    const expected: Record<string, string> = {};
+    served.headers.forEach((value, name) => (expected[name] = value));
+    expect(Object.keys(expected)).toContain('access-control-max-age');
+    for (const [mode, f] of gates()) {
+      const out = await f.handler(viewerRequest(PREFLIGHT));
+      expect(out.statusCode, mode).toBe(served.status);
+      expect(Object.fromEntries(Object.entries<any>(out.headers).map(([name, h]) => [name, h.value])), mode).toEqual(expected);
+    }
   });
 });
 
@@ -168,7 +208,7 @@ describe('open (A)', () => {
 
   it('meters the tiers that have a day limit in the config', async () => {
     const config = resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 900 }, tiers: { standard: { per_minute: 3000, per_day: 100000 }, plus: { per_minute: 12000 } } } }, 'open');
-    expect(keyGateSettings(config)).toEqual({ mode: 'open', metered: ['standard'], api: '/api/v1/' });
+    expect(keyGateSettings(config)).toMatchObject({ mode: 'open', metered: ['standard'], api: '/api/v1/' });
   });
 });
 

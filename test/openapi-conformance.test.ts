@@ -22,6 +22,8 @@ import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
 import { issueKey, readSecret, registryPath } from '../build/keys/registry.js';
 import { PATH_SEGMENT_PATTERN, routes, type RouteId } from '../edge/contract/routes.js';
 import { API_PREFIX, treePaths } from '../edge/contract/tree.js';
+import { validate } from './helpers/schemas.js';
+import type { SchemaName } from '../edge/contract/schemas.js';
 
 const BASE = 'http://atlas.test';
 let tree: string;
@@ -54,9 +56,12 @@ function conforms(operation: RouteId, answer: Answer): void {
   const types = Object.keys(declared.content ?? {});
   if (answer.body === undefined) expect(types.length === 0 || answer.status === 304 || answer.status === 307, what).toBe(true);
   else {
-    expect(types, what).toContain(answer.headers['content-type'].split(';')[0]);
-    const body = api.validateResponse(answer.body, op, answer.status);
-    expect(body.errors ?? [], what).toEqual([]);
+    const type = answer.headers['content-type'].split(';')[0];
+    expect(types, what).toContain(type);
+    // openapi-backend checks a body against the status's application/json schema only (a 429 has one
+    // for the CDN's WAF); a body of another type is checked against its own media type's schema.
+    if (type === 'application/json') expect(api.validateResponse(answer.body, op, answer.status).errors ?? [], what).toEqual([]);
+    else expect(validate(declaredSchema(operation, answer.status, type), answer.body), what).toEqual([]);
   }
   // Every header the document declares for this answer, when present, has the declared type; the
   // required ones are present.
@@ -67,6 +72,16 @@ function conforms(operation: RouteId, answer: Answer): void {
   }
   if (!seen.has(operation)) seen.set(operation, new Set());
   seen.get(operation)!.add(answer.status);
+}
+
+/** The name of the schema the document declares for an operation's answer of this status and type. */
+function declaredSchema(operation: RouteId, status: number, type: string): SchemaName {
+  const path = routes.find((r) => r.id === operation)!.path;
+  let response = doc.paths[path].get.responses[String(status)];
+  if (response.$ref) response = doc.components.responses[response.$ref.split('/').pop()];
+  const ref: string | undefined = response.content?.[type]?.schema?.$ref;
+  expect(ref, `${operation} ${status} ${type}`).toBeDefined();
+  return ref!.split('/').pop() as SchemaName;
 }
 
 beforeAll(async () => {

@@ -14,7 +14,7 @@ import { clientBucket } from '../access/client-key.js';
 import { DEFAULT_ACCESS } from '../access/config.js';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { TrustedFronts } from './forwarded.js';
-import { REQUEST_ID_HEADER } from '../contract/http.js';
+import { ALLOWED_METHODS, REQUEST_ID_HEADER } from '../contract/http.js';
 
 /** What the request log records of each request (never a header: one may carry an API key). */
 export interface RequestLogEntry {
@@ -288,7 +288,7 @@ async function answer(req: http.IncomingMessage, handler: Handler, ownHost: stri
     request = new Request(`http://${host}${target}`, { method: req.method, headers: headersOf(req) });
   } catch {
     // The Fetch standard refuses some methods (TRACE, TRACK) outright; none is allowed here.
-    if (!['GET', 'HEAD', 'OPTIONS'].includes(req.method ?? '')) return refuse(405, `method ${req.method} is not allowed; this API is read-only`, { allow: ALLOW });
+    if (!(ALLOWED_METHODS as readonly string[]).includes(req.method ?? '')) return refuse(405, `method ${req.method} is not allowed; this API is read-only`, { allow: ALLOW });
     return refuse(400, 'the request target or a header is not valid');
   }
   return handler(request, context);

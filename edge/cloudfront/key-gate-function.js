@@ -1,6 +1,7 @@
 // isoatlas viewer gate: a CloudFront Function (runtime cloudfront-js-2.0) on the viewer request of
-// every cache behaviour. Two jobs, both in process with no network call, reading the CloudFront
+// every cache behaviour. Its jobs, all in process with no network call, the last two reading the CloudFront
 // KeyValueStore:
+//   - preflights (OPTIONS): answered 204 with the contract's CORS headers, no key needed;
 //   - the release: an API request that names none gets `release=<current>` (the store's
 //     `release:current`, written by `isoatlas publish --kvs`), so the release is part of every cached
 //     answer's key and a publish or rollback switches readers at once, with no invalidation;
@@ -27,8 +28,18 @@ var TITLES = { 401: 'Unauthorized', 429: 'Too Many Requests', 503: 'Service Unav
 
 async function handler(event) {
   var request = event.request;
+  // Preflights carry no key (browsers never send one with them): answered here in every mode, so
+  // none is refused for want of a key and none reaches the origin (OPTIONS is never cached).
+  if (request.method === 'OPTIONS') return preflight();
   var checked = SETTINGS.mode === 'none' ? request : await checkKey(request);
   return checked === request ? pinRelease(request) : checked;
+}
+
+/** The preflight answer: the contract's CORS values, passed in SETTINGS by key-gate.ts. */
+function preflight() {
+  var headers = {};
+  for (var name in SETTINGS.preflight) headers[name.toLowerCase()] = { value: SETTINGS.preflight[name] };
+  return { statusCode: 204, statusDescription: 'No Content', headers: headers };
 }
 
 /** An API request that names no release is answered from the current one, named in its cache key. */
@@ -101,8 +112,9 @@ function refuse(request, status, challenge, detail, retryAfter) {
   var headers = {
     'content-type': { value: 'application/problem+json' },
     'cache-control': { value: 'no-store' },
-    'access-control-allow-origin': { value: '*' },
-    'access-control-expose-headers': { value: 'WWW-Authenticate, Retry-After' },
+    // The contract's CORS values, as on every other answer (SETTINGS.preflight holds them).
+    'access-control-allow-origin': { value: SETTINGS.preflight['Access-Control-Allow-Origin'] },
+    'access-control-expose-headers': { value: SETTINGS.preflight['Access-Control-Expose-Headers'] },
   };
   if (challenge) headers['www-authenticate'] = { value: challenge };
   if (retryAfter) headers['retry-after'] = { value: String(retryAfter) };

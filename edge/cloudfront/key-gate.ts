@@ -1,11 +1,12 @@
 // The viewer gate's deployable source: key-gate-function.js with its settings filled in. The settings
-// are the arrangement (or none: the gate then only pins the release), the tiers the day meter counts
-// and the API's path prefix; the current release and everything per key live in the KeyValueStore.
+// are the arrangement (or none: the gate then only pins the release), the tiers the day meter counts,
+// the API's path prefix and the preflight answer's headers (the contract's CORS values); the current release and everything per key live in the KeyValueStore.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tierLimits, type AccessConfig, type AccessMode } from '../access/config.js';
 import { API_PREFIX } from '../contract/tree.js';
+import { PREFLIGHT_HEADERS } from '../contract/http.js';
 
 export const KEY_GATE_FILE = join(dirname(fileURLToPath(import.meta.url)), 'key-gate-function.js');
 /** CloudFront's limit on a function's code. */
@@ -17,13 +18,16 @@ export interface KeyGateSettings {
   metered: string[];
   /** Requests below this path are API requests, answered from a release. */
   api: string;
+  /** The headers of the gate's answer to a preflight: the contract's, as the edge handler sends. */
+  preflight: Record<string, string>;
 }
 
 /** The settings of an arrangement, or of none (no keys: the gate only pins the release). */
 export function keyGateSettings(config: AccessConfig | null): KeyGateSettings {
-  if (!config) return { mode: 'none', metered: [], api: `${API_PREFIX}/` };
+  const common = { api: `${API_PREFIX}/`, preflight: PREFLIGHT_HEADERS };
+  if (!config) return { mode: 'none', metered: [], ...common };
   const tiers = config.mode === 'open' ? config.open.tiers : config.key_required.tiers;
-  return { mode: config.mode, metered: Object.keys(tiers).filter((t) => tierLimits(config, t).per_day !== undefined), api: `${API_PREFIX}/` };
+  return { mode: config.mode, metered: Object.keys(tiers).filter((t) => tierLimits(config, t).per_day !== undefined), ...common };
 }
 
 export function keyGateCode(settings: KeyGateSettings): string {

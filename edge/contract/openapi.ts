@@ -4,6 +4,7 @@
 import { API_PREFIX } from './tree.js';
 import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, routes, type Route, type RouteId } from './routes.js';
 import { schemas } from './schemas.js';
+import { CDN_VIEWER_CACHE_CONTROL } from './http.js';
 
 /** Examples from the release the document is rendered with. */
 export interface OpenApiExamples {
@@ -19,7 +20,7 @@ const ref = (kind: 'schemas' | 'headers' | 'responses', name: string) => ({ $ref
 const HEADERS = {
   ETag: { description: 'Entity tag of the representation sent: "<sha256 of the body>" (strong) for identity; W/"<sha256>-br" or W/"<sha256>-gzip" for a compressed body (isoatlas serve and its nginx front). Send it back in If-None-Match for a 304.', schema: { type: 'string' } },
   'Cache-Control': {
-    description: 'Release files: public for an hour, stale-while-revalidate for a day; search: a minute; errors: no-store (404: a minute). With keys required, every answer is private and varies by Authorization.',
+    description: `Release files: public for an hour, stale-while-revalidate for a day; search: a minute; errors: no-store (404: a minute). With keys required, every answer is private and varies by Authorization. Through the CDN, API answers (and in arrangement B every answer) reach viewers as \`${CDN_VIEWER_CACHE_CONTROL}\`: revalidate with If-None-Match.`,
     schema: { type: 'string' },
   },
   Vary: { description: 'Authorization, on answers to keyed requests when keys are required; Accept-Encoding, on JSON and mmCIF answers of isoatlas serve and its nginx front.', schema: { type: 'string' } },
@@ -43,7 +44,7 @@ const RATE_LIMIT = {
 };
 
 /** The error answers every route can give, by status: what they mean and the headers they carry. */
-const ERRORS: Record<number, { name: string; description: string; headers?: Record<string, unknown> }> = {
+const ERRORS: Record<number, { name: string; description: string; headers?: Record<string, unknown>; content?: Record<string, unknown> }> = {
   400: { name: 'BadRequest', description: 'A malformed, out-of-range, repeated or unknown parameter (the `parameter` member names a query parameter at fault).' },
   401: {
     name: 'Unauthorized',
@@ -52,7 +53,13 @@ const ERRORS: Record<number, { name: string; description: string; headers?: Reco
   },
   404: { name: 'NotFound', description: 'No such gene, isoform, structure or endpoint in this release.' },
   405: { name: 'MethodNotAllowed', description: 'Only GET, HEAD and OPTIONS are answered: the API is read-only.', headers: { Allow: ref('headers', 'Allow') } },
-  429: { name: 'TooManyRequests', description: 'A rate limit is used up: per key, or per client IP address (anonymous use, or the coarse per-IP limit).', headers: { 'Retry-After': ref('headers', 'Retry-After'), ...RATE_LIMIT } },
+  429: {
+    name: 'TooManyRequests',
+    description:
+      'A rate limit is used up: per key, or per client IP address (anonymous use, or the coarse per-IP limit). From the CDN\'s WAF (per-minute limits, before any key is checked) the body is `application/json` (a WafRefusal: WAF sends no problem+json) and carries no RateLimit-* headers; Retry-After is readable by scripts in both.',
+    headers: { 'Retry-After': ref('headers', 'Retry-After'), ...RATE_LIMIT },
+    content: { 'application/json': { schema: ref('schemas', 'WafRefusal') } },
+  },
   502: { name: 'BadGateway', description: 'The atlas storage answered wrongly, or a file failed its integrity check; try again shortly.', headers: { 'Retry-After': ref('headers', 'Retry-After') } },
   503: { name: 'ServiceUnavailable', description: 'The atlas storage is busy, or keys cannot be checked right now; try again shortly.', headers: { 'Retry-After': ref('headers', 'Retry-After') } },
   504: { name: 'GatewayTimeout', description: 'The atlas storage did not answer in time; try again shortly.', headers: { 'Retry-After': ref('headers', 'Retry-After') } },
@@ -160,7 +167,7 @@ export function buildOpenApi(release: { release: string; title: string }, exampl
       {
         description: e.description,
         headers: { 'Cache-Control': ref('headers', 'Cache-Control'), ...e.headers },
-        content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
+        content: { 'application/problem+json': { schema: ref('schemas', 'Problem') }, ...e.content },
       },
     ]),
   );

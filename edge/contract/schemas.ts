@@ -415,6 +415,18 @@ export const MultipleChoices = Type.Object(
   { $id: 'MultipleChoices', additionalProperties: false, description: 'RFC 9457 problem details with the candidate genes of a shared symbol' },
 );
 
+/** The CDN firewall's 429 (WAF, before any function runs): a static body, so it names no request
+ * instance and carries no RateLimit-* headers; WAF offers no problem+json, so it is sent as JSON. */
+export const WafRefusal = Type.Object(
+  {
+    type: Type.Literal('about:blank'),
+    title: Type.Literal('Too Many Requests'),
+    status: Type.Literal(429),
+    detail: Type.String({ description: 'The limit, its window and who it counts (one IP address, one API key of a tier)' }),
+  },
+  { $id: 'WafRefusal', additionalProperties: false, description: "The CDN's WAF refusal: RFC 9457 problem members, sent as application/json" },
+);
+
 /** Every named schema, for Ajv and for `components.schemas` of the OpenAPI document. */
 export const schemas = {
   Provenance,
@@ -441,6 +453,7 @@ export const schemas = {
   SearchResults,
   Problem,
   MultipleChoices,
+  WafRefusal,
 } as const;
 export type SchemaName = keyof typeof schemas;
 

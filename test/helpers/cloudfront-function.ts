@@ -93,8 +93,10 @@ export function loadCloudFrontFunction(source: string, store: Map<string, string
   return { handler: (event) => handler(structuredClone(event)), logs, hmacs: () => hmacs };
 }
 
-export function viewerRequest(init: { method?: string; uri?: string; authorization?: string | string[]; ip?: string; querystring?: Record<string, { value: string }> }): ViewerRequestEvent {
+export function viewerRequest(init: { method?: string; uri?: string; authorization?: string | string[]; ip?: string; querystring?: Record<string, { value: string }>; headers?: Record<string, string> }): ViewerRequestEvent {
   const headers: ViewerRequestEvent['request']['headers'] = { host: { value: 'd111111abcdef8.cloudfront.net' } };
+  // Lowercase names, as CloudFront passes them to a function.
+  for (const [name, value] of Object.entries(init.headers ?? {})) headers[name.toLowerCase()] = { value };
   const auth = init.authorization;
   if (typeof auth === 'string') headers.authorization = { value: auth };
   else if (auth) headers.authorization = { value: auth[0], multiValue: auth.map((value) => ({ value })) };
