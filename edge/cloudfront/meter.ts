@@ -19,7 +19,7 @@ import { tierLimits, type AccessConfig } from '../access/config.js';
 import { decodeKeyRecord, encodeKeyRecord, keyEntry, METER_MARK } from './kvs-layout.js';
 
 const DAY_MS = 86_400_000;
-const ID = /^[a-z2-7]{8}$/;
+const ID = /^[a-z2-7]{8,9}$/;
 /** Counters outlive their day by this long, then DynamoDB deletes them (TTL). */
 const KEEP_MS = 2 * DAY_MS;
 export const METER_TABLE_KEY = 'counter';
