@@ -6,7 +6,8 @@
 // then the key, then the key's limits. Open counts every request that carries a key against the
 // keyed per-address ceiling first (as the CDN's WAF does, before any key is checked), then checks the
 // key (an invalid key is refused, never downgraded to anonymous, and counted against the anonymous
-// per-IP limit); a request without one is held to the anonymous per-IP limit. An address is counted as its client (client-key.ts: IPv6 per network).
+// per-IP limit); a request without one is held to the anonymous per-IP limit. An address is counted
+// as its client (client-key.ts: IPv6 per network).
 import { clientBucket } from './client-key.js';
 import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { bearerToken, isLegacyId, keyId, keyMatches, SPELLING_DETAIL } from './key-format.js';
