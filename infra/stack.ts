@@ -28,8 +28,8 @@ import { atlasBucket } from './bucket.js';
 import type { Construct } from 'constructs';
 import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
+import { RANDOM_ID_LENGTH } from '../edge/access/key-format.js';
 import { METER_MARK } from '../edge/cloudfront/kvs-layout.js';
-import { NO_KEYS_PATTERN } from '../edge/cloudfront/tier-patterns.js';
 import { METER_ENV, METER_TABLE_KEY, METER_TABLE_SORT_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
@@ -189,13 +189,13 @@ export class IsoatlasCdnStack extends Stack {
     // ── WAF: rate rules, evaluated before any function runs, so a flood costs no function invocations.
     // Without access control, a coarse per-IP ceiling over 5 minutes. With it, the per-minute limits
     // of the arrangement (WAF counts approximately, over a sliding window): per key, aggregated on the
-    // Authorization header (WAF runs before the gate, so no header the gate sets could be used), and
-    // per IP (anonymous requests in A; every request, coarsely, in B). WAF cannot aggregate IPv6
-    // addresses by /64, so the distribution serves IPv4 only (below).
-    // Tiers other than the default are told apart by a regex pattern set of their keys' ids each,
-    // written by `isoatlas keys publish --waf-tier` (WAF cannot read the KeyValueStore).
-    const tierSets = accessConfig ? this.tierPatternSets(accessConfig) : new Map<string, wafv2.CfnRegexPatternSet>();
-    const rules = accessConfig ? accessRules(accessConfig, tierSets) : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
+    // Authorization header lowercased (WAF runs before the gate, so no header the gate sets could be
+    // used; the gate admits one spelling per key up to letter case, so each key is one count), and
+    // per IP (anonymous and keyed requests apart in A; every request, coarsely, in B). WAF cannot
+    // aggregate IPv6 addresses by /64, so the distribution serves IPv4 only (below). A key's tier is
+    // the letter its id starts with (WAF cannot read the KeyValueStore), matched by one fixed regex
+    // per tier, so a tier holds any number of keys.
+    const rules = accessConfig ? accessRules(accessConfig) : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
     const bodies = Object.fromEntries(rules.map((r) => [r.bodyKey, { contentType: 'APPLICATION_JSON', content: r.body }]));
     const wafRules: wafv2.CfnWebACL.RuleProperty[] = rules.map((r, priority) => ({ ...r.rule, priority, visibilityConfig: visibility(r.rule.name, !accessConfig) }));
     if (props.wafManagedCommonRules) {
@@ -382,9 +382,6 @@ export class IsoatlasCdnStack extends Stack {
     new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
     new CfnOutput(this, 'KeyValueStoreArn', { value: this.keyValueStore.keyValueStoreArn, description: 'isoatlas publish --kvs <this> (and keys publish --kvs)' });
-    for (const [tier, set] of tierSets) {
-      new CfnOutput(this, `TierPatternSet${tier.replace(/[^A-Za-z0-9]/g, '')}`, { value: set.attrArn, description: `isoatlas keys publish --waf-tier ${tier}=<this>` });
-    }
     if (this.meterTable) new CfnOutput(this, 'MeterTableName', { value: this.meterTable.tableName, description: 'requests per API key and UTC day' });
   }
 
@@ -453,24 +450,6 @@ export class IsoatlasCdnStack extends Stack {
     return { keyGate, keyValueStore, meterFunction, meterTable };
   }
 
-  /** One regex pattern set per tier with a per-minute limit, other than the default tier. */
-  private tierPatternSets(config: AccessConfig): Map<string, wafv2.CfnRegexPatternSet> {
-    const tiers = config.mode === 'open' ? config.open.tiers : config.key_required.tiers;
-    const sets = new Map<string, wafv2.CfnRegexPatternSet>();
-    for (const tier of Object.keys(tiers)) {
-      if (tier === config.default_tier || tierLimits(config, tier).per_minute === undefined) continue;
-      sets.set(
-        tier,
-        new wafv2.CfnRegexPatternSet(this, `TierKeys${tier.replace(/[^A-Za-z0-9]/g, '')}`, {
-          scope: 'CLOUDFRONT',
-          description: `isoatlas: ids of the API keys of tier ${wafDescriptionText(tier)}, written by isoatlas keys publish --waf-tier`,
-          regularExpressionList: [NO_KEYS_PATTERN],
-        }),
-      );
-    }
-    return sets;
-  }
-
   /** WAF's logs in CloudWatch Logs, Authorization redacted (WAF requires the aws-waf-logs- prefix). */
   private addWafLogs(): void {
     const name = `aws-waf-logs-${this.stackName}`;
@@ -494,19 +473,18 @@ const AUTHORIZATION = { singleHeader: { Name: 'authorization' } };
 const HAS_KEY: wafv2.CfnWebACL.StatementProperty = {
   sizeConstraintStatement: { fieldToMatch: AUTHORIZATION, comparisonOperator: 'GT', size: 0, textTransformations: [{ priority: 0, type: 'NONE' }] },
 };
+/** The header as the per-key rules read it: the scheme's letter case is the one freedom the gate
+ * allows, and WAF transforms a custom key's value before using it as the aggregation key. */
+const LOWERCASED = [{ priority: 0, type: 'LOWERCASE' }];
 
-/** Text for a WAF Description, which allows letters, digits, spaces and =:#@/-,. only (no
- * parentheses or underscores): any other character of a tier name becomes a hyphen. */
-export function wafDescriptionText(text: string): string {
-  return text.replace(/[^A-Za-z0-9=:#@/\-,. ]/g, '-');
-}
-
-/** Requests whose key is in a tier's set (the header lowercased, as the set's patterns expect). */
-const inTier = (set: wafv2.CfnRegexPatternSet): wafv2.CfnWebACL.StatementProperty => ({
-  regexPatternSetReferenceStatement: { arn: set.attrArn, fieldToMatch: AUTHORIZATION, textTransformations: [{ priority: 0, type: 'LOWERCASE' }] },
+/** Requests whose key id starts with a tier's letter: a lettered id (the letter, then the random
+ * part); a legacy id is the random part alone, so its underscore comes too early to match. One fixed
+ * regex per tier, so a tier's size meets no regex or pattern-set quota. */
+const inTier = (letter: string): wafv2.CfnWebACL.StatementProperty => ({
+  regexMatchStatement: { regexString: `^bearer isoatlas_${letter}[a-z2-7]{${RANDOM_ID_LENGTH}}_`, fieldToMatch: AUTHORIZATION, textTransformations: LOWERCASED },
 });
 
-/** A per-key rate rule: counts per Authorization value, among the requests `scope` matches. */
+/** A per-key rate rule: counts per Authorization value lowercased, among the requests `scope` matches. */
 function perKeyRule(name: string, limit: number, tier: string, scopeDownStatement: wafv2.CfnWebACL.StatementProperty): WafRateRule {
   return rateRule(
     name,
@@ -515,7 +493,7 @@ function perKeyRule(name: string, limit: number, tier: string, scopeDownStatemen
         limit: checkWafLimit(limit),
         evaluationWindowSec: ACCESS_WINDOW_SECONDS,
         aggregateKeyType: 'CUSTOM_KEYS',
-        customKeys: [{ header: { name: 'authorization', textTransformations: [{ priority: 0, type: 'NONE' }] } }],
+        customKeys: [{ header: { name: 'authorization', textTransformations: LOWERCASED } }],
         scopeDownStatement,
       },
     },
@@ -524,8 +502,8 @@ function perKeyRule(name: string, limit: number, tier: string, scopeDownStatemen
   );
 }
 
-/** The WAF rules of an access arrangement: per-minute limits per key (by tier) and per IP. */
-function accessRules(config: AccessConfig, tierSets: Map<string, wafv2.CfnRegexPatternSet>): WafRateRule[] {
+/** The WAF rules of an access arrangement: per-minute limits per IP and per key (by tier). */
+function accessRules(config: AccessConfig): WafRateRule[] {
   const rules: WafRateRule[] = [];
   const perKey = tierLimits(config, config.default_tier).per_minute;
   if (config.mode === 'key-required') {
@@ -534,15 +512,21 @@ function accessRules(config: AccessConfig, tierSets: Map<string, wafv2.CfnRegexP
   } else {
     const anonymous = config.open.anonymous_per_ip.per_minute;
     if (anonymous) rules.push(perIpRule(anonymous, ACCESS_WINDOW_SECONDS, 'isoatlas-anonymous-per-ip', 'from one IP address without an API key', { notStatement: { statement: HAS_KEY } }));
+    // Keyed requests are out of the anonymous rule, so they have their own address ceiling. It comes
+    // before the per-key rules: a request it blocks is not counted by them (Block ends evaluation).
+    const keyed = config.open.keyed_per_ip.per_minute;
+    if (keyed) rules.push(perIpRule(keyed, ACCESS_WINDOW_SECONDS, 'isoatlas-keyed-per-ip', 'from one IP address with API keys', HAS_KEY));
   }
+  const tiers = Object.keys(config.mode === 'open' ? config.open.tiers : config.key_required.tiers);
+  const others = tiers.filter((t) => t !== config.default_tier && tierLimits(config, t).per_minute !== undefined);
   if (perKey) {
-    // The default tier: every keyed request whose key is in no other tier's set.
-    const others = [...tierSets.values()].map((set) => ({ notStatement: { statement: inTier(set) } }));
-    const scope = others.length ? { andStatement: { statements: [HAS_KEY, ...others] } } : HAS_KEY;
+    // The default tier: every keyed request whose id carries no other limited tier's letter, legacy ids included.
+    const notOthers = others.map((t) => ({ notStatement: { statement: inTier(config.tier_letters[t]) } }));
+    const scope = notOthers.length ? { andStatement: { statements: [HAS_KEY, ...notOthers] } } : HAS_KEY;
     rules.push(perKeyRule('isoatlas-rate-per-key', perKey, config.default_tier, scope));
   }
-  for (const [tier, set] of tierSets) {
-    rules.push(perKeyRule(`isoatlas-rate-per-key-${tier.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`, tierLimits(config, tier).per_minute!, tier, inTier(set)));
+  for (const tier of others) {
+    rules.push(perKeyRule(`isoatlas-rate-per-key-${tier.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`, tierLimits(config, tier).per_minute!, tier, inTier(config.tier_letters[tier])));
   }
   return rules;
 }

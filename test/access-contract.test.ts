@@ -197,16 +197,23 @@ describe('arrangement B (key-required)', () => {
   });
 
   it('answers 401 invalid_token for a garbage, an unknown or an altered key, and 401 for another scheme', async () => {
-    const unknown = generateKey().key; // well-formed, never issued
+    const unknown = generateKey('s').key; // well-formed, never issued
     secrets.push(unknown);
     const truncated = k.b.slice(0, -1);
     secrets.push(truncated);
-    for (const auth of ['Bearer garbage', `Bearer ${unknown}`, `Bearer ${alter(k.b)}`, `Bearer ${truncated}`, 'Bearer ']) {
+    for (const auth of ['Bearer garbage', `Bearer ${unknown}`, `Bearer ${alter(k.b)}`, `Bearer ${truncated}`]) {
       const r = await call(b.base, GENE, { auth });
       expect(r.status, auth).toBe(401);
       expect(r.headers.get('WWW-Authenticate'), auth).toBe(INVALID_TOKEN);
       expect(r.headers.get('Content-Type')).toMatch(/^application\/problem\+json/);
       expect(r.json().status).toBe(401);
+    }
+    // A spelling the CDN would count apart (here: no key after the scheme, two spaces) is a malformed request.
+    for (const auth of ['Bearer', `Bearer  ${k.b}`]) {
+      const r = await call(b.base, GENE, { auth });
+      expect(r.status, auth).toBe(401);
+      expect(r.headers.get('WWW-Authenticate'), auth).toBe('Bearer realm="isoatlas", error="invalid_request"');
+      expect(r.json().detail, auth).toContain('one space');
     }
     const basic = await call(b.base, GENE, { auth: `Basic ${Buffer.from(`user:${k.b}`).toString('base64')}` });
     expect(basic.status).toBe(401);
@@ -275,6 +282,9 @@ describe('arrangement B (key-required)', () => {
   });
 
   it('gives a plus key the plus tier', async () => {
+    // `keys issue --tier` puts the tier's letter first in the id, where the CDN's WAF reads it.
+    expect(keyId(k.plus)![0]).toBe('p');
+    expect(keyId(k.b)![0]).toBe('s');
     const r = await call(b.base, GENE, { key: k.plus });
     expect(r.status).toBe(200);
     expect(r.headers.get('RateLimit-Limit')).toBe('600');
@@ -401,7 +411,7 @@ describe('arrangement A (open)', () => {
       refused++;
     }
     expect(refused).toBeLessThanOrEqual(30);
-    for (const auth of [`Bearer ${alter(k.a)}`, 'Bearer garbage', `Bearer ${generateKey().key}`, 'Basic dXNlcjpwYXNz']) {
+    for (const auth of [`Bearer ${alter(k.a)}`, 'Bearer garbage', `Bearer ${generateKey('s').key}`, 'Basic dXNlcjpwYXNz']) {
       const r = await call(a.base, GENE, { auth });
       expect(r.status, auth).toBe(429);
       expect(Number(r.headers.get('Retry-After')), auth).toBeGreaterThanOrEqual(1);

@@ -60,10 +60,11 @@ beforeAll(async () => {
 
 describe('keys', () => {
   it('issues recognisable 256-bit keys and stores only their keyed hash', () => {
-    expect(standardKey).toMatch(/^isoatlas_[a-z2-7]{8}_[A-Za-z0-9_-]{43}$/);
+    expect(standardKey).toMatch(/^isoatlas_s[a-z2-7]{8}_[A-Za-z0-9_-]{43}$/); // the standard tier's letter, 8 random characters
+    expect(plusKey).toMatch(/^isoatlas_p[a-z2-7]{8}_[A-Za-z0-9_-]{43}$/);
     const stored = JSON.stringify(loadRegistry(keysDir));
     for (const key of [standardKey, plusKey, revokedKey]) expect(stored).not.toContain(key);
-    expect(stored).not.toContain(standardKey.slice(18)); // not even the secret part
+    expect(stored).not.toContain(standardKey.slice(standardKey.indexOf('_', 9) + 1)); // not even the secret part
   });
 });
 
@@ -89,7 +90,7 @@ describe('arrangement B: key required', () => {
       expect(r.status, key).toBe(401);
       expect(r.headers.get('WWW-Authenticate')).toBe('Bearer realm="isoatlas", error="invalid_token"');
       const body = await r.text();
-      if (key.length > 20) expect(body).not.toContain(key.slice(18)); // the secret part of a key is never echoed
+      if (key.length > 20) expect(body).not.toContain(key.slice(key.indexOf('_', 9) + 1)); // the secret part of a key is never echoed
     }
     const basic = await get(handler, '/genes/PRR5', { headers: { Authorization: 'Basic dXNlcjpwYXNz' } });
     expect(basic.status).toBe(401);
@@ -180,6 +181,30 @@ describe('arrangement A: open, key optional', () => {
     expect((await get(handler, '/genes/PRR5', { key: revokedKey })).status).toBe(401);
     expect((await get(handler, '/genes/PRR5', { key: 'isoatlas_abcdefgh_' + 'y'.repeat(43) })).status).toBe(401);
     expect((await get(handler, '/genes/PRR5')).status).toBe(200);
+  });
+
+  it('holds keyed requests from one address to keyed_per_ip, whatever the keys, as the CDN\'s WAF does', async () => {
+    clock.now = T0 + 13 * MINUTE;
+    const handler = setup({ open: { anonymous_per_ip: { per_minute: 2 }, keyed_per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 3 }, plus: { per_minute: 3 } } } }, 'open');
+    const statuses = [];
+    for (const key of [standardKey, standardKey, plusKey, plusKey, 'garbage', plusKey]) statuses.push((await get(handler, '/release', { key })).status);
+    // A bad key counts at the address too (WAF counts before any key is checked).
+    expect(statuses).toEqual([200, 200, 200, 200, 401, 429]);
+    const refused = await get(handler, '/release', { key: plusKey });
+    expect((await refused.json()).detail).toMatch(/5 requests per minute from one IP address with API keys/);
+    expect((await get(handler, '/release', { key: plusKey, ip: '192.0.2.77' })).status).toBe(200);
+    // Anonymous requests have their own budget.
+    expect((await get(handler, '/release')).status).toBe(200);
+  });
+
+  it('refuses a key whose id carries another tier\'s letter than its record, as the CDN\'s gate does', async () => {
+    clock.now = T0 + 14 * MINUTE;
+    const plusId = keyId(plusKey)!;
+    const moved: KeyRegistry = { description: 'moved', lookup: async (id) => ({ ...(loadRegistry(keysDir).keys.find((k) => k.id === id) ?? null)!, tier: 'standard' }) };
+    const access = new AccessControl({ config: resolveAccessConfig({}, 'open'), store: new MemoryQuotaStore(() => clock.now), keys: moved, secret, now: () => clock.now });
+    const refused = await createHandler({ origin: new LocalOrigin(inject('demoTree')), access })(new Request('http://atlas.test/api/v1/release', { headers: { Authorization: `Bearer ${plusKey}` } }), { clientIp: '192.0.2.1' });
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).detail).toContain(`API key ${plusId} does not carry the letter of its tier (standard): it must be reissued`);
   });
 
   it('never counts or challenges CORS preflights, and carries RateLimit headers on errors too', async () => {
@@ -303,5 +328,33 @@ describe('access config', () => {
     expect(resolveAccessConfig({}).ipv6_prefix).toBe(64);
     expect(resolveAccessConfig({ ipv6_prefix: 48 }).ipv6_prefix).toBe(48);
     for (const bad of [0, 129, 64.5, '64']) expect(() => resolveAccessConfig({ ipv6_prefix: bad }), String(bad)).toThrow(/ipv6_prefix must be an integer from 1 to 128/);
+  });
+
+  it('gives each tier a declared letter, unique and of the id alphabet, kept whatever the order of tiers', () => {
+    expect(resolveAccessConfig({}).tier_letters).toEqual({ standard: 's', plus: 'p' });
+    const tiers = { gold: { per_minute: 900 }, standard: { per_minute: 60 }, plus: { per_minute: 600 } };
+    const c = resolveAccessConfig({ tier_letters: { gold: 'g' }, open: { tiers }, key_required: { tiers } });
+    expect(c.tier_letters).toEqual({ gold: 'g', standard: 's', plus: 'p' });
+    const reordered = { plus: tiers.plus, gold: tiers.gold, standard: tiers.standard };
+    expect(resolveAccessConfig({ tier_letters: { gold: 'g' }, open: { tiers: reordered }, key_required: { tiers: reordered } }).tier_letters).toEqual(c.tier_letters);
+    expect(() => resolveAccessConfig({ open: { tiers }, key_required: { tiers } })).toThrow(/tier gold has no letter: add "gold": "<letter>" to tier_letters/);
+    expect(() => resolveAccessConfig({ tier_letters: { gold: 'p' }, open: { tiers }, key_required: { tiers } })).toThrow(/tiers (plus and gold|gold and plus) both have the letter "p"/);
+    for (const bad of ['G', '8', 'gg', '', 1]) {
+      expect(() => resolveAccessConfig({ tier_letters: { gold: bad }, open: { tiers }, key_required: { tiers } }), String(bad)).toThrow(/tier_letters.gold must be one character of a-z or 2-7/);
+    }
+    // A retired tier keeps its letter reserved.
+    expect(resolveAccessConfig({ tier_letters: { retired: 'r' } }).tier_letters.retired).toBe('r');
+    expect(() => resolveAccessConfig({ tier_letters: ['s'] })).toThrow(/tier_letters must be an object/);
+  });
+
+  it('open.keyed_per_ip: twice the highest tier\'s minute limit unless set; never below a tier\'s', () => {
+    expect(resolveAccessConfig({}).open.keyed_per_ip).toEqual({ per_minute: 24000 });
+    expect(resolveAccessConfig({ open: { tiers: { standard: { per_minute: 100 }, plus: { per_minute: 700 } } } }).open.keyed_per_ip).toEqual({ per_minute: 1400 });
+    expect(resolveAccessConfig({ open: { keyed_per_ip: { per_minute: 30000 } } }).open.keyed_per_ip).toEqual({ per_minute: 30000 });
+    expect(() => resolveAccessConfig({ open: { keyed_per_ip: { per_minute: 5000 } } })).toThrow(/keyed_per_ip.per_minute \(5000\) is below a tier's per_minute \(12000\)/);
+    expect(() => resolveAccessConfig({ open: { keyed_per_ip: { per_day: 5000 } } })).toThrow(/keyed_per_ip takes per_minute only/);
+    // What the meter receives (the resolved config as JSON) resolves to itself.
+    const c = resolveAccessConfig({}, 'open');
+    expect(resolveAccessConfig(JSON.parse(JSON.stringify(c)), 'open')).toEqual(c);
   });
 });

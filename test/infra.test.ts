@@ -143,11 +143,12 @@ describe('CloudFormation validation', () => {
     expect(assembly.getStackByName('Cdn').messages.filter((m) => m.level !== 'info')).toEqual([]);
   });
 
-  it('keeps a tier name out of the WAF description when it has characters the pattern refuses', () => {
+  it('passes a tier of any name: its rule is named from it and matches on its letter', () => {
     const tiers = { standard: { per_minute: 60, per_day: 5000 }, 'gold (beta)_1': { per_minute: 600 } };
-    const { resources } = synth({ access: { ...ACCESS, config: { key_required: { tiers } } } });
-    const [, set] = only(resources, 'AWS::WAFv2::RegexPatternSet');
-    expect(set.Properties.Description).toBe('isoatlas: ids of the API keys of tier gold -beta--1, written by isoatlas keys publish --waf-tier');
+    const { resources } = synth({ access: { ...ACCESS, config: { tier_letters: { 'gold (beta)_1': 'g' }, key_required: { tiers } } } });
+    const rule = only(resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules.find((r: any) => r.Name === 'isoatlas-rate-per-key-gold--beta--1');
+    expect(rule.Statement.RateBasedStatement.ScopeDownStatement.RegexMatchStatement.RegexString).toBe('^bearer isoatlas_g[a-z2-7]{8}_');
+    expect(ofType(resources, 'AWS::WAFv2::RegexPatternSet')).toHaveLength(0);
   });
 });
 
@@ -582,17 +583,19 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     const [ip, key, plus] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
     expect(ip).toEqual({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 1200 });
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 60 });
-    expect(key.CustomKeys).toEqual([{ Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }]);
-    // The default tier's rule counts keyed requests whose key is in no other tier's set.
+    // Counted per header lowercased: the gate admits a key spelled one way up to the scheme's case.
+    const lowercased = [{ Priority: 0, Type: 'LOWERCASE' }];
+    expect(key.CustomKeys).toEqual([{ Header: { Name: 'authorization', TextTransformations: lowercased } }]);
+    expect(plus.CustomKeys).toEqual(key.CustomKeys);
+    // The default tier's rule counts keyed requests whose id carries no other tier's letter.
     const [has, notPlus] = key.ScopeDownStatement.AndStatement.Statements;
     expect(has.SizeConstraintStatement).toMatchObject({ FieldToMatch: { SingleHeader: { Name: 'authorization' } }, ComparisonOperator: 'GT', Size: 0 });
-    const [setId, set] = only(resources, 'AWS::WAFv2::RegexPatternSet');
-    expect(set.Properties.Scope).toBe('CLOUDFRONT');
-    const inPlus = { RegexPatternSetReferenceStatement: { Arn: { 'Fn::GetAtt': [setId, 'Arn'] }, FieldToMatch: { SingleHeader: { Name: 'authorization' } }, TextTransformations: [{ Priority: 0, Type: 'LOWERCASE' }] } };
+    const inPlus = { RegexMatchStatement: { RegexString: '^bearer isoatlas_p[a-z2-7]{8}_', FieldToMatch: { SingleHeader: { Name: 'authorization' } }, TextTransformations: lowercased } };
     expect(notPlus).toEqual({ NotStatement: { Statement: inPlus } });
-    // The plus tier's rule: its own limit, on the keys its set lists.
+    // The plus tier's rule: its own limit, on every key whose id starts with its letter; no sets, no outputs for them.
     expect(plus).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 600, ScopeDownStatement: inPlus });
-    expect(Object.keys(Template.fromStack(synth({ access: ACCESS }).stack).toJSON().Outputs)).toContain('TierPatternSetplus');
+    expect(ofType(resources, 'AWS::WAFv2::RegexPatternSet')).toHaveLength(0);
+    expect(Object.keys(Template.fromStack(synth({ access: ACCESS }).stack).toJSON().Outputs).join()).not.toContain('TierPatternSet');
     for (const rule of acl.Rules) {
       const custom = rule.Action.Block.CustomResponse;
       expect(custom.ResponseCode).toBe(429);
@@ -605,12 +608,18 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(acl.VisibilityConfig.SampledRequestsEnabled).toBe(false);
   });
 
-  it('open: anonymous requests limited per IP (900/min), keys per key (3,000/min); no day limits, so no meter', () => {
+  it('open: anonymous requests limited per IP (900/min), keyed ones per IP (24,000/min) and per key (3,000/min); no day limits, so no meter', () => {
     const { resources } = synth({ access: { mode: 'open' } });
     const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
-    const [anonymous, key] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
+    expect(acl.Rules.map((r: any) => r.Name)).toEqual(['isoatlas-anonymous-per-ip', 'isoatlas-keyed-per-ip', 'isoatlas-rate-per-key', 'isoatlas-rate-per-key-plus']);
+    const [anonymous, keyed, key] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
     expect(anonymous).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 900 });
     expect(anonymous.ScopeDownStatement.NotStatement.Statement.SizeConstraintStatement.FieldToMatch).toEqual({ SingleHeader: { Name: 'authorization' } });
+    expect(keyed).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 24000, ScopeDownStatement: anonymous.ScopeDownStatement.NotStatement.Statement });
+    expect(JSON.parse(acl.CustomResponseBodies[acl.Rules[1].Action.Block.CustomResponse.CustomResponseBodyKey].Content).detail).toContain('24000 requests in a minute from one IP address with API keys');
+    // The ceiling follows the config: twice the highest tier's unless set.
+    const raised = only(synth({ access: { mode: 'open', config: { open: { keyed_per_ip: { per_minute: 50000 } } } } }).resources, 'AWS::WAFv2::WebACL')[1].Properties;
+    expect(raised.Rules[1].Statement.RateBasedStatement.Limit).toBe(50000);
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', Limit: 3000 });
     expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
     expect(ofType(resources, 'AWS::DynamoDB::Table')).toHaveLength(0);

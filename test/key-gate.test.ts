@@ -102,7 +102,7 @@ describe('key-required (B)', () => {
     const f = gate('key-required');
     const forged = standard.key.slice(0, -4) + (standard.key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
     const unknown = standard.key.replace(`_${standard.id}_`, '_aaaaaaaa_');
-    for (const auth of [bearer('not-a-key'), bearer(forged), bearer(unknown), 'Bearer', `Bearer ${standard.key} extra`]) {
+    for (const auth of [bearer('not-a-key'), bearer(forged), bearer(unknown), bearer(standard.key.replace(`_${standard.id}_`, `_${standard.id.slice(1)}_`))]) {
       const before = f.hmacs();
       const out = await f.handler(viewerRequest({ authorization: auth }));
       const body = await refusal(out, 401);
@@ -115,6 +115,29 @@ describe('key-required (B)', () => {
     expect(basic.headers['www-authenticate'].value).toBe('Bearer realm="isoatlas"');
     await refusal(await f.handler(viewerRequest({ authorization: [bearer(standard.key), bearer(plus.key)] })), 401);
     expect(f.logs).toEqual([]);
+  });
+
+  it('refuses every other spelling of a key than "Bearer", one space, the key (WAF would count it apart), saying what to send', async () => {
+    const f = gate('key-required');
+    for (const auth of ['Bearer', 'Bearer ', `Bearer  ${standard.key}`, `Bearer ${standard.key} `, ` Bearer ${standard.key}`, `Bearer\t${standard.key}`, `Bearer ${standard.key} extra`]) {
+      const out = await f.handler(viewerRequest({ authorization: auth }));
+      const body = await refusal(out, 401);
+      expect(out.headers['www-authenticate'].value, auth).toBe('Bearer realm="isoatlas", error="invalid_request"');
+      expect(body.detail, auth).toContain('"Authorization: Bearer <key>": the word Bearer, one space, the key');
+    }
+    expect(f.hmacs()).toBe(0); // nothing secret is involved in how a header is spelled
+    expect((await f.handler(viewerRequest({ authorization: `BEARER ${standard.key}` }))).statusCode).toBeUndefined();
+  });
+
+  it('refuses a lettered key whose letter is not its tier\'s, naming the key and saying to reissue; legacy ids carry no letter and pass', async () => {
+    const { key, record } = await issueKey(keysDir, { name: 'L', affiliation: 'L', use: 'legacy', tier: 'plus', letter: null });
+    expect(record.id).toHaveLength(8);
+    expect((await gate('key-required').handler(viewerRequest({ authorization: bearer(key) }))).statusCode).toBeUndefined();
+    // The plus key's record says standard (a registry edited by hand, or letters changed in the config).
+    const moved = store((e) => e.set(keyEntry(plus.id), encodeKeyRecord({ ...decodeKeyRecord(e.get(keyEntry(plus.id))!)!, tier: 'standard' })));
+    const body = await refusal(await gate('key-required', moved).handler(viewerRequest({ authorization: bearer(plus.key) })), 401);
+    expect(body.detail).toContain(`API key ${plus.id} does not carry the letter of its tier (standard)`);
+    expect(body.detail).toContain('reissued');
   });
 
   it('refuses a revoked key as revoked, naming when', async () => {
@@ -208,7 +231,7 @@ describe('open (A)', () => {
 
   it('meters the tiers that have a day limit in the config', async () => {
     const config = resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 900 }, tiers: { standard: { per_minute: 3000, per_day: 100000 }, plus: { per_minute: 12000 } } } }, 'open');
-    expect(keyGateSettings(config)).toMatchObject({ mode: 'open', metered: ['standard'], api: '/api/v1/' });
+    expect(keyGateSettings(config)).toMatchObject({ mode: 'open', metered: ['standard'], letters: { standard: 's', plus: 'p' }, api: '/api/v1/' });
   });
 });
 

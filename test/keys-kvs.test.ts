@@ -89,5 +89,27 @@ describe('keys publish --kvs', () => {
     const empty = await cli('keys', 'publish', '--kvs', ARN, '--endpoint', kvs.url, '--keys-dir', mkdtempSync(join(tmpdir(), 'isoatlas-nokeys-')));
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/no key secret in .*issue a key first/);
+    // WAF reads tiers from key ids now: the pattern-set option is gone, and saying so is the answer.
+    const waf = await cli('keys', 'publish', '--kvs', ARN, '--endpoint', kvs.url, '--keys-dir', keysDir, '--waf-tier', 'plus=arn:aws:wafv2:us-east-1:111111111111:global/regexpatternset/x/y');
+    expect(waf.code).toBe(2);
+    expect(waf.stderr).toMatch(/--waf-tier is no longer needed: WAF reads the tier from the letter in a key id.*drop the option/);
+  });
+
+  it('warns about keys of a tier other than the default issued before tiers had letters, and `keys list` marks them legacy', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-legacy-'));
+    const legacy = await issueKey(dir, { name: 'Old', affiliation: 'Lab', use: 'tests', tier: 'plus', letter: null });
+    await issueKey(dir, { name: 'OldStd', affiliation: 'Lab', use: 'tests', tier: 'standard', letter: null });
+    const lettered = await issueKey(dir, { name: 'New', affiliation: 'Lab', use: 'tests', tier: 'plus' });
+    const r = await cli('keys', 'publish', '--kvs', ARN, '--endpoint', kvs.url, '--keys-dir', dir);
+    expect(r.code, r.stderr).toBe(0);
+    const warnings = (r.stdout + r.stderr).split('\n').filter((l) => l.startsWith('warning:'));
+    expect(warnings).toHaveLength(1); // plus only: a legacy standard key is at its own tier's minute limit anyway
+    expect(warnings[0]).toContain(`1 key(s) of tier plus have legacy ids without a tier letter (${legacy.record.id})`);
+    expect(warnings[0]).toMatch(/issue their holders new keys and revoke these/);
+    const list = await cli('keys', 'list', '--keys-dir', dir);
+    expect(list.code, list.stderr).toBe(0);
+    const row = (id: string) => list.stdout.split('\n').find((l) => l.startsWith(id))!;
+    expect(row(legacy.record.id)).toMatch(/^\S+\s+plus\s+legacy\s+active/);
+    expect(row(lettered.record.id)).toMatch(/^p\S{8}\s+plus\s+letter p\s+active/);
   });
 });

@@ -75,12 +75,16 @@ describe('refused targets', () => {
 });
 
 describe('no key character where client text is cut', () => {
-  const { key } = generateKey();
-  const secret = key.slice('isoatlas_12345678_'.length);
+  const { key } = generateKey('s');
+  const start = key.indexOf('_', 'isoatlas_'.length) + 1; // the secret's first character
+  const secret = key.slice(start);
 
   it('redactKeys removes the start of a key too, and a key encoded once or twice', () => {
-    for (let cut = 19; cut <= key.length; cut++) expect(leaksSecret(redactKeys(`x${key.slice(0, cut)}`), secret), String(cut)).toBe(false);
-    expect(redactKeys(`a ${key.slice(0, 19)}`)).toBe('a isoatlas_[redacted]');
+    for (let cut = start + 1; cut <= key.length; cut++) expect(leaksSecret(redactKeys(`x${key.slice(0, cut)}`), secret), String(cut)).toBe(false);
+    expect(redactKeys(`a ${key.slice(0, start + 1)}`)).toBe('a isoatlas_[redacted]');
+    // A legacy key (an id without a tier letter) too.
+    const legacy = generateKey(null).key;
+    expect(redactKeys(`a ${legacy}`)).toBe('a isoatlas_[redacted]');
     expect(leaksSecret(redactKeys(key.toUpperCase()), secret.toUpperCase())).toBe(false);
     const once = key.replace(/_/g, '%5F');
     const twice = key.replace(/_/g, '%255f');

@@ -1,8 +1,9 @@
 // `isoatlas keys …`: issue, list, revoke, show tiers, and publish the edge view to the CDN's KeyValueStore.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config.js';
 import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
+import { isLegacyId } from '../../edge/access/key-format.js';
 import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
 import { UsageError } from '../errors.js';
 import { readAccessConfigFile } from '../access-config-file.js';
@@ -22,8 +23,8 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .requiredOption('--name <name>', 'who the key is for')
     .requiredOption('--affiliation <org>', 'their organisation')
     .requiredOption('--use <text>', 'intended use, in a sentence')
-    .option('--tier <tier>', 'quota tier (see `isoatlas keys tiers`)', undefined)
-    .option('--access-config <file>', 'access config naming the tiers')
+    .option('--tier <tier>', 'quota tier (see `isoatlas keys tiers`); its letter starts the key id', undefined)
+    .option('--access-config <file>', 'access config naming the tiers and their letters')
     .option(...dirOption)
     .action(async (o: { name: string; affiliation: string; use: string; tier?: string; accessConfig?: string; keysDir: string }) => {
       const config = readAccessConfigFile(o.accessConfig);
@@ -31,7 +32,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
       if (!config.open.tiers[tier] || !config.key_required.tiers[tier]) {
         throw new UsageError(`unknown tier "${tier}"; tiers: ${Object.keys(config.key_required.tiers).join(', ')}`);
       }
-      const { key, record } = await issueKey(o.keysDir, { name: o.name, affiliation: o.affiliation, use: o.use, tier });
+      const { key, record } = await issueKey(o.keysDir, { name: o.name, affiliation: o.affiliation, use: o.use, tier, letter: config.tier_letters[tier] });
       process.stdout.write(`${key}\n`);
       log(`issued key ${record.id} (tier ${tier}) to ${record.name}, ${record.affiliation}. It is shown only this once: store it now.`);
     });
@@ -43,8 +44,10 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .action((o: { keysDir: string }) => {
       const registry = loadRegistry(o.keysDir);
       if (registry.keys.length === 0) return log(`no keys in ${registryPath(o.keysDir)}`);
-      const rows = registry.keys.map((k) => [k.id, k.tier, k.revoked_at ? `revoked ${k.revoked_at}` : 'active', k.created_at, k.name, k.affiliation, k.use]);
-      const header = ['id', 'tier', 'status', 'created', 'name', 'affiliation', 'use'];
+      // A legacy id (issued before tiers had letters) is held to the default tier's minute limit at the CDN.
+      const format = (id: string) => (isLegacyId(id) ? 'legacy' : `letter ${id[0]}`);
+      const rows = registry.keys.map((k) => [k.id, k.tier, format(k.id), k.revoked_at ? `revoked ${k.revoked_at}` : 'active', k.created_at, k.name, k.affiliation, k.use]);
+      const header = ['id', 'tier', 'id format', 'status', 'created', 'name', 'affiliation', 'use'];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
       for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()}\n`);
     });
@@ -66,11 +69,12 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .action((o: { accessConfig?: string }) => {
       const c = readAccessConfigFile(o.accessConfig);
       const out = (line: string) => process.stdout.write(`${line}\n`);
-      out(`open (A): anonymous ${limitsText(c.open.anonymous_per_ip)} per IP`);
+      out(`open (A): anonymous ${limitsText(c.open.anonymous_per_ip)} per IP; with keys ${limitsText(c.open.keyed_per_ip)} per IP`);
       for (const [tier, l] of Object.entries(c.open.tiers)) out(`  tier ${tier}: ${limitsText(l)} per key`);
       out(`key-required (B): ${limitsText(c.key_required.per_ip)} per IP, whatever the keys`);
       for (const [tier, l] of Object.entries(c.key_required.tiers)) out(`  tier ${tier}: ${limitsText(l)} per key`);
       out(`default tier for new keys: ${c.default_tier}`);
+      out(`id letters: ${Object.entries(c.tier_letters).map(([t, l]) => `${t} ${l}`).join(', ')}`);
       out(`per IP on the local server: an IPv4 address, or an IPv6 /${c.ipv6_prefix} (ipv6_prefix)`);
     });
 
@@ -81,27 +85,28 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
         'secret that keys the hashes; only differences are written. The edge sees a change once CloudFront has propagated it.',
     )
     .requiredOption('--kvs <arn>', 'the KeyValueStore ARN (the KeyValueStoreArn output of the stack)')
-    .option('--waf-tier <tier=arn>', "a tier's WAF regex pattern set (the stack's TierPatternSet outputs), repeatable", (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in (a host name, e.g. http://localhost:8080)')
-    .option('--waf-endpoint <url>', 'WAF API endpoint, for a local stand-in')
+    .option('--access-config <file>', 'access config naming the tiers (for the legacy-key warning)')
+    .addOption(new Option('--waf-tier <tier=arn>', 'no longer used').hideHelp())
     .option(...dirOption)
-    .action(async (o: { kvs: string; wafTier: string[]; endpoint?: string; wafEndpoint?: string; keysDir: string }) => {
+    .action(async (o: { kvs: string; endpoint?: string; accessConfig?: string; wafTier?: string; keysDir: string }) => {
+      if (o.wafTier !== undefined) {
+        throw new UsageError('--waf-tier is no longer needed: WAF reads the tier from the letter in a key id (docs/OPERATIONS.md, keys); drop the option');
+      }
       if (!KVS_ARN.test(o.kvs)) {
         throw new UsageError(`--kvs must be a KeyValueStore ARN like arn:aws:cloudfront::123456789012:key-value-store/<id>, not "${o.kvs}"`);
       }
-      const { parseTierSets, publishTierSets } = await import('./waf-tiers.js');
-      const sets = parseTierSets(o.wafTier);
+      const config = readAccessConfigFile(o.accessConfig);
       const r = await publishKeys(await kvsClient(o.endpoint), o.kvs, o.keysDir);
       log(`published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`);
-      const keys = loadRegistry(o.keysDir).keys;
-      if (sets.size) {
-        const { WAFV2Client } = await import('@aws-sdk/client-wafv2');
-        for (const t of await publishTierSets(new WAFV2Client({ region: 'us-east-1', endpoint: o.wafEndpoint }), sets, keys)) {
-          log(`WAF tier ${t.tier}: ${t.keys} keys${t.changed ? '' : ' (unchanged)'}`);
-        }
+      const legacy = new Map<string, string[]>();
+      for (const k of loadRegistry(o.keysDir).keys) {
+        if (k.revoked_at || !isLegacyId(k.id) || k.tier === config.default_tier) continue;
+        legacy.set(k.tier, [...(legacy.get(k.tier) ?? []), k.id]);
       }
-      const unlisted = [...new Set(keys.filter((k) => !k.revoked_at && !sets.has(k.tier)).map((k) => k.tier))].filter((t) => t !== readAccessConfigFile(undefined).default_tier);
-      for (const tier of unlisted) log(`warning: keys of tier ${tier} are held to the default tier's per-minute limit at WAF until you pass --waf-tier ${tier}=<the stack's TierPatternSet output>`);
+      for (const [tier, ids] of legacy) {
+        log(`warning: ${ids.length} key(s) of tier ${tier} have legacy ids without a tier letter (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}): the CDN holds them to the default tier's per-minute limit; issue their holders new keys and revoke these (docs/OPERATIONS.md, keys)`);
+      }
     });
 
   return keys;

@@ -4,6 +4,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { generateKey, hashKey, importServerSecret, newServerSecret } from '../../edge/access/key-format.js';
+import { DEFAULT_ACCESS } from '../../edge/access/config.js';
 import type { EdgeKeyRecord } from '../../edge/access/key-registry.js';
 
 export interface KeyRecord extends EdgeKeyRecord {
@@ -77,16 +78,20 @@ async function withRegistryLock<T>(keysDir: string, change: () => Promise<T> | T
   }
 }
 
+/** Issues a key of `details.tier` whose id starts with `details.letter`, the tier's letter in the
+ * access config in force (unset: the default config's letter for the tier; null: a legacy id). */
 export async function issueKey(
   keysDir: string,
-  details: { name: string; affiliation: string; use: string; tier: string },
+  details: { name: string; affiliation: string; use: string; tier: string; letter?: string | null },
   now = new Date(),
 ): Promise<{ key: string; record: KeyRecord }> {
+  const letter = details.letter === undefined ? DEFAULT_ACCESS.tier_letters[details.tier] : details.letter;
+  if (letter === undefined) throw new Error(`tier ${details.tier} has no letter in the access config's tier_letters: add one before issuing keys of it`);
   const secret = await importServerSecret(readSecret(keysDir, { create: true })!);
   return withRegistryLock(keysDir, async () => {
     const registry = loadRegistry(keysDir);
-    let generated = generateKey();
-    while (registry.keys.some((k) => k.id === generated.id)) generated = generateKey();
+    let generated = generateKey(letter);
+    while (registry.keys.some((k) => k.id === generated.id)) generated = generateKey(letter);
     const record: KeyRecord = {
       id: generated.id,
       hash: await hashKey(secret, generated.key),

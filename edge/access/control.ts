@@ -3,12 +3,14 @@
 // days, so a window resets at the same instant for every edge location sharing the store.
 //
 // Order: key-required checks the coarse per-IP limit first (so a flood of bad keys is throttled too),
-// then the key, then the key's limits. Open checks a key if one is sent (an invalid key is refused,
-// never downgraded to anonymous, and counted against the anonymous per-IP limit) and otherwise the
-// anonymous per-IP limit. An address is counted as its client (client-key.ts: IPv6 per network).
+// then the key, then the key's limits. Open counts every request that carries a key against the
+// keyed per-address ceiling first (as the CDN's WAF does, before any key is checked), then checks the
+// key (an invalid key is refused, never downgraded to anonymous, and counted against the anonymous
+// per-IP limit); a request without one is held to the anonymous per-IP limit. An address is counted
+// as its client (client-key.ts: IPv6 per network).
 import { clientBucket } from './client-key.js';
 import { tierLimits, type AccessConfig, type Limits } from './config.js';
-import { keyId, keyMatches } from './key-format.js';
+import { bearerToken, isLegacyId, keyId, keyMatches, SPELLING_DETAIL } from './key-format.js';
 import type { KeyRegistry } from './key-registry.js';
 import type { QuotaStore } from './quota-store.js';
 import { problem } from '../responses.js';
@@ -71,6 +73,10 @@ export class AccessControl {
       if (authorization === null) return this.keyMissing(request);
     }
     if (authorization !== null) {
+      if (config.mode === 'open') {
+        const keyed = await this.count(request, `keyed-${ip}`, config.open.keyed_per_ip, 'from one IP address with API keys', charged);
+        if (keyed.denied) return keyed;
+      }
       const key = await this.authenticate(request, authorization);
       if (!(key instanceof Response)) return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`, charged);
       // Open: a refused key costs its address what an anonymous request does, so bad keys cannot be
@@ -95,15 +101,19 @@ export class AccessControl {
 
   private async authenticate(request: Request, authorization: string): Promise<{ id: string; tier: string } | Response> {
     const invalid = (detail: string) => this.unauthorized(request, detail, true).denied!;
-    if (!/^Bearer(\s|$)/i.test(authorization)) {
+    const credentials = bearerToken(authorization);
+    if ('problem' in credentials && credentials.problem === 'other-scheme') {
       // Another scheme (Basic, …) carries no Bearer credentials: the plain challenge (RFC 6750 §3).
       return this.unauthorized(request, 'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted', false).denied!;
     }
-    const match = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(authorization);
-    const presented = match?.[1] ?? '';
+    if ('problem' in credentials) {
+      // The same spellings as the CDN's gate, which admits one per key so WAF counts a key once.
+      return problem(request, { status: 401, detail: SPELLING_DETAIL, headers: { 'WWW-Authenticate': `${REALM}, error="invalid_request"` } });
+    }
+    const presented = credentials.token;
     const id = keyId(presented);
     const { keys, secret } = this.options;
-    if (!id || !match || !keys || !secret) {
+    if (!id || !keys || !secret) {
       // Spend the same HMAC work as a real check, so malformed keys are not told apart by timing.
       if (secret) await keyMatches(secret, presented, null);
       return invalid('the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"');
@@ -117,6 +127,10 @@ export class AccessControl {
     const ok = await keyMatches(secret, presented, record?.hash ?? null);
     if (!ok || !record) return invalid('the API key is malformed or unknown');
     if (record.revoked_at) return invalid(`the API key ${id} was revoked on ${record.revoked_at}`);
+    // As the CDN's gate: a lettered id must carry its record's tier's letter.
+    if (!isLegacyId(id) && this.options.config.tier_letters[record.tier] !== id[0]) {
+      return invalid(`the API key ${id} does not carry the letter of its tier (${record.tier}): it must be reissued; ask for a new key`);
+    }
     return { id, tier: record.tier };
   }
 

@@ -1,12 +1,17 @@
 // API keys: format, hashing and verification, shared by the `isoatlas keys` CLI (which issues them)
-// and the edge (which checks them). A key is `isoatlas_<id>_<secret>`: the id (8 base32 characters)
-// finds the registry record without scanning; the secret is 32 random bytes (256 bits, base64url).
+// and the edge (which checks them). A key is `isoatlas_<id>_<secret>`: the id finds the registry
+// record without scanning; the secret is 32 random bytes (256 bits, base64url). The id is its tier's
+// letter followed by random base32 characters, so the CDN's WAF reads the tier from the key; keys
+// issued before tiers had letters have the random part only (legacy ids) and stay valid.
 // Only HMAC-SHA-256(server secret, key) is ever stored, and it is compared with WebCrypto's
 // constant-time HMAC verification.
 
+import { ID_ALPHABET } from './config.js';
+
 export const KEY_PREFIX = 'isoatlas_';
-export const KEY_PATTERN = /^isoatlas_([a-z2-7]{8})_([A-Za-z0-9_-]{43})$/;
-const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+export const KEY_PATTERN = /^isoatlas_([a-z2-7]{8,9})_([A-Za-z0-9_-]{43})$/;
+/** The random part of an id; a lettered id has one character more. */
+export const RANDOM_ID_LENGTH = 8;
 
 const encoder = new TextEncoder();
 
@@ -26,16 +31,18 @@ function fromHex(text: string): Uint8Array<ArrayBuffer> {
   return out;
 }
 
-/** A new key and its id. The caller shows the key once and stores only its hash. */
-export function generateKey(): { id: string; key: string } {
-  const idBytes = crypto.getRandomValues(new Uint8Array(8));
-  const id = [...idBytes].map((b) => ID_ALPHABET[b & 31]).join('');
+/** A new key and its id, which starts with `letter` (its tier's; null: a legacy id without one, for
+ * tests of keys issued before letters). The caller shows the key once and stores only its hash. */
+export function generateKey(letter: string | null): { id: string; key: string } {
+  if (letter !== null && (letter.length !== 1 || !ID_ALPHABET.includes(letter))) throw new Error(`a tier letter is one character of a-z or 2-7, not ${JSON.stringify(letter)}`);
+  const idBytes = crypto.getRandomValues(new Uint8Array(RANDOM_ID_LENGTH));
+  const id = (letter ?? '') + [...idBytes].map((b) => ID_ALPHABET[b & 31]).join('');
   return { id, key: `${KEY_PREFIX}${id}_${base64url(crypto.getRandomValues(new Uint8Array(32)))}` };
 }
 
 /** A key, or the start of one: the id and any of its secret (text cut short elsewhere keeps none), in
  * any case (a key upper-cased by mistake still carries its secret). */
-const KEY_ANYWHERE = /isoatlas_[a-z2-7]{8}_[A-Za-z0-9_-]+/gi;
+const KEY_ANYWHERE = /isoatlas_[a-z2-7]{8,9}_[A-Za-z0-9_-]+/gi;
 const PREFIX_ANYWHERE = /isoatlas_/i;
 /** What stands in for a key redacted. */
 export const REDACTED_KEY = 'isoatlas_[redacted]';
@@ -58,6 +65,28 @@ export function clip(text: string, max: number): string {
   const redacted = redactKeys(text);
   return redacted.length > max ? redacted.slice(0, max) : redacted;
 }
+
+/** The one spelling of a key in an Authorization header: the scheme in any letter case (RFC 7235
+ * makes it case-insensitive), one space, the key, nothing else. The CDN's gate admits the same, and
+ * WAF counts per key on the header lowercased, so each admitted spelling of a key is one count. */
+const BEARER = /^Bearer (\S+)$/i;
+/** Looks like Bearer credentials, whatever the spacing. */
+const BEARER_SCHEME = /^\s*Bearer(\s|$)/i;
+
+export type Credentials = { token: string } | { problem: 'other-scheme' | 'spelling' };
+
+/** The token of an Authorization header spelled as admitted, or what is wrong with it. */
+export function bearerToken(header: string): Credentials {
+  if (!BEARER_SCHEME.test(header)) return { problem: 'other-scheme' };
+  const match = BEARER.exec(header);
+  return match ? { token: match[1] } : { problem: 'spelling' };
+}
+
+/** What a client told `spelling` should send instead. */
+export const SPELLING_DETAIL = 'send the key as "Authorization: Bearer <key>": the word Bearer, one space, the key, and nothing else (no other spaces or tabs)';
+
+/** Is this id a legacy one (issued before tiers had letters)? */
+export const isLegacyId = (id: string) => id.length === RANDOM_ID_LENGTH;
 
 /** The key id of a well-formed key, or null. */
 export function keyId(key: string): string | null {

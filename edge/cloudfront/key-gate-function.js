@@ -20,8 +20,9 @@ import crypto from 'crypto';
 
 var SETTINGS = __SETTINGS__;
 var kvs = cf.kvs();
-var KEY = /^isoatlas_([a-z2-7]{8})_[A-Za-z0-9_-]{43}$/;
-var BEARER = /^Bearer +(\S+) *$/i;
+var KEY = /^isoatlas_([a-z2-7]{8,9})_[A-Za-z0-9_-]{43}$/;
+// One spelling per key (scheme in any case, one space, the key): WAF counts the header lowercased.
+var BEARER = /^Bearer (\S+)$/i;
 var DUMMY_HASH = '0000000000000000000000000000000000000000000000000000000000000000';
 var REALM = 'Bearer realm="isoatlas"';
 var TITLES = { 401: 'Unauthorized', 429: 'Too Many Requests', 503: 'Service Unavailable' };
@@ -55,7 +56,6 @@ async function checkKey(request) {
   var header = request.headers.authorization;
   // Keys never travel further than this function: not to the cache key, the origin or its logs.
   delete request.headers.authorization;
-  if (request.method === 'OPTIONS') return request;
   if (!header) {
     if (SETTINGS.mode === 'open') return request;
     return refuse(request, 401, REALM, 'this API requires an API key: send it as "Authorization: Bearer <key>"');
@@ -63,11 +63,14 @@ async function checkKey(request) {
   if (header.multiValue && header.multiValue.length > 1) {
     return refuse(request, 401, REALM + ', error="invalid_request"', 'send one Authorization header');
   }
-  if (!/^Bearer(\s|$)/i.test(header.value)) {
+  if (!/^\s*Bearer(\s|$)/i.test(header.value)) {
     return refuse(request, 401, REALM, 'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted');
   }
   var bearer = BEARER.exec(header.value);
-  var presented = bearer ? bearer[1] : '';
+  if (!bearer) {
+    return refuse(request, 401, REALM + ', error="invalid_request"', 'send the key as "Authorization: Bearer <key>": the word Bearer, one space, the key, and nothing else (no other spaces or tabs)');
+  }
+  var presented = bearer[1];
   var parts = KEY.exec(presented);
   var id = parts ? parts[1] : null;
 
@@ -82,6 +85,10 @@ async function checkKey(request) {
   }
   if (record.revoked_at) {
     return refuse(request, 401, REALM + ', error="invalid_token"', 'the API key ' + id + ' was revoked on ' + record.revoked_at);
+  }
+  // A lettered id names its tier to WAF; one naming another tier than its record would be counted there.
+  if (id.length > 8 && SETTINGS.letters[record.tier] !== id.charAt(0)) {
+    return refuse(request, 401, REALM + ', error="invalid_token"', 'the API key ' + id + ' does not carry the letter of its tier (' + record.tier + '): it must be reissued; ask for a new key');
   }
   var now = Math.floor(Date.now() / 1000);
   if (record.exhausted_until > now) {

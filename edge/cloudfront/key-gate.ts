@@ -1,6 +1,7 @@
 // The viewer gate's deployable source: key-gate-function.js with its settings filled in. The settings
 // are the arrangement (or none: the gate then only pins the release), the tiers the day meter counts,
-// the API's path prefix and the preflight answer's headers (the contract's CORS values); the current release and everything per key live in the KeyValueStore.
+// each tier's key-id letter, the API's path prefix and the preflight answer's headers (the contract's
+// CORS values); the current release and everything per key live in the KeyValueStore.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,9 @@ export interface KeyGateSettings {
   mode: AccessMode | 'none';
   /** Tiers with a day limit: the gate logs their requests for the meter. */
   metered: string[];
+  /** Tier → the letter its keys' ids start with: a lettered key whose letter is not its record's
+   * tier's is refused (WAF would count it under another tier). */
+  letters: Record<string, string>;
   /** Requests below this path are API requests, answered from a release. */
   api: string;
   /** The headers of the gate's answer to a preflight: the contract's, as the edge handler sends. */
@@ -25,9 +29,10 @@ export interface KeyGateSettings {
 /** The settings of an arrangement, or of none (no keys: the gate only pins the release). */
 export function keyGateSettings(config: AccessConfig | null): KeyGateSettings {
   const common = { api: `${API_PREFIX}/`, preflight: PREFLIGHT_HEADERS };
-  if (!config) return { mode: 'none', metered: [], ...common };
+  if (!config) return { mode: 'none', metered: [], letters: {}, ...common };
   const tiers = config.mode === 'open' ? config.open.tiers : config.key_required.tiers;
-  return { mode: config.mode, metered: Object.keys(tiers).filter((t) => tierLimits(config, t).per_day !== undefined), ...common };
+  const metered = Object.keys(tiers).filter((t) => tierLimits(config, t).per_day !== undefined);
+  return { mode: config.mode, metered, letters: config.tier_letters, ...common };
 }
 
 export function keyGateCode(settings: KeyGateSettings): string {

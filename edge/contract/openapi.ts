@@ -66,7 +66,7 @@ const ERRORS: Record<number, { name: string; description: string; headers?: Reco
 };
 
 const SECURITY_DESCRIPTION = [
-  'API keys look like `isoatlas_<id>_<secret>` and are sent as `Authorization: Bearer <key>`.',
+  'API keys look like `isoatlas_<id>_<secret>` and are sent as `Authorization: Bearer <key>`: the scheme in any letter case, one space, the key, nothing after it (other spellings are answered 401).',
   'Arrangement A (open): no key is needed; anonymous clients are limited per IP address, and a key gives its tier\'s higher quota. A key that is sent must be valid: an invalid one is answered 401, never served as anonymous.',
   'Arrangement B (key required): every request needs a key (401 without one); each key has a per-minute and a per-day quota (default 60/min and 5,000/day), and a coarse per-IP limit applies before any key is checked.',
   'Over a limit the answer is 429 with Retry-After; RateLimit-* headers report the window closest to exhaustion.',

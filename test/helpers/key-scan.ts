@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 /** A key or any long enough piece of one: the id with 20+ characters of its secret (what
  * redactKeys removes; a redacted key reads `isoatlas_[redacted]` and does not match). */
-export const KEY_MATERIAL = /isoatlas_[a-z2-7]{8}_[A-Za-z0-9_-]{20,}/g;
+export const KEY_MATERIAL = /isoatlas_([a-z2-7]{8,9})_[A-Za-z0-9_-]{20,}/g;
 
 /** The run's log directory (set by the global setup), or null outside a vitest run. */
 export function testLogDir(): string | null {
@@ -34,7 +34,7 @@ export function scanForKeys(dir: string): KeyFinding[] {
     lines.forEach((raw, i) => {
       // Percent-decoded first: an encoded key (isoatlas%5F…) is still a key.
       const text = raw.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-      for (const m of text.matchAll(KEY_MATERIAL)) findings.push({ file, line: i + 1, id: m[0].slice(9, 17) });
+      for (const m of text.matchAll(KEY_MATERIAL)) findings.push({ file, line: i + 1, id: m[1] });
     });
   }
   return findings;
