@@ -518,14 +518,15 @@ function accessRules(config: AccessConfig): WafRateRule[] {
     if (keyed) rules.push(perIpRule(keyed, ACCESS_WINDOW_SECONDS, 'isoatlas-keyed-per-ip', 'from one IP address with API keys', HAS_KEY));
   }
   const tiers = Object.keys(config.mode === 'open' ? config.open.tiers : config.key_required.tiers);
-  const others = tiers.filter((t) => t !== config.default_tier && tierLimits(config, t).per_minute !== undefined);
+  const others = tiers.filter((t) => t !== config.default_tier);
   if (perKey) {
-    // The default tier: every keyed request whose id carries no other limited tier's letter, legacy ids included.
+    // The default tier: every keyed request whose id carries no other tier's letter, legacy ids
+    // included. A tier without a minute limit is left out too, so it is not held to this one.
     const notOthers = others.map((t) => ({ notStatement: { statement: inTier(config.tier_letters[t]) } }));
     const scope = notOthers.length ? { andStatement: { statements: [HAS_KEY, ...notOthers] } } : HAS_KEY;
     rules.push(perKeyRule('isoatlas-rate-per-key', perKey, config.default_tier, scope));
   }
-  for (const tier of others) {
+  for (const tier of others.filter((t) => tierLimits(config, t).per_minute !== undefined)) {
     rules.push(perKeyRule(`isoatlas-rate-per-key-${tier.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`, tierLimits(config, tier).per_minute!, tier, inTier(config.tier_letters[tier])));
   }
   return rules;

@@ -150,6 +150,15 @@ describe('CloudFormation validation', () => {
     expect(rule.Statement.RateBasedStatement.ScopeDownStatement.RegexMatchStatement.RegexString).toBe('^bearer isoatlas_g[a-z2-7]{8}_');
     expect(ofType(resources, 'AWS::WAFv2::RegexPatternSet')).toHaveLength(0);
   });
+
+  it('leaves a tier without a minute limit out of the default tier\'s rule, and gives it none', () => {
+    const tiers = { standard: { per_minute: 60, per_day: 5000 }, unlimited: {} };
+    const { resources } = synth({ access: { ...ACCESS, config: { tier_letters: { unlimited: 'u' }, key_required: { tiers } } } });
+    const rules: any[] = only(resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules;
+    expect(rules.map((r) => r.Name)).toEqual(['isoatlas-rate-per-ip', 'isoatlas-rate-per-key']);
+    const scope = rules[1].Statement.RateBasedStatement.ScopeDownStatement.AndStatement.Statements;
+    expect(scope.map((st: any) => st.NotStatement?.Statement.RegexMatchStatement.RegexString).filter(Boolean)).toEqual(['^bearer isoatlas_u[a-z2-7]{8}_']);
+  });
 });
 
 describe('bucket', () => {
