@@ -275,7 +275,8 @@ class LocalObjects {
 /** Reads raw files of the source (S3 or HTTP), waiting when it is busy and retrying once otherwise. */
 async function rawReader(opts: MirrorOptions, counters: { bytes: number; waited: number }): Promise<{ description: string; read(path: string): Promise<Buffer | null> }> {
   const parsed = parseMirrorSource(opts.from);
-  const apiKey = opts.apiKey ?? process.env.ISOATLAS_API_KEY;
+  // Trimmed: a key pasted or read from a file may carry whitespace, which the gate refuses.
+  const apiKey = (opts.apiKey ?? process.env.ISOATLAS_API_KEY)?.trim();
   const raw: Origin =
     parsed.kind === 's3' ? await s3Origin(parsed, opts) : new HttpOrigin(parsed.base, REQUEST_TIMEOUT_MS, apiKey ? { Authorization: `Bearer ${apiKey}` } : {});
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((ok) => setTimeout(ok, ms)));
