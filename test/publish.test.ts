@@ -25,7 +25,7 @@ import { startFakeCloudFront } from './helpers/fake-cloudfront.js';
 import { CloudFrontClient } from '@aws-sdk/client-cloudfront';
 import { StorageError } from '../build/storage-errors.js';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from './helpers/ports.js';
 import { kvsClient } from '../build/keys/commands.js';
 import { CURRENT_RELEASE_ENTRY } from '../edge/cloudfront/kvs-layout.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
@@ -137,14 +137,6 @@ const currentRelease = async (handler: ReturnType<typeof createHandler>) => ((aw
 /** The real CloudFront client, sending to a local stand-in. */
 const cloudFrontAt = (endpoint: string) => new CloudFrontClient({ region: 'us-east-1', endpoint });
 
-/** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** The isoatlas command as users run it: its exit code and what it wrote. */
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -439,7 +431,7 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
   const store = { s3: undefined as unknown as S3Client, bucket: BUCKET, prefix: PREFIX };
   const clientA = async () => ({ client: await kvsClient(kvsA.url), endpoint: kvsA.url });
   const unreachable = async () => {
-    const endpoint = `http://localhost:${await closedPort()}`;
+    const endpoint = `http://localhost:${await freePort()}`;
     return { client: await kvsClient(endpoint), endpoint };
   };
   const history = async () => JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}releases.json` }))).Body!.transformToString());

@@ -3,7 +3,7 @@
 // precedes it. Against a real s3rver, a closed port and an environment without credentials.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from './helpers/ports.js';
 import { join } from 'node:path';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
 
@@ -26,14 +26,6 @@ function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials', AWS_CONFIG_FILE: '/nonexistent/config', AWS_EC2_METADATA_DISABLED: 'true', ...extra };
 }
 
-/** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 let s3: S3rverProcess;
 beforeAll(async () => {
@@ -66,14 +58,14 @@ describe('storage failures explain themselves', () => {
   });
 
   it('an endpoint nobody listens on is unreachable, said so with its code', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const r = await cli(['releases', '--bucket', 'atlas', '--endpoint', `http://127.0.0.1:${port}`], cleanEnv(CREDS));
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`at http://127.0.0.1:${port} failed: cannot reach the endpoint (ECONNREFUSED)`);
   }, 60_000);
 
   it('a mirror whose HTTP source is down says which URL and why, not just "fetch failed"', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const to = mkdtempSync(join(tmpdir(), 'isoatlas-mirror-down-'));

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { startServer, type RunningServer } from './server.js';
 import { appendTestLog } from './key-scan.js';
 import { standaloneNginx } from '../../build/nginx-config.js';
+import { freePort } from './ports.js';
 
 const ROOT = join(__dirname, '..', '..');
 export const NGINX = '/usr/sbin/nginx';
@@ -24,18 +25,6 @@ export interface RunningFront extends RunningServer {
   errorLog: () => string;
   /** The generated config, as nginx runs it. */
   config: string;
-}
-
-/** A TCP port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 async function untilListening(port: number, child: ChildProcess, why: () => string): Promise<void> {
