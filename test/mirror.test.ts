@@ -61,8 +61,11 @@ class StaticOrigin {
   }
 
   async stop() {
+    // Stop accepting first, then drop what is open: the other order leaves a window in which a
+    // client's new connection keeps close() waiting.
+    const closed = new Promise((ok) => this.server.close(ok));
     this.server.closeAllConnections();
-    await new Promise((ok) => this.server.close(ok));
+    await closed;
   }
 
   reset() {

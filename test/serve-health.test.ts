@@ -15,7 +15,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-health-'));
   cpSync(inject('demoTree'), join(dir, 'tree'), { recursive: true });
   server = await startServer({ dir: join(dir, 'tree'), extraArgs: ['--access', 'key-required', '--keys-dir', join(dir, 'keys'), '--metrics'] });
-}, 60_000);
+}, 300_000); // copying the demo tree and starting a server on a busy shared machine
 
 afterAll(async () => {
   await server?.stop();

@@ -20,6 +20,21 @@ import { startNginxFront } from './nginx-front.js';
 
 /** The whole contract, through `front`: `isoatlas serve` itself, or the nginx front of
  * `isoatlas nginx-config` before it (test/helpers/nginx-front.ts). */
+
+/** fetch, sending an idempotent request once more when the server closed a kept-alive connection as
+ * it was being reused (as HTTP clients may, RFC 9110 §9.2.2): on a busy machine the client can miss
+ * the server's keep-alive timeout, which is a race of the transport, not an answer. */
+async function fetchRetryingClosed(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const method = (init.method ?? 'GET').toUpperCase();
+    const cause = (err as { cause?: { code?: string } }).cause;
+    if ((method !== 'GET' && method !== 'HEAD') || cause?.code !== 'UND_ERR_SOCKET') throw err;
+    return fetch(url, init);
+  }
+}
+
 export function contractSuite(front: 'server' | 'nginx'): void {
 
   // ---------------------------------------------------------------------------------------------------
@@ -69,7 +84,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     const url = /^https?:/.test(path) ? path : `${server.api}${path}`;
     const headers = new Headers(init.headers);
     if (!headers.has('accept-encoding')) headers.set('accept-encoding', 'identity');
-    const res = await fetch(url, { redirect: 'manual', ...init, headers });
+    const res = await fetchRetryingClosed(url, { redirect: 'manual', ...init, headers });
     const bytes = Buffer.from(await res.arrayBuffer());
     const text = bytes.toString('utf8');
     let json: unknown;
