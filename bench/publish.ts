@@ -246,7 +246,7 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
   notes.push(
     `Scale: every figure of this section is from the ${scale}-scale release (${fmt(files)} files, ${fmt(change.isoforms)} isoforms); the scale is chosen with \`--publish-scale demo|human\` (human: the tree the build section made in the same run, or \`--human-tree\`).`,
     `The machine is a shared 2-core box on which other work (builds and test runs in other worktrees) ran during the measurements; the load average when each run started is in the per-run table. The tools took turns going first on new buckets, so that load weighs on both alike; it is part of the spread over runs. \`publish()\` runs in the bench's own Node process, rclone in a process of its own.`,
-    `rclone (${rcloneVersion ?? 'not installed'}) runs with \`${RCLONE_FLAGS.join(' ')}\`, as its S3 documentation advises: \`--fast-list\` reads the bucket's listing with one request per 1,000 objects instead of one listing per directory (${RCLONE_DOCS.fastList}); \`--checksum\` compares size and MD5 (the listing's ETag) instead of modification times, which on S3 cost a HEAD per object, and is the flags the same page says to combine with \`--fast-list\` (${RCLONE_DOCS.checksum}; ${RCLONE_DOCS.flags}: "Check for changes with size & checksum"); \`--s3-no-head\` skips the HEAD rclone sends after every upload to check it, at the price of a higher chance of an undetected failed upload (${RCLONE_DOCS.noHead}). Both tools have ${PARALLEL} requests in flight (\`--transfers\`, \`--checkers\`); rclone makes one attempt (\`--retries 1\`).`,
+    `rclone (${rcloneVersion ?? 'not installed'}) runs with \`${RCLONE_FLAGS.join(' ')}\`, as its S3 documentation advises: \`--fast-list\` reads the bucket's listing with one request per 1,000 objects instead of one listing per directory (${RCLONE_DOCS.fastList}); \`--checksum\` compares size and MD5 (the listing's ETag) instead of modification times, which on S3 cost a HEAD per object, and the same page says to use these flags with \`--fast-list\` (${RCLONE_DOCS.checksum}; ${RCLONE_DOCS.flags}: "Check for changes with size & checksum"); \`--s3-no-head\` skips the HEAD rclone sends after every upload to check it, at the price of a higher chance of an undetected failed upload (${RCLONE_DOCS.noHead}). Both tools have ${PARALLEL} requests in flight (\`--transfers\`, \`--checkers\`); rclone makes one attempt (\`--retries 1\`).`,
   );
   if (listing) {
     const gone = listing.missing.filter((m) => m.foundWithoutDelimiter);
@@ -261,12 +261,22 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     );
   }
   const [fresh, rewrite] = putHead!.passes;
-  const seenShort = putHead!.passes.some((p) => p.shortHeads > 0 || p.shortFiles > 0);
+  const shortHeads = fresh.shortHeads + rewrite.shortHeads;
+  const shortFiles = fresh.shortFiles + rewrite.shortFiles;
+  const sizesSeen = [...new Set([...fresh.sizesSeen, ...rewrite.sizesSeen])].sort((x, y) => x - y);
+  const plural = (n: number, one: string, many: string) => `${fmt(n)} ${n === 1 ? one : many}`;
+  const seenText =
+    shortHeads > 0
+      ? `A HEAD sent at once saw a short object (sizes seen: ${sizesSeen.join(', ')}), and the full size was there at most ${Math.ceil(Math.max(...putHead!.passes.map((p) => p.msUntilFullMax)))} ms after the answer: the earlier run's "corrupted on transfer: sizes differ N vs 0" errors are this, seen by rclone's HEAD after upload, not a matter of modification times.`
+      : shortFiles > 0
+        ? "No HEAD saw a short object here, but the object's file was short at the moment of the answer, so the window is there; the earlier run's \"corrupted on transfer: sizes differ N vs 0\" errors came from the check that can fall into it, rclone's HEAD after upload, not from modification times."
+        : 'This probe saw no short object, so the window is narrow at this load; the earlier run\'s "corrupted on transfer: sizes differ N vs 0" errors came from the check that can fall into it, rclone\'s HEAD after upload, not from modification times.';
   notes.push(
-    `s3rver and HEAD after PUT (probe on a server of its own after the timed runs): ${fmt(putHead!.puts)} tree files PUT with ${putHead!.concurrency} in flight, each followed at once by a HEAD; new keys: ${fresh.shortHeads} HEADs saw another size than was sent (${fresh.shortFiles} object files short on disk at the moment of the answer); the same keys rewritten: ${rewrite.shortHeads} HEADs (sizes seen: ${rewrite.sizesSeen.join(', ') || '–'}), ${rewrite.shortFiles} files short on disk` +
-      `${seenShort ? `; the full size was there at most ${Math.ceil(Math.max(...putHead!.passes.map((p) => p.msUntilFullMax)))} ms after the answer` : ''}; once all PUTs were done, ${putHead!.shortAfterwards} objects were short. ` +
-      's3rver answers a PUT once the body has passed its MD5 hash while its file stream may still be writing the bytes (a rewrite truncates the file first), so a HEAD soon after can see size 0. ' +
-      `${seenShort ? 'That is where the earlier run\'s "corrupted on transfer: sizes differ N vs 0" came from: rclone\'s HEAD after upload, not modification times.' : 'This probe saw no short object, so the race is rare at this load; the earlier run\'s "corrupted on transfer: sizes differ N vs 0" errors came from the same check, rclone\'s HEAD after upload.'} With \`--s3-no-head\` rclone does not make that check; \`publish()\` sends no HEAD after a PUT.`,
+    `s3rver and HEAD after PUT (probe on a server of its own after the timed runs): ${fmt(putHead!.puts)} tree files PUT with ${putHead!.concurrency} in flight, each followed at once by a HEAD, then the same keys PUT again (rewritten). ` +
+      `New keys: ${plural(fresh.shortHeads, 'HEAD', 'HEADs')} saw another size than was sent, ${plural(fresh.shortFiles, 'object file was', 'object files were')} short on s3rver's disk the moment the PUT was answered; ` +
+      `rewritten keys: ${plural(rewrite.shortHeads, 'HEAD', 'HEADs')}, ${plural(rewrite.shortFiles, 'file', 'files')} short on disk; once all PUTs were done, ${plural(putHead!.shortAfterwards, 'object was', 'objects were')} short. ` +
+      "s3rver's filesystem store answers a PUT once the body has passed its MD5 hash, while its file stream may still be writing the bytes (a rewrite opens the file truncated), and a HEAD reports the file's size on disk. " +
+      `${seenText} With \`--s3-no-head\` rclone does not make that check; \`publish()\` sends no HEAD after a PUT.`,
   );
   notes.push(
     ...rcloneFailures.map((f) => `rclone's single attempt ended with errors (${f}); its time is counted as if it had succeeded.`),
