@@ -11,8 +11,10 @@ export const CLI = join(ROOT, 'bin/isoatlas.mjs');
 export interface BenchOptions {
   runs: number;
   runsHuman: number;
-  /** Publish runs: each re-renders and publishes against s3rver (minutes); object counts do not vary. */
-  runsPublish: number;
+  /** Pairs of publish runs against s3rver (publish first, then rclone first), each run on new buckets. */
+  publishPairs: number;
+  /** The release the publish section uploads: the demo, or the human-scale tree (build section or --human-tree). */
+  publishScale: 'demo' | 'human';
   quick: boolean;
   soakMinutes: number;
   skipHuman: boolean;

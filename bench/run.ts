@@ -35,6 +35,11 @@ const positive = (v: string) => {
   return Number(v);
 };
 
+function publishScale(v: string): 'demo' | 'human' {
+  if (v !== 'demo' && v !== 'human') throw new InvalidArgumentError('expected demo or human');
+  return v;
+}
+
 function sectionList(v: string): SectionId[] {
   const ids = v.split(',').map((s) => s.trim()).filter(Boolean);
   for (const id of ids) if (!(SECTION_ORDER as readonly string[]).includes(id)) throw new InvalidArgumentError(`unknown section "${id}"; sections: ${SECTION_ORDER.join(', ')}`);
@@ -47,7 +52,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--only <sections>', `comma-separated subset of: ${SECTION_ORDER.join(', ')}`, sectionList)
     .option('--runs <n>', 'runs per figure (the median is reported with the spread)', positive, 5)
     .option('--runs-human <n>', 'runs of the human-scale build (minutes each)', positive, 1)
-    .option('--runs-publish <n>', 'runs of the 1% incremental publish (each re-renders the tree; counts are deterministic)', positive, 1)
+    .option('--publish-pairs <n>', 'pairs of publish runs against s3rver, each run on new buckets, the order of publish and rclone alternating', positive, 3)
+    .option('--publish-scale <scale>', 'release the publish section uploads: demo, or human (the build section\'s human tree, or --human-tree)', publishScale, 'demo')
     .option('--quick', 'short durations and few requests: a smoke run, not figures to publish', false)
     .option('--soak-minutes <n>', 'length of the soak run', positive, 10)
     .option('--skip-human', 'do not build the human-scale release', false)
@@ -56,8 +62,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--out <file>', 'report to write', join(ROOT, 'BENCHMARKS.md'))
     .option('--keep-tmp', 'keep the scratch directory', false);
   cli.parse(argv);
-  const o = cli.opts<{ only?: SectionId[]; runs: number; runsHuman: number; runsPublish: number; quick: boolean; soakMinutes: number; skipHuman: boolean; humanTree?: string; demoWork?: string; out: string; keepTmp: boolean }>();
-  const opts: BenchOptions = { runs: o.runs, runsHuman: o.runsHuman, runsPublish: o.runsPublish, quick: o.quick, soakMinutes: o.soakMinutes, skipHuman: o.skipHuman, humanTree: o.humanTree, demoWork: o.demoWork };
+  const o = cli.opts<{ only?: SectionId[]; runs: number; runsHuman: number; publishPairs: number; publishScale: 'demo' | 'human'; quick: boolean; soakMinutes: number; skipHuman: boolean; humanTree?: string; demoWork?: string; out: string; keepTmp: boolean }>();
+  const opts: BenchOptions = { runs: o.runs, runsHuman: o.runsHuman, publishPairs: o.publishPairs, publishScale: o.publishScale, quick: o.quick, soakMinutes: o.soakMinutes, skipHuman: o.skipHuman, humanTree: o.humanTree, demoWork: o.demoWork };
 
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const tmp = mkdtempSync(join(tmpdir(), 'isoatlas-bench-'));
