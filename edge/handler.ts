@@ -1,8 +1,9 @@
 // The edge function: one async (Request) => Response over an origin holding the rendered tree. It
 // answers preflights and refuses what is not GET or HEAD, asks access control, pins the release,
-// matches the route table and hands the request to the route's module (edge/routes/); every bad
-// input becomes a problem+json 4xx, every origin failure a 502/503/504. No framework; Web-standard
-// types only, so the Node adapter, Lambda@Edge and tests call the same function.
+// matches the route table and hands the request to the route's module (edge/routes/), carrying a
+// release the request named into the answer's links (edge/pinning.ts); every bad input becomes a
+// problem+json 4xx, every origin failure a 502/503/504. No framework; Web-standard types only, so
+// the Node adapter, Lambda@Edge and tests call the same function.
 import { cacheControl, type RouteId } from './contract/routes.js';
 import { isVersioned, OriginError, type Origin, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from './origin.js';
 import { ReleaseData } from './release-data.js';
@@ -14,7 +15,8 @@ import { clip, redactKeys } from './access/key-format.js';
 import { routeHandlers } from './routes/index.js';
 import type { Release, Releases } from './routes/context.js';
 import type { ReleaseListBody } from './contract/schemas.js';
-import { RELEASE_HEADER, RELEASE_PARAM } from './contract/routes.js';
+import { RELEASE_HEADER } from './contract/routes.js';
+import { askedRelease, pinnedAnswer } from './pinning.js';
 import { API_PREFIX } from './contract/tree.js';
 import { REQUEST_ID_HEADER } from './contract/http.js';
 import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
@@ -121,9 +123,9 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
     return {
       label: 'docs_file',
       async answer() {
-        const pinned = url.searchParams.get(RELEASE_PARAM) ?? undefined;
-        const release = await releases.get(pinned);
-        if (!release) return noSuchRelease(request, pinned!);
+        const asked = askedRelease((name) => url.searchParams.get(name));
+        const release = await releases.get(asked.name);
+        if (!release) return noSuchRelease(request, asked.name!);
         return named(await docsAsset(request, release, asset), release);
       },
     };
@@ -143,11 +145,14 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
     label: route.id,
     async answer() {
       const query = parseQuery(route, url.searchParams);
-      const asked = query.strings[RELEASE_PARAM];
-      const release = await releases.get(asked);
-      if (!release) return noSuchRelease(request, asked!);
-      const response = await routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl });
-      return named(response, release);
+      const asked = askedRelease((name) => query.strings[name]);
+      const release = await releases.get(asked.name);
+      if (!release) return noSuchRelease(request, asked.name!);
+      // Links carry only a release the request named; the gate's default stays out of them.
+      const pin = asked.carried ? asked.name : undefined;
+      const answer = (request: Request) =>
+        routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl, pin });
+      return named(pin === undefined ? await answer(request) : await pinnedAnswer(request, route.schema, pin, answer), release);
     },
   };
 }

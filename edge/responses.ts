@@ -2,6 +2,7 @@
 // Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
 import { redactKeys } from './access/key-format.js';
 import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS } from './contract/http.js';
+import { DEFAULT_RELEASE_PARAM } from './contract/routes.js';
 
 export { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS };
 export const JSON_TYPE = 'application/json; charset=utf-8';
@@ -91,11 +92,18 @@ export function problemBody(instance: string, init: ProblemInit): Uint8Array {
   });
 }
 
+/** The query as the viewer wrote it: less DEFAULT_RELEASE_PARAM, which the CDN's gate adds, so a
+ * problem's instance is the same through the CDN as from a server. */
+function viewerQuery(search: string): string {
+  const kept = search.slice(1).split('&').filter((part) => part !== '' && part.split('=')[0] !== DEFAULT_RELEASE_PARAM);
+  return kept.length ? `?${kept.join('&')}` : '';
+}
+
 /** A problem answer. 404s may be cached briefly (a name absent from a release stays absent);
  * everything else is about this request only. */
 export function problem(request: Request, init: ProblemInit): Response {
   const url = new URL(request.url);
-  const bytes = problemBody(url.pathname + url.search, init);
+  const bytes = problemBody(url.pathname + viewerQuery(url.search), init);
   const headers = new Headers({
     ...CORS_HEADERS,
     'Cache-Control': init.status === 404 ? 'public, max-age=60' : 'no-store',

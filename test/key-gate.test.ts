@@ -13,6 +13,7 @@ import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helper
 import { validate } from './helpers/schemas.js';
 import { createHandler } from '../edge/handler.js';
 import { CORS_HEADERS } from '../edge/contract/http.js';
+import { DEFAULT_RELEASE_PARAM, RELEASE_PARAM } from '../edge/contract/routes.js';
 
 const NOW = Date.parse('2026-11-25T10:00:00Z');
 let keysDir: string;
@@ -239,20 +240,22 @@ describe('the release (every arrangement)', () => {
   const withRelease = () => store((e) => e.set(CURRENT_RELEASE_ENTRY, '2026.12-test'));
   const none = (entries: Map<string, string>) => loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), entries, () => NOW);
 
-  it('names the current release in an API request that names none, so it is part of the cache key', async () => {
+  it('names the current release in an API request that names none, as default_release (links do not carry it), so it is part of the cache key', async () => {
     for (const f of [none(withRelease()), gate('open', withRelease())]) {
       const out = await f.handler(viewerRequest({}));
       expect(out.statusCode).toBeUndefined();
-      expect(out.querystring).toEqual({ release: { value: '2026.12-test' } });
+      expect(out.querystring).toEqual({ [DEFAULT_RELEASE_PARAM]: { value: '2026.12-test' } });
     }
     const keyed = await gate('key-required', withRelease()).handler(viewerRequest({ authorization: bearer(standard.key) }));
-    expect(keyed.querystring).toEqual({ release: { value: '2026.12-test' } });
+    expect(keyed.querystring).toEqual({ [DEFAULT_RELEASE_PARAM]: { value: '2026.12-test' } });
   });
 
-  it('leaves a release the client asked for, and requests outside the API, as they are', async () => {
+  it('leaves a release the client named (either parameter), and requests outside the API, as they are', async () => {
     const f = none(withRelease());
-    const pinned = await f.handler(viewerRequest({ querystring: { release: { value: '2026.11-chr22-demo' } } }));
-    expect(pinned.querystring).toEqual({ release: { value: '2026.11-chr22-demo' } });
+    for (const param of [RELEASE_PARAM, DEFAULT_RELEASE_PARAM]) {
+      const named = await f.handler(viewerRequest({ querystring: { [param]: { value: '2026.11-chr22-demo' } } }));
+      expect(named.querystring, param).toEqual({ [param]: { value: '2026.11-chr22-demo' } });
+    }
     for (const uri of ['/releases/2026.11-chr22-demo/structures/PB.1.1.cif', '/current.json', '/objects/ab/cdef']) {
       expect((await f.handler(viewerRequest({ uri }))).querystring, uri).toEqual({});
     }

@@ -1,12 +1,13 @@
 // Pinning a release on a server of one tree: GET /api/v1/releases lists the tree's release; every
-// answer names its release in X-Isoatlas-Release; `?release=` with that name answers the same, with
-// another name a 404 that says where releases are listed. (Pinning in a store of several releases is
+// answer names its release in X-Isoatlas-Release; `?release=` with that name answers the same, its
+// links carrying the release, with another name a 404 that says where releases are listed. (Pinning in a store of several releases is
 // tested against S3 in publish.test.ts.)
 import { describe, expect, inject, it } from 'vitest';
 import { createHandler } from '../edge/handler.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { readManifest } from './helpers/tree.js';
 import { validate } from './helpers/schemas.js';
+import { withoutRelease } from './helpers/pinned.js';
 import { RELEASE_HEADER, routes } from '../edge/contract/routes.js';
 
 const handler = () => createHandler({ origin: new LocalOrigin(inject('demoTree')) });
@@ -23,18 +24,20 @@ describe('releases of a single tree', () => {
     expect(r.headers.get(RELEASE_HEADER)).toBe(release());
   });
 
-  it('every route takes ?release=: its own name answers the same bytes, another name a 404 pointing to /releases', async () => {
+  it('every route takes ?release=: its own name answers the same body with the release in its links, another name a 404 pointing to /releases', async () => {
     const h = handler();
     const plain = await h(new Request('http://atlas.test/api/v1/genes/PRR5'));
     const pinned = await h(new Request(`http://atlas.test/api/v1/genes/PRR5?release=${release()}`));
     expect(pinned.status).toBe(200);
-    expect(await pinned.text()).toBe(await plain.text());
+    const text = await pinned.text();
+    expect(text).toContain(`?release=${release()}"`);
+    expect(withoutRelease(text, release())).toBe(await plain.text());
     expect(pinned.headers.get(RELEASE_HEADER)).toBe(release());
     const other = await h(new Request('http://atlas.test/api/v1/genes/PRR5?release=1999.01'));
     expect(other.status).toBe(404);
     expect(other.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(((await other.json()) as { detail: string }).detail).toMatch(/no release "1999\.01" in this atlas; GET \/api\/v1\/releases lists them/);
-    for (const route of routes) expect(route.stringParams.map((p) => p.name), route.id).toContain('release');
+    for (const route of routes) expect(route.stringParams.map((p) => p.name), route.id).toEqual(expect.arrayContaining(['release', 'default_release']));
   });
 
   it('names the release on every answer from a release, errors of the route included', async () => {

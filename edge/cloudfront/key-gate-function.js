@@ -2,9 +2,11 @@
 // every cache behaviour. Its jobs, all in process with no network call, the last two reading the CloudFront
 // KeyValueStore:
 //   - preflights (OPTIONS): answered 204 with the contract's CORS headers, no key needed;
-//   - the release: an API request that names none gets `release=<current>` (the store's
+//   - the release: an API request that names none gets `default_release=<current>` (the store's
 //     `release:current`, written by `isoatlas publish --kvs`), so the release is part of every cached
-//     answer's key and a publish or rollback switches readers at once, with no invalidation;
+//     answer's key and a publish or rollback switches readers at once, with no invalidation. Not
+//     `release`: links carry only a release the viewer named, so the answer is the one a server
+//     without this gate gives the same request;
 //   - keys (arrangements open and key-required): `Authorization: Bearer <key>` is checked against
 //     the store written by `isoatlas keys publish`: the key's HMAC (keyed by the secret kept in the
 //     store) is compared in constant time with the stored one. Missing keys pass only in the open
@@ -45,9 +47,10 @@ function preflight() {
 
 /** An API request that names no release is answered from the current one, named in its cache key. */
 async function pinRelease(request) {
-  if (request.uri.indexOf(SETTINGS.api) !== 0 || request.querystring.release) return request;
+  var query = request.querystring;
+  if (request.uri.indexOf(SETTINGS.api) !== 0 || query[SETTINGS.release.named] || query[SETTINGS.release.current]) return request;
   var current = await read('release:current', 'string');
-  if (current) request.querystring.release = { value: current };
+  if (current) query[SETTINGS.release.current] = { value: current };
   return request;
 }
 

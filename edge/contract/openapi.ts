@@ -2,7 +2,7 @@
 // every route with every status it can answer, the headers that come with each, the bearer scheme of
 // both access arrangements, and examples from the release it describes.
 import { API_PREFIX } from './tree.js';
-import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, routes, type Route, type RouteId } from './routes.js';
+import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, RELEASE_PARAM, routes, type Route, type RouteId } from './routes.js';
 import { schemas } from './schemas.js';
 import { CDN_VIEWER_CACHE_CONTROL } from './http.js';
 
@@ -24,7 +24,7 @@ const HEADERS = {
     schema: { type: 'string' },
   },
   Vary: { description: 'Authorization, on answers to keyed requests when keys are required; Accept-Encoding, on JSON and mmCIF answers of isoatlas serve and its nginx front.', schema: { type: 'string' } },
-  Link: { description: 'RFC 8288 link to the next page: `<url>; rel="next"`, while there are more items.', schema: { type: 'string' } },
+  Link: { description: `RFC 8288 link to the next page: \`<url>; rel="next"\`, while there are more items. In an answer to a request that named \`${RELEASE_PARAM}\`, the url carries it, as every link of the body does.`, schema: { type: 'string' } },
   Location: { description: 'Where the mmCIF file is: the configured structure base plus the file path, or a root-relative path.', schema: { type: 'string' } },
   'RateLimit-Limit': { description: 'Requests allowed in the window closest to exhaustion (sent when access control is on).', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Remaining': { description: 'Requests left in that window.', schema: { type: 'integer', minimum: 0 } },

@@ -79,16 +79,28 @@ const symbolParam = {
 };
 
 /** Every route takes it: the published release to answer from (GET /releases lists them); without
- * it, the current release answers. Every answer names its release in RELEASE_HEADER. */
+ * it, the current release answers. Every answer names its release in RELEASE_HEADER, and every link
+ * of an answer to a request that named one carries it (edge/pinning.ts). */
 export const RELEASE_PARAM = 'release';
 export const RELEASE_HEADER = 'X-Isoatlas-Release';
-const releaseParam: StringParam = {
-  name: RELEASE_PARAM,
-  description: 'Answer from this published release (GET /api/v1/releases lists them); default: the current release. Links in bodies do not carry it: add it to each request to stay on one release.',
-  minLength: 1,
-  maxLength: 100,
-  required: false,
-};
+/** The release to answer from when RELEASE_PARAM is absent, not carried into links: the CDN's gate
+ * names the current release with it, so the cache keys answers by release while the CDN answers a
+ * viewer's request with the same body as a server without the gate does. */
+export const DEFAULT_RELEASE_PARAM = 'default_release';
+const releaseName = { minLength: 1, maxLength: 100, required: false };
+const releaseParams: readonly StringParam[] = [
+  {
+    name: RELEASE_PARAM,
+    description:
+      'Answer from this published release (GET /api/v1/releases lists them); default: the current release. Every link into the API in the answer (in its body and its Link header) carries it, so a client following links stays on this release.',
+    ...releaseName,
+  },
+  {
+    name: DEFAULT_RELEASE_PARAM,
+    description: `Answer from this release when \`${RELEASE_PARAM}\` is not given, without carrying it into links. The CDN adds the current release under this name to every API request that names none, so that its cache keeps each release's answers apart; clients pin a release with \`${RELEASE_PARAM}\`. Giving both is a 400.`,
+    ...releaseName,
+  },
+];
 
 /** Every v1 route. Each id is bound to its handler module in edge/routes/index.ts, whose type asks
  * for one handler per RouteId: a route added here without code does not compile. */
@@ -100,7 +112,7 @@ export const routes = [
     description: 'The same body as /release.',
     pathParams: [],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'Release',
     status: 200,
     cache: 'release',
@@ -113,7 +125,7 @@ export const routes = [
     description: 'Version, date, sources of each track, counts, and which tracks are generated.',
     pathParams: [],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'Release',
     status: 200,
     cache: 'release',
@@ -127,7 +139,7 @@ export const routes = [
       'Oldest first. Any of them can be asked for with the `release` query parameter on every endpoint; a mirror or local server of one tree lists that one.',
     pathParams: [],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'ReleaseList',
     status: 200,
     cache: 'search',
@@ -141,7 +153,7 @@ export const routes = [
       'A symbol shared by several genes (e.g. Y_RNA) answers 409 Conflict with the candidate gene ids in `choices` (a 4xx, so clients that raise on errors do not take it for a gene); use a gene id to pick one.',
     pathParams: [symbolParam],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'Gene',
     status: 200,
     cache: 'release',
@@ -154,7 +166,7 @@ export const routes = [
     description: 'Ordered canonical first, then reference isoforms by name, then long-read isoforms by id.',
     pathParams: [symbolParam],
     integerParams: [limit(100, 100), offset],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'IsoformPage',
     status: 200,
     cache: 'release',
@@ -167,7 +179,7 @@ export const routes = [
     description: 'Δlength, NMD, domain, neoantigen and PTM counts, and mean pLDDT.',
     pathParams: [transcriptParam],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'Isoform',
     status: 200,
     cache: 'release',
@@ -180,7 +192,7 @@ export const routes = [
     description: 'Ordered by start position.',
     pathParams: [transcriptParam],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'DomainList',
     status: 200,
     cache: 'release',
@@ -193,7 +205,7 @@ export const routes = [
     description: 'Ranked by predicted affinity (lowest nM first), then percentile rank.',
     pathParams: [transcriptParam],
     integerParams: [limit(50, 50)],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'NeoantigenList',
     status: 200,
     cache: 'release',
@@ -206,7 +218,7 @@ export const routes = [
     description: 'Every site, ordered by position; positions are 1-based on the isoform’s protein_sequence.',
     pathParams: [transcriptParam],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: 'PtmSiteList',
     status: 200,
     cache: 'release',
@@ -219,7 +231,7 @@ export const routes = [
     description: '307 Temporary Redirect; 404 when the isoform has no predicted structure.',
     pathParams: [transcriptParam],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: null,
     status: 307,
     cache: 'redirect',
@@ -233,7 +245,7 @@ export const routes = [
       'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names, and genes\' synonyms (other symbols: ERK2 finds MAPK1). Each record appears once, in its best tier: exact matches first, then prefix matches, then gene symbols one typo away (a wrong, missing or extra letter, or two neighbouring letters swapped; queries of 3 characters or more). `score` ranks within a tier, summed over the query\'s words: exact 1; prefix the share of the matched term that was typed; fuzzy 0.5 for a swap or a missing letter, 0.25 for a wrong or extra letter; a match through a synonym counts half, so a record whose own symbol, id or name the query is ranks first. Ties: genes before isoforms, then by id. `total` counts every match; a very short prefix is matched in the first few thousand terms it starts only.',
     pathParams: [],
     integerParams: [limit(25, 10)],
-    stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }, releaseParam],
+    stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }, ...releaseParams],
     schema: 'SearchResults',
     status: 200,
     cache: 'search',
@@ -246,7 +258,7 @@ export const routes = [
     description: 'An HTML page (Swagger UI over /openapi.json), served with the release: it works offline on a mirror.',
     pathParams: [],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: null,
     mediaType: 'text/html',
     status: 200,
@@ -260,7 +272,7 @@ export const routes = [
     description: '',
     pathParams: [],
     integerParams: [],
-    stringParams: [releaseParam],
+    stringParams: releaseParams,
     schema: null,
     status: 200,
     cache: 'release',

@@ -6,7 +6,13 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Count = Type.Integer({ minimum: 0 });
 const Position = Type.Integer({ minimum: 1, description: "1-based position on the isoform's protein_sequence" });
-const Link = Type.String({ description: 'Root-relative URL of a related resource' });
+/** A link the API writes: a named schema, so that the edge can find every link of a body from the
+ * schema alone and carry a pinned request's release into it (edge/pinning.ts). */
+export const LinkSchema = Type.String({
+  $id: 'Link',
+  description: 'Root-relative URL of a related resource. In an answer to a request that named `release`, a link into the API carries that release.',
+});
+const Link = Type.Unsafe<string>(Type.Ref('Link'));
 
 export const Provenance = Type.Union([Type.Literal('real'), Type.Literal('generated')], {
   $id: 'Provenance',
@@ -389,7 +395,7 @@ const problemFields = {
   title: Type.String({ description: 'The status phrase' }),
   status: Type.Integer({ minimum: 100, maximum: 599 }),
   detail: Type.String({ description: 'What exactly went wrong, and how to fix it' }),
-  instance: Type.Optional(Type.String({ description: 'Path and query of the request (absent from the CDN firewall’s 429, which cannot name the request)' })),
+  instance: Type.Optional(Type.String({ description: 'Path and query of the request, less `default_release` (absent from the CDN firewall’s 429, which cannot name the request)' })),
 };
 
 export const Problem = Type.Object(
@@ -429,6 +435,7 @@ export const WafRefusal = Type.Object(
 
 /** Every named schema, for Ajv and for `components.schemas` of the OpenAPI document. */
 export const schemas = {
+  Link: LinkSchema,
   Provenance,
   Metrics,
   IsoformSummary,

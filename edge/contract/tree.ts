@@ -6,6 +6,7 @@
 // the edge through the (sharded) alias maps before it reads a file.
 
 import { shardName } from './shards.js';
+import { RELEASE_PARAM } from './routes.js';
 
 export const API_VERSION = 'v1';
 export const API_PREFIX = '/api/v1';
@@ -135,6 +136,13 @@ export const links = {
   search: () => `${API_PREFIX}/search`,
   docs: () => `${API_PREFIX}/docs`,
 };
+
+/** A link as an answer pinned to `release` writes it: a link into the API gets RELEASE_PARAM (which
+ * every route takes); any other link is left as it is. */
+export function pinLink(link: string, release: string): string {
+  if (link !== API_PREFIX && !link.startsWith(`${API_PREFIX}/`) && !link.startsWith(`${API_PREFIX}?`)) return link;
+  return `${link}${link.includes('?') ? '&' : '?'}${RELEASE_PARAM}=${encodeURIComponent(release)}`;
+}
 
 /** The docs page's file in the tree, and the files it loads (served at `/api/v1/docs/<name>`). */
 export const DOCS_PAGE = 'index.html';

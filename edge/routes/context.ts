@@ -6,7 +6,7 @@ import type { VerifiedOrigin } from '../origins/verified.js';
 import type { ReleaseData } from '../release-data.js';
 import type { QueryValues } from '../router.js';
 import { bodyResponse, problem } from '../responses.js';
-import { contentTypeOf, links } from '../contract/tree.js';
+import { contentTypeOf, links, pinLink } from '../contract/tree.js';
 import type { ReleaseListBody } from '../contract/schemas.js';
 
 /** One release of the tree, as the routes read it. */
@@ -41,7 +41,13 @@ export interface RouteRequest {
   releases: Releases;
   /** Where structure redirects point (`<base>/<public path>`); root-relative when unset. */
   structureBaseUrl?: string;
+  /** The release the request named, which links the route writes into a problem carry (the handler
+   * pins the links of bodies and headers itself, edge/pinning.ts); undefined when it named none. */
+  pin?: string;
 }
+
+/** A link as this answer writes it: carrying the release the request named, if it named one. */
+const linkFor = (route: RouteRequest, link: string) => (route.pin === undefined ? link : pinLink(link, route.pin));
 
 /** The code of one route: its answer to a request the router has matched and validated. */
 export type RouteHandler = (route: RouteRequest) => Promise<Response>;
@@ -70,7 +76,7 @@ export async function resolveGene(route: RouteRequest): Promise<string | Respons
     return problem(route.request, {
       status: 409,
       detail: `symbol "${key}" names ${resolved.length} genes (listed in choices); ask for one of them by gene id`,
-      extra: { choices: resolved.map((id) => ({ gene_id: id, link: links.gene(id) })) },
+      extra: { choices: resolved.map((id) => ({ gene_id: id, link: linkFor(route, links.gene(id)) })) },
     });
   }
   return resolved;
@@ -87,10 +93,11 @@ export async function resolveIsoform(route: RouteRequest): Promise<string | Resp
 /** A 404 for a gene or isoform that points on: search finds synonyms, prefixes and typos, and the
  * release metadata says what the release covers (the demo covers one chromosome). */
 function notFound(route: RouteRequest, what: string, key: string): Response {
-  const search = `${links.search()}?query=${encodeURIComponent(key)}`;
+  const search = linkFor(route, `${links.search()}?query=${encodeURIComponent(key)}`);
+  const release = linkFor(route, links.release());
   return problem(route.request, {
     status: 404,
-    detail: `${what}. Search for it (other symbols, prefixes and typos): ${search}; what this release covers: ${links.release()} (coverage).`,
-    extra: { search, release: links.release() },
+    detail: `${what}. Search for it (other symbols, prefixes and typos): ${search}; what this release covers: ${release} (coverage).`,
+    extra: { search, release },
   });
 }
