@@ -127,8 +127,8 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
 
   // Before any write: a server without conditional writes, or a deployment whose pin this publish
   // could not move, is left untouched.
-  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
   const pin = await resolvePin(store, opts.kvs, 'publish');
+  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
 
   const summary: PublishSummary = { release, previous: null, objects: total, uploaded: 0, present: 0, bytesUploaded: 0, seconds: 0, retired: [], invalidated: [] };
@@ -340,8 +340,8 @@ export async function rollback(opts: RollbackOptions): Promise<RollbackResult> {
   if (!targetName) throw new UsageError(`no release before ${current.release} to roll back to in ${store.where}`);
   const target = history.releases.find((r) => r.release === targetName);
   if (targetName !== current.release && !target) throw new UsageError(`release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`);
-  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('rollback');
   const pin = await resolvePin(store, opts.kvs, 'rollback');
+  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('rollback');
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
   let from = current.release;
   let changed = false;

@@ -137,7 +137,7 @@ export class StoreBucket {
     const endpoint = await endpointOf(this.s3);
     throw new StorageError(
       `the S3 server at ${endpoint} ignores conditional writes (${ignored.join(' and ')} on PutObject of ${this.where}${PROBE_KEY} succeeded where S3 answers 412 Precondition Failed), ` +
-        `so ${command} could lose another command's entry in releases.json or move current.json on stale facts; ${command} changed nothing. ` +
+        `so ${command} could lose another command's entry in releases.json or move current.json on stale facts; ${command} changed nothing but that probe. ` +
         'Use a server that honours them (AWS S3 does; for a local try-out, `npm run local-s3` in docs/OPERATIONS.md), ' +
         `or, only if no other publish, rollback or gc can run on this store meanwhile, add --unsafe-single-writer`,
     );
