@@ -9,18 +9,32 @@
 // publish without it, before the store recorded it): gc reads the pin itself, at gc time, from the
 // KeyValueStore the store records, and keeps that release's objects whatever the history says, as
 // well as those of every release pinned within the grace period (the history's `unpinned`). A
-// KeyValueStore it cannot read means nothing is deleted.
+// KeyValueStore it cannot read means nothing is deleted. The release current.json names is kept
+// too, whatever the history says (a pointer write that lost its race cannot happen, but a store
+// edited by hand or by an older version may have one).
+//
+// A publish relies on objects it found in the store; it must learn when gc may have deleted some:
+// gc marks the history (GcState: a new epoch and `deleting_since`) before its first deletion and
+// clears the mark (another epoch) after its last, both conditional writes, and a publish compares
+// (publish.ts). gc also never deletes an object written after the oldest pending publish started
+// (S3's LastModified against the pending entry's start, less the clock skew S3 tolerates), so a
+// publish's own uploads survive even when its pending entry is older than the grace period.
+//
+// The grace period must outlast the CDN's cached answers and a stalled publish or rollback between
+// reading the history and moving the pointer: below SAFE_GRACE_HOURS gc refuses unless --force.
 import { DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
-import { objectKey, type ReleaseHistory } from '../edge/contract/store.js';
+import { objectKey, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { loadManifest } from './manifest-reader.js';
 import { StoreBucket } from './store-bucket.js';
 import { UsageError } from './errors.js';
 import { StorageError } from './storage-errors.js';
 import { readPin, resolvePin, type KvsAccess } from './edge-pin.js';
+import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
 
-/** Longer than the API's longest cache lifetime at the CDN (a day) with room to spare. */
-export const DEFAULT_GRACE_HOURS = 48;
+/** S3 refuses signed requests whose clock is further than this from its own, so a publisher's
+ * clock (a pending entry's start) and S3's (LastModified) differ by less. */
+const CLOCK_SKEW_MS = 15 * 60_000;
 
 export interface CollectOptions {
   s3: S3Client;
@@ -32,6 +46,12 @@ export interface CollectOptions {
   log?: (line: string) => void;
   /** How to reach the KeyValueStore the store records (edge.json); needed when it records one. */
   kvs?: KvsAccess;
+  /** Accept a grace period shorter than SAFE_GRACE_HOURS. */
+  force?: boolean;
+  /** As publish's: skip the check that the server honours conditional writes. */
+  unsafeSingleWriter?: boolean;
+  /** How far a publisher's clock may be from the server's (tests on one machine make it small). */
+  clockSkewMs?: number;
 }
 
 export interface CollectSummary {
@@ -39,7 +59,8 @@ export interface CollectSummary {
   referenced: number;
   deleted: number;
   bytesDeleted: number;
-  /** Unreferenced objects younger than the grace period, left for a later run. */
+  /** Unreferenced objects younger than the grace period (or than the oldest pending publish), left
+   * for a later run. */
   young: number;
   /** Retired (or abandoned pending) releases whose grace period ended, dropped from the history. */
   dropped: string[];
@@ -53,35 +74,50 @@ const MAX_ROUNDS = 5;
 export async function collectGarbage(opts: CollectOptions): Promise<CollectSummary> {
   const graceHours = opts.graceHours ?? DEFAULT_GRACE_HOURS;
   if (!(graceHours >= 0)) throw new UsageError('--grace-hours must be a number ≥ 0');
+  const log = opts.log ?? (() => {});
+  if (graceHours < SAFE_GRACE_HOURS) {
+    const risk = `cached API answers may still point into releases retired that recently, and a publish or rollback stalled longer than that may point current.json at a release whose objects are gone`;
+    if (!opts.force) throw new UsageError(`--grace-hours ${graceHours} is shorter than the safe ${SAFE_GRACE_HOURS} h: ${risk}. Use --grace-hours ${SAFE_GRACE_HOURS} or more, or add --force if you know neither can happen`);
+    log(`warning: --grace-hours ${graceHours} is shorter than the safe ${SAFE_GRACE_HOURS} h (--force): ${risk}`);
+  }
   const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
   const now = opts.now ?? (() => new Date());
-  const log = opts.log ?? (() => {});
   const cutoff = now().getTime() - graceHours * 3_600_000;
   const expired = (at: string) => Date.parse(at) < cutoff;
   const pin = await resolvePin(store, opts.kvs, 'gc');
+  if (!opts.unsafeSingleWriter && !opts.dryRun) await store.checkConditionalWrites('gc');
   const readPinned = async () => (pin ? ((await readPin(pin, 'gc deleted nothing')) ?? null) : null);
 
   for (let round = 1; round <= MAX_ROUNDS; round++) {
-    const history = await store.history();
+    const pointer = await store.pointer();
+    let history = await store.history();
     const pinned = await readPinned();
     const pins = pinnedReleases(history, pinned, expired, store.where, log);
-    const protectedReleases = [
+    const protectedReleases: PublishedRelease[] = [
       ...history.releases,
-      ...history.pending.filter((p) => !expired(p.started_at) || pins.has(p.release)),
       ...history.retired.filter((r) => !expired(r.retired_at) || pins.has(r.release)),
+      ...(pointer ? [pointer] : []),
     ];
     const referenced = new Set<string>();
     const manifests = new Map<string, Set<string>>();
-    for (const r of protectedReleases) {
+    const addReferenced = async (r: { release: string; manifest_sha256: string }) => {
       let objects = manifests.get(r.manifest_sha256);
       if (!objects) {
         objects = await referencedBy(store, r.release, r.manifest_sha256);
         manifests.set(r.manifest_sha256, objects);
       }
       for (const sha of objects) referenced.add(sha);
+    };
+    for (const r of protectedReleases) await addReferenced(r);
+    for (const p of history.pending.filter((p) => !expired(p.started_at) || pins.has(p.release))) {
+      // A pending release whose manifest is gone cannot say what it references: its publish finds
+      // that out itself (the gc epoch) and uploads again what it lacks.
+      await addReferenced(p).catch((err: Error) => log(`pending release ${p.release} cannot be read (${err.message.replace(/; nothing was deleted$/, '')}): its publish will check its objects again`));
     }
+    // Objects written since the oldest pending publish started may be that publish's.
+    const oldestPending = Math.min(...history.pending.map((p) => Date.parse(p.started_at) - (opts.clockSkewMs ?? CLOCK_SKEW_MS)));
     const listed = await store.objects();
-    const doomed = [...listed].filter(([sha, o]) => !referenced.has(sha) && o.modified.getTime() < cutoff);
+    const doomed = [...listed].filter(([sha, o]) => !referenced.has(sha) && o.modified.getTime() < cutoff && o.modified.getTime() < oldestPending);
     const young = [...listed.keys()].filter((sha) => !referenced.has(sha)).length - doomed.length;
     const summary: CollectSummary = { referenced: referenced.size, deleted: 0, bytesDeleted: 0, young, dropped: [], pinned };
     if (opts.dryRun) {
@@ -90,16 +126,28 @@ export async function collectGarbage(opts: CollectOptions): Promise<CollectSumma
       return summary;
     }
     let changed = false;
-    for (let i = 0; i < doomed.length; i += 1000) {
-      // Someone published, retired or rolled back meanwhile, or moved the pin: count again.
-      if (!sameHistory(await store.history(), history) || (await readPinned()) !== pinned) {
-        changed = true;
-        break;
+    let marked = false;
+    try {
+      for (let i = 0; i < doomed.length; i += 1000) {
+        // Someone published, retired or rolled back meanwhile, or moved the pin: count again.
+        const unchanged = (h: ReleaseHistory) => sameHistory(h, history);
+        if (!marked) {
+          // The mark is written only on the history counted from, so no publish slips in between.
+          const before = history;
+          history = await store.updateHistory((h) => (unchanged(h) ? { ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1, deleting_since: now().toISOString() } } : null));
+          marked = history !== before && !sameHistory(history, before);
+          if (!marked) changed = true;
+        } else if (!unchanged(await store.history())) changed = true;
+        if (!changed && (!samePointer(await store.pointer(), pointer) || (await readPinned()) !== pinned)) changed = true;
+        if (changed) break;
+        const batch = doomed.slice(i, i + 1000);
+        await opts.s3.send(new DeleteObjectsCommand({ Bucket: opts.bucket, Delete: { Objects: batch.map(([sha]) => ({ Key: store.prefix + objectKey(sha) })), Quiet: true } }));
+        summary.deleted += batch.length;
+        summary.bytesDeleted += batch.reduce((n, [, o]) => n + o.size, 0);
       }
-      const batch = doomed.slice(i, i + 1000);
-      await opts.s3.send(new DeleteObjectsCommand({ Bucket: opts.bucket, Delete: { Objects: batch.map(([sha]) => ({ Key: store.prefix + objectKey(sha) })), Quiet: true } }));
-      summary.deleted += batch.length;
-      summary.bytesDeleted += batch.reduce((n, [, o]) => n + o.size, 0);
+    } finally {
+      // The mark comes off whatever happened, once no deletion is in flight.
+      if (marked) await store.updateHistory((h) => ({ ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1 } }));
     }
     if (changed) {
       log(`the history changed while collecting (round ${round}); counting again`);
@@ -108,11 +156,17 @@ export async function collectGarbage(opts: CollectOptions): Promise<CollectSumma
     await store.updateHistory((h) => {
       // A pinned release keeps its entry: its manifest is how a later gc knows what to keep.
       const pending = h.pending.filter((p) => !expired(p.started_at) || pins.has(p.release));
-      const retired = h.retired.filter((r) => !expired(r.retired_at) || pins.has(r.release));
+      const retired = h.retired.filter((r) => !expired(r.retired_at) || pins.has(r.release) || r.release === pointer?.release);
       const unpinned = h.unpinned?.filter((u) => !expired(u.unpinned_at));
       summary.dropped = [...h.pending.filter((p) => !pending.includes(p)), ...h.retired.filter((r) => !retired.includes(r))].map((r) => r.release);
       const unpinnedDropped = (h.unpinned?.length ?? 0) !== (unpinned?.length ?? 0);
-      return summary.dropped.length || unpinnedDropped ? { ...h, pending, retired, ...(unpinned ? { unpinned } : {}) } : null;
+      // A mark left by a gc that was killed while deleting would make every publish wait for it.
+      const stale = Boolean(h.gc?.deleting_since);
+      if (!summary.dropped.length && !unpinnedDropped && !stale) return null;
+      if (stale) log(`cleared the mark of a gc that started deleting at ${h.gc!.deleting_since} and did not finish`);
+      // Dropping a pending entry ends its protection: a new epoch tells its publish to check again.
+      const gc = pending.length !== h.pending.length || stale ? { gc: { epoch: (h.gc?.epoch ?? 0) + 1 } } : {};
+      return { ...h, pending, retired, ...(unpinned ? { unpinned } : {}), ...gc };
     });
     return summary;
   }
@@ -154,3 +208,5 @@ async function referencedBy(store: StoreBucket, release: string, manifestSha: st
 function sameHistory(a: ReleaseHistory, b: ReleaseHistory): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
+
+const samePointer = (a: ReleasePointer | null, b: ReleasePointer | null) => JSON.stringify(a) === JSON.stringify(b);

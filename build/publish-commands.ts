@@ -3,6 +3,7 @@ import { parseEndpoint } from './storage-errors.js';
 import type { Command } from 'commander';
 import { UsageError } from './errors.js';
 import { KVS_ARN } from '../edge/cloudfront/kvs-layout.js';
+import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
 
 type KvsOptions = { kvs?: string; replaceKvs?: string; kvsEndpoint?: string };
 
@@ -22,6 +23,8 @@ async function kvsAccess(o: KvsOptions) {
 const KVS_HELP = "the CDN's KeyValueStore (stack output KeyValueStoreArn). Needed once: the store records it (edge.json), and later commands use it without --kvs";
 const REPLACE_KVS_HELP = 'the KeyValueStore the store records, to replace it with --kvs on purpose (a new stack)';
 const KVS_ENDPOINT_HELP = 'KeyValueStore API endpoint, for a local stand-in';
+const SINGLE_WRITER_HELP =
+  'run on a server that ignores conditional writes (If-Match, If-None-Match), which is otherwise refused: only safe when no other publish, rollback or gc can run on this store meanwhile';
 
 function parseKeep(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError('--keep takes a whole number ≥ 1');
@@ -43,7 +46,8 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--distribution-id <id>', 'CloudFront distribution whose cached API answers to invalidate (not needed with a KeyValueStore)')
     .option('--keep <n>', 'keep the newest n releases; older ones are retired (isoatlas gc deletes their objects after a grace period)', parseKeep)
     .option('--concurrency <n>', 'uploads in flight', (v) => Number(v), 16)
-    .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number } & KvsOptions) => {
+    .option('--unsafe-single-writer', SINGLE_WRITER_HELP)
+    .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number; unsafeSingleWriter?: boolean } & KvsOptions) => {
       const { publish, s3Client } = await import('./publish.js');
       const kvs = await kvsAccess(o);
       const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
@@ -58,6 +62,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
         cloudfront: o.distributionId ? new CloudFrontClient({ region: 'us-east-1' }) : undefined,
         kvs,
         log,
+        unsafeSingleWriter: o.unsafeSingleWriter,
       });
       log(
         `published release ${s.release}${s.previous ? ` (was ${s.previous})` : ''}: ${s.objects} objects, ${s.uploaded} uploaded, ${s.present} already in the store; ` +
@@ -77,7 +82,8 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--distribution-id <id>', 'CloudFront distribution whose cached API answers to invalidate (not needed with a KeyValueStore)')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style), e.g. http://127.0.0.1:9000', parseEndpoint)
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
-    .action(async (o: { bucket: string; prefix: string; to?: string; endpoint?: string; region: string; distributionId?: string } & KvsOptions) => {
+    .option('--unsafe-single-writer', SINGLE_WRITER_HELP)
+    .action(async (o: { bucket: string; prefix: string; to?: string; endpoint?: string; region: string; distributionId?: string; unsafeSingleWriter?: boolean } & KvsOptions) => {
       const { rollback, s3Client } = await import('./publish.js');
       const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
       const r = await rollback({
@@ -89,6 +95,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
         distributionId: o.distributionId,
         cloudfront: o.distributionId ? new CloudFrontClient({ region: 'us-east-1' }) : undefined,
         log,
+        unsafeSingleWriter: o.unsafeSingleWriter,
       });
       const invalidated = r.invalidated.length ? `; invalidated ${r.invalidated.join(' ')}` : '';
       const where = `s3://${o.bucket}/${o.prefix}`;
@@ -122,15 +129,27 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .description('Delete objects no kept, pending or recently retired release references, once older than the grace period.')
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
-    .option('--grace-hours <h>', 'only delete objects unreferenced and older than this; longer than every cache lifetime', (v) => Number(v), 48)
+    .option('--grace-hours <h>', `only delete objects unreferenced and older than this; longer than every cache lifetime (below ${SAFE_GRACE_HOURS} only with --force)`, (v) => Number(v), DEFAULT_GRACE_HOURS)
+    .option('--force', `accept a --grace-hours below ${SAFE_GRACE_HOURS}: only when no publish or rollback is running and no cached answer points into recently retired releases`)
+    .option('--unsafe-single-writer', SINGLE_WRITER_HELP)
     .option('--kvs-endpoint <url>', `${KVS_ENDPOINT_HELP} (the KeyValueStore is the one the store records)`)
     .option('--dry-run', 'count what would be deleted, delete nothing')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style), e.g. http://127.0.0.1:9000', parseEndpoint)
     .option('--region <region>', 'AWS region', process.env.AWS_REGION ?? 'us-east-1')
-    .action(async (o: { bucket: string; prefix: string; graceHours: number; dryRun?: boolean; endpoint?: string; region: string } & KvsOptions) => {
+    .action(async (o: { bucket: string; prefix: string; graceHours: number; dryRun?: boolean; endpoint?: string; region: string; force?: boolean; unsafeSingleWriter?: boolean } & KvsOptions) => {
       const { collectGarbage } = await import('./collect.js');
       const { s3Client } = await import('./publish.js');
-      const s = await collectGarbage({ s3: s3Client(o), bucket: o.bucket, prefix: o.prefix, graceHours: o.graceHours, dryRun: o.dryRun, log, kvs: await kvsAccess(o) });
+      const s = await collectGarbage({
+        s3: s3Client(o),
+        bucket: o.bucket,
+        prefix: o.prefix,
+        graceHours: o.graceHours,
+        dryRun: o.dryRun,
+        log,
+        kvs: await kvsAccess(o),
+        force: o.force,
+        unsafeSingleWriter: o.unsafeSingleWriter,
+      });
       log(
         `${o.dryRun ? 'would delete' : 'deleted'} ${s.deleted} objects (${(s.bytesDeleted / 1e6).toFixed(2)} MB) of s3://${o.bucket}/${o.prefix}; ${s.referenced} referenced, ${s.young} unreferenced but younger than ${o.graceHours} h` +
           (s.dropped.length ? `; dropped ${s.dropped.join(', ')} from the history` : '') +

@@ -14,6 +14,15 @@
 // Re-running an interrupted publish (its release still pending) lists the store once and uploads
 // only what the first run did not.
 //
+// What it knows of the store (which objects are there) is trusted at step 3 only if no gc deleted
+// anything since it looked: the history's gc epoch (edge/contract/store.ts GcState) is the same, in
+// the conditional write that makes the release kept, as when it first read the history, and no gc
+// was deleting then. Otherwise it waits for that gc, lists the store, uploads what is missing and
+// tries again. The pointer then moves only to the newest kept release, in a write conditional on the
+// pointer it read before reading the history: a publish that a newer one overtook (or retired with
+// --keep) loses, says so and leaves current.json alone. A release name, once used, always means the
+// same manifest (the history's names record outlives gc).
+//
 // A store whose deployment pins releases in the CDN's KeyValueStore (edge-pin.ts) is published only
 // with it: it is found in the store when --kvs is not given, and reached before anything is uploaded.
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -22,7 +31,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { POINTER_KEY, RELEASE_NAME, objectKey, type PublishedRelease, type ReleaseHistory } from '../edge/contract/store.js';
+import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectKey, usedNames, type PublishedRelease, type ReleaseHistory } from '../edge/contract/store.js';
 import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
 import { startProgress } from './progress.js';
 import { UsageError } from './errors.js';
@@ -32,6 +41,7 @@ import { forEachLimited } from './concurrency.js';
 import { OBJECT_CACHE_CONTROL, StoreBucket, s3Client } from './store-bucket.js';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { movePin, readPin, recordPin, resolvePin, type KvsAccess } from './edge-pin.js';
+import { StorageError } from './storage-errors.js';
 
 export { s3Client, OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from './store-bucket.js';
 
@@ -50,6 +60,11 @@ export interface PublishOptions {
   kvs?: KvsAccess;
   progress?: boolean;
   log?: (line: string) => void;
+  /** Skip the check that the server honours conditional writes (`--unsafe-single-writer`): only
+   * safe when no other publish, rollback or gc runs on the store meanwhile. */
+  unsafeSingleWriter?: boolean;
+  /** How long to wait for a gc that is deleting objects of the store before giving up. */
+  gcWaitMs?: number;
 }
 
 export interface PublishSummary {
@@ -90,14 +105,17 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const manifestSha = sha256Of(manifest.indexBody);
   const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
 
+  // Read before anything this publish learns about the store's objects: see the gc epoch above.
   const history = await store.history();
-  const same = [...history.releases, ...history.pending, ...history.retired].find((r) => r.release === release);
-  if (same && same.manifest_sha256 !== manifestSha) {
+  const nameTaken = (h: ReleaseHistory) => {
+    const used = usedNames(h).get(release);
+    if (used === undefined || used === manifestSha) return;
     throw new UsageError(
-      `release ${release} is already in ${store.where} with other content (manifest ${same.manifest_sha256.slice(0, 12)}…, this tree's is ${manifestSha.slice(0, 12)}…); ` +
+      `release ${release} is already in ${store.where} with other content (manifest ${used.slice(0, 12)}…, this tree's is ${manifestSha.slice(0, 12)}…), or was until gc collected it; ` +
         'a release name always means the same data: build the new data under a new release name',
     );
-  }
+  };
+  nameTaken(history);
 
   // The release's distinct objects: the manifest's shards and index first, then every other file.
   const manifestObjects = new Map<string, ReleaseObject>();
@@ -107,12 +125,14 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   for (const e of manifest.entries) if (!manifestObjects.has(e.sha256) && !fileObjects.has(e.sha256)) fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
   const total = manifestObjects.size + fileObjects.size;
 
-  // Before any upload: a deployment whose pin this publish could not move is left untouched.
+  // Before any write: a server without conditional writes, or a deployment whose pin this publish
+  // could not move, is left untouched.
   const pin = await resolvePin(store, opts.kvs, 'publish');
+  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
 
   const summary: PublishSummary = { release, previous: null, objects: total, uploaded: 0, present: 0, bytesUploaded: 0, seconds: 0, retired: [], invalidated: [] };
-  const known = await knownObjects(store, history, manifest, concurrency);
+  const known = await knownObjects(store, history, manifest, concurrency, log);
   // An interrupted run of this release left objects no kept release lists: one listing finds them.
   if (history.pending.some((p) => p.release === release && p.manifest_sha256 === manifestSha)) {
     for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
@@ -137,16 +157,21 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     summary.bytesUploaded += body.length;
   };
 
+  // Before the first upload: gc keeps every object younger than a pending release's start.
+  const startedAt = new Date().toISOString();
   const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', total);
   try {
-    // 1. The manifest, then the release as pending.
+    // 1. The manifest, then the release as pending (its name recorded for good).
     const manifestMissing = [...manifestObjects.values()].filter(missing);
     await forEachLimited(manifestMissing, concurrency, upload);
     bar.tick(manifestObjects.size);
-    const startedAt = new Date().toISOString();
-    await store.updateHistory((h) =>
-      h.releases.some((r) => r.release === release) || h.pending.some((r) => r.release === release) ? null : { ...h, pending: [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }] },
-    );
+    await store.updateHistory((h) => {
+      nameTaken(h);
+      const listed = h.releases.some((r) => r.release === release) || h.pending.some((r) => r.release === release);
+      if (listed && h.names?.[release] === manifestSha) return null;
+      const pending = listed ? h.pending : [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }];
+      return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: manifestSha } };
+    });
     // 2. Every other file the store lacks.
     const filesMissing = [...fileObjects.values()].filter(missing);
     bar.tick(fileObjects.size - filesMissing.length);
@@ -157,27 +182,30 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   } finally {
     bar.stop();
   }
-  summary.present = total - summary.uploaded;
 
   // 3. Kept, then current.
   const publishedAt = new Date().toISOString();
   const entry: PublishedRelease = { release, manifest_sha256: manifestSha, published_at: publishedAt };
   const keep = opts.keep;
-  await store.updateHistory((h): ReleaseHistory => {
-    const releases = [...h.releases.filter((r) => r.release !== release), h.releases.find((r) => r.release === release) ?? entry];
-    const kept = keep === undefined ? releases : releases.slice(-keep);
-    const dropped = releases.filter((r) => !kept.includes(r));
-    summary.retired = dropped.map((r) => r.release);
-    return {
-      ...h,
-      releases: kept,
-      pending: h.pending.filter((r) => r.release !== release),
-      retired: [...h.retired.filter((r) => !kept.some((k) => k.release === r.release)), ...dropped.map((r) => ({ ...r, retired_at: publishedAt }))],
-    };
-  });
-  await store.updatePointer((current) => {
+  const releaseObjects = [...manifestObjects.values(), ...fileObjects.values()];
+  let seen = history;
+  for (let check = 1; ; check++) {
+    let trusted = false;
+    await store.updateHistory((h): ReleaseHistory | null => {
+      trusted = protects(h, release, manifestSha) && !gcDeletedSince(seen, h);
+      return trusted ? keepRelease(h, entry, keep, summary) : null;
+    });
+    if (trusted) break;
+    if (check === 3) throw new StorageError(`gc kept deleting objects of ${store.where} while this publish checked them; publish again when gc has finished (it uploads only what is missing)`);
+    seen = await recheck(store, release, manifestSha, releaseObjects, (o) => upload(o), { concurrency, log, waitMs: opts.gcWaitMs ?? GC_WAIT_MS });
+  }
+  summary.present = Math.max(0, total - summary.uploaded);
+  await store.updatePointer(async (current) => {
+    const h = await store.history();
+    const newest = h.releases.at(-1);
+    if (newest?.release !== release || newest.manifest_sha256 !== manifestSha) throw overtaken(store, release, current?.release ?? null, h);
     summary.previous = current && current.release !== release ? current.release : (current?.previous ?? null);
-    return { format: 2, ...entry, previous: summary.previous };
+    return { format: 2, ...newest, previous: summary.previous };
   });
   log(`${store.where}${POINTER_KEY} → ${release}`);
   if (pin) await movePin(store, pin, release, pinBehind(store, release, 'publish the same tree again'), log);
@@ -185,6 +213,81 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   if (opts.distributionId) summary.invalidated = await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId);
   summary.seconds = (performance.now() - started) / 1000;
   return summary;
+}
+
+/** How long a publish waits for a gc that is deleting objects to finish. */
+const GC_WAIT_MS = 10 * 60_000;
+
+/** The history's kept releases with this one the newest, pending no more, those beyond `keep` retired. */
+function keepRelease(h: ReleaseHistory, entry: PublishedRelease, keep: number | undefined, summary: PublishSummary): ReleaseHistory {
+  const { release } = entry;
+  const releases = [...h.releases.filter((r) => r.release !== release), h.releases.find((r) => r.release === release) ?? entry];
+  const kept = keep === undefined ? releases : releases.slice(-keep);
+  const dropped = releases.filter((r) => !kept.includes(r));
+  summary.retired = dropped.map((r) => r.release);
+  return {
+    ...h,
+    releases: kept,
+    pending: h.pending.filter((r) => r.release !== release),
+    retired: [...h.retired.filter((r) => !kept.some((k) => k.release === r.release)), ...dropped.map((r) => ({ ...r, retired_at: entry.published_at }))],
+  };
+}
+
+/** Whether gc protects the release in this history: kept or pending, with this manifest. */
+const protects = (h: ReleaseHistory, release: string, manifestSha: string) => [...h.releases, ...h.pending].some((r) => r.release === release && r.manifest_sha256 === manifestSha);
+
+/** Whether a gc may have deleted objects between reading `before` and `after`: it was deleting then,
+ * or has started (or stopped) deleting since, which bumps the epoch. */
+const gcDeletedSince = (before: ReleaseHistory, after: ReleaseHistory) => Boolean(before.gc?.deleting_since) || (before.gc?.epoch ?? 0) !== (after.gc?.epoch ?? 0);
+
+/** After a gc ran during the publish: waits until no gc is deleting, enters the release as pending
+ * again if gc dropped it, then lists the store and uploads what it lacks. Returns the history read
+ * before the listing, against which the next check compares. */
+async function recheck(
+  store: StoreBucket,
+  release: string,
+  manifestSha: string,
+  objects: ReleaseObject[],
+  upload: (o: ReleaseObject) => Promise<void>,
+  o: { concurrency: number; log: (line: string) => void; waitMs: number },
+): Promise<ReleaseHistory> {
+  const deadline = Date.now() + o.waitMs;
+  let h = await store.history();
+  while (h.gc?.deleting_since) {
+    if (Date.now() > deadline) {
+      throw new StorageError(
+        `${store.where}${HISTORY_KEY} says a gc has been deleting objects since ${h.gc.deleting_since}, so this publish cannot tell which of its objects are still there; ` +
+          `it left current.json alone. If that gc is still running, publish again when it has finished; if it was killed, run \`isoatlas gc\` once (it clears the mark), then publish again`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    h = await store.history();
+  }
+  o.log(`gc ran on ${store.where} while release ${release} was being published: checking that each of its objects is still in the store`);
+  if (!protects(h, release, manifestSha)) {
+    o.log(`gc dropped the pending entry of ${release} (older than its grace period): entering it again`);
+    await store.updateHistory((now) =>
+      protects(now, release, manifestSha) ? null : { ...now, pending: [...now.pending.filter((p) => p.release !== release), { release, manifest_sha256: manifestSha, started_at: new Date().toISOString() }] },
+    );
+  }
+  const listed = await store.objects(o.concurrency);
+  const lost = objects.filter((obj) => !listed.has(obj.sha256));
+  if (lost.length) o.log(`${lost.length} objects of ${release} were deleted by gc: uploading them again`);
+  // The manifest's objects first: gc reads a pending release's manifest to know what it references.
+  const manifestFirst = [...lost].sort((a, b) => Number(b.path === treePaths.manifest) - Number(a.path === treePaths.manifest));
+  await forEachLimited(manifestFirst, o.concurrency, upload);
+  return h;
+}
+
+/** Why the pointer did not move: a newer release is kept, or this one was retired meanwhile. */
+function overtaken(store: StoreBucket, release: string, current: string | null, h: ReleaseHistory): StorageError {
+  const newest = h.releases.at(-1)?.release ?? 'none';
+  const state = h.releases.some((r) => r.release === release) ? 'kept, but not the newest' : h.retired.some((r) => r.release === release) ? 'retired (a publish with --keep dropped it)' : 'no longer listed';
+  return new StorageError(
+    `${store.where}${POINTER_KEY} was not moved to ${release}: while it was being published, ${newest} became the newest kept release, and only the newest may become current. ` +
+      `${release} is ${state} in ${store.where}${HISTORY_KEY}; current.json names ${current ?? 'nothing'}. ` +
+      `If ${release} should be current, \`isoatlas rollback --to ${release}\` (if kept) or publish it again`,
+  );
 }
 
 /** CloudFront caches the API's answers under unversioned URLs (/api/v1/…) and the pointer: those
@@ -216,6 +319,8 @@ export interface RollbackOptions {
   distributionId?: string;
   cloudfront?: Pick<CloudFrontClient, 'send'>;
   log?: (line: string) => void;
+  /** As publish's. */
+  unsafeSingleWriter?: boolean;
 }
 
 /** What a failed KeyValueStore write after the pointer moved leaves, and how to finish it. */
@@ -236,13 +341,19 @@ export async function rollback(opts: RollbackOptions): Promise<RollbackResult> {
   const target = history.releases.find((r) => r.release === targetName);
   if (targetName !== current.release && !target) throw new UsageError(`release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`);
   const pin = await resolvePin(store, opts.kvs, 'rollback');
+  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('rollback');
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
   let from = current.release;
   let changed = false;
   if (targetName !== current.release) {
-    await store.updatePointer((now) => {
-      from = now?.release ?? from;
-      return { format: 2, ...target!, previous: from };
+    // Conditional on the pointer this rollback read, and on the target still being kept then.
+    await store.updatePointer(async (now) => {
+      if (now?.release !== current.release) {
+        throw new StorageError(`${store.where}${POINTER_KEY} changed from ${current.release} to ${now?.release ?? 'nothing'} while rolling back (another publish or rollback); nothing was changed: see \`isoatlas releases\` and roll back again if still wanted`);
+      }
+      const kept = (await store.history()).releases.find((r) => r.release === targetName);
+      if (!kept) throw new StorageError(`release ${targetName} was retired while rolling back to it; nothing was changed: see \`isoatlas releases\` for the kept ones`);
+      return { format: 2, ...kept, previous: from };
     });
     changed = true;
   }
@@ -284,31 +395,41 @@ export async function listReleases(opts: { s3: S3Client; bucket: string; prefix?
 
 /** The objects the store holds for sure: everything its kept releases list. A kept release's
  * manifest shard with the same sha256 as one of the new release's lists the same files, so only the
- * shards that differ are read. */
-async function knownObjects(store: StoreBucket, history: ReleaseHistory, manifest: LoadedManifest, concurrency: number): Promise<Set<string>> {
+ * shards that differ are read. A kept release whose manifest is gone (a gc forced below its safe
+ * grace) is reported and left out: this publish uploads what it would have found there. */
+async function knownObjects(store: StoreBucket, history: ReleaseHistory, manifest: LoadedManifest, concurrency: number, log: (line: string) => void): Promise<Set<string>> {
   const known = new Set<string>();
   const ours = new Map(manifest.shards.map(({ entry, body }, i) => [entry.sha256, () => parseManifestShard(body, i, manifest.shards.length, entry.path)] as const));
-  const read = new Set<string>();
+  const broken = (r: PublishedRelease, key: string, what: string) =>
+    log(`${store.where}${key}: ${what} of kept release ${r.release} is missing from the store, so that release is broken; this publish does not rely on it. Publish ${r.release} again (or roll back past it)`);
   for (const r of history.releases) {
     if (known.has(r.manifest_sha256)) continue;
-    known.add(r.manifest_sha256);
     const got = await store.get(objectKey(r.manifest_sha256));
-    if (!got) throw new Error(`${store.where}${objectKey(r.manifest_sha256)}: the manifest of kept release ${r.release} is missing from the store; run \`isoatlas releases\` and publish that release again`);
+    if (!got) {
+      broken(r, objectKey(r.manifest_sha256), 'the manifest');
+      continue;
+    }
+    // What this release lists counts only once all of its manifest was found.
+    const listed = new Set([r.manifest_sha256]);
+    let whole = true;
     const index = parseManifestIndex(got.body, `${store.where} (release ${r.release}) ${treePaths.manifest}`);
-    const toRead = index.shards.filter((s) => !read.has(s.sha256) && !known.has(s.sha256));
-    await forEachLimited(toRead, concurrency, async (shard) => {
-      read.add(shard.sha256);
-      known.add(shard.sha256);
+    await forEachLimited(index.shards.filter((s) => !known.has(s.sha256)), concurrency, async (shard) => {
+      listed.add(shard.sha256);
       const same = ours.get(shard.sha256);
       if (same) {
-        for (const e of same()) known.add(e.sha256);
+        for (const e of same()) listed.add(e.sha256);
         return;
       }
       const body = await store.get(objectKey(shard.sha256));
-      if (!body) throw new Error(`${store.where}${objectKey(shard.sha256)}: a manifest shard of kept release ${r.release} is missing from the store`);
+      if (!body) {
+        if (whole) broken(r, objectKey(shard.sha256), 'a manifest shard');
+        whole = false;
+        return;
+      }
       const n = index.shards.indexOf(shard);
-      for (const e of parseManifestShard(body.body, n, index.shards.length, `${store.where} (release ${r.release}) ${shard.path}`)) known.add(e.sha256);
+      for (const e of parseManifestShard(body.body, n, index.shards.length, `${store.where} (release ${r.release}) ${shard.path}`)) listed.add(e.sha256);
     });
+    if (whole) for (const sha of listed) known.add(sha);
   }
   return known;
 }

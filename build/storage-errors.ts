@@ -88,7 +88,7 @@ export function explainStorageError(err: unknown): StorageError | null {
   }
   if (status === 500 && e.name === 'InternalError') {
     return new StorageError(
-      `${head}: the server answered 500 InternalError. If it is s3rver, it must run under \`node --openssl-legacy-provider\` (e.g. \`node --openssl-legacy-provider node_modules/.bin/s3rver …\`); otherwise try again, or read the server's log`,
+      `${head}: the server answered 500 InternalError. If it is s3rver, it must run under \`node --openssl-legacy-provider\` (\`npm run local-s3\` does, and adds the conditional writes publish needs); otherwise try again, or read the server's log`,
     );
   }
   return new StorageError(`${head}: ${e.name}${status ? ` (HTTP ${status})` : ''}: ${e.message}`);

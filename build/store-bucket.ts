@@ -2,9 +2,9 @@
 // use it: its small JSON objects read with their ETag and rewritten only if unchanged (S3's
 // conditional writes), and its objects listed by sha256.
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { EDGE_KEY, HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, emptyHistory, objectSha, parseEdgeRecord, parseHistory, parsePointer, type EdgeRecord, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
+import { EDGE_KEY, HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, PROBE_KEY, emptyHistory, objectSha, parseEdgeRecord, parseHistory, parsePointer, type EdgeRecord, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
 import { forEachLimited } from './concurrency.js';
-import { noteWhere } from './storage-errors.js';
+import { StorageError, noteWhere } from './storage-errors.js';
 
 /** The pointer and history must stay fresh at the CDN; objects never change. */
 export const POINTER_CACHE_CONTROL = 'public, max-age=10, must-revalidate';
@@ -73,25 +73,27 @@ export class StoreBucket {
   /** Read-modify-write of the history, conditional on its ETag: a concurrent writer makes S3 refuse
    * the write (412, or 409 while both are in flight), and the change is made again on what it wrote.
    * `change` returns what to write, or null to leave the history as it is. */
-  async updateHistory(change: (history: ReleaseHistory) => ReleaseHistory | null): Promise<ReleaseHistory> {
+  async updateHistory(change: Change<ReleaseHistory>): Promise<ReleaseHistory> {
     return this.update(HISTORY_KEY, (body) => (body ? parseOr(this.where + HISTORY_KEY, () => parseHistory(body)) : emptyHistory()), change);
   }
 
-  /** The same for the pointer. */
-  async updatePointer(change: (pointer: ReleasePointer | null) => ReleasePointer | null): Promise<ReleasePointer | null> {
+  /** The same for the pointer. `change` may read the history: read after the pointer, so that a
+   * history changed after it is read means a pointer changed after the pointer was read (publishes
+   * write the history before the pointer), which makes this write fail and `change` run again. */
+  async updatePointer(change: Change<ReleasePointer | null>): Promise<ReleasePointer | null> {
     return this.update(POINTER_KEY, (body) => (body ? parseOr(this.where + POINTER_KEY, () => parsePointer(body)) : null), change);
   }
 
   /** The same for the edge record: two first publishes naming different stores cannot both win. */
-  async updateEdge(change: (edge: EdgeRecord | null) => EdgeRecord | null): Promise<EdgeRecord | null> {
+  async updateEdge(change: Change<EdgeRecord | null>): Promise<EdgeRecord | null> {
     return this.update(EDGE_KEY, (body) => (body ? parseOr(this.where + EDGE_KEY, () => parseEdgeRecord(body)) : null), change);
   }
 
-  private async update<T>(key: string, parse: (body: string | null) => T, change: (value: T) => T | null): Promise<T> {
+  private async update<T>(key: string, parse: (body: string | null) => T, change: Change<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const got = await this.get(key);
       const value = parse(got ? got.body.toString('utf8') : null);
-      const next = change(value);
+      const next = await change(value);
       if (next === null) return value;
       try {
         await this.s3.send(
@@ -113,6 +115,34 @@ export class StoreBucket {
     }
   }
 
+  /** Refuses a server that ignores S3's conditional writes: publish, rollback and gc rely on them
+   * to never lose a history entry nor move the pointer on stale facts. A constant probe object is
+   * written with If-None-Match: * (once it exists S3 answers 412) and with If-Match on an ETag it
+   * cannot have (412 too); a server that answers 200 to either ignores the header. */
+  async checkConditionalWrites(command: string): Promise<void> {
+    const put = (condition: { IfNoneMatch?: string; IfMatch?: string }) =>
+      this.s3
+        .send(new PutObjectCommand({ Bucket: this.bucket, Key: this.prefix + PROBE_KEY, Body: PROBE_BODY, ContentType: 'application/json', CacheControl: POINTER_CACHE_CONTROL, ...condition }))
+        .then(() => 200, (err) => {
+          const status = statusOf(err);
+          if (status === 412 || status === 409) return status;
+          throw err;
+        });
+    // The first run on a store creates the probe; the second write must then be refused.
+    const created = (await put({ IfNoneMatch: '*' })) === 200;
+    const ignored: string[] = [];
+    if (created && (await put({ IfNoneMatch: '*' })) === 200) ignored.push('If-None-Match: *');
+    if ((await put({ IfMatch: '"00000000000000000000000000000000"' })) === 200) ignored.push('If-Match');
+    if (ignored.length === 0) return;
+    const endpoint = await endpointOf(this.s3);
+    throw new StorageError(
+      `the S3 server at ${endpoint} ignores conditional writes (${ignored.join(' and ')} on PutObject of ${this.where}${PROBE_KEY} succeeded where S3 answers 412 Precondition Failed), ` +
+        `so ${command} could lose another command's entry in releases.json or move current.json on stale facts; ${command} changed nothing but that probe. ` +
+        'Use a server that honours them (AWS S3 does; for a local try-out, `npm run local-s3` in docs/OPERATIONS.md), ' +
+        `or, only if no other publish, rollback or gc can run on this store meanwhile, add --unsafe-single-writer`,
+    );
+  }
+
   /** Every object of the store: sha256 → size and last modification. Listed in 16 slices at once
    * (by the first hex digit), so a store of a million objects lists in about a minute. */
   async objects(concurrency = 16): Promise<Map<string, { size: number; modified: Date }>> {
@@ -131,6 +161,16 @@ export class StoreBucket {
     });
     return out;
   }
+}
+
+/** What a read-modify-write does with the value it read: the value to write, or null for none. */
+type Change<T> = (value: T) => T | null | Promise<T | null>;
+
+const PROBE_BODY = JSON.stringify({ purpose: 'isoatlas checks here that this server refuses a conditional write whose condition fails' });
+
+async function endpointOf(s3: S3Client): Promise<string> {
+  const endpoint = s3.config.endpoint ? await s3.config.endpoint() : null;
+  return endpoint ? `${endpoint.protocol}//${endpoint.hostname}${endpoint.port ? `:${endpoint.port}` : ''}${endpoint.path === '/' ? '' : endpoint.path}` : 'AWS S3';
 }
 
 function parseOr<T>(where: string, parse: () => T): T {

@@ -34,6 +34,7 @@ import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-func
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
+import { startHoldingProxy, type HoldingProxy } from './helpers/holding-proxy.js';
 import { readManifest, readStructureMap, rewriteTree } from './helpers/tree.js';
 import Database from 'better-sqlite3';
 import { copyFileSync } from 'node:fs';
@@ -266,7 +267,7 @@ describe('publish to S3 (s3rver)', () => {
     // 3 genes + release.json changed, so did the manifest shards listing them and manifest.json.
     expect(added.length).toBeGreaterThanOrEqual(4 + 1 + 1);
     expect(s).toMatchObject({ release: '2026.12-test', previous: '2026.11-chr22-demo', uploaded: added.length, present: objectsOf(release2).size - added.length });
-    expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(added.length + 3); // + pending, kept, pointer
+    expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(added.length + 3 + 2); // + pending, kept, pointer; the two probes of conditional writes
     // What the store holds is known from release 1's manifest: no copies, no HEAD per object, no listing.
     expect(commands.filter((c) => /Copy|Head|List/.test(c))).toEqual([]);
     expect(seen.other).toEqual([]);
@@ -349,13 +350,19 @@ describe('publish to S3 (s3rver)', () => {
     await expect(publish({ dir: other, bucket: BUCKET, s3, progress: false })).rejects.toThrow(/already in .* with other content/);
   });
 
-  it('two concurrent publishes both end in the history', async () => {
-    const [a, b] = await Promise.all([publish({ dir: release4a, bucket: BUCKET, s3, progress: false }), publish({ dir: release4b, bucket: BUCKET, s3, progress: false })]);
-    expect([a.release, b.release]).toEqual(['2027.02-a', '2027.02-b']);
+  it('two concurrent publishes both end in the history, and current.json names the newer', async () => {
+    const [a, b] = await Promise.allSettled([publish({ dir: release4a, bucket: BUCKET, s3, progress: false }), publish({ dir: release4b, bucket: BUCKET, s3, progress: false })]);
     const listing = await listReleases({ s3, bucket: BUCKET });
     expect(listing.releases.map((r) => r.release)).toEqual(expect.arrayContaining(['2026.11-chr22-demo', '2026.12-test', '2027.01-test', '2027.02-a', '2027.02-b']));
     expect(listing.pending).toEqual([]);
-    expect(['2027.02-a', '2027.02-b']).toContain(listing.current);
+    // The one kept last is current; the other may have lost the pointer to it, and then says so.
+    const newest = listing.releases.at(-1)!.release;
+    expect(listing.current).toBe(newest);
+    for (const [settled, release] of [[a, '2027.02-a'], [b, '2027.02-b']] as const) {
+      if (settled.status === 'fulfilled') expect(settled.value.release).toBe(release);
+      else expect(settled.reason.message).toContain(`was not moved to ${release}: while it was being published, ${newest} became the newest kept release`);
+    }
+    expect([a.status, b.status]).toContain('fulfilled');
   });
 
   it('the stand-in S3 refuses stale conditional writes as S3 does, so the test above can fail', async () => {
@@ -593,5 +600,148 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     expect(await edgeRecord()).toMatchObject({ kvs: ARN_B });
     expect(kvsB.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2027.02-b');
     expect(kvsA.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2027.02-a');
+  });
+});
+
+describe('races between publish, rollback and gc, staged with held requests (issue #30)', () => {
+  // Each test has a store of its own below a prefix; the commands under test reach s3rver through a
+  // proxy that holds chosen requests until the test lets them go, so no step depends on timing.
+  let proxy: HoldingProxy;
+  beforeAll(async () => {
+    proxy = await startHoldingProxy(server.endpoint);
+  });
+  afterAll(() => proxy?.close());
+
+  const through = (endpoint: string) => s3Client({ endpoint, region: 'us-east-1' });
+  const pointerOf = async (prefix: string) => JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}current.json` }))).Body!.transformToString());
+  const historyOf = async (prefix: string) => JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}releases.json` }))).Body!.transformToString());
+  /** The current release is whole: a mirror of it into an empty directory syncs, and serves it. */
+  async function mirrorsWhole(prefix: string, release: string, tree: string) {
+    const { mirror } = await import('../build/mirror.js');
+    const to = mkdtempSync(join(dir, 'race-mirror-'));
+    const s = await mirror({ from: `s3://${BUCKET}/${prefix}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false });
+    expect(s.release).toBe(release);
+    const handler = createHandler({ origin: new StoreOrigin(new LocalOrigin(to)) });
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(tree, 'ENSG00000186654'));
+  }
+  /** The isoatlas command, started: its process, and its exit code and output once it ends. */
+  function startCli(args: string[]) {
+    const child = spawn(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stdout.resume();
+    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+    const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((ok) => child.on('exit', (code, signal) => ok({ code, signal, stderr })));
+    return { child, done };
+  }
+
+  it('a publish whose pointer write is held while a newer one with --keep 1 finishes loses, says so, and leaves current.json to the newer', async () => {
+    const PREFIX = 'race-pointer/';
+    await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
+    const held = proxy.hold((method, path) => method === 'PUT' && path === `/${BUCKET}/${PREFIX}current.json`);
+    const late = startCli(['publish', '--dir', release2, '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', proxy.endpoint]);
+    await held.held; // 2026.12-test is kept and newest, and its pointer write is on its way
+    const newer = await publish({ dir: release3, bucket: BUCKET, prefix: PREFIX, s3, progress: false, keep: 1 });
+    expect(newer.retired.sort()).toEqual(['2026.11-chr22-demo', '2026.12-test']);
+    held.release();
+    const r = await late.done;
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain(`s3://${BUCKET}/${PREFIX}current.json was not moved to 2026.12-test: while it was being published, 2027.01-test became the newest kept release`);
+    expect(r.stderr).toContain('2026.12-test is retired (a publish with --keep dropped it)');
+    expect((await pointerOf(PREFIX)).release).toBe('2027.01-test');
+
+    // gc below the safe grace is refused without --force, and warned about with it.
+    const refused = await cli(['gc', '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', server.endpoint, '--grace-hours', '0']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--grace-hours 0 is shorter than the safe 24 h');
+    expect(refused.stderr).toContain('add --force');
+    const forced = await cli(['gc', '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', server.endpoint, '--grace-hours', '0', '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stderr).toContain('warning: --grace-hours 0 is shorter than the safe 24 h (--force)');
+    expect(forced.stderr).toMatch(/dropped (2026\.11-chr22-demo, 2026\.12-test|2026\.12-test, 2026\.11-chr22-demo) from the history/);
+    await mirrorsWhole(PREFIX, '2027.01-test', release3);
+
+    // Names are forever: gc dropped 2026.12-test's entry, yet the name still means its data only.
+    const other = await deriveRelease('2026.12-test', changedGenes.slice(1, 2), 'race-other-2026.12-test');
+    await expect(publish({ dir: other, bucket: BUCKET, prefix: PREFIX, s3, progress: false })).rejects.toThrow(/release 2026\.12-test is already in .* with other content .*or was until gc collected it/);
+    const again = await publish({ dir: release2, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
+    expect(again).toMatchObject({ release: '2026.12-test', previous: '2027.01-test' });
+    expect((await historyOf(PREFIX)).names).toMatchObject({ '2026.12-test': expect.any(String), '2026.11-chr22-demo': expect.any(String), '2027.01-test': expect.any(String) });
+    await mirrorsWhole(PREFIX, '2026.12-test', release2);
+  });
+
+  it('gc with a grace shorter than a running publish: the publish finds what gc deleted, uploads it again, and its release is whole', async () => {
+    const PREFIX = 'race-gc/';
+    await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
+    // Release 1's objects must be older than the publish below by more than the clock margin gc is given.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const logs: string[] = [];
+    // Held: the history write that would make 2027.02-a kept (the first write adds it as pending).
+    let historyWrites = 0;
+    const held = proxy.hold((method, path) => method === 'PUT' && path === `/${BUCKET}/${PREFIX}releases.json` && ++historyWrites === 2);
+    const running = publish({ dir: release4a, bucket: BUCKET, prefix: PREFIX, s3: through(proxy.endpoint), progress: false, log: (l) => logs.push(l) });
+    await held.held;
+    // Meanwhile release 1 is retired, and gc with no grace at all collects it, and the running
+    // publish's pending entry with it: among the deleted objects, some 2027.02-a shares with release 1.
+    await publish({ dir: release3, bucket: BUCKET, prefix: PREFIX, s3, progress: false, keep: 1 });
+    const gc = await collectGarbage({ s3, bucket: BUCKET, prefix: PREFIX, graceHours: 0, force: true, clockSkewMs: 2_000 });
+    expect(gc.dropped.sort()).toEqual(['2026.11-chr22-demo', '2027.02-a']);
+    const shared = [...objectsOf(release4a)].filter((sha) => objectsOf(release1).has(sha) && !objectsOf(release3).has(sha));
+    expect(shared.length).toBeGreaterThan(0);
+    expect(await presentObjects(shared, PREFIX)).toBe(0);
+    expect((await historyOf(PREFIX)).gc.epoch).toBeGreaterThan(0);
+    held.release();
+    const s = await running;
+    expect(s.release).toBe('2027.02-a');
+    expect((await pointerOf(PREFIX)).release).toBe('2027.02-a');
+    expect(await presentObjects(objectsOf(release4a), PREFIX)).toBe(objectsOf(release4a).size);
+    await mirrorsWhole(PREFIX, '2027.02-a', release4a);
+    expect((await historyOf(PREFIX)).pending).toEqual([]);
+    expect(logs.join('\n')).toContain(`gc ran on s3://${BUCKET}/${PREFIX} while release 2027.02-a was being published`);
+  });
+
+  it('a publish killed with half its objects uploaded leaves nothing current; run again, it uploads the rest and its release is whole', async () => {
+    const PREFIX = 'race-kill/';
+    const total = objectsOf(release1).size;
+    let objectPuts = 0;
+    const held = proxy.hold((method, path) => method === 'PUT' && path.startsWith(`/${BUCKET}/${PREFIX}objects/`) && ++objectPuts > total / 2);
+    const run = startCli(['publish', '--dir', release1, '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', proxy.endpoint]);
+    await held.held;
+    run.child.kill('SIGKILL');
+    expect((await run.done).signal).toBe('SIGKILL');
+    held.drop();
+    await proxy.idle();
+    const reached = proxy.forwarded.filter((f) => f.method === 'PUT' && f.path.startsWith(`/${BUCKET}/${PREFIX}objects/`)).length;
+    expect(reached).toBeGreaterThanOrEqual(Math.floor(total / 2));
+    expect(reached).toBeLessThan(total);
+    await expect(s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}current.json` }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
+    expect((await listReleases({ s3, bucket: BUCKET, prefix: PREFIX })).pending.map((p) => p.release)).toEqual(['2026.11-chr22-demo']);
+
+    const resumed = await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
+    expect(resumed.uploaded).toBeLessThanOrEqual(total - reached);
+    expect(resumed.uploaded).toBeGreaterThan(0);
+    await mirrorsWhole(PREFIX, '2026.11-chr22-demo', release1);
+  });
+
+  it('publish, rollback and gc refuse a server that ignores conditional writes, saying why and what to do; --unsafe-single-writer runs anyway', async () => {
+    const PREFIX = 'race-unconditional/';
+    const plain = await startHoldingProxy(server.endpoint, { stripConditions: true });
+    try {
+      const args = ['--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', plain.endpoint];
+      const r = await cli(['publish', '--dir', release1, ...args]);
+      expect(r.code).toBe(4);
+      expect(r.stderr).toContain(`the S3 server at ${plain.endpoint} ignores conditional writes (If-None-Match: * and If-Match on PutObject of s3://${BUCKET}/${PREFIX}conditional-write-probe succeeded`);
+      expect(r.stderr).toContain('publish changed nothing');
+      expect(r.stderr).toContain('--unsafe-single-writer');
+      expect((await listReleases({ s3, bucket: BUCKET, prefix: PREFIX })).releases).toEqual([]);
+      expect((await cli(['gc', ...args])).stderr).toContain('gc changed nothing');
+      const alone = await cli(['publish', '--dir', release1, ...args, '--unsafe-single-writer']);
+      expect(alone.code, alone.stderr).toBe(0);
+      const rb = await cli(['rollback', '--to', '2026.11-chr22-demo', ...args]);
+      expect(rb.code).toBe(4);
+      expect(rb.stderr).toContain('rollback changed nothing');
+    } finally {
+      await plain.close();
+    }
+    await mirrorsWhole(PREFIX, '2026.11-chr22-demo', release1);
   });
 });

@@ -8,6 +8,8 @@
 //                                     each release's manifest.json alike)
 //   <prefix>edge.json                 the edge record (EdgeRecord): the CDN's KeyValueStore that pins
 //                                     the current release, once a publish or rollback has named one
+//   <prefix>conditional-write-probe   a constant object publish, rollback and gc write conditionally to
+//                                     check that the server honours conditional writes
 //
 // Objects never change under their name, so publishing uploads only what the store does not have,
 // and a reader that knows a release's manifest sha256 can check every byte it reads.
@@ -17,6 +19,7 @@ export const POINTER_KEY = 'current.json';
 export const HISTORY_KEY = 'releases.json';
 export const OBJECTS_PREFIX = 'objects/';
 export const EDGE_KEY = 'edge.json';
+export const PROBE_KEY = 'conditional-write-probe';
 /** Format of current.json and releases.json; 2 since releases are content-addressed. */
 export const STORE_FORMAT = 2;
 
@@ -74,6 +77,23 @@ export interface ReleaseHistory {
    * edge may answer from them until then, and cached answers point into them for a while after, so
    * gc protects them for a grace period as it does retired ones. Absent in stores without one. */
   unpinned?: UnpinnedRelease[];
+  /** Every release name ever entered in this history, with its manifest sha256: never pruned, so a
+   * name keeps meaning the same data after gc has dropped its entry. Absent in older stores (their
+   * names are those of the lists above). */
+  names?: Record<string, string>;
+  /** What garbage collection is doing, so that a publish can tell whether objects it relies on may
+   * have been deleted since it looked (absent until the first gc that deletes anything). */
+  gc?: GcState;
+}
+
+/** gc bumps `epoch` when it starts deleting (setting `deleting_since`) and again when it stops, both
+ * conditional writes of the history. A publish that read epoch n with no deletion under way, and
+ * moves its release to the kept ones in a conditional write that still sees epoch n, knows that no
+ * object was deleted in between; otherwise it checks the store again first. */
+export interface GcState {
+  epoch: number;
+  /** Set while a gc is deleting objects: when it started. */
+  deleting_since?: string;
 }
 
 export interface UnpinnedRelease {
@@ -106,13 +126,23 @@ export function parseHistory(text: string): ReleaseHistory {
   const h = JSON.parse(text) as ReleaseHistory;
   const valid = (list: unknown) => Array.isArray(list) && list.every((r) => validRelease({ published_at: '', ...r }));
   const unpinned = h?.unpinned === undefined || (Array.isArray(h.unpinned) && h.unpinned.every((u) => u && typeof u.release === 'string' && typeof u.unpinned_at === 'string'));
-  if (!h || h.format !== STORE_FORMAT || !valid(h.releases) || !valid(h.pending) || !valid(h.retired) || !unpinned) {
+  const names = h?.names === undefined || (typeof h.names === 'object' && h.names !== null && Object.values(h.names).every((sha) => typeof sha === 'string' && SHA256_HEX.test(sha)));
+  const gc = h?.gc === undefined || (typeof h.gc === 'object' && h.gc !== null && Number.isInteger(h.gc.epoch) && (h.gc.deleting_since === undefined || typeof h.gc.deleting_since === 'string'));
+  if (!h || h.format !== STORE_FORMAT || !valid(h.releases) || !valid(h.pending) || !valid(h.retired) || !unpinned || !names || !gc) {
     throw new Error(`not an isoatlas release history of format ${STORE_FORMAT}`);
   }
   return h;
 }
 
 export const emptyHistory = (): ReleaseHistory => ({ format: STORE_FORMAT, releases: [], pending: [], retired: [] });
+
+/** The manifest sha256 each release name of the history stands for: the names record, and the
+ * entries of stores written before it existed. */
+export function usedNames(h: ReleaseHistory): Map<string, string> {
+  const names = new Map(Object.entries(h.names ?? {}));
+  for (const r of [...h.retired, ...h.pending, ...h.releases]) if (!names.has(r.release)) names.set(r.release, r.manifest_sha256);
+  return names;
+}
 
 export function parseEdgeRecord(text: string): EdgeRecord {
   const e = JSON.parse(text) as EdgeRecord;

@@ -1,17 +1,29 @@
-// The child process of test/helpers/s3rver.ts: s3rver, plus what S3 does and s3rver (3.x) does not —
-// conditional writes. A PUT with If-Match or If-None-Match is checked against the object's ETag and
-// refused with 412 PreconditionFailed as S3 does; conditional PUTs of one key, and reads of it, are
-// serialized, so a check and its write are one step and no reader sees a half-written object.
+// A local S3-protocol server for trying isoatlas out, and for its tests (test/helpers/s3rver.ts):
+// s3rver (a dev dependency), plus what S3 does and s3rver (3.x) does not — conditional writes, which
+// publish, rollback and gc require. A PUT with If-Match or If-None-Match is checked against the
+// object's ETag and refused with 412 PreconditionFailed as S3 does; conditional PUTs of one key, and
+// reads of it, are serialized, so a check and its write are one step and no reader sees a
+// half-written object.
+//
+//   node --openssl-legacy-provider bin/local-s3.cjs <directory> <bucket>[,<bucket>…] [port]
+//   (or: npm run local-s3 -- <directory> <bucket> [port])
+//
+// It prints S3RVER_PORT=<port> once it listens (port 0 or none: any free port). s3rver needs the
+// legacy OpenSSL provider for its listing tokens. Any credentials are accepted, but some must be set.
 const S3rver = require('s3rver');
 
-const [directory, bucketsJson] = process.argv.slice(2);
+const [directory, bucketList, port = '0'] = process.argv.slice(2);
+if (!directory || !bucketList || !/^\d+$/.test(port)) {
+  console.error('usage: node --openssl-legacy-provider bin/local-s3.cjs <directory> <bucket>[,<bucket>…] [port]');
+  process.exit(2);
+}
 const server = new S3rver({
   address: '127.0.0.1',
-  port: 0,
+  port: Number(port),
   silent: true,
   directory,
   allowMismatchedSignatures: true,
-  configureBuckets: JSON.parse(bucketsJson).map((name) => ({ name, configs: [] })),
+  configureBuckets: bucketList.split(',').map((name) => ({ name, configs: [] })),
 });
 
 const locks = new Map();
@@ -47,4 +59,7 @@ server.middleware.unshift(async (ctx, next) => {
   });
 });
 
-server.run().then((address) => console.log(`S3RVER_PORT=${address.port}`));
+server.run().then((address) => {
+  console.log(`S3RVER_PORT=${address.port}`);
+  console.error(`s3rver with conditional writes on http://127.0.0.1:${address.port}, buckets ${bucketList}, data in ${directory}`);
+});
