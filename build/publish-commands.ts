@@ -2,6 +2,7 @@
 import { parseEndpoint } from './storage-errors.js';
 import type { Command } from 'commander';
 import { UsageError } from './errors.js';
+import { nonNegativeNumber, positiveInteger } from './cli-options.js';
 import { KVS_ARN } from '../edge/cloudfront/kvs-layout.js';
 
 type KvsOptions = { kvs?: string; replaceKvs?: string; kvsEndpoint?: string };
@@ -42,7 +43,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--kvs-endpoint <url>', KVS_ENDPOINT_HELP)
     .option('--distribution-id <id>', 'CloudFront distribution whose cached API answers to invalidate (not needed with a KeyValueStore)')
     .option('--keep <n>', 'keep the newest n releases; older ones are retired (isoatlas gc deletes their objects after a grace period)', parseKeep)
-    .option('--concurrency <n>', 'uploads in flight', (v) => Number(v), 16)
+    .option('--concurrency <n>', 'uploads in flight', positiveInteger, 16)
     .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number } & KvsOptions) => {
       const { publish, s3Client } = await import('./publish.js');
       const kvs = await kvsAccess(o);
@@ -122,7 +123,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .description('Delete objects no kept, pending or recently retired release references, once older than the grace period.')
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
-    .option('--grace-hours <h>', 'only delete objects unreferenced and older than this; longer than every cache lifetime', (v) => Number(v), 48)
+    .option('--grace-hours <h>', 'only delete objects unreferenced and older than this; longer than every cache lifetime', nonNegativeNumber, 48)
     .option('--kvs-endpoint <url>', `${KVS_ENDPOINT_HELP} (the KeyValueStore is the one the store records)`)
     .option('--dry-run', 'count what would be deleted, delete nothing')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style), e.g. http://127.0.0.1:9000', parseEndpoint)
