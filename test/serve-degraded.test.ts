@@ -10,16 +10,21 @@ import { treePaths } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store.js';
 import { readManifest } from './helpers/tree.js';
 import { mirror } from '../build/mirror.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
 
 const GENE = 'ENSG00000186654'; // PRR5
 let dir: string;
 const servers: RunningServer[] = [];
+const after: (() => void)[] = [];
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-degraded-'));
 });
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
+  for (const close of after) close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -76,7 +81,14 @@ describe('GET /health with files that fail verification', () => {
   }, 120_000);
 
   it('a mirror: a corrupt object degrades it until the next sync fetches it again', async () => {
-    const source = await serve(join(dir, 'tree'));
+    // The tree on a static file server: a source mirror syncs from.
+    const files = createServer((req, res) => {
+      const path = decodeURIComponent(new URL(req.url!, 'http://x').pathname).replace(/^\/+/, '');
+      readFile(join(dir, 'tree', path)).then((body) => res.end(body), () => ((res.statusCode = 404), res.end()));
+    });
+    await new Promise<void>((ok) => files.listen(0, '127.0.0.1', ok));
+    after.push(() => files.close());
+    const source = { base: `http://127.0.0.1:${(files.address() as AddressInfo).port}` };
     const store = join(dir, 'mirror');
     await mirror({ from: source.base, to: store, progress: false });
     const server = await serve(store);
