@@ -43,6 +43,12 @@ export function parseBaseUrl(value: string): string {
   }
 }
 
+/** A threshold or a duration: a decimal number, 0 or more (`Number` alone would take "abc" as NaN). */
+export function nonNegativeNumber(v: string): number {
+  if (!/^(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v)) throw new InvalidArgumentError('expected a number ≥ 0, e.g. 48 or 1e-5');
+  return Number(v);
+}
+
 export function positiveInteger(v: string): number {
   if (!/^[1-9]\d*$/.test(v)) throw new InvalidArgumentError('expected a positive integer');
   return Number(v);

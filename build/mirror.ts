@@ -19,7 +19,10 @@ import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parseP
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
 import { OriginError, type Origin } from '../edge/origin.js';
 import { HttpOrigin } from '../edge/origins/http.js';
-import { UsageError } from './errors.js';
+import { BadInputError, UsageError } from './errors.js';
+import { StorageError } from './storage-errors.js';
+import { sourceError } from './source-errors.js';
+import { parseManifestIndex } from '../edge/contract/manifest.js';
 import { startProgress, type Progress } from './progress.js';
 import { loadManifest } from './manifest-reader.js';
 import { forEachLimited } from './concurrency.js';
@@ -45,6 +48,8 @@ export interface MirrorOptions {
   log?: (line: string) => void;
   /** How to wait before a retry (tests shorten it). */
   sleep?: (ms: number) => Promise<void>;
+  /** How long one request may take (tests shorten it). */
+  requestTimeoutMs?: number;
 }
 
 export interface MirrorSummary {
@@ -162,7 +167,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
       const body = await source.object(sha, path);
       await local.put(sha, body);
       return body;
-    }, `${source.description} (release ${r.release}) `);
+    }, `${source.description} (release ${r.release}) `, DAMAGED);
     needed.set(r.manifest_sha256, { size: manifest.indexBody.length, path: treePaths.manifest });
     for (const { entry } of manifest.shards) needed.set(entry.sha256, { size: entry.size, path: entry.path });
     for (const e of manifest.entries as ManifestEntry[]) if (!needed.has(e.sha256)) needed.set(e.sha256, { size: e.size, path: e.path });
@@ -185,7 +190,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   try {
     await forEachLimited(toFetch, concurrency, async ([sha, o]) => {
       const body = await source.object(sha, o.path);
-      if (body.length !== o.size) throw new Error(`${o.path}: downloaded ${body.length} bytes with the right sha256 but the manifest lists ${o.size}`);
+      if (body.length !== o.size) throw new BadInputError(`${o.path}: downloaded ${body.length} bytes with the right sha256 but the manifest lists ${o.size}; ${DAMAGED}`);
       await local.put(sha, body);
       fetching.tick();
     });
@@ -278,7 +283,7 @@ async function rawReader(opts: MirrorOptions, counters: { bytes: number; waited:
   // Trimmed: a key pasted or read from a file may carry whitespace, which the gate refuses.
   const apiKey = (opts.apiKey ?? process.env.ISOATLAS_API_KEY)?.trim();
   const raw: Origin =
-    parsed.kind === 's3' ? await s3Origin(parsed, opts) : new HttpOrigin(parsed.base, REQUEST_TIMEOUT_MS, apiKey ? { Authorization: `Bearer ${apiKey}` } : {});
+    parsed.kind === 's3' ? await s3Origin(parsed, opts) : new HttpOrigin(parsed.base, opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS, apiKey ? { Authorization: `Bearer ${apiKey}` } : {});
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((ok) => setTimeout(ok, ms)));
   return {
     description: raw.description,
@@ -296,15 +301,16 @@ async function rawReader(opts: MirrorOptions, counters: { bytes: number; waited:
             await sleep(Math.min(MAX_WAIT_MS, err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : 1000 * 2 ** busy));
             continue;
           }
-          if (++failures >= ATTEMPTS) throw withAdvice(err as Error, parsed.kind);
+          if (++failures >= ATTEMPTS) throw withAdvice(err as Error, opts);
         }
       }
     },
   };
 }
 
-function withAdvice(err: Error, kind: MirrorSource['kind']): Error {
-  if (kind === 'http' && /answered 401/.test(err.message)) return new Error(`${err.message}: the source requires an API key; set ISOATLAS_API_KEY`);
+function withAdvice(err: Error, opts: MirrorOptions): Error {
+  if (/answered 401/.test(err.message)) return new StorageError(`${err.message}: the source requires an API key; set ISOATLAS_API_KEY`);
+  if (err instanceof OriginError) return sourceError(err, opts.from, opts.endpoint);
   return err;
 }
 
@@ -316,7 +322,7 @@ async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: s
       try {
         return parser(body.toString('utf8'));
       } catch (err) {
-        throw new Error(`${where}${key}: ${(err as Error).message}`);
+        throw new BadInputError(`${where}${key}: ${(err as Error).message}; ${DAMAGED}`);
       }
     };
     const pointer = parse(POINTER_KEY, pointerBody, parsePointer);
@@ -329,15 +335,17 @@ async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: s
       object: (sha, path) =>
         retriedIfWrong(async () => {
           const body = await reader.read(objectKey(sha));
-          if (!body) throw new Error(`${path}: object ${objectKey(sha)} is missing from ${where}, though the release's manifest lists it`);
+          if (!body) throw new BadInputError(`${path}: object ${objectKey(sha)} is missing from ${where}, though the release's manifest lists it; ${DAMAGED}`);
           return checked(body, sha, path, 'the manifest');
         }),
     };
   }
   // No pointer: a rendered tree on a static host, mirrored as its one release.
   const manifest = await reader.read(treePaths.manifest);
-  if (!manifest) throw new Error(`${where} has neither ${POINTER_KEY} (a published store) nor ${treePaths.manifest} (a rendered tree): is ${from} an isoatlas atlas?`);
-  const index = JSON.parse(manifest.toString('utf8')) as { release?: string };
+  if (!manifest) {
+    throw new BadInputError(`${where} has neither ${POINTER_KEY} (a published store) nor ${treePaths.manifest} (a rendered tree): check --from (the base URL of the CDN, a mirror's server, or a tree root); a source that needs a key answers 403 without one (set ISOATLAS_API_KEY)`);
+  }
+  const index = parseManifestIndexAt(manifest, `${where}${treePaths.manifest}`);
   const release: PublishedRelease = { release: String(index.release), manifest_sha256: sha256Of(manifest), published_at: new Date().toISOString() };
   return {
     description: where,
@@ -346,17 +354,29 @@ async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: s
     object: (sha, path) =>
       retriedIfWrong(async () => {
         const body = path === treePaths.manifest && sha === release.manifest_sha256 ? manifest : await reader.read(path);
-        if (!body) throw new Error(`${path}: not found at ${where}, though the manifest lists it`);
+        if (!body) throw new BadInputError(`${path}: not found at ${where}, though the manifest lists it; ${DAMAGED}`);
         return checked(body, sha, path, 'the manifest');
       }),
   };
 }
 
-class WrongBytes extends Error {}
+/** manifest.json of a tree source, parsed: garbage is the source's fault (exit 3). */
+function parseManifestIndexAt(body: Buffer, where: string) {
+  try {
+    return parseManifestIndex(body, where);
+  } catch (err) {
+    throw new BadInputError(`${(err as Error).message}; ${DAMAGED}`);
+  }
+}
+
+/** The source answers, but not with a whole release: bad input (exit 3), not storage that cannot be reached. */
+const DAMAGED = 'the source does not serve a whole isoatlas release: check --from, tell its operator, or sync from another source. The mirror still serves what it held';
+
+class WrongBytes extends BadInputError {}
 
 function checked(body: Buffer, sha: string, path: string, listedBy: string): Buffer {
   const actual = sha256Of(body);
-  if (actual !== sha) throw new WrongBytes(`${path}: downloaded ${body.length} bytes with sha256 ${actual}, but ${listedBy} lists sha256 ${sha}`);
+  if (actual !== sha) throw new WrongBytes(`${path}: downloaded ${body.length} bytes with sha256 ${actual}, but ${listedBy} lists sha256 ${sha}; ${DAMAGED}`);
   return body;
 }
 
@@ -382,7 +402,7 @@ async function s3Origin(source: Extract<MirrorSource, { kind: 's3' }>, opts: Mir
     // servers do not all understand.
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
-  return new S3RawOrigin(client, source.bucket, source.prefix, REQUEST_TIMEOUT_MS);
+  return new S3RawOrigin(client, source.bucket, source.prefix, opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS);
 }
 
 /** Progress (a bar on a terminal, periodic lines otherwise), unless opts.progress is false. */

@@ -2,6 +2,7 @@
 import { parseEndpoint } from './storage-errors.js';
 import type { Command } from 'commander';
 import { UsageError } from './errors.js';
+import { nonNegativeNumber, positiveInteger } from './cli-options.js';
 import { KVS_ARN } from '../edge/cloudfront/kvs-layout.js';
 import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
 
@@ -45,7 +46,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .option('--kvs-endpoint <url>', KVS_ENDPOINT_HELP)
     .option('--distribution-id <id>', 'CloudFront distribution whose cached API answers to invalidate (not needed with a KeyValueStore)')
     .option('--keep <n>', 'keep the newest n releases; older ones are retired (isoatlas gc deletes their objects after a grace period)', parseKeep)
-    .option('--concurrency <n>', 'uploads in flight', (v) => Number(v), 16)
+    .option('--concurrency <n>', 'uploads in flight', positiveInteger, 16)
     .option('--unsafe-single-writer', SINGLE_WRITER_HELP)
     .action(async (o: { dir: string; bucket: string; prefix: string; endpoint?: string; region: string; distributionId?: string; keep?: number; concurrency: number; unsafeSingleWriter?: boolean } & KvsOptions) => {
       const { publish, s3Client } = await import('./publish.js');
@@ -129,7 +130,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
     .description('Delete objects no kept, pending or recently retired release references, once older than the grace period.')
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
-    .option('--grace-hours <h>', `only delete objects unreferenced and older than this; longer than every cache lifetime (below ${SAFE_GRACE_HOURS} only with --force)`, (v) => Number(v), DEFAULT_GRACE_HOURS)
+    .option('--grace-hours <h>', `only delete objects unreferenced and older than this; longer than every cache lifetime (below ${SAFE_GRACE_HOURS} only with --force)`, nonNegativeNumber, DEFAULT_GRACE_HOURS)
     .option('--force', `accept a --grace-hours below ${SAFE_GRACE_HOURS}: only when no publish or rollback is running and no cached answer points into recently retired releases`)
     .option('--unsafe-single-writer', SINGLE_WRITER_HELP)
     .option('--kvs-endpoint <url>', `${KVS_ENDPOINT_HELP} (the KeyValueStore is the one the store records)`)

@@ -34,7 +34,7 @@ import { join } from 'node:path';
 import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectKey, usedNames, type PublishedRelease, type ReleaseHistory } from '../edge/contract/store.js';
 import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
 import { startProgress } from './progress.js';
-import { UsageError } from './errors.js';
+import { BadInputError, UsageError } from './errors.js';
 import { loadManifest, type LoadedManifest } from './manifest-reader.js';
 import { parseManifestIndex, parseManifestShard } from '../edge/contract/manifest.js';
 import { forEachLimited } from './concurrency.js';
@@ -42,6 +42,7 @@ import { OBJECT_CACHE_CONTROL, StoreBucket, s3Client } from './store-bucket.js';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { movePin, readPin, recordPin, resolvePin, type KvsAccess } from './edge-pin.js';
 import { StorageError } from './storage-errors.js';
+import { checkTree } from './tree-check.js';
 
 export { s3Client, OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from './store-bucket.js';
 
@@ -97,9 +98,9 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const concurrency = opts.concurrency ?? 16;
   if (opts.keep !== undefined && (!Number.isInteger(opts.keep) || opts.keep < 1)) throw new UsageError('--keep must be a whole number ≥ 1');
   if (!existsSync(join(opts.dir, treePaths.manifest))) {
-    throw new UsageError(`${opts.dir} is not a rendered isoatlas tree (no ${treePaths.manifest}); build one with \`isoatlas build\``);
+    throw new BadInputError(`${opts.dir} is not a rendered isoatlas tree (no ${treePaths.manifest}); build one with \`isoatlas build\`, or check --dir`);
   }
-  const manifest = await loadManifest(async (path) => readFile(join(opts.dir, path)).catch(() => null), `${opts.dir}/`);
+  const manifest = await loadManifest(async (path) => readFile(join(opts.dir, path)).catch(() => null), `${opts.dir}/`, 'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store');
   const release = manifest.index.release;
   if (!RELEASE_NAME.test(release)) throw new UsageError(`release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`);
   const manifestSha = sha256Of(manifest.indexBody);
@@ -125,11 +126,8 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   for (const e of manifest.entries) if (!manifestObjects.has(e.sha256) && !fileObjects.has(e.sha256)) fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
   const total = manifestObjects.size + fileObjects.size;
 
-  // Before any write: a server without conditional writes, or a deployment whose pin this publish
-  // could not move, is left untouched.
+  // Before any write: a deployment whose pin this publish could not move is left untouched.
   const pin = await resolvePin(store, opts.kvs, 'publish');
-  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
-  if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
 
   const summary: PublishSummary = { release, previous: null, objects: total, uploaded: 0, present: 0, bytesUploaded: 0, seconds: 0, retired: [], invalidated: [] };
   const known = await knownObjects(store, history, manifest, concurrency, log);
@@ -138,9 +136,14 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
   }
   const missing = (o: ReleaseObject) => !known.has(o.sha256);
+  // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
+  const tree = await checkTree({ dir: opts.dir, manifest, upload: [...manifestObjects.values(), ...fileObjects.values()].filter(missing), where: store.where, concurrency, progress: opts.progress });
+  // The first writes: a server without conditional writes is refused before any (its probe object
+  // aside), and the store records its KeyValueStore.
+  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
+  if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
   const upload = async (o: ReleaseObject) => {
-    const body = o.path === treePaths.manifest ? manifest.indexBody : await readFile(join(opts.dir, o.path));
-    if (sha256Of(body) !== o.sha256) throw new Error(`${join(opts.dir, o.path)} changed while publishing (its sha256 no longer matches the manifest); rebuild the tree and publish again`);
+    const body = await tree.body(o);
     await opts.s3.send(
       new PutObjectCommand({
         Bucket: opts.bucket,

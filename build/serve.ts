@@ -1,7 +1,7 @@
 // `isoatlas serve`: the edge function over a local tree or mirror on Node's http server: the local
 // server behind `npm start` and the server an offline mirror runs.
 import { BadInputError, UsageError } from './errors.js';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
@@ -26,6 +26,7 @@ import { ServerMetrics } from './metrics.js';
 import { MIRROR_RECORD, type MirrorRecord } from './mirror.js';
 import { IntegrityError } from '../edge/origins/verified.js';
 import { redactKeys } from '../edge/access/key-format.js';
+import { VerificationFailures, type Degraded } from './verification-failures.js';
 
 export interface ServeOptions {
   dir: string;
@@ -121,8 +122,23 @@ const UNHEALTHY = {
   record: `the mirror's sync record (${MIRROR_RECORD}) is unreadable`,
 };
 
+/** What /health says of files that failed verification, and what to do about them. */
+function degradedDetail(d: Degraded, kind: ServedDir['kind']): string {
+  const files = d.count === 1 ? '1 file failed' : `${d.count} files failed`;
+  const todo = kind === 'mirror' ? 'sync the mirror again (`isoatlas mirror`): it fetches them again' : 'build the tree again (`isoatlas build --force`), or put the files back as built';
+  return `${files} verification (corrupt, or listed and missing) and ${d.count === 1 ? 'is' : 'are'} answered 502, the first ${d.first}; ${todo}`;
+}
+
+/** What was last written to the served directory: the mirror's last sync, or the tree's manifest
+ * (a rebuild swaps in a new one). Failures seen before it changed are forgotten. */
+function writtenState(dir: string, synced: MirrorRecord | null): string {
+  if (synced) return `sync ${synced.synced_at}`;
+  const s = statSync(join(dir, treePaths.manifest), { throwIfNoEntry: false });
+  return s ? `tree ${s.ino}:${s.mtimeMs}:${s.size}` : 'none';
+}
+
 /** `cause` hears of each check: what was said and why, or null when all is well. */
-async function health(dir: string, kind: ServedDir['kind'], releases: Releases, cause: (said: string | null, err?: unknown) => void): Promise<Response> {
+async function health(dir: string, kind: ServedDir['kind'], releases: Releases, failures: VerificationFailures, cause: (said: string | null, err?: unknown) => void): Promise<Response> {
   const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
   let said: string = UNHEALTHY.pointer[kind];
   try {
@@ -138,6 +154,12 @@ async function health(dir: string, kind: ServedDir['kind'], releases: Releases, 
     const record = join(dir, MIRROR_RECORD);
     const synced = existsSync(record) ? (JSON.parse(readFileSync(record, 'utf8')) as MirrorRecord) : null;
     const mirror = synced && { source: synced.source, synced_at: synced.synced_at };
+    const degraded = await failures.check(writtenState(dir, synced));
+    if (degraded) {
+      const detail = degradedDetail(degraded, kind);
+      cause(detail, detail);
+      return new Response(JSON.stringify({ status: 'degraded', detail, release: name, manifest_sha256: manifest, mirror, failures: degraded }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });
+    }
     cause(null);
     return new Response(JSON.stringify({ status: 'ok', release: name, manifest_sha256: manifest, mirror }), { status: 200, headers });
   } catch (err) {
@@ -187,7 +209,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const log = opts.log ?? ((line: string) => (stdout!.line(line), stdout!.flush()));
   const access = await localAccessControl(opts.access, opts.keysDir);
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
-  const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024 };
+  // Files refused for failing verification: /health is degraded while any is known.
+  const failures = new VerificationFailures();
+  const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024, onVerificationFailure: failures.record };
   const releases = releasesOf(options);
   // Compressed copies are a fraction of their bodies: a quarter of the verified-body budget holds them.
   const api = withCompression(createHandler(options, releases), options.bodyCacheBytes / 4);
@@ -201,7 +225,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   };
   const handler: Handler = (request, context = {}) => {
     const path = new URL(request.url).pathname;
-    if (path === HEALTH_PATH) return ((context.answeredBy = 'health'), health(dir, kind, releases, healthCause));
+    if (path === HEALTH_PATH) return ((context.answeredBy = 'health'), health(dir, kind, releases, failures, healthCause));
     if (path === ADMISSION_PATH && context.viaFront && request.method === 'GET') return ((context.answeredBy = 'admission'), admission(request, context, releases, access));
     if (metrics && path === METRICS_PATH) {
       context.answeredBy = 'metrics';

@@ -7,7 +7,7 @@
 import { cacheControl, type RouteId } from './contract/routes.js';
 import { isVersioned, OriginError, type Origin, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from './origin.js';
 import { ReleaseData } from './release-data.js';
-import { VerifiedOrigin } from './origins/verified.js';
+import { VerifiedOrigin, type VerifiedOriginOptions } from './origins/verified.js';
 import { matchRoute, parseQuery, RequestProblem, type Match } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
@@ -40,6 +40,8 @@ export interface HandlerOptions {
   access?: AccessControl;
   /** Memory for verified file bodies, per release (default 16 MiB; a local server affords more). */
   bodyCacheBytes?: number;
+  /** Hears of files that fail verification (the local server's /health counts them). */
+  onVerificationFailure?: VerifiedOriginOptions['onFailure'];
 }
 
 /** Facts about the request that only the adapter knows and the client cannot forge, and what the
@@ -182,10 +184,10 @@ async function named(response: Response, release: Release): Promise<Response> {
 /** The releases requests are answered from: the one tree, or a release of a store (the current one,
  * or one named). Each request is answered from one pinned release; the releases used lately are
  * kept open, so requests in flight finish on theirs. */
-export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes'>): Releases {
+export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes' | 'onVerificationFailure'>): Releases {
   const open = (files: ReleaseFiles, publicPath: (path: string) => string): Release => {
     // Every file, edge data included, is checked against the manifest before it is used.
-    const verified = new VerifiedOrigin(files, { bodyCacheBytes: options.bodyCacheBytes });
+    const verified = new VerifiedOrigin(files, { bodyCacheBytes: options.bodyCacheBytes, onFailure: options.onVerificationFailure });
     return { origin: verified, data: new ReleaseData(verified), publicPath, name: () => verified.releaseName() };
   };
   const source = options.origin;

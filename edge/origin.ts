@@ -58,6 +58,8 @@ export class OriginError extends Error {
     readonly kind: OriginFailure,
     /** How long the origin asked us to wait (its Retry-After), when it said. */
     readonly retryAfterSeconds?: number,
+    /** Why it could not be reached, as the network said (ECONNREFUSED, ENOTFOUND, a TLS error code). */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'OriginError';

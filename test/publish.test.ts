@@ -25,6 +25,7 @@ import { startFakeKvs, type FakeKvs } from './helpers/fake-kvs.js';
 import { startFakeCloudFront } from './helpers/fake-cloudfront.js';
 import { CloudFrontClient } from '@aws-sdk/client-cloudfront';
 import { StorageError } from '../build/storage-errors.js';
+import { BadInputError } from '../build/errors.js';
 import { spawn } from 'node:child_process';
 import { freePort } from './helpers/ports.js';
 import { kvsClient } from '../build/keys/commands.js';
@@ -402,6 +403,70 @@ describe('publish to S3 (s3rver)', () => {
     expect((await listReleases({ s3, bucket: BUCKET })).retired).toEqual([]);
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
     expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(release3, 'ENSG00000186654'));
+  });
+});
+
+describe('a tree changed after its build is refused before anything is written', () => {
+  /** A copy of release 1 with one gene file damaged. */
+  const damaged = (name: string, damage: (file: string) => void) => {
+    const out = join(dir, `damaged-${name}`);
+    cpSync(release1, out, { recursive: true });
+    damage(join(out, treePaths.gene(changedGenes[0])));
+    return out;
+  };
+  const flipByte = (file: string) => {
+    const body = readFileSync(file);
+    body[body.length - 2] ^= 1;
+    writeFileSync(file, body);
+  };
+  const cases: [string, (file: string) => void, RegExp][] = [
+    ['edited', flipByte, /its sha256 is not the one the manifest lists/],
+    ['truncated', (file) => writeFileSync(file, readFileSync(file).subarray(0, 10)), /10 bytes, the manifest lists \d+/],
+    ['deleted', (file) => rmSync(file), /\(missing\)/],
+  ];
+  for (const [name, damage, why] of cases) {
+    it(`${name}: exit 3's error names the file and what to do; no object, no pending entry`, async () => {
+      const tree = damaged(name, damage);
+      const commands: string[] = [];
+      const prefix = `damaged-${name}/`;
+      const err = await publish({ dir: tree, bucket: BUCKET, prefix, s3: recording(commands), progress: false }).catch((e: Error) => e);
+      expect(err).toBeInstanceOf(BadInputError);
+      expect((err as Error).message).toContain(`1 file of the tree ${tree} does not match its manifest.json: ${treePaths.gene(changedGenes[0])} (`);
+      expect((err as Error).message).toMatch(why);
+      expect((err as Error).message).toContain(`build it again (\`isoatlas build --force\`) and publish that. Nothing was written to s3://${BUCKET}/${prefix}`);
+      expect(commands.filter((c) => c !== 'GetObjectCommand')).toEqual([]);
+      expect(await listReleases({ s3, bucket: BUCKET, prefix })).toMatchObject({ current: null, releases: [], pending: [] });
+      expect(await presentObjects(objectsOf(release1), prefix)).toBe(0);
+    });
+  }
+
+  it('hashes only what it uploads: a damaged copy of an object the store has is never read, a damaged new one is refused', async () => {
+    const prefix = 'shared/';
+    await publish({ dir: release1, bucket: BUCKET, prefix, s3, progress: false });
+    // A gene release 2 does not change: its object is in the store, its bytes in the tree are not read.
+    const unchanged = treePaths.gene(readManifest(release1).entries.map((e) => e.path).find((p) => p.startsWith('api/v1/genes/ENSG') && !changedGenes.some((g) => p.includes(g)))!.split('/').pop()!.replace('.json', ''));
+    const next = await deriveRelease('2026.12-shared', changedGenes, 'shared-next');
+    const original = readFileSync(join(next, unchanged));
+    flipByte(join(next, unchanged));
+    const s = await publish({ dir: next, bucket: BUCKET, prefix, s3, progress: false });
+    expect(s.uploaded).toBeGreaterThan(0);
+    const sha = createHash('sha256').update(original).digest('hex');
+    const stored = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: prefix + objectKey(sha) }));
+    expect(Buffer.from(await stored.Body!.transformToByteArray()).equals(original)).toBe(true);
+    // A file the publish would upload is hashed.
+    const third = await deriveRelease('2027.01-shared', changedGenes.slice(0, 1), 'shared-third');
+    flipByte(join(third, treePaths.gene(changedGenes[0])));
+    await expect(publish({ dir: third, bucket: BUCKET, prefix, s3, progress: false })).rejects.toThrow(new RegExp(`${treePaths.gene(changedGenes[0])} \\(its sha256`));
+    expect((await listReleases({ s3, bucket: BUCKET, prefix })).pending).toEqual([]);
+  });
+
+  it('a garbage manifest.json is bad input (exit 3) naming the file and what to do', async () => {
+    const tree = join(dir, 'garbage-manifest');
+    cpSync(release1, tree, { recursive: true });
+    writeFileSync(join(tree, treePaths.manifest), '{"format": 1, "rel');
+    const err = await publish({ dir: tree, bucket: BUCKET, prefix: 'garbage/', s3, progress: false }).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(BadInputError);
+    expect((err as Error).message).toMatch(new RegExp(`^${tree}/manifest.json: not JSON \\(.*\\); build the tree again \\(\`isoatlas build --force\`\\) and publish that; nothing was written to the store$`));
   });
 });
 

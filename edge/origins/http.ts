@@ -24,7 +24,7 @@ export class HttpOrigin implements Origin {
       // fetch says only "fetch failed"; why (ECONNREFUSED, ENOTFOUND, a TLS error) is in its cause.
       const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
       const why = cause ? ` (${cause.code ?? cause.message})` : '';
-      throw new OriginError(`${this.base}${path}: ${timedOut ? `no answer within ${this.timeoutMs} ms` : `${(err as Error).message}${why}`}`, timedOut ? 'timeout' : 'unavailable');
+      throw new OriginError(`${this.base}${path}: ${timedOut ? `no answer within ${this.timeoutMs} ms` : `${(err as Error).message}${why}`}`, timedOut ? 'timeout' : 'unavailable', undefined, timedOut ? undefined : cause?.code);
     }
     // S3 answers 403 for a missing key when listing is not allowed.
     if (res.status === 404 || res.status === 403) {

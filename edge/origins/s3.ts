@@ -29,7 +29,10 @@ export class S3RawOrigin implements Origin {
       // S3 throttling or a 503 after the SDK's own retries: the store is there but busy.
       const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
       const overloaded = status === 503 || status === 429 || ['SlowDown', 'ServiceUnavailable', 'ThrottlingException', 'RequestLimitExceeded'].includes(name);
-      throw new OriginError(`${this.description}${path}: ${name}`, overloaded ? 'overloaded' : 'unavailable');
+      // A network failure is a plain Error whose code says why (ECONNREFUSED, ENOTFOUND, a TLS code).
+      const e = err as Error & { code?: unknown; cause?: { code?: unknown } };
+      const code = [e.code, e.cause?.code].find((c): c is string => typeof c === 'string');
+      throw new OriginError(`${this.description}${path}: ${code && name === 'Error' ? code : name}`, overloaded ? 'overloaded' : 'unavailable', undefined, code);
     }
   }
 }

@@ -15,6 +15,15 @@ export interface VerifiedOriginOptions {
   bodyCacheBytes?: number;
   /** Bytes of manifest shards kept in memory (default 16 MiB). */
   manifestCacheBytes?: number;
+  /** Hears of every file that failed verification (corrupt, or listed and missing), with a way to
+   * check it again later (true once it reads and verifies): the local server's /health. */
+  onFailure?: (failure: VerificationFailure) => void;
+}
+
+export interface VerificationFailure {
+  /** The tree path (never a path of the machine). */
+  path: string;
+  recheck(): Promise<boolean>;
 }
 
 export class IntegrityError extends OriginError {
@@ -38,6 +47,24 @@ export class VerifiedOrigin implements Origin {
     this.description = raw.description;
     this.shards = new LoadingCache(options.manifestCacheBytes ?? 16 * 1024 * 1024);
     this.bodies = new LoadingCache(options.bodyCacheBytes ?? 16 * 1024 * 1024);
+    this.onFailure = options.onFailure;
+  }
+
+  private readonly onFailure: VerifiedOriginOptions['onFailure'];
+
+  /** Tells the listener of a file that failed verification, with how to check it again. */
+  private failed(path: string, entry: { sha256?: string; size?: number }): void {
+    this.onFailure?.({
+      path,
+      recheck: async () => {
+        const object = await this.raw.read(path, entry.sha256).catch(() => null);
+        if (!object) return false;
+        const ok = (entry.sha256 === undefined || (await sha256Hex(object.body)) === entry.sha256) && (entry.size === undefined || object.body.length === entry.size);
+        // Verified again: a later read should not be refused from the reports of the old bytes.
+        if (ok) this.reported.delete(path);
+        return ok;
+      },
+    });
   }
 
   /** The file's bytes and sha256; null when the manifest does not list it. */
@@ -46,7 +73,10 @@ export class VerifiedOrigin implements Origin {
       const entry = await this.entry(path);
       if (!entry) return { value: null, weight: 64 };
       const object = await this.raw.read(path, entry.sha256);
-      if (!object) throw new OriginError(`${path} is listed in the manifest but missing from ${this.description}`, 'unavailable');
+      if (!object) {
+        this.failed(path, entry);
+        throw new OriginError(`${path} is listed in the manifest but missing from ${this.description}`, 'unavailable');
+      }
       await this.check(path, object.body, entry);
       return { value: { body: object.body, sha256: entry.sha256 }, weight: object.body.length + 128 };
     });
@@ -57,7 +87,10 @@ export class VerifiedOrigin implements Origin {
    * parses. */
   async readChecked(path: string, sha256: string): Promise<Uint8Array> {
     const object = await this.raw.read(path, sha256);
-    if (!object) throw new OriginError(`${path} is listed in the edge index but missing from ${this.description}`, 'unavailable');
+    if (!object) {
+      this.failed(path, { sha256 });
+      throw new OriginError(`${path} is listed in the edge index but missing from ${this.description}`, 'unavailable');
+    }
     await this.check(path, object.body, { sha256 });
     return object.body;
   }
@@ -79,7 +112,10 @@ export class VerifiedOrigin implements Origin {
     const shard = await this.shards.get(String(n), async () => {
       const listed = index.shards[n];
       const object = await this.raw.read(listed.path, listed.sha256);
-      if (!object) throw new OriginError(`${listed.path} is missing from ${this.description}`, 'unavailable');
+      if (!object) {
+        this.failed(listed.path, listed);
+        throw new OriginError(`${listed.path} is missing from ${this.description}`, 'unavailable');
+      }
       await this.check(listed.path, object.body, listed);
       const entries = this.parsed(() => parseManifestShard(object.body, n, index.shards.length, `${this.description}${listed.path}`));
       // Parsed entries take a few times their JSON size in memory.
@@ -110,6 +146,7 @@ export class VerifiedOrigin implements Origin {
   private async check(path: string, body: Uint8Array, entry: { sha256: string; size?: number }): Promise<void> {
     const sha256 = await sha256Hex(body);
     if (sha256 === entry.sha256 && (entry.size === undefined || body.length === entry.size)) return;
+    this.failed(path, entry);
     if (!this.reported.has(path)) {
       this.reported.add(path);
       const listed = entry.size === undefined ? `the edge index lists sha256 ${entry.sha256}` : `the manifest lists ${entry.size} bytes with sha256 ${entry.sha256}`;

@@ -8,6 +8,7 @@ import type { Track } from '../../release-db/schema.js';
 import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readIdMapping, releaseProteins, TED_LEVELS, type TedLevel } from './domains.js';
 import { readStructureMapping, structureRecords } from './structures.js';
 import { UsageError } from '../../errors.js';
+import { nonNegativeNumber } from '../../cli-options.js';
 import {
   describeWildTypeCheck, pvacseqOnRelease, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes,
   readPvacspliceAllEpitopes, releaseResolver,
@@ -55,7 +56,7 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
       .description('Pfam domains from HMMER --domtblout (hmmscan or hmmsearch), filtered by per-domain i-Evalue, envelope coordinates.')
       .requiredOption('--file <domtblout>', 'HMMER --domtblout output')
       .option('--mapping <tsv>', 'id mapping (query id → transcript id), when query ids are not transcript ids')
-      .option('--max-ievalue <x>', 'keep domains with i-Evalue at most this', (v) => Number(v), 1e-5)
+      .option('--max-ievalue <x>', 'keep domains with i-Evalue at most this', nonNegativeNumber, 1e-5)
       .option('--source <name>', 'source name', 'Pfam (HMMER domtblout)'),
   ).action(async (o: Provenance & { file: string; mapping?: string; maxIevalue: number }) => {
     await importNative(o, 'domains', async (db) => {
