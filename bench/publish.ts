@@ -134,7 +134,7 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     const load = loadavg()[0];
     const bucket = `isoatlas-run${n}`;
     const rcloneBucket = `rclone-run${n}`;
-    const s3rver = await startS3rver(join(ctx.tmp, `s3rver-run${n}`), [bucket, rcloneBucket]);
+    const s3rver = await startS3rver(join(ctx.tmp, `s3rver-run${n}`), [bucket, rcloneBucket], { conditionalWrites: true });
     const s3 = s3Client({ endpoint: s3rver.endpoint, region: 'us-east-1' });
     const both = async (dir: string, which: string) => {
       const doPublish = () => publish({ dir, bucket, s3, progress: false, concurrency: PARALLEL });
@@ -288,7 +288,7 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     id: 'publish',
     title: '4. Publishing and mirroring (s3rver, beside rclone)',
     method:
-      `The ${scale}-scale release (${fmt(files)} files) on s3rver in its own process on loopback. ${runs.length} runs; each starts a new s3rver with a new bucket for each tool, and the tools take turns going first (run 1 publish then rclone, run 2 rclone then publish, …). ` +
+      `The ${scale}-scale release (${fmt(files)} files) on s3rver with conditional writes (bin/local-s3.cjs, which publish requires; rclone sends none) in its own process on loopback. ${runs.length} runs; each starts a new s3rver with a new bucket for each tool, and the tools take turns going first (run 1 publish then rclone, run 2 rclone then publish, …). ` +
       `In each run: release 1 uploaded in full by \`publish()\` (build/publish.ts) and by \`rclone sync\` (Debian's rclone, \`${RCLONE_FLAGS.join(' ')}\`, one attempt) into its own bucket; then release 2, a copy of the release DB with the expression (TPM) of every 100th isoform changed ` +
       `(${change.changed} of ${fmt(change.isoforms)}), rendered once for all runs, published and \`rclone sync\`ed over release 1 the same way. In run 1 only, \`mirror()\` from s3:// into an empty directory after release 1 and again after release 2. ` +
       "Figures are each tool's own wall time; object counts are `publish()`'s and `mirror()`'s summaries; a ratio is rclone's time over publish's in the same run.",

@@ -1,8 +1,11 @@
 // s3rver (a real S3-protocol server) in its own process for the publish benchmark, storing into a
 // directory of the bench's scratch space. Like test/helpers/s3rver.ts, but stopping it does not
-// delete its ~70,000 files on the spot: the scratch directory goes at the end of the run.
+// delete its files on the spot: the scratch directory goes at the end of the run. The timed runs use
+// it with conditional writes (bin/local-s3.cjs), which publish requires; the probe of s3rver's own
+// behaviour uses it plain.
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { ROOT } from './context.js';
 
 export interface S3rverProcess {
@@ -10,7 +13,7 @@ export interface S3rverProcess {
   stop(): Promise<void>;
 }
 
-export async function startS3rver(dir: string, buckets: string[]): Promise<S3rverProcess> {
+export async function startS3rver(dir: string, buckets: string[], o: { conditionalWrites?: boolean } = {}): Promise<S3rverProcess> {
   mkdirSync(dir, { recursive: true });
   const script = `
     const S3rver = require('s3rver');
@@ -18,7 +21,8 @@ export async function startS3rver(dir: string, buckets: string[]): Promise<S3rve
       configureBuckets: ${JSON.stringify(buckets.map((name) => ({ name, configs: [] })))} })
       .run().then((a) => console.log('S3RVER_PORT=' + a.port));`;
   // --openssl-legacy-provider: s3rver's list pagination token uses a cipher OpenSSL 3 only offers so.
-  const child = spawn(process.execPath, ['--openssl-legacy-provider', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+  const args = o.conditionalWrites ? [join(ROOT, 'bin/local-s3.cjs'), dir, buckets.join(',')] : ['-e', script];
+  const child = spawn(process.execPath, ['--openssl-legacy-provider', ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`s3rver did not start: ${out}`)), 20_000);
