@@ -2,7 +2,9 @@
 // none vs all but the last character of a real key's secret are checked thousands of times,
 // interleaved, and compared by the median of their paired differences (each round's times of the
 // two, taken back to back); the same statistic must flag a check that does leak (a control with an
-// extra HMAC when the prefix matches), so the comparison can fail.
+// extra HMAC when the prefix matches), so the comparison can fail. A shared machine can make one
+// measurement noisy in either direction; a real leak shows in every one, so a check passes when the
+// least of a few independent measurements is under the bound (the control must exceed it in all).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { importServerSecret, generateKey, hashKey, keyId, keyMatches, newServerSecret } from '../edge/access/key-format.js';
 import { AccessControl } from '../edge/access/control.js';
@@ -13,6 +15,8 @@ import type { EdgeKeyRecord, KeyRegistry } from '../edge/access/key-registry.js'
 const TRIALS = 3_000;
 /** The largest relative difference taken as "no dependence"; a leak of one HMAC is about 100 %. */
 const MAX_RELATIVE = 0.15;
+/** Independent measurements; noise must push every one of them over the bound to fail a check. */
+const ATTEMPTS = 4;
 
 let secret: CryptoKey;
 let key: string;
@@ -65,13 +69,27 @@ function relative(a: number[], b: number[]): number {
   return Math.abs(median(b.map((t, i) => t - a[i]))) / median(a);
 }
 
+/** Each attempt's relative differences of candidates 1.. against candidate 0, until all are under the bound. */
+async function measure(check: (candidate: string) => Promise<unknown>, candidates: string[]): Promise<number[][]> {
+  const seen: number[][] = [];
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const [first, ...rest] = await rounds(check, candidates);
+    seen.push(rest.map((times) => relative(first, times)));
+    if (seen.at(-1)!.every((r) => r < MAX_RELATIVE)) break;
+  }
+  return seen;
+}
+
+/** The least relative difference of each candidate over the attempts. */
+const least = (seen: number[][]) => seen[0].map((_, j) => Math.min(...seen.map((attempt) => attempt[j])));
+
 describe('timing of the key check', () => {
   it('keyMatches: a wrong secret costs the same whether no character or all but one is right', async () => {
     expect(await keyMatches(secret, key, record.hash)).toBe(true);
     expect(await keyMatches(secret, allButLast, record.hash)).toBe(false);
-    const [none, allBut] = await rounds((c) => keyMatches(secret, c, record.hash), [noneRight, allButLast]);
-    console.log(`keyMatches median: none right ${median(none).toFixed(2)} µs, all but last right ${median(allBut).toFixed(2)} µs (paired: ${(relative(none, allBut) * 100).toFixed(1)} %)`);
-    expect(relative(none, allBut)).toBeLessThan(MAX_RELATIVE);
+    const seen = await measure((c) => keyMatches(secret, c, record.hash), [noneRight, allButLast]);
+    console.log(`keyMatches paired difference per attempt: ${seen.map(([r]) => `${(r * 100).toFixed(1)} %`).join(', ')}`);
+    expect(least(seen)[0]).toBeLessThan(MAX_RELATIVE);
   });
 
   it('the same statistic flags a check whose time does depend on the prefix (the control)', async () => {
@@ -80,8 +98,11 @@ describe('timing of the key check', () => {
       if (c.slice(0, SECRET_START + 20) === key.slice(0, SECRET_START + 20)) await hashKey(secret, c);
       return keyMatches(secret, c, record.hash);
     };
-    const [none, allBut] = await rounds(leaky, [noneRight, allButLast]);
-    expect(relative(none, allBut)).toBeGreaterThan(MAX_RELATIVE);
+    // Every attempt, not just one: the passing checks above need only their least to be under.
+    for (let i = 0; i < ATTEMPTS; i++) {
+      const [none, allBut] = await rounds(leaky, [noneRight, allButLast]);
+      expect(relative(none, allBut)).toBeGreaterThan(MAX_RELATIVE);
+    }
   });
 
   it('the whole access check: same time for both, and the registry is asked by key id only', async () => {
@@ -101,10 +122,11 @@ describe('timing of the key check', () => {
     expect((await check(allButLast)).denied?.status).toBe(401);
     // A well-formed key whose id is not in the registry is checked against a dummy hash: same work.
     const unknownId = flat(`isoatlas_${record.id === 'saaaaaaaa' ? 'sbbbbbbbb' : 'saaaaaaaa'}_${key.slice(SECRET_START)}`);
-    const [none, allBut, unknown] = await rounds(check, [noneRight, allButLast, unknownId]);
-    console.log(`AccessControl.check median: none right ${median(none).toFixed(2)} µs, all but last right ${median(allBut).toFixed(2)} µs, unknown id ${median(unknown).toFixed(2)} µs`);
-    expect(relative(none, allBut)).toBeLessThan(MAX_RELATIVE);
-    expect(relative(none, unknown)).toBeLessThan(MAX_RELATIVE);
+    const seen = await measure(check, [noneRight, allButLast, unknownId]);
+    console.log(`AccessControl.check paired differences per attempt: ${seen.map((a) => a.map((r) => `${(r * 100).toFixed(1)} %`).join(' / ')).join(', ')}`);
+    const [allBut, unknown] = least(seen);
+    expect(allBut).toBeLessThan(MAX_RELATIVE);
+    expect(unknown).toBeLessThan(MAX_RELATIVE);
     // Every lookup was by the key id; no part of a secret ever reached the registry.
     expect(new Set(lookups)).toEqual(new Set([record.id, keyId(unknownId)]));
   });
