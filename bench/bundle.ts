@@ -5,8 +5,8 @@
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
-import { bundleEdge, EDGE_BUNDLE_BUDGET } from '../build/bundle-edge.js';
-import { bundleServer, SERVER_BUNDLE_BUDGET } from '../build/bundle-server.js';
+import { bundleEdge, EDGE_BUNDLE_BUDGET } from '../build/bundle/edge.js';
+import { bundleServer, SERVER_BUNDLE_BUDGET } from '../build/bundle/server.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import type { BenchContext } from './context.js';
@@ -59,7 +59,7 @@ export async function benchBundle(ctx: BenchContext): Promise<SectionReport> {
   return {
     id: 'bundle',
     title: '5. Edge code size, and the one-file server',
-    method: '`bundleEdge` (build/bundle-edge.ts: esbuild, minified CommonJS for Node 22, `@aws-sdk/*` left to the Lambda runtime) in two configurations; gzip level 9 stands in for the deployment zip. Sizes are deterministic (checked over repeated builds).',
+    method: '`bundleEdge` (build/bundle/edge.ts: esbuild, minified CommonJS for Node 22, `@aws-sdk/*` left to the Lambda runtime) in two configurations; gzip level 9 stands in for the deployment zip. Sizes are deterministic (checked over repeated builds).',
     tables: [{ headers: ['configuration', 'bytes', 'gzipped', 'of its limit'], rows }],
     targets,
     notes: [

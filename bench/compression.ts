@@ -11,7 +11,7 @@ import type { SectionReport } from './report.js';
 import { pickSamples } from './samples.js';
 import { startLocalServer, startNginxFront, type RunningServer } from './servers.js';
 import { fmt, fmtSummary, mib, summarize } from './stats.js';
-import { nginxConfig } from '../build/nginx-config.js';
+import { nginxConfig } from '../edge/server/nginx-config.js';
 
 const LEVELS: { name: string; compress: (b: Buffer) => Buffer }[] = [
   ...[1, 6, 9].map((level) => ({ name: `gzip ${level}`, compress: (b: Buffer) => zlib.gzipSync(b, { level }) })),

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT, measureCli, type BenchContext } from './context.js';
-import { standaloneNginx } from '../build/nginx-config.js';
+import { standaloneNginx } from '../edge/server/nginx-config.js';
 import type { SectionReport } from './report.js';
 import { fmt, mib } from './stats.js';
 import { NGINX_BIN } from './machine.js';

@@ -10,8 +10,8 @@ import Database from 'better-sqlite3';
 import { copyFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import { publish, s3Client, type PublishSummary } from '../build/publish.js';
-import { mirror, type MirrorSummary } from '../build/mirror.js';
+import { publish, s3Client, type PublishSummary } from '../build/publish/publish.js';
+import { mirror, type MirrorSummary } from '../edge/mirror/mirror.js';
 import { renderTree } from '../build/render/index.js';
 import { startS3rver } from './s3rver.js';
 import { probeListing, probePutHead, type ListingProbe, type PutHeadProbe } from './s3rver-probe.js';
@@ -289,7 +289,7 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     title: '4. Publishing and mirroring (s3rver, beside rclone)',
     method:
       `The ${scale}-scale release (${fmt(files)} files) on s3rver with conditional writes (bin/local-s3.cjs, which publish requires; rclone sends none) in its own process on loopback. ${runs.length} runs; each starts a new s3rver with a new bucket for each tool, and the tools take turns going first (run 1 publish then rclone, run 2 rclone then publish, …). ` +
-      `In each run: release 1 uploaded in full by \`publish()\` (build/publish.ts) and by \`rclone sync\` (Debian's rclone, \`${RCLONE_FLAGS.join(' ')}\`, one attempt) into its own bucket; then release 2, a copy of the release DB with the expression (TPM) of every 100th isoform changed ` +
+      `In each run: release 1 uploaded in full by \`publish()\` (build/publish/publish.ts) and by \`rclone sync\` (Debian's rclone, \`${RCLONE_FLAGS.join(' ')}\`, one attempt) into its own bucket; then release 2, a copy of the release DB with the expression (TPM) of every 100th isoform changed ` +
       `(${change.changed} of ${fmt(change.isoforms)}), rendered once for all runs, published and \`rclone sync\`ed over release 1 the same way. In run 1 only, \`mirror()\` from s3:// into an empty directory after release 1 and again after release 2. ` +
       "Figures are each tool's own wall time; object counts are `publish()`'s and `mirror()`'s summaries; a ratio is rclone's time over publish's in the same run.",
     tables: [

@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { CLI, ROOT } from './context.js';
 import { NGINX_BIN } from './machine.js';
-import { standaloneNginx } from '../build/nginx-config.js';
+import { standaloneNginx } from '../edge/server/nginx-config.js';
 
 export interface RunningServer {
   name: string;

@@ -5,20 +5,20 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { TRACKS, type Track } from './release-db/schema.js';
 import { addKeysCommand } from './keys/commands.js';
-import { UsageError } from './errors.js';
+import { UsageError } from './common/errors.js';
 import { DEMO, PROJECT_ROOT } from './paths.js';
-import { addPublishCommands } from './publish-commands.js';
+import { addPublishCommands } from './publish/commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
-import { parseEndpoint } from './storage-errors.js';
-import { DEFAULT_PORT, log, parseBaseUrl, parseMode, parsePort, positiveInteger, runProgram } from './cli-options.js';
-import { addServeCommands } from './serve-commands.js';
-import { readAccessConfigFile } from './access-config-file.js';
+import { parseEndpoint } from './common/storage-errors.js';
+import { DEFAULT_PORT, log, parseBaseUrl, parseMode, parsePort, positiveInteger, runProgram } from './common/cli-options.js';
+import { addServeCommands } from '../edge/server/commands.js';
+import { readAccessConfigFile } from './common/access-config-file.js';
 import type { BuildSummary } from './render/index.js';
 import { HUMAN_GENES_DEFAULT, HUMAN_STAGES, type HumanStage } from './generate/human-stages.js';
 
 // Commands import what they need when they run: `isoatlas --help` loads no AWS SDK, SQLite or
 // search library.
-export { EXIT } from './cli-options.js';
+export { EXIT } from './common/cli-options.js';
 
 const HUMAN_WORK = join(PROJECT_ROOT, '.isoatlas/human');
 const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
@@ -243,7 +243,7 @@ export function program(): Command {
     .option('--rebuild', 'build the demo release again even if it exists', false)
     .action(async (o: { port: number; host: string; rebuild: boolean }) => {
       const tree = join(DEMO.work, 'tree');
-      const { serve, treeIsCurrent } = await import('./serve.js');
+      const { serve, treeIsCurrent } = await import('../edge/server/serve.js');
       if (o.rebuild || !treeIsCurrent(tree)) {
         const { buildDemo } = await import('./demo.js');
         const built = await buildDemo();
@@ -264,7 +264,7 @@ export function program(): Command {
     .option('--structure-base <url>', 'base URL structure redirects point into', parseBaseUrl)
     .action(async (o: { out: string; origin?: string; published: boolean; bucket?: string; bucketRegion: string; prefix: string; structureBase?: string }) => {
       if (!o.origin === !o.bucket) throw new UsageError('name exactly one origin: --origin <url> or --bucket <name>');
-      const { bundleEdge } = await import('./bundle-edge.js');
+      const { bundleEdge } = await import('./bundle/edge.js');
       const b = await bundleEdge({
         outDir: o.out,
         originBaseUrl: o.origin,
@@ -280,7 +280,7 @@ export function program(): Command {
     .description('Write `serve`, `mirror` and `nginx-config` as one file (isoatlas-server.mjs) that runs on Node >= 20 with no npm install: what a mirror operator downloads.')
     .option('--out <file>', 'the file to write', 'dist/isoatlas-server.mjs')
     .action(async (o: { out: string }) => {
-      const { bundleServer } = await import('./bundle-server.js');
+      const { bundleServer } = await import('./bundle/server.js');
       const b = await bundleServer({ out: o.out });
       log(`server bundle ${b.file}: ${(b.bytes / 1e6).toFixed(2)} MB (${(b.gzipBytes / 1e6).toFixed(2)} MB gzipped); run it with \`node ${o.out} serve --dir <tree or mirror>\``);
     });

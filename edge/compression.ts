@@ -1,6 +1,6 @@
 // Content codings of an answer: which one a request accepts, which answers get one, and how each
 // representation is named. Shared by the Node server's compression step (adapters/compress.ts) and
-// the nginx front's config (build/nginx-config.ts), so both answer alike. Web-standard only; the
+// the nginx front's config (edge/server/nginx-config.ts), so both answer alike. Web-standard only; the
 // compressing itself is Node's (the CDN compresses at the edge).
 
 /** The codings offered, best first: brotli is smaller for the same time (BENCHMARKS.md). */

@@ -57,7 +57,7 @@ export interface RequestContext {
 }
 
 /** What answers a request, from a bounded set: a route of the table, one of the kinds of files
- * served beside it, or an endpoint of the server around the handler (build/serve.ts). */
+ * served beside it, or an endpoint of the server around the handler (edge/server/serve.ts). */
 export type AnswerLabel = RouteId | 'docs_file' | 'structure_file' | 'store_file' | 'health' | 'metrics' | 'admission' | 'other';
 
 export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;

@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
-import { bundleEdge, bundleMeter } from '../build/bundle-edge.js';
+import { bundleEdge, bundleMeter } from '../build/bundle/edge.js';
 import type { AccessMode } from '../edge/access/config.js';
 import { IsoatlasBucketStack } from './bucket.js';
 import {

@@ -67,7 +67,7 @@ export interface IsoatlasAccessProps {
   mode: AccessMode;
   /** A partial AccessConfig (as in `--access-config limits.json`), overlaid on DEFAULT_ACCESS. */
   config?: unknown;
-  /** A directory written by build/bundle-edge.ts bundleMeter (the day meter's code). Needed when a
+  /** A directory written by build/bundle/edge.ts bundleMeter (the day meter's code). Needed when a
    * tier of the arrangement has a day limit. */
   meterCodeDir?: string;
   /** WAF logs to CloudWatch Logs (aws-waf-logs-<stack>), with the Authorization header redacted. */
@@ -89,7 +89,7 @@ export interface IsoatlasCdnProps extends StackProps {
   /** Also run the AWS managed common rule set (OWASP-style checks). Off by default: it blocks requests
    * without a User-Agent and large query strings, which some scripted API clients send. */
   wafManagedCommonRules?: boolean;
-  /** A directory written by build/bundle-edge.ts (`index.js` exporting the origin-request handler). */
+  /** A directory written by build/bundle/edge.ts (`index.js` exporting the origin-request handler). */
   edgeCodeDir: string;
   priceClass?: cloudfront.PriceClass;
   /** A custom domain: its names and an ACM certificate for them, which CloudFront requires to be in
@@ -97,7 +97,7 @@ export interface IsoatlasCdnProps extends StackProps {
   customDomain?: { names: string[]; certificateArn: string };
 }
 
-/** What the edge bundle for these stack settings must be built with (build/bundle-edge.ts). Building
+/** What the edge bundle for these stack settings must be built with (build/bundle/edge.ts). Building
  * the bundle from the same settings as the stack is how the two agree on bucket and prefix. */
 export function edgeBundleConfig(props: Pick<IsoatlasCdnProps, 'bucketName' | 'bucketRegion' | 'prefix'> & { structureBaseUrl?: string }): EdgeBundleConfig {
   return { s3: { bucket: props.bucketName, region: props.bucketRegion ?? EDGE_REGION, prefix: props.prefix ?? '' }, structureBaseUrl: props.structureBaseUrl };
@@ -402,7 +402,7 @@ export class IsoatlasCdnStack extends Stack {
     });
     if (!access || settings.metered.length === 0) return { keyGate, keyValueStore };
     if (!access.meterCodeDir || !existsSync(join(access.meterCodeDir, 'index.js'))) {
-      throw new Error(`tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle-edge.ts) and pass access.meterCodeDir`);
+      throw new Error(`tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle/edge.ts) and pass access.meterCodeDir`);
     }
     // Per key and day: one item per log delivery (replays rewrite it) and a running estimate.
     const meterTable = new dynamodb.Table(this, 'MeterTable', {
@@ -596,7 +596,7 @@ function checkBucketName(name: string): void {
  * the bundle as JSON string literals, so the names must appear in it. */
 function checkEdgeBundle(dir: string, config: EdgeBundleConfig): void {
   const file = join(dir, 'index.js');
-  if (!existsSync(file)) throw new Error(`${file} does not exist: build the edge bundle first (build/bundle-edge.ts)`);
+  if (!existsSync(file)) throw new Error(`${file} does not exist: build the edge bundle first (build/bundle/edge.ts)`);
   const text = readFileSync(file, 'utf8');
   const expected = [config.s3!.bucket, config.s3!.region];
   const missing = expected.filter((name) => !text.includes(JSON.stringify(name)));

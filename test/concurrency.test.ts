@@ -1,7 +1,7 @@
 // forEachLimited: at most `limit` in flight; on the first failure nothing new starts, what is in
 // flight finishes, and the first error is thrown.
 import { expect, it } from 'vitest';
-import { forEachLimited } from '../build/concurrency.js';
+import { forEachLimited } from '../build/common/concurrency.js';
 
 const tick = () => new Promise((ok) => setImmediate(ok));
 

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { App, Stack } from 'aws-cdk-lib';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Template } from 'aws-cdk-lib/assertions';
-import { bundleEdge, bundleMeter } from '../build/bundle-edge.js';
+import { bundleEdge, bundleMeter } from '../build/bundle/edge.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { routes } from '../edge/contract/routes.js';

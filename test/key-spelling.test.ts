@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { bundleEdge, bundleMeter } from '../build/bundle-edge.js';
+import { bundleEdge, bundleMeter } from '../build/bundle/edge.js';
 import { issueKey, loadRegistry, readSecret } from '../build/keys/registry.js';
 import { resolveAccessConfig, type AccessMode } from '../edge/access/config.js';
 import { AccessControl } from '../edge/access/control.js';

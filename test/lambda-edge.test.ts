@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { bundleEdge, EDGE_BUNDLE_BUDGET, type EdgeBundle } from '../build/bundle-edge.js';
+import { bundleEdge, EDGE_BUNDLE_BUDGET, type EdgeBundle } from '../build/bundle/edge.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { readManifest, readStructureMap } from './helpers/tree.js';
 import type { CloudFrontRequestEvent, CloudFrontResultResponse } from '../edge/adapters/lambda-edge.js';

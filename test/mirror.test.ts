@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { mirror, parseMirrorSource, type MirrorRecord } from '../build/mirror.js';
+import { mirror, parseMirrorSource, type MirrorRecord } from '../edge/mirror/mirror.js';
 import { writeManifest } from '../build/render/manifest.js';
 import { shardOf } from '../edge/contract/shards.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';

@@ -18,7 +18,7 @@ import {
   releaseProteins,
 } from '../build/import/native/domains.js';
 
-const FIX = fileURLToPath(new URL('./fixtures/native/domains/', import.meta.url));
+const FIX = fileURLToPath(new URL('./fixtures/native/domains', import.meta.url));
 const DOMTBL = join(FIX, 'transdecoder_cufflinks_example_pfam.domtblout');
 const CONSENSUS = join(FIX, 'ted_consensus_example.tsv');
 const chopping = (m: string) => join(FIX, `ted_chopping_${m}.txt`);

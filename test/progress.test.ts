@@ -1,7 +1,7 @@
 // Progress without a terminal: periodic lines with counts, rate and time left; none after stop.
 import { describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
-import { startProgress, timeLeft } from '../build/progress.js';
+import { startProgress, timeLeft } from '../build/common/progress.js';
 import { readLines } from '../build/import/input.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

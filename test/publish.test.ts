@@ -6,13 +6,13 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { bundleEdge } from '../build/bundle-edge.js';
+import { bundleEdge } from '../build/bundle/edge.js';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { listReleases, publish, rollback, s3Client, OBJECT_CACHE_CONTROL } from '../build/publish.js';
-import { collectGarbage } from '../build/collect.js';
+import { listReleases, publish, rollback, s3Client, OBJECT_CACHE_CONTROL } from '../build/publish/publish.js';
+import { collectGarbage } from '../build/publish/collect.js';
 import { createHandler, releasesOf } from '../edge/handler.js';
 import { StoreOrigin } from '../edge/origins/store.js';
 import { LocalOrigin } from '../edge/origins/local.js';
@@ -24,8 +24,8 @@ import { validate } from './helpers/schemas.js';
 import { startFakeKvs, type FakeKvs } from './helpers/fake-kvs.js';
 import { startFakeCloudFront } from './helpers/fake-cloudfront.js';
 import { CloudFrontClient } from '@aws-sdk/client-cloudfront';
-import { StorageError } from '../build/storage-errors.js';
-import { BadInputError } from '../build/errors.js';
+import { StorageError } from '../build/common/storage-errors.js';
+import { BadInputError } from '../build/common/errors.js';
 import { spawn } from 'node:child_process';
 import { freePort } from './helpers/ports.js';
 import { kvsClient } from '../build/keys/commands.js';
@@ -472,7 +472,7 @@ describe('a tree changed after its build is refused before anything is written',
 
 describe('mirror from s3://', () => {
   it('copies releases of the bucket into a local store the server can serve, pinning included', async () => {
-    const { mirror } = await import('../build/mirror.js');
+    const { mirror } = await import('../edge/mirror/mirror.js');
     const to = join(dir, 'mirror-from-s3');
     const s = await mirror({ from: `s3://${BUCKET}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false, releases: ['2027.02-a'] });
     expect(s).toMatchObject({ release: '2027.01-test', releases: ['2027.02-a', '2027.01-test'], reused: 0 });
@@ -682,7 +682,7 @@ describe('races between publish, rollback and gc, staged with held requests (iss
   const historyOf = async (prefix: string) => JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}releases.json` }))).Body!.transformToString());
   /** The current release is whole: a mirror of it into an empty directory syncs, and serves it. */
   async function mirrorsWhole(prefix: string, release: string, tree: string) {
-    const { mirror } = await import('../build/mirror.js');
+    const { mirror } = await import('../edge/mirror/mirror.js');
     const to = mkdtempSync(join(dir, 'race-mirror-'));
     const s = await mirror({ from: `s3://${BUCKET}/${prefix}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false });
     expect(s.release).toBe(release);

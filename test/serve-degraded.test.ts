@@ -9,7 +9,7 @@ import { startServer, type RunningServer } from './helpers/server.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store.js';
 import { readManifest } from './helpers/tree.js';
-import { mirror } from '../build/mirror.js';
+import { mirror } from '../edge/mirror/mirror.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';

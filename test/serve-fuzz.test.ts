@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { writeManifest } from '../build/render/manifest.js';
 import { issueKey } from '../build/keys/registry.js';
-import { FRONT_MANIFEST_HEADER } from '../build/serve.js';
+import { FRONT_MANIFEST_HEADER } from '../edge/server/serve.js';
 import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey } from '../edge/contract/store.js';
 import { routes } from '../edge/contract/routes.js';
 import { treePaths } from '../edge/contract/tree.js';

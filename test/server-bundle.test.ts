@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { treePaths } from '../edge/contract/tree.js';
-import { SERVER_BUNDLE_BUDGET } from '../build/bundle-server.js';
+import { SERVER_BUNDLE_BUDGET } from '../build/bundle/server.js';
 
 const ROOT = join(__dirname, '..');
 let dir: string;

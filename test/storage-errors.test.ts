@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { StorageError } from '../build/storage-errors.js';
+import { StorageError } from '../build/common/storage-errors.js';
 
 const ROOT = join(__dirname, '..');
 const CREDS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
@@ -106,7 +106,7 @@ describe('storage failures explain themselves', () => {
       const silent = createServer(() => {});
       await new Promise<void>((ok) => silent.listen(0, '127.0.0.1', ok));
       const port = (silent.address() as AddressInfo).port;
-      const { mirror } = await import('../build/mirror.js');
+      const { mirror } = await import('../edge/mirror/mirror.js');
       try {
         for (const source of [{ from: `http://127.0.0.1:${port}/` }, { from: 's3://atlas', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1' }]) {
           Object.assign(process.env, CREDS);

@@ -1,4 +1,4 @@
-// Publish's check of a tree (build/tree-check.ts), on its own: the bodies it verified are what the
+// Publish's check of a tree (build/publish/tree-check.ts), on its own: the bodies it verified are what the
 // upload sends, and beyond its memory budget the upload reads and hashes again, so a file changed
 // between the check and its upload is refused (exit 3) rather than uploaded. The whole publish,
 // against S3, is in publish.test.ts.
@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkTree, type TreeObject } from '../build/tree-check.js';
-import { BadInputError } from '../build/errors.js';
-import type { LoadedManifest } from '../build/manifest-reader.js';
+import { checkTree, type TreeObject } from '../build/publish/tree-check.js';
+import { BadInputError } from '../build/common/errors.js';
+import type { LoadedManifest } from '../build/common/manifest-reader.js';
 
 let dir: string;
 const files: Record<string, string> = { 'api/v1/a.json': '{"a":1}', 'api/v1/b.json': '{"b":22}' };

@@ -4,7 +4,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { NotATreeError, serve, treeIsCurrent } from '../build/serve.js';
+import { NotATreeError, serve, treeIsCurrent } from '../edge/server/serve.js';
 import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
 
 const work = mkdtempSync(join(tmpdir(), 'isoatlas-format-'));

@@ -1,8 +1,8 @@
-// The set of files /health reports as failing verification (build/verification-failures.ts): each
+// The set of files /health reports as failing verification (edge/server/verification-failures.ts): each
 // is checked again in turn, a few per probe, and all are forgotten when what is served is written
 // anew (a sync, a rebuild).
 import { describe, expect, it } from 'vitest';
-import { VerificationFailures } from '../build/verification-failures.js';
+import { VerificationFailures } from '../edge/server/verification-failures.js';
 
 /** A failure whose file verifies again once `fixed` holds its path. */
 const failure = (path: string, fixed: Set<string>, rechecked: string[] = []) => ({

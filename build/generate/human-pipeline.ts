@@ -11,7 +11,7 @@ import { importTrack } from '../import/tracks.js';
 import { TRACKS } from '../release-db/schema.js';
 import { updateReleaseDb } from '../release-db/store.js';
 import { renderTree } from '../render/index.js';
-import { startProgress } from '../progress.js';
+import { startProgress } from '../common/progress.js';
 
 import { HUMAN_STAGES, type HumanStage } from './human-stages.js';
 export { HUMAN_STAGES, type HumanStage };

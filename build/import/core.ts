@@ -7,7 +7,7 @@ import { readGtf } from './gtf.js';
 import { readSqantiClassification } from './sqanti.js';
 import { readProteinFasta } from './fasta.js';
 import { InputError, sha256File } from './input.js';
-import { readJsonConfig } from '../json-config.js';
+import { readJsonConfig } from '../common/json-config.js';
 import { assembleReference } from './reference.js';
 import { assembleLongRead } from './long-read.js';
 import { assignTranscriptNames } from './naming.js';

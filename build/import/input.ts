@@ -1,8 +1,8 @@
 // Reading curated input files: plain or gzipped, line by line, with errors that say where.
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../common/errors.js';
 import { createReadStream, statSync } from 'node:fs';
 import { basename } from 'node:path';
-import { startProgress } from '../progress.js';
+import { startProgress } from '../common/progress.js';
 import { createHash } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
@@ -28,7 +28,7 @@ const PROGRESS_FROM_BYTES = 16 * 1024 * 1024;
 const MIB = 1024 * 1024;
 
 /** Yields [lineNumber, text] for each line (1-based), transparently gunzipping `.gz` files. A large
- * file's reading shows progress (build/progress.ts), in MiB of the file as stored. */
+ * file's reading shows progress (build/common/progress.ts), in MiB of the file as stored. */
 export async function* readLines(path: string, progressOf: typeof startProgress = startProgress): AsyncGenerator<[number, string]> {
   const raw = createReadStream(path);
   // pipeline passes an error of either stream to the other (readline reports it) and keeps listening

@@ -4,7 +4,7 @@
 //   long-read isoforms: SYMBOL-LR1, SYMBOL-LR2, … numbered per symbol in natural PB id order.
 // Numbering is per symbol, not per gene, so genes sharing a symbol (Y_RNA) still get unique names.
 // Names are unique case-insensitively across the release, because the API resolves them in any case.
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../common/errors.js';
 import { compareNatural, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
 
 export class NamingError extends BadInputError {}

@@ -5,8 +5,8 @@ import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config
 import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
 import { isLegacyId } from '../../edge/access/key-format.js';
 import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
-import { UsageError } from '../errors.js';
-import { readAccessConfigFile } from '../access-config-file.js';
+import { UsageError } from '../common/errors.js';
+import { readAccessConfigFile } from '../common/access-config-file.js';
 
 
 const limitsText = (l: { per_minute?: number; per_day?: number }) =>

@@ -4,7 +4,7 @@
 import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { UsageError } from '../errors.js';
+import { UsageError } from '../common/errors.js';
 import { DDL, SCHEMA_VERSION } from './schema.js';
 
 export type Db = Database.Database;

@@ -7,8 +7,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import fg from 'fast-glob';
 import { treePaths } from '../../edge/contract/tree.js';
-import { loadManifest } from '../manifest-reader.js';
-import { UsageError } from '../errors.js';
+import { loadManifest } from '../common/manifest-reader.js';
+import { UsageError } from '../common/errors.js';
 
 export async function checkBuildOutput(out: string, opts: { force: boolean }): Promise<void> {
   if (!existsSync(out)) return;

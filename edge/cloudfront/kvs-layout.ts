@@ -5,7 +5,7 @@
 //   key:<id>      JSON { hash, tier, revoked_at, exhausted_until } of one API key; exhausted_until is
 //                 seconds since the epoch (0: not exhausted), written by the meter only
 //   release:current  the name of the current release, written by `isoatlas publish` and `isoatlas
-//                 rollback` (given --kvs once, the store records it: build/edge-pin.ts); the gate adds
+//                 rollback` (given --kvs once, the store records it: build/publish/edge-pin.ts); the gate adds
 //                 it to API requests that name no release, and gc keeps that release
 import type { EdgeKeyRecord } from '../access/key-registry.js';
 

@@ -2,7 +2,7 @@
 // into another path (a backslash becomes `/`, `..` climbs, `%2F` may be decoded into a separator)
 // or that no path segment of the route table could be. Stated here once, as regular expressions
 // over the raw target; the server's adapters test them (edge/adapters/) and the nginx front's config
-// is generated from the same sources (build/nginx-config.ts), so both refuse the same targets, with
+// is generated from the same sources (edge/server/nginx-config.ts), so both refuse the same targets, with
 // the same detail, before either routes them.
 import { PATH_SEGMENT_MAX } from './routes.js';
 

@@ -1,6 +1,6 @@
 // Starts Debian's nginx with the config `isoatlas nginx-config` writes, in front of an `isoatlas serve`
 // started for it (trusting nginx's address), for black-box tests through the front. Everything lives
-// in a temporary directory (build/nginx-config.ts standaloneNginx): nginx's main config, which
+// in a temporary directory (edge/server/nginx-config.ts standaloneNginx): nginx's main config, which
 // includes the generated one, its pid, temporary files and logs.
 import { afterAll } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from './server.js';
 import { appendTestLog } from './key-scan.js';
-import { standaloneNginx } from '../../build/nginx-config.js';
+import { standaloneNginx } from '../../edge/server/nginx-config.js';
 import { freePort } from './ports.js';
 
 const ROOT = join(__dirname, '..', '..');

@@ -7,8 +7,8 @@ import { insertTrack, type Located, type TrackInput, type TrackRecords } from '.
 import type { Track } from '../../release-db/schema.js';
 import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readIdMapping, releaseProteins, TED_LEVELS, type TedLevel } from './domains.js';
 import { readStructureMapping, structureRecords } from './structures.js';
-import { UsageError } from '../../errors.js';
-import { nonNegativeNumber } from '../../cli-options.js';
+import { UsageError } from '../../common/errors.js';
+import { nonNegativeNumber } from '../../common/cli-options.js';
 import {
   describeWildTypeCheck, pvacseqOnRelease, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes,
   readPvacspliceAllEpitopes, releaseResolver,

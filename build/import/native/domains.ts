@@ -5,7 +5,7 @@
 // release. Errors name the file, the line and the field.
 import { InputError, cellParsers, readLines } from '../input.js';
 import { parseSegments, type DomainRecord, type Located, type ScoreKind } from '../tracks.js';
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../common/errors.js';
 import type { Db } from '../../release-db/store.js';
 
 /** A domain record before it is attached to a release transcript. */

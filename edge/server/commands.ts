@@ -1,10 +1,10 @@
 // `serve`, `mirror` and `nginx-config`: what a mirror operator runs. Shared by the full CLI and the one-file server
 // CLI (server-cli.ts, bundled without native modules), so both take the same options.
 import { InvalidArgumentError, type Command } from 'commander';
-import { UsageError } from './errors.js';
-import { readAccessConfigFile } from './access-config-file.js';
-import { DEFAULT_PORT, collectAddress, log, parseBaseUrl, parseMode, parsePort, positiveInteger } from './cli-options.js';
-import { parseEndpoint } from './storage-errors.js';
+import { UsageError } from '../../build/common/errors.js';
+import { readAccessConfigFile } from '../../build/common/access-config-file.js';
+import { DEFAULT_PORT, collectAddress, log, parseBaseUrl, parseMode, parsePort, positiveInteger } from '../../build/common/cli-options.js';
+import { parseEndpoint } from '../../build/common/storage-errors.js';
 
 /** A value written into the nginx config as it is: only the characters its kind needs. */
 function nginxValue(option: string, pattern: RegExp, what: string) {
@@ -48,7 +48,7 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
     .option('--region <region>', 'S3 region (default $AWS_REGION or us-east-1)')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing), e.g. http://127.0.0.1:9000', parseEndpoint)
     .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string }) => {
-      const { mirror } = await import('./mirror.js');
+      const { mirror } = await import('../mirror/mirror.js');
       await mirror({ ...o, releases: o.release, log });
     });
 

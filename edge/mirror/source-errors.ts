@@ -1,8 +1,8 @@
 // A mirror's source that cannot be read, said as an operator can act on it: which source (and the
 // S3 endpoint it is reached through), what failed (connection refused, a name not found, no answer
 // in time, a TLS failure, an error answer) and what to check. Exit code 4 (StorageError).
-import { OriginError } from '../edge/origin.js';
-import { StorageError } from './storage-errors.js';
+import { OriginError } from '../origin.js';
+import { StorageError } from '../../build/common/storage-errors.js';
 
 const TLS = /^(ERR_SSL_|ERR_TLS_|EPROTO$|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_OSSL_)/;
 

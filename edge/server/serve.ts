@@ -1,31 +1,31 @@
 // `isoatlas serve`: the edge function over a local tree or mirror on Node's http server: the local
 // server behind `npm start` and the server an offline mirror runs.
-import { BadInputError, UsageError } from './errors.js';
+import { BadInputError, UsageError } from '../../build/common/errors.js';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { EDGE_INDEX_FORMAT, treePaths } from '../edge/contract/tree.js';
-import { parseManifestIndex } from '../edge/contract/manifest.js';
-import { createHandler, keepPrivate, releasesOf, type Handler, type HandlerOptions, type RequestContext } from '../edge/handler.js';
-import { TrustedFronts } from '../edge/adapters/forwarded.js';
-import { cacheControl, RELEASE_HEADER } from '../edge/contract/routes.js';
-import type { Releases } from '../edge/routes/context.js';
-import { LocalOrigin, LocalTreeOrigin } from '../edge/origins/local.js';
-import { StoreOrigin } from '../edge/origins/store.js';
-import { POINTER_KEY, parsePointer, type ReleasePointer } from '../edge/contract/store.js';
-import { createNodeServer, shutdownGracefully } from '../edge/adapters/node-http.js';
-import { withCompression } from '../edge/adapters/compress.js';
-import { AccessControl } from '../edge/access/control.js';
-import type { AccessConfig } from '../edge/access/config.js';
-import { importServerSecret } from '../edge/access/key-format.js';
-import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
-import { FileKeyRegistry } from '../edge/access/stores/key-file.js';
-import { readSecret, registryPath } from './keys/registry.js';
+import { EDGE_INDEX_FORMAT, treePaths } from '../contract/tree.js';
+import { parseManifestIndex } from '../contract/manifest.js';
+import { createHandler, keepPrivate, releasesOf, type Handler, type HandlerOptions, type RequestContext } from '../handler.js';
+import { TrustedFronts } from '../adapters/forwarded.js';
+import { cacheControl, RELEASE_HEADER } from '../contract/routes.js';
+import type { Releases } from '../routes/context.js';
+import { LocalOrigin, LocalTreeOrigin } from '../origins/local.js';
+import { StoreOrigin } from '../origins/store.js';
+import { POINTER_KEY, parsePointer, type ReleasePointer } from '../contract/store.js';
+import { createNodeServer, shutdownGracefully } from '../adapters/node-http.js';
+import { withCompression } from '../adapters/compress.js';
+import { AccessControl } from '../access/control.js';
+import type { AccessConfig } from '../access/config.js';
+import { importServerSecret } from '../access/key-format.js';
+import { MemoryQuotaStore } from '../access/stores/memory.js';
+import { FileKeyRegistry } from '../access/stores/key-file.js';
+import { readSecret, registryPath } from '../../build/keys/registry.js';
 import { bufferedLog } from './buffered-log.js';
 import { ServerMetrics } from './metrics.js';
-import { MIRROR_RECORD, type MirrorRecord } from './mirror.js';
-import { IntegrityError } from '../edge/origins/verified.js';
-import { redactKeys } from '../edge/access/key-format.js';
+import { MIRROR_RECORD, type MirrorRecord } from '../mirror/mirror.js';
+import { IntegrityError } from '../origins/verified.js';
+import { redactKeys } from '../access/key-format.js';
 import { VerificationFailures, type Degraded } from './verification-failures.js';
 
 export interface ServeOptions {
@@ -107,7 +107,7 @@ function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> &
 export const HEALTH_PATH = '/health';
 /** `GET /metrics` with `--metrics`: Prometheus text format, before access control like /health. */
 export const METRICS_PATH = '/metrics';
-/** `GET /admission`: asked by a trusted front (build/nginx-config.ts) before it answers a request
+/** `GET /admission`: asked by a trusted front (edge/server/nginx-config.ts) before it answers a request
  * with a file itself. */
 export const ADMISSION_PATH = '/admission';
 /** The request header in which the front names the manifest its file map was made from. */

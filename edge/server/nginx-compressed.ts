@@ -6,10 +6,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CODINGS, CODING_SUFFIX, MIN_COMPRESSED_BYTES } from '../edge/compression.js';
-import { compressBodySync } from '../edge/adapters/compress.js';
-import type { ManifestEntry } from '../edge/contract/tree.js';
-import { BadInputError } from './errors.js';
+import { CODINGS, CODING_SUFFIX, MIN_COMPRESSED_BYTES } from '../compression.js';
+import { compressBodySync } from '../adapters/compress.js';
+import type { ManifestEntry } from '../contract/tree.js';
+import { BadInputError } from '../../build/common/errors.js';
 
 /** Where a file's copy in a coding lives in the directory: `<sha256[0:2]>/<sha256><suffix>` (the
  * generated config's map derives the same path). */

@@ -2,8 +2,8 @@
 // Node >= 20 with no npm install and no native module (`isoatlas bundle-server` writes it with every
 // package inside). Same options, handler and exit codes as the full CLI's commands of those names.
 import { Command } from 'commander';
-import { runProgram } from './cli-options.js';
-import { addServeCommands } from './serve-commands.js';
+import { runProgram } from '../../build/common/cli-options.js';
+import { addServeCommands } from './commands.js';
 
 declare const ISOATLAS_VERSION: string;
 

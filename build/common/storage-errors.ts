@@ -5,7 +5,7 @@
 // e.g. a conditional write's 412, is unchanged): they only gain a note of where they happened.
 import type { S3Client } from '@aws-sdk/client-s3';
 import { UsageError } from './errors.js';
-import { OriginError } from '../edge/origin.js';
+import { OriginError } from '../../edge/origin.js';
 
 /** Storage that cannot be reached or refuses what it is asked: exit code EXIT.storage. */
 export class StorageError extends Error {
@@ -61,7 +61,7 @@ export function noteWhere(client: S3Client, endpoint: string | undefined, region
 /** The StorageError a CLI user reads for an S3 failure, or null when `err` is not one. */
 export function explainStorageError(err: unknown): StorageError | null {
   if (!err || typeof err !== 'object') return null;
-  // Already explained where it was thrown (the CDN's KeyValueStore: build/edge-pin.ts).
+  // Already explained where it was thrown (the CDN's KeyValueStore: build/publish/edge-pin.ts).
   if (err instanceof StorageError) return err;
   // A mirror's source (a URL, a bucket through the edge's origins) that cannot be read.
   if (err instanceof OriginError) {

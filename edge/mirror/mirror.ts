@@ -15,17 +15,17 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
-import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
-import { OriginError, type Origin } from '../edge/origin.js';
-import { HttpOrigin } from '../edge/origins/http.js';
-import { BadInputError, UsageError } from './errors.js';
-import { StorageError } from './storage-errors.js';
+import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store.js';
+import { treePaths, type ManifestEntry } from '../contract/tree.js';
+import { OriginError, type Origin } from '../origin.js';
+import { HttpOrigin } from '../origins/http.js';
+import { BadInputError, UsageError } from '../../build/common/errors.js';
+import { StorageError } from '../../build/common/storage-errors.js';
 import { sourceError } from './source-errors.js';
-import { parseManifestIndex } from '../edge/contract/manifest.js';
-import { startProgress, type Progress } from './progress.js';
-import { loadManifest } from './manifest-reader.js';
-import { forEachLimited } from './concurrency.js';
+import { parseManifestIndex } from '../contract/manifest.js';
+import { startProgress, type Progress } from '../../build/common/progress.js';
+import { loadManifest } from '../../build/common/manifest-reader.js';
+import { forEachLimited } from '../../build/common/concurrency.js';
 
 export interface MirrorOptions {
   /** An http(s) base URL (a published store, a serving mirror, or a tree root) or `s3://bucket[/prefix]`. */
@@ -393,7 +393,7 @@ async function retriedIfWrong(download: () => Promise<Buffer>): Promise<Buffer> 
 async function s3Origin(source: Extract<MirrorSource, { kind: 's3' }>, opts: MirrorOptions): Promise<Origin> {
   // Loaded on demand: the AWS SDK is large and only this source needs it.
   const { S3Client } = await import('@aws-sdk/client-s3');
-  const { S3RawOrigin } = await import('../edge/origins/s3.js');
+  const { S3RawOrigin } = await import('../origins/s3.js');
   const client = new S3Client({
     region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
     endpoint: opts.endpoint,

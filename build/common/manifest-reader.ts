@@ -4,8 +4,8 @@
 // (exit 3), named with where it was read and what to do about it.
 import { createHash } from 'node:crypto';
 import { BadInputError } from './errors.js';
-import { treePaths, type ManifestEntry, type ManifestIndex } from '../edge/contract/tree.js';
-import { parseManifestIndex, parseManifestShard } from '../edge/contract/manifest.js';
+import { treePaths, type ManifestEntry, type ManifestIndex } from '../../edge/contract/tree.js';
+import { parseManifestIndex, parseManifestShard } from '../../edge/contract/manifest.js';
 
 
 export interface LoadedManifest {

@@ -3,7 +3,7 @@
 // verifies again: /health checks a few of them at each probe (a file put back by hand), and all are
 // forgotten when what is served was written anew (a mirror's sync checks every object it holds and
 // fetches a corrupt one again; a rebuild writes a new tree).
-import type { VerificationFailure } from '../edge/origins/verified.js';
+import type { VerificationFailure } from '../origins/verified.js';
 
 /** Files remembered one by one; beyond, only counted (a disk gone bad fails in bulk). */
 const REMEMBERED = 1000;

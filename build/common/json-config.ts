@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { findNodeAtLocation, getNodeValue, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { InputError } from './import/input.js';
+import { InputError } from '../import/input.js';
 
 /** 1-based line of a character offset. */
 const lineAt = (text: string, offset: number) => text.slice(0, offset).split('\n').length;

@@ -5,8 +5,8 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { PROJECT_ROOT } from './paths.js';
-import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
+import { PROJECT_ROOT } from '../paths.js';
+import type { EdgeBundleConfig } from '../../edge/lambda-entry.js';
 
 const ENTRY = join(PROJECT_ROOT, 'edge/lambda-entry.ts');
 /** Lambda@Edge: 1 MB zipped for viewer-request functions (50 MB for origin-request); we hold the

@@ -1,9 +1,9 @@
 // `isoatlas publish` and `isoatlas rollback`.
-import { parseEndpoint } from './storage-errors.js';
+import { parseEndpoint } from '../common/storage-errors.js';
 import type { Command } from 'commander';
-import { UsageError } from './errors.js';
-import { nonNegativeNumber, positiveInteger } from './cli-options.js';
-import { KVS_ARN } from '../edge/cloudfront/kvs-layout.js';
+import { UsageError } from '../common/errors.js';
+import { nonNegativeNumber, positiveInteger } from '../common/cli-options.js';
+import { KVS_ARN } from '../../edge/cloudfront/kvs-layout.js';
 import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
 
 type KvsOptions = { kvs?: string; replaceKvs?: string; kvsEndpoint?: string };
@@ -17,7 +17,7 @@ const checkArn = (option: string, value: string | undefined) => {
 async function kvsAccess(o: KvsOptions) {
   checkArn('--kvs', o.kvs);
   checkArn('--replace-kvs', o.replaceKvs);
-  const { kvsClient } = await import('./keys/commands.js');
+  const { kvsClient } = await import('../keys/commands.js');
   return { client: await kvsClient(o.kvsEndpoint), arn: o.kvs, replaces: o.replaceKvs, endpoint: o.kvsEndpoint };
 }
 

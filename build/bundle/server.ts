@@ -1,11 +1,11 @@
-// Bundles `isoatlas-server` (build/server-cli.ts: `serve`, `mirror`, `nginx-config`) into one ESM file with every
+// Bundles `isoatlas-server` (edge/server/cli.ts: `serve`, `mirror`, `nginx-config`) into one ESM file with every
 // package inside and no native module, for mirror operators who should not need a checkout and
 // `npm ci` to serve a tree.
 import { build } from 'esbuild';
 import { readFileSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
-import { PROJECT_ROOT } from './paths.js';
+import { PROJECT_ROOT } from '../paths.js';
 
 /** The size the one-file server is held to. */
 export const SERVER_BUNDLE_BUDGET = 5 * 1024 * 1024;
@@ -14,7 +14,7 @@ export async function bundleServer(opts: { out: string }): Promise<{ file: strin
   const file = resolve(opts.out);
   const version = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
   await build({
-    entryPoints: [join(PROJECT_ROOT, 'build/server-cli.ts')],
+    entryPoints: [join(PROJECT_ROOT, 'edge/server/cli.ts')],
     bundle: true,
     platform: 'node',
     target: 'node20',

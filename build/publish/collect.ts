@@ -23,12 +23,12 @@
 // The grace period must outlast the CDN's cached answers and a stalled publish or rollback between
 // reading the history and moving the pointer: below SAFE_GRACE_HOURS gc refuses unless --force.
 import { DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
-import { objectKey, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
-import { treePaths } from '../edge/contract/tree.js';
-import { loadManifest } from './manifest-reader.js';
+import { objectKey, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../../edge/contract/store.js';
+import { treePaths } from '../../edge/contract/tree.js';
+import { loadManifest } from '../common/manifest-reader.js';
 import { StoreBucket } from './store-bucket.js';
-import { UsageError } from './errors.js';
-import { StorageError } from './storage-errors.js';
+import { UsageError } from '../common/errors.js';
+import { StorageError } from '../common/storage-errors.js';
 import { readPin, resolvePin, type KvsAccess } from './edge-pin.js';
 import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
 

@@ -14,11 +14,11 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { treePaths } from '../edge/contract/tree.js';
-import type { LoadedManifest } from './manifest-reader.js';
-import { BadInputError } from './errors.js';
-import { forEachLimited } from './concurrency.js';
-import { startProgress } from './progress.js';
+import { treePaths } from '../../edge/contract/tree.js';
+import type { LoadedManifest } from '../common/manifest-reader.js';
+import { BadInputError } from '../common/errors.js';
+import { forEachLimited } from '../common/concurrency.js';
+import { startProgress } from '../common/progress.js';
 
 /** A file publish uploads: its first path in the tree, its size and sha256. */
 export interface TreeObject {

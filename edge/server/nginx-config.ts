@@ -1,31 +1,31 @@
 // `isoatlas nginx-config`: an nginx front for `isoatlas serve`, generated from the tree or mirror it
 // fronts. nginx answers requests for a resource by its canonical id from the file itself (sendfile,
 // many connections, TLS where the operator adds it) once the server has counted and admitted them
-// (GET /admission, build/serve.ts); everything else (names, search, keys, redirects, conditional
+// (GET /admission, edge/server/serve.ts); everything else (names, search, keys, redirects, conditional
 // requests, refusals) is passed to the server. The answers nginx gives are the server's, header for
 // header: the ETag is the manifest's sha256 (a map from path to file, written here) or, for a br or
-// gzip copy (build/nginx-compressed.ts), that representation's own tag; the rest comes from the
+// gzip copy (edge/server/nginx-compressed.ts), that representation's own tag; the rest comes from the
 // contract's constants and from the admission's answer.
 import { createHash } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { ISOFORM_PAGE_SIZE, contentTypeOf, treePaths, type ManifestEntry } from '../edge/contract/tree.js';
-import { releasePublicPath } from '../edge/contract/store.js';
-import { LocalOrigin } from '../edge/origins/local.js';
-import { StoreReleaseFiles } from '../edge/origins/store.js';
-import { RELEASE_HEADER } from '../edge/contract/routes.js';
-import { CORS_HEADERS } from '../edge/contract/http.js';
-import { ALLOW, PROBLEM_TYPE, problemBody } from '../edge/responses.js';
-import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../edge/contract/targets.js';
-import { KEY_PREFIX } from '../edge/access/key-format.js';
-import { SERVER_LIMITS, connectionShareProblem } from '../edge/adapters/server-limits.js';
-import { loadManifest } from './manifest-reader.js';
+import { ISOFORM_PAGE_SIZE, contentTypeOf, treePaths, type ManifestEntry } from '../contract/tree.js';
+import { releasePublicPath } from '../contract/store.js';
+import { LocalOrigin } from '../origins/local.js';
+import { StoreReleaseFiles } from '../origins/store.js';
+import { RELEASE_HEADER } from '../contract/routes.js';
+import { CORS_HEADERS } from '../contract/http.js';
+import { ALLOW, PROBLEM_TYPE, problemBody } from '../responses.js';
+import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../contract/targets.js';
+import { KEY_PREFIX } from '../access/key-format.js';
+import { SERVER_LIMITS, connectionShareProblem } from '../adapters/server-limits.js';
+import { loadManifest } from '../../build/common/manifest-reader.js';
 import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH, servedDir } from './serve.js';
-import { BadInputError } from './errors.js';
+import { BadInputError } from '../../build/common/errors.js';
 import { writeCompressedCopies, type CompressedCopies } from './nginx-compressed.js';
-import { CODINGS, CODING_SUFFIX, representationTag } from '../edge/compression.js';
+import { CODINGS, CODING_SUFFIX, representationTag } from '../compression.js';
 
 export interface NginxConfigOptions {
   /** The rendered tree or mirror `isoatlas serve --dir` serves. */
@@ -286,7 +286,7 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     o.store ? `    "~^\\w+ ([0-9a-f]{2})([0-9a-f]{62})$" "${o.dir}/objects/$1/$2";` : `    "~^\\w+ [0-9a-f]{64} (\\S+)$" "${o.dir}/$1";`,
     '    default "";',
     '}',
-    `# The file's compressed copy in the coding asked for, in ${o.compressedDir} (build/nginx-compressed.ts);`,
+    `# The file's compressed copy in the coding asked for, in ${o.compressedDir} (edge/server/nginx-compressed.ts);`,
     '# a small file has none, and its own file answers.',
     'map "$isoatlas_coding $isoatlas_sha256" $isoatlas_coded_path {',
     // $2/$1<suffix>: codedPath's layout.

@@ -2,9 +2,9 @@
 // use it: its small JSON objects read with their ETag and rewritten only if unchanged (S3's
 // conditional writes), and its objects listed by sha256.
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { EDGE_KEY, HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, PROBE_KEY, emptyHistory, objectSha, parseEdgeRecord, parseHistory, parsePointer, type EdgeRecord, type ReleaseHistory, type ReleasePointer } from '../edge/contract/store.js';
-import { forEachLimited } from './concurrency.js';
-import { StorageError, noteWhere } from './storage-errors.js';
+import { EDGE_KEY, HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, PROBE_KEY, emptyHistory, objectSha, parseEdgeRecord, parseHistory, parsePointer, type EdgeRecord, type ReleaseHistory, type ReleasePointer } from '../../edge/contract/store.js';
+import { forEachLimited } from '../common/concurrency.js';
+import { StorageError, noteWhere } from '../common/storage-errors.js';
 
 /** The pointer and history must stay fresh at the CDN; objects never change. */
 export const POINTER_CACHE_CONTROL = 'public, max-age=10, must-revalidate';

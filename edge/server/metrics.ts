@@ -1,7 +1,7 @@
 // Prometheus metrics of `isoatlas serve --metrics` (text exposition format 0.0.4): requests by route
 // and status, a latency histogram, and the verified-file caches' hits and misses.
-import { LoadingCache } from '../edge/loading-cache.js';
-import type { AnswerLabel } from '../edge/handler.js';
+import { LoadingCache } from '../loading-cache.js';
+import type { AnswerLabel } from '../handler.js';
 
 /** Upper bounds (seconds) of the latency histogram's buckets. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];

@@ -7,10 +7,10 @@
 // Stores without a record (mirrors' buckets, local try-outs) have no pin and work as before.
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { DescribeKeyValueStoreCommand } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import { EDGE_KEY, STORE_FORMAT } from '../edge/contract/store.js';
-import { getCurrentRelease, setCurrentRelease } from './keys/kvs.js';
-import { UsageError } from './errors.js';
-import { StorageError } from './storage-errors.js';
+import { EDGE_KEY, STORE_FORMAT } from '../../edge/contract/store.js';
+import { getCurrentRelease, setCurrentRelease } from '../keys/kvs.js';
+import { UsageError } from '../common/errors.js';
+import { StorageError } from '../common/storage-errors.js';
 import type { StoreBucket } from './store-bucket.js';
 
 /** How a command reaches the CDN's KeyValueStore, from its options. */
