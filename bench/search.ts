@@ -6,7 +6,7 @@ import { Rng } from '../build/generate/random.js';
 import { ReleaseData } from '../edge/release-data.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { VerifiedOrigin } from '../edge/origins/verified.js';
-import { search } from '../edge/search.js';
+import { search } from '../edge/search-engine.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { ROOT, type BenchContext } from './context.js';
 import { gc } from './gc.js';

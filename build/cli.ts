@@ -107,7 +107,7 @@ export function program(): Command {
     .option('--replace', 'replace the records an earlier import of a file of the same name added (a corrected file)', false)
     .action(async (kind: Track, o: { db: string; file: string; source: string; version?: string; description?: string; generated: boolean; replace: boolean }) => {
       let n = 0;
-      const { updateReleaseDb } = await import('./release-db/store.js');
+      const { updateReleaseDb } = await import('./release-db/database.js');
       const { importTrack } = await import('./import/tracks.js');
       await updateReleaseDb(o.db, async (db) => {
         n = await importTrack(db, { track: kind, file: o.file, source: o.source, version: o.version, description: o.description, generated: o.generated, replace: o.replace });
@@ -122,7 +122,7 @@ export function program(): Command {
     .requiredOption('--db <db>', 'release database to update (changed atomically)')
     .option('--input <file name>', 'only what this input added (its file name, as `isoatlas` lists it in release.json sources)')
     .action(async (kind: Track, o: { db: string; input?: string }) => {
-      const { updateReleaseDb } = await import('./release-db/store.js');
+      const { updateReleaseDb } = await import('./release-db/database.js');
       const { removeTrackRecords } = await import('./import/tracks.js');
       let line = '';
       await updateReleaseDb(o.db, async (db) => {
@@ -145,7 +145,7 @@ export function program(): Command {
     .option('--version <version>', 'version or date of the source')
     .option('--description <text>', 'one line on how the file was made')
     .action(async (o: { db: string; file: string; source: string; version?: string; description?: string }) => {
-      const { updateReleaseDb } = await import('./release-db/store.js');
+      const { updateReleaseDb } = await import('./release-db/database.js');
       const { importGeneInfo } = await import('./import/gene-info.js');
       let line = '';
       await updateReleaseDb(o.db, async (db) => {
@@ -175,7 +175,7 @@ export function program(): Command {
       }
       if (!o.db) throw new UsageError('generate --scale demo needs --db <db>: the release whose proteins the tracks annotate');
       if (o.genes !== undefined) throw new UsageError('--genes is for --scale human');
-      const { openReleaseDb } = await import('./release-db/store.js');
+      const { openReleaseDb } = await import('./release-db/database.js');
       const { generateDemoTracks } = await import('./generate/demo-tracks.js');
       const db = openReleaseDb(o.db);
       try {

@@ -7,7 +7,7 @@ import { importTrack, insertTrack } from './import/tracks.js';
 import { importGeneInfo } from './import/gene-info.js';
 import { describeWildTypeCheck, pvacseqOnRelease, readPvacseqAllEpitopes } from './import/native/neoantigens.js';
 import { TRACKS, type Track } from './release-db/schema.js';
-import { openReleaseDb, updateReleaseDb } from './release-db/store.js';
+import { openReleaseDb, updateReleaseDb } from './release-db/database.js';
 import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
 import { DEMO } from './paths.js';

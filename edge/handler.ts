@@ -18,7 +18,7 @@ import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER } from './contract/routes.js';
 import { askedRelease, pinnedAnswer } from './pinning.js';
 import { API_PREFIX } from './contract/tree.js';
-import { REQUEST_ID_HEADER } from './contract/http.js';
+import { REQUEST_ID_HEADER } from './contract/http-headers.js';
 import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
 import { docsAsset, docsAssetName } from './routes/docs.js';
 import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';

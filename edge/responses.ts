@@ -1,7 +1,7 @@
 // Building responses: JSON with ETag and conditional GET, RFC 9457 problem details, CORS.
 // Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
 import { redactKeys } from './access/key-format.js';
-import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS } from './contract/http.js';
+import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS } from './contract/http-headers.js';
 import { DEFAULT_RELEASE_PARAM } from './contract/routes.js';
 
 export { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS };

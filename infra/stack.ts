@@ -42,7 +42,7 @@ import {
   EXPOSED_HEADERS,
   PREFLIGHT_MAX_AGE_SECONDS,
   QUERY_PARAMETERS,
-} from '../edge/contract/http.js';
+} from '../edge/contract/http-headers.js';
 
 /** Lambda@Edge and CloudFront-scoped WAF live in us-east-1; so does everything else in this stack. */
 export const EDGE_REGION = 'us-east-1';

@@ -12,7 +12,7 @@ import { generateHumanInputs, type HumanInputsSummary } from '../build/generate/
 import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { importTrack } from '../build/import/tracks.js';
 import { TRACKS } from '../build/release-db/schema.js';
-import { updateReleaseDb } from '../build/release-db/store.js';
+import { updateReleaseDb } from '../build/release-db/database.js';
 import { renderTree } from '../build/render/index.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';

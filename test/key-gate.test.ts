@@ -12,7 +12,7 @@ import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/reg
 import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
 import { validate } from './helpers/schemas.js';
 import { createHandler } from '../edge/handler.js';
-import { CORS_HEADERS } from '../edge/contract/http.js';
+import { CORS_HEADERS } from '../edge/contract/http-headers.js';
 import { DEFAULT_RELEASE_PARAM, RELEASE_PARAM } from '../edge/contract/routes.js';
 
 const NOW = Date.parse('2026-11-25T10:00:00Z');

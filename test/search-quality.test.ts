@@ -8,7 +8,7 @@ import { Rng } from '../build/generate/random.js';
 import { ReleaseData } from '../edge/release-data.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { VerifiedOrigin } from '../edge/origins/verified.js';
-import { editDistance, search } from '../edge/search.js';
+import { editDistance, search } from '../edge/search-engine.js';
 
 let result: QualityResult;
 

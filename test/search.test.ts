@@ -12,7 +12,7 @@ import { typo } from '../bench/search-quality.js';
 import { ReleaseData } from '../edge/release-data.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { VerifiedOrigin } from '../edge/origins/verified.js';
-import { editDistance, search } from '../edge/search.js';
+import { editDistance, search } from '../edge/search-engine.js';
 import type { GeneBody, IsoformBody, SearchHitBody } from '../edge/contract/schemas.js';
 
 interface Doc {

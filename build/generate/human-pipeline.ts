@@ -9,7 +9,7 @@ import { generateHumanInputs } from './human.js';
 import { importCore, loadCoreConfig } from '../import/core.js';
 import { importTrack } from '../import/tracks.js';
 import { TRACKS } from '../release-db/schema.js';
-import { updateReleaseDb } from '../release-db/store.js';
+import { updateReleaseDb } from '../release-db/database.js';
 import { renderTree } from '../render/index.js';
 import { startProgress } from '../common/progress.js';
 

@@ -13,7 +13,7 @@ import { assembleLongRead } from './long-read.js';
 import { assignTranscriptNames } from './naming.js';
 import { chooseCanonical } from './canonical.js';
 import type { GeneRecord, IsoformRecord } from '../release-db/records.js';
-import { checkNewDbPath, createReleaseDb, type Db } from '../release-db/store.js';
+import { checkNewDbPath, createReleaseDb, type Db } from '../release-db/database.js';
 
 const InputSet = Type.Object(
   {

@@ -11,7 +11,7 @@
 // gene info the release had.
 import { basename } from 'node:path';
 import { InputError, readLines, readTsv, sha256File } from './input.js';
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import type { GeneInfo } from '../release-db/records.js';
 
 export interface GeneInfoRecord extends GeneInfo {

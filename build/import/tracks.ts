@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { basename, dirname, resolve } from 'node:path';
 import { InputError, cellParsers, readTsv, sha256File } from './input.js';
 import { TRACK_TABLES, type Track } from '../release-db/schema.js';
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import { parseStructureModel } from './native/structures.js';
 
 export interface TrackInput {

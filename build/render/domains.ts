@@ -1,7 +1,7 @@
 // Domain lists: `/isoforms/{transcript_id}/domains` — Pfam and TED, ordered by position.
 import { treePaths } from '../../edge/contract/tree.js';
 import type { DomainBody, DomainListBody } from '../../edge/contract/schemas.js';
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import type { IsoformRow } from './load.js';
 import { TreeWriter } from './tree-writer.js';
 

@@ -4,7 +4,7 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EDGE_INDEX_FORMAT, treePaths, type EdgeIndex } from '../../edge/contract/tree.js';
-import { openReleaseDb } from '../release-db/store.js';
+import { openReleaseDb } from '../release-db/database.js';
 import { startProgress } from '../common/progress.js';
 import { groupByGene, isoformDetails, loadGenes, loadIsoforms } from './load.js';
 import { renderGenes } from './genes.js';

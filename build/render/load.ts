@@ -1,5 +1,5 @@
 // Reads the core rows every renderer needs, once: genes, and isoforms joined with their metrics.
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import type { MetricsBody } from '../../edge/contract/schemas.js';
 import { compareNatural, type GeneInfo, type GeneRecord, type IsoformRecord, type OrfRecord, type SqantiQc } from '../release-db/records.js';
 

@@ -3,7 +3,7 @@
 // rank; ties by peptide, allele and position so the order is deterministic.
 import { NEOANTIGEN_TOP, treePaths } from '../../edge/contract/tree.js';
 import type { NeoantigenListBody } from '../../edge/contract/schemas.js';
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import type { IsoformRow } from './load.js';
 import { TreeWriter } from './tree-writer.js';
 

@@ -1,7 +1,7 @@
 // PTM site lists: `/isoforms/{transcript_id}/ptm` — every site, by position.
 import { treePaths } from '../../edge/contract/tree.js';
 import type { PtmSiteListBody } from '../../edge/contract/schemas.js';
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import type { IsoformRow } from './load.js';
 import { TreeWriter } from './tree-writer.js';
 

@@ -3,7 +3,7 @@ import { compareNatural } from '../release-db/records.js';
 import { routes } from '../../edge/contract/routes.js';
 import { API_PREFIX, treePaths } from '../../edge/contract/tree.js';
 import type { ReleaseBody, TrackSourceBody } from '../../edge/contract/schemas.js';
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import type { TreeWriter } from './tree-writer.js';
 
 interface SourceRow {

@@ -3,7 +3,7 @@
 // file, sharded) that the edge function reads to answer `/isoforms/{id}/structure` with a redirect.
 import { createHash } from 'node:crypto';
 import { treePaths, type StructureMapEntry } from '../../edge/contract/tree.js';
-import type { Db } from '../release-db/store.js';
+import type { Db } from '../release-db/database.js';
 import { TreeWriter } from './tree-writer.js';
 import { writeSharded } from './sharded-table.js';
 

@@ -14,7 +14,7 @@ import { clientBucket } from '../access/client-key.js';
 import { DEFAULT_ACCESS } from '../access/config.js';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { TrustedFronts } from './forwarded.js';
-import { ALLOWED_METHODS, REQUEST_ID_HEADER } from '../contract/http.js';
+import { ALLOWED_METHODS, REQUEST_ID_HEADER } from '../contract/http-headers.js';
 
 /** What the request log records of each request (never a header: one may carry an API key). */
 export interface RequestLogEntry {

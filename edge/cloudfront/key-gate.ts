@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tierLimits, type AccessConfig, type AccessMode } from '../access/config.js';
 import { API_PREFIX } from '../contract/tree.js';
-import { PREFLIGHT_HEADERS } from '../contract/http.js';
+import { PREFLIGHT_HEADERS } from '../contract/http-headers.js';
 import { DEFAULT_RELEASE_PARAM, RELEASE_PARAM } from '../contract/routes.js';
 
 export const KEY_GATE_FILE = join(dirname(fileURLToPath(import.meta.url)), 'key-gate-function.js');

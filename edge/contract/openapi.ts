@@ -4,7 +4,7 @@
 import { API_PREFIX } from './tree.js';
 import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, RELEASE_PARAM, routes, type Route, type RouteId } from './routes.js';
 import { schemas } from './schemas.js';
-import { CDN_VIEWER_CACHE_CONTROL } from './http.js';
+import { CDN_VIEWER_CACHE_CONTROL } from './http-headers.js';
 
 /** Examples from the release the document is rendered with. */
 export interface OpenApiExamples {

@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store.js';
 import { treePaths, type ManifestEntry } from '../contract/tree.js';
 import { OriginError, type Origin } from '../origin.js';
-import { HttpOrigin } from '../origins/http.js';
+import { HttpOrigin } from '../origins/http-origin.js';
 import { BadInputError, UsageError } from '../../build/common/errors.js';
 import { StorageError } from '../../build/common/storage-errors.js';
 import { sourceError } from './source-errors.js';

@@ -1,8 +1,8 @@
 // GET /api/v1/search?query=&limit=: search over gene symbols and ids, transcript ids and names
-// (edge/search.ts has the tiers and the scoring).
+// (edge/search-engine.ts has the tiers and the scoring).
 import { RequestProblem } from '../router.js';
 import { bodyResponse, jsonBody } from '../responses.js';
-import { search as searchRelease } from '../search.js';
+import { search as searchRelease } from '../search-engine.js';
 import type { RouteHandler } from './context.js';
 import { REDACTED_KEY, redactKeys } from '../access/key-format.js';
 

@@ -16,7 +16,7 @@ import { releasePublicPath } from '../contract/store.js';
 import { LocalOrigin } from '../origins/local.js';
 import { StoreReleaseFiles } from '../origins/store.js';
 import { RELEASE_HEADER } from '../contract/routes.js';
-import { CORS_HEADERS } from '../contract/http.js';
+import { CORS_HEADERS } from '../contract/http-headers.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../responses.js';
 import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../contract/targets.js';
 import { KEY_PREFIX } from '../access/key-format.js';

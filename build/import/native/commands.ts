@@ -2,7 +2,7 @@
 // isoforms and added like any track (validated, one transaction, provenance recorded).
 import type { Command } from 'commander';
 import { basename } from 'node:path';
-import type { Db } from '../../release-db/store.js';
+import type { Db } from '../../release-db/database.js';
 import { insertTrack, type Located, type TrackInput, type TrackRecords } from '../tracks.js';
 import type { Track } from '../../release-db/schema.js';
 import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readIdMapping, releaseProteins, TED_LEVELS, type TedLevel } from './domains.js';
@@ -31,7 +31,7 @@ async function importNative<T extends Track>(
   log: (line: string) => void,
 ) {
   let summary = '';
-  const { updateReleaseDb } = await import('../../release-db/store.js');
+  const { updateReleaseDb } = await import('../../release-db/database.js');
   await updateReleaseDb(opts.db, async (db) => {
     const { located, unmapped, note } = await collect(db);
     const input: TrackInput = { track, file: opts.file, source: opts.source, version: opts.version, description: opts.description, generated: false, replace: opts.replace };

@@ -6,7 +6,7 @@
 import { InputError, cellParsers, readLines } from '../input.js';
 import { parseSegments, type DomainRecord, type Located, type ScoreKind } from '../tracks.js';
 import { UsageError } from '../../common/errors.js';
-import type { Db } from '../../release-db/store.js';
+import type { Db } from '../../release-db/database.js';
 
 /** A domain record before it is attached to a release transcript. */
 export type DomainRecordWithoutTranscript = Omit<DomainRecord, 'transcript_id'>;

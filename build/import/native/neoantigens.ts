@@ -26,7 +26,7 @@
 // sequence is no neoantigen of that isoform. Skips are counted by reason.
 import { cellParsers, readTsv } from '../input.js';
 import type { Located, NeoantigenRecord } from '../tracks.js';
-import type { Db } from '../../release-db/store.js';
+import type { Db } from '../../release-db/database.js';
 import { releaseProteins } from './domains.js';
 
 export type NativeNeoantigen = NeoantigenRecord & {

@@ -22,7 +22,7 @@
 // Records carry source `PTM-POSE`.
 import { InputError, readLines } from '../input.js';
 import type { Located, PtmRecord } from '../tracks.js';
-import type { Db } from '../../release-db/store.js';
+import type { Db } from '../../release-db/database.js';
 
 export const PTM_POSE_SOURCE = 'PTM-POSE';
 export const WINDOW_FLANK = 7;
