@@ -1,11 +1,11 @@
 // The OpenAPI document of the release, rendered last: its examples are records of this release, read
-// back from the files just written (a gene, its first page of isoforms, an isoform with its domains,
-// neoantigens and PTM sites, the release metadata).
+// back from the files just written: for every route declared as a file, its file for one gene or one
+// isoform (the route table's example when the release has it), and the release metadata.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildOpenApi, type OpenApiExamples } from '../../edge/contract/openapi.js';
-import { routes } from '../../edge/contract/routes.js';
-import { treePaths } from '../../edge/contract/tree.js';
+import { isKeyedFile, keyedFileRoutes, routes, type Route } from '../../edge/contract/routes.js';
+import { keyedFilePath, namedFilePath, treePaths } from '../../edge/contract/tree.js';
 import type { ReleaseBody } from '../../edge/contract/schemas.js';
 import type { TreeWriter } from './tree-writer.js';
 
@@ -18,28 +18,33 @@ export async function renderOpenApi(w: TreeWriter, release: ReleaseBody, candida
   await w.flush();
   const written = new Set(w.entries.map((e) => e.path));
   const read = (path: string) => (written.has(path) ? (JSON.parse(readFileSync(join(w.root, path), 'utf8')) as unknown) : undefined);
-  const wanted = (name: string) => routes.flatMap((r) => r.pathParams).find((p) => p.name === name)?.example;
+  // The example the table gives the path parameter of the routes keyed by a gene, or an isoform.
+  const wanted = (per: 'gene' | 'isoform') => keyedFileRoutes.find((r) => r.file.per === per)?.pathParams[0].example;
+  const isoformRoutes = keyedFileRoutes.filter((r) => r.file.per === 'isoform');
 
-  // The route table's examples when this release has them; else its first gene and isoform.
+  // The route table's examples when this release has them (a symbol only if one gene has it); else
+  // its first gene, and its first isoform with every file.
   const symbols = new Map<string, number>();
   for (const g of candidates.genes) symbols.set(g.symbol, (symbols.get(g.symbol) ?? 0) + 1);
-  const gene = candidates.genes.find((g) => g.symbol === wanted('symbol') && symbols.get(g.symbol) === 1) ?? candidates.genes[0];
+  const gene = candidates.genes.find((g) => g.symbol === wanted('gene') && symbols.get(g.symbol) === 1) ?? candidates.genes[0];
   const isoform =
-    candidates.isoforms.find((i) => i.transcript_id === wanted('transcript_id')) ??
-    candidates.isoforms.find((i) => written.has(treePaths.domains(i.transcript_id)) && written.has(treePaths.neoantigens(i.transcript_id))) ??
+    candidates.isoforms.find((i) => i.transcript_id === wanted('isoform')) ??
+    candidates.isoforms.find((i) => isoformRoutes.every((r) => written.has(keyedFilePath(r, i.transcript_id)))) ??
     candidates.isoforms[0];
-  const examples: OpenApiExamples = { pathParams: {}, bodies: { root: release, release } };
-  if (gene) {
-    examples.pathParams.symbol = gene.symbol;
-    examples.bodies.gene = read(treePaths.gene(gene.gene_id));
-    examples.bodies.geneIsoforms = read(treePaths.genePage(gene.gene_id, 0));
-  }
-  if (isoform) {
-    examples.pathParams.transcript_id = isoform.transcript_id;
-    examples.bodies.isoform = read(treePaths.isoform(isoform.transcript_id));
-    examples.bodies.domains = read(treePaths.domains(isoform.transcript_id));
-    examples.bodies.neoantigens = read(treePaths.neoantigens(isoform.transcript_id));
-    examples.bodies.ptm = read(treePaths.ptm(isoform.transcript_id));
+  // What a keyed route's path parameter is in the examples, and the id that names its file.
+  const example = { gene: gene && { param: gene.symbol, id: gene.gene_id }, isoform: isoform && { param: isoform.transcript_id, id: isoform.transcript_id } };
+
+  const examples: OpenApiExamples = { pathParams: {}, bodies: {} };
+  for (const route of routes as readonly Route[]) {
+    if (!route.file) continue;
+    if (!isKeyedFile(route)) {
+      examples.bodies[route.id as keyof OpenApiExamples['bodies']] = read(namedFilePath(route.file as { name: string }));
+      continue;
+    }
+    const chosen = example[route.file.per];
+    if (!chosen) continue;
+    examples.pathParams[route.pathParams[0].name] = chosen.param;
+    examples.bodies[route.id as keyof OpenApiExamples['bodies']] = read(keyedFilePath(route, chosen.id, route.file.window === 'pages' ? 0 : undefined));
   }
   await w.json(treePaths.openapi, buildOpenApi(release, examples));
 }

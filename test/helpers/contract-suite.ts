@@ -281,8 +281,8 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     it('serves the whole list by default (limit 100), as the pre-split page file', async () => {
       const r = await call('/genes/prr5/isoforms');
       expectJson200(r);
-      expect(r.bytes.equals(treeBytes(treePaths.genePage(PRR5.id, 0)))).toBe(true);
-      expect(r.headers.get('etag')).toBe(etagOf(treePaths.genePage(PRR5.id, 0)));
+      expect(r.bytes.equals(treeBytes(treePaths.geneIsoforms(PRR5.id, 0)))).toBe(true);
+      expect(r.headers.get('etag')).toBe(etagOf(treePaths.geneIsoforms(PRR5.id, 0)));
       expect(r.json).toMatchObject({ gene_id: PRR5.id, symbol: 'PRR5', total: PRR5.isoforms, limit: 100, offset: 0, next: null });
       expect(r.headers.get('link')).toBeNull();
       const gene = treeJson<GeneBody>(treePaths.gene(PRR5.id));
@@ -772,8 +772,8 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       ['/release', treePaths.release],
       ['/openapi.json', treePaths.openapi],
       ['/genes/PRR5', treePaths.gene(PRR5.id)],
-      ['/genes/PRR5/isoforms', treePaths.genePage(PRR5.id, 0)],
-      ['/genes/PRR5/isoforms?limit=100&offset=0', treePaths.genePage(PRR5.id, 0)],
+      ['/genes/PRR5/isoforms', treePaths.geneIsoforms(PRR5.id, 0)],
+      ['/genes/PRR5/isoforms?limit=100&offset=0', treePaths.geneIsoforms(PRR5.id, 0)],
       [`/isoforms/${PRR5_201.name}`, treePaths.isoform(PRR5_201.id)],
       [`/isoforms/${PRR5_201.unversioned}/domains`, treePaths.domains(PRR5_201.id)],
       [`/isoforms/${PRR5_201.id}/neoantigens`, treePaths.neoantigens(PRR5_201.id)],

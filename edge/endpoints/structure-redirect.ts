@@ -11,7 +11,7 @@ import { mustRead, resolveIsoform, type Release, type RouteHandler } from './con
 const MMCIF_TYPE = 'chemical/x-mmcif';
 
 export const structure: RouteHandler = async (route) => {
-  const id = await resolveIsoform(route);
+  const id = await resolveIsoform(route, route.params.transcript_id);
   if (typeof id !== 'string') return id;
   const entry = await route.release.data.structure(id);
   if (!entry) return problem(route.request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });
