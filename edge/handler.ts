@@ -13,7 +13,7 @@ import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './re
 import type { AccessControl } from './access/control.js';
 import { clip, redactKeys } from './access/key-format.js';
 import { routeHandlers } from './endpoints/bindings.js';
-import type { Release, Releases } from './endpoints/context.js';
+import type { Release, Releases } from './endpoints/route-request.js';
 import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER } from './contract/routes.js';
 import { askedRelease, pinnedAnswer } from './pinning.js';

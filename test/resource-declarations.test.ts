@@ -97,3 +97,14 @@ describe.each(declared.map((r) => [r.id, r] as const))('route %s', (_, route) =>
     if (record.links[name] !== null) expect(record.links[name]).toBe(linkFns[route.id](id));
   });
 });
+
+describe('docs/ARCHITECTURE.md', () => {
+  it('lists every route of the table under "The resources"', () => {
+    const doc = readFileSync(join(__dirname, '../docs/ARCHITECTURE.md'), 'utf8');
+    const [start, end] = [doc.indexOf('## The resources'), doc.indexOf('## Adding a resource')];
+    expect(start, 'the section "The resources"').toBeGreaterThan(-1);
+    expect(end, 'the section "Adding a resource", after it').toBeGreaterThan(start);
+    const section = doc.slice(start, end);
+    for (const route of routes) expect(section, route.id).toContain(`\`${route.id}\``);
+  });
+});

@@ -4,7 +4,7 @@
 import { links, linksBelow } from '../../edge/contract/tree.js';
 import { routes } from '../../edge/contract/routes.js';
 import type { GeneBody, IsoformPageBody, XrefBody } from '../../edge/contract/schemas.js';
-import type { GeneRow, IsoformRow } from './load.js';
+import type { GeneRow, IsoformRow } from './core-rows.js';
 import { isoformSummary } from './isoform-record.js';
 
 /** Links to the gene's records elsewhere, from its ids. AlphaFold DB files models by UniProt accession. */

@@ -7,13 +7,13 @@ import { EDGE_INDEX_FORMAT, keyedFilePath, treePaths, type EdgeIndex } from '../
 import { keyedFileRoutes, type KeyedFileRoute } from '../../edge/contract/routes.js';
 import { openReleaseDb } from '../release-db/database.js';
 import { startProgress } from '../common/progress.js';
-import { groupByGene, loadGenes, loadIsoforms, type GeneRow, type IsoformRow } from './load.js';
+import { groupByGene, loadGenes, loadIsoforms, type GeneRow, type IsoformRow } from './core-rows.js';
 import { renderSpecs, type RenderInput, type RenderSpec } from './resources.js';
 import { renderStructures } from './structures.js';
 import { renderSearchIndex } from './search-index.js';
 import { renderAliases } from './aliases.js';
 import { renderRelease } from './release.js';
-import { renderOpenApi } from './openapi.js';
+import { renderOpenApi } from './openapi-examples.js';
 import { renderDocs } from './docs.js';
 import { TreeWriter } from './tree-writer.js';
 import { writeManifest } from './manifest.js';

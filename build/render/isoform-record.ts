@@ -3,7 +3,7 @@
 import { links, linksBelow } from '../../edge/contract/tree.js';
 import { routes } from '../../edge/contract/routes.js';
 import type { IsoformBody, IsoformSummaryBody } from '../../edge/contract/schemas.js';
-import type { GeneRow, IsoformDetail, IsoformRow } from './load.js';
+import type { GeneRow, IsoformDetail, IsoformRow } from './core-rows.js';
 
 const ISOFORM_ROUTE = routes.find((r) => r.id === 'isoform')!;
 

@@ -7,7 +7,7 @@ import { listSize, routes, type KeyedFileRoute } from '../../edge/contract/route
 import { linkTo } from '../../edge/contract/tree.js';
 import type { DomainBody, DomainListBody, NeoantigenListBody, PtmSiteListBody } from '../../edge/contract/schemas.js';
 import type { Db } from '../release-db/database.js';
-import { isoformDetails, type GeneRow, type IsoformRow } from './load.js';
+import { isoformDetails, type GeneRow, type IsoformRow } from './core-rows.js';
 import { geneRecord, isoformPages } from './gene-record.js';
 import { isoformRecord } from './isoform-record.js';
 

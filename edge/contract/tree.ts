@@ -36,8 +36,9 @@ const namedFile = (id: RouteId): string => {
 };
 
 type KeyedPath<R> = R extends { file: { window: 'pages' } } ? (id: string, page: number) => string : (id: string) => string;
-/** The tree path of each keyed file route, by route id: `treePaths.ptm(transcriptId)`,
- * `treePaths.geneIsoforms(geneId, page)`. Derived from the route table, never written by hand. */
+/** The tree path of each keyed file route, by route id: `treePaths.<id>(canonicalId)`, and
+ * `treePaths.<id>(canonicalId, page)` for a `pages` list. Derived from the route table, never written
+ * by hand. */
 const keyedPaths = Object.fromEntries(keyedFileRoutes.map((r) => [r.id, (id: string, page?: number) => keyedFilePath(r, id, page)])) as {
   [R in KeyedFileRoute as R['id']]: KeyedPath<R>;
 };
@@ -149,13 +150,12 @@ const linkFunction = (route: Route) =>
   route.pathParams.length === 0 ? (query?: LinkQuery) => linkTo(route, undefined, query) : (id: string, query?: LinkQuery) => linkTo(route, id, query);
 
 /** Root-relative links written into bodies (a static file cannot know the host it is served from), one
- * per route, by route id: `links.ptm(transcriptId)`, `links.geneIsoforms(geneId, { limit, offset })`,
- * `links.search()`. Derived from the route table. */
+ * per route, by route id: `links.<id>(value of its path parameter, query?)`, or `links.<id>(query?)`
+ * for a route without one. Derived from the route table. */
 export const links = Object.fromEntries(declared.map((r) => [r.id, linkFunction(r)])) as { [R in (typeof routes)[number] as R['id']]: LinkOf<R> };
 
 /** The links of a record to the resources below it (the routes whose path is the record's plus one
- * literal segment), named by that segment: an isoform's `domains`, `ptm`, `structure`, …, a gene's
- * `isoforms`; in the table's order. */
+ * literal segment), each named by that segment (a gene's `isoforms`), in the table's order. */
 export function linksBelow(route: Pick<Route, 'path'>, id: string): Record<string, string> {
   const below: Record<string, string> = {};
   for (const r of declared) {

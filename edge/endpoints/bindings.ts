@@ -3,7 +3,7 @@
 // asks for a module for exactly the routes that are not files, so such a route without code does not
 // compile, and a file route needs none.
 import { routes, type RouteId } from '../contract/routes.js';
-import type { RouteHandler } from './context.js';
+import type { RouteHandler } from './route-request.js';
 import { treeFileEndpoint } from './tree-file.js';
 import { structure } from './structure-redirect.js';
 import { search } from './search-results.js';

@@ -6,7 +6,7 @@
 import { cacheControl } from '../contract/routes.js';
 import { treePaths } from '../contract/tree.js';
 import { bodyResponse, CORS_HEADERS, problem } from '../responses.js';
-import { mustRead, resolveIsoform, type Release, type RouteHandler } from './context.js';
+import { mustRead, resolveIsoform, type Release, type RouteHandler } from './route-request.js';
 
 const MMCIF_TYPE = 'chemical/x-mmcif';
 

@@ -7,7 +7,7 @@
 import { isKeyedFile, listSize, type FileBacking, type Route } from '../contract/routes.js';
 import { keyedFilePath, linkTo, namedFilePath } from '../contract/tree.js';
 import { bodyResponse, jsonBody } from '../responses.js';
-import { fileAnswer, mustRead, resolveGene, resolveIsoform, type Release, type RouteHandler, type RouteRequest } from './context.js';
+import { fileAnswer, mustRead, resolveGene, resolveIsoform, type Release, type RouteHandler, type RouteRequest } from './route-request.js';
 
 type KeyedRoute = Route & { file: Extract<FileBacking, { per: string }> };
 

@@ -1,4 +1,4 @@
-// What every route module works with: the request, its route's validated parameters, and the release
+// What every endpoint works with: the request, its route's validated parameters, and the release
 // the request is answered from (its verified files and its edge data).
 import type { OriginObject } from '../origin.js';
 import { OriginError } from '../origin.js';
