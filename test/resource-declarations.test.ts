@@ -40,6 +40,11 @@ const linkFns = links as unknown as Record<string, (...id: string[]) => string>;
 const linkOf = (route: Route, value = route.pathParams[0]?.example) => linkFns[route.id](...(route.pathParams.length ? [value] : []));
 
 describe.each(declared.map((r) => [r.id, r] as const))('route %s', (_, route) => {
+  it.runIf(route.file !== undefined && isKeyedFile(route))('is keyed by its one path parameter, and a list by the largest limit', () => {
+    expect(route.pathParams).toHaveLength(1);
+    if (isKeyedFile(route) && route.file.window !== undefined) expect(listSize(route)).toBeGreaterThan(0);
+  });
+
   it('has a link that the router maps back to it', () => {
     const link = linkOf(route);
     expect(link.startsWith('/api/v1')).toBe(true);

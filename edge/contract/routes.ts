@@ -310,10 +310,9 @@ export const routes = [
 export type RouteId = (typeof routes)[number]['id'];
 /** The routes that are one file per gene or isoform, with their literal declarations. */
 export type KeyedFileRoute = Extract<(typeof routes)[number], { file: { per: string } }>;
-export type KeyedFileRouteId = KeyedFileRoute['id'];
 
 /** Whether a route is one file per gene or isoform. */
-export const isKeyedFile = (route: Route): route is Route & { file: { per: 'gene' | 'isoform'; window?: 'prefix' | 'pages' } } => route.file !== undefined && 'per' in route.file;
+export const isKeyedFile = (route: Route): route is Route & { file: Extract<FileBacking, { per: string }> } => route.file !== undefined && 'per' in route.file;
 
 /** The routes that are one file per gene or isoform, in the table's order. */
 export const keyedFileRoutes = routes.filter(isKeyedFile) as unknown as readonly KeyedFileRoute[];

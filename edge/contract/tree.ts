@@ -1,5 +1,6 @@
-// Where each v1 resource lives in the rendered tree. The renderer writes these paths and the edge
-// function reads them: both import this module, so the layout is stated exactly once.
+// Where each v1 resource lives in the rendered tree, and the links to it. The renderer writes these
+// paths, the edge function and the nginx front read them: all import this module, and the paths and
+// links of the routes are derived from the route table (routes.ts), so the layout is stated once.
 //
 // Files are keyed by canonical identifiers only (unversioned gene id, full transcript id). Every other
 // way of naming a resource (symbol in any case, transcript name, unversioned ENST id) is resolved by
@@ -18,8 +19,9 @@ const declared: readonly Route[] = routes;
 /** Identifiers become file names, so they are restricted to a safe alphabet (checked at render time). */
 export const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-/** The route's path with `id` for its one parameter (a keyed file route has exactly one). */
-const withId = (route: Pick<Route, 'path'>, id: string) => route.path.replace(/\{[^}]+\}/, id);
+/** The route's path with `id` for its one parameter (a keyed file route has exactly one), as given:
+ * a link encodes it first, a decoded request path (nginx's map) does not. */
+export const withId = (route: Pick<Route, 'path'>, id: string) => route.path.replace(/\{[^}]+\}/, id);
 
 /** The file of a keyed file route for one canonical id (and page, for `pages`). */
 export function keyedFilePath(route: Pick<Route, 'path'>, id: string, page?: number): string {

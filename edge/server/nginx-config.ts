@@ -11,7 +11,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { API_PREFIX, contentTypeOf, routesOfTreeFile, type ManifestEntry } from '../contract/tree.js';
+import { API_PREFIX, contentTypeOf, routesOfTreeFile, withId, type ManifestEntry } from '../contract/tree.js';
 import { releasePublicPath } from '../contract/store.js';
 import { LocalOrigin } from '../origins/local.js';
 import { StoreReleaseFiles } from '../origins/store.js';
@@ -68,7 +68,7 @@ export function requestsOfTreeFile(path: string, structurePath: (treePath: strin
   const m = /^structures\/([^/]+\.cif)$/.exec(path);
   if (m) return [{ uri: `/${structurePath(path)}`, kind: 'mmcif' }];
   return routesOfTreeFile(path).flatMap(({ route, id, page }) => {
-    const uri = `${API_PREFIX}${id === undefined ? route.path : route.path.replace(/\{[^}]+\}/, id)}`;
+    const uri = `${API_PREFIX}${id === undefined ? route.path : withId(route, id)}`;
     if (!isKeyedFile(route) || route.file.window === undefined) return [{ uri, kind: 'json' as const }];
     if (limitDefault(route) !== listSize(route) || (page ?? 0) !== 0) return [];
     return [{ uri, kind: 'json' as const, ...(route.file.window === 'pages' ? { pageSize: listSize(route) } : {}) }];
