@@ -34,8 +34,9 @@ export interface BuildSummary {
 async function renderFiles(w: TreeWriter, route: KeyedFileRoute, spec: RenderSpec<GeneRow | IsoformRow>, input: RenderInput, rows: (GeneRow | IsoformRow)[], tick: () => void) {
   const bodyOf = spec.prepare(input);
   const pages = 'window' in route.file && route.file.window === 'pages';
+  const idOf = (row: GeneRow | IsoformRow) => (route.file.per === 'gene' ? (row as GeneRow).gene_id : (row as IsoformRow).transcript_id);
   for (const row of rows) {
-    const id = TreeWriter.safeId('transcript_id' in row ? row.transcript_id : row.gene_id);
+    const id = TreeWriter.safeId(idOf(row));
     const body = bodyOf(row);
     if (pages) for (const [n, page] of (body as object[]).entries()) await w.json(keyedFilePath(route, id, n), page);
     else await w.json(keyedFilePath(route, id), body);
