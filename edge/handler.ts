@@ -1,6 +1,6 @@
 // The edge function: one async (Request) => Response over an origin holding the rendered tree. It
 // answers preflights and refuses what is not GET or HEAD, asks access control, pins the release,
-// matches the route table and hands the request to the route's module (edge/routes/), carrying a
+// matches the route table and hands the request to the route's module (edge/endpoints/), carrying a
 // release the request named into the answer's links (edge/pinning.ts); every bad input becomes a
 // problem+json 4xx, every origin failure a 502/503/504. No framework; Web-standard types only, so
 // the Node adapter, Lambda@Edge and tests call the same function.
@@ -12,15 +12,15 @@ import { matchRoute, parseQuery, RequestProblem, type Match } from './router.js'
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
 import { clip, redactKeys } from './access/key-format.js';
-import { routeHandlers } from './routes/index.js';
-import type { Release, Releases } from './routes/context.js';
+import { routeHandlers } from './endpoints/bindings.js';
+import type { Release, Releases } from './endpoints/route-request.js';
 import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER } from './contract/routes.js';
 import { askedRelease, pinnedAnswer } from './pinning.js';
 import { API_PREFIX } from './contract/tree.js';
 import { REQUEST_ID_HEADER } from './contract/http-headers.js';
-import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
-import { docsAsset, docsAssetName } from './routes/docs.js';
+import { RELEASE_STRUCTURE_PATH, structureFile } from './endpoints/structure-redirect.js';
+import { docsAsset, docsAssetName } from './endpoints/docs-page.js';
 import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';
 import { IntegrityError } from './origins/verified.js';
 

@@ -4,7 +4,7 @@
 // configuration is fixed at bundle time (`isoatlas bundle-edge` defines __ISOATLAS_EDGE_CONFIG__).
 import { createHandler, releasesOf } from './handler.js';
 import { isVersioned } from './origin.js';
-import { locateStructureFile } from './routes/structure.js';
+import { locateStructureFile } from './endpoints/structure-redirect.js';
 import { HttpOrigin } from './origins/http-origin.js';
 import { StoreOrigin } from './origins/store.js';
 import { S3RawOrigin } from './origins/s3.js';

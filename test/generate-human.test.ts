@@ -116,13 +116,13 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
     expect(big.length).toBeGreaterThanOrEqual(2);
     const { gene_id, n } = big[0]!;
     const pages = Math.ceil(n / 100);
-    const first = json(treePaths.genePage(gene_id, 0));
+    const first = json(treePaths.geneIsoforms(gene_id, 0));
     expect(first.total).toBe(n);
     expect(first.next).toBe(`/api/v1/genes/${gene_id}/isoforms?limit=100&offset=100`);
-    const last = json(treePaths.genePage(gene_id, pages - 1));
+    const last = json(treePaths.geneIsoforms(gene_id, pages - 1));
     expect(last.items).toHaveLength(n - (pages - 1) * 100);
     expect(last.next).toBeNull();
-    expect(existsSync(join(tree, treePaths.genePage(gene_id, pages)))).toBe(false);
+    expect(existsSync(join(tree, treePaths.geneIsoforms(gene_id, pages)))).toBe(false);
   });
 
   it('keeps at most 50 neoantigens per isoform, each a real peptide of its protein', () => {

@@ -36,13 +36,13 @@ const read = (root: string, path: string) => readFileSync(join(root, path), 'utf
 /** The demo tree under another release name, with GENE's isoforms in reverse order and its record
  * changed: the changed files and a manifest in `dir`, everything else read from the demo tree. */
 async function newerRelease(dir: string): Promise<Origin> {
-  const page = JSON.parse(read(tree(), treePaths.genePage(GENE, 0)));
+  const page = JSON.parse(read(tree(), treePaths.geneIsoforms(GENE, 0)));
   page.items.reverse();
   const gene = JSON.parse(read(tree(), treePaths.gene(GENE)));
   gene.name = `changed in ${NEWER}`;
   const release = JSON.parse(read(tree(), treePaths.release));
   release.release = NEWER;
-  const changed: Record<string, string> = { [treePaths.genePage(GENE, 0)]: JSON.stringify(page), [treePaths.gene(GENE)]: JSON.stringify(gene), [treePaths.release]: JSON.stringify(release) };
+  const changed: Record<string, string> = { [treePaths.geneIsoforms(GENE, 0)]: JSON.stringify(page), [treePaths.gene(GENE)]: JSON.stringify(gene), [treePaths.release]: JSON.stringify(release) };
   const entries = readManifest(tree()).entries.map((e) => {
     const body = changed[e.path];
     return body === undefined ? e : { path: e.path, size: Buffer.byteLength(body), sha256: createHash('sha256').update(body).digest('hex'), content_type: contentTypeOf(e.path) };
@@ -105,7 +105,7 @@ describe('a pinned client', () => {
       }
       return { items, pages };
     };
-    const listed = (root: string) => (JSON.parse(read(root, treePaths.genePage(GENE, 0))) as { items: { transcript_id: string }[] }).items.map((i) => i.transcript_id);
+    const listed = (root: string) => (JSON.parse(read(root, treePaths.geneIsoforms(GENE, 0))) as { items: { transcript_id: string }[] }).items.map((i) => i.transcript_id);
     const first = `/api/v1/genes/${GENE}/isoforms?limit=10`;
     const old = await walk(pinned(first), older);
     expect(old.pages).toBeGreaterThan(2);

@@ -17,7 +17,7 @@ import { createHandler, releasesOf } from '../edge/handler.js';
 import { StoreOrigin } from '../edge/origins/store.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { objectKey } from '../edge/contract/store.js';
-import { locateStructureFile } from '../edge/routes/structure.js';
+import { locateStructureFile } from '../edge/endpoints/structure-redirect.js';
 import { DEFAULT_RELEASE_PARAM, RELEASE_HEADER } from '../edge/contract/routes.js';
 import { withoutRelease } from './helpers/pinned.js';
 import { validate } from './helpers/schemas.js';

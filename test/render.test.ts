@@ -10,9 +10,13 @@ import { join } from 'node:path';
 import { buildDemo } from '../build/demo.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { renderTree } from '../build/render/index.js';
-import { ISOFORM_PAGE_SIZE, NEOANTIGEN_TOP, contentTypeOf, treePaths } from '../edge/contract/tree.js';
+import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
 import { SEARCH_FIELDS, typoIndexOptions, typoKeys, type TermShardBody } from '../edge/contract/search.js';
-import { routes } from '../edge/contract/routes.js';
+import { listSize, routes } from '../edge/contract/routes.js';
+
+const routeOf = (id: string) => routes.find((r) => r.id === id)!;
+const ISOFORM_PAGE_SIZE = listSize(routeOf('geneIsoforms'));
+const NEOANTIGEN_TOP = listSize(routeOf('neoantigens'));
 import { schemaForTreePath, validate } from './helpers/schemas.js';
 import type { GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, DomainListBody, ReleaseBody } from '../edge/contract/schemas.js';
 import { edgeIndex, readAliases, readManifest, readStructureMap } from './helpers/tree.js';
@@ -88,7 +92,7 @@ describe('rendered demo tree', () => {
       const gene = read<GeneBody>(tree(), path);
       const pages = fg.sync(`api/v1/genes/${gene.gene_id}/isoforms/*.json`, { cwd: tree() });
       expect(pages.length).toBe(Math.max(1, Math.ceil(gene.isoform_count / ISOFORM_PAGE_SIZE)));
-      const listed = pages.flatMap((_, n) => read<IsoformPageBody>(tree(), treePaths.genePage(gene.gene_id, n)).items.map((i) => i.transcript_id));
+      const listed = pages.flatMap((_, n) => read<IsoformPageBody>(tree(), treePaths.geneIsoforms(gene.gene_id, n)).items.map((i) => i.transcript_id));
       expect(listed).toEqual(gene.isoforms.map((i) => i.transcript_id));
       expect(new Set(listed).size).toBe(gene.isoform_count);
     }
@@ -269,14 +273,14 @@ describe('isoform pages of a gene with more than 100 isoforms (GENCODE v49: EEF1
     const geneId = aliases.genes['eef1d'] as string;
     const gene = read<GeneBody>(root, treePaths.gene(geneId));
     expect(gene.isoform_count).toBe(144);
-    const p0 = read<IsoformPageBody>(root, treePaths.genePage(geneId, 0));
-    const p1 = read<IsoformPageBody>(root, treePaths.genePage(geneId, 1));
+    const p0 = read<IsoformPageBody>(root, treePaths.geneIsoforms(geneId, 0));
+    const p1 = read<IsoformPageBody>(root, treePaths.geneIsoforms(geneId, 1));
     expect([p0.items.length, p1.items.length]).toEqual([100, 44]);
     expect(p0.next).toBe(`/api/v1/genes/${geneId}/isoforms?limit=100&offset=100`);
     expect(p1.next).toBeNull();
     expect([...p0.items, ...p1.items].map((i) => i.transcript_id)).toEqual(gene.isoforms.map((i) => i.transcript_id));
     expect(gene.isoforms[0].canonical).toBe(true);
     expect(validate('IsoformPage', p0)).toEqual([]);
-    expect(statSync(join(root, treePaths.genePage(geneId, 2)), { throwIfNoEntry: false })).toBeUndefined();
+    expect(statSync(join(root, treePaths.geneIsoforms(geneId, 2)), { throwIfNoEntry: false })).toBeUndefined();
   });
 });

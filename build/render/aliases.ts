@@ -5,7 +5,7 @@
 //   isoforms: transcript id, unversioned ENST id, transcript name → transcript id.
 // A gene id always wins over a symbol spelled the same; any other clash is a build error.
 import { treePaths } from '../../edge/contract/tree.js';
-import type { GeneRow, IsoformRow } from './load.js';
+import type { GeneRow, IsoformRow } from './core-rows.js';
 import type { TreeWriter } from './tree-writer.js';
 import { writeSharded } from './sharded-table.js';
 

@@ -3,20 +3,17 @@
 // where a server or publisher might read it.
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { EDGE_INDEX_FORMAT, treePaths, type EdgeIndex } from '../../edge/contract/tree.js';
+import { EDGE_INDEX_FORMAT, keyedFilePath, treePaths, type EdgeIndex } from '../../edge/contract/tree.js';
+import { keyedFileRoutes, type KeyedFileRoute } from '../../edge/contract/routes.js';
 import { openReleaseDb } from '../release-db/database.js';
 import { startProgress } from '../common/progress.js';
-import { groupByGene, isoformDetails, loadGenes, loadIsoforms } from './load.js';
-import { renderGenes } from './genes.js';
-import { renderIsoforms } from './isoforms.js';
-import { renderDomains } from './domains.js';
-import { renderNeoantigens } from './neoantigens.js';
-import { renderPtm } from './ptm.js';
+import { groupByGene, loadGenes, loadIsoforms, type GeneRow, type IsoformRow } from './core-rows.js';
+import { renderSpecs, type RenderInput, type RenderSpec } from './resources.js';
 import { renderStructures } from './structures.js';
 import { renderSearchIndex } from './search-index.js';
 import { renderAliases } from './aliases.js';
 import { renderRelease } from './release.js';
-import { renderOpenApi } from './openapi.js';
+import { renderOpenApi } from './openapi-examples.js';
 import { renderDocs } from './docs.js';
 import { TreeWriter } from './tree-writer.js';
 import { writeManifest } from './manifest.js';
@@ -30,6 +27,21 @@ export interface BuildSummary {
   genes: number;
   isoforms: number;
   structures: number;
+}
+
+/** Writes one keyed file route's files: one per row (a `pages` list, one per page), named by the row's
+ * canonical id. */
+async function renderFiles(w: TreeWriter, route: KeyedFileRoute, spec: RenderSpec<GeneRow | IsoformRow>, input: RenderInput, rows: (GeneRow | IsoformRow)[], tick: () => void) {
+  const bodyOf = spec.prepare(input);
+  const pages = 'window' in route.file && route.file.window === 'pages';
+  const idOf = (row: GeneRow | IsoformRow) => (route.file.per === 'gene' ? (row as GeneRow).gene_id : (row as IsoformRow).transcript_id);
+  for (const row of rows) {
+    const id = TreeWriter.safeId(idOf(row));
+    const body = bodyOf(row);
+    if (pages) for (const [n, page] of (body as object[]).entries()) await w.json(keyedFilePath(route, id, n), page);
+    else await w.json(keyedFilePath(route, id), body);
+    tick();
+  }
 }
 
 /** Renders the release at `dbPath` into `outDir`. A non-empty `outDir` must be a tree an earlier
@@ -48,13 +60,14 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
     const byGene = groupByGene(isoforms);
     const geneById = new Map(genes.map((g) => [g.gene_id, g]));
 
-    const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('rendering', genes.length + isoforms.length * 4);
+    const input: RenderInput = { db, isoformsOf: (id) => byGene.get(id) ?? [], geneOf: (id) => geneById.get(id)! };
+    const rowsOf = (route: KeyedFileRoute) => (route.file.per === 'gene' ? genes : isoforms);
+    const total = keyedFileRoutes.reduce((n, route) => n + rowsOf(route).length, 0);
+    const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('rendering', total);
     const release = await renderRelease(db, w);
-    await renderGenes(w, genes, byGene, () => bar.tick());
-    await renderIsoforms(w, isoforms, geneById, isoformDetails(db), () => bar.tick());
-    await renderDomains(db, w, isoforms, () => bar.tick());
-    await renderNeoantigens(db, w, isoforms, () => bar.tick());
-    await renderPtm(db, w, isoforms, () => bar.tick());
+    for (const route of keyedFileRoutes) {
+      await renderFiles(w, route, renderSpecs[route.id] as RenderSpec<GeneRow | IsoformRow>, input, rowsOf(route), () => bar.tick());
+    }
     bar.stop();
     const structures = await renderStructures(db, w);
     const aliases = await renderAliases(w, genes, isoforms);

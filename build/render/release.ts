@@ -1,10 +1,11 @@
 // `release.json` (served at `/` and `/release`) and the OpenAPI document rendered for this release.
 import { compareNatural } from '../release-db/records.js';
-import { routes } from '../../edge/contract/routes.js';
+import { keyedFileRoutes, routes } from '../../edge/contract/routes.js';
 import { API_PREFIX, treePaths } from '../../edge/contract/tree.js';
 import type { ReleaseBody, TrackSourceBody } from '../../edge/contract/schemas.js';
 import type { Db } from '../release-db/database.js';
 import type { TreeWriter } from './tree-writer.js';
+import { renderSpecs } from './resources.js';
 
 interface SourceRow {
   track: string;
@@ -52,9 +53,8 @@ function counts(db: Db): Record<string, number> {
     reference_isoforms: one("SELECT count(*) FROM isoforms WHERE source = 'reference'"),
     long_read_isoforms: one("SELECT count(*) FROM isoforms WHERE source = 'long_read'"),
     coding_isoforms: one('SELECT count(*) FROM isoforms WHERE coding = 1'),
-    domains: one('SELECT count(*) FROM domains'),
-    neoantigens: one('SELECT count(*) FROM neoantigens'),
-    ptm_sites: one('SELECT count(*) FROM ptm_sites'),
+    // Each track a resource lists counts its records (resources.ts), in the route table's order.
+    ...Object.fromEntries(keyedFileRoutes.map((r) => renderSpecs[r.id] as { counted?: { name: string; table: string } }).flatMap((spec) => (spec.counted ? [[spec.counted.name, one(`SELECT count(*) FROM ${spec.counted.table}`)]] : []))),
     structures: one('SELECT count(*) FROM structures'),
   };
 }

@@ -5,7 +5,7 @@ import MiniSearch from 'minisearch';
 import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
 import { SEARCH_FIELDS, TERMS_PER_SHARD, TYPO_KEYS_PER_SHARD, allowedEdits, searchTerms, typoIndexOptions, typoKeys, type SearchDocument, type TermDoc, type TermShardBody, type TypoDocument } from '../../edge/contract/search.js';
 import { shardCountFor, shardOf } from '../../edge/contract/shards.js';
-import type { GeneRow, IsoformRow } from './load.js';
+import type { GeneRow, IsoformRow } from './core-rows.js';
 import type { TreeWriter } from './tree-writer.js';
 
 export function searchDocuments(genes: GeneRow[], isoforms: IsoformRow[]): SearchDocument[] {

@@ -2,7 +2,7 @@
 // every route with every status it can answer, the headers that come with each, the bearer scheme of
 // both access arrangements, and examples from the release it describes.
 import { API_PREFIX } from './tree.js';
-import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, RELEASE_PARAM, routes, type Route, type RouteId } from './routes.js';
+import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, RELEASE_PARAM, isKeyedFile, routes, type Route, type RouteId } from './routes.js';
 import { schemas } from './schemas.js';
 import { CDN_VIEWER_CACHE_CONTROL } from './http-headers.js';
 
@@ -124,7 +124,7 @@ function successes(route: Route, examples: OpenApiExamples | undefined): Record<
   return {
     '200': {
       description: 'OK',
-      headers: { ETag: ref('headers', 'ETag'), ...cache, ...(route.id === 'geneIsoforms' ? { Link: ref('headers', 'Link') } : {}), ...RATE_LIMIT },
+      headers: { ETag: ref('headers', 'ETag'), ...cache, ...(isKeyedFile(route) && route.file.window === 'pages' ? { Link: ref('headers', 'Link') } : {}), ...RATE_LIMIT },
       content: route.mediaType
         ? { [route.mediaType]: { schema: { type: 'string' } } }
         : {
@@ -140,7 +140,8 @@ function successes(route: Route, examples: OpenApiExamples | undefined): Record<
 
 function operation(route: Route, examples: OpenApiExamples | undefined) {
   const responses: Record<string, unknown> = successes(route, examples);
-  if (route.id === 'gene' || route.id === 'geneIsoforms') {
+  // A route keyed by a gene resolves a symbol, which several genes may share.
+  if (isKeyedFile(route) && route.file.per === 'gene') {
     responses['409'] = {
       description: 'The symbol names several genes: ask again with one of the gene ids listed in `choices`.',
       headers: { 'Cache-Control': ref('headers', 'Cache-Control'), ...RATE_LIMIT },

@@ -31,6 +31,19 @@ export interface PathParam {
   example: string;
 }
 
+/** How a route is answered from the rendered tree, when it is a file of it: the renderer writes the
+ * file, the edge serves it, and the nginx front maps the request to it (edge/contract/tree.ts derives
+ * the path and the link; edge/endpoints/tree-file.ts answers every such route). */
+export type FileBacking =
+  /** One file answers the route: `api/v1/<name>`. */
+  | { name: string }
+  /** One file per gene or per isoform, named by its canonical id: the route's path with that id for its
+   * one path parameter (resolved through the alias maps), under `api/v1`, plus `.json`. `window` says
+   * how `limit` reads a list: `prefix`, the file holds the first items up to `limit`'s maximum and a
+   * smaller limit is its prefix; `pages`, the list is pre-split into pages of `limit`'s maximum
+   * (`<path>/<n>.json`, each with the link to the next), and any other window is cut from them. */
+  | { per: 'gene' | 'isoform'; window?: 'prefix' | 'pages' };
+
 export type CachePolicy = 'release' | 'search' | 'redirect';
 /** Cache-Control per policy. Release-scoped files change only with a new release (the ETag is the
  * content hash, so revalidation is cheap); search is computed per request and kept short. */
@@ -56,6 +69,9 @@ export interface Route {
   status: 200 | 307;
   cache: CachePolicy;
   tag: 'genes' | 'isoforms' | 'search' | 'release';
+  /** Set when the route is a file of the tree; absent when its answer is computed (search, the
+   * structure redirect, the release list, the docs page). */
+  file?: FileBacking;
 }
 
 const limit = (max: number, def: number): IntegerParam => ({
@@ -102,8 +118,10 @@ const releaseParams: readonly StringParam[] = [
   },
 ];
 
-/** Every v1 route. Each id is bound to its handler module in edge/routes/index.ts, whose type asks
- * for one handler per RouteId: a route added here without code does not compile. */
+/** Every v1 route: the one declaration of each resource. A route with a `file` is rendered by its render
+ * spec (build/render/resources.ts) and answered by the one file endpoint; any other is bound to its
+ * own module in edge/endpoints/bindings.ts. Both are typed by this table, so a route added here without
+ * its render spec or its module does not compile (docs/ARCHITECTURE.md, "Adding a resource"). */
 export const routes = [
   {
     id: 'root',
@@ -117,6 +135,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'release',
+    file: { name: 'release.json' },
   },
   {
     id: 'release',
@@ -130,6 +149,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'release',
+    file: { name: 'release.json' },
   },
   {
     id: 'releases',
@@ -158,6 +178,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'genes',
+    file: { per: 'gene' },
   },
   {
     id: 'geneIsoforms',
@@ -171,6 +192,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'genes',
+    file: { per: 'gene', window: 'pages' },
   },
   {
     id: 'isoform',
@@ -184,6 +206,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'isoforms',
+    file: { per: 'isoform' },
   },
   {
     id: 'domains',
@@ -197,6 +220,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'isoforms',
+    file: { per: 'isoform' },
   },
   {
     id: 'neoantigens',
@@ -210,6 +234,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'isoforms',
+    file: { per: 'isoform', window: 'prefix' },
   },
   {
     id: 'ptm',
@@ -223,6 +248,7 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'isoforms',
+    file: { per: 'isoform' },
   },
   {
     id: 'structure',
@@ -277,7 +303,24 @@ export const routes = [
     status: 200,
     cache: 'release',
     tag: 'release',
+    file: { name: 'openapi.json' },
   },
 ] as const satisfies readonly Route[];
 
 export type RouteId = (typeof routes)[number]['id'];
+/** The routes that are one file per gene or isoform, with their literal declarations. */
+export type KeyedFileRoute = Extract<(typeof routes)[number], { file: { per: string } }>;
+
+/** Whether a route is one file per gene or isoform. */
+export const isKeyedFile = (route: Route): route is Route & { file: Extract<FileBacking, { per: string }> } => route.file !== undefined && 'per' in route.file;
+
+/** The routes that are one file per gene or isoform, in the table's order. */
+export const keyedFileRoutes = routes.filter(isKeyedFile) as unknown as readonly KeyedFileRoute[];
+
+/** How many items a list file holds: the page size of `pages`, the length of a `prefix`; the largest
+ * `limit` the route takes, so every request is answered from the file or cut from it. */
+export function listSize(route: Route): number {
+  const max = route.integerParams.find((p) => p.name === 'limit')?.maximum;
+  if (max === undefined) throw new Error(`route ${route.id} is a list file but declares no maximum limit`);
+  return max;
+}

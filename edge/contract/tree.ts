@@ -1,33 +1,54 @@
-// Where each v1 resource lives in the rendered tree. The renderer writes these paths and the edge
-// function reads them: both import this module, so the layout is stated exactly once.
+// Where each v1 resource lives in the rendered tree, and the links to it. The renderer writes these
+// paths, the edge function and the nginx front read them: all import this module, and the paths and
+// links of the routes are derived from the route table (routes.ts), so the layout is stated once.
 //
 // Files are keyed by canonical identifiers only (unversioned gene id, full transcript id). Every other
 // way of naming a resource (symbol in any case, transcript name, unversioned ENST id) is resolved by
 // the edge through the (sharded) alias maps before it reads a file.
 
 import { shardName } from './shards.js';
-import { RELEASE_PARAM } from './routes.js';
+import { RELEASE_PARAM, isKeyedFile, keyedFileRoutes, routes, type KeyedFileRoute, type Route, type RouteId } from './routes.js';
 
 export const API_VERSION = 'v1';
 export const API_PREFIX = '/api/v1';
-
-/** The isoform list of a gene is pre-split into pages of this many items: the largest `limit`. */
-export const ISOFORM_PAGE_SIZE = 100;
-/** How many ranked neoantigens an isoform's file holds: the largest `limit` of that route. */
-export const NEOANTIGEN_TOP = 50;
+/** Where the API's files are in the tree: a request's path below API_PREFIX is a file's below this. */
+const API_TREE = 'api/v1';
+/** The route table as its declared shape, for reading the fields some routes leave out. */
+const declared: readonly Route[] = routes;
 
 /** Identifiers become file names, so they are restricted to a safe alphabet (checked at render time). */
 export const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
+/** The route's path with `id` for its one parameter (a keyed file route has exactly one), as given:
+ * a link encodes it first, a decoded request path (nginx's map) does not. */
+export const withId = (route: Pick<Route, 'path'>, id: string) => route.path.replace(/\{[^}]+\}/, id);
+
+/** The file of a keyed file route for one canonical id (and page, for `pages`). */
+export function keyedFilePath(route: Pick<Route, 'path'>, id: string, page?: number): string {
+  return `${API_TREE}${withId(route, id)}${page === undefined ? '' : `/${page}`}.json`;
+}
+
+/** The file of a route that is one file (release.json, openapi.json). */
+export const namedFilePath = (file: { name: string }) => `${API_TREE}/${file.name}`;
+
+const namedFile = (id: RouteId): string => {
+  const file = declared.find((r) => r.id === id)?.file;
+  if (!file || !('name' in file)) throw new Error(`route ${id} is not declared as one named file`);
+  return namedFilePath(file);
+};
+
+type KeyedPath<R> = R extends { file: { window: 'pages' } } ? (id: string, page: number) => string : (id: string) => string;
+/** The tree path of each keyed file route, by route id: `treePaths.<id>(canonicalId)`, and
+ * `treePaths.<id>(canonicalId, page)` for a `pages` list. Derived from the route table, never written
+ * by hand. */
+const keyedPaths = Object.fromEntries(keyedFileRoutes.map((r) => [r.id, (id: string, page?: number) => keyedFilePath(r, id, page)])) as {
+  [R in KeyedFileRoute as R['id']]: KeyedPath<R>;
+};
+
 export const treePaths = {
-  release: 'api/v1/release.json',
-  openapi: 'api/v1/openapi.json',
-  gene: (geneId: string) => `api/v1/genes/${geneId}.json`,
-  genePage: (geneId: string, page: number) => `api/v1/genes/${geneId}/isoforms/${page}.json`,
-  isoform: (transcriptId: string) => `api/v1/isoforms/${transcriptId}.json`,
-  domains: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/domains.json`,
-  neoantigens: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/neoantigens.json`,
-  ptm: (transcriptId: string) => `api/v1/isoforms/${transcriptId}/ptm.json`,
+  release: namedFile('release'),
+  openapi: namedFile('openapi'),
+  ...keyedPaths,
   structureFile: (transcriptId: string) => `structures/${transcriptId}.cif`,
   /** The docs page (`/api/v1/docs`) and the files it loads (`/api/v1/docs/<file>`). */
   docs: (file: string) => `api/v1/docs/${file}`,
@@ -116,26 +137,63 @@ export interface ManifestShard {
   entries: ManifestEntry[];
 }
 
-/** Root-relative links written into bodies; a static file cannot know the host it is served from. */
-export const links = {
-  root: () => `${API_PREFIX}/`,
-  release: () => `${API_PREFIX}/release`,
-  openapi: () => `${API_PREFIX}/openapi.json`,
-  gene: (geneId: string) => `${API_PREFIX}/genes/${encodeURIComponent(geneId)}`,
-  geneIsoforms: (geneId: string, limit?: number, offset?: number) => {
-    const base = `${API_PREFIX}/genes/${encodeURIComponent(geneId)}/isoforms`;
-    return limit === undefined ? base : `${base}?limit=${limit}&offset=${offset ?? 0}`;
-  },
-  isoform: (transcriptId: string) => `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}`,
-  domains: (transcriptId: string) => `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/domains`,
-  neoantigens: (transcriptId: string) =>
-    `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/neoantigens`,
-  ptm: (transcriptId: string) => `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/ptm`,
-  structure: (transcriptId: string) =>
-    `${API_PREFIX}/isoforms/${encodeURIComponent(transcriptId)}/structure`,
-  search: () => `${API_PREFIX}/search`,
-  docs: () => `${API_PREFIX}/docs`,
-};
+/** Query parameters of a link, in the order given. */
+export type LinkQuery = Record<string, string | number>;
+type LinkOf<R> = R extends { pathParams: readonly [] } ? (query?: LinkQuery) => string : (id: string, query?: LinkQuery) => string;
+
+/** A route's link, with the value of its path parameter when it has one. */
+export function linkTo(route: Pick<Route, 'path'>, id?: string, query?: LinkQuery): string {
+  const path = id === undefined ? route.path : withId(route, encodeURIComponent(id));
+  const pairs = Object.entries(query ?? {}).map(([name, value]) => `${name}=${encodeURIComponent(value)}`);
+  return `${API_PREFIX}${path}${pairs.length ? `?${pairs.join('&')}` : ''}`;
+}
+
+const linkFunction = (route: Route) =>
+  route.pathParams.length === 0 ? (query?: LinkQuery) => linkTo(route, undefined, query) : (id: string, query?: LinkQuery) => linkTo(route, id, query);
+
+/** Root-relative links written into bodies (a static file cannot know the host it is served from), one
+ * per route, by route id: `links.<id>(value of its path parameter, query?)`, or `links.<id>(query?)`
+ * for a route without one. Derived from the route table. */
+export const links = Object.fromEntries(declared.map((r) => [r.id, linkFunction(r)])) as { [R in (typeof routes)[number] as R['id']]: LinkOf<R> };
+
+/** The links of a record to the resources below it (the routes whose path is the record's plus one
+ * literal segment), each named by that segment (a gene's `isoforms`), in the table's order. */
+export function linksBelow(route: Pick<Route, 'path'>, id: string): Record<string, string> {
+  const below: Record<string, string> = {};
+  for (const r of declared) {
+    const rest = r.path.startsWith(`${route.path}/`) ? r.path.slice(route.path.length + 1) : null;
+    if (rest && /^[a-z_]+$/.test(rest)) below[rest] = linkTo(r, id);
+  }
+  return below;
+}
+
+/** A file of the tree as a route's answer: the route, and the canonical id (and page) it is for. */
+export interface TreeFileRoute {
+  route: Route;
+  id?: string;
+  page?: number;
+}
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** Each file route's tree paths as a pattern: the inverse of keyedFilePath and namedFile. */
+const treePatterns = declared.flatMap((route) => {
+  if (!route.file) return [];
+  if ('name' in route.file) return [{ route, pattern: new RegExp(`^${escapeRegex(namedFilePath(route.file))}$`) }];
+  const [before, after] = route.path.split(/\{[^}]+\}/);
+  const page = isKeyedFile(route) && route.file.window === 'pages' ? '/(\\d+)' : '';
+  return [{ route, pattern: new RegExp(`^${escapeRegex(API_TREE + before)}([^/]+)${escapeRegex(after)}${page}\\.json$`) }];
+});
+
+/** The routes a file of the tree answers (release.json answers two), with the id and page it is for;
+ * empty for a file that is not a route's answer (edge data, the manifest, structures, the docs). */
+export function routesOfTreeFile(path: string): TreeFileRoute[] {
+  const out: TreeFileRoute[] = [];
+  for (const { route, pattern } of treePatterns) {
+    const m = pattern.exec(path);
+    if (m) out.push({ route, id: m[1], page: m[2] === undefined ? undefined : Number(m[2]) });
+  }
+  return out;
+}
 
 /** A link as an answer pinned to `release` writes it: a link into the API gets RELEASE_PARAM (which
  * every route takes); any other link is left as it is. */

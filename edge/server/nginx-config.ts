@@ -11,11 +11,11 @@ import { rename, writeFile } from 'node:fs/promises';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { ISOFORM_PAGE_SIZE, contentTypeOf, treePaths, type ManifestEntry } from '../contract/tree.js';
+import { API_PREFIX, contentTypeOf, routesOfTreeFile, withId, type ManifestEntry } from '../contract/tree.js';
 import { releasePublicPath } from '../contract/store.js';
 import { LocalOrigin } from '../origins/local.js';
 import { StoreReleaseFiles } from '../origins/store.js';
-import { RELEASE_HEADER } from '../contract/routes.js';
+import { RELEASE_HEADER, isKeyedFile, listSize, type Route } from '../contract/routes.js';
 import { CORS_HEADERS } from '../contract/http-headers.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../responses.js';
 import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../contract/targets.js';
@@ -59,22 +59,23 @@ const KINDS = { json: contentTypeOf('x.json'), mmcif: contentTypeOf('x.cif') } a
 type Kind = keyof typeof KINDS;
 
 /** The request (decoded path, no query) a file of the tree answers on its own, by its canonical id:
- * the inverse of treePaths and links for the file-backed routes. The nginx-front test checks, for
- * every path mapped, that the server answers it with that very file. */
-function requestsOf(path: string, structurePath: (treePath: string) => string): { uri: string; kind: Kind; firstPage?: true }[] {
-  if (path === treePaths.release) return [{ uri: '/api/v1/', kind: 'json' }, { uri: '/api/v1/release', kind: 'json' }];
-  if (path === treePaths.openapi) return [{ uri: '/api/v1/openapi.json', kind: 'json' }];
-  let m = /^api\/v1\/genes\/([^/]+)\.json$/.exec(path);
-  if (m) return [{ uri: `/api/v1/genes/${m[1]}`, kind: 'json' }];
-  // The first page is what a request without limit and offset gets (ISOFORM_PAGE_SIZE is the default).
-  m = /^api\/v1\/genes\/([^/]+)\/isoforms\/0\.json$/.exec(path);
-  if (m) return [{ uri: `/api/v1/genes/${m[1]}/isoforms`, kind: 'json', firstPage: true }];
-  m = /^api\/v1\/isoforms\/([^/]+?)(\/domains|\/neoantigens|\/ptm)?\.json$/.exec(path);
-  if (m) return [{ uri: `/api/v1/isoforms/${m[1]}${m[2] ?? ''}`, kind: 'json' }];
-  m = /^structures\/([^/]+\.cif)$/.exec(path);
+ * from the route table, every route declared as a file (edge/contract/tree.ts routesOfTreeFile is
+ * the inverse of its paths). A list answers a request without a query as the file only when its
+ * default limit is the file's whole list; a page list's first page, only when it has no next page
+ * (the server adds the Link header). The nginx-front test checks, for every path mapped, that the
+ * server answers it with that very file. */
+export function requestsOfTreeFile(path: string, structurePath: (treePath: string) => string): { uri: string; kind: Kind; pageSize?: number }[] {
+  const m = /^structures\/([^/]+\.cif)$/.exec(path);
   if (m) return [{ uri: `/${structurePath(path)}`, kind: 'mmcif' }];
-  return [];
+  return routesOfTreeFile(path).flatMap(({ route, id, page }) => {
+    const uri = `${API_PREFIX}${id === undefined ? route.path : withId(route, id)}`;
+    if (!isKeyedFile(route) || route.file.window === undefined) return [{ uri, kind: 'json' as const }];
+    if (limitDefault(route) !== listSize(route) || (page ?? 0) !== 0) return [];
+    return [{ uri, kind: 'json' as const, ...(route.file.window === 'pages' ? { pageSize: listSize(route) } : {}) }];
+  });
 }
+
+const limitDefault = (route: Route) => route.integerParams.find((p) => p.name === 'limit')?.default;
 
 /** The release `isoatlas serve --dir` would serve from `dir` (the same directories are refused), read
  * as the edge reads it: a mirror's files by the sha256 its manifest lists. */
@@ -111,14 +112,14 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   const served = new Map<string, ManifestEntry>();
   let longestKey = 0;
   for (const entry of source.manifest.entries) {
-    for (const { uri, kind, firstPage } of requestsOf(entry.path, source.structurePath)) {
+    for (const { uri, kind, pageSize } of requestsOfTreeFile(entry.path, source.structurePath)) {
       if (entry.content_type !== KINDS[kind]) continue;
       // A first page with a next page carries a Link header: the server answers it.
-      if (firstPage) {
+      if (pageSize !== undefined) {
         const body = await source.read(entry.path, entry);
         if (!body) throw new BadInputError(`${dir}: ${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`);
         const page = JSON.parse(body.toString('utf8')) as { next: string | null; limit: number };
-        if (page.next !== null || page.limit !== ISOFORM_PAGE_SIZE) continue;
+        if (page.next !== null || page.limit !== pageSize) continue;
       }
       const file = source.store ? entry.sha256 : `${entry.sha256} ${entry.path}`;
       lines.push(`    ${uri} "${kind} ${file}";`);

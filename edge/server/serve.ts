@@ -9,7 +9,7 @@ import { parseManifestIndex } from '../contract/manifest.js';
 import { createHandler, keepPrivate, releasesOf, type Handler, type HandlerOptions, type RequestContext } from '../handler.js';
 import { TrustedFronts } from '../adapters/forwarded.js';
 import { cacheControl, RELEASE_HEADER } from '../contract/routes.js';
-import type { Releases } from '../routes/context.js';
+import type { Releases } from '../endpoints/route-request.js';
 import { LocalOrigin, LocalTreeOrigin } from '../origins/local.js';
 import { StoreOrigin } from '../origins/store.js';
 import { POINTER_KEY, parsePointer, type ReleasePointer } from '../contract/store.js';

@@ -10,8 +10,8 @@ import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fg from 'fast-glob';
-import { routes } from '../../edge/contract/routes.js';
-import { treePaths, type StructureMapEntry } from '../../edge/contract/tree.js';
+import { isKeyedFile, routes, type Route } from '../../edge/contract/routes.js';
+import { keyedFilePath, namedFilePath, treePaths, withId, type StructureMapEntry } from '../../edge/contract/tree.js';
 import { readAliases, readManifest, readStructureMap } from './tree.js';
 import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, ProblemBody, PtmSiteListBody, ReleaseBody, SearchHitBody } from '../../edge/contract/schemas.js';
 import { validate } from './schemas.js';
@@ -281,8 +281,8 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     it('serves the whole list by default (limit 100), as the pre-split page file', async () => {
       const r = await call('/genes/prr5/isoforms');
       expectJson200(r);
-      expect(r.bytes.equals(treeBytes(treePaths.genePage(PRR5.id, 0)))).toBe(true);
-      expect(r.headers.get('etag')).toBe(etagOf(treePaths.genePage(PRR5.id, 0)));
+      expect(r.bytes.equals(treeBytes(treePaths.geneIsoforms(PRR5.id, 0)))).toBe(true);
+      expect(r.headers.get('etag')).toBe(etagOf(treePaths.geneIsoforms(PRR5.id, 0)));
       expect(r.json).toMatchObject({ gene_id: PRR5.id, symbol: 'PRR5', total: PRR5.isoforms, limit: 100, offset: 0, next: null });
       expect(r.headers.get('link')).toBeNull();
       const gene = treeJson<GeneBody>(treePaths.gene(PRR5.id));
@@ -766,14 +766,18 @@ export function contractSuite(front: 'server' | 'nginx'): void {
   });
 
   describe('200 JSON responses: content type, ETag, conditional GET, Cache-Control, HEAD', () => {
-    // File-backed routes: the body is the file, so the ETag is the manifest's sha256 of it.
+    // File-backed routes: the body is the file, so the ETag is the manifest's sha256 of it. Every route
+    // the table declares as a file (for PRR5 or PRR5-201), then other names and forms of the same files.
+    const declaredFile = (route: Route): [string, string] => {
+      if (!isKeyedFile(route)) return [route.path, namedFilePath(route.file as { name: string })];
+      const [name, id] = route.file.per === 'gene' ? ['PRR5', PRR5.id] : [PRR5_201.name, PRR5_201.id];
+      return [withId(route, name), keyedFilePath(route, id, route.file.window === 'pages' ? 0 : undefined)];
+    };
     const fileBacked = (): [string, string][] => [
-      ['/', treePaths.release],
-      ['/release', treePaths.release],
-      ['/openapi.json', treePaths.openapi],
+      ...(routes as readonly Route[]).filter((r) => r.file).map(declaredFile),
       ['/genes/PRR5', treePaths.gene(PRR5.id)],
-      ['/genes/PRR5/isoforms', treePaths.genePage(PRR5.id, 0)],
-      ['/genes/PRR5/isoforms?limit=100&offset=0', treePaths.genePage(PRR5.id, 0)],
+      ['/genes/PRR5/isoforms', treePaths.geneIsoforms(PRR5.id, 0)],
+      ['/genes/PRR5/isoforms?limit=100&offset=0', treePaths.geneIsoforms(PRR5.id, 0)],
       [`/isoforms/${PRR5_201.name}`, treePaths.isoform(PRR5_201.id)],
       [`/isoforms/${PRR5_201.unversioned}/domains`, treePaths.domains(PRR5_201.id)],
       [`/isoforms/${PRR5_201.id}/neoantigens`, treePaths.neoantigens(PRR5_201.id)],

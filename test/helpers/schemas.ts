@@ -2,6 +2,7 @@
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { schemas, type SchemaName } from '../../edge/contract/schemas.js';
+import { routesOfTreeFile } from '../../edge/contract/tree.js';
 
 const ajv = new Ajv2020.default({ allErrors: true, strict: true });
 addFormats.default(ajv);
@@ -13,14 +14,8 @@ export function validate(name: SchemaName, body: unknown): string[] {
   return (check.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
 }
 
-/** Which schema a rendered tree file must follow, from its path; null for non-API files. */
+/** Which schema a rendered tree file must follow, from its path: the schema of the route it answers
+ * (from the route table); null for files that answer none. */
 export function schemaForTreePath(path: string): SchemaName | null {
-  if (path === 'api/v1/release.json') return 'Release';
-  if (/^api\/v1\/genes\/[^/]+\.json$/.test(path)) return 'Gene';
-  if (/^api\/v1\/genes\/[^/]+\/isoforms\/\d+\.json$/.test(path)) return 'IsoformPage';
-  if (/^api\/v1\/isoforms\/[^/]+\/domains\.json$/.test(path)) return 'DomainList';
-  if (/^api\/v1\/isoforms\/[^/]+\/neoantigens\.json$/.test(path)) return 'NeoantigenList';
-  if (/^api\/v1\/isoforms\/[^/]+\/ptm\.json$/.test(path)) return 'PtmSiteList';
-  if (/^api\/v1\/isoforms\/[^/]+\.json$/.test(path)) return 'Isoform';
-  return null;
+  return routesOfTreeFile(path)[0]?.route.schema ?? null;
 }

@@ -1,4 +1,4 @@
-// What every route module works with: the request, its route's validated parameters, and the release
+// What every endpoint works with: the request, its route's validated parameters, and the release
 // the request is answered from (its verified files and its edge data).
 import type { OriginObject } from '../origin.js';
 import { OriginError } from '../origin.js';
@@ -65,11 +65,10 @@ export async function fileAnswer(route: RouteRequest, path: string, headers?: Re
   return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256, contentType: contentTypeOf(path) });
 }
 
-/** The gene id a `{symbol}` names, or the answer to send instead: 404, or 409 with the candidates
- * when a symbol is shared by several genes. A 4xx, not 300 Multiple Choices: common clients
+/** The gene id a symbol or gene id names, or the answer to send instead: 404, or 409 with the
+ * candidates when a symbol is shared by several genes. A 4xx, not 300 Multiple Choices: common clients
  * (requests' raise_for_status, httr2) pass a 3xx on as if it were the gene record. */
-export async function resolveGene(route: RouteRequest): Promise<string | Response> {
-  const key = route.params.symbol;
+export async function resolveGene(route: RouteRequest, key: string): Promise<string | Response> {
   const resolved = await route.release.data.gene(key);
   if (resolved === null) return notFound(route, `no gene with symbol or id "${key}" in this release`, key);
   if (Array.isArray(resolved)) {
@@ -82,10 +81,9 @@ export async function resolveGene(route: RouteRequest): Promise<string | Respons
   return resolved;
 }
 
-/** The transcript id a `{transcript_id}` names (id with or without version, or transcript name), or
- * the 404 to send instead. */
-export async function resolveIsoform(route: RouteRequest): Promise<string | Response> {
-  const key = route.params.transcript_id;
+/** The transcript id a transcript id (with or without version) or transcript name names, or the 404
+ * to send instead. */
+export async function resolveIsoform(route: RouteRequest, key: string): Promise<string | Response> {
   const resolved = await route.release.data.isoform(key);
   return resolved ?? notFound(route, `no isoform with transcript id or name "${key}" in this release`, key);
 }

@@ -6,12 +6,12 @@
 import { cacheControl } from '../contract/routes.js';
 import { treePaths } from '../contract/tree.js';
 import { bodyResponse, CORS_HEADERS, problem } from '../responses.js';
-import { mustRead, resolveIsoform, type Release, type RouteHandler } from './context.js';
+import { mustRead, resolveIsoform, type Release, type RouteHandler } from './route-request.js';
 
 const MMCIF_TYPE = 'chemical/x-mmcif';
 
 export const structure: RouteHandler = async (route) => {
-  const id = await resolveIsoform(route);
+  const id = await resolveIsoform(route, route.params.transcript_id);
   if (typeof id !== 'string') return id;
   const entry = await route.release.data.structure(id);
   if (!entry) return problem(route.request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });

@@ -1,10 +1,11 @@
-// Gene records (`/genes/{symbol}`) and each gene's isoform list pre-split into pages of
-// ISOFORM_PAGE_SIZE (`/genes/{symbol}/isoforms`); the edge slices any limit/offset from these pages.
-import { ISOFORM_PAGE_SIZE, links, treePaths } from '../../edge/contract/tree.js';
+// The body of a gene record and the pages of a gene's isoform list: each page holds `size` isoform
+// summaries (the list route's largest limit) and links to the next; the edge cuts any other window
+// from these pages.
+import { links, linksBelow } from '../../edge/contract/tree.js';
+import { routes } from '../../edge/contract/routes.js';
 import type { GeneBody, IsoformPageBody, XrefBody } from '../../edge/contract/schemas.js';
-import type { GeneRow, IsoformRow } from './load.js';
-import { isoformSummary } from './isoforms.js';
-import { TreeWriter } from './tree-writer.js';
+import type { GeneRow, IsoformRow } from './core-rows.js';
+import { isoformSummary } from './isoform-record.js';
 
 /** Links to the gene's records elsewhere, from its ids. AlphaFold DB files models by UniProt accession. */
 export function geneXrefs(gene: GeneRow): XrefBody[] {
@@ -16,6 +17,8 @@ export function geneXrefs(gene: GeneRow): XrefBody[] {
   for (const acc of gene.uniprot_ids) out.push({ database: 'AlphaFold DB', id: acc, url: `https://alphafold.ebi.ac.uk/entry/${acc}` });
   return out;
 }
+
+const GENE_ROUTE = routes.find((r) => r.id === 'gene')!;
 
 export function geneRecord(gene: GeneRow, isoforms: IsoformRow[]): GeneBody {
   const canonical = isoforms.find((i) => i.canonical);
@@ -39,36 +42,25 @@ export function geneRecord(gene: GeneRow, isoforms: IsoformRow[]): GeneBody {
         : null,
     isoform_count: isoforms.length,
     isoforms: isoforms.map(isoformSummary),
-    links: { self: links.gene(gene.gene_id), isoforms: links.geneIsoforms(gene.gene_id) },
+    links: { self: links.gene(gene.gene_id), ...linksBelow(GENE_ROUTE, gene.gene_id) } as GeneBody['links'],
   };
 }
 
-export function isoformPages(gene: GeneRow, isoforms: IsoformRow[]): IsoformPageBody[] {
+export function isoformPages(gene: GeneRow, isoforms: IsoformRow[], size: number, link: (geneId: string, query: { limit: number; offset: number }) => string): IsoformPageBody[] {
   const pages: IsoformPageBody[] = [];
   const total = isoforms.length;
-  for (let offset = 0; offset < total || (total === 0 && offset === 0); offset += ISOFORM_PAGE_SIZE) {
-    const next = offset + ISOFORM_PAGE_SIZE;
+  for (let offset = 0; offset < total || (total === 0 && offset === 0); offset += size) {
+    const next = offset + size;
     pages.push({
       gene_id: gene.gene_id,
       symbol: gene.symbol,
       total,
-      limit: ISOFORM_PAGE_SIZE,
+      limit: size,
       offset,
-      next: next < total ? links.geneIsoforms(gene.gene_id, ISOFORM_PAGE_SIZE, next) : null,
+      next: next < total ? link(gene.gene_id, { limit: size, offset: next }) : null,
       items: isoforms.slice(offset, next).map(isoformSummary),
     });
     if (total === 0) break;
   }
   return pages;
-}
-
-export async function renderGenes(w: TreeWriter, genes: GeneRow[], byGene: Map<string, IsoformRow[]>, tick: () => void) {
-  for (const gene of genes) {
-    const id = TreeWriter.safeId(gene.gene_id);
-    const isoforms = byGene.get(gene.gene_id) ?? [];
-    await w.json(treePaths.gene(id), geneRecord(gene, isoforms));
-    const pages = isoformPages(gene, isoforms);
-    for (let n = 0; n < pages.length; n++) await w.json(treePaths.genePage(id, n), pages[n]);
-    tick();
-  }
 }

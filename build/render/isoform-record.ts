@@ -1,8 +1,11 @@
-// Isoform records: `/isoforms/{transcript_id}` — core record, exons, ORF and protein, QC, and the six metrics.
-import { links, treePaths } from '../../edge/contract/tree.js';
+// The body of an isoform record (`/isoforms/{transcript_id}`: core record, exons, ORF and protein, QC,
+// the metrics and the links to what is below it) and of its summary in a gene's lists.
+import { links, linksBelow } from '../../edge/contract/tree.js';
+import { routes } from '../../edge/contract/routes.js';
 import type { IsoformBody, IsoformSummaryBody } from '../../edge/contract/schemas.js';
-import type { GeneRow, IsoformDetail, IsoformRow } from './load.js';
-import { TreeWriter } from './tree-writer.js';
+import type { GeneRow, IsoformDetail, IsoformRow } from './core-rows.js';
+
+const ISOFORM_ROUTE = routes.find((r) => r.id === 'isoform')!;
 
 /** The short form used in a gene's isoform list and pages. */
 export function isoformSummary(iso: IsoformRow): IsoformSummaryBody {
@@ -65,20 +68,14 @@ export function isoformRecord(iso: IsoformRow, gene: GeneRow, detail: IsoformDet
     tags: iso.tags,
     qc: detail.qc,
     metrics: iso.metrics,
-    links: {
-      self: links.isoform(iso.transcript_id),
-      gene: links.gene(iso.gene_id),
-      domains: links.domains(iso.transcript_id),
-      neoantigens: links.neoantigens(iso.transcript_id),
-      ptm: links.ptm(iso.transcript_id),
-      structure: iso.has_structure ? links.structure(iso.transcript_id) : null,
-    },
+    links: linksOf(iso),
   };
 }
 
-export async function renderIsoforms(w: TreeWriter, isoforms: IsoformRow[], genes: Map<string, GeneRow>, detailOf: (transcriptId: string) => IsoformDetail, tick: () => void) {
-  for (const iso of isoforms) {
-    await w.json(treePaths.isoform(TreeWriter.safeId(iso.transcript_id)), isoformRecord(iso, genes.get(iso.gene_id)!, detailOf(iso.transcript_id)));
-    tick();
-  }
+/** Every resource below the isoform, where the route table has it; the structure only when the
+ * isoform has one. */
+function linksOf(iso: IsoformRow): IsoformBody['links'] {
+  const below = linksBelow(ISOFORM_ROUTE, iso.transcript_id);
+  const all = { self: links.isoform(iso.transcript_id), gene: links.gene(iso.gene_id), ...below, structure: iso.has_structure ? below.structure : null };
+  return all as IsoformBody['links'];
 }

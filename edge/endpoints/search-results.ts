@@ -3,7 +3,7 @@
 import { RequestProblem } from '../router.js';
 import { bodyResponse, jsonBody } from '../responses.js';
 import { search as searchRelease } from '../search-engine.js';
-import type { RouteHandler } from './context.js';
+import type { RouteHandler } from './route-request.js';
 import { REDACTED_KEY, redactKeys } from '../access/key-format.js';
 
 export const search: RouteHandler = async (route) => {

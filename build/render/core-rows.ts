@@ -1,6 +1,6 @@
 // Reads the core rows every renderer needs, once: genes, and isoforms joined with their metrics.
 import type { Db } from '../release-db/database.js';
-import type { MetricsBody } from '../../edge/contract/schemas.js';
+import { Metrics, type MetricsBody } from '../../edge/contract/schemas.js';
 import { compareNatural, type GeneInfo, type GeneRecord, type IsoformRecord, type OrfRecord, type SqantiQc } from '../release-db/records.js';
 
 /** A gene with what the gene-info import says about it. */
@@ -17,6 +17,13 @@ export interface IsoformRow extends Omit<IsoformRecord, 'transcript_name' | 'pro
 }
 
 const bool = (v: number | null) => (v === null ? null : v === 1);
+
+/** The metrics, as the schema lists them: each a column of isoform_metrics, SQLite's 0/1 read as a
+ * boolean where the schema says boolean. */
+const METRICS = Object.entries(Metrics.properties).map(([name, schema]) => ({
+  name,
+  boolean: (schema as { anyOf?: { type?: string }[] }).anyOf?.some((s) => s.type === 'boolean') ?? false,
+}));
 
 export function loadGenes(db: Db): GeneRow[] {
   const rows = db
@@ -36,7 +43,7 @@ export function loadIsoforms(db: Db): IsoformRow[] {
               i.chromosome, i.strand, i.start, i.end, i.length, i.exon_count, i.coding, i.protein_length,
               (g.canonical_transcript_id = i.transcript_id) AS canonical, i.expression_tpm, i.expression_source, i.tags,
               EXISTS (SELECT 1 FROM structures s WHERE s.transcript_id = i.transcript_id) AS has_structure,
-              m.delta_length, m.nmd, m.domains, m.neoantigens, m.ptm, m.plddt
+              ${METRICS.map((m) => `m.${m.name}`).join(', ')}
        FROM isoforms i JOIN genes g USING (gene_id) JOIN isoform_metrics m USING (transcript_id)
        ORDER BY i.transcript_id`,
     )
@@ -67,14 +74,7 @@ export function loadIsoforms(db: Db): IsoformRow[] {
     expression_source: r.expression_source as string | null,
     tags: JSON.parse(r.tags as string),
     has_structure: r.has_structure === 1,
-    metrics: {
-      delta_length: r.delta_length as number | null,
-      nmd: bool(r.nmd as number | null),
-      domains: r.domains as number | null,
-      neoantigens: r.neoantigens as number | null,
-      ptm: r.ptm as number | null,
-      plddt: r.plddt as number | null,
-    },
+    metrics: Object.fromEntries(METRICS.map((m) => [m.name, m.boolean ? bool(r[m.name] as number | null) : r[m.name]])) as MetricsBody,
   });
   return out;
 }
