@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Rng } from './random.js';
 import { HUMAN_GENES_DEFAULT } from './human-stages.js';
 import { fixed } from './mmcif.js';
-import { CATH_LABELS, DOMAINS_COLUMNS, HLA_ALLELES, NEOANTIGENS_COLUMNS, PFAM_FAMILIES, PTM_COLUMNS, STRUCTURES_COLUMNS, scoreKind } from './demo-tracks.js';
+import { CATH_LABELS, DOMAINS_COLUMNS, HLA_ALLELES, NEOANTIGENS_COLUMNS, PFAM_FAMILIES, PTM_COLUMNS, STRUCTURES_COLUMNS, placeSegment, scoreKind } from './demo-tracks.js';
 import type { Track } from '../release-db/schema.js';
 
 /** The sizes of `--scale human`, from the issue. */
@@ -217,16 +217,8 @@ function editProtein(rng: Rng, base: string): Edit {
   return { sequence: base.slice(0, keep), map: (p) => (p <= keep ? p : null), breaks: () => false };
 }
 
-function placeSegment(rng: Rng, length: number, minLen: number, maxLen: number, occupied: readonly [number, number][]): [number, number] | null {
-  if (minLen > length) return null;
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const len = rng.int(minLen, Math.min(maxLen, length));
-    const start = rng.int(1, length - len + 1);
-    const end = start + len - 1;
-    if (occupied.every(([s, e]) => end < s || start > e)) return [start, end];
-  }
-  return null;
-}
+/** Tries per domain placement: fewer than the demo's, and fixed, since the seeded stream depends on it. */
+const HUMAN_SEGMENT_ATTEMPTS = 20;
 
 // Families that come as tandem repeats (zinc fingers, ankyrin, WD40, EGF, fibronectin III).
 const REPEAT_FAMILIES = PFAM_FAMILIES.filter((f) => ['zf-C2H2', 'Ank', 'WD40', 'EGF', 'fn3', 'I-set', 'Cadherin'].includes(f.name));
@@ -255,7 +247,7 @@ function baseDomains(rng: Rng, length: number): BaseDomain[] {
   const pfamCount = rng.int(2, Math.min(16, 4 + Math.floor(length / 45)));
   for (let k = 0; k < pfamCount; k++) {
     const family = rng.pick(PFAM_FAMILIES);
-    const segment = placeSegment(rng, length, family.min, family.max, pfamOccupied);
+    const segment = placeSegment(rng, length, family.min, family.max, pfamOccupied, HUMAN_SEGMENT_ATTEMPTS);
     if (segment) pfam(family, segment);
   }
   const tedOccupied: [number, number][] = [];
@@ -264,11 +256,11 @@ function baseDomains(rng: Rng, length: number): BaseDomain[] {
     let segments: [number, number][] | null = null;
     if (length >= 150 && rng.chance(0.2)) {
       const [first, gap, second] = [rng.int(30, 80), rng.int(15, 60), rng.int(30, 80)];
-      const span = placeSegment(rng, length, first + gap + second, first + gap + second, tedOccupied);
+      const span = placeSegment(rng, length, first + gap + second, first + gap + second, tedOccupied, HUMAN_SEGMENT_ATTEMPTS);
       if (span) segments = [[span[0], span[0] + first - 1], [span[1] - second + 1, span[1]]];
     }
     if (!segments) {
-      const span = placeSegment(rng, length, 40, Math.min(160, length), tedOccupied);
+      const span = placeSegment(rng, length, 40, Math.min(160, length), tedOccupied, HUMAN_SEGMENT_ATTEMPTS);
       if (span) segments = [span];
     }
     if (!segments) continue;
