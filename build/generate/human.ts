@@ -330,22 +330,22 @@ function planGenes(rng: Rng, genes: number, referenceTotal: number, longReadTota
 
   const heavyRef = heavy.map(() => rng.int(40, 150));
   const heavyLr = heavy.map(() => rng.int(80, 300));
-  const fit = (wanted: number[], budget: number) => {
+  const fitBudget = (wanted: number[], budget: number) => {
     const sum = wanted.reduce((a, b) => a + b, 0);
     return sum <= budget ? wanted : apportion(Math.max(0, budget), wanted);
   };
   const refPool = referenceTotal - normal.length; // every normal gene has at least one
-  const heavyRefFit = fit(heavyRef, Math.floor(refPool * 0.3)).map((n) => Math.max(1, n));
+  const heavyRefFit = fitBudget(heavyRef, Math.floor(refPool * 0.3)).map((n) => Math.max(1, n));
   heavy.forEach((g, i) => (g.reference = heavyRefFit[i]!));
   const usedRef = heavyRefFit.reduce((a, b) => a + b, 0);
   const refWeights = normal.map(() => Math.exp(1.1 * rng.normal()));
   apportion(referenceTotal - usedRef - normal.length, refWeights).forEach((n, i) => (normal[i]!.reference = 1 + n));
 
   const novelGenes = order.slice(0, novel);
-  const novelLr = fit(novelGenes.map(() => rng.int(1, 3)), Math.max(novel, Math.floor(longReadTotal * 0.1))).map((n) => Math.max(1, n));
+  const novelLr = fitBudget(novelGenes.map(() => rng.int(1, 3)), Math.max(novel, Math.floor(longReadTotal * 0.1))).map((n) => Math.max(1, n));
   novelGenes.forEach((g, i) => (g.longRead = novelLr[i]!));
   const usedNovel = novelLr.reduce((a, b) => a + b, 0);
-  const heavyLrFit = fit(heavyLr, Math.floor((longReadTotal - usedNovel) * 0.3));
+  const heavyLrFit = fitBudget(heavyLr, Math.floor((longReadTotal - usedNovel) * 0.3));
   heavy.forEach((g, i) => (g.longRead = heavyLrFit[i]!));
   const usedHeavy = heavyLrFit.reduce((a, b) => a + b, 0);
   // About half the genes have long reads, with a long tail.

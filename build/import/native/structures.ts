@@ -411,6 +411,7 @@ export async function parseStructureModel(path: string): Promise<ParsedModel> {
   const text = bytes.toString('utf8');
   const first = text.split('\n').find((l) => l.trim() !== '' && !l.startsWith('#')) ?? '';
   if (/^data_/i.test(first)) return parseMmcif(path, text, bytes);
+  // biome-ignore lint/complexity/noAdjacentSpacesInRegex: PDB record names are padded to six columns, as the files have them.
   if (/^(HEADER|TITLE |COMPND|SOURCE|REMARK|CRYST1|MODEL |ATOM  |HETATM|EXPDTA|AUTHOR|KEYWDS|REVDAT|DBREF|SEQRES)/.test(first)) return parsePdb(path, text, bytes);
   throw new InputError(path, 1, 'not a structure model: expected an mmCIF data_ block or PDB records');
 }
