@@ -43,4 +43,9 @@ describe('engines', () => {
   it.each(locks)('every package of %s runs on every declared Node', (lock) => {
     expect(incompatible(lock)).toEqual([]);
   });
+
+  it('infra/, installed on its own, declares the same Node range', () => {
+    expect(locks).toContain('infra/package-lock.json');
+    expect(readJson('infra/package.json').engines.node).toBe(declared);
+  });
 });
