@@ -1,6 +1,6 @@
 // What every section gets: the options, a scratch directory, progress logging and the demo release
 // (built once per bench run, or taken from --tree / the build section).
-import { $, type ProcessOutput } from 'zx';
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,16 +47,21 @@ export function demoRelease(work: string): DemoRelease {
   return { work, db: join(work, 'release.sqlite'), tree: join(work, 'tree') };
 }
 
-/** Runs a command to completion (zx quotes each argument); rejects with its output when it fails. */
-export async function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
-  try {
-    const out = await $({ cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })`${cmd} ${args}`;
-    return { stdout: out.stdout, stderr: out.stderr };
-  } catch (err) {
-    const out = err as ProcessOutput;
-    throw new Error(`${cmd} ${args.join(' ')} failed (${out.exitCode ?? out.signal}):\n${String(out.stderr ?? err).slice(-2000)}`);
-  }
+/** Runs a command to completion (arguments passed as they are, no shell); rejects with its output
+ * when it fails. */
+export function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = execFile(cmd, args, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, maxBuffer: RUN_MAX_OUTPUT }, (err, stdout, stderr) => {
+      if (!err) return resolvePromise({ stdout, stderr });
+      const status = typeof err.code === 'number' ? err.code : (err.signal ?? err.code);
+      reject(new Error(`${cmd} ${args.join(' ')} failed (${status}):\n${String(stderr || err.message).slice(-2000)}`));
+    });
+    child.stdin?.end(); // nothing to read: a command that waits for input ends instead of hanging
+  });
 }
+
+/** What run keeps of a command's stdout or stderr; past it the command is stopped and fails. */
+const RUN_MAX_OUTPUT = 256 * 1024 * 1024;
 
 const RSS_PRELOAD = join(ROOT, 'bench/max-rss.cjs');
 

@@ -1,6 +1,5 @@
 // What the figures were measured on: CPU, cores, RAM, OS, Node.js and nginx versions, git commit.
-import { spawnSync } from 'node:child_process';
-import { $ } from 'zx';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { cpus, totalmem, release, type as osType } from 'node:os';
 import { readFileSync } from 'node:fs';
 
@@ -48,9 +47,9 @@ export function gitCommit(cwd: string): string {
   // Set when the bench runs from an exported snapshot of a commit (no .git there).
   if (process.env.ISOATLAS_BENCH_COMMIT) return process.env.ISOATLAS_BENCH_COMMIT;
   try {
-    const git = $.sync({ cwd });
-    const sha = git`git rev-parse --short=12 HEAD`.stdout.trim();
-    const dirty = git`git status --porcelain --untracked-files=no`.stdout.trim() !== '';
+    const git = (...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const sha = git('rev-parse', '--short=12', 'HEAD');
+    const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
     return dirty ? `${sha}+dirty` : sha;
   } catch {
     return 'unknown';

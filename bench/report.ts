@@ -32,6 +32,8 @@ export interface SectionReport {
 /** Sections in the order BENCHMARKS.md lists them. `search` is written by bench/search.ts. */
 export const SECTION_ORDER = ['build', 'handler', 'search', 'server', 'front', 'compression', 'publish', 'bundle', 'cli', 'soak'] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
+/** Sections measured by hand (their text says how), after the bench's own: a bench run keeps them. */
+const BY_HAND = ['install'] as const;
 
 const begin = (id: string) => `<!-- bench:${id} -->`;
 const end = (id: string) => `<!-- /bench:${id} -->`;
@@ -82,7 +84,7 @@ function renderHeader(machine: Machine): string {
 /** Existing sections of BENCHMARKS.md, by id, with their markers. */
 function existingSections(text: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const id of SECTION_ORDER) {
+  for (const id of [...SECTION_ORDER, ...BY_HAND]) {
     const a = text.indexOf(begin(id));
     const b = text.indexOf(end(id));
     if (a >= 0 && b > a) out.set(id, text.slice(a, b + end(id).length));
@@ -94,6 +96,6 @@ function existingSections(text: string): Map<string, string> {
 export function writeBenchmarks(file: string, machine: Machine, stamp: string, reports: SectionReport[]): void {
   const sections = existsSync(file) ? existingSections(readFileSync(file, 'utf8')) : new Map<string, string>();
   for (const r of reports) sections.set(r.id, renderSection(r, stamp));
-  const body = SECTION_ORDER.filter((id) => sections.has(id)).map((id) => sections.get(id)!);
+  const body = [...SECTION_ORDER, ...BY_HAND].filter((id) => sections.has(id)).map((id) => sections.get(id)!);
   writeFileSync(file, `${[renderHeader(machine), ...body].join('\n\n')}\n`);
 }

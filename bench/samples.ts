@@ -85,10 +85,3 @@ export function handlerRoutes(s: Samples): RouteCase[] {
   ];
 }
 
-/** Every gene id of the tree (its gene record files), in a fixed order. */
-export function geneIds(tree: string): string[] {
-  return readdirSync(join(tree, 'api/v1/genes'))
-    .filter((name) => name.endsWith('.json'))
-    .map((name) => name.slice(0, -'.json'.length))
-    .sort();
-}

@@ -9,8 +9,7 @@ import { UsageError } from './common/errors.js';
 import { DEMO, PROJECT_ROOT } from './paths.js';
 import { addPublishCommands } from './publish/commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
-import { parseEndpoint } from './common/storage-errors.js';
-import { DEFAULT_PORT, log, parseBaseUrl, parseMode, parsePort, positiveInteger, runProgram } from './common/cli-options.js';
+import { DEFAULT_PORT, log, parseBaseUrl, parsePort, positiveInteger, runProgram } from './common/cli-options.js';
 import { addServeCommands } from '../edge/server/commands.js';
 import { readAccessConfigFile } from './common/access-config-file.js';
 import type { BuildSummary } from './render/index.js';
@@ -41,11 +40,6 @@ function parseTrack(value: string): Track {
 function parseScale(value: string): 'demo' | 'human' {
   if (value !== 'demo' && value !== 'human') throw new InvalidArgumentError('expected demo or human');
   return value;
-}
-
-function parseCount(value: string): number {
-  if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a positive integer');
-  return Number(value);
 }
 
 function parseSeed(value: string): number {
@@ -164,7 +158,7 @@ export function program(): Command {
     .option('--db <db>', 'release database to read proteins from (--scale demo)')
     .requiredOption('--out <dir>', 'directory to write (--scale demo: TSV files and structures/; --scale human: replaced)')
     .option('--seed <n>', 'random seed; the same seed gives byte-identical output', parseSeed, DEMO.seed)
-    .option('--genes <n>', `genes to generate with --scale human (default ${HUMAN_GENES_DEFAULT.toLocaleString('en-US')}; isoforms and tracks scale with it)`, parseCount)
+    .option('--genes <n>', `genes to generate with --scale human (default ${HUMAN_GENES_DEFAULT.toLocaleString('en-US')}; isoforms and tracks scale with it)`, positiveInteger)
     .action(async (o: { scale: 'demo' | 'human'; db?: string; out: string; seed: number; genes?: number }) => {
       if (o.scale === 'human') {
         if (o.db) throw new UsageError('--db is for --scale demo; --scale human generates its own release');
@@ -203,7 +197,7 @@ export function program(): Command {
     .option('--scale <scale>', 'demo (real chr22 data) or human (synthetic, 62,000 genes and 250,000 isoforms)', parseScale, 'demo')
     .option('--work <dir>', `working directory (default ${DEMO.work} or, with --scale human, ${HUMAN_WORK})`)
     .option('--seed <n>', 'random seed of the generated data', parseSeed)
-    .option('--genes <n>', 'genes to generate with --scale human (default 62,000)', parseCount)
+    .option('--genes <n>', 'genes to generate with --scale human (default 62,000)', positiveInteger)
     .option('--json', 'with --scale human, also print the figures as one JSON object on stdout', false)
     .action(async (o: { scale: 'demo' | 'human'; work?: string; seed?: number; genes?: number; json: boolean }) => {
       if (o.scale === 'demo') {
@@ -228,7 +222,7 @@ export function program(): Command {
     })
     .requiredOption('--work <dir>', 'working directory')
     .option('--seed <n>', 'random seed', parseSeed, DEMO.seed)
-    .option('--genes <n>', 'genes to generate', parseCount)
+    .option('--genes <n>', 'genes to generate', positiveInteger)
     .action(async (stage: HumanStage, o: { work: string; seed: number; genes?: number }) => {
       const { runHumanStage } = await import('./generate/human-pipeline.js');
       const figures = await runHumanStage(stage, { work: resolve(o.work), seed: o.seed, genes: o.genes });

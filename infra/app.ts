@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
-import { bundleEdge, bundleMeter } from '../build/bundle/edge.js';
+import { bundleEdge, bundleMeter, type EdgeBundle } from '../build/bundle/edge.js';
 import type { AccessMode } from '../edge/access/config.js';
 import { IsoatlasBucketStack } from './bucket.js';
 import {
@@ -81,7 +81,7 @@ async function main() {
   // The bundle and the stack come from the same settings, so they agree on bucket and prefix.
   // structureBaseUrl stays unset unless given: the distribution's domain is a deploy-time token, and
   // without it the edge's structure redirects are root-relative (into /releases/… of the same host).
-  let bundle;
+  let bundle: EdgeBundle;
   try {
     bundle = await bundleEdge({ outDir: edgeCodeDir, ...edgeBundleConfig({ ...settings, structureBaseUrl: env.ISOATLAS_STRUCTURE_BASE || undefined }) });
     if (settings.access) await bundleMeter({ outDir: settings.access.meterCodeDir! });

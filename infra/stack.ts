@@ -569,7 +569,7 @@ function visibility(metricName: string, sampled: boolean): wafv2.CfnWebACL.Visib
 }
 
 function checkPrefix(prefix: string): string {
-  if (prefix !== '' && (!prefix.endsWith('/') || prefix.startsWith('/') || prefix.includes('//') || !/^[A-Za-z0-9!_.*'()\/-]+$/.test(prefix))) {
+  if (prefix !== '' && (!prefix.endsWith('/') || prefix.startsWith('/') || prefix.includes('//') || !/^[A-Za-z0-9!_.*'()/-]+$/.test(prefix))) {
     throw new Error(`prefix "${prefix}" must be empty or a key prefix like "atlas/" (ending in "/", not starting with it)`);
   }
   return prefix;

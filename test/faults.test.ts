@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { createHandler, type Handler } from '../edge/handler.js';
-import { LocalOrigin } from '../edge/origins/local.js';
 import { HttpOrigin } from '../edge/origins/http-origin.js';
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { validate } from './helpers/schemas.js';

@@ -7,9 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { App, Stack } from 'aws-cdk-lib';
-import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
-import { Template } from 'aws-cdk-lib/assertions';
+import { App, Stack, Template, wafv2 } from '../infra/cdk.js';
 import { bundleEdge, bundleMeter } from '../build/bundle/edge.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';

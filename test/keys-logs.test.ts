@@ -24,7 +24,7 @@ let revoked: string;
 const secrets: string[] = [];
 
 /** Percent-decoded, leniently: an encoded key is still the key. */
-const unescape = (text: string) => text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+const percentDecode = (text: string) => text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 const secretOf = (key: string) => key.slice('isoatlas_'.length + 9);
 function remember(...keys: string[]) {
   for (const k of keys) secrets.push(k, secretOf(k));
@@ -79,14 +79,14 @@ describe('keys in requests, against a real server', () => {
     for (const r of requests) {
       const res = await fetch(`${server.api}${r.path}`, { headers: r.headers, redirect: 'manual' });
       const body = await res.text();
-      const what = `${unescape(r.path).replace(KEY_MATERIAL, '<key>')} → ${res.status}`;
+      const what = `${percentDecode(r.path).replace(KEY_MATERIAL, '<key>')} → ${res.status}`;
       expect(res.status, what).toBe(r.expect);
-      const exposed = unescape([body, ...[...res.headers].map(([name, value]) => `${name}: ${value}`)].join('\n'));
+      const exposed = percentDecode([body, ...[...res.headers].map(([name, value]) => `${name}: ${value}`)].join('\n'));
       for (const s of secrets) expect(exposed.includes(s), `${what} echoes key material`).toBe(false);
     }
     // The log has a line per request (and the ids of keys are fine), but no key or secret.
     await new Promise((ok) => setTimeout(ok, 100));
-    const log = unescape(server.logs());
+    const log = percentDecode(server.logs());
     expect(log.match(/"method":"GET"/g)?.length).toBeGreaterThanOrEqual(requests.length);
     for (const s of secrets) expect(log.includes(s), 'the server log holds key material').toBe(false);
     expect(log.match(KEY_MATERIAL)).toBeNull();

@@ -83,6 +83,6 @@ it('prints its version, and marks required options in help', () => {
   expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version);
   const help = isoatlas('import', 'core', '--help');
   expect(help.status).toBe(0);
-  expect(help.stdout).toMatch(/--config <file>[^]*\(required\)/);
+  expect(help.stdout).toMatch(/--config <file>[\s\S]*\(required\)/);
   expect(help.stdout).toMatch(/--out <db>.*\(required\)/);
 });

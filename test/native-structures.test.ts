@@ -375,6 +375,7 @@ describe('malformed model files', () => {
 
   it('a PDB with a bad B factor → InputError naming the line and the column', async () => {
     const lines = text(PDB).split('\n');
+    // biome-ignore lint/complexity/noAdjacentSpacesInRegex: a PDB ATOM line's fixed columns, spaces included.
     const idx = lines.findIndex((l) => /^ATOM.{8} CA  ... A   5 /.test(l));
     expect(idx).toBeGreaterThan(0);
     lines[idx] = lines[idx].slice(0, 60) + ' xx.xx' + lines[idx].slice(66);

@@ -15,7 +15,6 @@ import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { contentTypeOf } from '../edge/contract/tree.js';
 import { frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
-import { startServer } from './helpers/server.js';
 
 const ROOT = join(__dirname, '..');
 const tree = () => inject('demoTree');

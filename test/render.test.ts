@@ -84,7 +84,7 @@ describe('rendered demo tree', () => {
       if (Array.isArray(bySymbol)) expect(bySymbol).toContain(gene.gene_id);
       else expect(bySymbol).toBe(gene.gene_id);
     }
-    expect(aliases.genes['y_rna']).toHaveLength(13); // a symbol naming 13 genes lists them all
+    expect(aliases.genes.y_rna).toHaveLength(13); // a symbol naming 13 genes lists them all
   });
 
   it('pre-splits every gene isoform list into pages that list each isoform exactly once', () => {
@@ -270,7 +270,7 @@ describe('isoform pages of a gene with more than 100 isoforms (GENCODE v49: EEF1
   it('splits at 100 and links the next page', () => {
     const root = join(dir, 'tree');
     const aliases = readAliases(root);
-    const geneId = aliases.genes['eef1d'] as string;
+    const geneId = aliases.genes.eef1d as string;
     const gene = read<GeneBody>(root, treePaths.gene(geneId));
     expect(gene.isoform_count).toBe(144);
     const p0 = read<IsoformPageBody>(root, treePaths.geneIsoforms(geneId, 0));

@@ -332,10 +332,12 @@ function randomTed(rng: Rng, length: number, occupied: readonly Segment[]): Segm
   return span ? [span] : null;
 }
 
-/** A 1-based inclusive segment of minLen..maxLen residues that overlaps none of `occupied`, or null. */
-function placeSegment(rng: Rng, length: number, minLen: number, maxLen: number, occupied: readonly Segment[]): Segment | null {
+/** A 1-based inclusive segment of minLen..maxLen residues that overlaps none of `occupied`, or null
+ * after `attempts` random tries. Each generator keeps its own count: it decides how many draws the
+ * seeded stream spends here, so changing it would change every generated release. */
+export function placeSegment(rng: Rng, length: number, minLen: number, maxLen: number, occupied: readonly Segment[], attempts = 25): Segment | null {
   if (minLen > length) return null;
-  for (let attempt = 0; attempt < 25; attempt++) {
+  for (let attempt = 0; attempt < attempts; attempt++) {
     const len = rng.int(minLen, Math.min(maxLen, length));
     const start = rng.int(1, length - len + 1);
     const end = start + len - 1;

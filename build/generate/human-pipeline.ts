@@ -51,7 +51,7 @@ export async function runHumanStage(stage: HumanStage, opts: HumanRunOptions): P
     const s = generateHumanInputs(paths.inputs, {
       seed: opts.seed,
       genes: opts.genes,
-      onGene: (done, total) => {
+      onGene: (_done, total) => {
         if (opts.progress === false) return;
         bar ??= startProgress('generating', total);
         bar.tick();

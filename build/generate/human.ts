@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Rng } from './random.js';
 import { HUMAN_GENES_DEFAULT } from './human-stages.js';
 import { fixed } from './mmcif.js';
-import { CATH_LABELS, DOMAINS_COLUMNS, HLA_ALLELES, NEOANTIGENS_COLUMNS, PFAM_FAMILIES, PTM_COLUMNS, STRUCTURES_COLUMNS, scoreKind } from './demo-tracks.js';
+import { CATH_LABELS, DOMAINS_COLUMNS, HLA_ALLELES, NEOANTIGENS_COLUMNS, PFAM_FAMILIES, PTM_COLUMNS, STRUCTURES_COLUMNS, placeSegment, scoreKind } from './demo-tracks.js';
 import type { Track } from '../release-db/schema.js';
 
 /** The sizes of `--scale human`, from the issue. */
@@ -217,16 +217,8 @@ function editProtein(rng: Rng, base: string): Edit {
   return { sequence: base.slice(0, keep), map: (p) => (p <= keep ? p : null), breaks: () => false };
 }
 
-function placeSegment(rng: Rng, length: number, minLen: number, maxLen: number, occupied: readonly [number, number][]): [number, number] | null {
-  if (minLen > length) return null;
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const len = rng.int(minLen, Math.min(maxLen, length));
-    const start = rng.int(1, length - len + 1);
-    const end = start + len - 1;
-    if (occupied.every(([s, e]) => end < s || start > e)) return [start, end];
-  }
-  return null;
-}
+/** Tries per domain placement: fewer than the demo's, and fixed, since the seeded stream depends on it. */
+const HUMAN_SEGMENT_ATTEMPTS = 20;
 
 // Families that come as tandem repeats (zinc fingers, ankyrin, WD40, EGF, fibronectin III).
 const REPEAT_FAMILIES = PFAM_FAMILIES.filter((f) => ['zf-C2H2', 'Ank', 'WD40', 'EGF', 'fn3', 'I-set', 'Cadherin'].includes(f.name));
@@ -255,7 +247,7 @@ function baseDomains(rng: Rng, length: number): BaseDomain[] {
   const pfamCount = rng.int(2, Math.min(16, 4 + Math.floor(length / 45)));
   for (let k = 0; k < pfamCount; k++) {
     const family = rng.pick(PFAM_FAMILIES);
-    const segment = placeSegment(rng, length, family.min, family.max, pfamOccupied);
+    const segment = placeSegment(rng, length, family.min, family.max, pfamOccupied, HUMAN_SEGMENT_ATTEMPTS);
     if (segment) pfam(family, segment);
   }
   const tedOccupied: [number, number][] = [];
@@ -264,11 +256,11 @@ function baseDomains(rng: Rng, length: number): BaseDomain[] {
     let segments: [number, number][] | null = null;
     if (length >= 150 && rng.chance(0.2)) {
       const [first, gap, second] = [rng.int(30, 80), rng.int(15, 60), rng.int(30, 80)];
-      const span = placeSegment(rng, length, first + gap + second, first + gap + second, tedOccupied);
+      const span = placeSegment(rng, length, first + gap + second, first + gap + second, tedOccupied, HUMAN_SEGMENT_ATTEMPTS);
       if (span) segments = [[span[0], span[0] + first - 1], [span[1] - second + 1, span[1]]];
     }
     if (!segments) {
-      const span = placeSegment(rng, length, 40, Math.min(160, length), tedOccupied);
+      const span = placeSegment(rng, length, 40, Math.min(160, length), tedOccupied, HUMAN_SEGMENT_ATTEMPTS);
       if (span) segments = [span];
     }
     if (!segments) continue;
@@ -338,22 +330,22 @@ function planGenes(rng: Rng, genes: number, referenceTotal: number, longReadTota
 
   const heavyRef = heavy.map(() => rng.int(40, 150));
   const heavyLr = heavy.map(() => rng.int(80, 300));
-  const fit = (wanted: number[], budget: number) => {
+  const fitBudget = (wanted: number[], budget: number) => {
     const sum = wanted.reduce((a, b) => a + b, 0);
     return sum <= budget ? wanted : apportion(Math.max(0, budget), wanted);
   };
   const refPool = referenceTotal - normal.length; // every normal gene has at least one
-  const heavyRefFit = fit(heavyRef, Math.floor(refPool * 0.3)).map((n) => Math.max(1, n));
+  const heavyRefFit = fitBudget(heavyRef, Math.floor(refPool * 0.3)).map((n) => Math.max(1, n));
   heavy.forEach((g, i) => (g.reference = heavyRefFit[i]!));
   const usedRef = heavyRefFit.reduce((a, b) => a + b, 0);
   const refWeights = normal.map(() => Math.exp(1.1 * rng.normal()));
   apportion(referenceTotal - usedRef - normal.length, refWeights).forEach((n, i) => (normal[i]!.reference = 1 + n));
 
   const novelGenes = order.slice(0, novel);
-  const novelLr = fit(novelGenes.map(() => rng.int(1, 3)), Math.max(novel, Math.floor(longReadTotal * 0.1))).map((n) => Math.max(1, n));
+  const novelLr = fitBudget(novelGenes.map(() => rng.int(1, 3)), Math.max(novel, Math.floor(longReadTotal * 0.1))).map((n) => Math.max(1, n));
   novelGenes.forEach((g, i) => (g.longRead = novelLr[i]!));
   const usedNovel = novelLr.reduce((a, b) => a + b, 0);
-  const heavyLrFit = fit(heavyLr, Math.floor((longReadTotal - usedNovel) * 0.3));
+  const heavyLrFit = fitBudget(heavyLr, Math.floor((longReadTotal - usedNovel) * 0.3));
   heavy.forEach((g, i) => (g.longRead = heavyLrFit[i]!));
   const usedHeavy = heavyLrFit.reduce((a, b) => a + b, 0);
   // About half the genes have long reads, with a long tail.

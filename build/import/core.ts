@@ -6,7 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { readGtf } from './gtf.js';
 import { readSqantiClassification } from './sqanti.js';
 import { readProteinFasta } from './fasta.js';
-import { InputError, sha256File } from './input.js';
+import { sha256File } from './input.js';
 import { readJsonConfig } from '../common/json-config.js';
 import { assembleReference } from './reference.js';
 import { assembleLongRead } from './long-read.js';

@@ -103,13 +103,6 @@ export function parseSegments(text: string, fail: (problem: string) => never): [
  * `<structure base>/structures/<transcript_id>.cif`, so the URL must end in that path. */
 const MODEL_URL = /^https?:\/\//;
 
-/** Reads the documented TSV of a track into typed records (checks types, not the release). */
-export async function readTrackTsv<T extends Track>(track: T, file: string): Promise<Located<TrackRecords[T]>[]> {
-  const out: Located<TrackRecords[T]>[] = [];
-  for await (const located of iterateTrackTsv(track, file)) out.push(located);
-  return out;
-}
-
 /** The records of a track TSV one at a time, so a file of millions of rows is never held whole. */
 export async function* iterateTrackTsv<T extends Track>(track: T, file: string): AsyncGenerator<Located<TrackRecords[T]>> {
   const columns = TRACK_COLUMNS[track];

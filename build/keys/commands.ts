@@ -1,7 +1,6 @@
 // `isoatlas keys …`: issue, list, revoke, show tiers, and publish the edge view to the CDN's KeyValueStore.
 import { Option, type Command } from 'commander';
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import { resolveAccessConfig, type AccessConfig } from '../../edge/access/config.js';
 import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
 import { isLegacyId } from '../../edge/access/key-format.js';
 import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';

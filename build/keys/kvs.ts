@@ -71,7 +71,7 @@ export async function publishToStore(client: CloudFrontKeyValueStoreClient, arn:
 function keepExhaustion(published: string, stored: string | undefined): string {
   const now = stored === undefined ? null : decodeKeyRecord(stored);
   const next = decodeKeyRecord(published)!;
-  return now && now.exhausted_until ? encodeKeyRecord({ ...next, exhausted_until: now.exhausted_until }) : published;
+  return now?.exhausted_until ? encodeKeyRecord({ ...next, exhausted_until: now.exhausted_until }) : published;
 }
 
 /** The viewer gate's current release as the store holds it now (undefined when none is set). A

@@ -11,7 +11,7 @@
 import { clientBucket } from './client-key.js';
 import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { bearerToken, isLegacyId, keyId, keyMatches, SPELLING_DETAIL } from './key-format.js';
-import type { KeyRegistry } from './key-registry.js';
+import type { EdgeKeyRecord, KeyRegistry } from './key-registry.js';
 import type { QuotaStore } from './quota-store.js';
 import { problem } from '../responses.js';
 
@@ -118,7 +118,7 @@ export class AccessControl {
       if (secret) await keyMatches(secret, presented, null);
       return invalid('the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"');
     }
-    let record;
+    let record: EdgeKeyRecord | null;
     try {
       record = await keys.lookup(id);
     } catch {

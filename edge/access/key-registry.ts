@@ -14,6 +14,3 @@ export interface KeyRegistry {
   lookup(id: string): Promise<EdgeKeyRecord | null>;
   readonly description: string;
 }
-
-/** Upper bound on how long a revoked key may still be accepted after its revocation reaches the store. */
-export const REVOCATION_DELAY_MS = 30_000;

@@ -322,6 +322,7 @@ function rawAnswer(socket: Duplex, status: number, body: Uint8Array, isHead: boo
   socket.end(isHead ? Buffer.from(head, 'latin1') : Buffer.concat([Buffer.from(head, 'latin1'), body]), () => socket.destroy());
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes.
 const CONTROLS = /[\u0000-\u001f\u007f]/g;
 
 /** A request target as it may go into a log: keys redacted, control characters escaped (a client

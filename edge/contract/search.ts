@@ -45,7 +45,6 @@ export const SEARCH_FIELDS = ['symbol', 'gene_id', 'gene_id_versioned', 'transcr
 /** What a match through each field scores, as a share of a full match: a synonym (ERK2 for MAPK1)
  * ranks after the gene or isoform whose own symbol, id or name the query is. */
 export const FIELD_WEIGHTS: readonly number[] = SEARCH_FIELDS.map((f) => (f === 'synonyms' ? 0.5 : 1));
-export type SearchField = (typeof SEARCH_FIELDS)[number];
 
 /** A document as a term shard lists it: [document id (`g:<gene_id>` or `i:<transcript_id>`), gene
  * symbol, transcript name or null, document number]. The number (0 … documents - 1, the same in every

@@ -230,7 +230,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     });
 
     it('answers 409 with the choices for a symbol naming several genes, each choice resolving to 200', async () => {
-      const expected = aliases.genes['y_rna'] as string[];
+      const expected = aliases.genes.y_rna as string[];
       expect(expected).toHaveLength(13);
       for (const symbol of ['Y_RNA', 'y_rna']) {
         const r = await call(`/genes/${symbol}`);

@@ -404,6 +404,11 @@ function parsePdb(path: string, text: string, bytes: Buffer): ParsedModel {
   return { format: 'pdb', modelId, sequence, firstResidue: firstResidue!, plddt: bFactors, bFactors, plddtSource: 'b_factor', meanPlddt: mean(bFactors), atomMeanBFactor: atomSum / atomCount, globalPlddt: null, fragment, bytes };
 }
 
+/** The records a PDB file may start with, by name: padded to six columns, as the files have them. */
+const PDB_RECORD = new RegExp(
+  `^(${['HEADER', 'TITLE ', 'COMPND', 'SOURCE', 'REMARK', 'CRYST1', 'MODEL ', 'ATOM  ', 'HETATM', 'EXPDTA', 'AUTHOR', 'KEYWDS', 'REVDAT', 'DBREF', 'SEQRES'].join('|')})`,
+);
+
 /** Parses one model file (mmCIF/ModelCIF or PDB, plain or gzipped). Malformed files → InputError
  * naming the file, line and column. */
 export async function parseStructureModel(path: string): Promise<ParsedModel> {
@@ -411,7 +416,7 @@ export async function parseStructureModel(path: string): Promise<ParsedModel> {
   const text = bytes.toString('utf8');
   const first = text.split('\n').find((l) => l.trim() !== '' && !l.startsWith('#')) ?? '';
   if (/^data_/i.test(first)) return parseMmcif(path, text, bytes);
-  if (/^(HEADER|TITLE |COMPND|SOURCE|REMARK|CRYST1|MODEL |ATOM  |HETATM|EXPDTA|AUTHOR|KEYWDS|REVDAT|DBREF|SEQRES)/.test(first)) return parsePdb(path, text, bytes);
+  if (PDB_RECORD.test(first)) return parsePdb(path, text, bytes);
   throw new InputError(path, 1, 'not a structure model: expected an mmCIF data_ block or PDB records');
 }
 
