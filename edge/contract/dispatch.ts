@@ -60,6 +60,7 @@ interface FileKind {
   match(pathname: string): object | null;
 }
 
+/** `/structures/`: the tree's directory of structure files, served as the current release's. */
 const STRUCTURES = `/${treePaths.structureFile('').split('/')[0]}/`;
 /** `/releases/<release>/structures/<name>`: where a store's structure redirects point. */
 const RELEASE_STRUCTURE = new RegExp(`^/${releasePublicPath(`(${RELEASE_NAME.source.slice(1, -1)})`, STRUCTURES.slice(1))}([^/]+)$`);
@@ -108,7 +109,6 @@ export const structureFilePath = (treePath: string, release: string | null) => `
 /** What answers a request, from a bounded set (the log's `route` and the metrics' label): an entry
  * of the table, or `other` (no endpoint, or a path the router refuses). */
 export type AnswerLabel = SystemPathId | FileKindId | RouteId | 'other';
-export const answerLabels: readonly AnswerLabel[] = [...(Object.keys(systemPaths) as SystemPathId[]), ...(Object.keys(fileKinds) as FileKindId[]), ...routes.map((r) => r.id), 'other'];
 
 /** Every entry in dispatch order, with its access class and what the front does with it. Routes are
  * answered from files by the front when the manifest maps their path to one (nginx-config.ts). */
@@ -117,6 +117,8 @@ export const dispatchTable: readonly { label: Exclude<AnswerLabel, 'other'>; gro
   ...(Object.entries(fileKinds) as [FileKindId, FileKind][]).map(([label, e]) => ({ label, group: 'file' as const, access: 'checked' as const, front: e.front })),
   ...routes.map((r) => ({ label: r.id, group: 'route' as const, access: 'checked' as const, front: 'files' as const })),
 ];
+
+export const answerLabels: readonly AnswerLabel[] = [...dispatchTable.map((e) => e.label), 'other'];
 
 const systemByPath = new Map<string, SystemPathId>((Object.entries(systemPaths) as [SystemPathId, SystemPath][]).map(([id, e]) => [e.path, id]));
 
