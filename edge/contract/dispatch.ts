@@ -9,22 +9,18 @@ import { links, treePaths } from './tree.js';
 import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectSha, releasePublicPath } from './store.js';
 import { matchRoute, type Match } from '../router.js';
 
-/** Who may ask for an entry, and whether access control (keys, limits) sees the request. */
-export const ACCESS_CLASSES = {
-  open: 'answered before access control, to any method: never keyed or counted',
-  metrics: 'as open, but only when the server runs with --metrics; otherwise no endpoint',
-  front: 'answered only to a GET from a trusted front (serve --trust-proxy); to anyone else, no endpoint',
-  checked: 'answered after access control: keyed when keys are required, counted against the limits',
-} as const;
-export type AccessClass = keyof typeof ACCESS_CLASSES;
+/** Who may ask for an entry, and whether access control (keys, limits) sees the request:
+ * - `open`: answered before access control, to any method: never keyed or counted;
+ * - `metrics`: as open, but only when the server runs with --metrics; otherwise no endpoint;
+ * - `front`: answered only to a GET from a trusted front (serve --trust-proxy); to anyone else, no endpoint;
+ * - `checked`: answered after access control: keyed when keys are required, counted against the limits. */
+export type AccessClass = 'open' | 'metrics' | 'front' | 'checked';
 
-/** What the nginx front (edge/server/nginx-config.ts) does with a request for an entry. */
-export const FRONT_RULES = {
-  pass: 'passed to the server',
-  refuse: "answered 404 by the front itself: the server's own, never reached through the front",
-  files: 'answered from the file the manifest maps it to once the server admitted it, else passed to the server',
-} as const;
-export type FrontRule = keyof typeof FRONT_RULES;
+/** What the nginx front (edge/server/nginx-config.ts) does with a request for an entry:
+ * - `pass`: passes it to the server;
+ * - `refuse`: answers 404 itself (the server's own paths, never reached through the front);
+ * - `files`: answers it from the file the manifest maps it to once the server admitted it, else passes it. */
+export type FrontRule = 'pass' | 'refuse' | 'files';
 
 interface SystemPath {
   path: string;
