@@ -1,14 +1,16 @@
 // The edge function: one async (Request) => Response over an origin holding the rendered tree. It
-// answers preflights and refuses what is not GET or HEAD, asks access control, pins the release,
-// matches the route table and hands the request to the route's module (edge/endpoints/), carrying a
-// release the request named into the answer's links (edge/pinning.ts); every bad input becomes a
-// problem+json 4xx, every origin failure a 502/503/504. No framework; Web-standard types only, so
-// the Node adapter, Lambda@Edge and tests call the same function.
-import { cacheControl, type RouteId } from './contract/routes.js';
+// finds what the path names in the dispatch table (edge/contract/dispatch.ts), answers preflights
+// and refuses what is not GET or HEAD, asks access control, pins the release, and answers the file
+// kind or hands the request to the route's module (edge/endpoints/), carrying a release the request
+// named into the answer's links (edge/pinning.ts); every bad input becomes a problem+json 4xx, every
+// origin failure a 502/503/504. No framework; Web-standard types only, so the Node adapter,
+// Lambda@Edge and tests call the same function.
+import { cacheControl } from './contract/routes.js';
+import { dispatch, type AnswerLabel, type Dispatched } from './contract/dispatch.js';
 import { isVersioned, OriginError, type Origin, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from './origin.js';
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin, type VerifiedOriginOptions } from './origins/verified.js';
-import { matchRoute, parseQuery, RequestProblem, type Match } from './router.js';
+import { parseQuery, RequestProblem } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
 import { clip, redactKeys } from './access/key-format.js';
@@ -19,9 +21,9 @@ import { RELEASE_HEADER } from './contract/routes.js';
 import { askedRelease, pinnedAnswer } from './pinning.js';
 import { API_PREFIX } from './contract/tree.js';
 import { REQUEST_ID_HEADER } from './contract/http-headers.js';
-import { RELEASE_STRUCTURE_PATH, structureFile } from './endpoints/structure-redirect.js';
-import { docsAsset, docsAssetName } from './endpoints/docs-page.js';
-import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';
+import { structureFile } from './endpoints/structure-redirect.js';
+import { docsAsset } from './endpoints/docs-page.js';
+import { objectSha } from './contract/store.js';
 import { IntegrityError } from './origins/verified.js';
 
 export interface HandlerOptions {
@@ -52,13 +54,10 @@ export interface RequestContext {
   viaFront?: boolean;
   /** The adapter's id for this request: an unexpected failure's answer and log line carry it. */
   requestId?: string;
-  /** Set by the handler: what answered the request, for the log and metrics. */
+  /** Set by the handler, or by the server for its system paths: what answered the request (an entry of
+   * the dispatch table, edge/contract/dispatch.ts), for the log and metrics. */
   answeredBy?: AnswerLabel;
 }
-
-/** What answers a request, from a bounded set: a route of the table, one of the kinds of files
- * served beside it, or an endpoint of the server around the handler (edge/server/serve.ts). */
-export type AnswerLabel = RouteId | 'docs_file' | 'structure_file' | 'store_file' | 'health' | 'metrics' | 'admission' | 'other';
 
 export type Handler = (request: Request, context?: RequestContext) => Promise<Response>;
 
@@ -88,8 +87,9 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
   };
 }
 
-/** What a request asks for, decided once from its path (metrics count what it names), and how it is
- * answered from the release it names or the current one, once access control has let it through. */
+/** What a request asks for, decided once from its path by the dispatch table (metrics count what it
+ * names), and how it is answered from the release it names or the current one, once access control
+ * has let it through. */
 interface Target {
   label: AnswerLabel;
   answer: () => Promise<Response>;
@@ -97,52 +97,15 @@ interface Target {
 
 function targetOf(request: Request, releases: Releases, options: HandlerOptions): Target {
   const url = new URL(request.url);
-  if (options.serveStructureFiles && url.pathname.startsWith('/structures/')) {
-    const name = url.pathname.slice('/structures/'.length);
-    return {
-      label: 'structure_file',
-      async answer() {
-        if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
-        const release = (await releases.get())!;
-        return named(await structureFile(request, release, name), release);
-      },
-    };
-  }
-  const inRelease = options.serveStructureFiles ? RELEASE_STRUCTURE_PATH.exec(url.pathname) : null;
-  if (inRelease) {
-    return {
-      label: 'structure_file',
-      async answer() {
-        const release = await releases.get(inRelease[1]);
-        if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${clip(url.pathname, 200)}` });
-        return named(await structureFile(request, release, inRelease[2]), release);
-      },
-    };
-  }
-  if (options.storeFiles && isStoreFile(url.pathname.slice(1))) return { label: 'store_file', answer: () => storeFile(request, options.storeFiles!, url.pathname.slice(1)) };
-  const asset = docsAssetName(url.pathname);
-  if (asset !== null) {
-    return {
-      label: 'docs_file',
-      async answer() {
-        const asked = askedRelease((name) => url.searchParams.get(name));
-        const release = await releases.get(asked.name);
-        if (!release) return noSuchRelease(request, asked.name!);
-        return named(await docsAsset(request, release, asset), release);
-      },
-    };
-  }
-  let matched: Match | null;
-  try {
-    matched = matchRoute(url.pathname);
-  } catch (err) {
-    // A path the router refuses is answered after access control, like any other.
-    return { label: 'other', answer: () => Promise.reject(err) };
-  }
-  if (!matched) {
+  const dispatched = dispatch(url.pathname, { structureFiles: options.serveStructureFiles === true, storeFiles: options.storeFiles !== undefined });
+  if (dispatched.group === 'file') return { label: dispatched.id, answer: fileAnswer(request, url, releases, options, dispatched) };
+  // A path the router refuses is answered after access control, like any other.
+  if (dispatched.group === 'none' && dispatched.refusal !== undefined) return { label: 'other', answer: () => Promise.reject(dispatched.refusal) };
+  // No entry, or a system path: the server around the handler answers those (edge/server/serve.ts).
+  if (dispatched.group !== 'route') {
     return { label: 'other', answer: async () => problem(request, { status: 404, detail: `no endpoint at ${clip(url.pathname, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` }) };
   }
-  const { route, params } = matched;
+  const { route, params } = dispatched.match;
   return {
     label: route.id,
     async answer() {
@@ -159,11 +122,37 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
   };
 }
 
+type FileDispatch = Extract<Dispatched, { group: 'file' }>;
+
+/** How each kind of file of the dispatch table is answered, once access control let it through. */
+function fileAnswer(request: Request, url: URL, releases: Releases, options: HandlerOptions, file: FileDispatch): () => Promise<Response> {
+  switch (file.id) {
+    case 'docs_file':
+      return async () => {
+        const asked = askedRelease((name) => url.searchParams.get(name));
+        const release = await releases.get(asked.name);
+        if (!release) return noSuchRelease(request, asked.name!);
+        return named(await docsAsset(request, release, file.match.name), release);
+      };
+    case 'structure_file':
+      return async () => {
+        const { release: pinned, name } = file.match;
+        if (pinned === null) {
+          if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
+          const release = (await releases.get())!;
+          return named(await structureFile(request, release, name), release);
+        }
+        const release = await releases.get(pinned);
+        if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${clip(url.pathname, 200)}` });
+        return named(await structureFile(request, release, name), release);
+      };
+    case 'store_file':
+      return () => storeFile(request, options.storeFiles!, file.match.key);
+  }
+}
+
 const noSuchRelease = (request: Request, name: string) =>
   problem(request, { status: 404, detail: `no release "${clip(name, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
-
-/** The files a mirror syncs from: the pointer, the history and the objects (by their exact names). */
-const isStoreFile = (path: string) => path === POINTER_KEY || path === HISTORY_KEY || objectSha(path) !== null;
 
 /** A store file as it is; an object only when its bytes hash to its name. */
 async function storeFile(request: Request, store: Origin, path: string): Promise<Response> {

@@ -40,8 +40,9 @@ export function originRequestHandler(config: EdgeBundleConfig) {
   const origin = originOf(config);
   const releases = releasesOf({ origin });
   const handler = createHandler({ origin, structureBaseUrl: config.structureBaseUrl }, releases);
-  // A store's release files (/releases/<release>/structures/…) are fetched by CloudFront from the
-  // object the release's manifest names.
+  // A store's pinned structure files are fetched by CloudFront from the object the release's manifest
+  // names; the handler answers every other path of the dispatch table, none of its system paths
+  // (those are `isoatlas serve`'s) and no structure or store file (the bucket has them).
   return createLambdaEdgeHandler(handler, isVersioned(origin) ? (request) => locateStructureFile(request, releases) : undefined);
 }
 

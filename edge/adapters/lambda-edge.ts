@@ -3,6 +3,7 @@
 // is decided before, at viewer request, by the key gate (a CloudFront Function) and WAF.
 import { failure, type Handler } from '../handler.js';
 import { objectKey } from '../contract/store.js';
+import { fileKinds } from '../contract/dispatch.js';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { problem } from '../responses.js';
 
@@ -43,7 +44,7 @@ function toWebRequest(event: CloudFrontRequestEvent): Request {
   return new Request(`https://${host}${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`, { method: cf.method, headers });
 }
 
-/** Finds the object a release file (`/releases/…`) is stored as: its sha256, or a problem answer. */
+/** Finds the object a pinned release's structure file is stored as: its sha256, or a problem answer. */
 export type ReleaseFileLocator = (request: Request) => Promise<{ sha256: string } | Response>;
 
 export function createLambdaEdgeHandler(handler: Handler, locate?: ReleaseFileLocator) {
@@ -56,10 +57,12 @@ export function createLambdaEdgeHandler(handler: Handler, locate?: ReleaseFileLo
     if (refusedTarget(`${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`)) {
       return toCloudFront(problem(request, { status: 400, detail: REFUSED_TARGET_DETAIL }), cf.method);
     }
-    if (locate && cf.uri.startsWith('/releases/')) {
-      // The file goes from the store to the viewer through CloudFront, whatever its size (a body
-      // this function generates is limited to 1 MB): the request is sent on to the bucket with the
-      // object's key as its URI, and CloudFront caches the answer under the viewer's URL.
+    // A pinned release's structure file (the dispatch table's structure_file, at its release path)
+    // goes from the store to the viewer through CloudFront, whatever its size (a body this function
+    // generates is limited to 1 MB): the request is sent on to the bucket with the object's key as
+    // its URI, and CloudFront caches the answer under the viewer's URL. Every other path is the
+    // handler's, which serves no structure file here.
+    if (locate && fileKinds.structure_file.match(new URL(request.url).pathname)?.release != null) {
       const found = await locate(request).catch((err: unknown) => failure(request, err, requestId));
       if (found instanceof Response) return toCloudFront(found, cf.method);
       return { ...cf, uri: `/${objectKey(found.sha256)}`, querystring: '' };

@@ -12,13 +12,7 @@ export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'
 
 export const docs: RouteHandler = (route) => fileAnswer(route, treePaths.docs(DOCS_PAGE), { 'Content-Security-Policy': DOCS_CSP, 'X-Content-Type-Options': 'nosniff' });
 
-/** `/api/v1/docs/<file>`: the name of a file the page loads (not an API resource, so not in the
- * route table), or null for any other path. */
-export function docsAssetName(pathname: string): string | null {
-  const prefix = `${links.docs()}/`;
-  return pathname.startsWith(prefix) && !pathname.slice(prefix.length).includes('/') ? pathname.slice(prefix.length) : null;
-}
-
+/** `/api/v1/docs/<file>` (a file kind of the dispatch table, edge/contract/dispatch.ts). */
 export async function docsAsset(request: Request, release: Release, name: string): Promise<Response> {
   if (!(DOCS_ASSETS as readonly string[]).includes(name)) return problem(request, { status: 404, detail: `no file ${clip(name, 100)} in the docs; the docs page is ${links.docs()}` });
   const file = await mustRead(release, treePaths.docs(name));

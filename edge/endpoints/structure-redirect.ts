@@ -5,6 +5,7 @@
 // local server or mirror; the CDN serves them from the bucket.
 import { cacheControl } from '../contract/routes.js';
 import { treePaths } from '../contract/tree.js';
+import { fileKinds } from '../contract/dispatch.js';
 import { bodyResponse, CORS_HEADERS, problem } from '../responses.js';
 import { mustRead, resolveIsoform, type Release, type RouteHandler } from './route-request.js';
 
@@ -29,19 +30,17 @@ export async function structureFile(request: Request, release: Release, name: st
   return bodyResponse(request, file.body, { cacheControl: cacheControl.release, sha256: file.sha256, contentType: MMCIF_TYPE });
 }
 
-/** `/releases/<release>/structures/<id>.cif`: where a store's structure redirects point. */
-export const RELEASE_STRUCTURE_PATH = /^\/releases\/([A-Za-z0-9][A-Za-z0-9._-]{0,99})\/structures\/([^/]+)$/;
-
-/** The object holding a release's structure file (its sha256 and size), or a problem answer: what
+/** The object holding a pinned release's structure file (the dispatch table's structure_file at its
+ * release path: its sha256 and size), or a problem answer: what
  * the CDN's origin-request function needs to let CloudFront fetch the file from the store itself. */
 export async function locateStructureFile(request: Request, releases: { get(release?: string): Promise<Release | null> }): Promise<{ sha256: string; size: number } | Response> {
-  const m = RELEASE_STRUCTURE_PATH.exec(new URL(request.url).pathname);
-  if (!m) return problem(request, { status: 404, detail: 'release files are served at /releases/<release>/structures/<id>.cif' });
-  const release = await releases.get(m[1]);
-  if (!release) return problem(request, { status: 404, detail: `no release ${m[1]} in this atlas; GET /api/v1/release names the current one` });
-  const id = m[2].endsWith('.cif') ? m[2].slice(0, -4) : null;
+  const m = fileKinds.structure_file.match(new URL(request.url).pathname);
+  if (m?.release == null) return problem(request, { status: 404, detail: 'release files are served at /releases/<release>/structures/<id>.cif' });
+  const release = await releases.get(m.release);
+  if (!release) return problem(request, { status: 404, detail: `no release ${m.release} in this atlas; GET /api/v1/release names the current one` });
+  const id = m.name.endsWith('.cif') ? m.name.slice(0, -4) : null;
   const entry = id === null ? null : await release.data.structure(id);
   const listed = entry && entry.path === treePaths.structureFile(id!) ? await release.origin.entry(entry.path) : null;
-  if (!listed) return problem(request, { status: 404, detail: `no structure file ${m[2]} in release ${m[1]}` });
+  if (!listed) return problem(request, { status: 404, detail: `no structure file ${m.name} in release ${m.release}` });
   return { sha256: listed.sha256, size: listed.size };
 }

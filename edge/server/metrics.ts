@@ -1,7 +1,9 @@
 // Prometheus metrics of `isoatlas serve --metrics` (text exposition format 0.0.4): requests by route
-// and status, a latency histogram, and the verified-file caches' hits and misses.
+// and status, a latency histogram, and the verified-file caches' hits and misses. A request's route
+// label is what answered it, an entry of the dispatch table (edge/contract/dispatch.ts) or `other`,
+// as the handler or the server's system paths named it: a bounded set, never read from the path.
 import { LoadingCache } from '../loading-cache.js';
-import type { AnswerLabel } from '../handler.js';
+import type { AnswerLabel } from '../contract/dispatch.js';
 
 /** Upper bounds (seconds) of the latency histogram's buckets. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -12,7 +14,7 @@ export class ServerMetrics {
   private sum = 0;
   private count = 0;
 
-  /** `route`: what answered the request, as the handler said. */
+  /** `route`: what answered the request (RequestContext.answeredBy). */
   observe(route: AnswerLabel, status: number | string, seconds: number): void {
     const key = `${route}\u0000${typeof status === 'number' ? status : 'none'}`;
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);

@@ -12,7 +12,6 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { API_PREFIX, contentTypeOf, routesOfTreeFile, withId, type ManifestEntry } from '../contract/tree.js';
-import { releasePublicPath } from '../contract/store.js';
 import { LocalOrigin } from '../origins/local.js';
 import { StoreReleaseFiles } from '../origins/store.js';
 import { RELEASE_HEADER, isKeyedFile, listSize, type Route } from '../contract/routes.js';
@@ -22,7 +21,8 @@ import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../contract/target
 import { KEY_PREFIX } from '../access/key-format.js';
 import { SERVER_LIMITS, connectionShareProblem } from '../adapters/server-limits.js';
 import { loadManifest } from '../../build/common/manifest-reader.js';
-import { ADMISSION_PATH, FRONT_MANIFEST_HEADER, METRICS_PATH, servedDir } from './serve.js';
+import { FRONT_MANIFEST_HEADER, servedDir } from './serve.js';
+import { fileKinds, structureFilePath, systemPaths, type FileKindId } from '../contract/dispatch.js';
 import { BadInputError } from '../../build/common/errors.js';
 import { writeCompressedCopies, type CompressedCopies } from './nginx-compressed.js';
 import { CODINGS, CODING_SUFFIX, representationTag } from '../compression.js';
@@ -58,21 +58,32 @@ export const GENERATED_MARK = '# isoatlas nginx front';
 const KINDS = { json: contentTypeOf('x.json'), mmcif: contentTypeOf('x.cif') } as const;
 type Kind = keyof typeof KINDS;
 
+/** The file kinds of the dispatch table the front answers from files (front rule `files`), each with
+ * the request a file of the tree is asked by, in the release served (`release`: null for a tree, which
+ * is served as the current release): a kind given that rule without an entry here does not compile. */
+type FrontFileKind = { [K in FileKindId]: (typeof fileKinds)[K]['front'] extends 'files' ? K : never }[FileKindId];
+const fileKindRequests: { readonly [K in FrontFileKind]: (treePath: string, release: string | null) => { uri: string; kind: Kind } | null } = {
+  structure_file(treePath, release) {
+    const file = fileKinds.structure_file.match(`/${treePath}`);
+    return file !== null && file.release === null && /^[^/]+\.cif$/.test(file.name) ? { uri: structureFilePath(treePath, release), kind: 'mmcif' } : null;
+  },
+};
+
 /** The request (decoded path, no query) a file of the tree answers on its own, by its canonical id:
- * from the route table, every route declared as a file (edge/contract/tree.ts routesOfTreeFile is
+ * from the dispatch table's file kinds the front answers from files, and from the route table every
+ * route declared as a file (edge/contract/tree.ts routesOfTreeFile is
  * the inverse of its paths). A list answers a request without a query as the file only when its
  * default limit is the file's whole list; a page list's first page, only when it has no next page
  * (the server adds the Link header). The nginx-front test checks, for every path mapped, that the
  * server answers it with that very file. */
-export function requestsOfTreeFile(path: string, structurePath: (treePath: string) => string): { uri: string; kind: Kind; pageSize?: number }[] {
-  const m = /^structures\/([^/]+\.cif)$/.exec(path);
-  if (m) return [{ uri: `/${structurePath(path)}`, kind: 'mmcif' }];
-  return routesOfTreeFile(path).flatMap(({ route, id, page }) => {
+export function requestsOfTreeFile(path: string, release: string | null): { uri: string; kind: Kind; pageSize?: number }[] {
+  const files = Object.values(fileKindRequests).flatMap((request) => request(path, release) ?? []);
+  return [...files, ...routesOfTreeFile(path).flatMap(({ route, id, page }) => {
     const uri = `${API_PREFIX}${id === undefined ? route.path : withId(route, id)}`;
     if (!isKeyedFile(route) || route.file.window === undefined) return [{ uri, kind: 'json' as const }];
     if (limitDefault(route) !== listSize(route) || (page ?? 0) !== 0) return [];
     return [{ uri, kind: 'json' as const, ...(route.file.window === 'pages' ? { pageSize: listSize(route) } : {}) }];
-  });
+  })];
 }
 
 const limitDefault = (route: Route) => route.integerParams.find((p) => p.name === 'limit')?.default;
@@ -93,7 +104,7 @@ async function openSource(dir: string) {
     read,
     /** How the map names a file: a mirror's by its sha256 (objects/…), a tree's by its path too. */
     store: release !== null,
-    structurePath: (p: string) => (release === null ? p : releasePublicPath(release, p)),
+    release,
   };
 }
 
@@ -112,7 +123,7 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   const served = new Map<string, ManifestEntry>();
   let longestKey = 0;
   for (const entry of source.manifest.entries) {
-    for (const { uri, kind, pageSize } of requestsOfTreeFile(entry.path, source.structurePath)) {
+    for (const { uri, kind, pageSize } of requestsOfTreeFile(entry.path, source.release)) {
       if (entry.content_type !== KINDS[kind]) continue;
       // A first page with a next page carries a Link header: the server answers it.
       if (pageSize !== undefined) {
@@ -194,7 +205,7 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
 
   const fileLocation = (kind: Kind) => [
     `location @isoatlas_${kind} {`,
-    `    auth_request /.isoatlas${ADMISSION_PATH};`,
+    `    auth_request /.isoatlas${systemPaths.admission.path};`,
     ...fromAdmission.map((h) => `    auth_request_set ${variable(h)} $upstream_http_${snake(h)};`),
     '    types { }',
     `    default_type ${quoted(KINDS[kind])};`,
@@ -367,17 +378,17 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     '        proxy_pass http://isoatlas_server;',
     '    }',
     '',
-    `    # The server's own paths: admissions are nginx's to ask, metrics are scraped at the server itself.`,
-    `    location = ${ADMISSION_PATH} { return 404; }`,
-    `    location = ${METRICS_PATH} { return 404; }`,
+    "    # The server's own paths the front refuses (edge/contract/dispatch.ts): admissions are nginx's to ask,",
+    '    # metrics are scraped at the server itself.',
+    ...Object.values(systemPaths).flatMap((entry) => (entry.front === 'refuse' ? [`    location = ${entry.path} { return 404; }`] : [])),
     '',
     '    location @isoatlas {',
     '        proxy_pass http://isoatlas_server;',
     '    }',
     '',
-    `    location = /.isoatlas${ADMISSION_PATH} {`,
+    `    location = /.isoatlas${systemPaths.admission.path} {`,
     '        internal;',
-    `        proxy_pass http://isoatlas_server${ADMISSION_PATH};`,
+    `        proxy_pass http://isoatlas_server${systemPaths.admission.path};`,
     '        proxy_pass_request_body off;',
     ...indent(proxyHeaders, '        '),
     '        proxy_set_header Content-Length "";',

@@ -23,6 +23,7 @@ import { FileKeyRegistry } from '../access/stores/key-file.js';
 import { readSecret, registryPath } from '../../build/keys/registry.js';
 import { bufferedLog } from './buffered-log.js';
 import { ServerMetrics } from './metrics.js';
+import { withSystemPaths, type SystemAnswers } from './system-paths.js';
 import { MIRROR_RECORD, type MirrorRecord } from '../mirror/mirror.js';
 import { IntegrityError } from '../origins/verified.js';
 import { redactKeys } from '../access/key-format.js';
@@ -102,15 +103,8 @@ function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> &
   return { kind: 'mirror', origin: new StoreOrigin(files, 2_000), storeFiles: files };
 }
 
-/** `GET /health`: what is served, for a load balancer or a service manager. Never keyed or counted
- * (it is answered before access control); 503 while no whole release can be read. */
-export const HEALTH_PATH = '/health';
-/** `GET /metrics` with `--metrics`: Prometheus text format, before access control like /health. */
-export const METRICS_PATH = '/metrics';
-/** `GET /admission`: asked by a trusted front (edge/server/nginx-config.ts) before it answers a request
- * with a file itself. */
-export const ADMISSION_PATH = '/admission';
-/** The request header in which the front names the manifest its file map was made from. */
+/** The request header in which the front names, asking for an admission (the dispatch table's
+ * system path `admission`), the manifest its file map was made from. */
 export const FRONT_MANIFEST_HEADER = 'X-Isoatlas-Front-Manifest';
 
 /** What /health says is wrong, by the step that failed: in words, never a path of this machine (the
@@ -223,16 +217,15 @@ export async function serve(opts: ServeOptions): Promise<void> {
     if (cause && cause !== unhealthy) log(JSON.stringify({ time: new Date().toISOString(), event: 'unhealthy', detail: said, cause }));
     unhealthy = cause;
   };
-  const handler: Handler = (request, context = {}) => {
-    const path = new URL(request.url).pathname;
-    if (path === HEALTH_PATH) return ((context.answeredBy = 'health'), health(dir, kind, releases, failures, healthCause));
-    if (path === ADMISSION_PATH && context.viaFront && request.method === 'GET') return ((context.answeredBy = 'admission'), admission(request, context, releases, access));
-    if (metrics && path === METRICS_PATH) {
-      context.answeredBy = 'metrics';
-      return Promise.resolve(new Response(metrics.render(), { headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' } }));
-    }
-    return api(request, context);
+  // The server's own paths of the dispatch table, each answered as its access class says; every other
+  // request is the handler's.
+  const answers: SystemAnswers = {
+    health: () => health(dir, kind, releases, failures, healthCause),
+    // Asked only with --metrics (its access class), when `metrics` exists.
+    metrics: async () => new Response(metrics!.render(), { headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' } }),
+    admission: (request, context) => admission(request, context, releases, access),
   };
+  const handler = withSystemPaths(api, answers, { metrics: metrics !== null });
   // One JSON object per request line; the lines about the server itself stay plain text.
   const server = createNodeServer(handler, {
     trustedFronts: new TrustedFronts(opts.trustProxy ?? []),
