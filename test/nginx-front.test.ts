@@ -127,7 +127,7 @@ describe('nginx front over the demo tree', () => {
       // nginx logged it, in the server's log shape; the server logged only its direct answers.
       const escaped = uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       const line = await logLine(f.frontLog, new RegExp(`"method":"GET","path":"${escaped}","status":200,`));
-      expect(line, uri).toMatch(/^\{"time":"[^"]+","client":"127\.0\.0\.1","method":"GET","path":"[^"]+","status":200,"bytes":\d+,"ms":\d+,"release":"[^"]+"\}$/);
+      expect(line, uri).toMatch(/^\{"level":"info","time":"[^"]+","client":"127\.0\.0\.1","method":"GET","path":"[^"]+","status":200,"bytes":\d+,"ms":\d+,"release":"[^"]+"\}$/);
       expect(await logLine(f.server.logs, new RegExp(`"method":"GET","path":"${escaped}","status":200,`))).toBeDefined();
       expect(f.server.logs().split('\n').filter((l) => l.includes(`"path":"${uri}"`) && l.includes('"method":"GET"'))).toHaveLength(1);
     }
