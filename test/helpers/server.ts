@@ -24,6 +24,9 @@ export interface RunningServer {
   api: string;
   /** Everything the server wrote to stdout and stderr so far. */
   logs: () => string;
+  /** Each stream apart. */
+  stdout: () => string;
+  stderr: () => string;
   /** The running child process (e.g. to check it is still alive). */
   child: ChildProcess;
   /** Sends SIGTERM and resolves with the exit code (null when killed by a signal). */
@@ -71,7 +74,7 @@ export function startServer(args: { dir: string; extraArgs?: string[]; env?: Nod
       if (base) {
         settled = true;
         clearTimeout(timer);
-        resolve({ base, api: `${base}/api/v1`, logs: () => stdout + stderr, child, stop });
+        resolve({ base, api: `${base}/api/v1`, logs: () => stdout + stderr, stdout: () => stdout, stderr: () => stderr, child, stop });
       }
     });
     child.stderr!.on('data', (chunk: string) => (stderr += chunk));
