@@ -115,7 +115,9 @@ describe('nginx front over the demo tree', () => {
   it('answers mapped requests itself, with the body and headers the server gives', async () => {
     const sample = [...map.keys()].filter((_, i) => i % 997 === 0);
     for (const prefix of ['/api/v1/', '/api/v1/release', '/api/v1/openapi.json', '/structures/']) sample.push([...map.keys()].find((k) => k.startsWith(prefix))!);
-    for (const uri of sample) {
+    // Each once: the first mapped path is also the first under /api/v1/, and a second round would
+    // find two server lines for it.
+    for (const uri of new Set(sample)) {
       for (const method of ['GET', 'HEAD']) {
         const viaFront = await request(f.base, uri, { method });
         const direct = await request(f.server.base, uri, { method });
