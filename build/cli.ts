@@ -9,7 +9,9 @@ import { UsageError } from './common/errors.js';
 import { DEMO, PROJECT_ROOT } from './paths.js';
 import { addPublishCommands } from './publish/commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
-import { DEFAULT_PORT, log, parseBaseUrl, parsePort, positiveInteger, runProgram } from './common/cli-options.js';
+import { parseEndpoint } from './common/storage-errors.js';
+import { DEFAULT_PORT, addLogOptions, parseBaseUrl, parseMode, parsePort, positiveInteger, runProgram } from './common/cli-options.js';
+import { infoLine, log } from '../edge/server/logger.js';
 import { addServeCommands } from '../edge/server/commands.js';
 import { readAccessConfigFile } from './common/access-config-file.js';
 import type { BuildSummary } from './render/index.js';
@@ -86,7 +88,7 @@ export function program(): Command {
       const { logWarnings } = await import('./demo.js');
       const s = await importCore(loadCoreConfig(o.config), o.out);
       logWarnings(s.warnings);
-      log(`imported ${s.genes} genes (${s.novelGenes} novel loci), ${s.referenceIsoforms} reference + ${s.longReadIsoforms} long-read isoforms into ${o.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      log.info(`imported ${s.genes} genes (${s.novelGenes} novel loci), ${s.referenceIsoforms} reference + ${s.longReadIsoforms} long-read isoforms into ${o.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     });
   imp
     .command('track')
@@ -106,7 +108,7 @@ export function program(): Command {
       await updateReleaseDb(o.db, async (db) => {
         n = await importTrack(db, { track: kind, file: o.file, source: o.source, version: o.version, description: o.description, generated: o.generated, replace: o.replace });
       });
-      log(`imported ${n} ${kind} records from ${o.file} into ${o.db}${o.replace ? ' (replacing the earlier import of that file)' : ''}`);
+      log.info(`imported ${n} ${kind} records from ${o.file} into ${o.db}${o.replace ? ' (replacing the earlier import of that file)' : ''}`);
     });
 
   cli
@@ -127,7 +129,7 @@ export function program(): Command {
         }
         line = `removed ${r.records} ${kind} records (${r.inputs.join(', ')}) from ${o.db}`;
       });
-      log(line);
+      log.info(line);
     });
 
   imp
@@ -146,10 +148,10 @@ export function program(): Command {
         const s = await importGeneInfo(db, o);
         line = `imported gene info (${s.format} format) for ${s.genes} genes from ${o.file} into ${o.db}; ${s.unmatched} rows name no gene of the release${s.ambiguous.length ? `; ${s.ambiguous.length} genes named by several rows left without (e.g. ${s.ambiguous.slice(0, 3).join(', ')})` : ''}`;
       });
-      log(line);
+      log.info(line);
     });
 
-  addNativeImportCommands(imp, log);
+  addNativeImportCommands(imp);
 
   cli
     .command('generate')
@@ -164,7 +166,7 @@ export function program(): Command {
         if (o.db) throw new UsageError('--db is for --scale demo; --scale human generates its own release');
         const { generateHumanInputs } = await import('./generate/human.js');
         const s = generateHumanInputs(resolve(o.out), { seed: o.seed, genes: o.genes });
-        log(`generated a synthetic human-scale input set (seed ${o.seed}): ${s.genes} genes, ${s.referenceIsoforms + s.longReadIsoforms} isoforms (${s.longReadIsoforms} long-read), ${s.domains} domains, ${s.neoantigens} neoantigens, ${s.ptm} PTM sites, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${o.out} (config ${s.config})`);
+        log.info(`generated a synthetic human-scale input set (seed ${o.seed}): ${s.genes} genes, ${s.referenceIsoforms + s.longReadIsoforms} isoforms (${s.longReadIsoforms} long-read), ${s.domains} domains, ${s.neoantigens} neoantigens, ${s.ptm} PTM sites, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${o.out} (config ${s.config})`);
         return;
       }
       if (!o.db) throw new UsageError('generate --scale demo needs --db <db>: the release whose proteins the tracks annotate');
@@ -174,7 +176,7 @@ export function program(): Command {
       const db = openReleaseDb(o.db);
       try {
         const r = generateDemoTracks(db, o.out, { seed: o.seed });
-        log(`generated ${r.domains} domains, ${r.neoantigens} neoantigens, ${r.ptm} PTM sites, ${r.structures} structures into ${o.out}`);
+        log.info(`generated ${r.domains} domains, ${r.neoantigens} neoantigens, ${r.ptm} PTM sites, ${r.structures} structures into ${o.out}`);
       } finally {
         db.close();
       }
@@ -188,7 +190,7 @@ export function program(): Command {
     .option('--force', 'replace the tree an earlier build rendered in --out (never a directory holding other files)', false)
     .action(async (o: { db: string; out: string; force: boolean }) => {
       const { renderTree } = await import('./render/index.js');
-      log(summaryLine(await renderTree(o.db, o.out, { replace: o.force }), o.out));
+      log.info(summaryLine(await renderTree(o.db, o.out, { replace: o.force }), o.out));
     });
 
   cli
@@ -204,12 +206,12 @@ export function program(): Command {
         if (o.genes !== undefined || o.json) throw new UsageError('--genes and --json are for --scale human');
         const { buildDemo } = await import('./demo.js');
         const { tree, summary } = await buildDemo(resolve(o.work ?? DEMO.work), { seed: o.seed });
-        log(summaryLine(summary, tree));
+        log.info(summaryLine(summary, tree));
         return;
       }
       const { runHumanPipeline, summaryLine: humanSummaryLine } = await import('./generate/human-pipeline.js');
-      const report = await runHumanPipeline({ work: resolve(o.work ?? HUMAN_WORK), seed: o.seed ?? DEMO.seed, genes: o.genes }, log);
-      log(humanSummaryLine(report));
+      const report = await runHumanPipeline({ work: resolve(o.work ?? HUMAN_WORK), seed: o.seed ?? DEMO.seed, genes: o.genes }, infoLine);
+      log.info(humanSummaryLine(report));
       if (o.json) process.stdout.write(`${JSON.stringify(report)}\n`);
     });
 
@@ -241,8 +243,8 @@ export function program(): Command {
       if (o.rebuild || !treeIsCurrent(tree)) {
         const { buildDemo } = await import('./demo.js');
         const built = await buildDemo();
-        log(summaryLine(built.summary, built.tree));
-      } else log(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
+        log.info(summaryLine(built.summary, built.tree));
+      } else log.info(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
       await serve({ dir: tree, port: o.port, host: o.host, access: readAccessConfigFile(undefined, 'open'), keysDir: DEFAULT_KEYS_DIR });
     });
 
@@ -266,7 +268,7 @@ export function program(): Command {
         s3: o.bucket ? { bucket: o.bucket, region: o.bucketRegion, prefix: o.prefix } : undefined,
         structureBaseUrl: o.structureBase,
       });
-      log(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`);
+      log.info(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`);
     });
 
   cli
@@ -276,13 +278,14 @@ export function program(): Command {
     .action(async (o: { out: string }) => {
       const { bundleServer } = await import('./bundle/server.js');
       const b = await bundleServer({ out: o.out });
-      log(`server bundle ${b.file}: ${(b.bytes / 1e6).toFixed(2)} MB (${(b.gzipBytes / 1e6).toFixed(2)} MB gzipped); run it with \`node ${o.out} serve --dir <tree or mirror>\``);
+      log.info(`server bundle ${b.file}: ${(b.bytes / 1e6).toFixed(2)} MB (${(b.gzipBytes / 1e6).toFixed(2)} MB gzipped); run it with \`node ${o.out} serve --dir <tree or mirror>\``);
     });
 
-  addPublishCommands(cli, log);
+  addPublishCommands(cli, infoLine);
   addServeCommands(cli, { defaultDir: join(DEMO.work, 'tree'), keysDir: DEFAULT_KEYS_DIR });
 
-  addKeysCommand(cli, DEFAULT_KEYS_DIR, log);
+  addKeysCommand(cli, DEFAULT_KEYS_DIR);
+  addLogOptions(cli);
 
   return cli;
 }

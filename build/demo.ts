@@ -11,12 +11,12 @@ import { openReleaseDb, updateReleaseDb } from './release-db/database.js';
 import { renderTree, type BuildSummary } from './render/index.js';
 import { generateDemoTracks } from './generate/demo-tracks.js';
 import { DEMO } from './paths.js';
+import { log } from '../edge/server/logger.js';
 
-const log = (line: string) => process.stderr.write(`${line}\n`);
 
 export function logWarnings(warnings: string[]) {
-  for (const w of warnings.slice(0, 5)) log(`warning: ${w}`);
-  if (warnings.length > 5) log(`warning: … and ${warnings.length - 5} more`);
+  for (const w of warnings.slice(0, 5)) log.warn(w);
+  if (warnings.length > 5) log.warn(`… and ${warnings.length - 5} more`);
 }
 
 const GENERATED_TRACK_FILES: Record<Track, string> = {
@@ -35,7 +35,7 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
   const tree = join(work, 'tree');
   const core = await importCore(loadCoreConfig(DEMO.config), db);
   logWarnings(core.warnings);
-  log(`imported core: ${core.genes} genes (${core.novelGenes} novel loci), ${core.referenceIsoforms} reference + ${core.longReadIsoforms} long-read isoforms`);
+  log.info(`imported core: ${core.genes} genes (${core.novelGenes} novel loci), ${core.referenceIsoforms} reference + ${core.longReadIsoforms} long-read isoforms`);
 
   rmSync(tracksDir, { recursive: true, force: true });
   const reader = openReleaseDb(db);
@@ -46,7 +46,7 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
       reader.close();
     }
   })();
-  log(`generated tracks (seed ${seed}): ${generated.domains} domains, ${generated.neoantigens} neoantigens, ${generated.ptm} PTM sites, ${generated.structures} structures`);
+  log.info(`generated tracks (seed ${seed}): ${generated.domains} domains, ${generated.neoantigens} neoantigens, ${generated.ptm} PTM sites, ${generated.structures} structures`);
 
   await updateReleaseDb(db, async (handle) => {
     // Real annotations where a sample fits the demo's isoforms: pVACseq neoantigens on chr22.
@@ -66,8 +66,8 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
       version: '3.16.0 (NCBI Gene 2022-09-12, UniProt 2022-09-23)',
       description: "Names, aliases, NCBI gene types and UniProt accessions of the demo's genes, by Ensembl id, else by symbol (data/gene-info/extract.sh)",
     });
-    log(`imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without)`);
-    log(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(real.check)})`);
+    log.info(`imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without)`);
+    log.info(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(real.check)})`);
     for (const track of TRACKS) {
       await importTrack(handle, {
         track,

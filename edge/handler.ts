@@ -13,7 +13,8 @@ import { VerifiedOrigin, type VerifiedOriginOptions } from './origins/verified.j
 import { parseQuery, RequestProblem } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
-import { clip, redactKeys } from './access/key-format.js';
+import { clip } from './access/key-format.js';
+import { consoleLog, errorFields, type HandlerLog } from './handler-log.js';
 import { routeHandlers } from './endpoints/bindings.js';
 import type { Release, Releases } from './endpoints/route-request.js';
 import type { ReleaseListBody } from './contract/schemas.js';
@@ -44,6 +45,9 @@ export interface HandlerOptions {
   bodyCacheBytes?: number;
   /** Hears of files that fail verification (the local server's /health counts them). */
   onVerificationFailure?: VerifiedOriginOptions['onFailure'];
+  /** Where unexpected failures and refused files are logged (default: one JSON line on stderr);
+   * `isoatlas serve` passes the process's logger. */
+  log?: HandlerLog;
 }
 
 /** Facts about the request that only the adapter knows and the client cannot forge, and what the
@@ -82,7 +86,7 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
       if (keyRequired) keepPrivate(response);
       return response;
     } catch (err) {
-      return failure(request, err, context.requestId);
+      return failure(request, err, context.requestId, options.log);
     }
   };
 }
@@ -173,10 +177,10 @@ async function named(response: Response, release: Release): Promise<Response> {
 /** The releases requests are answered from: the one tree, or a release of a store (the current one,
  * or one named). Each request is answered from one pinned release; the releases used lately are
  * kept open, so requests in flight finish on theirs. */
-export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes' | 'onVerificationFailure'>): Releases {
+export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes' | 'onVerificationFailure' | 'log'>): Releases {
   const open = (files: ReleaseFiles, publicPath: (path: string) => string): Release => {
     // Every file, edge data included, is checked against the manifest before it is used.
-    const verified = new VerifiedOrigin(files, { bodyCacheBytes: options.bodyCacheBytes, onFailure: options.onVerificationFailure });
+    const verified = new VerifiedOrigin(files, { bodyCacheBytes: options.bodyCacheBytes, onFailure: options.onVerificationFailure, log: options.log });
     return { origin: verified, data: new ReleaseData(verified), publicPath, name: () => verified.releaseName() };
   };
   const source = options.origin;
@@ -221,7 +225,7 @@ export function keepPrivate(response: Response): void {
 
 /** The problem response for anything thrown while answering; an unexpected failure's answer and log
  * line carry the request's id, when the adapter gave one, so a report can be matched to the log. */
-export function failure(request: Request, err: unknown, requestId?: string): Response {
+export function failure(request: Request, err: unknown, requestId?: string, log: HandlerLog = consoleLog): Response {
   if (err instanceof RequestProblem) {
     return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
   }
@@ -235,7 +239,8 @@ export function failure(request: Request, err: unknown, requestId?: string): Res
     return problem(request, { status, detail, headers: { 'Retry-After': '5' } });
   }
   // A bug of ours, not the client's: say so without leaking internals.
-  console.error(`isoatlas edge: unexpected error${requestId ? ` (request ${requestId})` : ''}: ${redactKeys(String((err as Error)?.stack ?? err))}`);
+  // The logger redacts keys from the line (a stack may quote a request's target).
+  log.error({ event: 'unexpected_error', ...(requestId ? { request_id: requestId } : {}), ...errorFields(err) }, `unexpected error${requestId ? ` (request ${requestId})` : ''}`);
   return problem(request, {
     status: 500,
     detail: 'an unexpected error occurred; it has been logged',

@@ -15,12 +15,17 @@ import { treePaths } from '../edge/contract/tree.js';
 const ROOT = join(__dirname, '..');
 const CREDS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
 
-function cli(args: string[]): Promise<{ code: number | null; stderr: string }> {
+/** `said`: what the command told its user: stderr, or for serve (whose every line is a JSON log line
+ * on stdout) stdout. */
+function cli(args: string[]): Promise<{ code: number | null; stderr: string; said: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { env: { ...process.env, ...CREDS, ISOATLAS_DEBUG: '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { env: { ...process.env, ...CREDS, ISOATLAS_DEBUG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
+    let stdout = '';
     child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stderr }));
+    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+    // 'close': after both streams have been read to their end.
+    child.on('close', (code) => resolve({ code, stderr, said: args[0] === 'serve' ? stdout : stderr }));
   });
 }
 
@@ -76,8 +81,8 @@ describe('exit codes as documented, each with a message naming what, where and w
   for (const [name, args, code, says] of cases) {
     it(name, async () => {
       const r = await cli(await args());
-      expect(r.code, r.stderr).toBe(code);
-      for (const said of says) expect(r.stderr).toMatch(said);
+      expect(r.code, r.said).toBe(code);
+      for (const said of says) expect(r.said).toMatch(said);
     }, 60_000);
   }
 

@@ -107,7 +107,10 @@ describe('keys in requests, against a real server', () => {
     } finally {
       spy.mockRestore();
     }
-    expect(logged.join('\n')).toMatch(/unexpected error: .*isoatlas_\[redacted\]/);
+    // One JSON line (the handler's default logger), its error's message and stack redacted.
+    const line = JSON.parse(logged.find((l) => l.includes('"event":"unexpected_error"'))!);
+    expect(line).toMatchObject({ level: 'error', msg: 'unexpected error', err: { message: 'counter broke for isoatlas_[redacted]' } });
+    expect(line.err.stack).toContain('isoatlas_[redacted]');
     for (const s of secrets) expect(logged.join('\n').includes(s)).toBe(false);
   });
 

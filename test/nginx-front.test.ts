@@ -114,7 +114,9 @@ describe('nginx front over the demo tree', () => {
   it('answers mapped requests itself, with the body and headers the server gives', async () => {
     const sample = [...map.keys()].filter((_, i) => i % 997 === 0);
     for (const prefix of ['/api/v1/', '/api/v1/release', '/api/v1/openapi.json', '/structures/']) sample.push([...map.keys()].find((k) => k.startsWith(prefix))!);
-    for (const uri of sample) {
+    // Each once: the first mapped path is also the first under /api/v1/, and a second round would
+    // find two server lines for it.
+    for (const uri of new Set(sample)) {
       for (const method of ['GET', 'HEAD']) {
         const viaFront = await request(f.base, uri, { method });
         const direct = await request(f.server.base, uri, { method });
@@ -126,7 +128,7 @@ describe('nginx front over the demo tree', () => {
       // nginx logged it, in the server's log shape; the server logged only its direct answers.
       const escaped = uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       const line = await logLine(f.frontLog, new RegExp(`"method":"GET","path":"${escaped}","status":200,`));
-      expect(line, uri).toMatch(/^\{"time":"[^"]+","client":"127\.0\.0\.1","method":"GET","path":"[^"]+","status":200,"bytes":\d+,"ms":\d+,"release":"[^"]+"\}$/);
+      expect(line, uri).toMatch(/^\{"level":"info","time":"[^"]+","client":"127\.0\.0\.1","method":"GET","path":"[^"]+","status":200,"bytes":\d+,"ms":\d+,"release":"[^"]+"\}$/);
       expect(await logLine(f.server.logs, new RegExp(`"method":"GET","path":"${escaped}","status":200,`))).toBeDefined();
       expect(f.server.logs().split('\n').filter((l) => l.includes(`"path":"${uri}"`) && l.includes('"method":"GET"'))).toHaveLength(1);
     }

@@ -24,12 +24,17 @@ const until = async (test: () => boolean, ms = 5_000) => {
 };
 
 describe('progress off a terminal', () => {
-  it('writes a line with counts, rate and time left at each interval, and stops', async () => {
-    const { stream, lines } = sink();
-    const p = startProgress('publishing', 1000, stream, { lineEveryMs: 50 });
+  it('logs a line with counts, rate and time left at each interval, and stops', async () => {
+    const { stream, lines: drawn } = sink();
+    const lines: string[] = [];
+    const fields: Record<string, unknown>[] = [];
+    const p = startProgress('publishing', 1000, stream, { lineEveryMs: 50, log: (f, msg) => void (fields.push(f), lines.push(msg!)) });
     p.tick(250);
     await until(() => lines.length >= 1);
     expect(lines[0]).toMatch(/^publishing: 250\/1,000 \(25\.0%\), [\d,]+\/s, about \d+ s left$/);
+    expect(fields[0]).toMatchObject({ event: 'progress', step: 'publishing', done: 250, total: 1000 });
+    // Off a terminal nothing is drawn on the bar's stream.
+    expect(drawn).toEqual([]);
     p.stop();
     const n = lines.length;
     await new Promise((r) => setTimeout(r, 200));

@@ -1,6 +1,6 @@
 // The Node adapter's boundary around each request: whatever throws while a request is answered,
 // written or logged becomes a 500 problem+json carrying the request's id (in the body and in
-// X-Request-Id, and in the stderr line that says what failed), and the server answers the next
+// X-Request-Id, and in the log line that says what failed), and the server answers the next
 // request. createNodeServer directly, over handlers and loggers that fail on purpose, and the edge
 // handler's own 500 carrying the adapter's id.
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -113,13 +113,12 @@ describe('one boundary per request (createNodeServer)', () => {
     expect(errors.filter((line) => line.includes('could not be logged')).length).toBe(3);
   });
 
-  it('a plain-text logger (no logRequest) that throws does not escape either', async () => {
+  it('a logger (no logRequest) that throws does not escape either: failures fall back to stderr', async () => {
     const errors = captureStderr();
-    const base = await start(ok, {
-      log: () => {
-        throw new Error('text logger down');
-      },
-    });
+    const down = () => {
+      throw new Error('logger down');
+    };
+    const base = await start(ok, { log: { info: down, warn: down, error: down } });
     await expectFailure(await fetch(`${base}/any`), errors);
     await expectFailure(await fetch(`${base}/any`), errors);
   });

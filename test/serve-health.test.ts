@@ -67,7 +67,10 @@ describe('GET /health', () => {
   it('a second server on the same port says which port is in use and what to do, exit 2 (usage)', () => {
     const port = new URL(server.base).port;
     const r = spawnSync(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), 'serve', '--dir', join(dir, 'tree'), '--port', port, '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys')], { encoding: 'utf8', timeout: 60_000 });
-    expect(r.stderr).toBe(`isoatlas: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)\n`);
+    // Like every line serve writes, a JSON line on standard output; the last one.
+    expect(r.stderr).toBe('');
+    const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
+    expect(last).toMatchObject({ level: 'error', exit: 2, msg: `isoatlas: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)` });
     expect(r.status).toBe(2);
   });
 

@@ -46,7 +46,7 @@ describe('isoatlas-server.mjs', () => {
     const base = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 30_000);
       const poll = setInterval(() => {
-        const m = /isoatlas serving .* at (http:\/\/[^\s/]+)\/api\/v1\//.exec(out);
+        const m = /"event":"listening","url":"(http:\/\/[^\s/"]+)\/api\/v1\/"/.exec(out);
         if (m) {
           clearInterval(poll);
           clearTimeout(timer);
@@ -59,6 +59,13 @@ describe('isoatlas-server.mjs', () => {
     expect(Buffer.from(await gene.arrayBuffer()).equals(readFileSync(join(inject('demoTree'), treePaths.gene('ENSG00000186654'))))).toBe(true);
     expect((await (await fetch(`${base}/health`)).json()).status).toBe('ok');
     expect((await fetch(`${base}/api/v1/search?query=ERK2`)).status).toBe(200);
+    // The bundle carries the logger: every line it wrote is JSON with a time and a level.
+    for (let i = 0; i < 100 && (out.match(/"method":"GET"/g) ?? []).length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+    const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { time?: string; level?: string; method?: string });
+    // The served release, listening, and the three requests above.
+    expect(lines.filter((l) => l.method === 'GET')).toHaveLength(3);
+    expect(lines.length).toBeGreaterThanOrEqual(5);
+    for (const l of lines) expect(l).toMatchObject({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), level: expect.any(String) });
   }, 60_000);
 
   it('on a port in use says which and what to do, exit 2 (usage)', async () => {
@@ -67,7 +74,9 @@ describe('isoatlas-server.mjs', () => {
     const port = (holder.address() as { port: number }).port;
     try {
       const r = spawnSync(process.execPath, [bundle, 'serve', '--dir', inject('demoTree'), '--port', String(port), '--keys-dir', join(dir, 'keys')], { cwd: join(dir, 'opt'), encoding: 'utf8', timeout: 60_000 });
-      expect(r.stderr).toBe(`isoatlas-server: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)\n`);
+      expect(r.stderr).toBe('');
+      const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
+      expect(last).toMatchObject({ level: 'error', exit: 2, msg: `isoatlas-server: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)` });
       expect(r.status).toBe(2);
     } finally {
       await new Promise((r) => holder.close(r));

@@ -1,7 +1,9 @@
 // Progress of long steps. On an interactive terminal, a bar with counts and the time left; otherwise
-// (logs, CI, a service) a line at least every PROGRESS_LINE_MS with counts, rate and time left, so a
-// long publish is never silent. Commands end with their own one-line summary either way.
+// (logs, CI, a service) a log line at least every PROGRESS_LINE_MS with counts, rate and time left,
+// so a long publish is never silent. Commands end with their own one-line summary either way.
 import cliProgress from 'cli-progress';
+import { log } from '../../edge/server/logger.js';
+import type { LogLine } from '../../edge/handler-log.js';
 
 export interface Progress {
   tick(n?: number): void;
@@ -26,7 +28,7 @@ export function startProgress(
   label: string,
   total: number,
   stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
-  opts: { lineEveryMs?: number } = {},
+  opts: { lineEveryMs?: number; log?: LogLine } = {},
 ): Progress {
   if (total === 0) return { tick() {}, stop() {} };
   if (stream.isTTY) {
@@ -37,13 +39,18 @@ export function startProgress(
     bar.start(total, 0);
     return { tick: (n = 1) => bar.increment(n), stop: () => bar.stop() };
   }
+  // Off a terminal the bar's stream is not used: the lines go through the logger.
+  const write = opts.log ?? log.info;
   const started = performance.now();
   let done = 0;
   const line = () => {
     const elapsed = performance.now() - started;
     const rate = done / (elapsed / 1000);
     const left = timeLeft(done, total, elapsed);
-    stream.write(`${label}: ${fmt(done)}/${fmt(total)} (${((done / total) * 100).toFixed(1)}%), ${fmt(rate)}/s${left ? `, ${left}` : ''}\n`);
+    write(
+      { event: 'progress', step: label, done, total, per_second: Math.round(rate), ...(left ? { left } : {}) },
+      `${label}: ${fmt(done)}/${fmt(total)} (${((done / total) * 100).toFixed(1)}%), ${fmt(rate)}/s${left ? `, ${left}` : ''}`,
+    );
   };
   const timer = setInterval(line, opts.lineEveryMs ?? PROGRESS_LINE_MS);
   timer.unref();

@@ -6,13 +6,14 @@ import { isLegacyId } from '../../edge/access/key-format.js';
 import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
 import { UsageError } from '../common/errors.js';
 import { readAccessConfigFile } from '../common/access-config-file.js';
+import { log } from '../../edge/server/logger.js';
 
 
 const limitsText = (l: { per_minute?: number; per_day?: number }) =>
   [l.per_minute && `${l.per_minute}/min`, l.per_day && `${l.per_day}/day`].filter(Boolean).join(', ') || 'unlimited';
 
 /** Adds `keys` under `parent` (created through it, so the subcommands inherit its settings). */
-export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (line: string) => void): Command {
+export function addKeysCommand(parent: Command, defaultKeysDir: string): Command {
   const keys = parent.command('keys').description('Manage API keys: only a keyed hash of each key is stored; the key is shown once.');
   const dirOption = ['--keys-dir <dir>', 'directory of the key registry and the server secret (or set ISOATLAS_KEY_SECRET)', defaultKeysDir] as const;
 
@@ -33,7 +34,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
       }
       const { key, record } = await issueKey(o.keysDir, { name: o.name, affiliation: o.affiliation, use: o.use, tier, letter: config.tier_letters[tier] });
       process.stdout.write(`${key}\n`);
-      log(`issued key ${record.id} (tier ${tier}) to ${record.name}, ${record.affiliation}. It is shown only this once: store it now.`);
+      log.info(`issued key ${record.id} (tier ${tier}) to ${record.name}, ${record.affiliation}. It is shown only this once: store it now.`);
     });
 
   keys
@@ -42,7 +43,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .option(...dirOption)
     .action((o: { keysDir: string }) => {
       const registry = loadRegistry(o.keysDir);
-      if (registry.keys.length === 0) return log(`no keys in ${registryPath(o.keysDir)}`);
+      if (registry.keys.length === 0) return log.info(`no keys in ${registryPath(o.keysDir)}`);
       // A legacy id (issued before tiers had letters) is held to the default tier's minute limit at the CDN.
       const format = (id: string) => (isLegacyId(id) ? 'legacy' : `letter ${id[0]}`);
       const rows = registry.keys.map((k) => [k.id, k.tier, format(k.id), k.revoked_at ? `revoked ${k.revoked_at}` : 'active', k.created_at, k.name, k.affiliation, k.use]);
@@ -58,7 +59,7 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
     .option(...dirOption)
     .action(async (id: string, o: { keysDir: string }) => {
       const record = await revokeKey(o.keysDir, id);
-      log(`key ${record.id} (${record.name}) revoked at ${record.revoked_at}`);
+      log.info(`key ${record.id} (${record.name}) revoked at ${record.revoked_at}`);
     });
 
   keys
@@ -97,14 +98,14 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string, log: (li
       }
       const config = readAccessConfigFile(o.accessConfig);
       const r = await publishKeys(await kvsClient(o.endpoint), o.kvs, o.keysDir);
-      log(`published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`);
+      log.info(`published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`);
       const legacy = new Map<string, string[]>();
       for (const k of loadRegistry(o.keysDir).keys) {
         if (k.revoked_at || !isLegacyId(k.id) || k.tier === config.default_tier) continue;
         legacy.set(k.tier, [...(legacy.get(k.tier) ?? []), k.id]);
       }
       for (const [tier, ids] of legacy) {
-        log(`warning: ${ids.length} key(s) of tier ${tier} have legacy ids without a tier letter (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}): the CDN holds them to the default tier's per-minute limit; issue their holders new keys and revoke these (docs/OPERATIONS.md, keys)`);
+        log.warn(`${ids.length} key(s) of tier ${tier} have legacy ids without a tier letter (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}): the CDN holds them to the default tier's per-minute limit; issue their holders new keys and revoke these (docs/OPERATIONS.md, keys)`);
       }
     });
 

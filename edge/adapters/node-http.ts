@@ -10,6 +10,7 @@ import type { Handler, RequestContext } from '../handler.js';
 import type { AnswerLabel } from '../contract/dispatch.js';
 import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
+import { consoleLog, errorFields, type HandlerLog } from '../handler-log.js';
 import { connectionShareProblem, serverLimits, type ServerLimits } from './server-limits.js';
 import { clientBucket } from '../access/client-key.js';
 import { DEFAULT_ACCESS } from '../access/config.js';
@@ -17,9 +18,9 @@ import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { TrustedFronts } from './forwarded.js';
 import { ALLOWED_METHODS, REQUEST_ID_HEADER } from '../contract/http-headers.js';
 
-/** What the request log records of each request (never a header: one may carry an API key). */
+/** What the request log records of each request (never a header: one may carry an API key); the
+ * logger adds the time and level. */
 export interface RequestLogEntry {
-  time: string;
   client: string | null;
   method: string;
   /** Path and query, keys redacted, control characters escaped. */
@@ -38,9 +39,10 @@ export interface RequestLogEntry {
 }
 
 export interface NodeServerOptions {
-  /** Lines about the server's handling (client errors, connections cut); never includes headers. */
-  log?: (line: string) => void;
-  /** One entry per request; without it, requests are logged as text lines through `log`. */
+  /** Lines about the server's handling (client errors, connections cut, failures); never a header.
+   * Default: failures as JSON lines on stderr, nothing else. */
+  log?: HandlerLog;
+  /** One entry per request; without it, requests are logged through `log` at info level. */
   logRequest?: (entry: RequestLogEntry) => void;
   /** Overrides of SERVER_LIMITS (after those of the environment). */
   limits?: Partial<ServerLimits>;
@@ -65,7 +67,8 @@ const HOST_NAME = /^[A-Za-z0-9.:[\]-]{1,255}$/;
 const HEAD_BYTES = 512;
 
 export function createNodeServer(handler: Handler, opts: NodeServerOptions = {}): http.Server {
-  const log = opts.log ?? (() => {});
+  const log: HandlerLog = opts.log ?? { ...consoleLog, info: () => {} };
+  const report = reporter(log);
   const fronts = opts.trustedFronts ?? new TrustedFronts([]);
   const limits = serverLimits(process.env, opts.limits);
   const connections = new WeakMap<Socket, Connection>();
@@ -86,13 +89,12 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
     let release: string | null = null;
     let logged = false;
     const record = () => {
-      if (!opts.logRequest) log(`${req.method} ${printable(req.url ?? '')} ${status} ${millisSince(started)}ms`);
-      else {
-        opts.logRequest({
-          time: new Date().toISOString(), client: context.clientIp ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
-          status, bytes: sentBytes, ms: Number(millisSince(started)), release, route: context.answeredBy ?? 'other', request_id: requestId,
-        });
-      }
+      const entry: RequestLogEntry = {
+        client: context.clientIp ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
+        status, bytes: sentBytes, ms: Number(millisSince(started)), release, route: context.answeredBy ?? 'other', request_id: requestId,
+      };
+      if (opts.logRequest) opts.logRequest(entry);
+      else log.info({ ...entry });
       logged = true;
     };
     try {
@@ -118,7 +120,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       // A client far ahead of the answers it has taken asks without reading: cut it.
       if (conn.pending > limits.maxPendingPerConnection) {
         socket.destroy();
-        return log(`${req.method} ${printable(req.url ?? '')} closed: ${conn.pending} requests waiting for a client that does not read`);
+        return log.warn({ event: 'connection_cut', client: socket.remoteAddress ?? null, method: req.method, path: printable(req.url ?? ''), pending: conn.pending }, `${req.method} ${printable(req.url ?? '')} closed: ${conn.pending} requests waiting for a client that does not read`);
       }
 
       context.viaFront = fronts.trusts(socket.remoteAddress);
@@ -158,7 +160,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       status = 500;
       sentBytes = 0;
       release = null;
-      report(`request ${requestId} failed`, err);
+      report(`request ${requestId} failed`, err, requestId);
       try {
         // An answer already begun cannot become another: the connection is cut instead.
         if (res.headersSent || socket.destroyed) res.destroy();
@@ -168,14 +170,14 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
           sentBytes = req.method === 'HEAD' ? 0 : body.length;
         }
       } catch (writeErr) {
-        report(`request ${requestId}: its 500 could not be written`, writeErr);
+        report(`request ${requestId}: its 500 could not be written`, writeErr, requestId);
         res.destroy();
       }
       if (!logged) {
         try {
           record();
         } catch (logErr) {
-          report(`request ${requestId} could not be logged`, logErr);
+          report(`request ${requestId} could not be logged`, logErr, requestId);
         }
       }
     }
@@ -194,7 +196,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       requireHostHeader: false,
     },
     // Every request runs inside respond()'s boundary; this catch only guards the guard.
-    (req, res) => void respond(req, res).catch((err) => lastResort(res, err)),
+    (req, res) => void respond(req, res).catch((err) => lastResort(res, err, report)),
   );
   server.maxConnections = limits.maxConnections;
   capConnectionsPerClient(server, limits, fronts, opts.ipv6Prefix ?? DEFAULT_ACCESS.ipv6_prefix, log);
@@ -216,13 +218,13 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
     // A HEAD request gets no body, or the client would read it as the start of the next response.
     const isHead = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
     rawAnswer(socket, status, problemBody('/', { status, detail }), isHead);
-    log(`- - ${status} ${err.code ?? 'client error'}`);
+    log.info({ event: 'client_error', client: (socket as Socket).remoteAddress ?? null, status, code: err.code ?? 'client error' }, `${status} ${err.code ?? 'client error'}`);
   });
   // Node hands CONNECT to a 'connect' listener (and drops the connection when there is none), never
   // to the request listener: answer it 405 like any other method instead.
   server.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
     rawAnswer(socket, 405, problemBody('/', { status: 405, detail: 'method CONNECT is not allowed; this API is read-only' }), false, { Allow: ALLOW });
-    log(`CONNECT ${printable(req.url ?? '')} 405 0.0ms`);
+    log.info({ client: req.socket.remoteAddress ?? null, method: 'CONNECT', path: printable(req.url ?? ''), status: 405, bytes: 0, ms: 0, release: null, route: 'other' }, 'CONNECT refused');
   });
   return server;
 }
@@ -230,7 +232,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
 /** One client may hold only its share of the connections, so that it cannot take them all: a
  * connection beyond it is answered 429 and closed, before Node reads a request from it. A trusted
  * front's connections carry many clients, whom the front caps itself. */
-function capConnectionsPerClient(server: http.Server, limits: ServerLimits, fronts: TrustedFronts, ipv6Prefix: number, log: (line: string) => void): void {
+function capConnectionsPerClient(server: http.Server, limits: ServerLimits, fronts: TrustedFronts, ipv6Prefix: number, log: HandlerLog): void {
   const open = new Map<string, number>();
   const refusal = connectionShareProblem(limits);
   const body = problemBody('/', refusal);
@@ -248,22 +250,30 @@ function capConnectionsPerClient(server: http.Server, limits: ServerLimits, fron
     if (count > limits.maxConnectionsPerAddress) {
       rawAnswer(socket, refusal.status, body, false, refusal.headers);
       // One line when a client reaches its share, not one per connection refused.
-      if (count === limits.maxConnectionsPerAddress + 1) log(`- - ${refusal.status} connections from ${client} over its share (${limits.maxConnectionsPerAddress})`);
+      if (count === limits.maxConnectionsPerAddress + 1) log.warn({ event: 'connections_over_share', client, status: refusal.status, limit: limits.maxConnectionsPerAddress }, `${refusal.status} connections from ${client} over its share (${limits.maxConnectionsPerAddress})`);
     }
   });
 }
 
-/** A failure of the server's own, on stderr with its stack (keys redacted); never throws. */
-function report(what: string, err: unknown): void {
-  try {
-    console.error(`isoatlas serve: ${what}: ${redactKeys(String((err as Error)?.stack ?? err))}`);
-  } catch {
-    // stderr itself failed: nothing else to tell it to
-  }
+/** Logs a failure of the server's own with its stack (the logger redacts keys); never throws. A
+ * logger that fails itself is bypassed for a line on stderr. */
+function reporter(log: HandlerLog): (what: string, err: unknown, requestId?: string) => void {
+  return (what, err, requestId) => {
+    const fields = { event: 'request_failed', ...(requestId ? { request_id: requestId } : {}), ...errorFields(err) };
+    try {
+      log.error(fields, what);
+    } catch {
+      try {
+        consoleLog.error(fields, what);
+      } catch {
+        // stderr itself failed: nothing else to tell it to
+      }
+    }
+  };
 }
 
 /** What becomes of a request whose boundary itself failed: it is reported and its connection cut. */
-function lastResort(res: http.ServerResponse, err: unknown): void {
+function lastResort(res: http.ServerResponse, err: unknown, report: ReturnType<typeof reporter>): void {
   report('a request failed outside its boundary', err);
   res.destroy();
 }

@@ -1,7 +1,7 @@
 // Reads the tree through its manifest: a file is served only if the manifest lists it and its bytes
 // hash to the listed sha256. A corrupted or truncated file (a bad disk, a partial sync, a tampered
 // bucket) is refused with an OriginError (the client gets 502 and retries) instead of being served,
-// and reported once on stderr for the operator. Verified bodies are kept in a bounded cache, so a
+// and reported once in the log for the operator. Verified bodies are kept in a bounded cache, so a
 // warm file costs neither a read nor a hash, and the ETag is the manifest's sha256.
 import { treePaths, type ManifestEntry, type ManifestIndex } from '../contract/tree.js';
 import { shardOf } from '../contract/shards.js';
@@ -9,6 +9,7 @@ import { parseManifestIndex, parseManifestShard } from '../contract/manifest.js'
 import { LoadingCache } from '../loading-cache.js';
 import { OriginError, type Origin, type OriginObject, type ReleaseFiles } from '../origin.js';
 import { sha256Hex } from '../responses.js';
+import { consoleLog, type HandlerLog } from '../handler-log.js';
 
 export interface VerifiedOriginOptions {
   /** Bytes of verified file bodies kept in memory (default 16 MiB). */
@@ -18,6 +19,8 @@ export interface VerifiedOriginOptions {
   /** Hears of every file that failed verification (corrupt, or listed and missing), with a way to
    * check it again later (true once it reads and verifies): the local server's /health. */
   onFailure?: (failure: VerificationFailure) => void;
+  /** Where a refused file is reported, once per path (default: one JSON line on stderr). */
+  log?: HandlerLog;
 }
 
 export interface VerificationFailure {
@@ -48,7 +51,10 @@ export class VerifiedOrigin implements Origin {
     this.shards = new LoadingCache(options.manifestCacheBytes ?? 16 * 1024 * 1024);
     this.bodies = new LoadingCache(options.bodyCacheBytes ?? 16 * 1024 * 1024);
     this.onFailure = options.onFailure;
+    this.log = options.log ?? consoleLog;
   }
+
+  private readonly log: HandlerLog;
 
   private readonly onFailure: VerifiedOriginOptions['onFailure'];
 
@@ -150,7 +156,7 @@ export class VerifiedOrigin implements Origin {
     if (!this.reported.has(path)) {
       this.reported.add(path);
       const listed = entry.size === undefined ? `the edge index lists sha256 ${entry.sha256}` : `the manifest lists ${entry.size} bytes with sha256 ${entry.sha256}`;
-      console.error(`isoatlas edge: refusing ${path} from ${this.description}: ${body.length} bytes with sha256 ${sha256}, ${listed}`);
+      this.log.warn({ event: 'file_refused', path, origin: this.description, bytes: body.length, sha256 }, `refusing ${path} from ${this.description}: ${body.length} bytes with sha256 ${sha256}, ${listed}`);
     }
     throw new IntegrityError(`${path} does not match the manifest (or the edge index)`);
   }

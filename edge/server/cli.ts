@@ -2,7 +2,7 @@
 // Node >= 20 with no npm install and no native module (`isoatlas bundle-server` writes it with every
 // package inside). Same options, handler and exit codes as the full CLI's commands of those names.
 import { Command } from 'commander';
-import { runProgram } from '../../build/common/cli-options.js';
+import { addLogOptions, runProgram } from '../../build/common/cli-options.js';
 import { addServeCommands } from './commands.js';
 
 declare const ISOATLAS_VERSION: string;
@@ -15,6 +15,7 @@ export function serverProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   addServeCommands(cli, { keysDir: process.env.ISOATLAS_KEYS_DIR ?? 'isoatlas-keys' });
+  addLogOptions(cli);
   return cli;
 }
 

@@ -3,7 +3,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError } from '../../build/common/errors.js';
 import { readAccessConfigFile } from '../../build/common/access-config-file.js';
-import { DEFAULT_PORT, collectAddress, log, parseBaseUrl, parseMode, parsePort, positiveInteger } from '../../build/common/cli-options.js';
+import { DEFAULT_PORT, collectAddress, parseBaseUrl, parseMode, parsePort, positiveInteger } from '../../build/common/cli-options.js';
+import { infoLine, log } from './logger.js';
 import { parseEndpoint } from '../../build/common/storage-errors.js';
 
 /** A value written into the nginx config as it is: only the characters its kind needs. */
@@ -49,7 +50,7 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing), e.g. http://127.0.0.1:9000', parseEndpoint)
     .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string }) => {
       const { mirror } = await import('../mirror/mirror.js');
-      await mirror({ ...o, releases: o.release, log });
+      await mirror({ ...o, releases: o.release, log: infoLine });
     });
 
   cli
@@ -71,7 +72,7 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
       const config = await nginxConfig({ dir: o.dir, upstream: o.upstream, listen: o.listen, serverName: o.serverName, accessLog: o.accessLog, compressedDir: o.compressedDir, version: cli.version() ?? 'dev' });
       if (o.out) await writeNginxConfig(o.out, config.text);
       else process.stdout.write(config.text);
-      log(`nginx front for release ${config.release}: ${config.files} requests answered from files, the rest passed to ${o.upstream}; compressed copies in ${config.compressed.dir} (${config.compressed.written} written, ${config.compressed.removed} removed)${o.out ? `; written to ${o.out}` : ''} (check and reload: nginx -t && nginx -s reload)`);
+      log.info(`nginx front for release ${config.release}: ${config.files} requests answered from files, the rest passed to ${o.upstream}; compressed copies in ${config.compressed.dir} (${config.compressed.written} written, ${config.compressed.removed} removed)${o.out ? `; written to ${o.out}` : ''} (check and reload: nginx -t && nginx -s reload)`);
     });
 
 }

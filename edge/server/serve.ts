@@ -21,13 +21,13 @@ import { importServerSecret } from '../access/key-format.js';
 import { MemoryQuotaStore } from '../access/stores/memory.js';
 import { FileKeyRegistry } from '../access/stores/key-file.js';
 import { readSecret, registryPath } from '../../build/keys/registry.js';
-import { bufferedLog } from './buffered-log.js';
+import { processLogger, type Logger } from './logger.js';
 import { ServerMetrics } from './metrics.js';
 import { withSystemPaths, type SystemAnswers } from './system-paths.js';
 import { MIRROR_RECORD, type MirrorRecord } from '../mirror/mirror.js';
 import { IntegrityError } from '../origins/verified.js';
-import { redactKeys } from '../access/key-format.js';
 import { VerificationFailures, type Degraded } from './verification-failures.js';
+import { errorFields } from '../handler-log.js';
 
 export interface ServeOptions {
   dir: string;
@@ -42,7 +42,8 @@ export interface ServeOptions {
   /** Addresses of fronts (the nginx front) whose X-Forwarded-For names the client, and which may ask
    * GET /admission. */
   trustProxy?: string[];
-  log?: (line: string) => void;
+  /** Every line the server writes (default: the process's logger, JSON on standard output). */
+  logger?: Logger;
 }
 
 /** The local server's access control: counters in process, keys from the registry file (re-read
@@ -196,16 +197,12 @@ function listenError(err: NodeJS.ErrnoException, host: string, port: number): Er
 export async function serve(opts: ServeOptions): Promise<void> {
   const dir = resolve(opts.dir);
   const { kind, ...served } = originFor(dir);
-  // Request lines are batched (see buffered-log.ts); the lines about the server itself go out at once.
-  const stdout = opts.log ? null : bufferedLog((text) => process.stdout.write(text));
-  if (stdout) process.once('exit', stdout.flush);
-  const requestLog = opts.log ?? stdout!.line;
-  const log = opts.log ?? ((line: string) => (stdout!.line(line), stdout!.flush()));
+  const log = opts.logger ?? processLogger();
   const access = await localAccessControl(opts.access, opts.keysDir);
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
   // Files refused for failing verification: /health is degraded while any is known.
   const failures = new VerificationFailures();
-  const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024, onVerificationFailure: failures.record };
+  const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024, onVerificationFailure: failures.record, log };
   const releases = releasesOf(options);
   // Compressed copies are a fraction of their bodies: a quarter of the verified-body budget holds them.
   const api = withCompression(createHandler(options, releases), options.bodyCacheBytes / 4);
@@ -213,8 +210,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // The cause behind /health's 503, for the operator: logged when it changes, not at every probe.
   let unhealthy: string | null = null;
   const healthCause = (said: string | null, err?: unknown) => {
-    const cause = said && redactKeys(String((err as Error)?.message ?? err));
-    if (cause && cause !== unhealthy) log(JSON.stringify({ time: new Date().toISOString(), event: 'unhealthy', detail: said, cause }));
+    const cause = said && String((err as Error)?.message ?? err);
+    if (cause && cause !== unhealthy) log.warn({ event: 'unhealthy', detail: said, cause }, `unhealthy: ${said}`);
+    else if (!cause && unhealthy) log.info({ event: 'healthy' }, 'healthy again');
     unhealthy = cause;
   };
   // The server's own paths of the dispatch table, each answered as its access class says; every other
@@ -226,27 +224,43 @@ export async function serve(opts: ServeOptions): Promise<void> {
     admission: (request, context) => admission(request, context, releases, access),
   };
   const handler = withSystemPaths(api, answers, { metrics: metrics !== null });
-  // One JSON object per request line; the lines about the server itself stay plain text.
+  // One line per request, at info level.
   const server = createNodeServer(handler, {
     trustedFronts: new TrustedFronts(opts.trustProxy ?? []),
     ipv6Prefix: opts.access.ipv6_prefix,
-    log: requestLog,
+    log,
     logRequest: (entry) => {
       // A front's admissions are not logged: the front logs the request they stood for.
       if (entry.route === 'admission' && (entry.status === 204 || entry.status === 403)) return;
-      requestLog(JSON.stringify(entry));
+      log.info({ ...entry });
       metrics?.observe(entry.route, entry.status, entry.ms / 1000);
     },
   });
   // Each request has its boundary (createNodeServer); a promise rejected outside any request (none is
-  // known) is logged rather than allowed to stop a server that can go on answering.
-  const stray = (reason: unknown) => log(JSON.stringify({ time: new Date().toISOString(), event: 'unhandled_rejection', detail: redactKeys(String((reason as Error)?.stack ?? reason)) }));
+  // known) is logged rather than allowed to stop a server that can go on answering. An uncaught
+  // exception still stops it (for the service manager to restart), logged as the last line.
+  const stray = (reason: unknown) => log.error({ event: 'unhandled_rejection', detail: String((reason as Error)?.stack ?? reason) }, 'a promise was rejected outside any request');
+  const fatal = (err: Error) => {
+    log.fatal({ event: 'uncaught_exception', ...errorFields(err) }, 'uncaught exception: stopping');
+    process.exit(1);
+  };
+  // Node's own warnings (deprecations, listeners) as log lines too, not text on stderr.
+  const warnings = process.listeners('warning');
+  const warning = (w: Error) => log.warn({ event: 'node_warning', type: w.name, detail: w.message }, `${w.name}: ${w.message}`);
   process.on('unhandledRejection', stray);
+  process.on('uncaughtException', fatal);
+  process.removeAllListeners('warning').on('warning', warning);
+  const unhook = () => {
+    process.off('unhandledRejection', stray);
+    process.off('uncaughtException', fatal);
+    process.off('warning', warning);
+    for (const l of warnings) process.on('warning', l);
+  };
   // Say which release is served, and when a sync or rebuild switches it.
   let servedRelease: string | null = null;
   const watch = async () => {
     const name = await releases.get().then((r) => r?.name() ?? null).catch(() => null);
-    if (name !== servedRelease) log(JSON.stringify({ time: new Date().toISOString(), event: 'release', release: name, previous: servedRelease }));
+    if (name !== servedRelease) log.info({ event: 'release', release: name, previous: servedRelease }, name ? `serving release ${name}` : 'no release to serve');
     servedRelease = name;
   };
   await watch();
@@ -256,22 +270,23 @@ export async function serve(opts: ServeOptions): Promise<void> {
     server.once('error', (err) => fail(listenError(err, opts.host, opts.port)));
     server.listen(opts.port, opts.host, () => ok());
   }).catch((err) => {
-    process.off('unhandledRejection', stray);
+    clearInterval(watcher);
+    unhook();
     throw err;
   });
   const { port } = server.address() as AddressInfo;
-  log(`isoatlas serving ${dir} at http://${urlHost(opts.host)}:${port}/api/v1/ (access: ${opts.access.mode}; Ctrl-C to stop)`);
+  const url = `http://${urlHost(opts.host)}:${port}/api/v1/`;
+  log.info({ event: 'listening', url, dir, access: opts.access.mode }, `isoatlas serving ${dir} at ${url} (access: ${opts.access.mode}; Ctrl-C to stop)`);
 
   await new Promise<void>((done) => {
     const stop = (signal: string) => {
-      log(`${signal}: finishing in-flight requests, then stopping`);
+      log.info({ event: 'stopping', signal }, `${signal}: finishing in-flight requests, then stopping`);
       shutdownGracefully(server).then(done);
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
   clearInterval(watcher);
-  process.off('unhandledRejection', stray);
-  log('stopped');
-  if (stdout) process.off('exit', stdout.flush);
+  unhook();
+  log.info({ event: 'stopped' }, 'stopped');
 }

@@ -1004,7 +1004,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       await call(`/search?query=${marker}`);
       const expected = [
         // An unknown Bearer token is refused (401) before the path is answered; the line names the route asked.
-        new RegExp(`^\\{"time":"[^"]+","client":"[^"]+","method":"GET","path":"/api/v1/genes/${marker}","status":401,"bytes":\\d+,"ms":[\\d.]+,"release":null${tail('gene')}\\}$`, 'm'),
+        new RegExp(`^\\{"level":"info","time":"[^"]+","client":"[^"]+","method":"GET","path":"/api/v1/genes/${marker}","status":401,"bytes":\\d+,"ms":[\\d.]+,"release":null${tail('gene')}\\}$`, 'm'),
         /"method":"GET","path":"\/api\/v1\/genes\/PRR5\?log=1","status":400,/,
         new RegExp(`"method":"HEAD","path":"/api/v1/release","status":200,"bytes":0,"ms":[\\d.]+,"release":"2026\\.11-chr22-demo"${tail('release')}\\}$`, 'm'),
         new RegExp(`"method":"POST","path":"/api/v1/search\\?query=${marker}","status":405,`),
@@ -1090,7 +1090,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
         const logs = second.logs();
         expect(logs).toMatch(/"method":"GET","path":"\/api\/v1\/genes\/PRR5","status":200,/);
         expect(logs).toMatch(/"method":"GET","path":"\/api\/v1\/search\?query=PRR5","status":200,/);
-        expect(logs).toMatch(/stopped\s*$/);
+        expect(JSON.parse(logs.trim().split('\n').at(-1)!)).toMatchObject({ level: 'info', event: 'stopped' });
       } finally {
         if (!stopped) await second.stop();
       }

@@ -79,6 +79,9 @@ export async function startNginxFront(args: { dir: string; serverArgs?: string[]
       frontLog,
       errorLog,
       logs: () => `${server.logs()}\n${frontLog()}`,
+      // The server's own streams; nginx's lines are in frontLog.
+      stdout: server.stdout,
+      stderr: server.stderr,
       async stop() {
         child.kill('SIGQUIT'); // graceful: finish in-flight requests
         await exited;

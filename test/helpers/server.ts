@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import { appendTestLog } from './key-scan.js';
 
 const ROOT = join(__dirname, '..', '..');
-const READY = /^isoatlas serving .* at (http:\/\/[^\s/]+)\/api\/v1\/ /m;
+/** The base URL in the server's `listening` line (one JSON object per line), once it is written. */
+function listeningBase(stdout: string): string | null {
+  // Whole lines only: the last one may still be arriving.
+  for (const line of stdout.split('\n').slice(0, -1)) {
+    if (!line.includes('"event":"listening"')) continue;
+    const url = (JSON.parse(line) as { url: string }).url;
+    return url.replace(/\/api\/v1\/$/, '');
+  }
+  return null;
+}
 const START_TIMEOUT_MS = 30_000;
 
 export interface RunningServer {
@@ -15,6 +24,9 @@ export interface RunningServer {
   api: string;
   /** Everything the server wrote to stdout and stderr so far. */
   logs: () => string;
+  /** Each stream apart. */
+  stdout: () => string;
+  stderr: () => string;
   /** The running child process (e.g. to check it is still alive). */
   child: ChildProcess;
   /** Sends SIGTERM and resolves with the exit code (null when killed by a signal). */
@@ -54,16 +66,15 @@ export function startServer(args: { dir: string; extraArgs?: string[]; env?: Nod
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       reject(new Error(`isoatlas serve ${why}\n--- stderr ---\n${stderr}\n--- stdout ---\n${stdout}`));
     };
-    const timer = setTimeout(() => fail(`did not print "isoatlas serving" within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
+    const timer = setTimeout(() => fail(`did not log that it is listening within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
 
     child.stdout!.on('data', (chunk: string) => {
       stdout += chunk;
-      const ready = settled ? null : READY.exec(stdout);
-      if (ready) {
+      const base = settled ? null : listeningBase(stdout);
+      if (base) {
         settled = true;
         clearTimeout(timer);
-        const base = ready[1];
-        resolve({ base, api: `${base}/api/v1`, logs: () => stdout + stderr, child, stop });
+        resolve({ base, api: `${base}/api/v1`, logs: () => stdout + stderr, stdout: () => stdout, stderr: () => stderr, child, stop });
       }
     });
     child.stderr!.on('data', (chunk: string) => (stderr += chunk));

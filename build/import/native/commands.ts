@@ -9,6 +9,7 @@ import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readId
 import { readStructureMapping, structureRecords } from './structures.js';
 import { UsageError } from '../../common/errors.js';
 import { nonNegativeNumber } from '../../common/cli-options.js';
+import { log } from '../../../edge/server/logger.js';
 import {
   describeWildTypeCheck, pvacseqOnRelease, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes,
   readPvacspliceAllEpitopes, releaseResolver,
@@ -28,7 +29,6 @@ async function importNative<T extends Track>(
   opts: Provenance & { file: string },
   track: T,
   collect: (db: Db) => Promise<{ located: Located<TrackRecords[T]>[]; unmapped: string[] | number; note?: string }>,
-  log: (line: string) => void,
 ) {
   let summary = '';
   const { updateReleaseDb } = await import('../../release-db/database.js');
@@ -39,7 +39,7 @@ async function importNative<T extends Track>(
     const missing = typeof unmapped === 'number' ? `${unmapped} records matched no isoform` : `${unmapped.length} ids matched no isoform${unmapped.length ? ` (e.g. ${unmapped.slice(0, 3).join(', ')})` : ''}`;
     summary = `imported ${n} ${track} records from ${basename(opts.file)} into ${opts.db}${note ? ` (${note})` : ''}; ${missing}`;
   });
-  log(summary);
+  log.info(summary);
 }
 
 const common = (c: Command) =>
@@ -49,7 +49,7 @@ const common = (c: Command) =>
     .option('--description <text>', 'one line on how the records were made')
     .option('--replace', 'replace the records an earlier import of a file of the same name added (a corrected file)', false);
 
-export function addNativeImportCommands(imp: Command, log: (line: string) => void): void {
+export function addNativeImportCommands(imp: Command): void {
   common(
     imp
       .command('pfam')
@@ -63,7 +63,7 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
       const parsed = await parseDomtblout(o.file, { maxIEvalue: o.maxIevalue });
       const mapped = mapDomains(parsed.rows, o.mapping ? await readIdMapping(o.mapping) : new Map(), releaseProteins(db));
       return { ...mapped, note: `${parsed.total} hits, ${parsed.filtered} above the i-Evalue cut-off ${o.maxIevalue}` };
-    }, log);
+    });
   });
 
   common(
@@ -81,7 +81,7 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
     await importNative(o, 'domains', async (db) => {
       const hits = o.method ? await parseTedChopping(o.file, o.method) : await parseTedConsensus(o.file, { levels });
       return mapDomains(hits, await readIdMapping(o.mapping), releaseProteins(db));
-    }, log);
+    });
   });
 
   common(
@@ -93,9 +93,9 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
   ).action(async (o: Provenance & { mapping: string }) => {
     await importNative({ ...o, file: o.mapping }, 'structures', async (db) => {
       const { models, warnings } = await readStructureMapping(o.mapping);
-      for (const w of warnings) log(`warning: ${w}`);
+      for (const w of warnings) log.warn(w);
       return structureRecords(models, releaseProteins(db), o.source);
-    }, log);
+    });
   });
 
   const PVAC_FORMATS = { 'all-epitopes': readPvacseqAllEpitopes, aggregated: readPvacseqAggregated, pvacsplice: readPvacspliceAllEpitopes } as const;
@@ -111,7 +111,7 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
     if (!read) throw new UsageError(`--format takes ${Object.keys(PVAC_FORMATS).join(', ')}`);
     await importNative(o, 'neoantigens', async (db) => {
       const parsed = await read(o.file);
-      for (const w of parsed.warnings) log(`warning: ${w}`);
+      for (const w of parsed.warnings) log.warn(w);
       const note = `${parsed.skipped} rows without a computable position skipped`;
       // pVACsplice epitopes lie on the altered protein, with no wild-type epitope to check.
       if (o.format === 'pvacsplice') {
@@ -120,7 +120,7 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
       }
       const placed = pvacseqOnRelease(db, parsed.rows);
       return { located: placed.located, unmapped: placed.unmapped, note: `${note}; ${describeWildTypeCheck(placed.check)}` };
-    }, log);
+    });
   });
 
   common(
@@ -136,7 +136,7 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
       const { located, skipped } = transferPtmSites(sites, proteins.canonical, proteins.isoforms);
       const note = Object.entries(skipped).filter(([, n]) => n).map(([why, n]) => `${n} ${why.replace(/_/g, ' ')}`).join(', ');
       return { located, unmapped: [], note: note ? `skipped: ${note}` : undefined };
-    }, log);
+    });
   });
 
   for (const [name, read, what] of [
@@ -154,10 +154,10 @@ export function addNativeImportCommands(imp: Command, log: (line: string) => voi
       const bySeq = await readIdMapping(o.mapping);
       await importNative(o, 'neoantigens', async (db) => {
         const parsed = await read(o.file, (seqNum) => bySeq.get(seqNum) ?? null);
-        for (const w of parsed.warnings) log(`warning: ${w}`);
+        for (const w of parsed.warnings) log.warn(w);
         const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
         return { ...rankAndMap(parsed.rows, releaseResolver(isoforms)), note: `${parsed.skipped} rows with no mapped seq_num skipped` };
-      }, log);
+      });
     });
   }
 }
