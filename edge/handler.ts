@@ -21,7 +21,7 @@ import { API_PREFIX } from './contract/tree.js';
 import { REQUEST_ID_HEADER } from './contract/http-headers.js';
 import { RELEASE_STRUCTURE_PATH, structureFile } from './routes/structure.js';
 import { docsAsset, docsAssetName } from './routes/docs.js';
-import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store.js';
+import { HISTORY_KEY, POINTER_KEY, objectSha } from './contract/store-layout.js';
 import { IntegrityError } from './origins/verified.js';
 
 export interface HandlerOptions {

@@ -16,7 +16,7 @@ import { mirror, parseMirrorSource, type MirrorRecord } from '../edge/mirror/mir
 import { writeManifest } from '../build/render/manifest.js';
 import { shardOf } from '../edge/contract/shards.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
-import { objectKey } from '../edge/contract/store.js';
+import { objectKey } from '../edge/contract/store-layout.js';
 import { edgeIndex, readAliases, readManifest as readShardedManifest } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';

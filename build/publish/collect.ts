@@ -22,11 +22,11 @@
 //
 // The grace period must outlast the CDN's cached answers and a stalled publish or rollback between
 // reading the history and moving the pointer: below SAFE_GRACE_HOURS gc refuses unless --force.
-import { DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
-import { objectKey, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../../edge/contract/store.js';
+import { objectKey, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../../edge/contract/store-layout.js';
 import { treePaths } from '../../edge/contract/tree.js';
 import { loadManifest } from '../common/manifest-reader.js';
-import { StoreBucket } from './store-bucket.js';
+import { openStore, type StoreLocation } from './s3-client.js';
+import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { UsageError } from '../common/errors.js';
 import { StorageError } from '../common/storage-errors.js';
 import { readPin, resolvePin, type KvsAccess } from './edge-pin.js';
@@ -36,10 +36,8 @@ import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
  * clock (a pending entry's start) and S3's (LastModified) differ by less. */
 const CLOCK_SKEW_MS = 15 * 60_000;
 
-export interface CollectOptions {
-  s3: S3Client;
-  bucket: string;
-  prefix?: string;
+/** The store is a bucket (s3, bucket, prefix) or given whole (`store`: a mirror's directory). */
+export interface CollectOptions extends StoreLocation {
   graceHours?: number;
   dryRun?: boolean;
   now?: () => Date;
@@ -80,7 +78,7 @@ export async function collectGarbage(opts: CollectOptions): Promise<CollectSumma
     if (!opts.force) throw new UsageError(`--grace-hours ${graceHours} is shorter than the safe ${SAFE_GRACE_HOURS} h: ${risk}. Use --grace-hours ${SAFE_GRACE_HOURS} or more, or add --force if you know neither can happen`);
     log(`warning: --grace-hours ${graceHours} is shorter than the safe ${SAFE_GRACE_HOURS} h (--force): ${risk}`);
   }
-  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
+  const store = openStore(opts);
   const now = opts.now ?? (() => new Date());
   const cutoff = now().getTime() - graceHours * 3_600_000;
   const expired = (at: string) => Date.parse(at) < cutoff;
@@ -141,7 +139,7 @@ export async function collectGarbage(opts: CollectOptions): Promise<CollectSumma
         if (!changed && (!samePointer(await store.pointer(), pointer) || (await readPinned()) !== pinned)) changed = true;
         if (changed) break;
         const batch = doomed.slice(i, i + 1000);
-        await opts.s3.send(new DeleteObjectsCommand({ Bucket: opts.bucket, Delete: { Objects: batch.map(([sha]) => ({ Key: store.prefix + objectKey(sha) })), Quiet: true } }));
+        await store.deleteObjects(batch.map(([sha]) => sha));
         summary.deleted += batch.length;
         summary.bytesDeleted += batch.reduce((n, [, o]) => n + o.size, 0);
       }
@@ -194,7 +192,7 @@ function pinnedReleases(history: ReleaseHistory, pinned: string | null, expired:
 }
 
 /** Every object a release's manifest references: the manifest itself, its shards, its files. */
-async function referencedBy(store: StoreBucket, release: string, manifestSha: string): Promise<Set<string>> {
+async function referencedBy(store: ReleaseStore, release: string, manifestSha: string): Promise<Set<string>> {
   const manifest = await loadManifest(async (path, listed) => {
     const got = await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256));
     return got?.body ?? null;

@@ -1,5 +1,5 @@
 // `isoatlas mirror`: copies releases of a published atlas into a local store (the layout of
-// edge/contract/store.ts: objects by sha256, releases.json, current.json) that `isoatlas serve --dir`
+// edge/contract/store-layout.ts: objects by sha256, releases.json, current.json) that `isoatlas serve --dir`
 // serves, pinning included, and that another mirror can sync from in turn.
 //   - Sources: a published store read with the S3 API (s3://bucket/prefix), or over HTTP (the CDN, or
 //     a running `isoatlas serve` of another mirror), or a rendered tree on a static host (one release).
@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store.js';
+import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store-layout.js';
 import { treePaths, type ManifestEntry } from '../contract/tree.js';
 import { OriginError, type Origin } from '../origin.js';
 import { HttpOrigin } from '../origins/http-origin.js';
