@@ -15,6 +15,7 @@
 // writes its pointer, history and edge record only so.
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { OriginError } from '../origin.js';
 import { ConditionFailed, StorageError, type ListedObject, type StoreBackend, type StoredObject, type WriteOptions } from './backend.js';
@@ -35,6 +36,8 @@ export class DirectoryBackend implements StoreBackend {
   readonly where: string;
   readonly description: string;
   readonly noun = 'directory';
+  /** Folders known to exist: a mirror writes thousands of objects into 256 of them. */
+  private readonly folders = new Set<string>();
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -69,12 +72,30 @@ export class DirectoryBackend implements StoreBackend {
     };
   }
 
+  /** A key's bytes read at once (several times faster than `read` for small files, and blocking):
+   * for a mirror checking thousands of its objects while it does nothing else. Null when the file
+   * is missing, unreadable, or not of `size` bytes. */
+  readNow(key: string, size?: number): Buffer | null {
+    const file = this.file(key);
+    try {
+      if (!file || (size !== undefined && statSync(file, { throwIfNoEntry: false })?.size !== size)) return null;
+      return readFileSync(file);
+    } catch {
+      return null;
+    }
+  }
+
   async write(key: string, body: Uint8Array, o: WriteOptions): Promise<void> {
     const file = this.file(key);
     if (!file) throw new StorageError(`${key} is not a key a store in ${this.where} can hold`);
     const conditional = o.ifNoneMatch || o.ifMatch !== undefined;
-    await mkdir(dirname(file), { recursive: true }).catch((err) => this.failed('create the folder of', key, err));
+    const folder = dirname(file);
+    if (!this.folders.has(folder)) {
+      await mkdir(folder, { recursive: true }).catch((err) => this.failed('create the folder of', key, err));
+      this.folders.add(folder);
+    }
     const scratch = await this.scratch(file, body, conditional).catch((err) => this.failed('write', key, err));
+    let moved = false;
     try {
       if (o.ifNoneMatch) {
         try {
@@ -88,12 +109,15 @@ export class DirectoryBackend implements StoreBackend {
           const now = await this.read(key);
           if (!now || now.etag !== o.ifMatch) throw new ConditionFailed(key, 412);
           await rename(scratch, file).catch((err) => this.failed('replace', key, err));
+          moved = true;
         });
       } else {
         await rename(scratch, file).catch((err) => this.failed('write', key, err));
+        moved = true;
       }
     } finally {
-      await rm(scratch, { force: true });
+      // A link leaves the scratch name too; a refused or failed write leaves it alone.
+      if (!moved) await rm(scratch, { force: true });
     }
   }
 
