@@ -1,18 +1,18 @@
-// Garbage collection of a store over any backend (`isoatlas gc` on a bucket: collect.ts; a mirror's
-// clean-up of its directory: edge/mirror/mirror.ts): deletes the objects of a store that no release references any more. Kept, pending
-// and recently retired releases protect everything their manifests list; an object is deleted only
-// when none of them references it and it is older than the grace period, which must outlast every
-// cache lifetime (a cached answer may still point into a retired release) and every publish (whose
-// pending entry protects what it relies on). Before each batch of deletions the history is read
-// again, and a change starts the count over.
+// Garbage collection of a store over any backend: `isoatlas gc` on a bucket (collect.ts), and a
+// mirror's clean-up of its directory (edge/mirror/mirror.ts). Deletes the objects of a store that no
+// release references any more. Kept, pending and recently retired releases protect everything their
+// manifests list; an object is deleted only when none of them references it and it is older than
+// the grace period, which must outlast every cache lifetime (a cached answer may still point into a
+// retired release) and every publish (whose pending entry protects what it relies on). Before each
+// batch of deletions the history is read again, and a change starts the count over.
 //
 // The CDN answers from the release its KeyValueStore pins, which need not be the pointer's (a
 // publish without it, before the store recorded it): gc reads the pin itself, at gc time, through
-// the reader collect.ts gives it for the KeyValueStore the store records, and keeps that release's objects whatever the history says, as
-// well as those of every release pinned within the grace period (the history's `unpinned`). A
-// KeyValueStore it cannot read means nothing is deleted. The release current.json names is kept
-// too, whatever the history says (a pointer write that lost its race cannot happen, but a store
-// edited by hand or by an older version may have one).
+// the reader collect.ts gives it for the KeyValueStore the store records, and keeps that release's
+// objects whatever the history says, as well as those of every release pinned within the grace
+// period (the history's `unpinned`). A KeyValueStore it cannot read means nothing is deleted. The
+// release current.json names is kept too, whatever the history says (a pointer write that lost its
+// race cannot happen, but a store edited by hand or by an older version may have one).
 //
 // A publish relies on objects it found in the store; it must learn when gc may have deleted some:
 // gc marks the history (GcState: a new epoch and `deleting_since`) before its first deletion and
@@ -35,7 +35,6 @@ import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
  * clock (a pending entry's start) and S3's (LastModified) differ by less. */
 const CLOCK_SKEW_MS = 15 * 60_000;
 
-/** The store is a bucket (s3, bucket, prefix) or given whole (`store`: a mirror's directory). */
 /** What the CDN pins now: a release name, or null when it names none. */
 export type PinReader = () => Promise<string | null>;
 
