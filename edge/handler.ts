@@ -24,7 +24,7 @@ import { API_PREFIX } from './contract/tree.js';
 import { REQUEST_ID_HEADER } from './contract/http-headers.js';
 import { structureFile } from './endpoints/structure-redirect.js';
 import { docsAsset } from './endpoints/docs-page.js';
-import { objectSha } from './contract/store.js';
+import { objectSha } from './contract/store-layout.js';
 import { IntegrityError } from './origins/verified.js';
 
 export interface HandlerOptions {

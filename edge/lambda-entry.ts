@@ -6,7 +6,7 @@ import { createHandler, releasesOf } from './handler.js';
 import { isVersioned } from './origin.js';
 import { locateStructureFile } from './endpoints/structure-redirect.js';
 import { HttpOrigin } from './origins/http-origin.js';
-import { StoreOrigin } from './origins/store.js';
+import { StoreOrigin } from './origins/store-origin.js';
 import { S3RawOrigin } from './origins/s3.js';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { Origin, VersionedOrigin } from './origin.js';

@@ -17,7 +17,7 @@ export interface Origin {
 }
 
 /** The files of one release, read by tree path. A rendered tree answers by path; a store of releases
- * (edge/contract/store.ts) by the sha256 the manifest lists, which the reader passes along. */
+ * (edge/contract/store-layout.ts) by the sha256 the manifest lists, which the reader passes along. */
 export interface ReleaseFiles {
   readonly description: string;
   /** The sha256 manifest.json must have, when something vouches for it (a store's pointer or history). */

@@ -16,7 +16,8 @@ import { mirror, parseMirrorSource, type MirrorRecord } from '../edge/mirror/mir
 import { writeManifest } from '../build/render/manifest.js';
 import { shardOf } from '../edge/contract/shards.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
-import { objectKey } from '../edge/contract/store.js';
+import { objectKey } from '../edge/contract/store-layout.js';
+import { DEFAULT_GRACE_HOURS } from '../build/publish/grace.js';
 import { edgeIndex, readAliases, readManifest as readShardedManifest } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';
@@ -136,6 +137,7 @@ function verifyStore(dir: string, ...releases: Map<string, number>[]): { wrong: 
   return { wrong, missing, extra };
 }
 const whole = { wrong: [], missing: [], extra: [] };
+const retired = (dir: string) => (JSON.parse(readFileSync(join(dir, 'releases.json'), 'utf8')) as { retired: { release: string }[] }).retired.map((r) => r.release);
 const held = (dir: string) => (JSON.parse(readFileSync(join(dir, 'releases.json'), 'utf8')) as { releases: { release: string }[] }).releases.map((r) => r.release);
 
 function runCli(args: string[], onSpawn?: (kill: () => void) => void): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
@@ -373,13 +375,31 @@ describe('isoatlas mirror', () => {
     for (const path of objects(chained)) expect(readFileSync(join(chained, path)).equals(readFileSync(join(mirrorDir, path))), path).toBe(true);
   });
 
-  it('--keep 1 drops the previous release and its objects; asking for an unknown release is a usage error', async () => {
+  it('--keep 1 retires the previous release: its objects stay for the grace period, as gc keeps them, then go; asking for an unknown release is a usage error', async () => {
     origin.roots = [treeB, demo()];
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false, keep: 1 });
     const onlyA = [...objectsA.keys()].filter((sha) => !objectsB.has(sha));
-    expect(s).toMatchObject({ releases: [manifestB.release], fetched: 0, removed: onlyA.length });
+    expect(onlyA.length).toBeGreaterThan(0);
+    expect(s).toMatchObject({ releases: [manifestB.release], fetched: 0, removed: 0 });
     expect(held(mirrorDir)).toEqual([manifestB.release]);
+    expect(retired(mirrorDir)).toEqual([manifestA.release]);
+    // A reader of the previous release (a client following a link pinned to it) still gets it whole.
+    expect(verifyStore(mirrorDir, objectsA, objectsB)).toEqual(whole);
+    await withServer(mirrorDir, async (server) => {
+      const res = await fetch(`${server.api}/genes/PRR5?release=${manifestA.release}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get(RELEASE_HEADER)).toBe(manifestA.release);
+    });
+    // The clean-up is gc's: a minute before the grace period ends nothing goes, a minute after it
+    // the retired release's objects and its entry do.
+    const at = (ms: number) => () => new Date(Date.now() + ms);
+    const within = await mirror({ from: origin.base, to: mirrorDir, progress: false, keep: 1, now: at(DEFAULT_GRACE_HOURS * 3_600_000 - 60_000) });
+    expect(within.removed).toBe(0);
+    expect(verifyStore(mirrorDir, objectsA, objectsB)).toEqual(whole);
+    const after = await mirror({ from: origin.base, to: mirrorDir, progress: false, keep: 1, now: at(DEFAULT_GRACE_HOURS * 3_600_000 + 60_000) });
+    expect(after).toMatchObject({ releases: [manifestB.release], fetched: 0, removed: onlyA.length });
     expect(verifyStore(mirrorDir, objectsB)).toEqual(whole);
+    expect(retired(mirrorDir)).toEqual([]);
     await expect(mirror({ from: origin.base, to: mirrorDir, progress: false, releases: ['1999.01'] })).rejects.toThrow(/release 1999\.01 is not kept by/);
   });
 
@@ -405,7 +425,8 @@ describe('isoatlas mirror', () => {
     const s = await mirror({ from: origin.base, to: dir, progress: false, keep: 1 });
     expect(s.release).toBe(manifestA.release);
     expect(origin.requests.get(hung)).toBe(1);
-    expect(verifyStore(dir, objectsA)).toEqual(whole);
+    // No scratch file of the killed run is left; release B, retired, stays for the grace period.
+    expect(verifyStore(dir, objectsA, objectsB)).toEqual(whole);
   });
 
   it('refuses to write into a directory that is not a mirror, or that holds a tree', async () => {

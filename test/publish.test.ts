@@ -14,9 +14,9 @@ import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from 
 import { listReleases, publish, rollback, s3Client, OBJECT_CACHE_CONTROL } from '../build/publish/publish.js';
 import { collectGarbage } from '../build/publish/collect.js';
 import { createHandler, releasesOf } from '../edge/handler.js';
-import { StoreOrigin } from '../edge/origins/store.js';
+import { StoreOrigin } from '../edge/origins/store-origin.js';
 import { LocalOrigin } from '../edge/origins/local.js';
-import { objectKey } from '../edge/contract/store.js';
+import { objectKey } from '../edge/contract/store-layout.js';
 import { locateStructureFile } from '../edge/endpoints/structure-redirect.js';
 import { DEFAULT_RELEASE_PARAM, RELEASE_HEADER } from '../edge/contract/routes.js';
 import { withoutRelease } from './helpers/pinned.js';

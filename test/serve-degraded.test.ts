@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { treePaths } from '../edge/contract/tree.js';
-import { objectKey } from '../edge/contract/store.js';
+import { objectKey } from '../edge/contract/store-layout.js';
 import { readManifest } from './helpers/tree.js';
 import { mirror } from '../edge/mirror/mirror.js';
 import { createServer } from 'node:http';

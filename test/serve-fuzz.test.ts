@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { writeManifest } from '../build/render/manifest.js';
 import { issueKey } from '../build/keys/registry.js';
 import { FRONT_MANIFEST_HEADER } from '../edge/server/serve.js';
-import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey } from '../edge/contract/store.js';
+import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey } from '../edge/contract/store-layout.js';
 import { routes } from '../edge/contract/routes.js';
 import { answerLabels } from '../edge/contract/dispatch.js';
 import { treePaths } from '../edge/contract/tree.js';

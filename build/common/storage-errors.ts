@@ -6,14 +6,10 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { UsageError } from './errors.js';
 import { OriginError } from '../../edge/origin.js';
+import { StorageError } from '../../edge/store/backend.js';
 
-/** Storage that cannot be reached or refuses what it is asked: exit code EXIT.storage. */
-export class StorageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StorageError';
-  }
-}
+// Defined with the store's backends, which throw it too (edge/store/backend.ts).
+export { StorageError } from '../../edge/store/backend.js';
 
 interface Where {
   operation: string;

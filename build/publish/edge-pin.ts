@@ -7,11 +7,11 @@
 // Stores without a record (mirrors' buckets, local try-outs) have no pin and work as before.
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { DescribeKeyValueStoreCommand } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import { EDGE_KEY, STORE_FORMAT } from '../../edge/contract/store.js';
+import { EDGE_KEY, STORE_FORMAT } from '../../edge/contract/store-layout.js';
 import { getCurrentRelease, setCurrentRelease } from '../keys/kvs.js';
 import { UsageError } from '../common/errors.js';
 import { StorageError } from '../common/storage-errors.js';
-import type { StoreBucket } from './store-bucket.js';
+import type { ReleaseStore } from '../../edge/store/release-store.js';
 
 /** How a command reaches the CDN's KeyValueStore, from its options. */
 export interface KvsAccess {
@@ -36,7 +36,7 @@ const AWS_ENDPOINT = 'the CloudFront KeyValueStore API of AWS';
 
 /** The KeyValueStore that pins this store's release, checked reachable (DescribeKeyValueStore), or
  * null for a store without one. Nothing is written: a refusal here leaves the store as it was. */
-export async function resolvePin(store: StoreBucket, access: KvsAccess | undefined, command: string): Promise<EdgePin | null> {
+export async function resolvePin(store: ReleaseStore, access: KvsAccess | undefined, command: string): Promise<EdgePin | null> {
   const recorded = (await store.edge())?.kvs;
   const record = store.where + EDGE_KEY;
   if (access?.replaces && access.replaces !== recorded) {
@@ -61,7 +61,7 @@ export async function resolvePin(store: StoreBucket, access: KvsAccess | undefin
 
 /** Writes edge.json when the pin is new to the store, conditionally: of two first publishes naming
  * different KeyValueStores, the second finds the first's record and is refused. */
-export async function recordPin(store: StoreBucket, pin: EdgePin, replaces: string | undefined, log: (line: string) => void): Promise<void> {
+export async function recordPin(store: ReleaseStore, pin: EdgePin, replaces: string | undefined, log: (line: string) => void): Promise<void> {
   if (pin.recorded) return;
   await store.updateEdge((now) => {
     if (now?.kvs === pin.arn) return null;
@@ -74,7 +74,7 @@ export async function recordPin(store: StoreBucket, pin: EdgePin, replaces: stri
 
 /** Names `release` in the KeyValueStore, then notes in the history until when the release it
  * replaced was pinned, so gc keeps that one's objects for a grace period after. */
-export async function movePin(store: StoreBucket, pin: EdgePin, release: string, pointerNote: string, log: (line: string) => void): Promise<boolean> {
+export async function movePin(store: ReleaseStore, pin: EdgePin, release: string, pointerNote: string, log: (line: string) => void): Promise<boolean> {
   const { changed, previous } = await reach(pin, 'UpdateKeys', pointerNote, () => setCurrentRelease(pin.client, pin.arn, release));
   log(`${pin.arn} release:current → ${release}`);
   if (changed && previous !== undefined && previous !== release) {

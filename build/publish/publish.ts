@@ -1,4 +1,4 @@
-// `isoatlas publish`: a rendered tree → the store in a bucket (edge/contract/store.ts). Every file
+// `isoatlas publish`: a rendered tree → the store in a bucket (edge/contract/store-layout.ts). Every file
 // is an object named by its sha256, so publishing uploads only what the store does not have and
 // copies nothing. What the store has is known from the kept releases' manifests (a manifest shard
 // whose sha256 the new release shares lists the same files, so only changed shards are read), not
@@ -15,7 +15,7 @@
 // only what the first run did not.
 //
 // What it knows of the store (which objects are there) is trusted at step 3 only if no gc deleted
-// anything since it looked: the history's gc epoch (edge/contract/store.ts GcState) is the same, in
+// anything since it looked: the history's gc epoch (edge/contract/store-layout.ts GcState) is the same, in
 // the conditional write that makes the release kept, as when it first read the history, and no gc
 // was deleting then. Otherwise it waits for that gc, lists the store, uploads what is missing and
 // tries again. The pointer then moves only to the newest kept release, in a write conditional on the
@@ -25,36 +25,34 @@
 //
 // A store whose deployment pins releases in the CDN's KeyValueStore (edge-pin.ts) is published only
 // with it: it is found in the store when --kvs is not given, and reached before anything is uploaded.
-import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { CloudFrontClient, CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectKey, usedNames, type PublishedRelease, type ReleaseHistory } from '../../edge/contract/store.js';
+import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectKey, usedNames, type PublishedRelease, type ReleaseHistory } from '../../edge/contract/store-layout.js';
 import { contentTypeOf, treePaths } from '../../edge/contract/tree.js';
 import { startProgress } from '../common/progress.js';
 import { BadInputError, UsageError } from '../common/errors.js';
 import { loadManifest, type LoadedManifest } from '../common/manifest-reader.js';
 import { parseManifestIndex, parseManifestShard } from '../../edge/contract/manifest.js';
 import { forEachLimited } from '../common/concurrency.js';
-import { OBJECT_CACHE_CONTROL, StoreBucket, s3Client } from './store-bucket.js';
-import type { S3Client } from '@aws-sdk/client-s3';
+import { openStore, type StoreLocation } from './s3-client.js';
+import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { movePin, readPin, recordPin, resolvePin, type KvsAccess } from './edge-pin.js';
 import { StorageError } from '../common/storage-errors.js';
 import { checkTree } from './tree-check.js';
 
-export { s3Client, OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from './store-bucket.js';
+export { s3Client } from './s3-client.js';
+export { OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from '../../edge/store/release-store.js';
 
-export interface PublishOptions {
+/** The store is a bucket (s3, bucket, prefix) or given whole (`store`: any backend). */
+export interface PublishOptions extends StoreLocation {
   dir: string;
-  bucket: string;
-  prefix?: string;
   /** Keep the newest `keep` releases in the history and retire older ones (gc collects them later). */
   keep?: number;
   concurrency?: number;
   distributionId?: string;
-  s3: S3Client;
   cloudfront?: Pick<CloudFrontClient, 'send'>;
   /** The CDN's KeyValueStore: its viewer gate pins API requests to the release named there. Its ARN
    * may be left out when the store records it (edge.json); a store that records one needs this. */
@@ -104,7 +102,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const release = manifest.index.release;
   if (!RELEASE_NAME.test(release)) throw new UsageError(`release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`);
   const manifestSha = sha256Of(manifest.indexBody);
-  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
+  const store = openStore(opts);
 
   // Read before anything this publish learns about the store's objects: see the gc epoch above.
   const history = await store.history();
@@ -144,18 +142,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
   const upload = async (o: ReleaseObject) => {
     const body = await tree.body(o);
-    await opts.s3.send(
-      new PutObjectCommand({
-        Bucket: opts.bucket,
-        Key: store.prefix + objectKey(o.sha256),
-        Body: body,
-        ContentType: o.content_type,
-        CacheControl: OBJECT_CACHE_CONTROL,
-        // S3 refuses the upload if the bytes it received differ from these: the object named by a
-        // sha256 holds exactly the bytes that hash to it.
-        ContentMD5: createHash('md5').update(body).digest('base64'),
-      }),
-    );
+    await store.putObject(o.sha256, body, o.content_type);
     summary.uploaded += 1;
     summary.bytesUploaded += body.length;
   };
@@ -247,7 +234,7 @@ const gcDeletedSince = (before: ReleaseHistory, after: ReleaseHistory) => Boolea
  * again if gc dropped it, then lists the store and uploads what it lacks. Returns the history read
  * before the listing, against which the next check compares. */
 async function recheck(
-  store: StoreBucket,
+  store: ReleaseStore,
   release: string,
   manifestSha: string,
   objects: ReleaseObject[],
@@ -283,7 +270,7 @@ async function recheck(
 }
 
 /** Why the pointer did not move: a newer release is kept, or this one was retired meanwhile. */
-function overtaken(store: StoreBucket, release: string, current: string | null, h: ReleaseHistory): StorageError {
+function overtaken(store: ReleaseStore, release: string, current: string | null, h: ReleaseHistory): StorageError {
   const newest = h.releases.at(-1)?.release ?? 'none';
   const state = h.releases.some((r) => r.release === release) ? 'kept, but not the newest' : h.retired.some((r) => r.release === release) ? 'retired (a publish with --keep dropped it)' : 'no longer listed';
   return new StorageError(
@@ -312,10 +299,7 @@ export interface RollbackResult {
   invalidated: string[];
 }
 
-export interface RollbackOptions {
-  s3: S3Client;
-  bucket: string;
-  prefix?: string;
+export interface RollbackOptions extends StoreLocation {
   to?: string;
   kvs?: PublishOptions['kvs'];
   /** For deployments without a KeyValueStore: invalidate the cached API answers, as publish does. */
@@ -327,14 +311,14 @@ export interface RollbackOptions {
 }
 
 /** What a failed KeyValueStore write after the pointer moved leaves, and how to finish it. */
-const pinBehind = (store: StoreBucket, release: string, retry: string) =>
+const pinBehind = (store: ReleaseStore, release: string, retry: string) =>
   `${store.where}${POINTER_KEY} names ${release} but the CDN still pins the release before it; ${retry} (or \`isoatlas rollback --to ${release}\`) to move the pin`;
 
 /** `isoatlas rollback`: points current.json at an earlier kept release (by default the one before
  * the current release in the history), and the CDN's pin with it. */
 export async function rollback(opts: RollbackOptions): Promise<RollbackResult> {
   const log = opts.log ?? (() => {});
-  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
+  const store = openStore(opts);
   const current = await store.pointer();
   if (!current) throw new UsageError(`nothing is published at ${store.where}`);
   const history = await store.history();
@@ -379,8 +363,8 @@ export interface ReleaseListing {
 
 /** `isoatlas releases`: what the store keeps, which is current, what is pending or retired, and
  * what the CDN pins. */
-export async function listReleases(opts: { s3: S3Client; bucket: string; prefix?: string; kvs?: KvsAccess }): Promise<ReleaseListing> {
-  const store = new StoreBucket(opts.s3, opts.bucket, opts.prefix);
+export async function listReleases(opts: StoreLocation & { kvs?: KvsAccess }): Promise<ReleaseListing> {
+  const store = openStore(opts);
   const [pointer, history, edge] = await Promise.all([store.pointer(), store.history(), store.edge()]);
   const current = pointer?.release ?? null;
   let pin: ReleaseListing['pin'] = null;
@@ -400,7 +384,7 @@ export async function listReleases(opts: { s3: S3Client; bucket: string; prefix?
  * manifest shard with the same sha256 as one of the new release's lists the same files, so only the
  * shards that differ are read. A kept release whose manifest is gone (a gc forced below its safe
  * grace) is reported and left out: this publish uploads what it would have found there. */
-async function knownObjects(store: StoreBucket, history: ReleaseHistory, manifest: LoadedManifest, concurrency: number, log: (line: string) => void): Promise<Set<string>> {
+async function knownObjects(store: ReleaseStore, history: ReleaseHistory, manifest: LoadedManifest, concurrency: number, log: (line: string) => void): Promise<Set<string>> {
   const known = new Set<string>();
   const ours = new Map(manifest.shards.map(({ entry, body }, i) => [entry.sha256, () => parseManifestShard(body, i, manifest.shards.length, entry.path)] as const));
   const broken = (r: PublishedRelease, key: string, what: string) =>

@@ -2,7 +2,7 @@
 // serves the request and CloudFront caches the generated response (bodies up to 1 MB there). Access
 // is decided before, at viewer request, by the key gate (a CloudFront Function) and WAF.
 import { failure, type Handler } from '../handler.js';
-import { objectKey } from '../contract/store.js';
+import { objectKey } from '../contract/store-layout.js';
 import { fileKinds } from '../contract/dispatch.js';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { problem } from '../responses.js';

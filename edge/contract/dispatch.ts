@@ -6,7 +6,7 @@
 // without its answer, or without its place in the front, does not compile.
 import { routes, type RouteId } from './routes.js';
 import { links, treePaths } from './tree.js';
-import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectSha, releasePublicPath } from './store.js';
+import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectSha, releasePublicPath } from './store-layout.js';
 import { matchRoute, type Match } from '../router.js';
 
 /** Who may ask for an entry, and whether access control (keys, limits) sees the request:

@@ -1,5 +1,5 @@
 // `isoatlas mirror`: copies releases of a published atlas into a local store (the layout of
-// edge/contract/store.ts: objects by sha256, releases.json, current.json) that `isoatlas serve --dir`
+// edge/contract/store-layout.ts: objects by sha256, releases.json, current.json) that `isoatlas serve --dir`
 // serves, pinning included, and that another mirror can sync from in turn.
 //   - Sources: a published store read with the S3 API (s3://bucket/prefix), or over HTTP (the CDN, or
 //     a running `isoatlas serve` of another mirror), or a rendered tree on a static host (one release).
@@ -11,11 +11,19 @@
 //     one whole release to the next.
 //   - A source that answers 429 or 503 is waited for (its Retry-After, else a growing backoff).
 //   - `mirror.json` records the source and the last sync.
+//   - The mirror's directory is a store (edge/store/: a ReleaseStore over a DirectoryBackend), written
+//     as publish writes a bucket: objects under their sha256, then the history and the pointer, each
+//     a conditional write. Releases it no longer holds are retired in its history, and their objects
+//     are deleted by the same garbage collection as `isoatlas gc` (build/publish/sweep.ts): only
+//     after the grace period, since a client of the mirror may still follow links into them.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { HISTORY_KEY, POINTER_KEY, STORE_FORMAT, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store.js';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { HISTORY_KEY, POINTER_KEY, PROBE_KEY, STORE_FORMAT, emptyHistory, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store-layout.js';
+import { DirectoryBackend } from '../store/directory-backend.js';
+import { ReleaseStore } from '../store/release-store.js';
+import { checkGrace, sweepStore } from '../../build/publish/sweep.js';
+import { DEFAULT_GRACE_HOURS } from '../../build/publish/grace.js';
 import { treePaths, type ManifestEntry } from '../contract/tree.js';
 import { OriginError, type Origin } from '../origin.js';
 import { HttpOrigin } from '../origins/http-origin.js';
@@ -50,6 +58,13 @@ export interface MirrorOptions {
   sleep?: (ms: number) => Promise<void>;
   /** How long one request may take (tests shorten it). */
   requestTimeoutMs?: number;
+  /** Hours an object no held release lists stays before it is deleted (default DEFAULT_GRACE_HOURS,
+   * as gc's --grace-hours): clients of the mirror may still read a release it dropped. */
+  graceHours?: number;
+  /** Accept a grace period shorter than SAFE_GRACE_HOURS (as gc's --force). */
+  force?: boolean;
+  /** The clock the clean-up reads (tests move it past the grace period). */
+  now?: () => Date;
 }
 
 export interface MirrorSummary {
@@ -61,7 +76,7 @@ export interface MirrorSummary {
   fetched: number;
   /** Objects the mirror already had, checked. */
   reused: number;
-  /** Objects no held release lists any more, deleted. */
+  /** Objects no held release lists any more, deleted once their grace period ended. */
   removed: number;
   /** Bytes downloaded in all (objects, pointer, history). */
   bytes: number;
@@ -137,13 +152,18 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   if (!Number.isInteger(keep) || keep < 1) throw new UsageError(`--keep ${keep}: expected a positive integer`);
   const to = resolve(opts.to);
   checkMirrorDir(to);
+  const graceHours = opts.graceHours ?? DEFAULT_GRACE_HOURS;
+  // Before anything is fetched: a grace period the clean-up would refuse is refused now.
+  checkGrace(graceHours, opts.force, () => {});
+  const backend = new DirectoryBackend(to);
+  const store = new ReleaseStore(backend);
   const counters = { bytes: 0, waited: 0 };
   const reader = await rawReader(opts, counters);
   const source = await openSource(reader, opts.from);
   const current = source.pointer;
 
   // 1. Which releases to hold: those held already, those asked for, the current one; the newest `keep`.
-  const held = readLocalHistory(to);
+  const held = await store.history().catch(() => emptyHistory());
   const known = new Map([...source.history.releases, ...source.history.retired, current].map((r) => [r.release, r] as const));
   for (const name of opts.releases ?? []) {
     if (!known.has(name)) throw new UsageError(`release ${name} is not kept by ${opts.from}; it keeps: ${source.history.releases.map((r) => r.release).join(', ')}`);
@@ -157,7 +177,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   wanted.push({ release: current.release, manifest_sha256: current.manifest_sha256, published_at: current.published_at });
 
   // 2. Every object those releases list: their manifests first (from the mirror when it has them).
-  const local = new LocalObjects(to);
+  const local = new LocalObjects(store, backend);
   const needed = new Map<string, { size: number; path: string }>();
   for (const r of wanted) {
     const manifest = await loadManifest(async (path, listed) => {
@@ -198,15 +218,18 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     fetching.stop();
   }
 
-  // 4. The mirror's history, then its pointer (a server of the mirror follows the pointer), then the record.
-  const history: ReleaseHistory = { format: STORE_FORMAT, releases: wanted, pending: [], retired: [] };
-  await writeAtomically(join(to, HISTORY_KEY), Buffer.from(JSON.stringify(history)));
-  await writeAtomically(join(to, POINTER_KEY), Buffer.from(JSON.stringify(current)));
-  const record: MirrorRecord = { source: opts.from, synced_at: new Date().toISOString(), current: current.release, releases: wanted.map((r) => r.release) };
-  await writeAtomically(join(to, MIRROR_RECORD), Buffer.from(`${JSON.stringify(record, null, 2)}\n`));
+  // 4. The mirror's history (releases it no longer holds retired), then its pointer (a server of the
+  // mirror follows the pointer), then the record.
+  const syncedAt = new Date().toISOString();
+  await store.updateHistory((h) => retire(h, wanted, syncedAt));
+  await store.updatePointer(() => current);
+  const record: MirrorRecord = { source: opts.from, synced_at: syncedAt, current: current.release, releases: wanted.map((r) => r.release) };
+  await backend.write(MIRROR_RECORD, Buffer.from(`${JSON.stringify(record, null, 2)}\n`), { contentType: 'application/json', cacheControl: 'no-cache' });
 
-  // 5. Objects no held release lists: gone.
-  const removed = local.removeAllBut(new Set(needed.keys()));
+  // 5. Objects no held release lists, once their grace period ended: gc over the mirror's store.
+  const removed = await cleanUp(store, { graceHours, force: opts.force, now: opts.now, log });
+  // Scratch files of a killed run (this run leaves none): a mirror's objects have one writer at a time.
+  await backend.removeScratch('objects', 0);
   // Fetched: downloaded by this run (manifests included); reused: the rest of what the releases list.
   const summary: MirrorSummary = { release: current.release, releases: record.releases, fetched: local.written, reused: needed.size - local.written, removed, bytes: counters.bytes, waited: counters.waited, seconds: (performance.now() - started) / 1000 };
   log(mirrorSummaryLine(summary, opts.from, to));
@@ -222,58 +245,49 @@ function checkMirrorDir(to: string): void {
     throw new UsageError(`--to ${to} holds a rendered tree (a mirror made by an older isoatlas, or a build): mirror into a new directory, then remove it yourself`);
   }
   const entries = readdirSync(to).filter((name) => !name.startsWith('.'));
-  const ours = new Set([POINTER_KEY, HISTORY_KEY, MIRROR_RECORD, 'objects']);
-  if (entries.some((name) => !ours.has(name) && !name.endsWith('.tmp'))) {
+  const ours = new Set([POINTER_KEY, HISTORY_KEY, MIRROR_RECORD, PROBE_KEY, 'objects']);
+  if (entries.some((name) => !ours.has(name) && !/\.tmp(-[0-9]+-[0-9a-f]+)?$|\.lock$/.test(name))) {
     throw new UsageError(`--to ${to} is not empty and is not a mirror (it holds ${entries.filter((n) => !ours.has(n)).slice(0, 3).join(', ')}): refusing to write into it`);
   }
 }
 
-function readLocalHistory(to: string): ReleaseHistory {
+/** The history with `wanted` the held releases, and those it held before and holds no more
+ * retired now: gc keeps their objects for the grace period (sweep.ts). */
+function retire(h: ReleaseHistory, wanted: PublishedRelease[], at: string): ReleaseHistory {
+  const holds = (r: { release: string }) => wanted.some((w) => w.release === r.release);
+  const dropped = h.releases.filter((r) => !holds(r));
+  return { ...h, format: STORE_FORMAT, releases: wanted, retired: [...h.retired.filter((r) => !holds(r) && !dropped.some((d) => d.release === r.release)), ...dropped.map((r) => ({ ...r, retired_at: at }))] };
+}
+
+/** Deletes what gc would: the sync is done, so a clean-up that cannot finish (a retired release's
+ * manifest gone by hand, say) is said and leaves the objects for the next sync. */
+async function cleanUp(store: ReleaseStore, o: { graceHours: number; force?: boolean; now?: () => Date; log: (line: string) => void }): Promise<number> {
   try {
-    return parseHistory(readFileSync(join(to, HISTORY_KEY), 'utf8'));
-  } catch {
-    return { format: STORE_FORMAT, releases: [], pending: [], retired: [] };
+    // One machine's clock dates the retirements and the files: no skew between them to allow for.
+    const swept = await sweepStore(store, { graceHours: o.graceHours, force: o.force, now: o.now, log: o.log, clockSkewMs: 0 });
+    return swept.deleted;
+  } catch (err) {
+    o.log(`the mirror is synced, but deleting the objects it no longer holds failed: ${(err as Error).message}. The next sync tries again`);
+    return 0;
   }
 }
 
-/** The mirror's objects directory. */
+/** The mirror's objects. */
 class LocalObjects {
   /** Objects written by this run. */
   written = 0;
-  constructor(private readonly root: string) {}
-  private file(sha: string) {
-    return join(this.root, objectKey(sha));
-  }
+  constructor(
+    private readonly store: ReleaseStore,
+    private readonly backend: DirectoryBackend,
+  ) {}
   /** The object's bytes when it is there with this sha256 (and size), else null. */
   verified(sha: string, size?: number): Buffer | null {
-    try {
-      const file = this.file(sha);
-      if (size !== undefined && statSync(file, { throwIfNoEntry: false })?.size !== size) return null;
-      const body = readFileSync(file);
-      return sha256Of(body) === sha ? body : null;
-    } catch {
-      return null;
-    }
+    const body = this.backend.readNow(objectKey(sha), size);
+    return body && sha256Of(body) === sha ? body : null;
   }
   async put(sha: string, body: Buffer): Promise<void> {
-    const file = this.file(sha);
-    mkdirSync(dirname(file), { recursive: true });
-    await writeAtomically(file, body);
+    await this.store.putObject(sha, body);
     this.written++;
-  }
-  /** Deletes every object not in `keep` (and temporary files left by a killed run). */
-  removeAllBut(keep: Set<string>): number {
-    const objects = join(this.root, 'objects');
-    if (!existsSync(objects)) return 0;
-    let removed = 0;
-    for (const dir of readdirSync(objects)) {
-      for (const name of readdirSync(join(objects, dir))) {
-        if (keep.has(dir + name)) continue;
-        rmSync(join(objects, dir, name), { force: true });
-        removed += name.includes('.tmp') ? 0 : 1;
-      }
-    }
-    return removed;
   }
 }
 
@@ -417,16 +431,4 @@ function bar(opts: MirrorOptions, label: string, total: number): Progress {
       drawing = false;
     },
   };
-}
-
-/** Writes via a temporary name and a rename: a killed run leaves no half-written file under a real name. */
-async function writeAtomically(file: string, body: Buffer): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}`;
-  try {
-    await writeFile(tmp, body);
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
 }

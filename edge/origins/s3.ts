@@ -1,28 +1,31 @@
 // Reads objects of a bucket with the S3 API (GetObject): the edge in the CDN deployment (with the
-// Lambda's role) and `isoatlas mirror --from s3://…`. Wrap it in PointerOrigin to serve releases.
-import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
+// Lambda's role) and `isoatlas mirror --from s3://…`: the read half of the store's S3 backend, with
+// a time budget and failures said as an origin's. Wrap it in StoreOrigin to serve releases.
+import type { S3Client } from '@aws-sdk/client-s3';
 import { OriginError, type Origin, type OriginObject } from '../origin.js';
+import { S3Backend } from '../store/s3-backend.js';
 
 export class S3RawOrigin implements Origin {
   readonly description: string;
+  private readonly backend: S3Backend;
 
   constructor(
-    private readonly client: S3Client,
-    private readonly bucket: string,
-    private readonly keyPrefix = '',
+    client: S3Client,
+    bucket: string,
+    keyPrefix = '',
     private readonly timeoutMs = 5_000,
   ) {
+    this.backend = new S3Backend(client, bucket, keyPrefix);
     this.description = `s3://${bucket}/${keyPrefix}`;
   }
 
   async read(path: string): Promise<OriginObject | null> {
     const budget = AbortSignal.timeout(this.timeoutMs);
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyPrefix + path }), { abortSignal: budget });
-      return { body: await out.Body!.transformToByteArray() };
+      const got = await this.backend.read(path, budget);
+      return got ? { body: got.body } : null;
     } catch (err) {
       const name = (err as Error).name;
-      if (err instanceof NoSuchKey || name === 'NoSuchKey' || name === 'NotFound') return null;
       // Our budget ran out (while waiting or while reading the body). Not the error's name: the SDK
       // names a connection reset "TimeoutError" too.
       if (budget.aborted) throw new OriginError(`${this.description}${path}: no answer within ${this.timeoutMs} ms`, 'timeout');

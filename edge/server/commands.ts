@@ -3,8 +3,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError } from '../../build/common/errors.js';
 import { readAccessConfigFile } from '../../build/common/access-config-file.js';
-import { DEFAULT_PORT, collectAddress, parseBaseUrl, parseMode, parsePort, positiveInteger } from '../../build/common/cli-options.js';
+import { DEFAULT_PORT, collectAddress, nonNegativeNumber, parseBaseUrl, parseMode, parsePort, positiveInteger } from '../../build/common/cli-options.js';
 import { infoLine, log } from './logger.js';
+import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from '../../build/publish/grace.js';
 import { parseEndpoint } from '../../build/common/storage-errors.js';
 
 /** A value written into the nginx config as it is: only the characters its kind needs. */
@@ -48,7 +49,9 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
     .option('--concurrency <n>', 'downloads in flight at once', positiveInteger, 16)
     .option('--region <region>', 'S3 region (default $AWS_REGION or us-east-1)')
     .option('--endpoint <url>', 'S3-compatible endpoint (path-style addressing), e.g. http://127.0.0.1:9000', parseEndpoint)
-    .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string }) => {
+    .option('--grace-hours <h>', `keep the objects of a release the mirror no longer holds this long, for clients still reading it, then delete them, as gc does (below ${SAFE_GRACE_HOURS} only with --force)`, nonNegativeNumber, DEFAULT_GRACE_HOURS)
+    .option('--force', `accept a --grace-hours below ${SAFE_GRACE_HOURS}`)
+    .action(async (o: { from: string; to: string; release: string[]; keep: number; concurrency: number; region?: string; endpoint?: string; graceHours: number; force?: boolean }) => {
       const { mirror } = await import('../mirror/mirror.js');
       await mirror({ ...o, releases: o.release, log: infoLine });
     });

@@ -13,7 +13,7 @@ import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { API_PREFIX, contentTypeOf, routesOfTreeFile, withId, type ManifestEntry } from '../contract/tree.js';
 import { LocalOrigin } from '../origins/local.js';
-import { StoreReleaseFiles } from '../origins/store.js';
+import { StoreReleaseFiles } from '../origins/store-origin.js';
 import { RELEASE_HEADER, isKeyedFile, listSize, type Route } from '../contract/routes.js';
 import { CORS_HEADERS } from '../contract/http-headers.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../responses.js';

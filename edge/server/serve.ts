@@ -11,8 +11,9 @@ import { TrustedFronts } from '../adapters/forwarded.js';
 import { cacheControl, RELEASE_HEADER } from '../contract/routes.js';
 import type { Releases } from '../endpoints/route-request.js';
 import { LocalOrigin, LocalTreeOrigin } from '../origins/local.js';
-import { StoreOrigin } from '../origins/store.js';
-import { POINTER_KEY, parsePointer, type ReleasePointer } from '../contract/store.js';
+import { StoreOrigin } from '../origins/store-origin.js';
+import { DirectoryBackend } from '../store/directory-backend.js';
+import { POINTER_KEY, parsePointer, type ReleasePointer } from '../contract/store-layout.js';
 import { createNodeServer, shutdownGracefully } from '../adapters/node-http.js';
 import { withCompression } from '../adapters/compress.js';
 import { AccessControl } from '../access/control.js';
@@ -99,7 +100,7 @@ export function servedDir(dir: string): ServedDir {
 /** A mirror is served with pinning and its store files (for other mirrors); a tree as one release. */
 function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> & { kind: ServedDir['kind'] } {
   if (servedDir(dir).kind === 'tree') return { kind: 'tree', origin: new LocalTreeOrigin(dir) };
-  const files = new LocalOrigin(dir);
+  const files = new DirectoryBackend(dir);
   // The pointer is read again every two seconds: a sync switches the served release.
   return { kind: 'mirror', origin: new StoreOrigin(files, 2_000), storeFiles: files };
 }

@@ -1,8 +1,8 @@
-// A published store of releases (edge/contract/store.ts) behind any raw reader (S3, HTTP, a
+// A published store of releases (edge/contract/store-layout.ts) behind any raw reader (S3, HTTP, a
 // directory): the current release from the pointer, any other from the history, each cached for at
 // most `ttlMs` (so a publish or rollback reaches every reader within that time), and every file of a
 // release read by the sha256 its manifest lists.
-import { HISTORY_KEY, POINTER_KEY, objectKey, releasePublicPath, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store.js';
+import { HISTORY_KEY, POINTER_KEY, objectKey, releasePublicPath, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store-layout.js';
 import { treePaths } from '../contract/tree.js';
 import { OriginError, type Origin, type OriginObject, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from '../origin.js';
 
