@@ -17,7 +17,9 @@ async function demoScale(ctx: BenchContext): Promise<{ table: Table; headline: s
     size = await treeSize(join(work, 'tree'));
     seconds.push(m.seconds);
     rss.push(m.peakRssBytes);
-    ctx.log(`  demo build ${i + 1}/${ctx.opts.runs}: ${m.seconds.toFixed(1)} s, ${fmt(size.files)} files, ${mib(size.bytes).toFixed(1)} MiB, peak RSS ${mib(m.peakRssBytes).toFixed(0)} MiB`);
+    ctx.log(
+      `  demo build ${i + 1}/${ctx.opts.runs}: ${m.seconds.toFixed(1)} s, ${fmt(size.files)} files, ${mib(size.bytes).toFixed(1)} MiB, peak RSS ${mib(m.peakRssBytes).toFixed(0)} MiB`,
+    );
     // Keep the last build for the other sections; earlier ones only cost disk.
     if (i === ctx.opts.runs - 1) ctx.provideDemo(demoRelease(work));
     else rmSync(work, { recursive: true, force: true });
@@ -26,9 +28,19 @@ async function demoScale(ctx: BenchContext): Promise<{ table: Table; headline: s
   const r = summarize(rss.map(mib));
   return {
     table: {
-      caption: '**Demo release** (real chr22 core + generated tracks): `isoatlas demo`, whole pipeline (import, generate, render).',
+      caption:
+        '**Demo release** (real chr22 core + generated tracks): `isoatlas demo`, whole pipeline (import, generate, render).',
       headers: ['scale', 'runs', 'wall seconds', 'files', 'tree bytes', 'peak RSS (MiB)'],
-      rows: [['demo', String(s.n), fmtSummary(s, 1), fmt(size.files), `${fmt(size.bytes)} (${mib(size.bytes).toFixed(1)} MiB)`, fmtSummary(r)]],
+      rows: [
+        [
+          'demo',
+          String(s.n),
+          fmtSummary(s, 1),
+          fmt(size.files),
+          `${fmt(size.bytes)} (${mib(size.bytes).toFixed(1)} MiB)`,
+          fmtSummary(r),
+        ],
+      ],
     },
     headline: `demo build ${s.median.toFixed(1)} s`,
   };
@@ -65,8 +77,15 @@ function lastJsonLine(text: string): HumanReport | null {
 const RENDER_TARGET_SECONDS = 300;
 const RSS_TARGET_BYTES = 2e9;
 
-async function humanScale(ctx: BenchContext): Promise<{ tables: Table[]; targets: Target[]; notes: string[]; headline: string }> {
-  const notRun = (why: string) => ({ tables: [], targets: [], notes: [`Human scale: not run — ${why}.`], headline: 'human scale not run' });
+async function humanScale(
+  ctx: BenchContext,
+): Promise<{ tables: Table[]; targets: Target[]; notes: string[]; headline: string }> {
+  const notRun = (why: string) => ({
+    tables: [],
+    targets: [],
+    notes: [`Human scale: not run — ${why}.`],
+    headline: 'human scale not run',
+  });
   if (ctx.opts.skipHuman) return notRun('`--skip-human`');
   if (!(await hasHumanPipeline())) return notRun('this checkout has no `isoatlas demo --scale human --json`');
   const reports: HumanReport[] = [];
@@ -82,7 +101,9 @@ async function humanScale(ctx: BenchContext): Promise<{ tables: Table[]; targets
     reports.push(report);
     size = await treeSize(report.tree);
     ctx.provideHuman({ work, tree: report.tree });
-    ctx.log(`  human pipeline ${i + 1}/${ctx.opts.runsHuman}: ${walls.at(-1)!.toFixed(0)} s; ${report.stages.map((st) => `${st.stage} ${st.seconds.toFixed(0)} s, ${(st.peak_rss_kib / 1024).toFixed(0)} MiB`).join('; ')}`);
+    ctx.log(
+      `  human pipeline ${i + 1}/${ctx.opts.runsHuman}: ${walls.at(-1)!.toFixed(0)} s; ${report.stages.map((st) => `${st.stage} ${st.seconds.toFixed(0)} s, ${(st.peak_rss_kib / 1024).toFixed(0)} MiB`).join('; ')}`,
+    );
   }
   const stageNames = reports[0].stages.map((st) => st.stage);
   const stageOf = (r: HumanReport, name: string) => r.stages.find((st) => st.stage === name)!;
@@ -97,7 +118,12 @@ async function humanScale(ctx: BenchContext): Promise<{ tables: Table[]; targets
     return [name, fmtSummary(secs, 1), fmtSummary(rss), counts];
   });
   const whole = summarize(walls);
-  rows.push(['whole pipeline (wall, from outside)', fmtSummary(whole, 1), '', `tree on disk: ${fmt(size.files)} files, ${fmt(size.bytes)} bytes (${mib(size.bytes).toFixed(0)} MiB)`]);
+  rows.push([
+    'whole pipeline (wall, from outside)',
+    fmtSummary(whole, 1),
+    '',
+    `tree on disk: ${fmt(size.files)} files, ${fmt(size.bytes)} bytes (${mib(size.bytes).toFixed(0)} MiB)`,
+  ]);
   const build = summarize(reports.map((r) => stageOf(r, 'build').seconds));
   const buildRss = summarize(reports.map((r) => stageOf(r, 'build').peak_rss_kib * 1024));
   const peakAny = Math.max(...reports.flatMap((r) => r.stages.map((st) => st.peak_rss_kib * 1024)));
@@ -110,9 +136,24 @@ async function humanScale(ctx: BenchContext): Promise<{ tables: Table[]; targets
       },
     ],
     targets: [
-      { what: 'human-scale build (render)', target: `≤ ${RENDER_TARGET_SECONDS} s`, measured: `${build.median.toFixed(0)} s`, met: build.median <= RENDER_TARGET_SECONDS },
-      { what: 'human-scale build peak RSS', target: '< 2 GB', measured: `${fmt(buildRss.median / 1e6)} MB`, met: buildRss.median < RSS_TARGET_BYTES },
-      { what: 'human-scale peak RSS of any stage', target: '< 2 GB', measured: `${fmt(peakAny / 1e6)} MB`, met: peakAny < RSS_TARGET_BYTES },
+      {
+        what: 'human-scale build (render)',
+        target: `≤ ${RENDER_TARGET_SECONDS} s`,
+        measured: `${build.median.toFixed(0)} s`,
+        met: build.median <= RENDER_TARGET_SECONDS,
+      },
+      {
+        what: 'human-scale build peak RSS',
+        target: '< 2 GB',
+        measured: `${fmt(buildRss.median / 1e6)} MB`,
+        met: buildRss.median < RSS_TARGET_BYTES,
+      },
+      {
+        what: 'human-scale peak RSS of any stage',
+        target: '< 2 GB',
+        measured: `${fmt(peakAny / 1e6)} MB`,
+        met: peakAny < RSS_TARGET_BYTES,
+      },
     ],
     notes: [],
     headline: `human build ${build.median.toFixed(0)} s, ${fmt(buildRss.median / 1e6)} MB`,
@@ -125,7 +166,12 @@ export async function benchBuild(ctx: BenchContext): Promise<SectionReport> {
   // demo figures are kept.
   const human = await humanScale(ctx).catch((err: Error) => {
     ctx.log(`  human scale FAILED: ${err.message}`);
-    return { tables: [], targets: [], notes: [`Human scale: **FAILED** — ${err.message.split('\n')[0].slice(0, 300)}`], headline: 'human scale FAILED' };
+    return {
+      tables: [],
+      targets: [],
+      notes: [`Human scale: **FAILED** — ${err.message.split('\n')[0].slice(0, 300)}`],
+      headline: 'human scale FAILED',
+    };
   });
   return {
     id: 'build',

@@ -16,7 +16,10 @@ import { fmt } from './stats.js';
 export async function benchBundle(ctx: BenchContext): Promise<SectionReport> {
   const variants = [
     { name: 'HTTP origin, no access control', config: { originBaseUrl: 'https://origin.example.org' } },
-    { name: 'S3 origin (the CDN deployment)', config: { s3: { bucket: 'isoatlas-bench', region: 'us-east-1' }, structureBaseUrl: 'https://cdn.example.org' } },
+    {
+      name: 'S3 origin (the CDN deployment)',
+      config: { s3: { bucket: 'isoatlas-bench', region: 'us-east-1' }, structureBaseUrl: 'https://cdn.example.org' },
+    },
   ];
   const rows: string[][] = [];
   const targets: Target[] = [];
@@ -29,16 +32,37 @@ export async function benchBundle(ctx: BenchContext): Promise<SectionReport> {
       last = await bundleEdge({ outDir: join(ctx.tmp, `bundle-${i}-${run}`), ...v.config });
       sizes.add(`${last.bytes}/${last.gzipBytes}`);
     }
-    if (sizes.size !== 1) throw new Error(`edge bundle size differs between identical builds: ${[...sizes].join(', ')}`);
-    rows.push([v.name, `${fmt(last.bytes)} (${(last.bytes / 1024).toFixed(1)} KiB)`, `${fmt(last.gzipBytes)} (${(last.gzipBytes / 1024).toFixed(1)} KiB)`, `${((100 * last.gzipBytes) / EDGE_BUNDLE_BUDGET).toFixed(1)}%`]);
+    if (sizes.size !== 1)
+      throw new Error(`edge bundle size differs between identical builds: ${[...sizes].join(', ')}`);
+    rows.push([
+      v.name,
+      `${fmt(last.bytes)} (${(last.bytes / 1024).toFixed(1)} KiB)`,
+      `${fmt(last.gzipBytes)} (${(last.gzipBytes / 1024).toFixed(1)} KiB)`,
+      `${((100 * last.gzipBytes) / EDGE_BUNDLE_BUDGET).toFixed(1)}%`,
+    ]);
     deployedGzip = last.gzipBytes; // the last variant is the CDN deployment
-    targets.push({ what: `${v.name}: gzipped size`, target: `≤ ${fmt(EDGE_BUNDLE_BUDGET)} bytes (1 MiB)`, measured: fmt(last.gzipBytes), met: last.gzipBytes <= EDGE_BUNDLE_BUDGET });
+    targets.push({
+      what: `${v.name}: gzipped size`,
+      target: `≤ ${fmt(EDGE_BUNDLE_BUDGET)} bytes (1 MiB)`,
+      measured: fmt(last.gzipBytes),
+      met: last.gzipBytes <= EDGE_BUNDLE_BUDGET,
+    });
     ctx.log(`  ${v.name}: ${fmt(last.bytes)} bytes, ${fmt(last.gzipBytes)} gzipped`);
   }
   for (const mode of ['open', 'key-required'] as const) {
     const bytes = Buffer.byteLength(keyGateCode(keyGateSettings(resolveAccessConfig({}, mode))));
-    rows.push([`key gate (CloudFront Function), ${mode}`, `${fmt(bytes)} (${(bytes / 1024).toFixed(1)} KiB)`, '–', `${((100 * bytes) / KEY_GATE_MAX_BYTES).toFixed(1)}% of 10 KB`]);
-    targets.push({ what: `key gate, ${mode}: code size`, target: `≤ ${fmt(KEY_GATE_MAX_BYTES)} bytes (CloudFront's limit)`, measured: fmt(bytes), met: bytes <= KEY_GATE_MAX_BYTES });
+    rows.push([
+      `key gate (CloudFront Function), ${mode}`,
+      `${fmt(bytes)} (${(bytes / 1024).toFixed(1)} KiB)`,
+      '–',
+      `${((100 * bytes) / KEY_GATE_MAX_BYTES).toFixed(1)}% of 10 KB`,
+    ]);
+    targets.push({
+      what: `key gate, ${mode}: code size`,
+      target: `≤ ${fmt(KEY_GATE_MAX_BYTES)} bytes (CloudFront's limit)`,
+      measured: fmt(bytes),
+      met: bytes <= KEY_GATE_MAX_BYTES,
+    });
   }
   // The one-file server, copied alone into an empty directory, started on the demo tree: the time
   // until it answers a gene record (the median of the runs).
@@ -53,13 +77,26 @@ export async function benchBundle(ctx: BenchContext): Promise<SectionReport> {
   }
   starts.sort((a, b) => a - b);
   const start = starts[Math.floor(starts.length / 2)];
-  rows.push(['one-file server (isoatlas-server.mjs)', `${fmt(server.bytes)} (${(server.bytes / 1e6).toFixed(2)} MB)`, `${fmt(server.gzipBytes)} (${(server.gzipBytes / 1e6).toFixed(2)} MB)`, `${((100 * server.bytes) / SERVER_BUNDLE_BUDGET).toFixed(1)}% of 5 MiB`]);
-  targets.push({ what: 'one-file server: size', target: `≤ ${fmt(SERVER_BUNDLE_BUDGET)} bytes (5 MiB)`, measured: fmt(server.bytes), met: server.bytes <= SERVER_BUNDLE_BUDGET });
-  ctx.log(`  one-file server: ${fmt(server.bytes)} bytes; first answer after ${start.toFixed(0)} ms (median of ${starts.length})`);
+  rows.push([
+    'one-file server (isoatlas-server.mjs)',
+    `${fmt(server.bytes)} (${(server.bytes / 1e6).toFixed(2)} MB)`,
+    `${fmt(server.gzipBytes)} (${(server.gzipBytes / 1e6).toFixed(2)} MB)`,
+    `${((100 * server.bytes) / SERVER_BUNDLE_BUDGET).toFixed(1)}% of 5 MiB`,
+  ]);
+  targets.push({
+    what: 'one-file server: size',
+    target: `≤ ${fmt(SERVER_BUNDLE_BUDGET)} bytes (5 MiB)`,
+    measured: fmt(server.bytes),
+    met: server.bytes <= SERVER_BUNDLE_BUDGET,
+  });
+  ctx.log(
+    `  one-file server: ${fmt(server.bytes)} bytes; first answer after ${start.toFixed(0)} ms (median of ${starts.length})`,
+  );
   return {
     id: 'bundle',
     title: '5. Edge code size, and the one-file server',
-    method: '`bundleEdge` (build/bundle/edge.ts: esbuild, minified CommonJS for Node 22, `@aws-sdk/*` left to the Lambda runtime) in two configurations; gzip level 9 stands in for the deployment zip. Sizes are deterministic (checked over repeated builds).',
+    method:
+      '`bundleEdge` (build/bundle/edge.ts: esbuild, minified CommonJS for Node 22, `@aws-sdk/*` left to the Lambda runtime) in two configurations; gzip level 9 stands in for the deployment zip. Sizes are deterministic (checked over repeated builds).',
     tables: [{ headers: ['configuration', 'bytes', 'gzipped', 'of its limit'], rows }],
     targets,
     notes: [
@@ -74,7 +111,9 @@ export async function benchBundle(ctx: BenchContext): Promise<SectionReport> {
 /** Milliseconds from starting the one-file server until it answers a gene record with 200. */
 function firstAnswerMs(file: string, tree: string, keysDir: string): Promise<number> {
   const started = performance.now();
-  const child = spawn(process.execPath, [file, 'serve', '--dir', tree, '--port', '0', '--keys-dir', keysDir], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, [file, 'serve', '--dir', tree, '--port', '0', '--keys-dir', keysDir], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     let asked = false;

@@ -14,7 +14,10 @@ function wallMs(args: string[]): number {
   return performance.now() - started;
 }
 
-export async function benchCli(ctx: { opts: { runs: number; quick: boolean }; log: (line: string) => void }): Promise<SectionReport> {
+export async function benchCli(ctx: {
+  opts: { runs: number; quick: boolean };
+  log: (line: string) => void;
+}): Promise<SectionReport> {
   const perRun = ctx.opts.quick ? 5 : 20;
   const rows: string[][] = [];
   let helpMedian = 0;
@@ -36,7 +39,14 @@ export async function benchCli(ctx: { opts: { runs: number; quick: boolean }; lo
     title: 'Command-line start',
     method: `\`node bin/isoatlas.mjs <args>\` spawned ${perRun} times per run, ${ctx.opts.runs} runs, after one warm-up; wall time from spawn to exit of each. The CLI is the compiled dist/ (bin/compile.mjs), whose commands load their modules only when they run.`,
     tables: [{ headers: ['command', 'median (ms)', 'p90 (ms)'], rows }],
-    targets: [{ what: '`isoatlas --help` start (median)', target: `≤ ${TARGET_MS} ms`, measured: `${helpMedian.toFixed(0)} ms`, met: helpMedian <= TARGET_MS }],
+    targets: [
+      {
+        what: '`isoatlas --help` start (median)',
+        target: `≤ ${TARGET_MS} ms`,
+        measured: `${helpMedian.toFixed(0)} ms`,
+        met: helpMedian <= TARGET_MS,
+      },
+    ],
     notes: ['Other work on the machine lengthens a process start more than anything else measured here.'],
     headline: `--help ${helpMedian.toFixed(0)} ms`,
   };

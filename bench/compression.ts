@@ -17,7 +17,10 @@ const LEVELS: { name: string; compress: (b: Buffer) => Buffer }[] = [
   ...[1, 6, 9].map((level) => ({ name: `gzip ${level}`, compress: (b: Buffer) => zlib.gzipSync(b, { level }) })),
   ...[4, 6, 9, 11].map((q) => ({
     name: `br ${q}`,
-    compress: (b: Buffer) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: q, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length } }),
+    compress: (b: Buffer) =>
+      zlib.brotliCompressSync(b, {
+        params: { [zlib.constants.BROTLI_PARAM_QUALITY]: q, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length },
+      }),
   })),
 ];
 
@@ -29,9 +32,24 @@ export async function benchCompression(ctx: BenchContext): Promise<SectionReport
   const genes = join(tree, 'api/v1/genes');
   const isoforms = join(tree, 'api/v1/isoforms');
   const classes: [string, string[]][] = [
-    ['gene records', readdirSync(genes).filter((f) => f.endsWith('.json')).map((f) => join(genes, f))],
-    ['isoform records', readdirSync(isoforms).filter((f) => f.endsWith('.json')).map((f) => join(isoforms, f))],
-    ['isoform list pages', readdirSync(genes, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(genes, d.name, 'isoforms/0.json'))],
+    [
+      'gene records',
+      readdirSync(genes)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => join(genes, f)),
+    ],
+    [
+      'isoform records',
+      readdirSync(isoforms)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => join(isoforms, f)),
+    ],
+    [
+      'isoform list pages',
+      readdirSync(genes, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => join(genes, d.name, 'isoforms/0.json')),
+    ],
     ['structure files (mmCIF)', readdirSync(join(tree, 'structures')).map((f) => join(tree, 'structures', f))],
   ];
   const sizeRows: string[][] = [];
@@ -70,25 +88,51 @@ export async function benchCompression(ctx: BenchContext): Promise<SectionReport
   const s = pickSamples(tree);
   const gene = `/api/v1/genes/${s.geneId}`;
   const seconds = ctx.opts.quick ? 3 : 10;
-  const codings = [['identity', 'identity'], ['gzip', 'gzip'], ['br', 'gzip, deflate, br']] as const;
-  const speed = new Map<string, { serve: LoadResult[]; front: LoadResult[] }>(codings.map(([c]) => [c, { serve: [], front: [] }]));
+  const codings = [
+    ['identity', 'identity'],
+    ['gzip', 'gzip'],
+    ['br', 'gzip, deflate, br'],
+  ] as const;
+  const speed = new Map<string, { serve: LoadResult[]; front: LoadResult[] }>(
+    codings.map(([c]) => [c, { serve: [], front: [] }]),
+  );
   const started: RunningServer[] = [];
   let precompress = { first: NaN, again: NaN, copies: 0, bytes: 0 };
   try {
-    const serve = await startLocalServer(tree, ctx.tmp, { serveArgs: ['--trust-proxy', '127.0.0.1'] }).then((x) => (started.push(x), x));
+    const serve = await startLocalServer(tree, ctx.tmp, { serveArgs: ['--trust-proxy', '127.0.0.1'] }).then(
+      (x) => (started.push(x), x),
+    );
     const front = await startNginxFront(tree, ctx.tmp, serve).then((x) => (started.push(x), x));
     for (let run = 0; run < ctx.opts.runs; run++) {
       for (const [coding, accept] of codings) {
-        for (const [server, into] of [[serve, speed.get(coding)!.serve], [front, speed.get(coding)!.front]] as const) {
-          const x = await load({ base: server.base, paths: [gene], connections: CONNECTIONS, seconds, headers: { 'Accept-Encoding': accept } });
-          if (Object.keys(x.status).some((code) => code !== '200') || x.socketErrors) throw new Error(`${server.name} ${gene} (${coding}): ${JSON.stringify(x.status)}`);
+        for (const [server, into] of [
+          [serve, speed.get(coding)!.serve],
+          [front, speed.get(coding)!.front],
+        ] as const) {
+          const x = await load({
+            base: server.base,
+            paths: [gene],
+            connections: CONNECTIONS,
+            seconds,
+            headers: { 'Accept-Encoding': accept },
+          });
+          if (Object.keys(x.status).some((code) => code !== '200') || x.socketErrors)
+            throw new Error(`${server.name} ${gene} (${coding}): ${JSON.stringify(x.status)}`);
           into.push(x);
         }
       }
     }
     // The front's copies of the demo tree: written into an empty directory, then with every copy there.
     const dir = mkdtempSync(join(ctx.tmp, 'compressed-'));
-    const opts = { dir: tree, compressedDir: dir, upstream: '127.0.0.1:1', listen: '1', serverName: '_', accessLog: '/dev/null', version: 'bench' };
+    const opts = {
+      dir: tree,
+      compressedDir: dir,
+      upstream: '127.0.0.1:1',
+      listen: '1',
+      serverName: '_',
+      accessLog: '/dev/null',
+      version: 'bench',
+    };
     let t = performance.now();
     const first = await nginxConfig(opts);
     const firstS = (performance.now() - t) / 1000;
@@ -96,7 +140,8 @@ export async function benchCompression(ctx: BenchContext): Promise<SectionReport
     await nginxConfig(opts);
     const againS = (performance.now() - t) / 1000;
     let bytes = 0;
-    for (const sub of readdirSync(dir)) for (const f of readdirSync(join(dir, sub))) bytes += readFileSync(join(dir, sub, f)).length;
+    for (const sub of readdirSync(dir))
+      for (const f of readdirSync(join(dir, sub))) bytes += readFileSync(join(dir, sub, f)).length;
     precompress = { first: firstS, again: againS, copies: first.compressed.written, bytes };
     rmSync(dir, { recursive: true, force: true });
   } finally {
@@ -111,14 +156,38 @@ export async function benchCompression(ctx: BenchContext): Promise<SectionReport
     title: 'Compression: codings, levels, and their cost',
     method: `Node's zlib (sync) over the first ${perClass} files of each kind in the demo tree, ${ctx.opts.runs} runs (compress time per MiB of input: median and spread). The server and its nginx front as in the server section (autocannon, ${CONNECTIONS} connections, ${seconds} s per run, ${ctx.opts.runs} runs) on one gene record (${gene}) as fast as each answers, with Accept-Encoding identity, gzip, or a browser's "gzip, deflate, br"; the server compresses each body once and keeps it. The front's copies: \`nginxConfig\` in the bench process on the demo tree, into an empty directory, then again with every copy in place.`,
     tables: [
-      { caption: 'Bytes, as a share of identity', headers: ['files', 'n', 'median bytes', 'mean bytes', ...levelNames], rows: sizeRows },
+      {
+        caption: 'Bytes, as a share of identity',
+        headers: ['files', 'n', 'median bytes', 'mean bytes', ...levelNames],
+        rows: sizeRows,
+      },
       { caption: 'Compress time (ms per MiB of input)', headers: ['files', ...levelNames], rows: timeRows },
-      { caption: 'A gene record cut to a size: bytes compressed', headers: ['identity bytes', 'gzip 6', 'br 6'], rows: smallRows },
-      { caption: `A gene record as fast as answered (requests/s)`, headers: ['coding', 'serve', 'nginx front'], rows: speedRows },
+      {
+        caption: 'A gene record cut to a size: bytes compressed',
+        headers: ['identity bytes', 'gzip 6', 'br 6'],
+        rows: smallRows,
+      },
+      {
+        caption: `A gene record as fast as answered (requests/s)`,
+        headers: ['coding', 'serve', 'nginx front'],
+        rows: speedRows,
+      },
       {
         caption: "The nginx front's compressed copies of the demo tree (isoatlas nginx-config)",
-        headers: ['copies written', 'bytes of copies', 'config with copies written (s)', 'config with copies present (s)'],
-        rows: [[fmt(precompress.copies), `${fmt(mib(precompress.bytes), 1)} MiB`, fmt(precompress.first, 1), fmt(precompress.again, 1)]],
+        headers: [
+          'copies written',
+          'bytes of copies',
+          'config with copies written (s)',
+          'config with copies present (s)',
+        ],
+        rows: [
+          [
+            fmt(precompress.copies),
+            `${fmt(mib(precompress.bytes), 1)} MiB`,
+            fmt(precompress.first, 1),
+            fmt(precompress.again, 1),
+          ],
+        ],
       },
     ],
     targets: [],

@@ -49,13 +49,24 @@ export function demoRelease(work: string): DemoRelease {
 
 /** Runs a command to completion (arguments passed as they are, no shell); rejects with its output
  * when it fails. */
-export function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
+export function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolvePromise, reject) => {
-    const child = execFile(cmd, args, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, maxBuffer: RUN_MAX_OUTPUT }, (err, stdout, stderr) => {
-      if (!err) return resolvePromise({ stdout, stderr });
-      const status = typeof err.code === 'number' ? err.code : (err.signal ?? err.code);
-      reject(new Error(`${cmd} ${args.join(' ')} failed (${status}):\n${String(stderr || err.message).slice(-2000)}`));
-    });
+    const child = execFile(
+      cmd,
+      args,
+      { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, maxBuffer: RUN_MAX_OUTPUT },
+      (err, stdout, stderr) => {
+        if (!err) return resolvePromise({ stdout, stderr });
+        const status = typeof err.code === 'number' ? err.code : (err.signal ?? err.code);
+        reject(
+          new Error(`${cmd} ${args.join(' ')} failed (${status}):\n${String(stderr || err.message).slice(-2000)}`),
+        );
+      },
+    );
     child.stdin?.end(); // nothing to read: a command that waits for input ends instead of hanging
   });
 }
@@ -76,7 +87,9 @@ export interface MeasuredRun {
 export async function measureCli(args: string[], tmp: string, tag: string): Promise<MeasuredRun> {
   const rssFile = join(tmp, `rss-${tag}.json`);
   const started = performance.now();
-  const out = await run(process.execPath, ['--require', RSS_PRELOAD, CLI, ...args], { env: { ISOATLAS_BENCH_RSS_FILE: rssFile } });
+  const out = await run(process.execPath, ['--require', RSS_PRELOAD, CLI, ...args], {
+    env: { ISOATLAS_BENCH_RSS_FILE: rssFile },
+  });
   const seconds = (performance.now() - started) / 1000;
   const { maxRssKiB } = JSON.parse(readFileSync(rssFile, 'utf8')) as { maxRssKiB: number };
   return { seconds, peakRssBytes: maxRssKiB * 1024, ...out };
@@ -85,7 +98,9 @@ export async function measureCli(args: string[], tmp: string, tag: string): Prom
 export function createContext(opts: BenchOptions, tmp: string, log: (line: string) => void): BenchContext {
   let demo: Promise<DemoRelease> | null = opts.demoWork ? Promise.resolve(demoRelease(resolve(opts.demoWork))) : null;
   let human: { work: string; tree: string } | null =
-    opts.humanTree && existsSync(join(opts.humanTree, 'tree/manifest.json')) ? { work: resolve(opts.humanTree), tree: join(resolve(opts.humanTree), 'tree') } : null;
+    opts.humanTree && existsSync(join(opts.humanTree, 'tree/manifest.json'))
+      ? { work: resolve(opts.humanTree), tree: join(resolve(opts.humanTree), 'tree') }
+      : null;
   return {
     opts,
     tmp,

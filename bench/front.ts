@@ -32,7 +32,23 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const config = join(dir, 'isoatlas.conf');
-  const generated = await measureCli(['nginx-config', '--dir', tree, '--upstream', '127.0.0.1:9', '--listen', `127.0.0.1:${port}`, '--access-log', '/dev/null', '--out', config], ctx.tmp, `front-${label}`);
+  const generated = await measureCli(
+    [
+      'nginx-config',
+      '--dir',
+      tree,
+      '--upstream',
+      '127.0.0.1:9',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--access-log',
+      '/dev/null',
+      '--out',
+      config,
+    ],
+    ctx.tmp,
+    `front-${label}`,
+  );
   const mapped = Number(/(\d+) requests answered from files/.exec(generated.stderr)?.[1] ?? NaN);
   const { args } = standaloneNginx(dir, config);
   const check = spawnSync(NGINX_BIN, [...args, '-t'], { encoding: 'utf8' });
@@ -44,38 +60,77 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
   let nginxPss = NaN;
   try {
     for (let i = 0; i < 1200; i++) {
-      const up = await fetch(`http://127.0.0.1:${port}/.isoatlas/none`).then(() => true, () => false);
+      const up = await fetch(`http://127.0.0.1:${port}/.isoatlas/none`).then(
+        () => true,
+        () => false,
+      );
       if (up) {
         nginxStartSeconds = (performance.now() - t0) / 1000;
         break;
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-    const workers = spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+    const workers = spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter(Boolean)
+      .map(Number);
     nginxPss = [child.pid!, ...workers].reduce((sum, pid) => sum + pss(pid), 0);
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
   }
-  const scale = { label, mapped, configBytes: statSync(config).size, generateSeconds: generated.seconds, generatePeakRss: generated.peakRssBytes, nginxStartSeconds, nginxPss };
-  ctx.log(`  ${label}: ${fmt(mapped)} requests mapped, ${mib(scale.configBytes).toFixed(1)} MiB config in ${generated.seconds.toFixed(1)} s; nginx up in ${nginxStartSeconds.toFixed(2)} s, ${mib(nginxPss).toFixed(0)} MiB`);
+  const scale = {
+    label,
+    mapped,
+    configBytes: statSync(config).size,
+    generateSeconds: generated.seconds,
+    generatePeakRss: generated.peakRssBytes,
+    nginxStartSeconds,
+    nginxPss,
+  };
+  ctx.log(
+    `  ${label}: ${fmt(mapped)} requests mapped, ${mib(scale.configBytes).toFixed(1)} MiB config in ${generated.seconds.toFixed(1)} s; nginx up in ${nginxStartSeconds.toFixed(2)} s, ${mib(nginxPss).toFixed(0)} MiB`,
+  );
   return scale;
 }
 
 export async function benchFront(ctx: BenchContext): Promise<SectionReport> {
   if (!existsSync(NGINX_BIN)) throw new Error(`Debian's nginx is not installed (${NGINX_BIN}): apt-get install nginx`);
   const scales = [await measure(ctx, 'demo', (await ctx.demo()).tree)];
-  const human = [ctx.human()?.tree, join(ROOT, '.isoatlas/human/tree')].find((t) => t && existsSync(join(t, 'manifest.json')));
+  const human = [ctx.human()?.tree, join(ROOT, '.isoatlas/human/tree')].find(
+    (t) => t && existsSync(join(t, 'manifest.json')),
+  );
   if (human) scales.push(await measure(ctx, 'human', human));
   else ctx.log('  no human-scale tree (run the build section, or `isoatlas demo --scale human`): demo scale only');
-  const rows = scales.map((s) => [s.label, fmt(s.mapped), mib(s.configBytes).toFixed(1), s.generateSeconds.toFixed(1), mib(s.generatePeakRss).toFixed(0), s.nginxStartSeconds.toFixed(2), mib(s.nginxPss).toFixed(0)]);
+  const rows = scales.map((s) => [
+    s.label,
+    fmt(s.mapped),
+    mib(s.configBytes).toFixed(1),
+    s.generateSeconds.toFixed(1),
+    mib(s.generatePeakRss).toFixed(0),
+    s.nginxStartSeconds.toFixed(2),
+    mib(s.nginxPss).toFixed(0),
+  ]);
   const last = scales[scales.length - 1];
   return {
     id: 'front',
     title: 'The nginx front’s config',
     method:
       '`isoatlas nginx-config` over a rendered tree (one run, in a child process: wall time, peak RSS from getrusage), then Debian’s nginx started with the config in an http block (`worker_processes 1`): time from spawn until it answers on its port, and the proportional set size (Pss, /proc/<pid>/smaps_rollup) of its master and worker together once it does. The human-scale tree holds no structure files (structures are recorded by path), so its map has no `/structures/` entries.',
-    tables: [{ headers: ['scale', 'requests mapped to files', 'config (MiB)', 'generated in (s)', 'generator peak RSS (MiB)', 'nginx up in (s)', 'nginx memory, master + worker (MiB)'], rows }],
+    tables: [
+      {
+        headers: [
+          'scale',
+          'requests mapped to files',
+          'config (MiB)',
+          'generated in (s)',
+          'generator peak RSS (MiB)',
+          'nginx up in (s)',
+          'nginx memory, master + worker (MiB)',
+        ],
+        rows,
+      },
+    ],
     targets: [],
     notes: [
       'A tree’s map names each file by path and sha256; a mirror’s (a store) by sha256 alone, which makes its config smaller.',

@@ -47,7 +47,14 @@ export async function benchHandler(ctx: BenchContext): Promise<SectionReport> {
       if (bytes !== null) alloc.push(bytes / 1024);
     }
     const a = alloc.length ? fmtSummary(summarize(alloc), 1) : 'n/a (GC in every batch)';
-    rows.push([r.name, `\`${r.path.replace('/api/v1', '')}\``, fmtSummary(summarize(rps)), fmtSummary(summarize(p50)), fmtSummary(summarize(p99)), a]);
+    rows.push([
+      r.name,
+      `\`${r.path.replace('/api/v1', '')}\``,
+      fmtSummary(summarize(rps)),
+      fmtSummary(summarize(p50)),
+      fmtSummary(summarize(p99)),
+      a,
+    ]);
     ctx.log(`  ${r.name}: ${fmt(summarize(rps).median)} req/s, p99 ${fmt(summarize(p99).median)} µs`);
   }
   const rpsOf = (name: string) => rows.find((row) => row[0] === name)?.[2] ?? '?';

@@ -47,7 +47,8 @@ export function gitCommit(cwd: string): string {
   // Set when the bench runs from an exported snapshot of a commit (no .git there).
   if (process.env.ISOATLAS_BENCH_COMMIT) return process.env.ISOATLAS_BENCH_COMMIT;
   try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const sha = git('rev-parse', '--short=12', 'HEAD');
     const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
     return dirty ? `${sha}+dirty` : sha;

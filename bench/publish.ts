@@ -40,7 +40,9 @@ function changedRelease(baseDb: string, file: string): { release: string; isofor
     db.prepare("UPDATE release_meta SET value = ? WHERE key = 'release'").run(release);
     const isoforms = (db.prepare('SELECT count(*) AS n FROM isoforms').get() as { n: number }).n;
     // Every 100th isoform (by rowid): a spread-out 1%, as a re-quantified sample would touch.
-    const changed = db.prepare('UPDATE isoforms SET expression_tpm = coalesce(expression_tpm, 0) + 1 WHERE rowid % 100 = 0').run().changes;
+    const changed = db
+      .prepare('UPDATE isoforms SET expression_tpm = coalesce(expression_tpm, 0) + 1 WHERE rowid % 100 = 0')
+      .run().changes;
     return { release, isoforms, changed };
   } finally {
     db.close();
@@ -58,7 +60,11 @@ async function rcloneInstalled(): Promise<string | null> {
 
 /** `rclone sync <tree> bench:<bucket>`, timed. rclone from Debian refuses to start while
  * AWS_CA_BUNDLE is set, so it runs without it; the remote is configured through the environment. */
-async function rcloneSync(tree: string, endpoint: string, bucket: string): Promise<{ seconds: number; failure: string | null }> {
+async function rcloneSync(
+  tree: string,
+  endpoint: string,
+  bucket: string,
+): Promise<{ seconds: number; failure: string | null }> {
   const env: NodeJS.ProcessEnv = {
     RCLONE_CONFIG_BENCH_TYPE: 's3',
     RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
@@ -70,10 +76,28 @@ async function rcloneSync(tree: string, endpoint: string, bucket: string): Promi
   const started = performance.now();
   // One attempt (`--retries 1`): by default rclone repeats a sync that had errors up to 3 times; one
   // attempt is the least a user waits, so it can only flatter rclone. A failure is reported, not fatal.
-  const args = ['-u', 'AWS_CA_BUNDLE', 'rclone', 'sync', tree, `bench:${bucket}`, ...RCLONE_FLAGS, '--transfers', String(PARALLEL), '--checkers', String(PARALLEL), '--retries', '1'];
+  const args = [
+    '-u',
+    'AWS_CA_BUNDLE',
+    'rclone',
+    'sync',
+    tree,
+    `bench:${bucket}`,
+    ...RCLONE_FLAGS,
+    '--transfers',
+    String(PARALLEL),
+    '--checkers',
+    String(PARALLEL),
+    '--retries',
+    '1',
+  ];
   const failure = await run('env', args, { env }).then(
     () => null,
-    (err: Error) => err.message.split('\n').filter((l) => /ERROR/.test(l)).slice(-1)[0] ?? err.message.split('\n')[0],
+    (err: Error) =>
+      err.message
+        .split('\n')
+        .filter((l) => /ERROR/.test(l))
+        .slice(-1)[0] ?? err.message.split('\n')[0],
   );
   return { seconds: (performance.now() - started) / 1000, failure };
 }
@@ -103,7 +127,10 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
   let base: { db: string; tree: string };
   if (scale === 'human') {
     const human = ctx.human();
-    if (!human) throw new Error('--publish-scale human needs a human-scale tree: run the build section in the same run, or pass --human-tree <dir>');
+    if (!human)
+      throw new Error(
+        '--publish-scale human needs a human-scale tree: run the build section in the same run, or pass --human-tree <dir>',
+      );
     base = { db: join(human.work, 'release.sqlite'), tree: human.tree };
   } else {
     base = await ctx.demo();
@@ -117,7 +144,9 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
   const changedDb = join(ctx.tmp, 'publish-changed.sqlite');
   const tree2 = join(ctx.tmp, 'publish-changed-tree');
   const change = changedRelease(base.db, changedDb);
-  ctx.log(`  ${scale} scale (${fmt(files)} files): rendering release 2 (${change.changed} of ${fmt(change.isoforms)} isoforms changed)…`);
+  ctx.log(
+    `  ${scale} scale (${fmt(files)} files): rendering release 2 (${change.changed} of ${fmt(change.isoforms)} isoforms changed)…`,
+  );
   await renderTree(changedDb, tree2, { progress: false });
   rmSync(changedDb, { force: true });
 
@@ -134,7 +163,9 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     const load = loadavg()[0];
     const bucket = `isoatlas-run${n}`;
     const rcloneBucket = `rclone-run${n}`;
-    const s3rver = await startS3rver(join(ctx.tmp, `s3rver-run${n}`), [bucket, rcloneBucket], { conditionalWrites: true });
+    const s3rver = await startS3rver(join(ctx.tmp, `s3rver-run${n}`), [bucket, rcloneBucket], {
+      conditionalWrites: true,
+    });
     const s3 = s3Client({ endpoint: s3rver.endpoint, region: 'us-east-1' });
     const both = async (dir: string, which: string) => {
       const doPublish = () => publish({ dir, bucket, s3, progress: false, concurrency: PARALLEL });
@@ -153,18 +184,32 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
         r = await doRclone();
         p = await doPublish();
       }
-      ctx.log(`  run ${n}/${nRuns} (${publishFirst ? 'publish' : 'rclone'} first, load ${load.toFixed(2)}), ${which}: publish ${fmt(p.uploaded)} of ${fmt(p.objects)} objects in ${p.seconds.toFixed(1)} s${r === null ? '' : `, rclone ${r.toFixed(1)} s (${ratio(r / p.seconds)})`}`);
+      ctx.log(
+        `  run ${n}/${nRuns} (${publishFirst ? 'publish' : 'rclone'} first, load ${load.toFixed(2)}), ${which}: publish ${fmt(p.uploaded)} of ${fmt(p.objects)} objects in ${p.seconds.toFixed(1)} s${r === null ? '' : `, rclone ${r.toFixed(1)} s (${ratio(r / p.seconds)})`}`,
+      );
       return { p, r };
     };
     try {
       const one = await both(base.tree, 'release 1');
       if (i === 0) {
-        mirrored = await mirror({ from: `s3://${bucket}`, to: join(ctx.tmp, 'bench-mirror'), endpoint: s3rver.endpoint, progress: false, concurrency: PARALLEL });
+        mirrored = await mirror({
+          from: `s3://${bucket}`,
+          to: join(ctx.tmp, 'bench-mirror'),
+          endpoint: s3rver.endpoint,
+          progress: false,
+          concurrency: PARALLEL,
+        });
         ctx.log(`  mirror, first sync: ${fmt(mirrored.fetched)} objects in ${mirrored.seconds.toFixed(1)} s`);
       }
       const two = await both(tree2, 'release 2 (1% changed)');
       if (i === 0) {
-        resynced = await mirror({ from: `s3://${bucket}`, to: join(ctx.tmp, 'bench-mirror'), endpoint: s3rver.endpoint, progress: false, concurrency: PARALLEL });
+        resynced = await mirror({
+          from: `s3://${bucket}`,
+          to: join(ctx.tmp, 'bench-mirror'),
+          endpoint: s3rver.endpoint,
+          progress: false,
+          concurrency: PARALLEL,
+        });
         ctx.log(`  mirror, re-sync: ${fmt(resynced.fetched)} objects in ${resynced.seconds.toFixed(1)} s`);
         // What rclone would see listing its bucket folder by folder (without --fast-list).
         if (rcloneVersion) listing = await probeListing(s3, rcloneBucket, tree2);
@@ -183,8 +228,17 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
   let putHead: PutHeadProbe;
   try {
     ctx.log(`  s3rver probe: ${ctx.opts.quick ? 300 : PROBE_PUTS} PUTs each followed by a HEAD, twice…`);
-    putHead = await probePutHead(probeS3, 'probe', base.tree, ctx.opts.quick ? 300 : PROBE_PUTS, PROBE_PARALLEL, probeDir);
-    ctx.log(`  s3rver probe: ${putHead.passes.map((p) => `${p.pass}: ${p.shortFiles} files short on disk at the answer, ${p.shortHeads} short HEADs (sizes ${p.sizesSeen.join(', ') || '–'})`).join('; ')}`);
+    putHead = await probePutHead(
+      probeS3,
+      'probe',
+      base.tree,
+      ctx.opts.quick ? 300 : PROBE_PUTS,
+      PROBE_PARALLEL,
+      probeDir,
+    );
+    ctx.log(
+      `  s3rver probe: ${putHead.passes.map((p) => `${p.pass}: ${p.shortFiles} files short on disk at the answer, ${p.shortHeads} short HEADs (sizes ${p.sizesSeen.join(', ') || '–'})`).join('; ')}`,
+    );
   } finally {
     probeS3.destroy();
     await probeServer.stop();
@@ -210,7 +264,12 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
   const below = (xs: number[], limit: number) => xs.filter((x) => x < limit).length;
   const runsText = `${withRclone.length} runs`;
   const targets: Target[] = [
-    { what: '1% change: objects uploaded', target: '≤ 2% of the release', measured: `${share.toFixed(2)}% (${fmt(second.uploaded)} of ${fmt(second.objects)})`, met: share <= 2 },
+    {
+      what: '1% change: objects uploaded',
+      target: '≤ 2% of the release',
+      measured: `${share.toFixed(2)}% (${fmt(second.uploaded)} of ${fmt(second.objects)})`,
+      met: share <= 2,
+    },
     {
       what: '1% change: publish vs `rclone sync` of the same change (median of the per-run ratios)',
       target: '≥ 10× faster',
@@ -279,9 +338,11 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
       `${seenText} With \`--s3-no-head\` rclone does not make that check; \`publish()\` sends no HEAD after a PUT.`,
   );
   notes.push(
-    ...rcloneFailures.map((f) => `rclone's single attempt ended with errors (${f}); its time is counted as if it had succeeded.`),
+    ...rcloneFailures.map(
+      (f) => `rclone's single attempt ended with errors (${f}); its time is counted as if it had succeeded.`,
+    ),
     "publish knows what the store holds from release 1's manifest, reading only the manifest shards release 2 changed (no listing, no request per object); those reads are most of a 1% publish. rclone with `--fast-list --checksum` lists the whole bucket and hashes every local file on each sync, which is most of its time for a 1% change (s3rver lists slowly: its listing stats every object file and reads its metadata).",
-    'At a 1% change nearly every manifest shard changes (each lists about 1,000 files), so most of release 2\'s bytes are its manifest.',
+    "At a 1% change nearly every manifest shard changes (each lists about 1,000 files), so most of release 2's bytes are its manifest.",
     's3rver stores each object as files on a local disk; S3 from outside AWS is slower per request, which favours the tool making fewer requests.',
   );
   return {
@@ -295,17 +356,67 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     tables: [
       {
         caption: `**Per run** (seconds; ratio = rclone ÷ publish).`,
-        headers: ['run', 'order', 'load avg at start', 'release 1: publish', 'release 1: rclone', 'ratio', '1% change: publish', '1% change: rclone', 'ratio'],
+        headers: [
+          'run',
+          'order',
+          'load avg at start',
+          'release 1: publish',
+          'release 1: rclone',
+          'ratio',
+          '1% change: publish',
+          '1% change: rclone',
+          'ratio',
+        ],
         rows: perRun,
       },
       {
         caption: `**Summary**: median (min–max) over ${runs.length} runs; the mirror from run 1 only.`,
-        headers: ['step', 'objects of the release', 'objects uploaded or fetched', 'bytes', 'publish / mirror seconds', '`rclone sync` seconds', 'rclone ÷ publish'],
+        headers: [
+          'step',
+          'objects of the release',
+          'objects uploaded or fetched',
+          'bytes',
+          'publish / mirror seconds',
+          '`rclone sync` seconds',
+          'rclone ÷ publish',
+        ],
         rows: [
-          ['release 1 (full)', fmt(first.objects), fmt(first.uploaded), `${fmt(first.bytesUploaded)} (${mib(first.bytesUploaded).toFixed(1)} MiB)`, s(pub1), rc1.length ? s(rc1) : '–', ratio1.length ? fmtRatios(ratio1) : '–'],
-          ['release 2 (1% of isoforms changed)', fmt(second.objects), fmt(second.uploaded), fmt(second.bytesUploaded), s(pub2), rc2.length ? s(rc2) : '–', ratio2.length ? fmtRatios(ratio2) : '–'],
-          ['mirror, first sync (release 1)', fmt(mirrored!.fetched + mirrored!.reused), fmt(mirrored!.fetched), fmt(mirrored!.bytes), mirrored!.seconds.toFixed(1), '–', '–'],
-          ['mirror, re-sync (release 2, release 1 kept)', fmt(resynced!.fetched + resynced!.reused), fmt(resynced!.fetched), fmt(resynced!.bytes), resynced!.seconds.toFixed(1), '–', '–'],
+          [
+            'release 1 (full)',
+            fmt(first.objects),
+            fmt(first.uploaded),
+            `${fmt(first.bytesUploaded)} (${mib(first.bytesUploaded).toFixed(1)} MiB)`,
+            s(pub1),
+            rc1.length ? s(rc1) : '–',
+            ratio1.length ? fmtRatios(ratio1) : '–',
+          ],
+          [
+            'release 2 (1% of isoforms changed)',
+            fmt(second.objects),
+            fmt(second.uploaded),
+            fmt(second.bytesUploaded),
+            s(pub2),
+            rc2.length ? s(rc2) : '–',
+            ratio2.length ? fmtRatios(ratio2) : '–',
+          ],
+          [
+            'mirror, first sync (release 1)',
+            fmt(mirrored!.fetched + mirrored!.reused),
+            fmt(mirrored!.fetched),
+            fmt(mirrored!.bytes),
+            mirrored!.seconds.toFixed(1),
+            '–',
+            '–',
+          ],
+          [
+            'mirror, re-sync (release 2, release 1 kept)',
+            fmt(resynced!.fetched + resynced!.reused),
+            fmt(resynced!.fetched),
+            fmt(resynced!.bytes),
+            resynced!.seconds.toFixed(1),
+            '–',
+            '–',
+          ],
         ],
       },
     ],

@@ -30,7 +30,18 @@ export interface SectionReport {
 }
 
 /** Sections in the order BENCHMARKS.md lists them. `search` is written by bench/search.ts. */
-export const SECTION_ORDER = ['build', 'handler', 'search', 'server', 'front', 'compression', 'publish', 'bundle', 'cli', 'soak'] as const;
+export const SECTION_ORDER = [
+  'build',
+  'handler',
+  'search',
+  'server',
+  'front',
+  'compression',
+  'publish',
+  'bundle',
+  'cli',
+  'soak',
+] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
 /** Sections measured by hand (their text says how), after the bench's own: a bench run keeps them. */
 const BY_HAND = ['install'] as const;
@@ -57,7 +68,13 @@ export function renderSection(s: SectionReport, stamp: string): string {
   const parts = [`## ${s.title}`, '', `_${stamp}._ ${s.method}`];
   for (const t of s.tables) parts.push('', renderTable(t));
   if (s.targets.length) {
-    parts.push('', renderTable({ headers: ['target', 'wanted', 'measured', 'verdict'], rows: s.targets.map((t) => [t.what, t.target, t.measured, verdict(t.met)]) }));
+    parts.push(
+      '',
+      renderTable({
+        headers: ['target', 'wanted', 'measured', 'verdict'],
+        rows: s.targets.map((t) => [t.what, t.target, t.measured, verdict(t.met)]),
+      }),
+    );
   }
   if (s.notes.length) parts.push('', ...s.notes.map((n) => `- ${n}`));
   return `${begin(s.id)}\n${parts.join('\n')}\n${end(s.id)}`;

@@ -41,29 +41,72 @@ function publishScale(v: string): 'demo' | 'human' {
 }
 
 function sectionList(v: string): SectionId[] {
-  const ids = v.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const id of ids) if (!(SECTION_ORDER as readonly string[]).includes(id)) throw new InvalidArgumentError(`unknown section "${id}"; sections: ${SECTION_ORDER.join(', ')}`);
+  const ids = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const id of ids)
+    if (!(SECTION_ORDER as readonly string[]).includes(id))
+      throw new InvalidArgumentError(`unknown section "${id}"; sections: ${SECTION_ORDER.join(', ')}`);
   return ids as SectionId[];
 }
 
 async function main(argv: string[]): Promise<number> {
   const cli = new Command('bench')
-    .description('Benchmarks of the build, the edge handler, the local server and its nginx front, publishing, the edge bundle and a soak run; writes BENCHMARKS.md.')
+    .description(
+      'Benchmarks of the build, the edge handler, the local server and its nginx front, publishing, the edge bundle and a soak run; writes BENCHMARKS.md.',
+    )
     .option('--only <sections>', `comma-separated subset of: ${SECTION_ORDER.join(', ')}`, sectionList)
     .option('--runs <n>', 'runs per figure (the median is reported with the spread)', positive, 5)
     .option('--runs-human <n>', 'runs of the human-scale build (minutes each)', positive, 1)
-    .option('--publish-pairs <n>', 'pairs of publish runs against s3rver, each run on new buckets, the order of publish and rclone alternating', positive, 3)
-    .option('--publish-scale <scale>', 'release the publish section uploads: demo, or human (the build section\'s human tree, or --human-tree)', publishScale, 'demo')
+    .option(
+      '--publish-pairs <n>',
+      'pairs of publish runs against s3rver, each run on new buckets, the order of publish and rclone alternating',
+      positive,
+      3,
+    )
+    .option(
+      '--publish-scale <scale>',
+      "release the publish section uploads: demo, or human (the build section's human tree, or --human-tree)",
+      publishScale,
+      'demo',
+    )
     .option('--quick', 'short durations and few requests: a smoke run, not figures to publish', false)
     .option('--soak-minutes <n>', 'length of the soak run', positive, 10)
     .option('--skip-human', 'do not build the human-scale release', false)
-    .option('--human-tree <dir>', 'work directory of the human-scale build (kept afterwards; with --skip-human, an existing human tree there is used by sections that want one, e.g. search)')
+    .option(
+      '--human-tree <dir>',
+      'work directory of the human-scale build (kept afterwards; with --skip-human, an existing human tree there is used by sections that want one, e.g. search)',
+    )
     .option('--demo-work <dir>', 'use this already built demo release (release.sqlite, tree/) instead of building one')
     .option('--out <file>', 'report to write', join(ROOT, 'BENCHMARKS.md'))
     .option('--keep-tmp', 'keep the scratch directory', false);
   cli.parse(argv);
-  const o = cli.opts<{ only?: SectionId[]; runs: number; runsHuman: number; publishPairs: number; publishScale: 'demo' | 'human'; quick: boolean; soakMinutes: number; skipHuman: boolean; humanTree?: string; demoWork?: string; out: string; keepTmp: boolean }>();
-  const opts: BenchOptions = { runs: o.runs, runsHuman: o.runsHuman, publishPairs: o.publishPairs, publishScale: o.publishScale, quick: o.quick, soakMinutes: o.soakMinutes, skipHuman: o.skipHuman, humanTree: o.humanTree, demoWork: o.demoWork };
+  const o = cli.opts<{
+    only?: SectionId[];
+    runs: number;
+    runsHuman: number;
+    publishPairs: number;
+    publishScale: 'demo' | 'human';
+    quick: boolean;
+    soakMinutes: number;
+    skipHuman: boolean;
+    humanTree?: string;
+    demoWork?: string;
+    out: string;
+    keepTmp: boolean;
+  }>();
+  const opts: BenchOptions = {
+    runs: o.runs,
+    runsHuman: o.runsHuman,
+    publishPairs: o.publishPairs,
+    publishScale: o.publishScale,
+    quick: o.quick,
+    soakMinutes: o.soakMinutes,
+    skipHuman: o.skipHuman,
+    humanTree: o.humanTree,
+    demoWork: o.demoWork,
+  };
 
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const tmp = mkdtempSync(join(tmpdir(), 'isoatlas-bench-'));

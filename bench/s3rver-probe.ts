@@ -70,7 +70,13 @@ export async function probeListing(s3: S3Client, bucket: string, tree: string): 
     pages++;
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
-  const flat = { keys: keys.length, distinct: seen.size, files: expected.reduce((n, e) => n + e.files, 0), pages, repeatsAtPageStart };
+  const flat = {
+    keys: keys.length,
+    distinct: seen.size,
+    files: expected.reduce((n, e) => n + e.files, 0),
+    pages,
+    repeatsAtPageStart,
+  };
   return { expected, listed: listed.sort(), missing, flat };
 }
 
@@ -124,10 +130,18 @@ const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 /** PUTs `count` files of the tree into `bucket` as rclone uploads them, `concurrency` at a time, each
  * followed at once by a HEAD that compares the size (rclone's check after upload); then PUTs the same
  * keys again (a rewrite in place) and checks again. */
-export async function probePutHead(s3: S3Client, bucket: string, tree: string, count: number, concurrency: number, storeDir: string): Promise<PutHeadProbe> {
+export async function probePutHead(
+  s3: S3Client,
+  bucket: string,
+  tree: string,
+  count: number,
+  concurrency: number,
+  storeDir: string,
+): Promise<PutHeadProbe> {
   const files = treeFiles(tree, count).map((path) => ({ key: relative(tree, path), body: readFileSync(path) }));
   const passes: PutHeadProbe['passes'] = [];
-  const size = async (key: string) => (await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).ContentLength ?? -1;
+  const size = async (key: string) =>
+    (await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).ContentLength ?? -1;
   for (const pass of ['new keys', 'same keys rewritten'] as const) {
     let shortHeads = 0;
     let shortFiles = 0;

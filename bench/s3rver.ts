@@ -13,7 +13,11 @@ export interface S3rverProcess {
   stop(): Promise<void>;
 }
 
-export async function startS3rver(dir: string, buckets: string[], o: { conditionalWrites?: boolean } = {}): Promise<S3rverProcess> {
+export async function startS3rver(
+  dir: string,
+  buckets: string[],
+  o: { conditionalWrites?: boolean } = {},
+): Promise<S3rverProcess> {
   mkdirSync(dir, { recursive: true });
   const script = `
     const S3rver = require('s3rver');
@@ -22,7 +26,10 @@ export async function startS3rver(dir: string, buckets: string[], o: { condition
       .run().then((a) => console.log('S3RVER_PORT=' + a.port));`;
   // --openssl-legacy-provider: s3rver's list pagination token uses a cipher OpenSSL 3 only offers so.
   const args = o.conditionalWrites ? [join(ROOT, 'bin/local-s3.cjs'), dir, buckets.join(',')] : ['-e', script];
-  const child = spawn(process.execPath, ['--openssl-legacy-provider', ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+  const child = spawn(process.execPath, ['--openssl-legacy-provider', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: ROOT,
+  });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`s3rver did not start: ${out}`)), 20_000);

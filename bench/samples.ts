@@ -19,7 +19,11 @@ interface GeneFile {
   gene_id: string;
   gene_id_versioned: string;
   symbol: string;
-  isoforms: { transcript_id: string; transcript_name: string; metrics: { domains: number | null; neoantigens: number | null } }[];
+  isoforms: {
+    transcript_id: string;
+    transcript_name: string;
+    metrics: { domains: number | null; neoantigens: number | null };
+  }[];
 }
 
 export function pickSamples(tree: string): Samples {
@@ -32,7 +36,8 @@ export function pickSamples(tree: string): Samples {
   }
   if (!best) throw new Error(`no genes in ${genesDir}`);
   const gene = JSON.parse(readFileSync(join(genesDir, `${best.id}.json`), 'utf8')) as GeneFile;
-  const isoform = gene.isoforms.find((i) => (i.metrics.domains ?? 0) > 0 && (i.metrics.neoantigens ?? 0) > 0) ?? gene.isoforms[0];
+  const isoform =
+    gene.isoforms.find((i) => (i.metrics.domains ?? 0) > 0 && (i.metrics.neoantigens ?? 0) > 0) ?? gene.isoforms[0];
   const structure = readdirSync(join(tree, 'structures')).find((f) => f.endsWith('.cif'));
   if (!structure) throw new Error(`no structures in ${tree}`);
   return {
@@ -84,4 +89,3 @@ export function handlerRoutes(s: Samples): RouteCase[] {
     { name: 'unknown gene (404)', path: `${api}/genes/NOSUCHGENE1`, status: 404 },
   ];
 }
-

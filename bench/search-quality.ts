@@ -46,9 +46,12 @@ function sampleOf<T>(rand: () => number, items: readonly T[], n: number): T[] {
 
 /** One random edit of a word: what a hurried typist does. */
 export function typo(rand: () => number, word: string): { text: string; edit: TypoQuery['edit'] } {
-  const edits: TypoQuery['edit'][] = word.length >= 2 ? ['substitution', 'deletion', 'insertion', 'transposition'] : ['substitution', 'insertion'];
+  const edits: TypoQuery['edit'][] =
+    word.length >= 2 ? ['substitution', 'deletion', 'insertion', 'transposition'] : ['substitution', 'insertion'];
   const edit = pick(rand, edits);
-  const at = Math.floor(rand() * (edit === 'transposition' ? word.length - 1 : edit === 'insertion' ? word.length + 1 : word.length));
+  const at = Math.floor(
+    rand() * (edit === 'transposition' ? word.length - 1 : edit === 'insertion' ? word.length + 1 : word.length),
+  );
   const letter = () => pick(rand, ALPHABET);
   switch (edit) {
     case 'substitution': {
@@ -80,11 +83,18 @@ export function sampleQueries(tree: string, n: number, seed = 7): QualitySample 
     // A symbol shared by several genes finds all of them first, in id order: not a one-answer query.
     exact.push({ query: g.symbol, kind: 'symbol', type: 'gene', id: g.gene_id });
     exact.push({ query: g.gene_id, kind: 'gene id', type: 'gene', id: g.gene_id });
-    if (g.gene_id_versioned) exact.push({ query: g.gene_id_versioned, kind: 'versioned gene id', type: 'gene', id: g.gene_id });
+    if (g.gene_id_versioned)
+      exact.push({ query: g.gene_id_versioned, kind: 'versioned gene id', type: 'gene', id: g.gene_id });
   }
   for (const i of isoforms) {
     exact.push({ query: i.transcript_id, kind: 'transcript id', type: 'isoform', id: i.transcript_id });
-    if (i.transcript_id_unversioned) exact.push({ query: i.transcript_id_unversioned, kind: 'unversioned transcript id', type: 'isoform', id: i.transcript_id });
+    if (i.transcript_id_unversioned)
+      exact.push({
+        query: i.transcript_id_unversioned,
+        kind: 'unversioned transcript id',
+        type: 'isoform',
+        id: i.transcript_id,
+      });
     exact.push({ query: i.transcript_name, kind: 'transcript name', type: 'isoform', id: i.transcript_id });
   }
 
@@ -119,7 +129,12 @@ export async function evaluateQuality(search: SearchFn, sample: QualitySample): 
     const exactFirst = leading === -1 || exactHits.length === leading; // every exact hit before any other
     // A symbol more genes share than a page holds (39 genes are Y_RNA here, hundreds in GENCODE) fills
     // the page with exact hits of that symbol, in id order: its own gene may be on a later page.
-    const sharedBeyondPage = q.kind === 'symbol' && r.items.length === 25 && exactHits.length === 25 && r.total > 25 && exactHits.every((h) => h.symbol.toLowerCase() === q.query.toLowerCase());
+    const sharedBeyondPage =
+      q.kind === 'symbol' &&
+      r.items.length === 25 &&
+      exactHits.length === 25 &&
+      r.total > 25 &&
+      exactHits.every((h) => h.symbol.toLowerCase() === q.query.toLowerCase());
     const ok = exactFirst && (exactHits.length === 1 ? mine(exactHits[0]) : exactHits.some(mine) || sharedBeyondPage);
     if (!ok) exactMisses.push({ query: q, got: r.items.slice(0, 3).map((h) => `${h.type}:${h.id}:${h.match}`) });
   }
@@ -134,8 +149,18 @@ export async function evaluateQuality(search: SearchFn, sample: QualitySample): 
       continue;
     }
     // A symbol shared by several genes (Y_RNA) cannot tell them apart: any of them is the answer.
-    if (r.items.some((h) => h.type === 'gene' && (h.id === q.gene || h.symbol.toLowerCase() === q.symbol.toLowerCase()))) typoInTop3++;
+    if (
+      r.items.some((h) => h.type === 'gene' && (h.id === q.gene || h.symbol.toLowerCase() === q.symbol.toLowerCase()))
+    )
+      typoInTop3++;
     else typoMisses.push({ query: q, got: r.items.map((h) => `${h.type}:${h.id}:${h.match}`) });
   }
-  return { exactQueries: sample.exact.length, exactMisses, typoQueries: sample.typo.length - typoSkipped, typoSkipped, typoInTop3, typoMisses };
+  return {
+    exactQueries: sample.exact.length,
+    exactMisses,
+    typoQueries: sample.typo.length - typoSkipped,
+    typoSkipped,
+    typoInTop3,
+    typoMisses,
+  };
 }

@@ -69,7 +69,20 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
   const rng = new Rng(5);
   const mix = queryMix(tree);
   const random = () => mix[Math.floor(rng.next() * mix.length)];
-  const fig: ScaleFigures = { label, warmP50: [], warmP99: [], coldP50: [], coldP99: [], steadyP50: [], steadyP99: [], heapMiB: [], loadedMiB: [], exact: '', exactOk: false, typoRate: 0 };
+  const fig: ScaleFigures = {
+    label,
+    warmP50: [],
+    warmP99: [],
+    coldP50: [],
+    coldP99: [],
+    steadyP50: [],
+    steadyP99: [],
+    heapMiB: [],
+    loadedMiB: [],
+    exact: '',
+    exactOk: false,
+    typoRate: 0,
+  };
   const warmQueries = ctx.opts.quick ? 500 : 2000;
   const colds = ctx.opts.quick ? 50 : 200;
   const heapSearches = ctx.opts.quick ? 2000 : 10_000;
@@ -110,7 +123,9 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
     fig.heapMiB.push(mib(process.memoryUsage().heapUsed));
     // Used after the measurement, so the instance (and its caches) cannot be collected before it.
     fig.loadedMiB.push(mib(longLived.loaded.weight));
-    ctx.log(`  ${label} run ${run + 1}: warm p99 ${fmt(fig.warmP99.at(-1)!, 3)} ms, cold p99 ${fmt(fig.coldP99.at(-1)!, 1)} ms, random mix p99 ${fmt(fig.steadyP99.at(-1)!, 1)} ms, heap ${fmt(fig.heapMiB.at(-1)!, 1)} MiB (${fmt(fig.loadedMiB.at(-1)!, 1)} MiB of edge data loaded)`);
+    ctx.log(
+      `  ${label} run ${run + 1}: warm p99 ${fmt(fig.warmP99.at(-1)!, 3)} ms, cold p99 ${fmt(fig.coldP99.at(-1)!, 1)} ms, random mix p99 ${fmt(fig.steadyP99.at(-1)!, 1)} ms, heap ${fmt(fig.heapMiB.at(-1)!, 1)} MiB (${fmt(fig.loadedMiB.at(-1)!, 1)} MiB of edge data loaded)`,
+    );
   }
 
   const scorer = instance(tree);
@@ -118,7 +133,9 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
   fig.exact = `${quality.exactQueries - quality.exactMisses.length}/${quality.exactQueries}`;
   fig.exactOk = quality.exactMisses.length === 0;
   fig.typoRate = quality.typoInTop3 / quality.typoQueries;
-  ctx.log(`  ${label} quality: exact first ${fig.exact}, one-typo in top 3 ${fmt(100 * fig.typoRate, 1)}% (${quality.typoSkipped} typos spelled another name)`);
+  ctx.log(
+    `  ${label} quality: exact first ${fig.exact}, one-typo in top 3 ${fmt(100 * fig.typoRate, 1)}% (${quality.typoSkipped} typos spelled another name)`,
+  );
   return fig;
 }
 
@@ -126,7 +143,10 @@ export async function benchSearch(ctx: BenchContext): Promise<SectionReport> {
   const scales: ScaleFigures[] = [await measure(ctx, 'demo', (await ctx.demo()).tree)];
   const human = humanTree(ctx);
   if (human) scales.push(await measure(ctx, 'human', human));
-  else ctx.log('  no human-scale tree (run the build section, or pass --human-tree <work dir>): search measured at demo scale only');
+  else
+    ctx.log(
+      '  no human-scale tree (run the build section, or pass --human-tree <work dir>): search measured at demo scale only',
+    );
 
   const rows = scales.map((s) => [
     s.label,
@@ -144,21 +164,65 @@ export async function benchSearch(ctx: BenchContext): Promise<SectionReport> {
   const at = scales.find((s) => s.label === 'human');
   const judged = (f: (s: ScaleFigures) => boolean) => (at ? f(at) : null);
   const targets: Target[] = [
-    { what: 'warm search p99 (human scale)', target: '≤ 2 ms', measured: at ? `${fmt(summarize(at.warmP99).median, 3)} ms` : 'not run', met: judged((s) => summarize(s.warmP99).median <= 2) },
-    { what: 'cold search p99 (human scale)', target: '≤ 50 ms', measured: at ? `${fmt(summarize(at.coldP99).median, 1)} ms` : 'not run', met: judged((s) => summarize(s.coldP99).median <= 50) },
-    { what: 'heap after 10,000 random searches (human scale)', target: '≤ 128 MB', measured: at ? `${fmt(summarize(at.heapMiB).median, 1)} MiB` : 'not run', met: judged((s) => summarize(s.heapMiB).median * 1.048576 <= 128) },
-    { what: 'exact matches first (1,000 genes + 1,000 isoforms)', target: 'all', measured: at?.exact ?? scales[0].exact, met: (at ?? scales[0]).exactOk },
-    { what: 'one-typo symbol in the top 3', target: '≥ 95%', measured: `${fmt(100 * (at ?? scales[0]).typoRate, 1)}%`, met: (at ?? scales[0]).typoRate >= 0.95 },
+    {
+      what: 'warm search p99 (human scale)',
+      target: '≤ 2 ms',
+      measured: at ? `${fmt(summarize(at.warmP99).median, 3)} ms` : 'not run',
+      met: judged((s) => summarize(s.warmP99).median <= 2),
+    },
+    {
+      what: 'cold search p99 (human scale)',
+      target: '≤ 50 ms',
+      measured: at ? `${fmt(summarize(at.coldP99).median, 1)} ms` : 'not run',
+      met: judged((s) => summarize(s.coldP99).median <= 50),
+    },
+    {
+      what: 'heap after 10,000 random searches (human scale)',
+      target: '≤ 128 MB',
+      measured: at ? `${fmt(summarize(at.heapMiB).median, 1)} MiB` : 'not run',
+      met: judged((s) => summarize(s.heapMiB).median * 1.048576 <= 128),
+    },
+    {
+      what: 'exact matches first (1,000 genes + 1,000 isoforms)',
+      target: 'all',
+      measured: at?.exact ?? scales[0].exact,
+      met: (at ?? scales[0]).exactOk,
+    },
+    {
+      what: 'one-typo symbol in the top 3',
+      target: '≥ 95%',
+      measured: `${fmt(100 * (at ?? scales[0]).typoRate, 1)}%`,
+      met: (at ?? scales[0]).typoRate >= 0.95,
+    },
   ];
   return {
     id: 'search',
     title: '3. Search over the sharded index',
     method: `In-process \`search()\` over \`ReleaseData\` on a \`VerifiedOrigin(LocalOrigin)\` (what an edge instance runs), limit ${LIMIT}, a mix of exact symbols, ids and names, one-typo symbols and 3-letter prefixes sampled from the tree. Warm: after 300 untimed searches (so V8 has compiled the search code), ${ctx.opts.quick ? 500 : '2,000'} random queries, each searched once (loading the shards it needs) and timed on its second search. Cold: ${ctx.opts.quick ? 50 : 200} searches, each on a new instance (edge index, manifest index and shards, and search shards all read from disk and parsed). Random mix and heap: ${ctx.opts.quick ? '2,000' : '10,000'} random searches on one instance with the edge's default cache budget (48 MiB of loaded shards, least recently used evicted), each timed, whether its shards are loaded or not; then the V8 heap used after a forced GC (the whole bench process's heap). ${ctx.opts.runs} runs; quality over 1,000 sampled genes and isoforms once.`,
-    tables: [{ headers: ['scale', 'warm p50 (ms)', 'warm p99 (ms)', 'cold p50 (ms)', 'cold p99 (ms)', 'random mix p50 (ms)', 'random mix p99 (ms)', 'heap after searches (MiB)', 'edge data loaded (MiB, by weight)', 'exact first', 'one-typo in top 3'], rows }],
+    tables: [
+      {
+        headers: [
+          'scale',
+          'warm p50 (ms)',
+          'warm p99 (ms)',
+          'cold p50 (ms)',
+          'cold p99 (ms)',
+          'random mix p50 (ms)',
+          'random mix p99 (ms)',
+          'heap after searches (MiB)',
+          'edge data loaded (MiB, by weight)',
+          'exact first',
+          'one-typo in top 3',
+        ],
+        rows,
+      },
+    ],
     targets,
     notes: [
-      'A typo that spells another symbol, id or name of the release is that record\'s exact query and is not scored; a 3-letter symbol losing a letter leaves 2, too short for typo matching (by design: any 2-letter edit is another word).',
+      "A typo that spells another symbol, id or name of the release is that record's exact query and is not scored; a 3-letter symbol losing a letter leaves 2, too short for typo matching (by design: any 2-letter edit is another word).",
     ],
-    headline: at ? `search human p99 warm ${fmt(summarize(at.warmP99).median, 2)} ms / cold ${fmt(summarize(at.coldP99).median, 1)} ms` : `search demo p99 warm ${fmt(summarize(scales[0].warmP99).median, 2)} ms`,
+    headline: at
+      ? `search human p99 warm ${fmt(summarize(at.warmP99).median, 2)} ms / cold ${fmt(summarize(at.coldP99).median, 1)} ms`
+      : `search demo p99 warm ${fmt(summarize(scales[0].warmP99).median, 2)} ms`,
   };
 }

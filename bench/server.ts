@@ -36,13 +36,28 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
   ];
   const seconds = ctx.opts.quick ? 3 : 10;
   const runs = ctx.opts.runs;
-  const at = (server: RunningServer, path: string, rate?: number) => load({ base: server.base, paths: [path], connections: CONNECTIONS, seconds, rate });
-  const results = new Map(cases.map((c) => [c.name, { serve: [] as LoadResult[], front: [] as LoadResult[], serveMax: [] as LoadResult[], frontMax: [] as LoadResult[] }]));
+  const at = (server: RunningServer, path: string, rate?: number) =>
+    load({ base: server.base, paths: [path], connections: CONNECTIONS, seconds, rate });
+  const results = new Map(
+    cases.map((c) => [
+      c.name,
+      {
+        serve: [] as LoadResult[],
+        front: [] as LoadResult[],
+        serveMax: [] as LoadResult[],
+        frontMax: [] as LoadResult[],
+      },
+    ]),
+  );
   const started: RunningServer[] = [];
   try {
-    const serve = await startLocalServer(tree, ctx.tmp, { serveArgs: ['--trust-proxy', '127.0.0.1'] }).then((x) => (started.push(x), x));
+    const serve = await startLocalServer(tree, ctx.tmp, { serveArgs: ['--trust-proxy', '127.0.0.1'] }).then(
+      (x) => (started.push(x), x),
+    );
     // Without nginx installed its columns say so.
-    const front = existsSync(NGINX_BIN) ? await startNginxFront(tree, ctx.tmp, serve).then((x) => (started.push(x), x)) : null;
+    const front = existsSync(NGINX_BIN)
+      ? await startNginxFront(tree, ctx.tmp, serve).then((x) => (started.push(x), x))
+      : null;
     for (const c of cases) {
       for (const server of front ? [serve, front] : [serve]) {
         await expect200(server, c.path);
@@ -70,10 +85,19 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
   } finally {
     for (const server of started) await server.stop();
   }
-  const ms = (list: LoadResult[], pick: (x: LoadResult) => number, digits = 1) => (list.length ? fmtSummary(summarize(list.map(pick)), digits) : 'n/a');
+  const ms = (list: LoadResult[], pick: (x: LoadResult) => number, digits = 1) =>
+    list.length ? fmtSummary(summarize(list.map(pick)), digits) : 'n/a';
   const latency = cases.map((c) => {
     const r = results.get(c.name)!;
-    return [c.name, `\`${c.path.replace(api, '')}\``, c.fromFile ? 'file' : 'server', ms(r.serve, (x) => x.p50Ms), ms(r.serve, (x) => x.p99Ms), ms(r.front, (x) => x.p50Ms), ms(r.front, (x) => x.p99Ms)];
+    return [
+      c.name,
+      `\`${c.path.replace(api, '')}\``,
+      c.fromFile ? 'file' : 'server',
+      ms(r.serve, (x) => x.p50Ms),
+      ms(r.serve, (x) => x.p99Ms),
+      ms(r.front, (x) => x.p50Ms),
+      ms(r.front, (x) => x.p99Ms),
+    ];
   });
   const speed = cases
     .filter((c) => c.fromFile)
@@ -82,13 +106,25 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
       return [c.name, ms(r.serveMax, (x) => x.rps, 0), ms(r.frontMax, (x) => x.rps, 0)];
     });
   const gene = results.get('gene record by id')!;
-  const median = (list: LoadResult[], pick: (x: LoadResult) => number) => (list.length ? summarize(list.map(pick)).median : NaN);
+  const median = (list: LoadResult[], pick: (x: LoadResult) => number) =>
+    list.length ? summarize(list.map(pick)).median : NaN;
   return {
     id: 'server',
     title: 'Local server, and its nginx front',
     method: `autocannon (in the bench process) over ${CONNECTIONS} connections for ${seconds} s per run, ${runs} runs per route, against \`isoatlas serve\` (Node's http server, default open access control with the per-IP limit raised so the load is never throttled, request log to /dev/null, \`--trust-proxy 127.0.0.1\`) and the nginx front before it (Debian's nginx, the config of \`isoatlas nginx-config\` in an http block with \`worker_processes 1\`, sendfile, its log to /dev/null): first at a steady ${RATE} requests/s overall (latencies corrected for coordinated omission), then, for the routes the front answers from files, as fast as each answers. Each path checked to answer 200 first, and a run with any other answer fails. Medians of the runs with their spread.`,
     tables: [
-      { headers: ['route', 'path', 'front answers from', 'serve p50 (ms)', 'serve p99 (ms)', 'front p50 (ms)', 'front p99 (ms)'], rows: latency },
+      {
+        headers: [
+          'route',
+          'path',
+          'front answers from',
+          'serve p50 (ms)',
+          'serve p99 (ms)',
+          'front p50 (ms)',
+          'front p99 (ms)',
+        ],
+        rows: latency,
+      },
       { headers: ['route (as fast as answered)', 'serve (requests/s)', 'front (requests/s)'], rows: speed },
     ],
     targets: [],
@@ -97,7 +133,13 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
       'The servers and the load generator share the machine’s 2 cores: figures are relative, not what either does on dedicated hardware.',
       'autocannon records latencies in whole milliseconds: 0 means under a millisecond.',
     ],
-    headline: `gene by id: serve ${fmt(median(gene.serveMax, (x) => x.rps), 0)}/s, front ${fmt(median(gene.frontMax, (x) => x.rps), 0)}/s at full speed`,
+    headline: `gene by id: serve ${fmt(
+      median(gene.serveMax, (x) => x.rps),
+      0,
+    )}/s, front ${fmt(
+      median(gene.frontMax, (x) => x.rps),
+      0,
+    )}/s at full speed`,
   };
 }
 
@@ -109,5 +151,8 @@ async function expect200(server: RunningServer, path: string): Promise<void> {
 
 function checkOnly200(server: string, path: string, r: LoadResult): void {
   const other = Object.entries(r.status).filter(([code]) => code !== '200');
-  if (other.length || r.socketErrors) throw new Error(`${server} ${path}: unexpected answers ${JSON.stringify(r.status)}, ${r.socketErrors} socket errors`);
+  if (other.length || r.socketErrors)
+    throw new Error(
+      `${server} ${path}: unexpected answers ${JSON.stringify(r.status)}, ${r.socketErrors} socket errors`,
+    );
 }

@@ -44,7 +44,8 @@ async function waitUntilServing(url: string, child: ChildProcess, output: () => 
   const deadline = Date.now() + 30_000;
   let last = 'no answer';
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited before it was ready:\n${output()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`server exited before it was ready:\n${output()}`);
     try {
       const res = await fetch(url);
       const body = await res.text();
@@ -78,11 +79,30 @@ function writeBenchAccessConfig(dir: string): string {
 }
 
 /** `isoatlas serve` on the tree, its request log to /dev/null; `nodeArgs` e.g. --cpu-prof. */
-export async function startLocalServer(tree: string, tmp: string, opts: { nodeArgs?: string[]; serveArgs?: string[] } = {}): Promise<RunningServer> {
+export async function startLocalServer(
+  tree: string,
+  tmp: string,
+  opts: { nodeArgs?: string[]; serveArgs?: string[] } = {},
+): Promise<RunningServer> {
   const dir = join(tmp, `local-server-${Date.now()}`);
   mkdirSync(join(dir, 'keys'), { recursive: true });
   const port = await freePort();
-  const args = [...(opts.nodeArgs ?? []), CLI, 'serve', '--dir', tree, '--port', String(port), '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys'), '--access-config', writeBenchAccessConfig(dir), ...(opts.serveArgs ?? [])];
+  const args = [
+    ...(opts.nodeArgs ?? []),
+    CLI,
+    'serve',
+    '--dir',
+    tree,
+    '--port',
+    String(port),
+    '--host',
+    '127.0.0.1',
+    '--keys-dir',
+    join(dir, 'keys'),
+    '--access-config',
+    writeBenchAccessConfig(dir),
+    ...(opts.serveArgs ?? []),
+  ];
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
@@ -99,7 +119,24 @@ export async function startNginxFront(tree: string, tmp: string, server: Running
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const front = join(dir, 'isoatlas.conf');
-  const generated = spawnSync(process.execPath, [CLI, 'nginx-config', '--dir', tree, '--upstream', new URL(server.base).host, '--listen', `127.0.0.1:${port}`, '--access-log', '/dev/null', '--out', front], { cwd: ROOT, encoding: 'utf8' });
+  const generated = spawnSync(
+    process.execPath,
+    [
+      CLI,
+      'nginx-config',
+      '--dir',
+      tree,
+      '--upstream',
+      new URL(server.base).host,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--access-log',
+      '/dev/null',
+      '--out',
+      front,
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
   if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed: ${generated.stderr}`);
   const { args, errorLog } = standaloneNginx(dir, front);
   const child = track(spawn(NGINX_BIN, [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }));

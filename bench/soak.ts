@@ -55,14 +55,32 @@ export async function benchSoak(ctx: BenchContext): Promise<SectionReport> {
   const minutes: (LoadResult & { rssEnd: number; loadAvg: number })[] = [];
   try {
     // Loads the alias shards and search index and lets the JIT settle; not counted.
-    await load({ base: server.base, paths: profile, connections: CONNECTIONS, seconds: 5, rate: RATE, reconnectEvery: RECONNECT_EVERY });
+    await load({
+      base: server.base,
+      paths: profile,
+      connections: CONNECTIONS,
+      seconds: 5,
+      rate: RATE,
+      reconnectEvery: RECONNECT_EVERY,
+    });
     for (let i = 0; i < chunks; i++) {
-      const r = await load({ base: server.base, paths: profile, connections: CONNECTIONS, seconds: chunkSeconds, rate: RATE, reconnectEvery: RECONNECT_EVERY });
+      const r = await load({
+        base: server.base,
+        paths: profile,
+        connections: CONNECTIONS,
+        seconds: chunkSeconds,
+        rate: RATE,
+        reconnectEvery: RECONNECT_EVERY,
+      });
       const rssEnd = rssBytes(server.pid);
       if (rssEnd === null) throw new Error('the local server died during the soak run');
       minutes.push({ ...r, rssEnd, loadAvg: loadavg()[0] });
-      const bad = Object.entries(r.status).filter(([c]) => !EXPECTED.has(c)).reduce((n, [, k]) => n + k, 0);
-      ctx.log(`  soak ${i + 1}/${chunks}: ${fmt(r.requests)} requests (${fmt(r.rps)}/s), p99 ${r.p99Ms} ms, errors ${bad + r.socketErrors}, RSS ${mib(rssEnd).toFixed(0)} MiB`);
+      const bad = Object.entries(r.status)
+        .filter(([c]) => !EXPECTED.has(c))
+        .reduce((n, [, k]) => n + k, 0);
+      ctx.log(
+        `  soak ${i + 1}/${chunks}: ${fmt(r.requests)} requests (${fmt(r.rps)}/s), p99 ${r.p99Ms} ms, errors ${bad + r.socketErrors}, RSS ${mib(rssEnd).toFixed(0)} MiB`,
+      );
     }
   } finally {
     clearInterval(sampler);
@@ -72,7 +90,9 @@ export async function benchSoak(ctx: BenchContext): Promise<SectionReport> {
   const total = minutes.reduce((n, m) => n + m.requests, 0);
   const status: Record<string, number> = {};
   for (const m of minutes) for (const [c, k] of Object.entries(m.status)) status[c] = (status[c] ?? 0) + k;
-  const errors = Object.entries(status).filter(([c]) => !EXPECTED.has(c)).reduce((n, [, k]) => n + k, 0);
+  const errors = Object.entries(status)
+    .filter(([c]) => !EXPECTED.has(c))
+    .reduce((n, [, k]) => n + k, 0);
   const socketErrors = minutes.reduce((n, m) => n + m.socketErrors, 0);
   const rssFirst = minutes[0].rssEnd;
   const rssLast = minutes.at(-1)!.rssEnd;
@@ -88,14 +108,40 @@ export async function benchSoak(ctx: BenchContext): Promise<SectionReport> {
     method: `\`isoatlas serve\` on the demo tree; autocannon at a steady ${RATE} requests/s overall (\`overallRate\`, latencies corrected for coordinated omission) over ${CONNECTIONS} connections for ${chunks} × ${chunkSeconds} s, each connection reopened every ${RECONNECT_EVERY} requests (see bench/soak.ts) and cycling through ${profile.length} requests (genes by symbol and id, isoforms by name and id, pages, domains, neoantigens, structure redirect, search exact and fuzzy, release, an unknown gene → 404, limit=500 → 400). After a 5-s warm-up at the same rate (not counted), RSS (/proc VmRSS) sampled every 5 s and at the end of each ${unit}.`,
     tables: [
       {
-        headers: [unit, 'requests', 'requests/s', 'p50 (ms)', 'p99 (ms)', 'RSS at end (MiB)', 'machine load avg (1 min)'],
-        rows: minutes.map((m, i) => [String(i + 1), fmt(m.requests), fmt(m.rps), String(m.p50Ms), String(m.p99Ms), mib(m.rssEnd).toFixed(1), m.loadAvg.toFixed(2)]),
+        headers: [
+          unit,
+          'requests',
+          'requests/s',
+          'p50 (ms)',
+          'p99 (ms)',
+          'RSS at end (MiB)',
+          'machine load avg (1 min)',
+        ],
+        rows: minutes.map((m, i) => [
+          String(i + 1),
+          fmt(m.requests),
+          fmt(m.rps),
+          String(m.p50Ms),
+          String(m.p99Ms),
+          mib(m.rssEnd).toFixed(1),
+          m.loadAvg.toFixed(2),
+        ]),
       },
     ],
     targets: [
-      { what: 'errors (statuses other than 200/307/400/404 where expected)', target: '0', measured: fmt(errors), met: errors === 0 },
+      {
+        what: 'errors (statuses other than 200/307/400/404 where expected)',
+        target: '0',
+        measured: fmt(errors),
+        met: errors === 0,
+      },
       { what: 'socket errors and timeouts', target: '0', measured: fmt(socketErrors), met: socketErrors === 0 },
-      { what: `RSS growth, end of ${unit} 1 → end`, target: '< 10%', measured: `${growth.toFixed(1)}% (${mib(rssFirst).toFixed(1)} → ${mib(rssLast).toFixed(1)} MiB)`, met: growth < 10 },
+      {
+        what: `RSS growth, end of ${unit} 1 → end`,
+        target: '< 10%',
+        measured: `${growth.toFixed(1)}% (${mib(rssFirst).toFixed(1)} → ${mib(rssLast).toFixed(1)} MiB)`,
+        met: growth < 10,
+      },
       {
         what: `p99 stable (every later ${unit} ≤ max(2 × the first, 10 ms))`,
         target: `≤ ${stableBound.toFixed(1)} ms`,
@@ -104,7 +150,9 @@ export async function benchSoak(ctx: BenchContext): Promise<SectionReport> {
       },
     ],
     notes: [
-      `${fmt(total)} requests in all; statuses: ${Object.entries(status).map(([c, k]) => `${c} × ${fmt(k)}`).join(', ')}.`,
+      `${fmt(total)} requests in all; statuses: ${Object.entries(status)
+        .map(([c, k]) => `${c} × ${fmt(k)}`)
+        .join(', ')}.`,
       'The machine load average includes the server and the load generator themselves (about 1 on this 2-core machine); more means other work ran alongside.',
       `RSS samples (every 5 s): min ${mib(Math.min(...rss.map((r) => r.bytes))).toFixed(1)} MiB, max ${mib(Math.max(...rss.map((r) => r.bytes))).toFixed(1)} MiB.`,
     ],

@@ -4,7 +4,9 @@ import fg from 'fast-glob';
 export async function treeSize(dir: string): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
-  for await (const entry of fg.stream('**/*', { cwd: dir, onlyFiles: true, stats: true, dot: true }) as AsyncIterable<{ stats: { size: number } }>) {
+  for await (const entry of fg.stream('**/*', { cwd: dir, onlyFiles: true, stats: true, dot: true }) as AsyncIterable<{
+    stats: { size: number };
+  }>) {
     files += 1;
     bytes += entry.stats.size;
   }

@@ -18,6 +18,9 @@ if (!existsSync(installed) || statSync(installed).mtimeMs < statSync(lock).mtime
   const [command, prefix] = process.env.npm_execpath ? [process.execPath, [process.env.npm_execpath]] : ['npm', []];
   const args = [...prefix, 'ci', '--prefix', infra, '--no-audit', '--no-fund'];
   console.error(`installing infra/'s dependencies (AWS CDK): npm ${args.slice(prefix.length).join(' ')}`);
-  const result = spawnSync(command, args, { stdio: 'inherit', shell: process.platform === 'win32' && command === 'npm' });
+  const result = spawnSync(command, args, {
+    stdio: 'inherit',
+    shell: process.platform === 'win32' && command === 'npm',
+  });
   process.exit(result.status ?? 1);
 }

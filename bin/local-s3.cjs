@@ -30,7 +30,10 @@ const locks = new Map();
 async function serialized(key, work) {
   const before = locks.get(key) ?? Promise.resolve();
   const mine = before.then(work, work);
-  locks.set(key, mine.catch(() => {}));
+  locks.set(
+    key,
+    mine.catch(() => {}),
+  );
   return mine;
 }
 
@@ -48,7 +51,9 @@ server.middleware.unshift(async (ctx, next) => {
   if (ctx.method !== 'PUT' || (!ifMatch && !ifNoneMatch) || ctx.get('x-amz-copy-source')) return next();
   return serialized(`${bucket}/${key}`, async () => {
     const metadata = await server.store.getMetadata(bucket, key).catch(() => null);
-    const failed = ifNoneMatch ? ifNoneMatch === '*' && metadata !== null : metadata === null || unquote(metadata.etag) !== unquote(ifMatch);
+    const failed = ifNoneMatch
+      ? ifNoneMatch === '*' && metadata !== null
+      : metadata === null || unquote(metadata.etag) !== unquote(ifMatch);
     if (failed) {
       ctx.status = 412;
       ctx.type = 'application/xml';
@@ -61,5 +66,7 @@ server.middleware.unshift(async (ctx, next) => {
 
 server.run().then((address) => {
   console.log(`S3RVER_PORT=${address.port}`);
-  console.error(`s3rver with conditional writes on http://127.0.0.1:${address.port}, buckets ${bucketList}, data in ${directory}`);
+  console.error(
+    `s3rver with conditional writes on http://127.0.0.1:${address.port}, buckets ${bucketList}, data in ${directory}`,
+  );
 });

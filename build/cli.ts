@@ -9,8 +9,14 @@ import { UsageError } from './common/errors.js';
 import { DEMO, PROJECT_ROOT } from './paths.js';
 import { addPublishCommands } from './publish/commands.js';
 import { addNativeImportCommands } from './import/native/commands.js';
-import { parseEndpoint } from './common/storage-errors.js';
-import { DEFAULT_PORT, addLogOptions, parseBaseUrl, parseMode, parsePort, positiveInteger, runProgram } from './common/cli-options.js';
+import {
+  DEFAULT_PORT,
+  addLogOptions,
+  parseBaseUrl,
+  parsePort,
+  positiveInteger,
+  runProgram,
+} from './common/cli-options.js';
 import { infoLine, log } from '../edge/server/logger.js';
 import { addServeCommands } from '../edge/server/commands.js';
 import { readAccessConfigFile } from './common/access-config-file.js';
@@ -24,7 +30,6 @@ export { EXIT } from './common/cli-options.js';
 const HUMAN_WORK = join(PROJECT_ROOT, '.isoatlas/human');
 const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.isoatlas/keys');
 
-
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 function summaryLine(s: BuildSummary, out: string) {
@@ -32,12 +37,10 @@ function summaryLine(s: BuildSummary, out: string) {
 }
 
 function parseTrack(value: string): Track {
-  if (!(TRACKS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${TRACKS.join(', ')}`);
+  if (!(TRACKS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`expected one of ${TRACKS.join(', ')}`);
   return value as Track;
 }
-
-
-
 
 function parseScale(value: string): 'demo' | 'human' {
   if (value !== 'demo' && value !== 'human') throw new InvalidArgumentError('expected demo or human');
@@ -79,7 +82,9 @@ export function program(): Command {
   const imp = cli.command('import').description('Import curated inputs into a release database (SQLite).');
   imp
     .command('core')
-    .description('Create a release database from reference (GENCODE GTF, SQANTI3 classification, protein FASTA) and long-read inputs named in a release config.')
+    .description(
+      'Create a release database from reference (GENCODE GTF, SQANTI3 classification, protein FASTA) and long-read inputs named in a release config.',
+    )
     .requiredOption('--config <file>', 'release config (JSON); see data/demo/release.config.json and the README')
     .requiredOption('--out <db>', 'release database to write (replaced atomically)')
     .action(async (o: { config: string; out: string }) => {
@@ -88,7 +93,9 @@ export function program(): Command {
       const { logWarnings } = await import('./demo.js');
       const s = await importCore(loadCoreConfig(o.config), o.out);
       logWarnings(s.warnings);
-      log.info(`imported ${s.genes} genes (${s.novelGenes} novel loci), ${s.referenceIsoforms} reference + ${s.longReadIsoforms} long-read isoforms into ${o.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      log.info(
+        `imported ${s.genes} genes (${s.novelGenes} novel loci), ${s.referenceIsoforms} reference + ${s.longReadIsoforms} long-read isoforms into ${o.out} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      );
     });
   imp
     .command('track')
@@ -100,23 +107,55 @@ export function program(): Command {
     .option('--version <version>', 'version of the source')
     .option('--description <text>', 'one line on how the records were made')
     .option('--generated', 'the records are generated, not real predictions or measurements', false)
-    .option('--replace', 'replace the records an earlier import of a file of the same name added (a corrected file)', false)
-    .action(async (kind: Track, o: { db: string; file: string; source: string; version?: string; description?: string; generated: boolean; replace: boolean }) => {
-      let n = 0;
-      const { updateReleaseDb } = await import('./release-db/database.js');
-      const { importTrack } = await import('./import/tracks.js');
-      await updateReleaseDb(o.db, async (db) => {
-        n = await importTrack(db, { track: kind, file: o.file, source: o.source, version: o.version, description: o.description, generated: o.generated, replace: o.replace });
-      });
-      log.info(`imported ${n} ${kind} records from ${o.file} into ${o.db}${o.replace ? ' (replacing the earlier import of that file)' : ''}`);
-    });
+    .option(
+      '--replace',
+      'replace the records an earlier import of a file of the same name added (a corrected file)',
+      false,
+    )
+    .action(
+      async (
+        kind: Track,
+        o: {
+          db: string;
+          file: string;
+          source: string;
+          version?: string;
+          description?: string;
+          generated: boolean;
+          replace: boolean;
+        },
+      ) => {
+        let n = 0;
+        const { updateReleaseDb } = await import('./release-db/database.js');
+        const { importTrack } = await import('./import/tracks.js');
+        await updateReleaseDb(o.db, async (db) => {
+          n = await importTrack(db, {
+            track: kind,
+            file: o.file,
+            source: o.source,
+            version: o.version,
+            description: o.description,
+            generated: o.generated,
+            replace: o.replace,
+          });
+        });
+        log.info(
+          `imported ${n} ${kind} records from ${o.file} into ${o.db}${o.replace ? ' (replacing the earlier import of that file)' : ''}`,
+        );
+      },
+    );
 
   cli
     .command('remove-track')
-    .description("Remove an annotation track's records from a release database: those one input added (--input), or the whole track; the metrics follow.")
+    .description(
+      "Remove an annotation track's records from a release database: those one input added (--input), or the whole track; the metrics follow.",
+    )
     .argument('<kind>', `one of ${TRACKS.join(', ')}`, parseTrack)
     .requiredOption('--db <db>', 'release database to update (changed atomically)')
-    .option('--input <file name>', 'only what this input added (its file name, as `isoatlas` lists it in release.json sources)')
+    .option(
+      '--input <file name>',
+      'only what this input added (its file name, as `isoatlas` lists it in release.json sources)',
+    )
     .action(async (kind: Track, o: { db: string; input?: string }) => {
       const { updateReleaseDb } = await import('./release-db/database.js');
       const { removeTrackRecords } = await import('./import/tracks.js');
@@ -124,8 +163,15 @@ export function program(): Command {
       await updateReleaseDb(o.db, async (db) => {
         const r = removeTrackRecords(db, kind, o.input);
         if (r.inputs.length === 0) {
-          const had = db.prepare('SELECT input_file FROM track_sources WHERE track = ? ORDER BY input_file').pluck().all(kind) as string[];
-          throw new UsageError(o.input ? `the ${kind} track of ${o.db} has no input named ${o.input}; its inputs: ${had.join(', ') || 'none'}` : `${o.db} has no ${kind} track to remove`);
+          const had = db
+            .prepare('SELECT input_file FROM track_sources WHERE track = ? ORDER BY input_file')
+            .pluck()
+            .all(kind) as string[];
+          throw new UsageError(
+            o.input
+              ? `the ${kind} track of ${o.db} has no input named ${o.input}; its inputs: ${had.join(', ') || 'none'}`
+              : `${o.db} has no ${kind} track to remove`,
+          );
         }
         line = `removed ${r.records} ${kind} records (${r.inputs.join(', ')}) from ${o.db}`;
       });
@@ -134,7 +180,9 @@ export function program(): Command {
 
   imp
     .command('gene-info')
-    .description("Gene full names, synonyms, types and cross-references (NCBI Gene, HGNC, UniProt), from isoatlas's gene-info TSV or HGNC's complete set; replaces any the release had.")
+    .description(
+      "Gene full names, synonyms, types and cross-references (NCBI Gene, HGNC, UniProt), from isoatlas's gene-info TSV or HGNC's complete set; replaces any the release had.",
+    )
     .requiredOption('--db <db>', 'release database to update (changed atomically)')
     .requiredOption('--file <tsv>', 'gene-info TSV (data/README.md) or hgnc_complete_set.txt')
     .requiredOption('--source <name>', 'where the file comes from, e.g. "HGNC complete set"')
@@ -155,28 +203,42 @@ export function program(): Command {
 
   cli
     .command('generate')
-    .description('Write seeded, generated inputs. --scale demo (the default): annotation tracks (TSV + mmCIF) for the coding isoforms of a release (--db), the demo stand-in for tracks without real input. --scale human: a whole synthetic human-scale input set (GTF, SQANTI3 classifications, protein FASTA, release config, track TSVs) for `import core` and `import track`.')
+    .description(
+      'Write seeded, generated inputs. --scale demo (the default): annotation tracks (TSV + mmCIF) for the coding isoforms of a release (--db), the demo stand-in for tracks without real input. --scale human: a whole synthetic human-scale input set (GTF, SQANTI3 classifications, protein FASTA, release config, track TSVs) for `import core` and `import track`.',
+    )
     .option('--scale <scale>', 'demo or human', parseScale, 'demo')
     .option('--db <db>', 'release database to read proteins from (--scale demo)')
-    .requiredOption('--out <dir>', 'directory to write (--scale demo: TSV files and structures/; --scale human: replaced)')
+    .requiredOption(
+      '--out <dir>',
+      'directory to write (--scale demo: TSV files and structures/; --scale human: replaced)',
+    )
     .option('--seed <n>', 'random seed; the same seed gives byte-identical output', parseSeed, DEMO.seed)
-    .option('--genes <n>', `genes to generate with --scale human (default ${HUMAN_GENES_DEFAULT.toLocaleString('en-US')}; isoforms and tracks scale with it)`, positiveInteger)
+    .option(
+      '--genes <n>',
+      `genes to generate with --scale human (default ${HUMAN_GENES_DEFAULT.toLocaleString('en-US')}; isoforms and tracks scale with it)`,
+      positiveInteger,
+    )
     .action(async (o: { scale: 'demo' | 'human'; db?: string; out: string; seed: number; genes?: number }) => {
       if (o.scale === 'human') {
         if (o.db) throw new UsageError('--db is for --scale demo; --scale human generates its own release');
         const { generateHumanInputs } = await import('./generate/human.js');
         const s = generateHumanInputs(resolve(o.out), { seed: o.seed, genes: o.genes });
-        log.info(`generated a synthetic human-scale input set (seed ${o.seed}): ${s.genes} genes, ${s.referenceIsoforms + s.longReadIsoforms} isoforms (${s.longReadIsoforms} long-read), ${s.domains} domains, ${s.neoantigens} neoantigens, ${s.ptm} PTM sites, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${o.out} (config ${s.config})`);
+        log.info(
+          `generated a synthetic human-scale input set (seed ${o.seed}): ${s.genes} genes, ${s.referenceIsoforms + s.longReadIsoforms} isoforms (${s.longReadIsoforms} long-read), ${s.domains} domains, ${s.neoantigens} neoantigens, ${s.ptm} PTM sites, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${o.out} (config ${s.config})`,
+        );
         return;
       }
-      if (!o.db) throw new UsageError('generate --scale demo needs --db <db>: the release whose proteins the tracks annotate');
+      if (!o.db)
+        throw new UsageError('generate --scale demo needs --db <db>: the release whose proteins the tracks annotate');
       if (o.genes !== undefined) throw new UsageError('--genes is for --scale human');
       const { openReleaseDb } = await import('./release-db/database.js');
       const { generateDemoTracks } = await import('./generate/demo-tracks.js');
       const db = openReleaseDb(o.db);
       try {
         const r = generateDemoTracks(db, o.out, { seed: o.seed });
-        log.info(`generated ${r.domains} domains, ${r.neoantigens} neoantigens, ${r.ptm} PTM sites, ${r.structures} structures into ${o.out}`);
+        log.info(
+          `generated ${r.domains} domains, ${r.neoantigens} neoantigens, ${r.ptm} PTM sites, ${r.structures} structures into ${o.out}`,
+        );
       } finally {
         db.close();
       }
@@ -186,8 +248,15 @@ export function program(): Command {
     .command('build')
     .description('Render every v1 resource of a release database into a static file tree with manifest.json.')
     .requiredOption('--db <db>', 'release database')
-    .requiredOption('--out <dir>', 'output directory: new or empty, or (with --force) a tree an earlier build rendered; replaced atomically')
-    .option('--force', 'replace the tree an earlier build rendered in --out (never a directory holding other files)', false)
+    .requiredOption(
+      '--out <dir>',
+      'output directory: new or empty, or (with --force) a tree an earlier build rendered; replaced atomically',
+    )
+    .option(
+      '--force',
+      'replace the tree an earlier build rendered in --out (never a directory holding other files)',
+      false,
+    )
     .action(async (o: { db: string; out: string; force: boolean }) => {
       const { renderTree } = await import('./render/index.js');
       log.info(summaryLine(await renderTree(o.db, o.out, { replace: o.force }), o.out));
@@ -195,8 +264,15 @@ export function program(): Command {
 
   cli
     .command('demo')
-    .description('Build the demo release (real chr22 data plus generated tracks) into .isoatlas/demo; with --scale human, generate, import and build a synthetic human-scale release into .isoatlas/human, one process per stage, reporting seconds, files, bytes and peak RSS of each.')
-    .option('--scale <scale>', 'demo (real chr22 data) or human (synthetic, 62,000 genes and 250,000 isoforms)', parseScale, 'demo')
+    .description(
+      'Build the demo release (real chr22 data plus generated tracks) into .isoatlas/demo; with --scale human, generate, import and build a synthetic human-scale release into .isoatlas/human, one process per stage, reporting seconds, files, bytes and peak RSS of each.',
+    )
+    .option(
+      '--scale <scale>',
+      'demo (real chr22 data) or human (synthetic, 62,000 genes and 250,000 isoforms)',
+      parseScale,
+      'demo',
+    )
     .option('--work <dir>', `working directory (default ${DEMO.work} or, with --scale human, ${HUMAN_WORK})`)
     .option('--seed <n>', 'random seed of the generated data', parseSeed)
     .option('--genes <n>', 'genes to generate with --scale human (default 62,000)', positiveInteger)
@@ -210,7 +286,10 @@ export function program(): Command {
         return;
       }
       const { runHumanPipeline, summaryLine: humanSummaryLine } = await import('./generate/human-pipeline.js');
-      const report = await runHumanPipeline({ work: resolve(o.work ?? HUMAN_WORK), seed: o.seed ?? DEMO.seed, genes: o.genes }, infoLine);
+      const report = await runHumanPipeline(
+        { work: resolve(o.work ?? HUMAN_WORK), seed: o.seed ?? DEMO.seed, genes: o.genes },
+        infoLine,
+      );
       log.info(humanSummaryLine(report));
       if (o.json) process.stdout.write(`${JSON.stringify(report)}\n`);
     });
@@ -219,7 +298,8 @@ export function program(): Command {
   cli
     .command('demo-stage', { hidden: true })
     .argument('<stage>', HUMAN_STAGES.join(', '), (v: string) => {
-      if (!(HUMAN_STAGES as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${HUMAN_STAGES.join(', ')}`);
+      if (!(HUMAN_STAGES as readonly string[]).includes(v))
+        throw new InvalidArgumentError(`expected one of ${HUMAN_STAGES.join(', ')}`);
       return v as HumanStage;
     })
     .requiredOption('--work <dir>', 'working directory')
@@ -245,12 +325,20 @@ export function program(): Command {
         const built = await buildDemo();
         log.info(summaryLine(built.summary, built.tree));
       } else log.info(`using the demo release already built in ${tree} (rebuild with \`npm start -- --rebuild\`)`);
-      await serve({ dir: tree, port: o.port, host: o.host, access: readAccessConfigFile(undefined, 'open'), keysDir: DEFAULT_KEYS_DIR });
+      await serve({
+        dir: tree,
+        port: o.port,
+        host: o.host,
+        access: readAccessConfigFile(undefined, 'open'),
+        keysDir: DEFAULT_KEYS_DIR,
+      });
     });
 
   cli
     .command('bundle-edge')
-    .description('Bundle the Lambda@Edge origin-request function with esbuild and print its size (API keys are checked by the key gate, not by it).')
+    .description(
+      'Bundle the Lambda@Edge origin-request function with esbuild and print its size (API keys are checked by the key gate, not by it).',
+    )
     .option('--out <dir>', 'output directory', join(PROJECT_ROOT, 'dist/edge'))
     .option('--origin <url>', 'base URL of the tree the function reads', parseBaseUrl)
     .option('--published', 'the base URL holds a published bucket layout (current.json and releases/)', false)
@@ -258,27 +346,43 @@ export function program(): Command {
     .option('--bucket-region <region>', 'region of that bucket', process.env.AWS_REGION ?? 'us-east-1')
     .option('--prefix <prefix>', 'key prefix of the published atlas in the bucket', '')
     .option('--structure-base <url>', 'base URL structure redirects point into', parseBaseUrl)
-    .action(async (o: { out: string; origin?: string; published: boolean; bucket?: string; bucketRegion: string; prefix: string; structureBase?: string }) => {
-      if (!o.origin === !o.bucket) throw new UsageError('name exactly one origin: --origin <url> or --bucket <name>');
-      const { bundleEdge } = await import('./bundle/edge.js');
-      const b = await bundleEdge({
-        outDir: o.out,
-        originBaseUrl: o.origin,
-        published: o.published,
-        s3: o.bucket ? { bucket: o.bucket, region: o.bucketRegion, prefix: o.prefix } : undefined,
-        structureBaseUrl: o.structureBase,
-      });
-      log.info(`edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`);
-    });
+    .action(
+      async (o: {
+        out: string;
+        origin?: string;
+        published: boolean;
+        bucket?: string;
+        bucketRegion: string;
+        prefix: string;
+        structureBase?: string;
+      }) => {
+        if (!o.origin === !o.bucket) throw new UsageError('name exactly one origin: --origin <url> or --bucket <name>');
+        const { bundleEdge } = await import('./bundle/edge.js');
+        const b = await bundleEdge({
+          outDir: o.out,
+          originBaseUrl: o.origin,
+          published: o.published,
+          s3: o.bucket ? { bucket: o.bucket, region: o.bucketRegion, prefix: o.prefix } : undefined,
+          structureBaseUrl: o.structureBase,
+        });
+        log.info(
+          `edge bundle ${b.file}: ${(b.bytes / 1024).toFixed(1)} KiB (${(b.gzipBytes / 1024).toFixed(1)} KiB gzipped)`,
+        );
+      },
+    );
 
   cli
     .command('bundle-server')
-    .description('Write `serve`, `mirror` and `nginx-config` as one file (isoatlas-server.mjs) that runs on Node >= 20 with no npm install: what a mirror operator downloads.')
+    .description(
+      'Write `serve`, `mirror` and `nginx-config` as one file (isoatlas-server.mjs) that runs on Node >= 20 with no npm install: what a mirror operator downloads.',
+    )
     .option('--out <file>', 'the file to write', 'dist/isoatlas-server.mjs')
     .action(async (o: { out: string }) => {
       const { bundleServer } = await import('./bundle/server.js');
       const b = await bundleServer({ out: o.out });
-      log.info(`server bundle ${b.file}: ${(b.bytes / 1e6).toFixed(2)} MB (${(b.gzipBytes / 1e6).toFixed(2)} MB gzipped); run it with \`node ${o.out} serve --dir <tree or mirror>\``);
+      log.info(
+        `server bundle ${b.file}: ${(b.bytes / 1e6).toFixed(2)} MB (${(b.gzipBytes / 1e6).toFixed(2)} MB gzipped); run it with \`node ${o.out} serve --dir <tree or mirror>\``,
+      );
     });
 
   addPublishCommands(cli, infoLine);
@@ -289,7 +393,6 @@ export function program(): Command {
 
   return cli;
 }
-
 
 export async function main(argv: string[]): Promise<number> {
   return runProgram(program(), argv);

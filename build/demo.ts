@@ -13,7 +13,6 @@ import { generateDemoTracks } from './generate/demo-tracks.js';
 import { DEMO } from './paths.js';
 import { log } from '../edge/server/logger.js';
 
-
 export function logWarnings(warnings: string[]) {
   for (const w of warnings.slice(0, 5)) log.warn(w);
   if (warnings.length > 5) log.warn(`… and ${warnings.length - 5} more`);
@@ -27,7 +26,10 @@ const GENERATED_TRACK_FILES: Record<Track, string> = {
 };
 
 /** The whole demo pipeline: real chr22 core → seeded generated tracks → release DB → tree. */
-export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; seed?: number } = {}): Promise<{ db: string; tree: string; summary: BuildSummary }> {
+export async function buildDemo(
+  work = DEMO.work,
+  opts: { progress?: boolean; seed?: number } = {},
+): Promise<{ db: string; tree: string; summary: BuildSummary }> {
   const seed = opts.seed ?? DEMO.seed;
   mkdirSync(work, { recursive: true });
   const db = join(work, 'release.sqlite');
@@ -35,7 +37,9 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
   const tree = join(work, 'tree');
   const core = await importCore(loadCoreConfig(DEMO.config), db);
   logWarnings(core.warnings);
-  log.info(`imported core: ${core.genes} genes (${core.novelGenes} novel loci), ${core.referenceIsoforms} reference + ${core.longReadIsoforms} long-read isoforms`);
+  log.info(
+    `imported core: ${core.genes} genes (${core.novelGenes} novel loci), ${core.referenceIsoforms} reference + ${core.longReadIsoforms} long-read isoforms`,
+  );
 
   rmSync(tracksDir, { recursive: true, force: true });
   const reader = openReleaseDb(db);
@@ -46,28 +50,40 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
       reader.close();
     }
   })();
-  log.info(`generated tracks (seed ${seed}): ${generated.domains} domains, ${generated.neoantigens} neoantigens, ${generated.ptm} PTM sites, ${generated.structures} structures`);
+  log.info(
+    `generated tracks (seed ${seed}): ${generated.domains} domains, ${generated.neoantigens} neoantigens, ${generated.ptm} PTM sites, ${generated.structures} structures`,
+  );
 
   await updateReleaseDb(db, async (handle) => {
     // Real annotations where a sample fits the demo's isoforms: pVACseq neoantigens on chr22.
     const pvacseq = await readPvacseqAllEpitopes(DEMO.realNeoantigens);
     const real = pvacseqOnRelease(handle, pvacseq.rows);
-    const n = await insertTrack(handle, {
-      track: 'neoantigens',
-      file: DEMO.realNeoantigens,
-      source: 'pVACseq (pVACtools test data)',
-      version: 'pVACtools 0c05768b',
-      description: 'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id and placed by their wild-type epitope on the release protein',
-      generated: false,
-    }, real.located);
+    const n = await insertTrack(
+      handle,
+      {
+        track: 'neoantigens',
+        file: DEMO.realNeoantigens,
+        source: 'pVACseq (pVACtools test data)',
+        version: 'pVACtools 0c05768b',
+        description:
+          'Class I epitopes of chr22 variants (HLA-E*01:01, HLA-G*01:09; NetMHC, PickPocket), mapped by transcript id and placed by their wild-type epitope on the release protein',
+        generated: false,
+      },
+      real.located,
+    );
     const info = await importGeneInfo(handle, {
       file: DEMO.geneInfo,
       source: 'org.Hs.eg.db (Bioconductor)',
       version: '3.16.0 (NCBI Gene 2022-09-12, UniProt 2022-09-23)',
-      description: "Names, aliases, NCBI gene types and UniProt accessions of the demo's genes, by Ensembl id, else by symbol (data/gene-info/extract.sh)",
+      description:
+        "Names, aliases, NCBI gene types and UniProt accessions of the demo's genes, by Ensembl id, else by symbol (data/gene-info/extract.sh)",
     });
-    log.info(`imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without)`);
-    log.info(`imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(real.check)})`);
+    log.info(
+      `imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without)`,
+    );
+    log.info(
+      `imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(real.check)})`,
+    );
     for (const track of TRACKS) {
       await importTrack(handle, {
         track,
@@ -83,4 +99,3 @@ export async function buildDemo(work = DEMO.work, opts: { progress?: boolean; se
   const summary = await renderTree(db, tree, { progress: opts.progress, replace: true });
   return { db, tree, summary };
 }
-

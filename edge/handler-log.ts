@@ -15,11 +15,20 @@ export interface HandlerLog {
 }
 
 function consoleLine(level: 'info' | 'warn' | 'error'): LogLine {
-  return (fields, msg) => console.error(redactKeys(JSON.stringify({ level, time: new Date().toISOString(), ...fields, ...(msg === undefined ? {} : { msg }) })));
+  return (fields, msg) =>
+    console.error(
+      redactKeys(
+        JSON.stringify({ level, time: new Date().toISOString(), ...fields, ...(msg === undefined ? {} : { msg }) }),
+      ),
+    );
 }
 
 /** One JSON line per call on standard error. */
-export const consoleLog: HandlerLog = { info: consoleLine('info'), warn: consoleLine('warn'), error: consoleLine('error') };
+export const consoleLog: HandlerLog = {
+  info: consoleLine('info'),
+  warn: consoleLine('warn'),
+  error: consoleLine('error'),
+};
 
 /** An error as log fields: its kind, message and stack (a thrown non-Error as its text). */
 export function errorFields(err: unknown): { err: { type: string; message: string; stack?: string } } {

@@ -7,7 +7,14 @@
 // Lambda@Edge and tests call the same function.
 import { cacheControl } from './contract/routes.js';
 import { dispatch, type AnswerLabel, type Dispatched } from './contract/dispatch.js';
-import { isVersioned, OriginError, type Origin, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from './origin.js';
+import {
+  isVersioned,
+  OriginError,
+  type Origin,
+  type PinnedRelease,
+  type ReleaseFiles,
+  type VersionedOrigin,
+} from './origin.js';
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin, type VerifiedOriginOptions } from './origins/verified.js';
 import { parseQuery, RequestProblem } from './router.js';
@@ -75,7 +82,11 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
       // Preflights carry no credentials (browsers never send Authorization with them): not counted.
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
       if (request.method !== 'GET' && request.method !== 'HEAD') {
-        return problem(request, { status: 405, detail: `method ${request.method} is not allowed; this API is read-only`, headers: { Allow: ALLOW } });
+        return problem(request, {
+          status: 405,
+          detail: `method ${request.method} is not allowed; this API is read-only`,
+          headers: { Allow: ALLOW },
+        });
       }
       const decision = options.access ? await options.access.decide(request, context.clientIp) : null;
       if (decision?.denied) return decision.denied;
@@ -101,13 +112,25 @@ interface Target {
 
 function targetOf(request: Request, releases: Releases, options: HandlerOptions): Target {
   const url = new URL(request.url);
-  const dispatched = dispatch(url.pathname, { structureFiles: options.serveStructureFiles === true, storeFiles: options.storeFiles !== undefined });
-  if (dispatched.group === 'file') return { label: dispatched.id, answer: fileAnswer(request, url, releases, options, dispatched) };
+  const dispatched = dispatch(url.pathname, {
+    structureFiles: options.serveStructureFiles === true,
+    storeFiles: options.storeFiles !== undefined,
+  });
+  if (dispatched.group === 'file')
+    return { label: dispatched.id, answer: fileAnswer(request, url, releases, options, dispatched) };
   // A path the router refuses is answered after access control, like any other.
-  if (dispatched.group === 'none' && dispatched.refusal !== undefined) return { label: 'other', answer: () => Promise.reject(dispatched.refusal) };
+  if (dispatched.group === 'none' && dispatched.refusal !== undefined)
+    return { label: 'other', answer: () => Promise.reject(dispatched.refusal) };
   // No entry, or a system path: the server around the handler answers those (edge/server/serve.ts).
   if (dispatched.group !== 'route') {
-    return { label: 'other', answer: async () => problem(request, { status: 404, detail: `no endpoint at ${clip(url.pathname, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)` }) };
+    return {
+      label: 'other',
+      answer: async () =>
+        problem(request, {
+          status: 404,
+          detail: `no endpoint at ${clip(url.pathname, 200)}; the API lives under /api/v1/ (see /api/v1/openapi.json)`,
+        }),
+    };
   }
   const { route, params } = dispatched.match;
   return {
@@ -120,8 +143,21 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
       // Links carry only a release the request named; the gate's default stays out of them.
       const pin = asked.carried ? asked.name : undefined;
       const answer = (request: Request) =>
-        routeHandlers[route.id]({ request, url, params, query, cacheControl: cacheControl[route.cache], release, releases, structureBaseUrl: options.structureBaseUrl, pin });
-      return named(pin === undefined ? await answer(request) : await pinnedAnswer(request, route.schema, pin, answer), release);
+        routeHandlers[route.id]({
+          request,
+          url,
+          params,
+          query,
+          cacheControl: cacheControl[route.cache],
+          release,
+          releases,
+          structureBaseUrl: options.structureBaseUrl,
+          pin,
+        });
+      return named(
+        pin === undefined ? await answer(request) : await pinnedAnswer(request, route.schema, pin, answer),
+        release,
+      );
     },
   };
 }
@@ -129,7 +165,13 @@ function targetOf(request: Request, releases: Releases, options: HandlerOptions)
 type FileDispatch = Extract<Dispatched, { group: 'file' }>;
 
 /** How each kind of file of the dispatch table is answered, once access control let it through. */
-function fileAnswer(request: Request, url: URL, releases: Releases, options: HandlerOptions, file: FileDispatch): () => Promise<Response> {
+function fileAnswer(
+  request: Request,
+  url: URL,
+  releases: Releases,
+  options: HandlerOptions,
+  file: FileDispatch,
+): () => Promise<Response> {
   switch (file.id) {
     case 'docs_file':
       return async () => {
@@ -142,12 +184,14 @@ function fileAnswer(request: Request, url: URL, releases: Releases, options: Han
       return async () => {
         const { release: pinned, name } = file.match;
         if (pinned === null) {
-          if (name.includes('/') || url.search) return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
+          if (name.includes('/') || url.search)
+            return problem(request, { status: 404, detail: `no structure file ${url.pathname}` });
           const release = (await releases.get())!;
           return named(await structureFile(request, release, name), release);
         }
         const release = await releases.get(pinned);
-        if (!release || url.search) return problem(request, { status: 404, detail: `no structure file ${clip(url.pathname, 200)}` });
+        if (!release || url.search)
+          return problem(request, { status: 404, detail: `no structure file ${clip(url.pathname, 200)}` });
         return named(await structureFile(request, release, name), release);
       };
     case 'store_file':
@@ -156,16 +200,24 @@ function fileAnswer(request: Request, url: URL, releases: Releases, options: Han
 }
 
 const noSuchRelease = (request: Request, name: string) =>
-  problem(request, { status: 404, detail: `no release "${clip(name, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them` });
+  problem(request, {
+    status: 404,
+    detail: `no release "${clip(name, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them`,
+  });
 
 /** A store file as it is; an object only when its bytes hash to its name. */
 async function storeFile(request: Request, store: Origin, path: string): Promise<Response> {
   const file = await store.read(path);
   if (!file) return problem(request, { status: 404, detail: `no ${path} in this mirror` });
   const sha = objectSha(path);
-  if (sha !== null && (await sha256Hex(file.body)) !== sha) throw new IntegrityError(`${path} does not hash to its name`);
+  if (sha !== null && (await sha256Hex(file.body)) !== sha)
+    throw new IntegrityError(`${path} does not hash to its name`);
   const cache = sha === null ? 'no-cache' : 'public, max-age=31536000, immutable';
-  return bodyResponse(request, file.body, { cacheControl: cache, sha256: sha ?? undefined, contentType: sha === null ? undefined : 'application/octet-stream' });
+  return bodyResponse(request, file.body, {
+    cacheControl: cache,
+    sha256: sha ?? undefined,
+    contentType: sha === null ? undefined : 'application/octet-stream',
+  });
 }
 
 /** Every answer from a release names it. */
@@ -177,15 +229,22 @@ async function named(response: Response, release: Release): Promise<Response> {
 /** The releases requests are answered from: the one tree, or a release of a store (the current one,
  * or one named). Each request is answered from one pinned release; the releases used lately are
  * kept open, so requests in flight finish on theirs. */
-export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes' | 'onVerificationFailure' | 'log'>): Releases {
+export function releasesOf(
+  options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes' | 'onVerificationFailure' | 'log'>,
+): Releases {
   const open = (files: ReleaseFiles, publicPath: (path: string) => string): Release => {
     // Every file, edge data included, is checked against the manifest before it is used.
-    const verified = new VerifiedOrigin(files, { bodyCacheBytes: options.bodyCacheBytes, onFailure: options.onVerificationFailure, log: options.log });
+    const verified = new VerifiedOrigin(files, {
+      bodyCacheBytes: options.bodyCacheBytes,
+      onFailure: options.onVerificationFailure,
+      log: options.log,
+    });
     return { origin: verified, data: new ReleaseData(verified), publicPath, name: () => verified.releaseName() };
   };
   const source = options.origin;
   // A tree (or a server's one directory) holds one release: asked by its own name, or not named.
-  const onlyIf = async (release: Release, name: string | undefined) => (name === undefined || (await release.name()) === name ? release : null);
+  const onlyIf = async (release: Release, name: string | undefined) =>
+    name === undefined || (await release.name()) === name ? release : null;
   const single = async (release: Release): Promise<ReleaseListBody> => {
     const name = await release.name();
     return { current: name, releases: [{ release: name, current: true, published_at: null, manifest_sha256: null }] };
@@ -211,7 +270,15 @@ export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBy
     async list() {
       if (!source.list) return single((await get())!);
       const { current, releases } = await source.list();
-      return { current, releases: releases.map((r) => ({ release: r.release, current: r.release === current, published_at: r.published_at, manifest_sha256: r.manifest_sha256 })) };
+      return {
+        current,
+        releases: releases.map((r) => ({
+          release: r.release,
+          current: r.release === current,
+          published_at: r.published_at,
+          manifest_sha256: r.manifest_sha256,
+        })),
+      };
     },
   };
 }
@@ -219,7 +286,8 @@ export function releasesOf(options: Pick<HandlerOptions, 'origin' | 'bodyCacheBy
 /** Marks a keyed answer as for its client only (`private`, varying by Authorization). */
 export function keepPrivate(response: Response): void {
   const cache = response.headers.get('cache-control');
-  if (cache !== null && cache !== 'no-store') response.headers.set('cache-control', cache.replace(/^public\b/, 'private'));
+  if (cache !== null && cache !== 'no-store')
+    response.headers.set('cache-control', cache.replace(/^public\b/, 'private'));
   response.headers.append('vary', 'Authorization');
 }
 
@@ -227,7 +295,11 @@ export function keepPrivate(response: Response): void {
  * line carry the request's id, when the adapter gave one, so a report can be matched to the log. */
 export function failure(request: Request, err: unknown, requestId?: string, log: HandlerLog = consoleLog): Response {
   if (err instanceof RequestProblem) {
-    return problem(request, { status: err.status, detail: err.message, extra: err.parameter ? { parameter: err.parameter } : undefined });
+    return problem(request, {
+      status: err.status,
+      detail: err.message,
+      extra: err.parameter ? { parameter: err.parameter } : undefined,
+    });
   }
   if (err instanceof OriginError) {
     const [status, detail] =
@@ -240,7 +312,10 @@ export function failure(request: Request, err: unknown, requestId?: string, log:
   }
   // A bug of ours, not the client's: say so without leaking internals.
   // The logger redacts keys from the line (a stack may quote a request's target).
-  log.error({ event: 'unexpected_error', ...(requestId ? { request_id: requestId } : {}), ...errorFields(err) }, `unexpected error${requestId ? ` (request ${requestId})` : ''}`);
+  log.error(
+    { event: 'unexpected_error', ...(requestId ? { request_id: requestId } : {}), ...errorFields(err) },
+    `unexpected error${requestId ? ` (request ${requestId})` : ''}`,
+  );
   return problem(request, {
     status: 500,
     detail: 'an unexpected error occurred; it has been logged',

@@ -43,7 +43,10 @@ export function originRequestHandler(config: EdgeBundleConfig) {
   // A store's pinned structure files are fetched by CloudFront from the object the release's manifest
   // names; the handler answers every other path of the dispatch table, none of its system paths
   // (those are `isoatlas serve`'s) and no structure or store file (the bucket has them).
-  return createLambdaEdgeHandler(handler, isVersioned(origin) ? (request) => locateStructureFile(request, releases) : undefined);
+  return createLambdaEdgeHandler(
+    handler,
+    isVersioned(origin) ? (request) => locateStructureFile(request, releases) : undefined,
+  );
 }
 
 export const handler = originRequestHandler(__ISOATLAS_EDGE_CONFIG__);

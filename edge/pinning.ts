@@ -19,7 +19,11 @@ export function askedRelease(get: (name: string) => string | null | undefined): 
   const named = get(RELEASE_PARAM) ?? undefined;
   const fallback = get(DEFAULT_RELEASE_PARAM) ?? undefined;
   if (named !== undefined && fallback !== undefined) {
-    throw new RequestProblem(400, `give "${RELEASE_PARAM}" (a release links carry) or "${DEFAULT_RELEASE_PARAM}" (one they do not), not both`, DEFAULT_RELEASE_PARAM);
+    throw new RequestProblem(
+      400,
+      `give "${RELEASE_PARAM}" (a release links carry) or "${DEFAULT_RELEASE_PARAM}" (one they do not), not both`,
+      DEFAULT_RELEASE_PARAM,
+    );
   }
   return named !== undefined ? { name: named, carried: true } : { name: fallback, carried: false };
 }
@@ -41,24 +45,29 @@ function holdsLink(schema: Schema): boolean {
 
 function children(schema: Schema): Schema[] {
   const out: Schema[] = [];
-  if (typeof schema.$ref === 'string' && schema.$ref !== LINK) out.push(schemas[schema.$ref as SchemaName] as unknown as Schema);
-  for (const key of ['properties', 'patternProperties'] as const) if (schema[key]) out.push(...Object.values(schema[key] as Record<string, Schema>));
+  if (typeof schema.$ref === 'string' && schema.$ref !== LINK)
+    out.push(schemas[schema.$ref as SchemaName] as unknown as Schema);
+  for (const key of ['properties', 'patternProperties'] as const)
+    if (schema[key]) out.push(...Object.values(schema[key] as Record<string, Schema>));
   if (schema.items) out.push(schema.items as Schema);
   if (Array.isArray(schema.anyOf)) out.push(...(schema.anyOf as Schema[]));
   return out;
 }
 
 /** Does an answer of this schema have links to carry a release? */
-export const hasLinks = (name: SchemaName | null): boolean => name !== null && holdsLink(schemas[name] as unknown as Schema);
+export const hasLinks = (name: SchemaName | null): boolean =>
+  name !== null && holdsLink(schemas[name] as unknown as Schema);
 
 /** The value with every Link its schema declares pinned to `release` (changed in place). */
 function pinValue(schema: Schema, value: unknown, release: string): unknown {
   if (!holdsLink(schema) || value === null || value === undefined) return value;
   if (schema.$ref === LINK) return typeof value === 'string' ? pinLink(value, release) : value;
-  if (typeof schema.$ref === 'string') return pinValue(schemas[schema.$ref as SchemaName] as unknown as Schema, value, release);
+  if (typeof schema.$ref === 'string')
+    return pinValue(schemas[schema.$ref as SchemaName] as unknown as Schema, value, release);
   // A union holding a link is a nullable link or object (null was returned above): its linked branch.
   if (Array.isArray(schema.anyOf)) return pinValue((schema.anyOf as Schema[]).find(holdsLink)!, value, release);
-  if (Array.isArray(value)) return schema.items ? value.map((item) => pinValue(schema.items as Schema, item, release)) : value;
+  if (Array.isArray(value))
+    return schema.items ? value.map((item) => pinValue(schema.items as Schema, item, release)) : value;
   if (typeof value !== 'object') return value;
   const record = value as Record<string, unknown>;
   const properties = (schema.properties ?? {}) as Record<string, Schema>;
@@ -77,7 +86,11 @@ export function pinBody(name: SchemaName, body: unknown, release: string): unkno
 /** The Link and Location headers of an answer pinned to `release`. */
 export function pinHeaders(headers: Headers, release: string): void {
   const link = headers.get('link');
-  if (link !== null) headers.set('link', link.replace(/<([^>]*)>/g, (_, target: string) => `<${pinLink(target, release)}>`));
+  if (link !== null)
+    headers.set(
+      'link',
+      link.replace(/<([^>]*)>/g, (_, target: string) => `<${pinLink(target, release)}>`),
+    );
   const location = headers.get('location');
   if (location !== null) headers.set('location', pinLink(location, release));
 }
@@ -86,7 +99,12 @@ export function pinHeaders(headers: Headers, release: string): void {
  * asked for as a plain GET (the route's 304 and HEAD would be about the unpinned body), rewritten,
  * and answered with the strong ETag of the bytes sent, so a pinned and an unpinned copy never share a
  * tag, and If-None-Match is compared with the pinned copy's. */
-export async function pinnedAnswer(request: Request, schema: SchemaName | null, release: string, answer: (request: Request) => Promise<Response>): Promise<Response> {
+export async function pinnedAnswer(
+  request: Request,
+  schema: SchemaName | null,
+  release: string,
+  answer: (request: Request) => Promise<Response>,
+): Promise<Response> {
   if (!hasLinks(schema)) {
     const response = await answer(request);
     pinHeaders(response.headers, release);
@@ -99,7 +117,10 @@ export async function pinnedAnswer(request: Request, schema: SchemaName | null, 
   if (response.status !== 200) return request.method === 'HEAD' ? new Response(null, response) : response;
   const body = pinBody(schema!, await response.json(), release);
   const kept = Object.fromEntries([...response.headers].filter(([name]) => !REPLACED.has(name)));
-  return bodyResponse(request, jsonBody(body), { cacheControl: response.headers.get('cache-control') ?? 'no-store', headers: kept });
+  return bodyResponse(request, jsonBody(body), {
+    cacheControl: response.headers.get('cache-control') ?? 'no-store',
+    headers: kept,
+  });
 }
 
 /** Headers bodyResponse writes for the pinned body itself. */

@@ -3,7 +3,13 @@
 // loaded is kept in one cache bounded by weight, so an edge instance's memory stays fixed however
 // large the release.
 import MiniSearch from 'minisearch';
-import { EDGE_INDEX_FORMAT, treePaths, type EdgeIndex, type ShardBody, type StructureMapEntry } from './contract/tree.js';
+import {
+  EDGE_INDEX_FORMAT,
+  treePaths,
+  type EdgeIndex,
+  type ShardBody,
+  type StructureMapEntry,
+} from './contract/tree.js';
 import { typoIndexOptions, type TypoDocument } from './contract/search.js';
 import { isShardCount, shardOf } from './contract/shards.js';
 import { LoadingCache } from './loading-cache.js';
@@ -39,16 +45,31 @@ export class ReleaseData {
     return (this.indexP ??= this.origin
       .read(treePaths.edgeIndex)
       .then((file) => {
-        if (!file) throw new OriginError(`the tree at ${this.origin.description} has no ${treePaths.edgeIndex}: is it a rendered isoatlas tree of this version?`, 'unavailable');
+        if (!file)
+          throw new OriginError(
+            `the tree at ${this.origin.description} has no ${treePaths.edgeIndex}: is it a rendered isoatlas tree of this version?`,
+            'unavailable',
+          );
         const text = decoder.decode(file.body);
         const index = JSON.parse(text) as EdgeIndex;
         const counts = [index.gene_aliases?.shards, index.isoform_aliases?.shards, index.structures?.shards];
-        if (index.format !== EDGE_INDEX_FORMAT || !counts.every(isShardCount) || !Array.isArray(index.search?.terms) || !isShardCount(index.search?.typo?.shards) || !Number.isInteger(index.search?.documents) || typeof index.sha256 !== 'object' || index.sha256 === null) throw new Error(`not an edge index of format ${EDGE_INDEX_FORMAT}: rebuild the tree with this version`);
+        if (
+          index.format !== EDGE_INDEX_FORMAT ||
+          !counts.every(isShardCount) ||
+          !Array.isArray(index.search?.terms) ||
+          !isShardCount(index.search?.typo?.shards) ||
+          !Number.isInteger(index.search?.documents) ||
+          typeof index.sha256 !== 'object' ||
+          index.sha256 === null
+        )
+          throw new Error(`not an edge index of format ${EDGE_INDEX_FORMAT}: rebuild the tree with this version`);
         return index;
       })
       .catch((err) => {
         this.indexP = null;
-        throw err instanceof OriginError ? err : new OriginError(`cannot load ${treePaths.edgeIndex}: ${(err as Error).message}`, 'unavailable');
+        throw err instanceof OriginError
+          ? err
+          : new OriginError(`cannot load ${treePaths.edgeIndex}: ${(err as Error).message}`, 'unavailable');
       }));
   }
 
@@ -56,17 +77,28 @@ export class ReleaseData {
    * gene a shared symbol names; null when nothing is called that. */
   async gene(key: string): Promise<string | string[] | null> {
     const k = key.toLowerCase();
-    return lookup(await this.table<string | string[]>(treePaths.geneAliases(shardOf(k, (await this.index()).gene_aliases.shards))), k);
+    return lookup(
+      await this.table<string | string[]>(treePaths.geneAliases(shardOf(k, (await this.index()).gene_aliases.shards))),
+      k,
+    );
   }
 
   /** A transcript id (with or without version) or name, in any case → transcript id. */
   async isoform(key: string): Promise<string | null> {
     const k = key.toLowerCase();
-    return lookup(await this.table<string>(treePaths.isoformAliases(shardOf(k, (await this.index()).isoform_aliases.shards))), k);
+    return lookup(
+      await this.table<string>(treePaths.isoformAliases(shardOf(k, (await this.index()).isoform_aliases.shards))),
+      k,
+    );
   }
 
   async structure(transcriptId: string): Promise<StructureMapEntry | null> {
-    return lookup(await this.table<StructureMapEntry>(treePaths.structureMap(shardOf(transcriptId, (await this.index()).structures.shards))), transcriptId);
+    return lookup(
+      await this.table<StructureMapEntry>(
+        treePaths.structureMap(shardOf(transcriptId, (await this.index()).structures.shards)),
+      ),
+      transcriptId,
+    );
   }
 
   termShard(shard: number): Promise<TermShard> {
@@ -81,7 +113,10 @@ export class ReleaseData {
     const path = treePaths.searchTypo(shard);
     return this.cache.get(path, async () => {
       const text = await this.read(path);
-      return { value: this.parsed(path, () => new TypoShard(MiniSearch.loadJSON<TypoDocument>(text, typoIndexOptions))), weight: text.length * TYPO_WEIGHT };
+      return {
+        value: this.parsed(path, () => new TypoShard(MiniSearch.loadJSON<TypoDocument>(text, typoIndexOptions))),
+        weight: text.length * TYPO_WEIGHT,
+      };
     }) as Promise<TypoShard>;
   }
 
@@ -103,14 +138,21 @@ export class ReleaseData {
     try {
       return parse();
     } catch (err) {
-      throw new OriginError(`cannot load ${path} from ${this.origin.description}: ${(err as Error).message}; is it a tree rendered by this version?`, 'unavailable');
+      throw new OriginError(
+        `cannot load ${path} from ${this.origin.description}: ${(err as Error).message}; is it a tree rendered by this version?`,
+        'unavailable',
+      );
     }
   }
 
   /** A shard, checked against the hash the edge index lists for it. */
   private async read(path: string): Promise<string> {
     const sha256 = (await this.index()).sha256[path];
-    if (typeof sha256 !== 'string') throw new OriginError(`${treePaths.edgeIndex} at ${this.origin.description} does not list ${path}: is it a tree rendered by this version?`, 'unavailable');
+    if (typeof sha256 !== 'string')
+      throw new OriginError(
+        `${treePaths.edgeIndex} at ${this.origin.description} does not list ${path}: is it a tree rendered by this version?`,
+        'unavailable',
+      );
     return decoder.decode(await this.origin.readChecked(path, sha256));
   }
 }

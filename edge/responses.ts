@@ -88,14 +88,22 @@ export function problemBody(instance: string, init: ProblemInit): Uint8Array {
     // A key pasted into a URL by mistake is never echoed back, in any member of the problem.
     detail: redactKeys(init.detail),
     instance: redactKeys(instance),
-    ...Object.fromEntries(Object.entries(init.extra ?? {}).map(([name, value]) => [name, typeof value === 'string' ? redactKeys(value) : value])),
+    ...Object.fromEntries(
+      Object.entries(init.extra ?? {}).map(([name, value]) => [
+        name,
+        typeof value === 'string' ? redactKeys(value) : value,
+      ]),
+    ),
   });
 }
 
 /** The query as the viewer wrote it: less DEFAULT_RELEASE_PARAM, which the CDN's gate adds, so a
  * problem's instance is the same through the CDN as from a server. */
 function viewerQuery(search: string): string {
-  const kept = search.slice(1).split('&').filter((part) => part !== '' && part.split('=')[0] !== DEFAULT_RELEASE_PARAM);
+  const kept = search
+    .slice(1)
+    .split('&')
+    .filter((part) => part !== '' && part.split('=')[0] !== DEFAULT_RELEASE_PARAM);
   return kept.length ? `?${kept.join('&')}` : '';
 }
 
@@ -111,5 +119,8 @@ export function problem(request: Request, init: ProblemInit): Response {
     'Content-Type': PROBLEM_TYPE,
     'Content-Length': String(bytes.length),
   });
-  return new Response(request.method === 'HEAD' ? null : (bytes as Uint8Array<ArrayBuffer>), { status: init.status, headers });
+  return new Response(request.method === 'HEAD' ? null : (bytes as Uint8Array<ArrayBuffer>), {
+    status: init.status,
+    headers,
+  });
 }

@@ -25,7 +25,9 @@ const compiled = routes.map((route) => ({
   segments: route.path
     .split('/')
     .filter(Boolean)
-    .map((segment) => (segment.startsWith('{') ? { param: segment.slice(1, -1), literal: null } : { param: null, literal: segment })),
+    .map((segment) =>
+      segment.startsWith('{') ? { param: segment.slice(1, -1), literal: null } : { param: null, literal: segment },
+    ),
 }));
 
 const SEGMENT = new RegExp(PATH_SEGMENT_PATTERN, 'u');
@@ -39,8 +41,12 @@ function decodeSegment(raw: string): string {
     throw new RequestProblem(400, `path segment "${raw}" is not valid percent-encoding`);
   }
   if (!SEGMENT.test(value)) {
-    if ([...value].length > PATH_SEGMENT_MAX) throw new RequestProblem(400, `a path segment is longer than ${PATH_SEGMENT_MAX} characters`);
-    throw new RequestProblem(400, `path segment "${raw}" contains a character or sequence that is not allowed in an identifier`);
+    if ([...value].length > PATH_SEGMENT_MAX)
+      throw new RequestProblem(400, `a path segment is longer than ${PATH_SEGMENT_MAX} characters`);
+    throw new RequestProblem(
+      400,
+      `path segment "${raw}" contains a character or sequence that is not allowed in an identifier`,
+    );
   }
   return value;
 }
@@ -54,10 +60,12 @@ export function matchRoute(pathname: string): Match | null {
   for (const { route, segments } of compiled) {
     if (segments.length !== rawSegments.length) continue;
     let ok = true;
-    for (let i = 0; i < segments.length && ok; i++) ok = segments[i].literal === null || segments[i].literal === rawSegments[i];
+    for (let i = 0; i < segments.length && ok; i++)
+      ok = segments[i].literal === null || segments[i].literal === rawSegments[i];
     if (!ok) continue;
     const params: Record<string, string> = {};
-    for (let i = 0; i < segments.length; i++) if (segments[i].param !== null) params[segments[i].param!] = rawSegments[i];
+    for (let i = 0; i < segments.length; i++)
+      if (segments[i].param !== null) params[segments[i].param!] = rawSegments[i];
     for (const key of Object.keys(params)) params[key] = decodeSegment(params[key]);
     return { route, params };
   }
@@ -70,7 +78,10 @@ function queryParamsOf(route: Route): { known: string[]; accepts: string } {
   let entry = queryParams.get(route);
   if (!entry) {
     const known = [...route.integerParams.map((p) => p.name), ...route.stringParams.map((p) => p.name)];
-    entry = { known, accepts: known.length ? `this endpoint accepts: ${known.join(', ')}` : 'this endpoint takes no query parameters' };
+    entry = {
+      known,
+      accepts: known.length ? `this endpoint accepts: ${known.join(', ')}` : 'this endpoint takes no query parameters',
+    };
     queryParams.set(route, entry);
   }
   return entry;
@@ -86,24 +97,37 @@ export function parseQuery(route: Route, search: URLSearchParams): QueryValues {
   const { known, accepts } = queryParamsOf(route);
   const seen = new Set<string>();
   for (const name of search.keys()) {
-    if (!known.includes(name)) throw new RequestProblem(400, `unknown query parameter "${clip(name, 50)}"; ${accepts}`, clip(name, 50));
+    if (!known.includes(name))
+      throw new RequestProblem(400, `unknown query parameter "${clip(name, 50)}"; ${accepts}`, clip(name, 50));
     if (seen.has(name)) throw new RequestProblem(400, `query parameter "${name}" is given more than once`, name);
     seen.add(name);
   }
   const integers: Record<string, number> = {};
   for (const p of route.integerParams) {
     const raw = search.get(p.name);
-    const bounds = p.maximum === undefined ? `an integer ≥ ${p.minimum}` : `an integer from ${p.minimum} to ${p.maximum}`;
+    const bounds =
+      p.maximum === undefined ? `an integer ≥ ${p.minimum}` : `an integer from ${p.minimum} to ${p.maximum}`;
     if (raw === null) {
       if (p.default !== undefined) integers[p.name] = p.default;
       continue;
     }
-    if (/^\d{16,}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${clip(raw, 30)}… is too large`, p.name);
-    if (!/^-?\d{1,15}$/.test(raw)) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; got "${clip(raw, 30)}"`, p.name);
+    if (/^\d{16,}$/.test(raw))
+      throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${clip(raw, 30)}… is too large`, p.name);
+    if (!/^-?\d{1,15}$/.test(raw))
+      throw new RequestProblem(400, `"${p.name}" must be ${bounds}; got "${clip(raw, 30)}"`, p.name);
     const value = Number(raw);
-    if (value < p.minimum) throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${value} is below the minimum of ${p.minimum}`, p.name);
+    if (value < p.minimum)
+      throw new RequestProblem(
+        400,
+        `"${p.name}" must be ${bounds}; ${value} is below the minimum of ${p.minimum}`,
+        p.name,
+      );
     if (p.maximum !== undefined && value > p.maximum) {
-      throw new RequestProblem(400, `"${p.name}" must be ${bounds}; ${value} is above the maximum of ${p.maximum}`, p.name);
+      throw new RequestProblem(
+        400,
+        `"${p.name}" must be ${bounds}; ${value} is above the maximum of ${p.maximum}`,
+        p.name,
+      );
     }
     integers[p.name] = value;
   }
@@ -111,12 +135,21 @@ export function parseQuery(route: Route, search: URLSearchParams): QueryValues {
   for (const p of route.stringParams) {
     const raw = search.get(p.name);
     if (raw === null) {
-      if (p.required) throw new RequestProblem(400, `query parameter "${p.name}" is required (${p.minLength}–${p.maxLength} characters)`, p.name);
+      if (p.required)
+        throw new RequestProblem(
+          400,
+          `query parameter "${p.name}" is required (${p.minLength}–${p.maxLength} characters)`,
+          p.name,
+        );
       continue;
     }
     const length = [...raw].length;
     if (length < p.minLength || length > p.maxLength) {
-      throw new RequestProblem(400, `"${p.name}" must be ${p.minLength}–${p.maxLength} characters long; got ${length}`, p.name);
+      throw new RequestProblem(
+        400,
+        `"${p.name}" must be ${p.minLength}–${p.maxLength} characters long; got ${length}`,
+        p.name,
+      );
     }
     strings[p.name] = raw;
   }

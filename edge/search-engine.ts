@@ -13,7 +13,14 @@
 //   half (FIELD_WEIGHTS): another record's own symbol, id or name is the likelier meaning.
 // Within a tier, higher scores first, then genes before isoforms, then by id. Only the best `limit`
 // of each tier are ranked (no tier sorts thousands of prefix matches); `total` counts them all.
-import { FIELD_WEIGHTS, PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, searchTerms, typoKeys } from './contract/search.js';
+import {
+  FIELD_WEIGHTS,
+  PREFIX_SHARD_LIMIT,
+  SEARCH_FIELDS,
+  allowedEdits,
+  searchTerms,
+  typoKeys,
+} from './contract/search.js';
 import { shardOf } from './contract/shards.js';
 import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
@@ -24,7 +31,15 @@ import { DocumentSet } from './document-set.js';
 type Tier = 'exact' | 'prefix' | 'fuzzy';
 
 /** Most telling field first: what a hit reports as `matched_field`. */
-const FIELD_PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned', 'synonyms'] as const;
+const FIELD_PRIORITY = [
+  'symbol',
+  'gene_id',
+  'gene_id_versioned',
+  'transcript_name',
+  'transcript_id',
+  'transcript_id_unversioned',
+  'synonyms',
+] as const;
 const FIELD_BIT = (field: string) => 1 << SEARCH_FIELDS.indexOf(field as (typeof SEARCH_FIELDS)[number]);
 
 interface Candidate {
@@ -105,7 +120,14 @@ function shardsOfPrefix(dir: SearchDirectory, prefix: string): number[] {
 
 /** Adds the documents of terms [from, to) of a shard, each scored by `score(term)` (a document
  * matching through several terms or fields keeps its best score and every field). */
-function addTerms(into: TermMatches, shard: TermShard, from: number, to: number, score: (term: string) => number, skip: Skip): void {
+function addTerms(
+  into: TermMatches,
+  shard: TermShard,
+  from: number,
+  to: number,
+  score: (term: string) => number,
+  skip: Skip,
+): void {
   for (let t = from; t < to; t++) {
     const termScore = score(shard.terms[t]);
     const list = shard.postings[t];
@@ -130,7 +152,13 @@ type Skip = (n: number) => boolean;
 /** The prefix tier of a one-term query, without a candidate per match: a 3-letter prefix can match
  * thousands. Counts the distinct documents, keeps the best `k` (a document's score is that of its
  * shortest matching term), then gathers the matched fields of those `k` only. */
-function bestPrefixMatches(shards: TermShard[], term: string, k: number, skip: Skip, matched: DocumentSet): Candidate[] {
+function bestPrefixMatches(
+  shards: TermShard[],
+  term: string,
+  k: number,
+  skip: Skip,
+  matched: DocumentSet,
+): Candidate[] {
   // Plain loops, no callbacks: this runs once per match, thousands of times for a short prefix.
   const top: Candidate[] = [];
   const typed = term.length;
@@ -181,7 +209,13 @@ function bestPrefixMatches(shards: TermShard[], term: string, k: number, skip: S
 }
 
 /** The documents a tier matches for one query term. */
-async function matchTerm(data: ReleaseData, dir: SearchDirectory, term: string, tier: Tier, skip: Skip): Promise<TermMatches> {
+async function matchTerm(
+  data: ReleaseData,
+  dir: SearchDirectory,
+  term: string,
+  tier: Tier,
+  skip: Skip,
+): Promise<TermMatches> {
   const found: TermMatches = new Map();
   if (tier === 'exact') {
     const n = shardOfTerm(dir, term);
@@ -209,7 +243,14 @@ async function matchTerm(data: ReleaseData, dir: SearchDirectory, term: string, 
         if (found.has(doc.n) || skip(doc.n)) continue;
         const symbol = doc.symbol.toLowerCase();
         if (symbol === term) continue;
-        found.set(doc.n, { n: doc.n, id: doc.id, symbol: doc.symbol, name: null, fields: FIELD_BIT('symbol'), score: typoWeight(term, symbol) });
+        found.set(doc.n, {
+          n: doc.n,
+          id: doc.id,
+          symbol: doc.symbol,
+          name: null,
+          fields: FIELD_BIT('symbol'),
+          score: typoWeight(term, symbol),
+        });
       }
     }
   }
@@ -217,7 +258,13 @@ async function matchTerm(data: ReleaseData, dir: SearchDirectory, term: string, 
 }
 
 /** A tier's matches over every query term: scores add up, fields join. */
-async function matchTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, skip: Skip): Promise<TermMatches> {
+async function matchTier(
+  data: ReleaseData,
+  dir: SearchDirectory,
+  terms: string[],
+  tier: Tier,
+  skip: Skip,
+): Promise<TermMatches> {
   const perTerm = await Promise.all(terms.map((term) => matchTerm(data, dir, term, tier, skip)));
   if (perTerm.length === 1) return perTerm[0];
   const all: TermMatches = new Map();
@@ -232,7 +279,6 @@ async function matchTier(data: ReleaseData, dir: SearchDirectory, terms: string[
   }
   return all;
 }
-
 
 function ranksBefore(a: Candidate, b: Candidate): boolean {
   return a.score > b.score || (a.score === b.score && a.id < b.id);
@@ -278,7 +324,14 @@ interface TierResult {
   top: Candidate[];
 }
 
-async function runTier(data: ReleaseData, dir: SearchDirectory, terms: string[], tier: Tier, k: number, skip: Skip): Promise<TierResult> {
+async function runTier(
+  data: ReleaseData,
+  dir: SearchDirectory,
+  terms: string[],
+  tier: Tier,
+  k: number,
+  skip: Skip,
+): Promise<TierResult> {
   if (tier === 'prefix' && terms.length === 1) {
     const shards = await Promise.all(shardsOfPrefix(dir, terms[0]).map((n) => data.termShard(n)));
     const matched = new DocumentSet(dir.documents);
@@ -289,7 +342,11 @@ async function runTier(data: ReleaseData, dir: SearchDirectory, terms: string[],
   return { size: found.size, has: (n) => found.has(n), top: best(found.values(), k) };
 }
 
-export async function search(data: ReleaseData, query: string, limit: number): Promise<{ total: number; items: SearchHitBody[] }> {
+export async function search(
+  data: ReleaseData,
+  query: string,
+  limit: number,
+): Promise<{ total: number; items: SearchHitBody[] }> {
   const dir = (await data.index()).search;
   const terms = [...new Set(searchTerms(query))];
   const earlier: TierResult[] = [];

@@ -12,7 +12,14 @@ export class TermShard {
    * the sha256 the edge index lists, and the edge index's format against this version's. */
   constructor(body: unknown) {
     const b = body as TermShardBody;
-    if (!b || !Array.isArray(b.docs) || !Array.isArray(b.terms) || !Array.isArray(b.postings) || b.terms.length !== b.postings.length) throw new Error('not a term shard');
+    if (
+      !b ||
+      !Array.isArray(b.docs) ||
+      !Array.isArray(b.terms) ||
+      !Array.isArray(b.postings) ||
+      b.terms.length !== b.postings.length
+    )
+      throw new Error('not a term shard');
     this.docs = b.docs;
     this.terms = b.terms;
     this.postings = b.postings;

@@ -23,7 +23,8 @@ export class TypoShard {
    * neighbours swapped), each once. */
   near(term: string): TypoDocument[] {
     const out: TypoDocument[] = [];
-    for (const r of this.index.search(term, { prefix: false, fuzzy: 1 })) out.push({ id: r.id as string, symbol: r.symbol as string, n: r.n as number });
+    for (const r of this.index.search(term, { prefix: false, fuzzy: 1 }))
+      out.push({ id: r.id as string, symbol: r.symbol as string, n: r.n as number });
     for (let i = 0; i + 1 < term.length; i++) {
       if (term[i] === term[i + 1]) continue;
       const swapped = term.slice(0, i) + term[i + 1] + term[i] + term.slice(i + 2);

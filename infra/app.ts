@@ -44,7 +44,8 @@ function fail(message: string): never {
 function accessSettings(meterCodeDir: string): IsoatlasCdnProps['access'] {
   const mode = env.ISOATLAS_ACCESS ?? '';
   if (mode === '') return undefined;
-  if (mode !== 'open' && mode !== 'key-required') fail(`ISOATLAS_ACCESS must be open, key-required or empty, not "${mode}"`);
+  if (mode !== 'open' && mode !== 'key-required')
+    fail(`ISOATLAS_ACCESS must be open, key-required or empty, not "${mode}"`);
   let config: unknown;
   if (env.ISOATLAS_ACCESS_CONFIG) {
     try {
@@ -57,10 +58,16 @@ function accessSettings(meterCodeDir: string): IsoatlasCdnProps['access'] {
 }
 
 function customDomainSettings() {
-  const names = (env.ISOATLAS_DOMAIN ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const names = (env.ISOATLAS_DOMAIN ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   const certificateArn = env.ISOATLAS_CERTIFICATE_ARN ?? '';
   if (!names.length && !certificateArn) return undefined;
-  if (!names.length || !certificateArn) fail('a custom domain needs both ISOATLAS_DOMAIN (its names) and ISOATLAS_CERTIFICATE_ARN (an ACM certificate in us-east-1)');
+  if (!names.length || !certificateArn)
+    fail(
+      'a custom domain needs both ISOATLAS_DOMAIN (its names) and ISOATLAS_CERTIFICATE_ARN (an ACM certificate in us-east-1)',
+    );
   return { names, certificateArn };
 }
 
@@ -83,7 +90,10 @@ async function main() {
   // without it the edge's structure redirects are root-relative (into /releases/… of the same host).
   let bundle: EdgeBundle;
   try {
-    bundle = await bundleEdge({ outDir: edgeCodeDir, ...edgeBundleConfig({ ...settings, structureBaseUrl: env.ISOATLAS_STRUCTURE_BASE || undefined }) });
+    bundle = await bundleEdge({
+      outDir: edgeCodeDir,
+      ...edgeBundleConfig({ ...settings, structureBaseUrl: env.ISOATLAS_STRUCTURE_BASE || undefined }),
+    });
     if (settings.access) await bundleMeter({ outDir: settings.access.meterCodeDir! });
   } catch (err) {
     fail((err as Error).message);
@@ -116,10 +126,17 @@ async function main() {
   const template = join(assembly.directory, stack.templateFile);
   const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
   console.log(`template   ${relative(process.cwd(), template) || template}`);
-  if (bucketStack) console.log(`template   ${relative(process.cwd(), join(assembly.directory, bucketStack.templateFile))} (the bucket, in ${settings.bucketRegion}; deploy after IsoatlasCdn)`);
-  console.log(`edge code  ${relative(process.cwd(), bundle.file)}: ${kib(bundle.bytes)} (${kib(bundle.gzipBytes)} gzipped)`);
+  if (bucketStack)
+    console.log(
+      `template   ${relative(process.cwd(), join(assembly.directory, bucketStack.templateFile))} (the bucket, in ${settings.bucketRegion}; deploy after IsoatlasCdn)`,
+    );
+  console.log(
+    `edge code  ${relative(process.cwd(), bundle.file)}: ${kib(bundle.bytes)} (${kib(bundle.gzipBytes)} gzipped)`,
+  );
   const limits = settings.access ? 'WAF per-minute limits per key and IP' : `WAF ${wafLimit} requests/5 min per IP`;
-  console.log(`access     ${settings.access ? `${settings.access.mode} (key gate + KeyValueStore)` : 'none (no key gate)'}; ${limits}; ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `access     ${settings.access ? `${settings.access.mode} (key gate + KeyValueStore)` : 'none (no key gate)'}; ${limits}; ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 }
 
 main().catch((err: Error) => fail(err.message));

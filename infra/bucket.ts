@@ -34,7 +34,11 @@ export class IsoatlasBucketStack extends Stack {
   readonly bucket: s3.Bucket;
 
   constructor(scope: Construct, id: string, props: IsoatlasBucketStackProps) {
-    super(scope, id, { description: 'isoatlas: the bucket of published releases, read by the CDN stack\'s distribution', ...props, crossRegionReferences: true });
+    super(scope, id, {
+      description: "isoatlas: the bucket of published releases, read by the CDN stack's distribution",
+      ...props,
+      crossRegionReferences: true,
+    });
     this.bucket = atlasBucket(this, props.bucketName);
     this.bucket.addToResourcePolicy(
       new iam.PolicyStatement({

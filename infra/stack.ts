@@ -99,8 +99,13 @@ export interface IsoatlasCdnProps extends StackProps {
 
 /** What the edge bundle for these stack settings must be built with (build/bundle/edge.ts). Building
  * the bundle from the same settings as the stack is how the two agree on bucket and prefix. */
-export function edgeBundleConfig(props: Pick<IsoatlasCdnProps, 'bucketName' | 'bucketRegion' | 'prefix'> & { structureBaseUrl?: string }): EdgeBundleConfig {
-  return { s3: { bucket: props.bucketName, region: props.bucketRegion ?? EDGE_REGION, prefix: props.prefix ?? '' }, structureBaseUrl: props.structureBaseUrl };
+export function edgeBundleConfig(
+  props: Pick<IsoatlasCdnProps, 'bucketName' | 'bucketRegion' | 'prefix'> & { structureBaseUrl?: string },
+): EdgeBundleConfig {
+  return {
+    s3: { bucket: props.bucketName, region: props.bucketRegion ?? EDGE_REGION, prefix: props.prefix ?? '' },
+    structureBaseUrl: props.structureBaseUrl,
+  };
 }
 
 export class IsoatlasCdnStack extends Stack {
@@ -127,7 +132,9 @@ export class IsoatlasCdnStack extends Stack {
       crossRegionReferences: (props.bucketRegion ?? EDGE_REGION) !== EDGE_REGION,
     });
     if (Token.isUnresolved(this.region) || this.region !== EDGE_REGION) {
-      throw new Error(`IsoatlasCdnStack must be deployed to ${EDGE_REGION} (Lambda@Edge and CloudFront WAF), not ${this.region}`);
+      throw new Error(
+        `IsoatlasCdnStack must be deployed to ${EDGE_REGION} (Lambda@Edge and CloudFront WAF), not ${this.region}`,
+      );
     }
     const prefix = checkPrefix(props.prefix ?? '');
     const wafLimit = checkWafLimit(props.wafRequestsPer5MinPerIp ?? DEFAULT_WAF_REQUESTS_PER_5MIN_PER_IP);
@@ -171,7 +178,9 @@ export class IsoatlasCdnStack extends Stack {
     // Reads the release through the S3 API with its own role (not OAC). s3:ListBucket makes a missing
     // key answer NoSuchKey (a 404 from the API) instead of AccessDenied (which the edge reports as an
     // unavailable origin); it is limited to the atlas prefix.
-    this.originFunction.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [this.bucket.arnForObjects(`${prefix}*`)] }));
+    this.originFunction.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [this.bucket.arnForObjects(`${prefix}*`)] }),
+    );
     this.originFunction.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['s3:ListBucket'],
@@ -195,9 +204,17 @@ export class IsoatlasCdnStack extends Stack {
     // aggregate IPv6 addresses by /64, so the distribution serves IPv4 only (below). A key's tier is
     // the letter its id starts with (WAF cannot read the KeyValueStore), matched by one fixed regex
     // per tier, so a tier holds any number of keys.
-    const rules = accessConfig ? accessRules(accessConfig) : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
-    const bodies = Object.fromEntries(rules.map((r) => [r.bodyKey, { contentType: 'APPLICATION_JSON', content: r.body }]));
-    const wafRules: wafv2.CfnWebACL.RuleProperty[] = rules.map((r, priority) => ({ ...r.rule, priority, visibilityConfig: visibility(r.rule.name, !accessConfig) }));
+    const rules = accessConfig
+      ? accessRules(accessConfig)
+      : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
+    const bodies = Object.fromEntries(
+      rules.map((r) => [r.bodyKey, { contentType: 'APPLICATION_JSON', content: r.body }]),
+    );
+    const wafRules: wafv2.CfnWebACL.RuleProperty[] = rules.map((r, priority) => ({
+      ...r.rule,
+      priority,
+      visibilityConfig: visibility(r.rule.name, !accessConfig),
+    }));
     if (props.wafManagedCommonRules) {
       wafRules.push({
         name: 'AWSManagedRulesCommonRuleSet',
@@ -226,7 +243,11 @@ export class IsoatlasCdnStack extends Stack {
       originPath: prefix ? `/${prefix.slice(0, -1)}` : undefined,
     });
     // A bucket in another region gets its policy from IsoatlasBucketStack, which admits this distribution.
-    if (bucketRegion !== EDGE_REGION) Annotations.of(this).acknowledgeWarning('@aws-cdk/aws-cloudfront-origins:updateImportedBucketPolicyOac', 'IsoatlasBucketStack writes the policy');
+    if (bucketRegion !== EDGE_REGION)
+      Annotations.of(this).acknowledgeWarning(
+        '@aws-cdk/aws-cloudfront-origins:updateImportedBucketPolicyOac',
+        'IsoatlasBucketStack writes the policy',
+      );
 
     // CORS (and two cheap security headers) on every response, with the contract's values: the same
     // the edge function and the gate's preflight answer send, so an answer looks the same whoever gave it.
@@ -256,7 +277,9 @@ export class IsoatlasCdnStack extends Stack {
       comment: 'isoatlas: CORS for any origin, read-only; private to the viewer',
       corsBehavior: cors,
       securityHeadersBehavior,
-      customHeadersBehavior: { customHeaders: [{ header: 'Cache-Control', value: CDN_VIEWER_CACHE_CONTROL, override: true }] },
+      customHeadersBehavior: {
+        customHeaders: [{ header: 'Cache-Control', value: CDN_VIEWER_CACHE_CONTROL, override: true }],
+      },
     });
     const dataHeaders = accessConfig?.mode === 'key-required' ? privateHeaders : responseHeaders;
 
@@ -315,7 +338,10 @@ export class IsoatlasCdnStack extends Stack {
     // Every behaviour admits OPTIONS, which CloudFront otherwise refuses with 403 before any function
     // runs, so a browser's preflight (sent with Authorization) reaches the gate, which answers it.
     // Only GET and HEAD are cached; OPTIONS never reaches an origin.
-    const methods = { allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS, cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD };
+    const methods = {
+      allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS,
+      cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD,
+    };
 
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: `isoatlas ${props.bucketName}/${prefix}`,
@@ -377,19 +403,30 @@ export class IsoatlasCdnStack extends Stack {
     });
 
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
-    new CfnOutput(this, 'LogBucketName', { value: this.logBucket.bucketName, description: 'CloudFront standard logs, under cloudfront/' });
+    new CfnOutput(this, 'LogBucketName', {
+      value: this.logBucket.bucketName,
+      description: 'CloudFront standard logs, under cloudfront/',
+    });
     new CfnOutput(this, 'DistributionId', { value: this.distribution.distributionId });
     new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
-    new CfnOutput(this, 'KeyValueStoreArn', { value: this.keyValueStore.keyValueStoreArn, description: 'isoatlas publish --kvs <this> (and keys publish --kvs)' });
-    if (this.meterTable) new CfnOutput(this, 'MeterTableName', { value: this.meterTable.tableName, description: 'requests per API key and UTC day' });
+    new CfnOutput(this, 'KeyValueStoreArn', {
+      value: this.keyValueStore.keyValueStoreArn,
+      description: 'isoatlas publish --kvs <this> (and keys publish --kvs)',
+    });
+    if (this.meterTable)
+      new CfnOutput(this, 'MeterTableName', {
+        value: this.meterTable.tableName,
+        description: 'requests per API key and UTC day',
+      });
   }
 
   /** The viewer gate and its store (always: it pins the release), and with a day limit the meter. */
   private addGate(access: IsoatlasAccessProps | undefined, config: AccessConfig | null) {
     const settings = keyGateSettings(config);
     const keyValueStore = new cloudfront.KeyValueStore(this, 'KeyStore', {
-      comment: 'isoatlas: the current release (isoatlas publish --kvs); API keys, revocations, day-quota marks (isoatlas keys publish)',
+      comment:
+        'isoatlas: the current release (isoatlas publish --kvs); API keys, revocations, day-quota marks (isoatlas keys publish)',
     });
     // Named, so the log group it writes to (/aws/cloudfront/function/<name>, in us-east-1) is known.
     const gateName = `${this.stackName}-key-gate`.slice(0, 64);
@@ -402,7 +439,9 @@ export class IsoatlasCdnStack extends Stack {
     });
     if (!access || settings.metered.length === 0) return { keyGate, keyValueStore };
     if (!access.meterCodeDir || !existsSync(join(access.meterCodeDir, 'index.js'))) {
-      throw new Error(`tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle/edge.ts) and pass access.meterCodeDir`);
+      throw new Error(
+        `tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle/edge.ts) and pass access.meterCodeDir`,
+      );
     }
     // Per key and day: one item per log delivery (replays rewrite it) and a running estimate.
     const meterTable = new dynamodb.Table(this, 'MeterTable', {
@@ -419,7 +458,8 @@ export class IsoatlasCdnStack extends Stack {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     const meterFunction = new lambda.Function(this, 'DayMeter', {
-      description: 'isoatlas day meter: counts requests per API key and UTC day, marks used-up keys in the KeyValueStore',
+      description:
+        'isoatlas day meter: counts requests per API key and UTC day, marks used-up keys in the KeyValueStore',
       runtime: METER_RUNTIME,
       handler: 'index.meter',
       code: lambda.Code.fromAsset(access.meterCodeDir),
@@ -438,7 +478,11 @@ export class IsoatlasCdnStack extends Stack {
     meterTable.grant(meterFunction, 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:Query');
     meterFunction.addToRolePolicy(
       new iam.PolicyStatement({
-        actions: ['cloudfront-keyvaluestore:DescribeKeyValueStore', 'cloudfront-keyvaluestore:GetKey', 'cloudfront-keyvaluestore:PutKey'],
+        actions: [
+          'cloudfront-keyvaluestore:DescribeKeyValueStore',
+          'cloudfront-keyvaluestore:GetKey',
+          'cloudfront-keyvaluestore:PutKey',
+        ],
         resources: [keyValueStore.keyValueStoreArn],
       }),
     );
@@ -453,11 +497,22 @@ export class IsoatlasCdnStack extends Stack {
   /** WAF's logs in CloudWatch Logs, Authorization redacted (WAF requires the aws-waf-logs- prefix). */
   private addWafLogs(): void {
     const name = `aws-waf-logs-${this.stackName}`;
-    const group = new logs.LogGroup(this, 'WafLogs', { logGroupName: name, retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.RETAIN });
+    const group = new logs.LogGroup(this, 'WafLogs', {
+      logGroupName: name,
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
     new wafv2.CfnLoggingConfiguration(this, 'WafLogging', {
       resourceArn: this.webAcl.attrArn,
       // The log group's ARN without the ":*" suffix CloudFormation's attribute carries.
-      logDestinationConfigs: [Stack.of(this).formatArn({ service: 'logs', resource: 'log-group', resourceName: group.logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
+      logDestinationConfigs: [
+        Stack.of(this).formatArn({
+          service: 'logs',
+          resource: 'log-group',
+          resourceName: group.logGroupName,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ],
       redactedFields: [{ singleHeader: { Name: 'authorization' } }],
     });
   }
@@ -471,7 +526,12 @@ interface WafRateRule {
 
 const AUTHORIZATION = { singleHeader: { Name: 'authorization' } };
 const HAS_KEY: wafv2.CfnWebACL.StatementProperty = {
-  sizeConstraintStatement: { fieldToMatch: AUTHORIZATION, comparisonOperator: 'GT', size: 0, textTransformations: [{ priority: 0, type: 'NONE' }] },
+  sizeConstraintStatement: {
+    fieldToMatch: AUTHORIZATION,
+    comparisonOperator: 'GT',
+    size: 0,
+    textTransformations: [{ priority: 0, type: 'NONE' }],
+  },
 };
 /** The header as the per-key rules read it: the scheme's letter case is the one freedom the gate
  * allows, and WAF transforms a custom key's value before using it as the aggregation key. */
@@ -481,11 +541,20 @@ const LOWERCASED = [{ priority: 0, type: 'LOWERCASE' }];
  * part); a legacy id is the random part alone, so its underscore comes too early to match. One fixed
  * regex per tier, so a tier's size meets no regex or pattern-set quota. */
 const inTier = (letter: string): wafv2.CfnWebACL.StatementProperty => ({
-  regexMatchStatement: { regexString: `^bearer isoatlas_${letter}[a-z2-7]{${RANDOM_ID_LENGTH}}_`, fieldToMatch: AUTHORIZATION, textTransformations: LOWERCASED },
+  regexMatchStatement: {
+    regexString: `^bearer isoatlas_${letter}[a-z2-7]{${RANDOM_ID_LENGTH}}_`,
+    fieldToMatch: AUTHORIZATION,
+    textTransformations: LOWERCASED,
+  },
 });
 
 /** A per-key rate rule: counts per Authorization value lowercased, among the requests `scope` matches. */
-function perKeyRule(name: string, limit: number, tier: string, scopeDownStatement: wafv2.CfnWebACL.StatementProperty): WafRateRule {
+function perKeyRule(
+  name: string,
+  limit: number,
+  tier: string,
+  scopeDownStatement: wafv2.CfnWebACL.StatementProperty,
+): WafRateRule {
   return rateRule(
     name,
     {
@@ -511,11 +580,23 @@ function accessRules(config: AccessConfig): WafRateRule[] {
     if (perIp) rules.push(perIpRule(perIp, ACCESS_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address'));
   } else {
     const anonymous = config.open.anonymous_per_ip.per_minute;
-    if (anonymous) rules.push(perIpRule(anonymous, ACCESS_WINDOW_SECONDS, 'isoatlas-anonymous-per-ip', 'from one IP address without an API key', { notStatement: { statement: HAS_KEY } }));
+    if (anonymous)
+      rules.push(
+        perIpRule(
+          anonymous,
+          ACCESS_WINDOW_SECONDS,
+          'isoatlas-anonymous-per-ip',
+          'from one IP address without an API key',
+          { notStatement: { statement: HAS_KEY } },
+        ),
+      );
     // Keyed requests are out of the anonymous rule, so they have their own address ceiling. It comes
     // before the per-key rules: a request it blocks is not counted by them (Block ends evaluation).
     const keyed = config.open.keyed_per_ip.per_minute;
-    if (keyed) rules.push(perIpRule(keyed, ACCESS_WINDOW_SECONDS, 'isoatlas-keyed-per-ip', 'from one IP address with API keys', HAS_KEY));
+    if (keyed)
+      rules.push(
+        perIpRule(keyed, ACCESS_WINDOW_SECONDS, 'isoatlas-keyed-per-ip', 'from one IP address with API keys', HAS_KEY),
+      );
   }
   const tiers = Object.keys(config.mode === 'open' ? config.open.tiers : config.key_required.tiers);
   const others = tiers.filter((t) => t !== config.default_tier);
@@ -527,19 +608,51 @@ function accessRules(config: AccessConfig): WafRateRule[] {
     rules.push(perKeyRule('isoatlas-rate-per-key', perKey, config.default_tier, scope));
   }
   for (const tier of others.filter((t) => tierLimits(config, t).per_minute !== undefined)) {
-    rules.push(perKeyRule(`isoatlas-rate-per-key-${tier.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`, tierLimits(config, tier).per_minute!, tier, inTier(config.tier_letters[tier])));
+    rules.push(
+      perKeyRule(
+        `isoatlas-rate-per-key-${tier.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`,
+        tierLimits(config, tier).per_minute!,
+        tier,
+        inTier(config.tier_letters[tier]),
+      ),
+    );
   }
   return rules;
 }
 
-function perIpRule(limit: number, windowSeconds: number, name: string, who: string, scopeDownStatement?: wafv2.CfnWebACL.StatementProperty): WafRateRule {
-  return rateRule(name, { rateBasedStatement: { limit: checkWafLimit(limit), aggregateKeyType: 'IP', evaluationWindowSec: windowSeconds, scopeDownStatement } }, limit, who, windowSeconds);
+function perIpRule(
+  limit: number,
+  windowSeconds: number,
+  name: string,
+  who: string,
+  scopeDownStatement?: wafv2.CfnWebACL.StatementProperty,
+): WafRateRule {
+  return rateRule(
+    name,
+    {
+      rateBasedStatement: {
+        limit: checkWafLimit(limit),
+        aggregateKeyType: 'IP',
+        evaluationWindowSec: windowSeconds,
+        scopeDownStatement,
+      },
+    },
+    limit,
+    who,
+    windowSeconds,
+  );
 }
 
 /** A rate rule whose refusal is the same kind of answer the edge gives: 429, Retry-After (the rule's
  * window), no-store, the contract's CORS headers (so a script can read Retry-After), a problem body
  * (sent as application/json: WAF offers no problem+json). */
-function rateRule(name: string, statement: wafv2.CfnWebACL.StatementProperty, limit: number, who: string, windowSeconds = ACCESS_WINDOW_SECONDS): WafRateRule {
+function rateRule(
+  name: string,
+  statement: wafv2.CfnWebACL.StatementProperty,
+  limit: number,
+  who: string,
+  windowSeconds = ACCESS_WINDOW_SECONDS,
+): WafRateRule {
   const bodyKey = `${name}-429`;
   return {
     rule: {
@@ -569,20 +682,30 @@ function visibility(metricName: string, sampled: boolean): wafv2.CfnWebACL.Visib
 }
 
 function checkPrefix(prefix: string): string {
-  if (prefix !== '' && (!prefix.endsWith('/') || prefix.startsWith('/') || prefix.includes('//') || !/^[A-Za-z0-9!_.*'()/-]+$/.test(prefix))) {
-    throw new Error(`prefix "${prefix}" must be empty or a key prefix like "atlas/" (ending in "/", not starting with it)`);
+  if (
+    prefix !== '' &&
+    (!prefix.endsWith('/') ||
+      prefix.startsWith('/') ||
+      prefix.includes('//') ||
+      !/^[A-Za-z0-9!_.*'()/-]+$/.test(prefix))
+  ) {
+    throw new Error(
+      `prefix "${prefix}" must be empty or a key prefix like "atlas/" (ending in "/", not starting with it)`,
+    );
   }
   return prefix;
 }
 
 function checkWafLimit(limit: number): number {
   // WAF accepts 10 … 2,000,000,000 requests per evaluation window.
-  if (!Number.isInteger(limit) || limit < 10 || limit > 2_000_000_000) throw new Error(`a WAF rate limit must be an integer from 10 to 2e9, not ${limit}`);
+  if (!Number.isInteger(limit) || limit < 10 || limit > 2_000_000_000)
+    throw new Error(`a WAF rate limit must be an integer from 10 to 2e9, not ${limit}`);
   return limit;
 }
 
 function checkRegion(region: string): string {
-  if (!/^[a-z]{2}(-[a-z]+)+-\d$/.test(region)) throw new Error(`bucketRegion "${region}" is not an AWS region name (e.g. eu-west-1)`);
+  if (!/^[a-z]{2}(-[a-z]+)+-\d$/.test(region))
+    throw new Error(`bucketRegion "${region}" is not an AWS region name (e.g. eu-west-1)`);
   return region;
 }
 
@@ -600,12 +723,17 @@ function checkEdgeBundle(dir: string, config: EdgeBundleConfig): void {
   const text = readFileSync(file, 'utf8');
   const expected = [config.s3!.bucket, config.s3!.region];
   const missing = expected.filter((name) => !text.includes(JSON.stringify(name)));
-  if (missing.length) throw new Error(`the edge bundle in ${dir} was not built for this stack (no mention of ${missing.join(', ')})`);
+  if (missing.length)
+    throw new Error(`the edge bundle in ${dir} was not built for this stack (no mention of ${missing.join(', ')})`);
 }
 
 /** The problem body of a WAF 429 (RFC 9457, as the edge's own; WAF bodies are static, so it names no
  * request instance). */
-export function wafTooManyBody(limit: number, windowSeconds = WAF_WINDOW_SECONDS, who = 'from one IP address at the CDN'): string {
+export function wafTooManyBody(
+  limit: number,
+  windowSeconds = WAF_WINDOW_SECONDS,
+  who = 'from one IP address at the CDN',
+): string {
   const window = windowSeconds === 60 ? 'a minute' : `${windowSeconds / 60} minutes`;
   return JSON.stringify({
     type: 'about:blank',
@@ -616,13 +744,20 @@ export function wafTooManyBody(limit: number, windowSeconds = WAF_WINDOW_SECONDS
 }
 
 /** Distribution settings of a custom domain (none without one). */
-function customDomain(scope: Construct, domain: IsoatlasCdnProps['customDomain']): Partial<cloudfront.DistributionProps> {
+function customDomain(
+  scope: Construct,
+  domain: IsoatlasCdnProps['customDomain'],
+): Partial<cloudfront.DistributionProps> {
   if (!domain) return {};
   if (domain.names.length === 0 || domain.names.some((n) => !/^(\*\.)?([a-z0-9-]+\.)+[a-z]{2,}$/i.test(n))) {
-    throw new Error(`customDomain.names must be domain names (e.g. atlas.example.org); got ${JSON.stringify(domain.names)}`);
+    throw new Error(
+      `customDomain.names must be domain names (e.g. atlas.example.org); got ${JSON.stringify(domain.names)}`,
+    );
   }
   if (!/^arn:aws:acm:us-east-1:\d{12}:certificate\/[\w-]+$/.test(domain.certificateArn)) {
-    throw new Error(`customDomain.certificateArn must be an ACM certificate in us-east-1 (CloudFront uses certificates from there only); got "${domain.certificateArn}"`);
+    throw new Error(
+      `customDomain.certificateArn must be an ACM certificate in us-east-1 (CloudFront uses certificates from there only); got "${domain.certificateArn}"`,
+    );
   }
   return {
     domainNames: domain.names,

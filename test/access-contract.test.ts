@@ -43,14 +43,23 @@ interface Reply {
   json: () => any;
 }
 
-async function call(base: string, path: string, opts: { key?: string; auth?: string; headers?: Record<string, string>; method?: string } = {}): Promise<Reply> {
+async function call(
+  base: string,
+  path: string,
+  opts: { key?: string; auth?: string; headers?: Record<string, string>; method?: string } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key !== undefined) headers.Authorization = `Bearer ${opts.key}`;
   if (opts.auth !== undefined) headers.Authorization = opts.auth;
   const method = opts.method ?? 'GET';
   const res = await fetch(`${base}/api/v1${path}`, { method, headers, redirect: 'manual' });
   const body = await res.text();
-  seen.push({ what: `${method} ${base}/api/v1${path}`, status: res.status, headers: [...res.headers].map(([n, v]) => `${n}: ${v}`).join('\n'), body });
+  seen.push({
+    what: `${method} ${base}/api/v1${path}`,
+    status: res.status,
+    headers: [...res.headers].map(([n, v]) => `${n}: ${v}`).join('\n'),
+    body,
+  });
   return { status: res.status, headers: res.headers, body, json: () => JSON.parse(body) };
 }
 
@@ -63,9 +72,16 @@ const statuses = (replies: Reply[]) => {
 // ---------------------------------------------------------------------------------------------------
 // The CLI.
 
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -76,7 +92,19 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: numbe
 }
 
 async function issue(keysDir: string, name: string, extra: string[] = []): Promise<string> {
-  const out = await cli(['keys', 'issue', '--name', name, '--affiliation', 'Contract Test Lab', '--use', 'black-box tests of the access contract', '--keys-dir', keysDir, ...extra]);
+  const out = await cli([
+    'keys',
+    'issue',
+    '--name',
+    name,
+    '--affiliation',
+    'Contract Test Lab',
+    '--use',
+    'black-box tests of the access contract',
+    '--keys-dir',
+    keysDir,
+    ...extra,
+  ]);
   cliOutput.push(out.stderr);
   expect(out.code, out.stderr).toBe(0);
   const key = out.stdout.trim();
@@ -168,10 +196,27 @@ beforeAll(async () => {
   [b, bIp, a] = await Promise.all([
     serve(['--access', 'key-required', '--keys-dir', dirs.b], 'key-required'),
     serve(
-      ['--access', 'key-required', '--keys-dir', dirs.bIp, '--access-config', writeConfig(configs, 'b-per-ip.json', { key_required: { per_ip: { per_minute: 40 } } })],
+      [
+        '--access',
+        'key-required',
+        '--keys-dir',
+        dirs.bIp,
+        '--access-config',
+        writeConfig(configs, 'b-per-ip.json', { key_required: { per_ip: { per_minute: 40 } } }),
+      ],
       'key-required',
     ),
-    serve(['--access', 'open', '--keys-dir', dirs.a, '--access-config', writeConfig(configs, 'a.json', { open: { anonymous_per_ip: { per_minute: 30 } } })], 'open'),
+    serve(
+      [
+        '--access',
+        'open',
+        '--keys-dir',
+        dirs.a,
+        '--access-config',
+        writeConfig(configs, 'a.json', { open: { anonymous_per_ip: { per_minute: 30 } } }),
+      ],
+      'open',
+    ),
   ]);
 });
 
@@ -259,7 +304,9 @@ describe('arrangement B (key-required)', () => {
     await roomInMinute(5_000);
     const started = performance.now();
     const replies = await Promise.all(Array.from({ length: 300 }, () => call(b.base, GENE, { key: k.burst })));
-    console.log(`key-required burst: 300 concurrent requests in ${(performance.now() - started).toFixed(0)} ms → ${JSON.stringify(statuses(replies))}`);
+    console.log(
+      `key-required burst: 300 concurrent requests in ${(performance.now() - started).toFixed(0)} ms → ${JSON.stringify(statuses(replies))}`,
+    );
     expect(statuses(replies)).toEqual({ 200: 60, 429: 240 });
     const remaining = replies.filter((r) => r.status === 200).map((r) => Number(r.headers.get('RateLimit-Remaining')));
     expect(remaining.sort((x, y) => x - y)).toEqual(Array.from({ length: 60 }, (_, i) => i));
@@ -313,7 +360,9 @@ describe('arrangement B (key-required)', () => {
     }
     const delay = performance.now() - revokedAt;
     const sinceStart = performance.now() - revoking;
-    console.log(`revocation: key refused ${(delay / 1000).toFixed(2)} s after \`isoatlas keys revoke\` exited (${(sinceStart / 1000).toFixed(2)} s after it was started)`);
+    console.log(
+      `revocation: key refused ${(delay / 1000).toFixed(2)} s after \`isoatlas keys revoke\` exited (${(sinceStart / 1000).toFixed(2)} s after it was started)`,
+    );
     expect(refused, 'the revoked key was still accepted after 60 s').not.toBeNull();
     expect(delay).toBeLessThan(10_000); // "within seconds" (the registry file is checked every 2 s)
     expect(refused!.headers.get('WWW-Authenticate')).toBe(INVALID_TOKEN);
@@ -323,7 +372,14 @@ describe('arrangement B (key-required)', () => {
   });
 
   it('answers CORS preflights 204 without a key', async () => {
-    const r = await call(b.base, GENE, { method: 'OPTIONS', headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'authorization' } });
+    const r = await call(b.base, GENE, {
+      method: 'OPTIONS',
+      headers: {
+        Origin: 'https://example.org',
+        'Access-Control-Request-Method': 'GET',
+        'Access-Control-Request-Headers': 'authorization',
+      },
+    });
     expect(r.status).toBe(204);
     expect(r.headers.get('WWW-Authenticate')).toBeNull();
     expect(r.headers.get('RateLimit-Limit')).toBeNull();
@@ -339,7 +395,9 @@ describe('arrangement B: the per-IP limit (40/min here)', () => {
     expect(statuses(preflights)).toEqual({ 204: 50 });
 
     // Three valid keys (60/min each) and a different claimed client address on every request.
-    const replies = await Promise.all(Array.from({ length: 60 }, (_, i) => call(bIp.base, GENE, { key: k.ip[i % 3], headers: spoofing(i) })));
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => call(bIp.base, GENE, { key: k.ip[i % 3], headers: spoofing(i) })),
+    );
     expect(statuses(replies)).toEqual({ 200: 40, 429: 20 });
     for (const r of replies.filter((x) => x.status === 429)) {
       expect(r.json().detail).toContain('40 requests per minute from one IP address');
@@ -370,7 +428,10 @@ describe('arrangement A (open)', () => {
 
     // Preflights are answered and not counted.
     for (let i = 0; i < 5; i++) {
-      const p = await call(a.base, GENE, { method: 'OPTIONS', headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET' } });
+      const p = await call(a.base, GENE, {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET' },
+      });
       expect(p.status).toBe(204);
       expect(p.headers.get('RateLimit-Limit')).toBeNull();
     }
@@ -406,12 +467,21 @@ describe('arrangement A (open)', () => {
   it('never serves an invalid key as anonymous: it is refused, and counted against the anonymous budget', async () => {
     // The budget is spent above; should a new minute have begun since, bad keys spend it again.
     let refused = 0;
-    for (let r = await call(a.base, GENE, { auth: 'Bearer garbage' }); r.status === 401 && refused <= 30; r = await call(a.base, GENE, { auth: 'Bearer garbage' })) {
+    for (
+      let r = await call(a.base, GENE, { auth: 'Bearer garbage' });
+      r.status === 401 && refused <= 30;
+      r = await call(a.base, GENE, { auth: 'Bearer garbage' })
+    ) {
       expect(r.headers.get('WWW-Authenticate')).toBe(INVALID_TOKEN);
       refused++;
     }
     expect(refused).toBeLessThanOrEqual(30);
-    for (const auth of [`Bearer ${alter(k.a)}`, 'Bearer garbage', `Bearer ${generateKey('s').key}`, 'Basic dXNlcjpwYXNz']) {
+    for (const auth of [
+      `Bearer ${alter(k.a)}`,
+      'Bearer garbage',
+      `Bearer ${generateKey('s').key}`,
+      'Basic dXNlcjpwYXNz',
+    ]) {
       const r = await call(a.base, GENE, { auth });
       expect(r.status, auth).toBe(429);
       expect(Number(r.headers.get('Retry-After')), auth).toBeGreaterThanOrEqual(1);

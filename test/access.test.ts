@@ -34,13 +34,27 @@ const registry = (): KeyRegistry => ({
   },
 });
 
-function setup(partial: unknown, mode: AccessConfig['mode'], store: QuotaStore = new MemoryQuotaStore(() => clock.now)) {
-  const access = new AccessControl({ config: resolveAccessConfig(partial, mode), store, keys: registry(), secret, now: () => clock.now });
+function setup(
+  partial: unknown,
+  mode: AccessConfig['mode'],
+  store: QuotaStore = new MemoryQuotaStore(() => clock.now),
+) {
+  const access = new AccessControl({
+    config: resolveAccessConfig(partial, mode),
+    store,
+    keys: registry(),
+    secret,
+    now: () => clock.now,
+  });
   return createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
 }
 const clock = { now: T0 };
 
-const get = (handler: Handler, path: string, opts: { key?: string; ip?: string; headers?: Record<string, string>; method?: string } = {}) =>
+const get = (
+  handler: Handler,
+  path: string,
+  opts: { key?: string; ip?: string; headers?: Record<string, string>; method?: string } = {},
+) =>
   handler(
     new Request(`http://atlas.test/api/v1${path}`, {
       method: opts.method ?? 'GET',
@@ -71,8 +85,16 @@ describe('keys', () => {
 describe('key registry', () => {
   it('keeps every key when several `keys issue` run at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-keys-concurrent-'));
-    const issued = await Promise.all(Array.from({ length: 8 }, (_, i) => issueKey(dir, { name: `n${i}`, affiliation: 'a', use: 'u', tier: 'standard' })));
-    expect(loadRegistry(dir).keys.map((k) => k.id).sort()).toEqual(issued.map((i) => i.record.id).sort());
+    const issued = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        issueKey(dir, { name: `n${i}`, affiliation: 'a', use: 'u', tier: 'standard' }),
+      ),
+    );
+    expect(
+      loadRegistry(dir)
+        .keys.map((k) => k.id)
+        .sort(),
+    ).toEqual(issued.map((i) => i.record.id).sort());
   });
 });
 
@@ -122,11 +144,20 @@ describe('arrangement B: key required', () => {
 
   it('enforces the daily quota across minutes', async () => {
     clock.now = T0;
-    const handler = setup({ key_required: { per_ip: { per_minute: 1000 }, tiers: { standard: { per_minute: 10, per_day: 25 }, plus: { per_minute: 10 } } } }, 'key-required');
+    const handler = setup(
+      {
+        key_required: {
+          per_ip: { per_minute: 1000 },
+          tiers: { standard: { per_minute: 10, per_day: 25 }, plus: { per_minute: 10 } },
+        },
+      },
+      'key-required',
+    );
     let admitted = 0;
     for (let minute = 0; minute < 4; minute++) {
       clock.now = T0 + minute * MINUTE;
-      for (let i = 0; i < 10; i++) if ((await get(handler, '/release', { key: standardKey })).status === 200) admitted++;
+      for (let i = 0; i < 10; i++)
+        if ((await get(handler, '/release', { key: standardKey })).status === 200) admitted++;
     }
     expect(admitted).toBe(25);
     // Requests refused by the day window were given back to the minute window, so the refusal keeps
@@ -140,17 +171,31 @@ describe('arrangement B: key required', () => {
   it('admits exactly the limit among 300 concurrent requests with one key', async () => {
     clock.now = T0 + 5 * MINUTE;
     const handler = setup({}, 'key-required');
-    const statuses = await Promise.all(Array.from({ length: 300 }, () => get(handler, '/genes/PRR5', { key: standardKey }).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 300 }, () => get(handler, '/genes/PRR5', { key: standardKey }).then((r) => r.status)),
+    );
     expect(statuses.filter((s) => s === 200)).toHaveLength(60);
     expect(statuses.filter((s) => s === 429)).toHaveLength(240);
   });
 
   it('applies the per-IP limit before the key, and only the adapter-given address counts', async () => {
     clock.now = T0 + 7 * MINUTE;
-    const handler = setup({ key_required: { per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 60 }, plus: { per_minute: 60 } } } }, 'key-required');
-    const spoofed = (i: number) => ({ 'X-Forwarded-For': `203.0.113.${i}`, 'X-Real-IP': `203.0.113.${i}`, Forwarded: `for=203.0.113.${i}` });
+    const handler = setup(
+      {
+        key_required: { per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 60 }, plus: { per_minute: 60 } } },
+      },
+      'key-required',
+    );
+    const spoofed = (i: number) => ({
+      'X-Forwarded-For': `203.0.113.${i}`,
+      'X-Real-IP': `203.0.113.${i}`,
+      Forwarded: `for=203.0.113.${i}`,
+    });
     const statuses = [];
-    for (let i = 0; i < 8; i++) statuses.push((await get(handler, '/release', { key: i % 2 ? standardKey : plusKey, headers: spoofed(i) })).status);
+    for (let i = 0; i < 8; i++)
+      statuses.push(
+        (await get(handler, '/release', { key: i % 2 ? standardKey : plusKey, headers: spoofed(i) })).status,
+      );
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
     // Bad keys are throttled by the per-IP limit too, before they cost a key lookup.
     expect((await get(handler, '/release', { key: 'garbage' })).status).toBe(429);
@@ -161,9 +206,18 @@ describe('arrangement B: key required', () => {
 describe('arrangement A: open, key optional', () => {
   it('limits anonymous clients per IP and gives keys their higher tier', async () => {
     clock.now = T0 + 10 * MINUTE;
-    const handler = setup({ open: { anonymous_per_ip: { per_minute: 3 }, tiers: { standard: { per_minute: 100 }, plus: { per_minute: 1000 } } } }, 'open');
+    const handler = setup(
+      {
+        open: {
+          anonymous_per_ip: { per_minute: 3 },
+          tiers: { standard: { per_minute: 100 }, plus: { per_minute: 1000 } },
+        },
+      },
+      'open',
+    );
     const anon = [];
-    for (let i = 0; i < 4; i++) anon.push(await get(handler, '/genes/PRR5', { headers: { 'X-Forwarded-For': `10.0.0.${i}` } }));
+    for (let i = 0; i < 4; i++)
+      anon.push(await get(handler, '/genes/PRR5', { headers: { 'X-Forwarded-For': `10.0.0.${i}` } }));
     expect(anon.map((r) => r.status)).toEqual([200, 200, 200, 429]);
     expect(anon[0].headers.get('RateLimit-Limit')).toBe('3');
     expect(anon[0].headers.get('RateLimit-Policy')).toBe('3;w=60');
@@ -183,11 +237,21 @@ describe('arrangement A: open, key optional', () => {
     expect((await get(handler, '/genes/PRR5')).status).toBe(200);
   });
 
-  it('holds keyed requests from one address to keyed_per_ip, whatever the keys, as the CDN\'s WAF does', async () => {
+  it("holds keyed requests from one address to keyed_per_ip, whatever the keys, as the CDN's WAF does", async () => {
     clock.now = T0 + 13 * MINUTE;
-    const handler = setup({ open: { anonymous_per_ip: { per_minute: 2 }, keyed_per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 3 }, plus: { per_minute: 3 } } } }, 'open');
+    const handler = setup(
+      {
+        open: {
+          anonymous_per_ip: { per_minute: 2 },
+          keyed_per_ip: { per_minute: 5 },
+          tiers: { standard: { per_minute: 3 }, plus: { per_minute: 3 } },
+        },
+      },
+      'open',
+    );
     const statuses = [];
-    for (const key of [standardKey, standardKey, plusKey, plusKey, 'garbage', plusKey]) statuses.push((await get(handler, '/release', { key })).status);
+    for (const key of [standardKey, standardKey, plusKey, plusKey, 'garbage', plusKey])
+      statuses.push((await get(handler, '/release', { key })).status);
     // A bad key counts at the address too (WAF counts before any key is checked).
     expect(statuses).toEqual([200, 200, 200, 200, 401, 429]);
     const refused = await get(handler, '/release', { key: plusKey });
@@ -197,19 +261,38 @@ describe('arrangement A: open, key optional', () => {
     expect((await get(handler, '/release')).status).toBe(200);
   });
 
-  it('refuses a key whose id carries another tier\'s letter than its record, as the CDN\'s gate does', async () => {
+  it("refuses a key whose id carries another tier's letter than its record, as the CDN's gate does", async () => {
     clock.now = T0 + 14 * MINUTE;
     const plusId = keyId(plusKey)!;
-    const moved: KeyRegistry = { description: 'moved', lookup: async (id) => ({ ...(loadRegistry(keysDir).keys.find((k) => k.id === id) ?? null)!, tier: 'standard' }) };
-    const access = new AccessControl({ config: resolveAccessConfig({}, 'open'), store: new MemoryQuotaStore(() => clock.now), keys: moved, secret, now: () => clock.now });
-    const refused = await createHandler({ origin: new LocalOrigin(inject('demoTree')), access })(new Request('http://atlas.test/api/v1/release', { headers: { Authorization: `Bearer ${plusKey}` } }), { clientIp: '192.0.2.1' });
+    const moved: KeyRegistry = {
+      description: 'moved',
+      lookup: async (id) => ({ ...(loadRegistry(keysDir).keys.find((k) => k.id === id) ?? null)!, tier: 'standard' }),
+    };
+    const access = new AccessControl({
+      config: resolveAccessConfig({}, 'open'),
+      store: new MemoryQuotaStore(() => clock.now),
+      keys: moved,
+      secret,
+      now: () => clock.now,
+    });
+    const refused = await createHandler({ origin: new LocalOrigin(inject('demoTree')), access })(
+      new Request('http://atlas.test/api/v1/release', { headers: { Authorization: `Bearer ${plusKey}` } }),
+      { clientIp: '192.0.2.1' },
+    );
     expect(refused.status).toBe(401);
-    expect((await refused.json()).detail).toContain(`API key ${plusId} does not carry the letter of its tier (standard): it must be reissued`);
+    expect((await refused.json()).detail).toContain(
+      `API key ${plusId} does not carry the letter of its tier (standard): it must be reissued`,
+    );
   });
 
   it('never counts or challenges CORS preflights, and carries RateLimit headers on errors too', async () => {
     clock.now = T0 + 12 * MINUTE;
-    const handler = setup({ open: { anonymous_per_ip: { per_minute: 1 }, tiers: { standard: { per_minute: 1 }, plus: { per_minute: 1 } } } }, 'open');
+    const handler = setup(
+      {
+        open: { anonymous_per_ip: { per_minute: 1 }, tiers: { standard: { per_minute: 1 }, plus: { per_minute: 1 } } },
+      },
+      'open',
+    );
     for (let i = 0; i < 3; i++) expect((await get(handler, '/genes/PRR5', { method: 'OPTIONS' })).status).toBe(204);
     const notFound = await get(handler, '/genes/NO_SUCH_GENE');
     expect(notFound.status).toBe(404);
@@ -221,34 +304,57 @@ describe('arrangement A: open, key optional', () => {
 describe('who counts as one client', () => {
   it('names an IPv4 client by its address and an IPv6 client by its network, however written', () => {
     expect(clientBucket('192.0.2.1', 64)).toBe('192.0.2.1');
-    for (const mapped of ['::ffff:192.0.2.1', '::FFFF:192.0.2.1', '0:0:0:0:0:ffff:c000:201', '::ffff:c000:0201']) expect(clientBucket(mapped, 64), mapped).toBe('192.0.2.1');
+    for (const mapped of ['::ffff:192.0.2.1', '::FFFF:192.0.2.1', '0:0:0:0:0:ffff:c000:201', '::ffff:c000:0201'])
+      expect(clientBucket(mapped, 64), mapped).toBe('192.0.2.1');
     const net = '2001:db8:1:2:0:0:0:0/64';
-    for (const v6 of ['2001:db8:1:2::1', '2001:0db8:0001:0002:ffff:ffff:ffff:ffff', '2001:db8:1:2::5%eth0', '2001:db8:1:2:0:0:1.2.3.4']) expect(clientBucket(v6, 64), v6).toBe(net);
+    for (const v6 of [
+      '2001:db8:1:2::1',
+      '2001:0db8:0001:0002:ffff:ffff:ffff:ffff',
+      '2001:db8:1:2::5%eth0',
+      '2001:db8:1:2:0:0:1.2.3.4',
+    ])
+      expect(clientBucket(v6, 64), v6).toBe(net);
     expect(clientBucket('2001:db8:1:3::1', 64)).not.toBe(net);
     expect(clientBucket('2001:db8:1:2::1', 128)).toBe('2001:db8:1:2:0:0:0:1/128');
     expect(clientBucket('2001:db8:1:2::1', 48)).toBe('2001:db8:1:0:0:0:0:0/48');
     expect(clientBucket('::', 64)).toBe('0:0:0:0:0:0:0:0/64');
     // Not addresses: each its own client, as given.
-    for (const odd of ['unknown', '1:2:3', '1::2::3', '2001:db8::1::', '256.0.0.1', '1:2:3:4:5:6:7:8:9', 'g::1']) expect(clientBucket(odd, 64), odd).toBe(odd);
+    for (const odd of ['unknown', '1:2:3', '1::2::3', '2001:db8::1::', '256.0.0.1', '1:2:3:4:5:6:7:8:9', 'g::1'])
+      expect(clientBucket(odd, 64), odd).toBe(odd);
   });
 
   it('gives a /64 one anonymous budget, however many addresses it sends from, and another /64 its own', async () => {
     clock.now = T0 + 20 * MINUTE;
-    const handler = setup({ open: { anonymous_per_ip: { per_minute: 4 }, tiers: { standard: { per_minute: 100 } } } }, 'open');
-    const spread = ['2001:db8:a:1::1', '2001:db8:a:1::2', '2001:db8:a:1:ffff::9', '2001:db8:a:1:1:2:3:4', '2001:db8:a:1::77'];
+    const handler = setup(
+      { open: { anonymous_per_ip: { per_minute: 4 }, tiers: { standard: { per_minute: 100 } } } },
+      'open',
+    );
+    const spread = [
+      '2001:db8:a:1::1',
+      '2001:db8:a:1::2',
+      '2001:db8:a:1:ffff::9',
+      '2001:db8:a:1:1:2:3:4',
+      '2001:db8:a:1::77',
+    ];
     const statuses = [];
     for (const ip of spread) statuses.push((await get(handler, '/release', { ip })).status);
     expect(statuses).toEqual([200, 200, 200, 200, 429]);
     expect((await get(handler, '/release', { ip: '2001:db8:a:2::1' })).status).toBe(200);
     // An IPv4 client is the same client when a dual-stack socket reports it IPv4-mapped.
     expect((await get(handler, '/release', { ip: '198.51.100.4' })).headers.get('RateLimit-Remaining')).toBe('3');
-    expect((await get(handler, '/release', { ip: '::ffff:198.51.100.4' })).headers.get('RateLimit-Remaining')).toBe('2');
+    expect((await get(handler, '/release', { ip: '::ffff:198.51.100.4' })).headers.get('RateLimit-Remaining')).toBe(
+      '2',
+    );
   });
 
   it('counts each IPv6 address on its own with ipv6_prefix 128', async () => {
     clock.now = T0 + 21 * MINUTE;
-    const handler = setup({ ipv6_prefix: 128, open: { anonymous_per_ip: { per_minute: 1 }, tiers: { standard: { per_minute: 100 } } } }, 'open');
-    for (let i = 1; i <= 5; i++) expect((await get(handler, '/release', { ip: `2001:db8:a:1::${i}` })).status).toBe(200);
+    const handler = setup(
+      { ipv6_prefix: 128, open: { anonymous_per_ip: { per_minute: 1 }, tiers: { standard: { per_minute: 100 } } } },
+      'open',
+    );
+    for (let i = 1; i <= 5; i++)
+      expect((await get(handler, '/release', { ip: `2001:db8:a:1::${i}` })).status).toBe(200);
     expect((await get(handler, '/release', { ip: '2001:db8:a:1::1' })).status).toBe(429);
   });
 });
@@ -256,33 +362,59 @@ describe('who counts as one client', () => {
 describe('refusals are counted', () => {
   it('open: bad keys cost their address anonymous requests, 401 until the budget is spent, then 429', async () => {
     clock.now = T0 + 22 * MINUTE;
-    const handler = setup({ open: { anonymous_per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 100 } } } }, 'open');
+    const handler = setup(
+      { open: { anonymous_per_ip: { per_minute: 5 }, tiers: { standard: { per_minute: 100 } } } },
+      'open',
+    );
     const bad = [revokedKey, 'garbage', 'isoatlas_abcdefgh_' + 'y'.repeat(43)];
     const answers = [];
-    for (let i = 0; i < 8; i++) answers.push(await get(handler, '/genes/PRR5', { key: bad[i % bad.length], ip: '192.0.2.50' }));
+    for (let i = 0; i < 8; i++)
+      answers.push(await get(handler, '/genes/PRR5', { key: bad[i % bad.length], ip: '192.0.2.50' }));
     expect(answers.map((r) => r.status)).toEqual([401, 401, 401, 401, 401, 429, 429, 429]);
     expect(answers[0].headers.get('WWW-Authenticate')).toBe('Bearer realm="isoatlas", error="invalid_token"');
     expect(Number(answers[5].headers.get('Retry-After'))).toBeGreaterThan(0);
     expect((await answers[5].json()).detail).toContain('5 requests per minute from one IP address');
     // Another scheme is refused the same way; anonymous requests share the spent budget; a valid key
     // still has its own.
-    expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.50', headers: { Authorization: 'Basic dXNlcjpwYXNz' } })).status).toBe(429);
+    expect(
+      (await get(handler, '/genes/PRR5', { ip: '192.0.2.50', headers: { Authorization: 'Basic dXNlcjpwYXNz' } }))
+        .status,
+    ).toBe(429);
     expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.50' })).status).toBe(429);
     expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.50', key: standardKey })).status).toBe(200);
     expect((await get(handler, '/genes/PRR5', { ip: '192.0.2.51', key: 'garbage' })).status).toBe(401);
   });
 
-  it('a decision that does not count refusals (a front\'s admission) leaves the counters as they were', async () => {
+  it("a decision that does not count refusals (a front's admission) leaves the counters as they were", async () => {
     clock.now = T0 + 23 * MINUTE;
     for (const [mode, partial] of [
-      ['key-required', { key_required: { per_ip: { per_minute: 3 }, tiers: { standard: { per_minute: 100 }, plus: { per_minute: 100 } } } }],
+      [
+        'key-required',
+        {
+          key_required: {
+            per_ip: { per_minute: 3 },
+            tiers: { standard: { per_minute: 100 }, plus: { per_minute: 100 } },
+          },
+        },
+      ],
       ['open', { open: { anonymous_per_ip: { per_minute: 3 }, tiers: { standard: { per_minute: 100 } } } }],
     ] as const) {
-      const access = new AccessControl({ config: resolveAccessConfig(partial, mode), store: new MemoryQuotaStore(() => clock.now), keys: registry(), secret, now: () => clock.now });
+      const access = new AccessControl({
+        config: resolveAccessConfig(partial, mode),
+        store: new MemoryQuotaStore(() => clock.now),
+        keys: registry(),
+        secret,
+        now: () => clock.now,
+      });
       const ask = (auth: string | null, countRefused?: boolean) =>
-        access.decide(new Request('http://atlas.test/api/v1/release', { headers: auth ? { Authorization: auth } : {} }), '192.0.2.60', { countRefused });
+        access.decide(
+          new Request('http://atlas.test/api/v1/release', { headers: auth ? { Authorization: auth } : {} }),
+          '192.0.2.60',
+          { countRefused },
+        );
       // Refused without counting, as often as asked: the budget is whole.
-      for (let i = 0; i < 5; i++) expect((await ask(mode === 'open' ? 'Bearer garbage' : null, false)).denied?.status, mode).toBe(401);
+      for (let i = 0; i < 5; i++)
+        expect((await ask(mode === 'open' ? 'Bearer garbage' : null, false)).denied?.status, mode).toBe(401);
       const admitted = await ask(mode === 'open' ? null : `Bearer ${standardKey}`, false);
       expect(admitted.denied, mode).toBeNull();
       // Admitted requests are counted: two refusals (counted) spend the rest, then 429.
@@ -318,16 +450,26 @@ describe('FileKeyRegistry (the key source of the local server)', () => {
 
 describe('access config', () => {
   it('overlays a partial file on the defaults and rejects what it does not know', () => {
-    const c = resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 10 }, tiers: { standard: { per_minute: 20 } } } }, 'open');
+    const c = resolveAccessConfig(
+      { open: { anonymous_per_ip: { per_minute: 10 }, tiers: { standard: { per_minute: 20 } } } },
+      'open',
+    );
     expect(c.open.anonymous_per_ip).toEqual({ per_minute: 10 });
     expect(c.key_required.tiers.standard).toEqual({ per_minute: 60, per_day: 5000 }); // untouched section keeps defaults
-    expect(() => resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 0 }, tiers: {} } })).toThrow(/per_minute must be a positive integer/);
-    expect(() => resolveAccessConfig({ open: { anonymous_per_ip: { per_hour: 5 }, tiers: { standard: {} } } })).toThrow(/per_hour is not a known limit/);
+    expect(() => resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 0 }, tiers: {} } })).toThrow(
+      /per_minute must be a positive integer/,
+    );
+    expect(() => resolveAccessConfig({ open: { anonymous_per_ip: { per_hour: 5 }, tiers: { standard: {} } } })).toThrow(
+      /per_hour is not a known limit/,
+    );
     expect(() => resolveAccessConfig({ default_tier: 'gold' })).toThrow(/default tier "gold" is missing/);
     expect(() => resolveAccessConfig({ modes: 'open' })).toThrow(/unknown setting "modes"/);
     expect(resolveAccessConfig({}).ipv6_prefix).toBe(64);
     expect(resolveAccessConfig({ ipv6_prefix: 48 }).ipv6_prefix).toBe(48);
-    for (const bad of [0, 129, 64.5, '64']) expect(() => resolveAccessConfig({ ipv6_prefix: bad }), String(bad)).toThrow(/ipv6_prefix must be an integer from 1 to 128/);
+    for (const bad of [0, 129, 64.5, '64'])
+      expect(() => resolveAccessConfig({ ipv6_prefix: bad }), String(bad)).toThrow(
+        /ipv6_prefix must be an integer from 1 to 128/,
+      );
   });
 
   it('gives each tier a declared letter, unique and of the id alphabet, kept whatever the order of tiers', () => {
@@ -336,23 +478,45 @@ describe('access config', () => {
     const c = resolveAccessConfig({ tier_letters: { gold: 'g' }, open: { tiers }, key_required: { tiers } });
     expect(c.tier_letters).toEqual({ gold: 'g', standard: 's', plus: 'p' });
     const reordered = { plus: tiers.plus, gold: tiers.gold, standard: tiers.standard };
-    expect(resolveAccessConfig({ tier_letters: { gold: 'g' }, open: { tiers: reordered }, key_required: { tiers: reordered } }).tier_letters).toEqual(c.tier_letters);
-    expect(() => resolveAccessConfig({ open: { tiers }, key_required: { tiers } })).toThrow(/tier gold has no letter: add "gold": "<letter>" to tier_letters/);
-    expect(() => resolveAccessConfig({ tier_letters: { gold: 'p' }, open: { tiers }, key_required: { tiers } })).toThrow(/tiers (plus and gold|gold and plus) both have the letter "p"/);
+    expect(
+      resolveAccessConfig({
+        tier_letters: { gold: 'g' },
+        open: { tiers: reordered },
+        key_required: { tiers: reordered },
+      }).tier_letters,
+    ).toEqual(c.tier_letters);
+    expect(() => resolveAccessConfig({ open: { tiers }, key_required: { tiers } })).toThrow(
+      /tier gold has no letter: add "gold": "<letter>" to tier_letters/,
+    );
+    expect(() =>
+      resolveAccessConfig({ tier_letters: { gold: 'p' }, open: { tiers }, key_required: { tiers } }),
+    ).toThrow(/tiers (plus and gold|gold and plus) both have the letter "p"/);
     for (const bad of ['G', '8', 'gg', '', 1]) {
-      expect(() => resolveAccessConfig({ tier_letters: { gold: bad }, open: { tiers }, key_required: { tiers } }), String(bad)).toThrow(/tier_letters.gold must be one character of a-z or 2-7/);
+      expect(
+        () => resolveAccessConfig({ tier_letters: { gold: bad }, open: { tiers }, key_required: { tiers } }),
+        String(bad),
+      ).toThrow(/tier_letters.gold must be one character of a-z or 2-7/);
     }
     // A retired tier keeps its letter reserved.
     expect(resolveAccessConfig({ tier_letters: { retired: 'r' } }).tier_letters.retired).toBe('r');
     expect(() => resolveAccessConfig({ tier_letters: ['s'] })).toThrow(/tier_letters must be an object/);
   });
 
-  it('open.keyed_per_ip: twice the highest tier\'s minute limit unless set; never below a tier\'s', () => {
+  it("open.keyed_per_ip: twice the highest tier's minute limit unless set; never below a tier's", () => {
     expect(resolveAccessConfig({}).open.keyed_per_ip).toEqual({ per_minute: 24000 });
-    expect(resolveAccessConfig({ open: { tiers: { standard: { per_minute: 100 }, plus: { per_minute: 700 } } } }).open.keyed_per_ip).toEqual({ per_minute: 1400 });
-    expect(resolveAccessConfig({ open: { keyed_per_ip: { per_minute: 30000 } } }).open.keyed_per_ip).toEqual({ per_minute: 30000 });
-    expect(() => resolveAccessConfig({ open: { keyed_per_ip: { per_minute: 5000 } } })).toThrow(/keyed_per_ip.per_minute \(5000\) is below a tier's per_minute \(12000\)/);
-    expect(() => resolveAccessConfig({ open: { keyed_per_ip: { per_day: 5000 } } })).toThrow(/keyed_per_ip takes per_minute only/);
+    expect(
+      resolveAccessConfig({ open: { tiers: { standard: { per_minute: 100 }, plus: { per_minute: 700 } } } }).open
+        .keyed_per_ip,
+    ).toEqual({ per_minute: 1400 });
+    expect(resolveAccessConfig({ open: { keyed_per_ip: { per_minute: 30000 } } }).open.keyed_per_ip).toEqual({
+      per_minute: 30000,
+    });
+    expect(() => resolveAccessConfig({ open: { keyed_per_ip: { per_minute: 5000 } } })).toThrow(
+      /keyed_per_ip.per_minute \(5000\) is below a tier's per_minute \(12000\)/,
+    );
+    expect(() => resolveAccessConfig({ open: { keyed_per_ip: { per_day: 5000 } } })).toThrow(
+      /keyed_per_ip takes per_minute only/,
+    );
     // What the meter receives (the resolved config as JSON) resolves to itself.
     const c = resolveAccessConfig({}, 'open');
     expect(resolveAccessConfig(JSON.parse(JSON.stringify(c)), 'open')).toEqual(c);

@@ -2,7 +2,17 @@
 // code 3, and leaves no half-written database. Fixtures are real lines of the chr22 inputs, damaged.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
@@ -10,10 +20,17 @@ import { join } from 'node:path';
 import { inject } from 'vitest';
 
 const ROOT = join(__dirname, '..');
-const realLines = (file: string, n: number) => gunzipSync(readFileSync(join(ROOT, 'data/chr22', file))).toString('utf8').split('\n').slice(0, n);
+const realLines = (file: string, n: number) =>
+  gunzipSync(readFileSync(join(ROOT, 'data/chr22', file)))
+    .toString('utf8')
+    .split('\n')
+    .slice(0, n);
 
 function isoatlas(...args: string[]) {
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8', env: { ...process.env, ISOATLAS_DEBUG: '' } });
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ISOATLAS_DEBUG: '' },
+  });
   return { code: r.status, stderr: r.stderr };
 }
 
@@ -28,7 +45,16 @@ function configFor(gtfLines: string[], name: string) {
   const gtf = join(dir, `${name}.gtf`);
   writeFileSync(gtf, gtfLines.join('\n') + '\n');
   const config = join(dir, `${name}.config.json`);
-  writeFileSync(config, JSON.stringify({ release: 'bad', date: '2026-11-22', title: 't', assembly: 'GRCh38', reference: { gtf, source: 'test' } }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      release: 'bad',
+      date: '2026-11-22',
+      title: 't',
+      assembly: 'GRCh38',
+      reference: { gtf, source: 'test' },
+    }),
+  );
   return { gtf, config };
 }
 
@@ -60,7 +86,9 @@ describe('core import of malformed inputs', () => {
     const r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'duplicate.sqlite'));
     expect(r.code).toBe(3);
     const id = /transcript_id "([^"]+)"/.exec(good[transcriptLine])![1];
-    expect(r.stderr).toContain(`${gtf}:${good.length + 1}: duplicate transcript id ${id} (first defined at line ${transcriptLine + 1})`);
+    expect(r.stderr).toContain(
+      `${gtf}:${good.length + 1}: duplicate transcript id ${id} (first defined at line ${transcriptLine + 1})`,
+    );
   });
 
   it('rejects a malformed attribute and a bad coordinate', () => {
@@ -83,7 +111,16 @@ describe('core import of malformed inputs', () => {
       const file = join(dir, name);
       writeFileSync(file, lines.join('\n') + '\n');
       const config = join(dir, `${name}.json`);
-      writeFileSync(config, JSON.stringify({ release: 'bad', date: '2026-11-22', title: 't', assembly: 'GRCh38', reference: { gtf, classification: file, source: 'test' } }));
+      writeFileSync(
+        config,
+        JSON.stringify({
+          release: 'bad',
+          date: '2026-11-22',
+          title: 't',
+          assembly: 'GRCh38',
+          reference: { gtf, classification: file, source: 'test' },
+        }),
+      );
       return { file, config };
     };
     const missing = write('missing-col.txt', [cls[0].replace('predicted_NMD', 'predicted_nmd'), ...cls.slice(1)]);
@@ -101,11 +138,29 @@ describe('core import of malformed inputs', () => {
 
   it('rejects an invalid release config and a missing input file with exit code 3', () => {
     const config = join(dir, 'bad-config.json');
-    writeFileSync(config, JSON.stringify({ release: 'x', date: 'yesterday', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        release: 'x',
+        date: 'yesterday',
+        title: 't',
+        assembly: 'a',
+        reference: { gtf: 'none.gtf', source: 's' },
+      }),
+    );
     let r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/invalid release config: line 1: \/date expected string to match/);
-    writeFileSync(config, JSON.stringify({ release: 'x', date: '2026-01-01', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        release: 'x',
+        date: '2026-01-01',
+        title: 't',
+        assembly: 'a',
+        reference: { gtf: 'none.gtf', source: 's' },
+      }),
+    );
     r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('none.gtf: file not found');
@@ -113,16 +168,39 @@ describe('core import of malformed inputs', () => {
 
   it('names each config problem once, with its line; a JSON syntax error with its line and column; a missing --out directory', () => {
     const config = join(dir, 'lined-config.json');
-    writeFileSync(config, ['{', '  "release": "x",', '  "date": 20261122,', '  "title": "t",', '  "assembly": "a",', '  "reference": { "source": "s" }', '}', ''].join('\n'));
+    writeFileSync(
+      config,
+      [
+        '{',
+        '  "release": "x",',
+        '  "date": 20261122,',
+        '  "title": "t",',
+        '  "assembly": "a",',
+        '  "reference": { "source": "s" }',
+        '}',
+        '',
+      ].join('\n'),
+    );
     let r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`${config}:3: invalid release config: line 3: /date expected string; line 6: /reference/gtf is required`);
+    expect(r.stderr).toContain(
+      `${config}:3: invalid release config: line 3: /date expected string; line 6: /reference/gtf is required`,
+    );
     expect(r.stderr.match(/\/reference\/gtf/g)).toHaveLength(1);
     writeFileSync(config, ['{', '  "release": "x",', '  "date": "2026-11-22"', '  "title": "t"', '}', ''].join('\n'));
     r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`${config}:4: the release config is not valid JSON: CommaExpected at column 3`);
-    writeFileSync(config, JSON.stringify({ release: 'x', date: '2026-01-01', title: 't', assembly: 'a', reference: { gtf: 'none.gtf', source: 's' } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        release: 'x',
+        date: '2026-01-01',
+        title: 't',
+        assembly: 'a',
+        reference: { gtf: 'none.gtf', source: 's' },
+      }),
+    );
     r = isoatlas('import', 'core', '--config', config, '--out', '/nonexistent/x.sqlite');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--out /nonexistent/x.sqlite: the directory /nonexistent does not exist');
@@ -153,26 +231,43 @@ describe('track import of malformed TSVs', () => {
   };
 
   it('rejects an unknown column', () => {
-    const r = track('ptm', 'unknown-col.tsv', ['transcript_id\tposition\tresidue\tmodification\tcolour', 'ENST00000006251.11\t1\tM\tx\tred']);
+    const r = track('ptm', 'unknown-col.tsv', [
+      'transcript_id\tposition\tresidue\tmodification\tcolour',
+      'ENST00000006251.11\t1\tM\tx\tred',
+    ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`${r.file}:1: unknown column(s): colour`);
   });
 
   it('rejects a position beyond the protein and a residue that is not there', () => {
     // ENST00000006251.11 (PRR5-201) is 379 aa and starts MSSPS…
-    let r = track('neoantigens', 'beyond.tsv', ['transcript_id\tpeptide\tallele\taffinity_nm\tstart', 'ENST00000006251.11\tMSSPSLSDL\tHLA-A*02:01\t50\t400']);
+    let r = track('neoantigens', 'beyond.tsv', [
+      'transcript_id\tpeptide\tallele\taffinity_nm\tstart',
+      'ENST00000006251.11\tMSSPSLSDL\tHLA-A*02:01\t50\t400',
+    ]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`${r.file}:2: column "start": position 400 is beyond the end of ENST00000006251.11's protein (379 aa)`);
-    r = track('ptm', 'residue.tsv', ['transcript_id\tposition\tresidue\tmodification', 'ENST00000006251.11\t2\tT\tPhosphothreonine']);
+    expect(r.stderr).toContain(
+      `${r.file}:2: column "start": position 400 is beyond the end of ENST00000006251.11's protein (379 aa)`,
+    );
+    r = track('ptm', 'residue.tsv', [
+      'transcript_id\tposition\tresidue\tmodification',
+      'ENST00000006251.11\t2\tT\tPhosphothreonine',
+    ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('ENST00000006251.11 has S at position 2, not T');
   });
 
   it('rejects an unknown transcript and a non-coding one', () => {
-    let r = track('domains', 'unknown-tx.tsv', ['transcript_id\tsource\taccession\tstart\tend', 'ENST00000000000.1\tpfam\tPF00069\t1\t50']);
+    let r = track('domains', 'unknown-tx.tsv', [
+      'transcript_id\tsource\taccession\tstart\tend',
+      'ENST00000000000.1\tpfam\tPF00069\t1\t50',
+    ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('ENST00000000000.1 is not an isoform of this release');
-    r = track('domains', 'noncoding.tsv', ['transcript_id\tsource\taccession\tstart\tend', 'PB.3797.1\tpfam\tPF00069\t1\t50']);
+    r = track('domains', 'noncoding.tsv', [
+      'transcript_id\tsource\taccession\tstart\tend',
+      'PB.3797.1\tpfam\tPF00069\t1\t50',
+    ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('PB.3797.1 is not a coding isoform');
   });
@@ -183,7 +278,10 @@ describe('track import of malformed TSVs', () => {
   });
 
   it('imports a valid track atomically and counts it in the metrics', () => {
-    const r = track('ptm', 'valid.tsv', ['transcript_id\tposition\tresidue\tmodification\tsource', 'ENST00000006251.11\t3\tS\tPhosphoserine\tcurated']);
+    const r = track('ptm', 'valid.tsv', [
+      'transcript_id\tposition\tresidue\tmodification\tsource',
+      'ENST00000006251.11\t3\tS\tPhosphoserine\tcurated',
+    ]);
     expect(r.stderr).toContain('imported 1 ptm records');
     expect(r.code).toBe(0);
     expect(sha(db)).not.toBe(before);
@@ -247,7 +345,11 @@ describe('compressed inputs cut short', () => {
     copyFileSync(inject('demoDb'), db);
     const before = readFileSync(db);
     const r = isoatlas('import', 'gene-info', '--db', db, '--file', truncated, '--source', 'test');
-    expect(r.stderr).toMatch(new RegExp(`^isoatlas: invalid input: ${truncated.replace(/[.\\/]/g, '\\$&')}:\\d+: not valid gzip data \\(truncated or corrupt file\\?\\)\\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^isoatlas: invalid input: ${truncated.replace(/[.\\/]/g, '\\$&')}:\\d+: not valid gzip data \\(truncated or corrupt file\\?\\)\\n$`,
+      ),
+    );
     expect(r.code).toBe(3);
     expect(readFileSync(db).equals(before)).toBe(true);
   });
@@ -258,13 +360,14 @@ describe('compressed inputs cut short', () => {
     const hear = (err: unknown) => void uncaught.push(err);
     process.on('uncaughtException', hear);
     /** Descriptors of this process open on the file. */
-    const openOnFile = () => readdirSync('/proc/self/fd').filter((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`) === truncated;
-      } catch {
-        return false; // closed meanwhile
-      }
-    }).length;
+    const openOnFile = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === truncated;
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
     try {
       for (let i = 0; i < 20; i++) {
         for await (const [line] of readLines(truncated)) if (line === 1) break;

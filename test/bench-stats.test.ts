@@ -28,7 +28,15 @@ describe('bench statistics', () => {
 
 describe('BENCHMARKS.md writing', () => {
   const machine = { cpu: 'cpu', cores: 2, ramGiB: 1, os: 'os', node: 'v20', nginx: 'none' };
-  const section = (id: 'cli', figure: string) => ({ id, title: 'CLI', headline: '', method: figure, tables: [], targets: [], notes: [] });
+  const section = (id: 'cli', figure: string) => ({
+    id,
+    title: 'CLI',
+    headline: '',
+    method: figure,
+    tables: [],
+    targets: [],
+    notes: [],
+  });
 
   it('replaces a re-run section and keeps the others, the hand-measured install section included', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-bench-report-'));

@@ -26,11 +26,14 @@ interface Reply {
 function request(base: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: hostname, port, path, method, headers: { Connection: 'close', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
+    const req = http.request(
+      { host: hostname, port, path, method, headers: { Connection: 'close', ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -62,7 +65,15 @@ const CASES: [string | undefined, 'br' | 'gzip' | null][] = [
 const tagOf = (sha: string, coding: 'br' | 'gzip' | null) => (coding === null ? `"${sha}"` : `W/"${sha}-${coding}"`);
 
 /** Headers a HEAD must share with its GET. */
-const SHARED = ['content-type', 'content-length', 'content-encoding', 'etag', 'vary', 'cache-control', 'x-isoatlas-release'];
+const SHARED = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'etag',
+  'vary',
+  'cache-control',
+  'x-isoatlas-release',
+];
 
 describe('negotiate', () => {
   it('picks the accepted coding with the highest q-value, brotli on a tie, identity when none is', () => {
@@ -147,7 +158,9 @@ for (const via of ['server', 'nginx'] as const) {
     });
 
     it('keeps problem answers and small bodies identity', async () => {
-      const small = [...manifest.entries()].find(([p, e]) => /^api\/v1\/isoforms\/[^/]+\/(domains|neoantigens|ptm)\.json$/.test(p) && e.size < 256)!;
+      const small = [...manifest.entries()].find(
+        ([p, e]) => /^api\/v1\/isoforms\/[^/]+\/(domains|neoantigens|ptm)\.json$/.test(p) && e.size < 256,
+      )!;
       expect(small, 'a file under the threshold').toBeDefined();
       const smallPath = `/${small[0].replace(/\.json$/, '')}`;
       for (const accept of ['br', 'gzip', '*']) {
@@ -169,12 +182,22 @@ for (const via of ['server', 'nginx'] as const) {
       it('answers compressed requests for files itself, and passes weighed ones to the server', async () => {
         const front = target as RunningFront;
         const gene = resources[0].path;
-        const count = (logs: string) => logs.split('\n').filter((l) => l.includes(`"path":"${gene}"`) && l.includes('"method":"GET"')).length;
-        for (const [accept, byFront] of [['br', true], ['gzip', true], ['gzip;q=0, br', false]] as const) {
+        const count = (logs: string) =>
+          logs.split('\n').filter((l) => l.includes(`"path":"${gene}"`) && l.includes('"method":"GET"')).length;
+        for (const [accept, byFront] of [
+          ['br', true],
+          ['gzip', true],
+          ['gzip;q=0, br', false],
+        ] as const) {
           const [frontBefore, serverBefore] = [count(front.frontLog()), count(front.server.logs())];
           expect((await request(front.base, gene, { 'Accept-Encoding': accept })).status).toBe(200);
           // Log lines are written once the answer has gone: wait for one of the two, bounded.
-          for (let i = 0; i < 100 && count(front.frontLog()) === frontBefore && count(front.server.logs()) === serverBefore; i++) await new Promise((r) => setTimeout(r, 50));
+          for (
+            let i = 0;
+            i < 100 && count(front.frontLog()) === frontBefore && count(front.server.logs()) === serverBefore;
+            i++
+          )
+            await new Promise((r) => setTimeout(r, 50));
           expect(count(front.frontLog()) - frontBefore, accept).toBe(byFront ? 1 : 0);
           expect(count(front.server.logs()) - serverBefore, accept).toBe(byFront ? 0 : 1);
         }

@@ -16,7 +16,11 @@ let n = 0;
 const fresh = () => new DirectoryBackend(join(root, `store-${n++}`));
 const json = { contentType: 'application/json', cacheControl: 'no-cache' };
 const text = (s: string) => Buffer.from(s);
-const refusal = (p: Promise<unknown>) => p.then(() => null, (err: unknown) => (err instanceof ConditionFailed ? err.status : err));
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (err: unknown) => (err instanceof ConditionFailed ? err.status : err),
+  );
 
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'isoatlas-directory-backend-'));
@@ -57,7 +61,13 @@ async function concurrentAppends(backend: StoreBackend): Promise<string[]> {
   const names = Array.from({ length: 20 }, (_, i) => `r${i}`);
   await Promise.all(
     names.map((release) =>
-      store.updateHistory((h) => ({ ...h, releases: [...h.releases, { release, manifest_sha256: 'a'.repeat(64), published_at: new Date(0).toISOString() }] })),
+      store.updateHistory((h) => ({
+        ...h,
+        releases: [
+          ...h.releases,
+          { release, manifest_sha256: 'a'.repeat(64), published_at: new Date(0).toISOString() },
+        ],
+      })),
     ),
   );
   return (await store.history()).releases.map((r) => r.release).sort();
@@ -66,7 +76,11 @@ async function concurrentAppends(backend: StoreBackend): Promise<string[]> {
 describe('directory backend', () => {
   it('if-none-match creates a key only when it is absent: of concurrent creators exactly one wins, whole', async () => {
     const b = fresh();
-    const outcomes = await Promise.all(Array.from({ length: 8 }, (_, i) => refusal(b.write('k.json', text(`writer ${i}`), { ...json, ifNoneMatch: true }))));
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        refusal(b.write('k.json', text(`writer ${i}`), { ...json, ifNoneMatch: true })),
+      ),
+    );
     expect(outcomes.filter((o) => o === null)).toHaveLength(1);
     expect(outcomes.filter((o) => o === 412)).toHaveLength(7);
     const winner = outcomes.indexOf(null);
@@ -120,7 +134,9 @@ describe('directory backend', () => {
     const ignoring = new ReleaseStore(new IgnoresConditions(fresh()));
     const err = await ignoring.checkConditionalWrites('gc').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StorageError);
-    expect((err as Error).message).toMatch(/^a test backend ignores conditional writes \(If-None-Match: \* and If-Match on PutObject of .*conditional-write-probe succeeded/);
+    expect((err as Error).message).toMatch(
+      /^a test backend ignores conditional writes \(If-None-Match: \* and If-Match on PutObject of .*conditional-write-probe succeeded/,
+    );
   });
 
   it('lists by prefix (objects by sha256, never scratch files or locks), removes, and reads nothing outside its root', async () => {

@@ -13,7 +13,16 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { answerLabels, dispatch, dispatchTable, fileKinds, systemPaths, type AnswerLabel, type FileKindId, type SystemPathId } from '../edge/contract/dispatch.js';
+import {
+  answerLabels,
+  dispatch,
+  dispatchTable,
+  fileKinds,
+  systemPaths,
+  type AnswerLabel,
+  type FileKindId,
+  type SystemPathId,
+} from '../edge/contract/dispatch.js';
 import { routes } from '../edge/contract/routes.js';
 import { DOCS_ASSETS } from '../edge/contract/tree.js';
 import { HISTORY_KEY, POINTER_KEY, objectKey, parsePointer } from '../edge/contract/store-layout.js';
@@ -45,7 +54,10 @@ let plain: RunningServer;
 
 function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -61,14 +73,28 @@ interface Reply {
   body: string;
 }
 
-function request(base: string, path: string, opts: { from?: string; method?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+function request(
+  base: string,
+  path: string,
+  opts: { from?: string; method?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: hostname, port, path, method: opts.method ?? 'GET', headers: { Connection: 'close', ...opts.headers }, localAddress: opts.from }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
+    const req = http.request(
+      {
+        host: hostname,
+        port,
+        path,
+        method: opts.method ?? 'GET',
+        headers: { Connection: 'close', ...opts.headers },
+        localAddress: opts.from,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -85,7 +111,8 @@ const fileSamples = (): { readonly [K in FileKindId]: string[] } => ({
  * structure, so that every route answers 200 or 307), and its required query. */
 function routeSample(route: (typeof routes)[number]): string {
   let path = `/api/v1${route.path}`;
-  for (const p of route.pathParams) path = path.replace(`{${p.name}}`, encodeURIComponent(p.name === 'transcript_id' ? structureId : p.example));
+  for (const p of route.pathParams)
+    path = path.replace(`{${p.name}}`, encodeURIComponent(p.name === 'transcript_id' ? structureId : p.example));
   const required = route.stringParams.filter((p) => p.required);
   return required.length ? `${path}?${required.map((p) => `${p.name}=PRR5`).join('&')}` : path;
 }
@@ -125,10 +152,19 @@ beforeAll(async () => {
   const files = http.createServer((req, res) => {
     const path = join(tree(), decodeURIComponent(new URL(req.url!, 'http://x').pathname));
     if (!path.startsWith(tree())) return void res.writeHead(404).end();
-    readFile(path).then((body) => res.writeHead(200).end(body), () => res.writeHead(404).end());
+    readFile(path).then(
+      (body) => res.writeHead(200).end(body),
+      () => res.writeHead(404).end(),
+    );
   });
   await new Promise<void>((ok) => files.listen(0, '127.0.0.1', ok));
-  const synced = await cli(['mirror', '--from', `http://127.0.0.1:${(files.address() as AddressInfo).port}/`, '--to', mirror]);
+  const synced = await cli([
+    'mirror',
+    '--from',
+    `http://127.0.0.1:${(files.address() as AddressInfo).port}/`,
+    '--to',
+    mirror,
+  ]);
   files.close();
   expect(synced.status, synced.stderr).toBe(0);
   const pointer = parsePointer(await readFile(join(mirror, POINTER_KEY), 'utf8'));
@@ -136,11 +172,25 @@ beforeAll(async () => {
   manifestSha = pointer.manifest_sha256;
   structureId = Object.keys(readStructureMap(tree()))[0];
   const keys = join(work, 'keys');
-  const issued = await cli(['keys', 'issue', '--keys-dir', keys, '--name', 'dispatch test', '--affiliation', 'isoatlas', '--use', 'walks the dispatch table']);
+  const issued = await cli([
+    'keys',
+    'issue',
+    '--keys-dir',
+    keys,
+    '--name',
+    'dispatch test',
+    '--affiliation',
+    'isoatlas',
+    '--use',
+    'walks the dispatch table',
+  ]);
   expect(issued.status, issued.stderr).toBe(0);
   key = issued.stdout.trim().split('\n').pop()!;
   [full, plain] = await Promise.all([
-    startServer({ dir: mirror, extraArgs: ['--access', 'key-required', '--keys-dir', keys, '--metrics', '--trust-proxy', FRONT] }),
+    startServer({
+      dir: mirror,
+      extraArgs: ['--access', 'key-required', '--keys-dir', keys, '--metrics', '--trust-proxy', FRONT],
+    }),
     startServer({ dir: tree(), extraArgs: ['--keys-dir', join(work, 'plain-keys')] }),
   ]);
 }, 300_000);
@@ -153,8 +203,14 @@ afterAll(async () => {
 describe('the dispatch table', () => {
   it('names each entry once, in order: system paths, file kinds, routes; its labels are its entries and other', () => {
     const groups = dispatchTable.map((e) => e.group);
-    expect(groups).toEqual([...groups].sort((a, b) => ['system', 'file', 'route'].indexOf(a) - ['system', 'file', 'route'].indexOf(b)));
-    expect(dispatchTable.map((e) => e.label)).toEqual([...Object.keys(systemPaths), ...Object.keys(fileKinds), ...routes.map((r) => r.id)]);
+    expect(groups).toEqual(
+      [...groups].sort((a, b) => ['system', 'file', 'route'].indexOf(a) - ['system', 'file', 'route'].indexOf(b)),
+    );
+    expect(dispatchTable.map((e) => e.label)).toEqual([
+      ...Object.keys(systemPaths),
+      ...Object.keys(fileKinds),
+      ...routes.map((r) => r.id),
+    ]);
     expect(new Set(answerLabels).size).toBe(answerLabels.length);
     expect(answerLabels).toEqual([...dispatchTable.map((e) => e.label), 'other']);
   });
@@ -166,7 +222,10 @@ describe('the dispatch table', () => {
         const d = dispatch(new URL(path, 'http://x').pathname, everything);
         expect(d.group === 'none' ? 'other' : d.id, path).toBe(label);
         const applies = label in fileKinds ? fileKinds[label as FileKindId].applies : 'always';
-        if (applies !== 'always') expect(dispatch(new URL(path, 'http://x').pathname, { ...everything, [applies]: false }).group, path).toBe('none');
+        if (applies !== 'always')
+          expect(dispatch(new URL(path, 'http://x').pathname, { ...everything, [applies]: false }).group, path).toBe(
+            'none',
+          );
       }
     }
   });
@@ -176,7 +235,8 @@ describe('isoatlas serve answers every entry as its access class says', () => {
   it('with keys required, --metrics and a trusted front: open, metrics and front entries unkeyed and uncounted, checked ones keyed and counted; each logged with its label', async () => {
     const bearer = { Authorization: `Bearer ${key}` };
     // The server re-reads the key registry when it changes: give it a moment.
-    for (let i = 0; i < 50 && (await request(full.base, '/api/v1/release', { headers: bearer })).status !== 200; i++) await new Promise((ok) => setTimeout(ok, 100));
+    for (let i = 0; i < 50 && (await request(full.base, '/api/v1/release', { headers: bearer })).status !== 200; i++)
+      await new Promise((ok) => setTimeout(ok, 100));
     for (const entry of dispatchTable) {
       const paths = samples().find((s) => s.label === entry.label)!.paths;
       for (const path of paths) {
@@ -222,18 +282,23 @@ describe('isoatlas serve answers every entry as its access class says', () => {
 
   it('counts each entry under its own label in the metrics, every label one of the table', async () => {
     const text = (await request(full.base, '/metrics')).body;
-    const labels = [...text.matchAll(/^isoatlas_requests_total\{route="([^"]+)",status="(\d+|none)"\} (\d+)$/gm)].map((m) => m[1]);
+    const labels = [...text.matchAll(/^isoatlas_requests_total\{route="([^"]+)",status="(\d+|none)"\} (\d+)$/gm)].map(
+      (m) => m[1],
+    );
     expect(labels.length).toBeGreaterThan(0);
     for (const label of labels) expect(answerLabels).toContain(label);
     // Admissions the front asks are not logged or counted: the front logs the request they stood for.
-    for (const entry of dispatchTable.filter((e) => e.label !== 'admission')) expect(labels, entry.label).toContain(entry.label);
+    for (const entry of dispatchTable.filter((e) => e.label !== 'admission'))
+      expect(labels, entry.label).toContain(entry.label);
   });
 
   it('without --metrics, a tree server answers /metrics, /admission and store files as no endpoint, the rest as the mirror does', async () => {
     for (const { label, paths } of samples()) {
       for (const path of paths) {
         const r = await request(plain.base, path, { from: FRONT, headers: { [FRONT_MANIFEST_HEADER]: manifestSha } });
-        const answered = label === 'health' || (label in fileKinds ? fileKinds[label as FileKindId].applies !== 'storeFiles' : !(label in systemPaths));
+        const answered =
+          label === 'health' ||
+          (label in fileKinds ? fileKinds[label as FileKindId].applies !== 'storeFiles' : !(label in systemPaths));
         if (answered) expect([200, 307], path).toContain(r.status);
         else expect(r.status, path).toBe(404);
         expect(await loggedLabel(plain, path), path).toBe(answered ? label : 'other');
@@ -258,12 +323,25 @@ describe('the handler alone, as at the CDN', () => {
     }
     const lambda = createLambdaEdgeHandler(handler, (request) => locateStructureFile(request, releases));
     const event = (uri: string): CloudFrontRequestEvent => ({
-      Records: [{ cf: { config: { distributionDomainName: 'd.cloudfront.net', eventType: 'origin-request' }, request: { clientIp: '203.0.113.1', method: 'GET', uri, querystring: '', headers: {} } } }],
+      Records: [
+        {
+          cf: {
+            config: { distributionDomainName: 'd.cloudfront.net', eventType: 'origin-request' },
+            request: { clientIp: '203.0.113.1', method: 'GET', uri, querystring: '', headers: {} },
+          },
+        },
+      ],
     });
     const pinned = await lambda(event(`/releases/${release}/structures/${structureId}.cif`));
-    expect(pinned).toMatchObject({ uri: expect.stringMatching(/^\/objects\/[0-9a-f]{2}\/[0-9a-f]{62}$/), querystring: '' });
+    expect(pinned).toMatchObject({
+      uri: expect.stringMatching(/^\/objects\/[0-9a-f]{2}\/[0-9a-f]{62}$/),
+      querystring: '',
+    });
     for (const uri of [`/structures/${structureId}.cif`, `/releases/${release}/nothing`, '/health']) {
-      expect(await lambda(event(uri)), uri).toMatchObject({ status: '404', headers: { 'content-type': [{ value: 'application/problem+json; charset=utf-8' }] } });
+      expect(await lambda(event(uri)), uri).toMatchObject({
+        status: '404',
+        headers: { 'content-type': [{ value: 'application/problem+json; charset=utf-8' }] },
+      });
     }
   });
 });
@@ -274,19 +352,35 @@ describe('the nginx front written from the table', () => {
       [tree(), null],
       [mirror, release],
     ] as const) {
-      const { text } = await nginxConfig({ dir, upstream: '127.0.0.1:9', listen: '127.0.0.1:9', serverName: 'atlas.test', accessLog: join(work, 'front.log'), compressedDir: `${tree()}.compressed`, version: 'test' });
+      const { text } = await nginxConfig({
+        dir,
+        upstream: '127.0.0.1:9',
+        listen: '127.0.0.1:9',
+        serverName: 'atlas.test',
+        accessLog: join(work, 'front.log'),
+        compressedDir: `${tree()}.compressed`,
+        version: 'test',
+      });
       const mapped = [...text.matchAll(/^ {4}(\/\S+) "\w+ [0-9a-f]{64}(?: \S+)?";$/gm)].map((m) => m[1]);
       const exact = [...text.matchAll(/^ {4}location = (\S+) \{ return 404; \}$/gm)].map((m) => m[1]);
       for (const entry of dispatchTable) {
         const paths = samples().find((s) => s.label === entry.label)!.paths;
-        if (entry.group === 'system') expect(exact.includes(systemPaths[entry.label as SystemPathId].path), entry.label).toBe(entry.front === 'refuse');
+        if (entry.group === 'system')
+          expect(exact.includes(systemPaths[entry.label as SystemPathId].path), entry.label).toBe(
+            entry.front === 'refuse',
+          );
         if (entry.group === 'file' && entry.front === 'files') {
           // The structure file at the path the served release gives it: the current one for a tree, pinned for a mirror.
           const path = paths.find((p) => p.startsWith('/releases/') === (pinnedRelease !== null))!;
           expect(mapped, `${entry.label} ${dir}`).toContain(path);
         }
       }
-      expect(exact.sort()).toEqual(dispatchTable.filter((e) => e.front === 'refuse').map((e) => systemPaths[e.label as SystemPathId].path).sort());
+      expect(exact.sort()).toEqual(
+        dispatchTable
+          .filter((e) => e.front === 'refuse')
+          .map((e) => systemPaths[e.label as SystemPathId].path)
+          .sort(),
+      );
       // Every path the front answers from a file is an entry the table says it may.
       for (const path of mapped) {
         const d = dispatch(path, { structureFiles: true, storeFiles: true });

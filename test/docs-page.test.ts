@@ -16,7 +16,8 @@ let server: RunningServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does`);
   server = await startServer({ dir: inject('demoTree') });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }, 60_000);
@@ -54,7 +55,9 @@ describe('GET /api/v1/docs in Chromium', () => {
     await page.locator('.opblock').first().waitFor({ timeout: 30_000 });
 
     // Every route of the contract, by its path as the page shows it.
-    const shown = await page.locator('.opblock-summary-path').evaluateAll((els) => els.map((e) => e.getAttribute('data-path') ?? e.textContent ?? ''));
+    const shown = await page
+      .locator('.opblock-summary-path')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-path') ?? e.textContent ?? ''));
     expect(shown.map((p) => p.replace(/\u200b/g, '')).sort()).toEqual(routes.map((r) => r.path).sort());
 
     // Try it: GET /isoforms/{transcript_id} with the document's example (a real isoform of the release).
@@ -71,7 +74,9 @@ describe('GET /api/v1/docs in Chromium', () => {
     const answered = JSON.parse(text) as { transcript_id: string };
     const file = JSON.parse(readFileSync(join(inject('demoTree'), treePaths.isoform(answered.transcript_id)), 'utf8'));
     expect(answered).toEqual(file);
-    expect(await block.locator('.live-responses-table tr.response .response-col_status').first().textContent()).toContain('200');
+    expect(
+      await block.locator('.live-responses-table tr.response .response-col_status').first().textContent(),
+    ).toContain('200');
 
     expect(problems).toEqual([]);
     expect(elsewhere).toEqual([]);

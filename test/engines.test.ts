@@ -17,7 +17,9 @@ interface LockEntry {
 }
 
 const declared: string = readJson('package.json').engines.node;
-const lowest = new semver.Range(declared).set.map((comparators) => semver.minVersion(new semver.Range(comparators.map(String).join(' ')))!.version);
+const lowest = new semver.Range(declared).set.map(
+  (comparators) => semver.minVersion(new semver.Range(comparators.map(String).join(' ')))!.version,
+);
 const nodes = [...new Set([...lowest, process.versions.node])];
 const locks = ['package-lock.json', 'infra/package-lock.json'].filter((path) => existsSync(join(ROOT, path)));
 
@@ -37,7 +39,9 @@ function incompatible(lock: string): string[] {
 describe('engines', () => {
   it('declares a Node range whose lowest versions are found, and the running Node is in it', () => {
     expect(lowest.length).toBeGreaterThan(0);
-    expect(semver.satisfies(process.versions.node, declared), `node ${process.versions.node} vs ${declared}`).toBe(true);
+    expect(semver.satisfies(process.versions.node, declared), `node ${process.versions.node} vs ${declared}`).toBe(
+      true,
+    );
   });
 
   it.each(locks)('every package of %s runs on every declared Node', (lock) => {

@@ -19,7 +19,10 @@ const CREDS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
  * on stdout) stdout. */
 function cli(args: string[]): Promise<{ code: number | null; stderr: string; said: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { env: { ...process.env, ...CREDS, ISOATLAS_DEBUG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+      env: { ...process.env, ...CREDS, ISOATLAS_DEBUG: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     let stdout = '';
     child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
@@ -62,19 +65,102 @@ type Case = [string, () => Promise<string[]>, number, RegExp[]];
 
 const cases: Case[] = [
   ['0: help', async () => ['--help'], 0, []],
-  ['2: publish --concurrency 0', async () => ['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', s3.endpoint, '--concurrency', '0'], 2, [/--concurrency <n>' argument '0' is invalid/, /expected a positive integer/]],
-  ['2: gc --grace-hours that is not a number', async () => ['gc', '--bucket', 'atlas', '--endpoint', s3.endpoint, '--grace-hours', 'two'], 2, [/--grace-hours <h>' argument 'two' is invalid/, /expected a number ≥ 0/]],
-  ['2: mirror --concurrency 0', async () => ['mirror', '--from', garbageBase, '--to', join(dir, 'm0'), '--concurrency', '0'], 2, [/--concurrency <n>' argument '0' is invalid/, /expected a positive integer/]],
-  ['2: mirror --from neither URL nor s3://', async () => ['mirror', '--from', 'ftp://example.org/atlas', '--to', join(dir, 'm1')], 2, [/--from "ftp:\/\/example\.org\/atlas"/, /expected an http\(s\) base URL or s3:\/\/bucket/]],
-  ['2: mirror --to a directory that is not a mirror', async () => ['mirror', '--from', garbageBase, '--to', join(dir, 'not-a-tree')], 2, [/--to .*not-a-tree is not empty and is not a mirror/, /refusing to write into it/]],
-  ['2: publish --endpoint without a scheme', async () => ['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', '127.0.0.1:9000'], 2, [/--endpoint 127\.0\.0\.1:9000 is not an http\(s\) URL/, /write it with its scheme, e\.g\. http:\/\/127\.0\.0\.1:9000/]],
-  ['3: publish --dir that is not a tree', async () => ['publish', '--dir', join(dir, 'not-a-tree'), '--bucket', 'atlas', '--endpoint', s3.endpoint], 3, [/not-a-tree is not a rendered isoatlas tree \(no manifest\.json\)/, /build one with `isoatlas build`, or check --dir/]],
-  ['3: publish a garbage manifest', async () => ['publish', '--dir', join(dir, 'garbage-manifest'), '--bucket', 'atlas', '--endpoint', s3.endpoint], 3, [/garbage-manifest\/manifest\.json: not JSON/, /build the tree again \(`isoatlas build --force`\)/]],
-  ['3: publish a tree edited since its build', async () => ['publish', '--dir', join(dir, 'edited'), '--bucket', 'atlas', '--endpoint', s3.endpoint], 3, [/1 file of the tree .*edited does not match its manifest\.json: api\/v1\/genes\/ENSG00000186654\.json/, /build it again .* Nothing was written to s3:\/\/atlas\//]],
-  ['3: serve --dir that is not a tree', async () => ['serve', '--dir', join(dir, 'not-a-tree'), '--port', '0'], 3, [/not-a-tree is neither a rendered isoatlas tree \(no manifest\.json\) nor a mirror/, /build one with `isoatlas build`/]],
-  ['3: mirror a source that is not an atlas', async () => ['mirror', '--from', garbageBase, '--to', join(dir, 'm2')], 3, [/current\.json: .*JSON/, /check --from, tell its operator, or sync from another source/]],
-  ['4: publish to an endpoint nobody listens on', async () => ['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', `http://127.0.0.1:${await freePort()}`], 4, [/s3:\/\/atlas\/\S* at http:\/\/127\.0\.0\.1:\d+ failed: cannot reach the endpoint \(ECONNREFUSED\)/, /Is the server running and --endpoint right/]],
-  ['4: mirror from a source nobody listens on', async () => ['mirror', '--from', `http://127.0.0.1:${await freePort()}/`, '--to', join(dir, 'm3')], 4, [/cannot read the source http:\/\/127\.0\.0\.1:\d+\/: connection refused \(ECONNREFUSED\)/, /To fix: start the source, or correct the host and port in --from/]],
+  [
+    '2: publish --concurrency 0',
+    async () => ['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', s3.endpoint, '--concurrency', '0'],
+    2,
+    [/--concurrency <n>' argument '0' is invalid/, /expected a positive integer/],
+  ],
+  [
+    '2: gc --grace-hours that is not a number',
+    async () => ['gc', '--bucket', 'atlas', '--endpoint', s3.endpoint, '--grace-hours', 'two'],
+    2,
+    [/--grace-hours <h>' argument 'two' is invalid/, /expected a number ≥ 0/],
+  ],
+  [
+    '2: mirror --concurrency 0',
+    async () => ['mirror', '--from', garbageBase, '--to', join(dir, 'm0'), '--concurrency', '0'],
+    2,
+    [/--concurrency <n>' argument '0' is invalid/, /expected a positive integer/],
+  ],
+  [
+    '2: mirror --from neither URL nor s3://',
+    async () => ['mirror', '--from', 'ftp://example.org/atlas', '--to', join(dir, 'm1')],
+    2,
+    [/--from "ftp:\/\/example\.org\/atlas"/, /expected an http\(s\) base URL or s3:\/\/bucket/],
+  ],
+  [
+    '2: mirror --to a directory that is not a mirror',
+    async () => ['mirror', '--from', garbageBase, '--to', join(dir, 'not-a-tree')],
+    2,
+    [/--to .*not-a-tree is not empty and is not a mirror/, /refusing to write into it/],
+  ],
+  [
+    '2: publish --endpoint without a scheme',
+    async () => ['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', '127.0.0.1:9000'],
+    2,
+    [
+      /--endpoint 127\.0\.0\.1:9000 is not an http\(s\) URL/,
+      /write it with its scheme, e\.g\. http:\/\/127\.0\.0\.1:9000/,
+    ],
+  ],
+  [
+    '3: publish --dir that is not a tree',
+    async () => ['publish', '--dir', join(dir, 'not-a-tree'), '--bucket', 'atlas', '--endpoint', s3.endpoint],
+    3,
+    [
+      /not-a-tree is not a rendered isoatlas tree \(no manifest\.json\)/,
+      /build one with `isoatlas build`, or check --dir/,
+    ],
+  ],
+  [
+    '3: publish a garbage manifest',
+    async () => ['publish', '--dir', join(dir, 'garbage-manifest'), '--bucket', 'atlas', '--endpoint', s3.endpoint],
+    3,
+    [/garbage-manifest\/manifest\.json: not JSON/, /build the tree again \(`isoatlas build --force`\)/],
+  ],
+  [
+    '3: publish a tree edited since its build',
+    async () => ['publish', '--dir', join(dir, 'edited'), '--bucket', 'atlas', '--endpoint', s3.endpoint],
+    3,
+    [
+      /1 file of the tree .*edited does not match its manifest\.json: api\/v1\/genes\/ENSG00000186654\.json/,
+      /build it again .* Nothing was written to s3:\/\/atlas\//,
+    ],
+  ],
+  [
+    '3: serve --dir that is not a tree',
+    async () => ['serve', '--dir', join(dir, 'not-a-tree'), '--port', '0'],
+    3,
+    [
+      /not-a-tree is neither a rendered isoatlas tree \(no manifest\.json\) nor a mirror/,
+      /build one with `isoatlas build`/,
+    ],
+  ],
+  [
+    '3: mirror a source that is not an atlas',
+    async () => ['mirror', '--from', garbageBase, '--to', join(dir, 'm2')],
+    3,
+    [/current\.json: .*JSON/, /check --from, tell its operator, or sync from another source/],
+  ],
+  [
+    '4: publish to an endpoint nobody listens on',
+    async () => ['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', `http://127.0.0.1:${await freePort()}`],
+    4,
+    [
+      /s3:\/\/atlas\/\S* at http:\/\/127\.0\.0\.1:\d+ failed: cannot reach the endpoint \(ECONNREFUSED\)/,
+      /Is the server running and --endpoint right/,
+    ],
+  ],
+  [
+    '4: mirror from a source nobody listens on',
+    async () => ['mirror', '--from', `http://127.0.0.1:${await freePort()}/`, '--to', join(dir, 'm3')],
+    4,
+    [
+      /cannot read the source http:\/\/127\.0\.0\.1:\d+\/: connection refused \(ECONNREFUSED\)/,
+      /To fix: start the source, or correct the host and port in --from/,
+    ],
+  ],
 ];
 
 describe('exit codes as documented, each with a message naming what, where and what to do', () => {
@@ -88,13 +174,23 @@ describe('exit codes as documented, each with a message naming what, where and w
 
   it('the documented list is the one the CLI prints in its help', async () => {
     const docs = readFileSync(join(ROOT, 'docs/OPERATIONS.md'), 'utf8').replace(/\s+/g, ' ');
-    const help = (await cli(['--help'])).stderr + (await new Promise<string>((resolve) => {
-      const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), '--help'], { stdio: ['ignore', 'pipe', 'ignore'] });
-      let out = '';
-      child.stdout.setEncoding('utf8').on('data', (d) => (out += d));
-      child.on('exit', () => resolve(out));
-    }));
-    for (const [n, what] of [[0, 'success'], [1, 'unexpected failure'], [2, 'usage error'], [3, 'invalid input'], [4, 'storage']] as const) {
+    const help =
+      (await cli(['--help'])).stderr +
+      (await new Promise<string>((resolve) => {
+        const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), '--help'], {
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        let out = '';
+        child.stdout.setEncoding('utf8').on('data', (d) => (out += d));
+        child.on('exit', () => resolve(out));
+      }));
+    for (const [n, what] of [
+      [0, 'success'],
+      [1, 'unexpected failure'],
+      [2, 'usage error'],
+      [3, 'invalid input'],
+      [4, 'storage'],
+    ] as const) {
       expect(docs).toContain(`${n} ${what}`);
       expect(help).toContain(`${n} ${what}`);
     }

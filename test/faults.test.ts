@@ -12,7 +12,6 @@ import { HttpOrigin } from '../edge/origins/http-origin.js';
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { validate } from './helpers/schemas.js';
 
-
 async function expectProblem(response: Response, status: number) {
   expect(response.status).toBe(status);
   expect(response.headers.get('Content-Type')).toMatch(/^application\/problem\+json/);
@@ -100,7 +99,13 @@ describe('the origin fails', () => {
   ];
 
   function origins(): [string, Handler][] {
-    const s3 = new S3Client({ endpoint: base, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+    const s3 = new S3Client({
+      endpoint: base,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      maxAttempts: 1,
+    });
     return [
       ['HttpOrigin', createHandler({ origin: new HttpOrigin(base, TIMEOUT_MS) })],
       ['S3RawOrigin', createHandler({ origin: new S3RawOrigin(s3, 'bucket', '', TIMEOUT_MS) })],
@@ -109,27 +114,30 @@ describe('the origin fails', () => {
 
   const get = (handler: Handler, path: string) => handler(new Request(`http://x/api/v1${path}`));
 
-  it.each(cases)('origin fault %s → %i with problem+json and Retry-After, within the time budget, through HTTP and S3 origins', async (fault, status) => {
-    for (const [name, handler] of origins()) {
-      // Healthy first: the manifest is loaded and release.json verified (and kept in memory).
-      mode = 'ok';
-      expect((await get(handler, '/release')).status, `${name} healthy`).toBe(200);
+  it.each(cases)(
+    'origin fault %s → %i with problem+json and Retry-After, within the time budget, through HTTP and S3 origins',
+    async (fault, status) => {
+      for (const [name, handler] of origins()) {
+        // Healthy first: the manifest is loaded and release.json verified (and kept in memory).
+        mode = 'ok';
+        expect((await get(handler, '/release')).status, `${name} healthy`).toBe(200);
 
-      // A file this handler has not read yet, while the origin fails.
-      mode = fault;
-      const started = performance.now();
-      const response = await get(handler, '/genes/PRR5');
-      const elapsed = performance.now() - started;
-      expect(response.status, `${name} under ${fault}`).toBe(status);
-      const body = await expectProblem(response, status);
-      expect(body.detail).not.toContain('127.0.0.1'); // internals stay in the log
-      expect(elapsed, `${name} under ${fault}`).toBeLessThan(TIMEOUT_MS + 1_000);
+        // A file this handler has not read yet, while the origin fails.
+        mode = fault;
+        const started = performance.now();
+        const response = await get(handler, '/genes/PRR5');
+        const elapsed = performance.now() - started;
+        expect(response.status, `${name} under ${fault}`).toBe(status);
+        const body = await expectProblem(response, status);
+        expect(body.detail).not.toContain('127.0.0.1'); // internals stay in the log
+        expect(elapsed, `${name} under ${fault}`).toBeLessThan(TIMEOUT_MS + 1_000);
 
-      // The failure is not remembered: the same file is served once the origin is back.
-      mode = 'ok';
-      expect((await get(handler, '/genes/PRR5')).status, `${name} after ${fault}`).toBe(200);
-    }
-  });
+        // The failure is not remembered: the same file is served once the origin is back.
+        mode = 'ok';
+        expect((await get(handler, '/genes/PRR5')).status, `${name} after ${fault}`).toBe(200);
+      }
+    },
+  );
 
   it.each(cases)('origin fault %s before anything was read (the manifest itself) → %i', async (fault, status) => {
     for (const [name, handler] of origins()) {

@@ -30,7 +30,14 @@ const SEED = Number(process.env.ISOATLAS_FUZZ_SEED ?? 20261122);
 const SCALE = Number(process.env.ISOATLAS_FUZZ_SCALE ?? 1);
 const runs = (n: number) => Math.max(1, Math.round(n * SCALE));
 /** Cases per property; together 100,000 (the floor issue #8 sets for CI). */
-const RUNS = { paths: runs(40_000), queries: runs(25_000), headers: runs(20_000), methods: runs(5_000), access: runs(8_000), raw: runs(2_000) };
+const RUNS = {
+  paths: runs(40_000),
+  queries: runs(25_000),
+  headers: runs(20_000),
+  methods: runs(5_000),
+  access: runs(8_000),
+  raw: runs(2_000),
+};
 
 const BASE = 'http://atlas.test';
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -63,7 +70,12 @@ const { path, queryString, queryRoute, authorization, headers, method } = reques
 /** Schemas a 200 body that is not a file of the tree may follow (answers assembled by the edge). */
 const GENERATED: SchemaName[] = ['SearchResults', 'IsoformPage', 'NeoantigenList'];
 const KNOWN_STATUSES = new Set([200, 204, 304, 307, 400, 401, 404, 405, 409, 429]);
-const LEAKS = [/\n\s+at\s/, /node:internal/, /\bat (async )?[\w.<>]+ \(/, /(TypeError|ReferenceError|RangeError|SyntaxError):/];
+const LEAKS = [
+  /\n\s+at\s/,
+  /node:internal/,
+  /\bat (async )?[\w.<>]+ \(/,
+  /(TypeError|ReferenceError|RangeError|SyntaxError):/,
+];
 
 interface Case {
   method: string;
@@ -80,7 +92,12 @@ function requestOf(c: Case): Request | null {
   }
 }
 
-async function checkAnswer(handler: Handler, c: Case, context: RequestContext = { clientIp: '192.0.2.10' }, secrets: string[] = []): Promise<number> {
+async function checkAnswer(
+  handler: Handler,
+  c: Case,
+  context: RequestContext = { clientIp: '192.0.2.10' },
+  secrets: string[] = [],
+): Promise<number> {
   const request = requestOf(c);
   if (!request) return -1;
   const response = await handler(request, context);
@@ -96,7 +113,9 @@ async function checkAnswer(handler: Handler, c: Case, context: RequestContext = 
   for (const leak of LEAKS) expect(leak.test(text), `${what} (matches ${leak})`).toBe(false);
   for (const secret of secrets) {
     expect(text.includes(secret), `${what} echoes key material`).toBe(false);
-    response.headers.forEach((value) => expect(value.includes(secret), `${what} has key material in a header`).toBe(false));
+    response.headers.forEach((value) =>
+      expect(value.includes(secret), `${what} has key material in a header`).toBe(false),
+    );
   }
 
   if (response.status >= 400) {
@@ -114,7 +133,10 @@ async function checkAnswer(handler: Handler, c: Case, context: RequestContext = 
       // Not a file of the tree: then an answer the edge assembled, valid against its schema.
       expect(type, what).toMatch(/^application\/json/);
       const body = JSON.parse(text);
-      expect(GENERATED.some((schema) => validate(schema, body).length === 0), `${what}: neither a tree file nor a valid generated body`).toBe(true);
+      expect(
+        GENERATED.some((schema) => validate(schema, body).length === 0),
+        `${what}: neither a tree file nor a valid generated body`,
+      ).toBe(true);
     }
   }
   if (response.status === 304) {
@@ -138,7 +160,13 @@ function tally() {
   return {
     add: (status: number) => counts.set(status, (counts.get(status) ?? 0) + 1),
     counts,
-    report: (name: string) => console.log(`fuzz ${name}: ${[...counts].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(' ')}`),
+    report: (name: string) =>
+      console.log(
+        `fuzz ${name}: ${[...counts]
+          .sort((a, b) => a[0] - b[0])
+          .map(([s, n]) => `${s}×${n}`)
+          .join(' ')}`,
+      ),
   };
 }
 
@@ -203,14 +231,29 @@ describe('fuzzing the edge function with keys required', () => {
 
   beforeAll(async () => {
     keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-fuzz-keys-'));
-    for (const tier of ['standard', 'plus']) live.push((await issueKey(keysDir, { name: 'Fuzz', affiliation: 'Lab', use: 'fuzzing', tier })).key);
+    for (const tier of ['standard', 'plus'])
+      live.push((await issueKey(keysDir, { name: 'Fuzz', affiliation: 'Lab', use: 'fuzzing', tier })).key);
     revoked = (await issueKey(keysDir, { name: 'Fuzz', affiliation: 'Lab', use: 'fuzzing', tier: 'standard' })).key;
     await revokeKey(keysDir, keyId(revoked)!);
     const secret = await importServerSecret(readSecret(keysDir, { create: false })!);
     clock = { now: Date.UTC(2026, 10, 22, 12, 0, 0) };
     // Small limits, so 429s (per key, and per IP before any key is looked at) are fuzzed as well.
-    const config = resolveAccessConfig({ key_required: { per_ip: { per_minute: 400 }, tiers: { standard: { per_minute: 5, per_day: 200 }, plus: { per_minute: 20 } } } }, 'key-required');
-    const handler = new AccessControl({ config, store: new MemoryQuotaStore(() => clock.now), keys: new FileKeyRegistry(registryPath(keysDir)), secret, now: () => clock.now });
+    const config = resolveAccessConfig(
+      {
+        key_required: {
+          per_ip: { per_minute: 400 },
+          tiers: { standard: { per_minute: 5, per_day: 200 }, plus: { per_minute: 20 } },
+        },
+      },
+      'key-required',
+    );
+    const handler = new AccessControl({
+      config,
+      store: new MemoryQuotaStore(() => clock.now),
+      keys: new FileKeyRegistry(registryPath(keysDir)),
+      secret,
+      now: () => clock.now,
+    });
     access = createHandler({ origin: new LocalOrigin(tree), serveStructureFiles: true, access: handler });
   });
   afterAll(() => rmSync(keysDir, { recursive: true, force: true }));
@@ -218,29 +261,50 @@ describe('fuzzing the edge function with keys required', () => {
   it(`keys, near-keys and garbage: ${RUNS.access} cases`, async () => {
     const t = tally();
     /** A real key, or one damaged: a character changed, dropped or added, another case, padding. */
-    const keyLike = fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 0, max: 7 }), fc.constantFrom('a', 'Z', '_', '-', '0', '=', ' ')).map(([pick, at, how, ch]) => {
-      const all = [...live, revoked];
-      const key = all[pick % all.length];
-      const i = at % key.length;
-      switch (how) {
-        case 0: return key.slice(0, i) + (key[i] === ch ? 'b' : ch) + key.slice(i + 1);
-        case 1: return key.slice(0, i) + key.slice(i + 1);
-        case 2: return key + ch;
-        case 3: return key.toUpperCase();
-        case 4: return `${key}=`;
-        default: return key;
-      }
-    });
-    const auth = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...live).map((k) => `Bearer ${k}`) }, { weight: 3, arbitrary: keyLike.map((k) => `Bearer ${k}`) }, { weight: 1, arbitrary: keyLike.map((k) => `bearer  ${k} `) }, { weight: 2, arbitrary: authorization }, { weight: 1, arbitrary: fc.constant(undefined) });
+    const keyLike = fc
+      .tuple(fc.nat(), fc.nat(), fc.integer({ min: 0, max: 7 }), fc.constantFrom('a', 'Z', '_', '-', '0', '=', ' '))
+      .map(([pick, at, how, ch]) => {
+        const all = [...live, revoked];
+        const key = all[pick % all.length];
+        const i = at % key.length;
+        switch (how) {
+          case 0:
+            return key.slice(0, i) + (key[i] === ch ? 'b' : ch) + key.slice(i + 1);
+          case 1:
+            return key.slice(0, i) + key.slice(i + 1);
+          case 2:
+            return key + ch;
+          case 3:
+            return key.toUpperCase();
+          case 4:
+            return `${key}=`;
+          default:
+            return key;
+        }
+      });
+    const auth = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...live).map((k) => `Bearer ${k}`) },
+      { weight: 3, arbitrary: keyLike.map((k) => `Bearer ${k}`) },
+      { weight: 1, arbitrary: keyLike.map((k) => `bearer  ${k} `) },
+      { weight: 2, arbitrary: authorization },
+      { weight: 1, arbitrary: fc.constant(undefined) },
+    );
     const ip = fc.constantFrom('192.0.2.1', '192.0.2.2', '2001:db8::1', undefined);
     await fc.assert(
-      fc.asyncProperty(fc.oneof(path, queryRoute), auth, headers, ip, fc.integer({ min: 0, max: 99 }), async (p, a, h, clientIp, tick) => {
-        clock.now += tick === 0 ? 60_000 : 10; // a minute passes now and then, so both 200s and 429s occur
-        const all = { ...h, ...(a === undefined ? {} : { Authorization: a }) };
-        if (a === undefined) delete all.Authorization;
-        const secrets = [...live, revoked].flatMap((k) => [k, k.slice(k.indexOf('_', 9) + 1)]);
-        t.add(await checkAnswer(access, { method: 'GET', url: BASE + p, headers: all }, { clientIp }, secrets));
-      }),
+      fc.asyncProperty(
+        fc.oneof(path, queryRoute),
+        auth,
+        headers,
+        ip,
+        fc.integer({ min: 0, max: 99 }),
+        async (p, a, h, clientIp, tick) => {
+          clock.now += tick === 0 ? 60_000 : 10; // a minute passes now and then, so both 200s and 429s occur
+          const all = { ...h, ...(a === undefined ? {} : { Authorization: a }) };
+          if (a === undefined) delete all.Authorization;
+          const secrets = [...live, revoked].flatMap((k) => [k, k.slice(k.indexOf('_', 9) + 1)]);
+          t.add(await checkAnswer(access, { method: 'GET', url: BASE + p, headers: all }, { clientIp }, secrets));
+        },
+      ),
       params(RUNS.access),
     );
     t.report('access');
@@ -264,11 +328,23 @@ describe('fuzzing raw request targets through the Node adapter', () => {
     await new Promise((ok) => server.close(ok));
   });
 
-  function send(method: string, target: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer } | null> {
+  function send(
+    method: string,
+    target: string,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer } | null> {
     return new Promise((resolve, reject) => {
       let req: http.ClientRequest;
       try {
-        req = http.request({ host: '127.0.0.1', port, method, path: target, headers, agent, setHost: !('Host' in headers) });
+        req = http.request({
+          host: '127.0.0.1',
+          port,
+          method,
+          path: target,
+          headers,
+          agent,
+          setHost: !('Host' in headers),
+        });
       } catch {
         return resolve(null); // Node's client refuses the target or a header: it never reaches a server
       }
@@ -290,8 +366,44 @@ describe('fuzzing raw request targets through the Node adapter', () => {
 
   const rawTarget = fc.oneof(
     path,
-    fc.constantFrom('*', 'http://evil.example/api/v1/release', '//evil.example/api/v1/release', '/api/v1/genes/../../../manifest.json', '/api/v1/./release', '/api/v1/release/..', '/structures/../manifest.json', '/structures/..\\manifest.json', '/api/v1/isoforms/PRR5-201/../../genes/PRR5', 'api/v1/release', '', '?', '/?limit=1', '/api/v1\\release', '/%2e%2e/%2e%2e/etc/passwd'),
-    fc.tuple(fc.constantFrom('/api/v1/', '/structures/', '/'), fc.array(fc.constantFrom('..', '.', 'genes', 'PRR5', 'edge', 'aliases.json', 'manifest.json', '%2e%2e', '', 'isoforms', 'PRR5-201'), { maxLength: 6 })).map(([prefix, parts]) => prefix + parts.join('/')),
+    fc.constantFrom(
+      '*',
+      'http://evil.example/api/v1/release',
+      '//evil.example/api/v1/release',
+      '/api/v1/genes/../../../manifest.json',
+      '/api/v1/./release',
+      '/api/v1/release/..',
+      '/structures/../manifest.json',
+      '/structures/..\\manifest.json',
+      '/api/v1/isoforms/PRR5-201/../../genes/PRR5',
+      'api/v1/release',
+      '',
+      '?',
+      '/?limit=1',
+      '/api/v1\\release',
+      '/%2e%2e/%2e%2e/etc/passwd',
+    ),
+    fc
+      .tuple(
+        fc.constantFrom('/api/v1/', '/structures/', '/'),
+        fc.array(
+          fc.constantFrom(
+            '..',
+            '.',
+            'genes',
+            'PRR5',
+            'edge',
+            'aliases.json',
+            'manifest.json',
+            '%2e%2e',
+            '',
+            'isoforms',
+            'PRR5-201',
+          ),
+          { maxLength: 6 },
+        ),
+      )
+      .map(([prefix, parts]) => prefix + parts.join('/')),
   );
   it('answers CONNECT 405 with a problem, not a dropped connection (found by fuzzing)', async () => {
     const reply = await send('CONNECT', 'evil.example:443', {});
@@ -303,35 +415,54 @@ describe('fuzzing raw request targets through the Node adapter', () => {
     expect(body.status).toBe(405);
   });
 
-  const host = fc.constantFrom(undefined, 'atlas.test', 'evil.example:8080', '[::1]:1', 'bad host', '', 'x'.repeat(300), 'a/b', 'user@evil.example');
+  const host = fc.constantFrom(
+    undefined,
+    'atlas.test',
+    'evil.example:8080',
+    '[::1]:1',
+    'bad host',
+    '',
+    'x'.repeat(300),
+    'a/b',
+    'user@evil.example',
+  );
 
   it(`raw targets and Host headers: ${RUNS.raw} cases`, async () => {
     const t = tally();
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'OPTIONS', 'DELETE', 'TRACE', 'CONNECT'), rawTarget, host, async (m, target, h) => {
-        const reply = await send(m, target, h === undefined ? {} : { Host: h });
-        if (!reply) return;
-        t.add(reply.status);
-        const what = `${m} ${target} (Host ${h}) → ${reply.status}: ${reply.body.toString('utf8').slice(0, 300)}`;
-        expect(reply.status, what).toBeLessThan(500);
-        expect(reply.body.toString('utf8').includes(tree), what).toBe(false);
-        if (reply.status >= 400 && m !== 'HEAD') {
-          expect(reply.headers['content-type'], what).toMatch(/^application\/problem\+json/);
-          const body = JSON.parse(reply.body.toString('utf8')) as { status: number };
-          expect(validate('Problem', body), what).toEqual([]);
-          expect(body.status, what).toBe(reply.status);
-        }
-        if (reply.status === 200 && m === 'GET') {
-          const body = reply.body;
-          if (!treeHashes.has(sha256(body))) expect(GENERATED.some((schema) => validate(schema, JSON.parse(body.toString('utf8'))).length === 0), what).toBe(true);
-        }
-        if (reply.status === 307) {
-          // The redirect is root-relative, into /structures/: whatever Host was sent, it names no host.
-          const location = reply.headers.location!;
-          expect(location.startsWith('/structures/'), what).toBe(true);
-          expect(structureFiles.has(location.slice(1)), what).toBe(true);
-        }
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'OPTIONS', 'DELETE', 'TRACE', 'CONNECT'),
+        rawTarget,
+        host,
+        async (m, target, h) => {
+          const reply = await send(m, target, h === undefined ? {} : { Host: h });
+          if (!reply) return;
+          t.add(reply.status);
+          const what = `${m} ${target} (Host ${h}) → ${reply.status}: ${reply.body.toString('utf8').slice(0, 300)}`;
+          expect(reply.status, what).toBeLessThan(500);
+          expect(reply.body.toString('utf8').includes(tree), what).toBe(false);
+          if (reply.status >= 400 && m !== 'HEAD') {
+            expect(reply.headers['content-type'], what).toMatch(/^application\/problem\+json/);
+            const body = JSON.parse(reply.body.toString('utf8')) as { status: number };
+            expect(validate('Problem', body), what).toEqual([]);
+            expect(body.status, what).toBe(reply.status);
+          }
+          if (reply.status === 200 && m === 'GET') {
+            const body = reply.body;
+            if (!treeHashes.has(sha256(body)))
+              expect(
+                GENERATED.some((schema) => validate(schema, JSON.parse(body.toString('utf8'))).length === 0),
+                what,
+              ).toBe(true);
+          }
+          if (reply.status === 307) {
+            // The redirect is root-relative, into /structures/: whatever Host was sent, it names no host.
+            const location = reply.headers.location!;
+            expect(location.startsWith('/structures/'), what).toBe(true);
+            expect(structureFiles.has(location.slice(1)), what).toBe(true);
+          }
+        },
+      ),
       params(RUNS.raw),
     );
     t.report('raw');

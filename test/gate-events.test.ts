@@ -42,7 +42,11 @@ const STORE = new Map([
 const fixture = (name: string): ViewerRequestEvent => JSON.parse(readFileSync(join(REPO, DIR, `${name}.json`), 'utf8'));
 
 function gate(mode: Mode) {
-  return loadCloudFrontFunction(keyGateCode(keyGateSettings(mode === 'none' ? null : resolveAccessConfig({}, mode))), STORE, () => Date.parse('2026-11-25T10:00:00Z'));
+  return loadCloudFrontFunction(
+    keyGateCode(keyGateSettings(mode === 'none' ? null : resolveAccessConfig({}, mode))),
+    STORE,
+    () => Date.parse('2026-11-25T10:00:00Z'),
+  );
 }
 
 async function outcome(mode: Mode, name: string): Promise<Outcome> {
@@ -51,7 +55,10 @@ async function outcome(mode: Mode, name: string): Promise<Outcome> {
   if (out.statusCode !== undefined) return String(out.statusCode) as Outcome;
   if (JSON.stringify(out.querystring) === JSON.stringify(event.request.querystring)) return 'request';
   // The current release, under the parameter links do not carry (edge/pinning.ts).
-  expect(out.querystring).toEqual({ ...event.request.querystring, [DEFAULT_RELEASE_PARAM]: { value: STORE.get(CURRENT_RELEASE_ENTRY) } });
+  expect(out.querystring).toEqual({
+    ...event.request.querystring,
+    [DEFAULT_RELEASE_PARAM]: { value: STORE.get(CURRENT_RELEASE_ENTRY) },
+  });
   return 'request + release:current';
 }
 
@@ -59,7 +66,9 @@ async function outcome(mode: Mode, name: string): Promise<Outcome> {
 function checklistRows(): Map<string, Record<Mode, string>> {
   const text = readFileSync(join(REPO, 'docs/OPERATIONS.md'), 'utf8');
   const rows = new Map<string, Record<Mode, string>>();
-  for (const m of text.matchAll(/^ *\| `test\/fixtures\/gate-events\/([\w-]+)\.json` \| ([^|]+)\| ([^|]+)\| ([^|]+)\|$/gm)) {
+  for (const m of text.matchAll(
+    /^ *\| `test\/fixtures\/gate-events\/([\w-]+)\.json` \| ([^|]+)\| ([^|]+)\| ([^|]+)\|$/gm,
+  )) {
     const cell = (s: string) => s.trim().replace(/`/g, '');
     rows.set(m[1], { none: cell(m[2]), open: cell(m[3]), 'key-required': cell(m[4]) });
   }
@@ -91,6 +100,7 @@ describe('gate event fixtures', () => {
     for (const [name, expected] of Object.entries(EXPECTED)) expect(rows.get(name), name).toEqual(expected);
     // Every fixture path named anywhere in the document exists.
     const text = readFileSync(join(REPO, 'docs/OPERATIONS.md'), 'utf8');
-    for (const m of text.matchAll(/test\/fixtures\/gate-events\/([\w-]+)\.json/g)) expect(Object.keys(EXPECTED), m[0]).toContain(m[1]);
+    for (const m of text.matchAll(/test\/fixtures\/gate-events\/([\w-]+)\.json/g))
+      expect(Object.keys(EXPECTED), m[0]).toContain(m[1]);
   });
 });

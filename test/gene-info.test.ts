@@ -18,7 +18,11 @@ const json = <T>(path: string) => JSON.parse(readFileSync(join(tree(), path), 'u
 
 /** The extract's rows, split by hand. */
 function extractRows(): Record<string, string>[] {
-  const [head, ...rows] = gunzipSync(readFileSync(EXTRACT)).toString('utf8').trimEnd().split('\n').map((l) => l.split('\t'));
+  const [head, ...rows] = gunzipSync(readFileSync(EXTRACT))
+    .toString('utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => l.split('\t'));
   return rows.map((r) => Object.fromEntries(head.map((h, i) => [h, r[i]])));
 }
 
@@ -38,7 +42,9 @@ describe('gene records of the demo release', () => {
     expect(byDb('UniProt')).toEqual(row.uniprot_ids.split('|').sort());
     expect(byDb('UniProt')).toContain('P28482');
     expect(byDb('AlphaFold DB')).toEqual(byDb('UniProt'));
-    expect(gene.xrefs.find((x) => x.database === 'AlphaFold DB' && x.id === 'P28482')!.url).toBe('https://alphafold.ebi.ac.uk/entry/P28482');
+    expect(gene.xrefs.find((x) => x.database === 'AlphaFold DB' && x.id === 'P28482')!.url).toBe(
+      'https://alphafold.ebi.ac.uk/entry/P28482',
+    );
     expect(gene.xrefs.find((x) => x.database === 'NCBI Gene')!.url).toBe('https://www.ncbi.nlm.nih.gov/gene/5594');
   });
 
@@ -62,12 +68,19 @@ describe('gene records of the demo release', () => {
   });
 
   it('flags predicted ORFs on non-coding genes: FRG1FP (pseudogene), LINC01634 and PPM1F-AS1 (ncRNA)', () => {
-    for (const [geneId, type] of [['ENSG00000283047', 'pseudo'], ['ENSG00000235295', 'ncRNA'], ['ENSG00000224086', 'ncRNA']]) {
+    for (const [geneId, type] of [
+      ['ENSG00000283047', 'pseudo'],
+      ['ENSG00000235295', 'ncRNA'],
+      ['ENSG00000224086', 'ncRNA'],
+    ]) {
       const gene = json<GeneBody>(treePaths.gene(geneId));
       expect(gene.gene_type, gene.symbol).toBe(type);
       const coding = gene.isoforms.filter((i) => i.protein_length !== null);
       expect(coding.length, gene.symbol).toBeGreaterThan(0);
-      for (const i of coding) expect(json<IsoformBody>(treePaths.isoform(i.transcript_id)).orf!.noncoding_biotype, i.transcript_name).toBe(true);
+      for (const i of coding)
+        expect(json<IsoformBody>(treePaths.isoform(i.transcript_id)).orf!.noncoding_biotype, i.transcript_name).toBe(
+          true,
+        );
     }
     expect(json<IsoformBody>(treePaths.isoform('ENST00000215832.11')).orf!.noncoding_biotype).toBe(false);
     // NCBI files immunoglobulin segments under "other": that says nothing either way.
@@ -76,21 +89,56 @@ describe('gene records of the demo release', () => {
 });
 
 describe('import gene-info', () => {
-  const HGNC_HEADER = ['hgnc_id', 'symbol', 'name', 'locus_group', 'locus_type', 'status', 'alias_symbol', 'prev_symbol', 'entrez_id', 'ensembl_gene_id', 'uniprot_ids'];
+  const HGNC_HEADER = [
+    'hgnc_id',
+    'symbol',
+    'name',
+    'locus_group',
+    'locus_type',
+    'status',
+    'alias_symbol',
+    'prev_symbol',
+    'entrez_id',
+    'ensembl_gene_id',
+    'uniprot_ids',
+  ];
 
   it("reads HGNC's complete set: quoted |-lists, aliases and previous symbols as synonyms, HGNC ids", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-hgnc-'));
     try {
       const file = join(dir, 'hgnc_complete_set.txt');
-      writeFileSync(file, [
-        HGNC_HEADER.join('\t'),
-        ['HGNC:16627', 'CHEK2', 'checkpoint kinase 2', 'protein-coding gene', 'gene with protein product', 'Approved', '"CDS1|RAD53|CHK2"', '', '11200', 'ENSG00000183765', 'O96017'].join('\t'),
-        ['HGNC:1', 'NOENS', 'no Ensembl gene', 'other', 'unknown', 'Approved', '', '', '', '', ''].join('\t'),
-      ].join('\n') + '\n');
+      writeFileSync(
+        file,
+        [
+          HGNC_HEADER.join('\t'),
+          [
+            'HGNC:16627',
+            'CHEK2',
+            'checkpoint kinase 2',
+            'protein-coding gene',
+            'gene with protein product',
+            'Approved',
+            '"CDS1|RAD53|CHK2"',
+            '',
+            '11200',
+            'ENSG00000183765',
+            'O96017',
+          ].join('\t'),
+          ['HGNC:1', 'NOENS', 'no Ensembl gene', 'other', 'unknown', 'Approved', '', '', '', '', ''].join('\t'),
+        ].join('\n') + '\n',
+      );
       const { format, rows } = await readGeneInfo(file);
       expect(format).toBe('hgnc');
       expect(rows).toHaveLength(1);
-      expect(rows[0]).toMatchObject({ gene_id: 'ENSG00000183765', symbol: 'CHEK2', hgnc_id: 'HGNC:16627', ncbi_gene_id: '11200', synonyms: ['CDS1', 'CHK2', 'RAD53'], uniprot_ids: ['O96017'], gene_type: 'protein-coding gene' });
+      expect(rows[0]).toMatchObject({
+        gene_id: 'ENSG00000183765',
+        symbol: 'CHEK2',
+        hgnc_id: 'HGNC:16627',
+        ncbi_gene_id: '11200',
+        synonyms: ['CDS1', 'CHK2', 'RAD53'],
+        uniprot_ids: ['O96017'],
+        gene_type: 'protein-coding gene',
+      });
 
       // Into a copy of the demo release: it replaces the gene info the demo had.
       const copy = join(dir, 'release.sqlite');
@@ -99,8 +147,12 @@ describe('import gene-info', () => {
       try {
         const s = await importGeneInfo(db, { file, source: 'HGNC complete set' });
         expect(s).toEqual({ format: 'hgnc', genes: 1, unmatched: 0, ambiguous: [] });
-        expect(db.prepare('SELECT gene_id, hgnc_id, synonyms FROM gene_info').all()).toEqual([{ gene_id: 'ENSG00000183765', hgnc_id: 'HGNC:16627', synonyms: '["CDS1","CHK2","RAD53"]' }]);
-        expect(db.prepare("SELECT source, records FROM track_sources WHERE track = 'gene_info'").all()).toEqual([{ source: 'HGNC complete set', records: 1 }]);
+        expect(db.prepare('SELECT gene_id, hgnc_id, synonyms FROM gene_info').all()).toEqual([
+          { gene_id: 'ENSG00000183765', hgnc_id: 'HGNC:16627', synonyms: '["CDS1","CHK2","RAD53"]' },
+        ]);
+        expect(db.prepare("SELECT source, records FROM track_sources WHERE track = 'gene_info'").all()).toEqual([
+          { source: 'HGNC complete set', records: 1 },
+        ]);
       } finally {
         db.close();
       }
@@ -113,7 +165,10 @@ describe('import gene-info', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-geneinfo-'));
     try {
       const file = join(dir, 'genes.tsv');
-      writeFileSync(file, 'ensembl_gene_id\tncbi_gene_id\thgnc_id\tsymbol\tname\tgene_type\tsynonyms\tuniprot_ids\nENSG00000100030\tabc\t\tMAPK1\tx\t\t\t\n');
+      writeFileSync(
+        file,
+        'ensembl_gene_id\tncbi_gene_id\thgnc_id\tsymbol\tname\tgene_type\tsynonyms\tuniprot_ids\nENSG00000100030\tabc\t\tMAPK1\tx\t\t\t\n',
+      );
       const err = await readGeneInfo(file).catch((e) => e);
       expect(err).toBeInstanceOf(InputError);
       expect(err.message).toBe(`${file}:2: column "ncbi_gene_id": expected a numeric NCBI Gene id, found "abc"`);

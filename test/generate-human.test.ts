@@ -26,7 +26,10 @@ function digestDir(dir: string): Record<string, string> {
     for (const entry of readdirSync(join(dir, rel), { withFileTypes: true })) {
       const path = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.isDirectory()) walk(path);
-      else out[path] = createHash('sha256').update(readFileSync(join(dir, path))).digest('hex');
+      else
+        out[path] = createHash('sha256')
+          .update(readFileSync(join(dir, path)))
+          .digest('hex');
     }
   };
   walk('');
@@ -47,7 +50,13 @@ beforeAll(async () => {
   await importCore(loadCoreConfig(summary.config), dbPath);
   await updateReleaseDb(dbPath, async (handle) => {
     for (const track of TRACKS) {
-      await importTrack(handle, { track, file: summary.tracks[track], source: 'isoatlas human-scale generator', version: 'seed 5', generated: true });
+      await importTrack(handle, {
+        track,
+        file: summary.tracks[track],
+        source: 'isoatlas human-scale generator',
+        version: 'seed 5',
+        generated: true,
+      });
     }
   });
   tree = join(work, 'tree');
@@ -92,13 +101,22 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
     const chromosomes = (db.prepare('SELECT DISTINCT chromosome FROM genes').pluck().all() as string[]).sort();
     expect(chromosomes).toEqual(expect.arrayContaining(['chr1', 'chr2', 'chr19', 'chrX']));
     expect(chromosomes.every((c) => /^chr(\d{1,2}|X|Y|M)$/.test(c))).toBe(true);
-    const ids = db.prepare('SELECT transcript_id, source FROM isoforms').all() as { transcript_id: string; source: string }[];
+    const ids = db.prepare('SELECT transcript_id, source FROM isoforms').all() as {
+      transcript_id: string;
+      source: string;
+    }[];
     for (const { transcript_id, source } of ids) {
       expect(transcript_id).toMatch(source === 'reference' ? /^ENST\d{11}\.\d+$/ : /^PB\.\d+\.\d+$/);
     }
-    const geneIds = db.prepare("SELECT gene_id, gene_id_versioned FROM genes WHERE source = 'reference'").all() as { gene_id: string; gene_id_versioned: string }[];
+    const geneIds = db.prepare("SELECT gene_id, gene_id_versioned FROM genes WHERE source = 'reference'").all() as {
+      gene_id: string;
+      gene_id_versioned: string;
+    }[];
     for (const g of geneIds) expect(g.gene_id_versioned).toMatch(new RegExp(`^${g.gene_id}\\.\\d+$`));
-    const symbols = db.prepare("SELECT symbol FROM genes WHERE source = 'reference' AND symbol NOT LIKE 'ENSG%'").pluck().all() as string[];
+    const symbols = db
+      .prepare("SELECT symbol FROM genes WHERE source = 'reference' AND symbol NOT LIKE 'ENSG%'")
+      .pluck()
+      .all() as string[];
     expect(symbols.every((s) => s.length >= 2 && s.length <= 16)).toBe(true); // U6 is a shared small-RNA symbol
     // GENCODE's mix (the demo's real chr22 symbols: median 8, 7% of 4 characters or fewer), not a
     // space of short names so dense that every typo of one spells another.
@@ -111,7 +129,9 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
   it('skews isoform counts: most genes have 1-5, a few need several isoform pages of 100', () => {
     const perGene = db.prepare('SELECT count(*) FROM isoforms GROUP BY gene_id').pluck().all() as number[];
     expect(perGene.filter((n) => n <= 5).length / perGene.length).toBeGreaterThan(0.7);
-    const big = db.prepare('SELECT gene_id, count(*) AS n FROM isoforms GROUP BY gene_id HAVING n > 100 ORDER BY n DESC').all() as { gene_id: string; n: number }[];
+    const big = db
+      .prepare('SELECT gene_id, count(*) AS n FROM isoforms GROUP BY gene_id HAVING n > 100 ORDER BY n DESC')
+      .all() as { gene_id: string; n: number }[];
     expect(big.length).toBe(summary.multiPageGenes);
     expect(big.length).toBeGreaterThanOrEqual(2);
     const { gene_id, n } = big[0]!;
@@ -126,10 +146,20 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
   });
 
   it('keeps at most 50 neoantigens per isoform, each a real peptide of its protein', () => {
-    expect(db.prepare('SELECT max(n) FROM (SELECT count(*) AS n FROM neoantigens GROUP BY transcript_id)').pluck().get()).toBeLessThanOrEqual(50);
-    const rows = db.prepare('SELECT n.transcript_id, n.peptide, n.start, i.protein_sequence FROM neoantigens n JOIN isoforms i USING (transcript_id) LIMIT 2000').all() as { peptide: string; start: number; protein_sequence: string }[];
+    expect(
+      db.prepare('SELECT max(n) FROM (SELECT count(*) AS n FROM neoantigens GROUP BY transcript_id)').pluck().get(),
+    ).toBeLessThanOrEqual(50);
+    const rows = db
+      .prepare(
+        'SELECT n.transcript_id, n.peptide, n.start, i.protein_sequence FROM neoantigens n JOIN isoforms i USING (transcript_id) LIMIT 2000',
+      )
+      .all() as { peptide: string; start: number; protein_sequence: string }[];
     for (const r of rows) expect(r.protein_sequence.slice(r.start - 1, r.start - 1 + r.peptide.length)).toBe(r.peptide);
-    const busiest = db.prepare('SELECT transcript_id, count(*) AS n FROM neoantigens GROUP BY transcript_id ORDER BY n DESC, transcript_id LIMIT 1').get() as { transcript_id: string; n: number };
+    const busiest = db
+      .prepare(
+        'SELECT transcript_id, count(*) AS n FROM neoantigens GROUP BY transcript_id ORDER BY n DESC, transcript_id LIMIT 1',
+      )
+      .get() as { transcript_id: string; n: number };
     const body = json(treePaths.neoantigens(busiest.transcript_id));
     expect(body.total).toBe(busiest.n);
     expect(body.items).toHaveLength(busiest.n);
@@ -151,29 +181,49 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
   });
 
   it('resolves symbols, transcript names and unversioned ids at the edge; a shared symbol is 409 with its choices', async () => {
-    const g = db.prepare("SELECT gene_id, symbol FROM genes WHERE source = 'reference' AND symbol NOT IN (SELECT symbol FROM genes GROUP BY symbol HAVING count(*) > 1) LIMIT 1").get() as { gene_id: string; symbol: string };
+    const g = db
+      .prepare(
+        "SELECT gene_id, symbol FROM genes WHERE source = 'reference' AND symbol NOT IN (SELECT symbol FROM genes GROUP BY symbol HAVING count(*) > 1) LIMIT 1",
+      )
+      .get() as { gene_id: string; symbol: string };
     const gene = await fetch(`${server.api}/genes/${encodeURIComponent(g.symbol.toLowerCase())}`);
     expect(gene.status).toBe(200);
     expect((await gene.json()).gene_id).toBe(g.gene_id);
-    const named = db.prepare("SELECT transcript_id, transcript_name, transcript_id_unversioned FROM isoforms WHERE source = 'reference' AND transcript_name_source = 'gtf' LIMIT 1").get() as { transcript_id: string; transcript_name: string; transcript_id_unversioned: string };
+    const named = db
+      .prepare(
+        "SELECT transcript_id, transcript_name, transcript_id_unversioned FROM isoforms WHERE source = 'reference' AND transcript_name_source = 'gtf' LIMIT 1",
+      )
+      .get() as { transcript_id: string; transcript_name: string; transcript_id_unversioned: string };
     for (const alias of [named.transcript_name, named.transcript_id_unversioned]) {
       const res = await fetch(`${server.api}/isoforms/${encodeURIComponent(alias)}`);
       expect(res.status).toBe(200);
       expect((await res.json()).transcript_id).toBe(named.transcript_id);
     }
-    const lr = db.prepare("SELECT transcript_id, transcript_name FROM isoforms WHERE source = 'long_read' LIMIT 1").get() as { transcript_id: string; transcript_name: string };
+    const lr = db
+      .prepare("SELECT transcript_id, transcript_name FROM isoforms WHERE source = 'long_read' LIMIT 1")
+      .get() as { transcript_id: string; transcript_name: string };
     expect(lr.transcript_name).toMatch(/-LR\d+$/);
-    expect((await (await fetch(`${server.api}/isoforms/${encodeURIComponent(lr.transcript_name)}`)).json()).transcript_id).toBe(lr.transcript_id);
-    const shared = db.prepare('SELECT symbol, count(*) AS n FROM genes GROUP BY symbol HAVING n > 1 LIMIT 1').get() as { symbol: string; n: number };
+    expect(
+      (await (await fetch(`${server.api}/isoforms/${encodeURIComponent(lr.transcript_name)}`)).json()).transcript_id,
+    ).toBe(lr.transcript_id);
+    const shared = db.prepare('SELECT symbol, count(*) AS n FROM genes GROUP BY symbol HAVING n > 1 LIMIT 1').get() as {
+      symbol: string;
+      n: number;
+    };
     const multiple = await fetch(`${server.api}/genes/${encodeURIComponent(shared.symbol)}`);
     expect(multiple.status).toBe(409);
     expect((await multiple.json()).choices).toHaveLength(shared.n);
   });
 
   it('records structures by path only and redirects them into the structure base', async () => {
-    expect(db.prepare('SELECT count(*) FROM structures WHERE mmcif IS NOT NULL OR plddt_residues IS NOT NULL').pluck().get()).toBe(0);
+    expect(
+      db.prepare('SELECT count(*) FROM structures WHERE mmcif IS NOT NULL OR plddt_residues IS NOT NULL').pluck().get(),
+    ).toBe(0);
     expect(existsSync(join(tree, 'structures'))).toBe(false);
-    const id = db.prepare('SELECT transcript_id FROM structures ORDER BY transcript_id LIMIT 1').pluck().get() as string;
+    const id = db
+      .prepare('SELECT transcript_id FROM structures ORDER BY transcript_id LIMIT 1')
+      .pluck()
+      .get() as string;
     expect(json(treePaths.isoform(id)).links.structure).toBe(`/api/v1/isoforms/${id}/structure`);
     const res = await fetch(`${server.api}/isoforms/${id}/structure`, { redirect: 'manual' });
     expect(res.status).toBe(307);
@@ -195,7 +245,8 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
 });
 
 describe('isoatlas generate --scale', () => {
-  const cli = (...args: string[]) => spawnSync(process.execPath, [join(__dirname, '..', 'bin', 'isoatlas.mjs'), ...args], { encoding: 'utf8' });
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, [join(__dirname, '..', 'bin', 'isoatlas.mjs'), ...args], { encoding: 'utf8' });
 
   it('is a usage error (exit 2) for an unknown scale, and for --scale demo without --db', () => {
     const unknown = cli('generate', '--scale', 'mouse', '--out', join(work, 'x'));

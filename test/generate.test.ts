@@ -11,7 +11,14 @@ import { Rng } from '../build/generate/random.js';
 const DATA = join(import.meta.dirname, '..', 'data', 'chr22');
 // BID, COMT, SMARCB1 and RANBP1 have several coding isoforms that share and lose regions;
 // TRMT2A (626–644 aa) is too long for a structure; U2 is a non-coding gene.
-const GENES = ['ENSG00000015475', 'ENSG00000093010', 'ENSG00000099956', 'ENSG00000099901', 'ENSG00000099899', 'ENSG00000277248'];
+const GENES = [
+  'ENSG00000015475',
+  'ENSG00000093010',
+  'ENSG00000099956',
+  'ENSG00000099901',
+  'ENSG00000099899',
+  'ENSG00000277248',
+];
 
 interface Transcript {
   transcriptId: string;
@@ -29,14 +36,18 @@ interface Transcript {
 function loadChr22(): { transcripts: Transcript[]; proteins: Map<string, string> } {
   const proteins = new Map<string, string>();
   let current = '';
-  for (const line of gunzipSync(readFileSync(join(DATA, 'gencode.v38.basic_chr22_corrected.faa.gz'))).toString('utf8').split('\n')) {
+  for (const line of gunzipSync(readFileSync(join(DATA, 'gencode.v38.basic_chr22_corrected.faa.gz')))
+    .toString('utf8')
+    .split('\n')) {
     if (line.startsWith('>')) {
       current = line.slice(1).split('\t')[0]!;
       proteins.set(current, '');
     } else if (current) proteins.set(current, proteins.get(current)! + line.trim());
   }
   const transcripts = new Map<string, Transcript>();
-  for (const line of gunzipSync(readFileSync(join(DATA, 'gencode.v38.basic_chr22_corrected.gtf.gz'))).toString('utf8').split('\n')) {
+  for (const line of gunzipSync(readFileSync(join(DATA, 'gencode.v38.basic_chr22_corrected.gtf.gz')))
+    .toString('utf8')
+    .split('\n')) {
     const f = line.split('\t');
     if (f.length < 9) continue;
     const attr = (key: string): string => new RegExp(`${key} "([^"]+)"`).exec(f[8]!)![1]!;
@@ -45,8 +56,15 @@ function loadChr22(): { transcripts: Transcript[]; proteins: Map<string, string>
     const transcriptId = attr('transcript_id');
     if (f[2] === 'transcript') {
       transcripts.set(transcriptId, {
-        transcriptId, geneId, geneName: attr('gene_name'), chromosome: f[0]!, strand: f[6]!,
-        start: Number(f[3]), end: Number(f[4]), exons: 0, length: 0,
+        transcriptId,
+        geneId,
+        geneName: attr('gene_name'),
+        chromosome: f[0]!,
+        strand: f[6]!,
+        start: Number(f[3]),
+        end: Number(f[4]),
+        exons: 0,
+        length: 0,
       });
     } else if (f[2] === 'exon') {
       const t = transcripts.get(transcriptId)!;
@@ -75,8 +93,19 @@ function buildDb(): Database.Database {
       const protein = orf === undefined ? null : orf.replace(/\*$/, '');
       insertGene.run(t.geneId, t.geneName, t.chromosome, t.strand, t.start, t.end);
       insertIsoform.run(
-        t.transcriptId, t.transcriptId.split('.')[0], `${t.geneName}-${200 + i}`, t.geneId, t.chromosome, t.strand, t.start, t.end,
-        t.length, t.exons, protein === null ? 0 : 1, protein?.length ?? null, protein,
+        t.transcriptId,
+        t.transcriptId.split('.')[0],
+        `${t.geneName}-${200 + i}`,
+        t.geneId,
+        t.chromosome,
+        t.strand,
+        t.start,
+        t.end,
+        t.length,
+        t.exons,
+        protein === null ? 0 : 1,
+        protein?.length ?? null,
+        protein,
       );
     });
   })();
@@ -96,7 +125,12 @@ function readTsv(path: string): Record<string, string>[] {
 function listFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
-    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1).split('\\').join('/'))
+    .map((e) =>
+      join(e.parentPath, e.name)
+        .slice(dir.length + 1)
+        .split('\\')
+        .join('/'),
+    )
     .sort();
 }
 
@@ -112,7 +146,9 @@ describe('Rng', () => {
     expect(Array.from({ length: 1000 }, () => b.int(3, 7))).toEqual(draws);
     expect(Math.min(...draws)).toBe(3);
     expect(Math.max(...draws)).toBe(7);
-    expect(Array.from({ length: 5 }, () => new Rng(43).next())).not.toEqual(Array.from({ length: 5 }, () => new Rng(42).next()));
+    expect(Array.from({ length: 5 }, () => new Rng(43).next())).not.toEqual(
+      Array.from({ length: 5 }, () => new Rng(42).next()),
+    );
   });
 });
 
@@ -153,7 +189,8 @@ describe('generateDemoTracks', () => {
     expect(second).toEqual(first);
     const files = listFiles(dir('a'));
     expect(listFiles(dir('b'))).toEqual(files);
-    for (const f of files) expect(readFileSync(join(dir('b'), f)).equals(readFileSync(join(dir('a'), f))), f).toBe(true);
+    for (const f of files)
+      expect(readFileSync(join(dir('b'), f)).equals(readFileSync(join(dir('a'), f))), f).toBe(true);
 
     generateDemoTracks(db, dir('c'), { seed: 8 });
     for (const f of ['domains.tsv', 'neoantigens.tsv', 'ptm.tsv', 'structures.tsv']) {
@@ -163,7 +200,9 @@ describe('generateDemoTracks', () => {
 
   it('writes the documented headers', () => {
     const header = (f: string): string => readFileSync(join(dir('a'), f), 'utf8').split('\n')[0]!;
-    expect(header('domains.tsv')).toBe('transcript_id\tsource\taccession\tname\tstart\tend\tsegments\tscore\tscore_kind\tevalue');
+    expect(header('domains.tsv')).toBe(
+      'transcript_id\tsource\taccession\tname\tstart\tend\tsegments\tscore\tscore_kind\tevalue',
+    );
     expect(header('neoantigens.tsv')).toBe('transcript_id\tpeptide\tallele\taffinity_nm\tpercentile_rank\tstart');
     expect(header('ptm.tsv')).toBe('transcript_id\tposition\tresidue\tmodification\tsource');
     expect(header('structures.tsv')).toBe('transcript_id\tmodel_file\tmean_plddt\tmodel_source');
@@ -196,8 +235,12 @@ describe('generateDemoTracks', () => {
     const rows = readTsv(join(dir('a'), 'ptm.tsv'));
     expect(rows.length).toBe(first.ptm);
     const expectedResidue: Record<string, string> = {
-      Phosphoserine: 'S', Phosphothreonine: 'T', Phosphotyrosine: 'Y', 'N6-acetyllysine': 'K',
-      'Omega-N-methylarginine': 'R', 'N-linked (GlcNAc...) asparagine': 'N',
+      Phosphoserine: 'S',
+      Phosphothreonine: 'T',
+      Phosphotyrosine: 'Y',
+      'N6-acetyllysine': 'K',
+      'Omega-N-methylarginine': 'R',
+      'N-linked (GlcNAc...) asparagine': 'N',
     };
     const seen = new Set<string>();
     for (const r of rows) {
@@ -259,7 +302,9 @@ describe('generateDemoTracks', () => {
           if (sibling === longest) continue;
           const index = proteins.get(sibling)!.indexOf(region);
           const shift = index + 1 - e(d.start);
-          const match = rows.filter((r) => r.transcript_id === sibling && signature(r) === signature(d) && e(r.start) === e(d.start) + shift);
+          const match = rows.filter(
+            (r) => r.transcript_id === sibling && signature(r) === signature(d) && e(r.start) === e(d.start) + shift,
+          );
           if (index < 0) {
             lost++;
             expect(rows.filter((r) => r.transcript_id === sibling && signature(r) === signature(d))).toHaveLength(0);
@@ -268,14 +313,18 @@ describe('generateDemoTracks', () => {
           copies++;
           expect(match, `${d.accession} on ${sibling}`).toHaveLength(1);
           const copy = match[0]!;
-          const shifted = parseSegments(d.segments!).map(([s, t]) => `${s + shift}-${t + shift}`).join('_');
+          const shifted = parseSegments(d.segments!)
+            .map(([s, t]) => `${s + shift}-${t + shift}`)
+            .join('_');
           expect(copy.segments).toBe(shifted);
           expect(proteins.get(sibling)!.slice(e(copy.start) - 1, e(copy.end))).toBe(region);
         }
       }
     }
     // Every domain row is either on a longest protein or a copy of one.
-    const sourceRows = [...byGene.values()].map((m) => m.reduce((a, b) => (proteins.get(b)!.length > proteins.get(a)!.length ? b : a)));
+    const sourceRows = [...byGene.values()].map((m) =>
+      m.reduce((a, b) => (proteins.get(b)!.length > proteins.get(a)!.length ? b : a)),
+    );
     expect(rows.filter((r) => sourceRows.includes(r.transcript_id!)).length + copies).toBe(rows.length);
     expect(copies).toBeGreaterThan(0);
     expect(lost).toBeGreaterThan(0);
@@ -296,7 +345,10 @@ describe('generateDemoTracks', () => {
       const cif = readFileSync(join(dir('a'), r.model_file!), 'utf8');
       expect(cif.startsWith(`data_${r.transcript_id}\n`)).toBe(true);
       expect(cif).toMatch(/GENERATED/);
-      const atoms = cif.split('\n').filter((l) => l.startsWith('ATOM ')).map((l) => l.split(/\s+/));
+      const atoms = cif
+        .split('\n')
+        .filter((l) => l.startsWith('ATOM '))
+        .map((l) => l.split(/\s+/));
       expect(atoms).toHaveLength(protein.length);
       atoms.forEach((a, i) => {
         expect(a).toHaveLength(18);

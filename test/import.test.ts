@@ -21,7 +21,13 @@ describe('GTF reader', () => {
     expect(new Set(transcripts.map((t) => t.geneName)).size).toBe(1359);
     expect(transcripts.every((t) => t.transcriptName === null)).toBe(true);
     const prr5 = gtf.transcripts.get('ENST00000006251.11')!;
-    expect(prr5).toMatchObject({ geneId: 'ENSG00000186654.21', geneName: 'PRR5', strand: '+', exonCount: 9, length: 1767 });
+    expect(prr5).toMatchObject({
+      geneId: 'ENSG00000186654.21',
+      geneName: 'PRR5',
+      strand: '+',
+      exonCount: 9,
+      length: 1767,
+    });
   });
 
   it('reads GENCODE v49 with names, types and repeated tags', async () => {
@@ -35,7 +41,12 @@ describe('GTF reader', () => {
     expect(t.cdsLength).toBeGreaterThan(0);
     expect(gtf.warnings).toHaveLength(7); // transcripts clipped out of the subset's regions, exons and all
     expect(gtf.transcripts.get('ENST00000721462.1')).toMatchObject({ exonCount: 1, length: 58027 - 45002 + 1 });
-    expect(gtf.genes.get('ENSG00000078808.21')).toMatchObject({ geneName: 'SDF4', geneType: 'protein_coding', start: 45002, end: 56634 });
+    expect(gtf.genes.get('ENSG00000078808.21')).toMatchObject({
+      geneName: 'SDF4',
+      geneType: 'protein_coding',
+      start: 45002,
+      end: 56634,
+    });
   });
 
   it('reads the PacBio GTF: 3,925 PB isoforms', async () => {
@@ -51,7 +62,13 @@ describe('SQANTI3 classification and protein FASTA readers', () => {
     expect(rows.size).toBe(3925);
     const counts: Record<string, number> = {};
     for (const r of rows.values()) counts[r.structuralCategory] = (counts[r.structuralCategory] ?? 0) + 1;
-    expect(counts).toMatchObject({ fusion: 38, 'full-splice_match': 539, novel_not_in_catalog: 1139, intergenic: 41, antisense: 26 });
+    expect(counts).toMatchObject({
+      fusion: 38,
+      'full-splice_match': 539,
+      novel_not_in_catalog: 1139,
+      intergenic: 41,
+      antisense: 26,
+    });
     const nmd = [...rows.values()].map((r) => r.predictedNmd);
     expect(nmd.filter((v) => v === true).length).toBe(508);
     expect(nmd.filter((v) => v === false).length).toBe(2511);
@@ -87,11 +104,17 @@ describe('core import of the demo release (real chr22 data)', () => {
 
   it('names reference isoforms SYMBOL-2xx and long-read isoforms SYMBOL-LRn, uniquely', () => {
     const d = db();
-    const name = (id: string) => d.prepare('SELECT transcript_name FROM isoforms WHERE transcript_id = ?').pluck().get(id);
+    const name = (id: string) =>
+      d.prepare('SELECT transcript_name FROM isoforms WHERE transcript_id = ?').pluck().get(id);
     // PRR5's 6 reference transcripts, numbered in transcript id order: ENST00000006251.11 is the first.
     expect(name('ENST00000006251.11')).toBe('PRR5-201');
     // Y_RNA names 13 genes; numbering runs across all of them so names stay unique.
-    const yrna = d.prepare("SELECT transcript_name FROM isoforms i JOIN genes g USING (gene_id) WHERE g.symbol = 'Y_RNA' ORDER BY 1").pluck().all();
+    const yrna = d
+      .prepare(
+        "SELECT transcript_name FROM isoforms i JOIN genes g USING (gene_id) WHERE g.symbol = 'Y_RNA' ORDER BY 1",
+      )
+      .pluck()
+      .all();
     expect(yrna.length).toBe(13);
     expect(new Set(yrna).size).toBe(13);
     expect(name('PB.3796.1')).toBe('DUXAP8-LR1');
@@ -101,21 +124,34 @@ describe('core import of the demo release (real chr22 data)', () => {
 
   it('chooses the longest coding reference isoform as canonical when there are no tags (PRR5)', () => {
     const d = db();
-    const gene = d.prepare("SELECT canonical_transcript_id, canonical_rule FROM genes WHERE gene_id = 'ENSG00000186654'").get();
+    const gene = d
+      .prepare("SELECT canonical_transcript_id, canonical_rule FROM genes WHERE gene_id = 'ENSG00000186654'")
+      .get();
     // ENST00000403581.5 has ORF_length 412 (411 aa), the longest of PRR5's reference ORFs.
     expect(gene).toEqual({ canonical_transcript_id: 'ENST00000403581.5', canonical_rule: 'longest_coding' });
-    expect(d.prepare("SELECT count(*) FROM genes WHERE source = 'reference' AND canonical_transcript_id IS NULL").pluck().get()).toBe(0);
+    expect(
+      d
+        .prepare("SELECT count(*) FROM genes WHERE source = 'reference' AND canonical_transcript_id IS NULL")
+        .pluck()
+        .get(),
+    ).toBe(0);
     d.close();
   });
 
   it('computes Δlength against the canonical isoform and null for non-coding isoforms', () => {
     const d = db();
-    const m = (id: string) => d.prepare('SELECT delta_length, nmd FROM isoform_metrics WHERE transcript_id = ?').get(id) as { delta_length: number | null; nmd: number | null };
+    const m = (id: string) =>
+      d.prepare('SELECT delta_length, nmd FROM isoform_metrics WHERE transcript_id = ?').get(id) as {
+        delta_length: number | null;
+        nmd: number | null;
+      };
     expect(m('ENST00000403581.5')).toEqual({ delta_length: 0, nmd: 0 }); // the canonical itself
     expect(m('ENST00000006251.11')).toEqual({ delta_length: 379 - 411, nmd: 0 });
     // PB.3808.1: coding, ORF_length 139 with stop → 138 aa, predicted_NMD TRUE, gene ENSG00000128185.
     const canonicalLength = d
-      .prepare("SELECT c.protein_length FROM genes g JOIN isoforms c ON c.transcript_id = g.canonical_transcript_id WHERE g.gene_id = 'ENSG00000128185'")
+      .prepare(
+        "SELECT c.protein_length FROM genes g JOIN isoforms c ON c.transcript_id = g.canonical_transcript_id WHERE g.gene_id = 'ENSG00000128185'",
+      )
       .pluck()
       .get() as number;
     expect(m('PB.3808.1')).toEqual({ delta_length: 138 - canonicalLength, nmd: 1 });
@@ -128,8 +164,14 @@ describe('core import of the demo release (real chr22 data)', () => {
 
   it('attaches fusions to their first gene and keeps every partner', () => {
     const d = db();
-    const row = d.prepare("SELECT gene_id, associated_genes, structural_category FROM isoforms WHERE transcript_id = 'PB.3797.1'").get();
-    expect(row).toEqual({ gene_id: 'ENSG00000100181', associated_genes: '["ENSG00000100181","ENSG00000283633"]', structural_category: 'fusion' });
+    const row = d
+      .prepare("SELECT gene_id, associated_genes, structural_category FROM isoforms WHERE transcript_id = 'PB.3797.1'")
+      .get();
+    expect(row).toEqual({
+      gene_id: 'ENSG00000100181',
+      associated_genes: '["ENSG00000100181","ENSG00000283633"]',
+      structural_category: 'fusion',
+    });
     d.close();
   });
 });
@@ -150,41 +192,79 @@ describe('core import of GENCODE v49 (names and tags from the GTF)', () => {
   it('keeps GTF transcript names and biotypes', () => {
     expect(d.prepare('SELECT count(*) FROM isoforms').pluck().get()).toBe(971);
     expect(d.prepare("SELECT count(*) FROM isoforms WHERE transcript_name_source = 'gtf'").pluck().get()).toBe(971);
-    expect(d.prepare("SELECT transcript_name FROM isoforms WHERE transcript_id = 'ENST00000900949.1'").pluck().get()).toBe('SDF4-209');
+    expect(
+      d.prepare("SELECT transcript_name FROM isoforms WHERE transcript_id = 'ENST00000900949.1'").pluck().get(),
+    ).toBe('SDF4-209');
     expect(d.prepare("SELECT biotype FROM genes WHERE symbol = 'SDF4'").pluck().get()).toBe('protein_coding');
   });
 
   it('chooses MANE_Select, else Ensembl_canonical', () => {
-    const sdf4 = d.prepare("SELECT g.canonical_rule, i.transcript_name FROM genes g JOIN isoforms i ON i.transcript_id = g.canonical_transcript_id WHERE g.symbol = 'SDF4'").get();
+    const sdf4 = d
+      .prepare(
+        "SELECT g.canonical_rule, i.transcript_name FROM genes g JOIN isoforms i ON i.transcript_id = g.canonical_transcript_id WHERE g.symbol = 'SDF4'",
+      )
+      .get();
     expect(sdf4).toEqual({ canonical_rule: 'MANE_Select', transcript_name: 'SDF4-202' });
-    const rules = d.prepare('SELECT canonical_rule, count(*) AS n FROM genes GROUP BY 1 ORDER BY 1').all() as { canonical_rule: string; n: number }[];
+    const rules = d.prepare('SELECT canonical_rule, count(*) AS n FROM genes GROUP BY 1 ORDER BY 1').all() as {
+      canonical_rule: string;
+      n: number;
+    }[];
     // 137 transcripts carry Ensembl_canonical (one per gene) and no gene needs the length fallback.
     expect(rules.reduce((s, r) => s + r.n, 0)).toBe(141);
     expect(rules.find((r) => r.canonical_rule === 'Ensembl_canonical')?.n).toBeGreaterThan(0);
-    const manes = d.prepare("SELECT count(*) FROM isoforms WHERE tags LIKE '%\"MANE_Select\"%'").pluck().get() as number;
+    const manes = d
+      .prepare('SELECT count(*) FROM isoforms WHERE tags LIKE \'%"MANE_Select"%\'')
+      .pluck()
+      .get() as number;
     expect(rules.find((r) => r.canonical_rule === 'MANE_Select')?.n).toBe(manes);
   });
 
   it('places the ORF from the CDS and stop codon features and reads cds_start_NF / cds_end_NF', () => {
-    const rows = d.prepare("SELECT transcript_id, strand, tags, orf_start, orf_end, orf_completeness, orf_source FROM isoforms WHERE coding = 1").all() as Record<string, string | number>[];
+    const rows = d
+      .prepare(
+        'SELECT transcript_id, strand, tags, orf_start, orf_end, orf_completeness, orf_source FROM isoforms WHERE coding = 1',
+      )
+      .all() as Record<string, string | number>[];
     expect(rows.length).toBeGreaterThan(0);
     const located = rows.filter((r) => r.orf_source === 'gtf');
     expect(located.length).toBeGreaterThan(rows.length / 2);
     for (const r of located) {
       const tags = JSON.parse(r.tags as string) as string[];
-      if (tags.includes('cds_start_NF')) expect(['5prime_partial', 'internal'], String(r.transcript_id)).toContain(r.orf_completeness);
-      if (tags.includes('cds_end_NF')) expect(['3prime_partial', 'internal'], String(r.transcript_id)).toContain(r.orf_completeness);
+      if (tags.includes('cds_start_NF'))
+        expect(['5prime_partial', 'internal'], String(r.transcript_id)).toContain(r.orf_completeness);
+      if (tags.includes('cds_end_NF'))
+        expect(['3prime_partial', 'internal'], String(r.transcript_id)).toContain(r.orf_completeness);
     }
     expect(located.some((r) => r.orf_completeness === 'complete')).toBe(true);
   });
 
   it('calls NMD from transcript_type and measures proteins from CDS features', () => {
-    expect(d.prepare("SELECT count(*) FROM isoforms WHERE transcript_type = 'nonsense_mediated_decay' AND nmd = 1").pluck().get()).toBe(74);
-    expect(d.prepare("SELECT count(*) FROM isoforms WHERE transcript_type = 'protein_coding' AND nmd = 0").pluck().get()).toBeGreaterThan(0);
-    expect(d.prepare("SELECT count(*) FROM isoforms WHERE transcript_type = 'lncRNA' AND (nmd IS NOT NULL OR protein_length IS NOT NULL)").pluck().get()).toBe(0);
+    expect(
+      d
+        .prepare("SELECT count(*) FROM isoforms WHERE transcript_type = 'nonsense_mediated_decay' AND nmd = 1")
+        .pluck()
+        .get(),
+    ).toBe(74);
+    expect(
+      d.prepare("SELECT count(*) FROM isoforms WHERE transcript_type = 'protein_coding' AND nmd = 0").pluck().get(),
+    ).toBeGreaterThan(0);
+    expect(
+      d
+        .prepare(
+          "SELECT count(*) FROM isoforms WHERE transcript_type = 'lncRNA' AND (nmd IS NOT NULL OR protein_length IS NOT NULL)",
+        )
+        .pluck()
+        .get(),
+    ).toBe(0);
     // SDF4-202's CDS lines in this region-clipped subset sum to 305 nt (awk): floor(305 / 3) = 101 aa.
-    expect(d.prepare("SELECT coding, protein_length FROM isoforms WHERE transcript_name = 'SDF4-202'").get()).toEqual({ coding: 1, protein_length: 101 });
+    expect(d.prepare("SELECT coding, protein_length FROM isoforms WHERE transcript_name = 'SDF4-202'").get()).toEqual({
+      coding: 1,
+      protein_length: 101,
+    });
     // SDF4-204 is protein_coding_CDS_not_defined: no CDS lines, so not coding.
-    expect(d.prepare("SELECT coding, protein_length FROM isoforms WHERE transcript_name = 'SDF4-204'").get()).toEqual({ coding: 0, protein_length: null });
+    expect(d.prepare("SELECT coding, protein_length FROM isoforms WHERE transcript_name = 'SDF4-204'").get()).toEqual({
+      coding: 0,
+      protein_length: null,
+    });
   });
 });

@@ -18,7 +18,15 @@ import { OpenAPIBackend } from 'openapi-backend';
 import addFormats from 'ajv-formats';
 import { buildOpenApi } from '../edge/contract/openapi.js';
 import { IsoatlasBucketStack } from '../infra/bucket.js';
-import { ACCESS_WINDOW_SECONDS, IsoatlasCdnStack, SYNTH_CONTEXT, WAF_WINDOW_SECONDS, edgeBundleConfig, type IsoatlasAccessProps, type IsoatlasCdnProps } from '../infra/stack.js';
+import {
+  ACCESS_WINDOW_SECONDS,
+  IsoatlasCdnStack,
+  SYNTH_CONTEXT,
+  WAF_WINDOW_SECONDS,
+  edgeBundleConfig,
+  type IsoatlasAccessProps,
+  type IsoatlasCdnProps,
+} from '../infra/stack.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const BUCKET = 'isoatlas-test-bucket';
@@ -42,7 +50,11 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-function synth(props: Partial<IsoatlasCdnProps> = {}): { stack: IsoatlasCdnStack; template: Template; resources: Resources } {
+function synth(props: Partial<IsoatlasCdnProps> = {}): {
+  stack: IsoatlasCdnStack;
+  template: Template;
+  resources: Resources;
+} {
   const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
   const stack = new IsoatlasCdnStack(app, 'Test', {
     bucketName: BUCKET,
@@ -71,7 +83,8 @@ const dataBucketPolicy = (resources: Resources): [string, Resource] => {
   expect(found, 'data bucket policy').toHaveLength(1);
   return found[0];
 };
-const config = (resources: Resources) => only(resources, 'AWS::CloudFront::Distribution')[1].Properties.DistributionConfig;
+const config = (resources: Resources) =>
+  only(resources, 'AWS::CloudFront::Distribution')[1].Properties.DistributionConfig;
 const behaviour = (resources: Resources, pattern: string) => {
   const b = config(resources).CacheBehaviors.find((c: any) => c.PathPattern === pattern);
   expect(b, pattern).toBeDefined();
@@ -110,12 +123,20 @@ describe('CloudFormation validation', () => {
   it('fails a synth on a finding: a WAF description with parentheses (F3031)', () => {
     const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
     const stack = new Stack(app, 'Invalid', { env: { account: '111111111111', region: 'us-east-1' } });
-    new wafv2.CfnRegexPatternSet(stack, 'Keys', { scope: 'CLOUDFRONT', description: 'keys (of a tier)', regularExpressionList: ['^x$'] });
+    new wafv2.CfnRegexPatternSet(stack, 'Keys', {
+      scope: 'CLOUDFRONT',
+      description: 'keys (of a tier)',
+      regularExpressionList: ['^x$'],
+    });
     expect(() => app.synth()).toThrow(/F3031/);
     // The same stack without the context synthesizes: the failure above is the flag's doing.
     const lenient = new App({ outdir: mkdtempSync(join(work, 'out-')) });
     const same = new Stack(lenient, 'Invalid', { env: { account: '111111111111', region: 'us-east-1' } });
-    new wafv2.CfnRegexPatternSet(same, 'Keys', { scope: 'CLOUDFRONT', description: 'keys (of a tier)', regularExpressionList: ['^x$'] });
+    new wafv2.CfnRegexPatternSet(same, 'Keys', {
+      scope: 'CLOUDFRONT',
+      description: 'keys (of a tier)',
+      regularExpressionList: ['^x$'],
+    });
     expect(() => lenient.synth()).not.toThrow();
   });
 
@@ -132,9 +153,16 @@ describe('CloudFormation validation', () => {
       bucketRegion: 'eu-west-1',
       edgeCodeDir: regional,
       access: ACCESS,
-      customDomain: { names: ['atlas.example.org'], certificateArn: 'arn:aws:acm:us-east-1:111111111111:certificate/12345678-1234-1234-1234-123456789012' },
+      customDomain: {
+        names: ['atlas.example.org'],
+        certificateArn: 'arn:aws:acm:us-east-1:111111111111:certificate/12345678-1234-1234-1234-123456789012',
+      },
     });
-    new IsoatlasBucketStack(app, 'Bucket', { bucketName: BUCKET, distributionArn: cdn.distribution.distributionArn, env: { account: '111111111111', region: 'eu-west-1' } });
+    new IsoatlasBucketStack(app, 'Bucket', {
+      bucketName: BUCKET,
+      distributionArn: cdn.distribution.distributionArn,
+      env: { account: '111111111111', region: 'eu-west-1' },
+    });
     // A finding in either stack would throw here.
     const assembly = app.synth();
     expect(Object.keys(assembly.getStackByName('Bucket').template.Resources)).not.toHaveLength(0);
@@ -143,19 +171,29 @@ describe('CloudFormation validation', () => {
 
   it('passes a tier of any name: its rule is named from it and matches on its letter', () => {
     const tiers = { standard: { per_minute: 60, per_day: 5000 }, 'gold (beta)_1': { per_minute: 600 } };
-    const { resources } = synth({ access: { ...ACCESS, config: { tier_letters: { 'gold (beta)_1': 'g' }, key_required: { tiers } } } });
-    const rule = only(resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules.find((r: any) => r.Name === 'isoatlas-rate-per-key-gold--beta--1');
-    expect(rule.Statement.RateBasedStatement.ScopeDownStatement.RegexMatchStatement.RegexString).toBe('^bearer isoatlas_g[a-z2-7]{8}_');
+    const { resources } = synth({
+      access: { ...ACCESS, config: { tier_letters: { 'gold (beta)_1': 'g' }, key_required: { tiers } } },
+    });
+    const rule = only(resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules.find(
+      (r: any) => r.Name === 'isoatlas-rate-per-key-gold--beta--1',
+    );
+    expect(rule.Statement.RateBasedStatement.ScopeDownStatement.RegexMatchStatement.RegexString).toBe(
+      '^bearer isoatlas_g[a-z2-7]{8}_',
+    );
     expect(ofType(resources, 'AWS::WAFv2::RegexPatternSet')).toHaveLength(0);
   });
 
-  it('leaves a tier without a minute limit out of the default tier\'s rule, and gives it none', () => {
+  it("leaves a tier without a minute limit out of the default tier's rule, and gives it none", () => {
     const tiers = { standard: { per_minute: 60, per_day: 5000 }, unlimited: {} };
-    const { resources } = synth({ access: { ...ACCESS, config: { tier_letters: { unlimited: 'u' }, key_required: { tiers } } } });
+    const { resources } = synth({
+      access: { ...ACCESS, config: { tier_letters: { unlimited: 'u' }, key_required: { tiers } } },
+    });
     const rules: any[] = only(resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules;
     expect(rules.map((r) => r.Name)).toEqual(['isoatlas-rate-per-ip', 'isoatlas-rate-per-key']);
     const scope = rules[1].Statement.RateBasedStatement.ScopeDownStatement.AndStatement.Statements;
-    expect(scope.map((st: any) => st.NotStatement?.Statement.RegexMatchStatement.RegexString).filter(Boolean)).toEqual(['^bearer isoatlas_u[a-z2-7]{8}_']);
+    expect(scope.map((st: any) => st.NotStatement?.Statement.RegexMatchStatement.RegexString).filter(Boolean)).toEqual([
+      '^bearer isoatlas_u[a-z2-7]{8}_',
+    ]);
   });
 });
 
@@ -173,7 +211,10 @@ describe('bucket', () => {
     expect(bucket.Properties.AccessControl).toBeUndefined();
     expect(bucket.Properties.WebsiteConfiguration).toBeUndefined();
     expect(bucket.Properties.OwnershipControls.Rules).toEqual([{ ObjectOwnership: 'BucketOwnerEnforced' }]);
-    expect(bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault.SSEAlgorithm).toBe('AES256');
+    expect(
+      bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault
+        .SSEAlgorithm,
+    ).toBe('AES256');
     expect(bucket.DeletionPolicy).toBe('Retain');
   });
 
@@ -192,7 +233,9 @@ describe('bucket', () => {
     expect(sourceArn).toContain(JSON.stringify({ Ref: distributionId }));
     // Nothing is allowed to everyone; '*' appears only in the deny-insecure-transport statements.
     for (const s of statements.filter((s) => JSON.stringify(s.Principal).includes('*'))) expect(s.Effect).toBe('Deny');
-    expect(statements.some((s) => s.Effect === 'Deny' && s.Condition?.Bool?.['aws:SecureTransport'] === 'false')).toBe(true);
+    expect(statements.some((s) => s.Effect === 'Deny' && s.Condition?.Bool?.['aws:SecureTransport'] === 'false')).toBe(
+      true,
+    );
   });
 });
 
@@ -200,7 +243,11 @@ describe('distribution', () => {
   it('reaches the bucket through an Origin Access Control, not an OAI or a website endpoint', () => {
     const { resources } = synth();
     const [oacId, oac] = only(resources, 'AWS::CloudFront::OriginAccessControl');
-    expect(oac.Properties.OriginAccessControlConfig).toMatchObject({ OriginAccessControlOriginType: 's3', SigningBehavior: 'always', SigningProtocol: 'sigv4' });
+    expect(oac.Properties.OriginAccessControlConfig).toMatchObject({
+      OriginAccessControlOriginType: 's3',
+      SigningBehavior: 'always',
+      SigningProtocol: 'sigv4',
+    });
     expect(ofType(resources, 'AWS::CloudFront::CloudFrontOriginAccessIdentity')).toHaveLength(0);
     const origins = config(resources).Origins;
     expect(origins).toHaveLength(1);
@@ -243,14 +290,18 @@ describe('distribution', () => {
     // Release files: the same function finds their objects (and sends the request on to the bucket).
     const releases = behaviour(resources, 'releases/*');
     expect(releases.LambdaFunctionAssociations.map((a: any) => a.EventType)).toEqual(['origin-request']);
-    expect(associatedFunction(resources, releases.LambdaFunctionAssociations[0])).toBe(associatedFunction(resources, api.LambdaFunctionAssociations[0]));
+    expect(associatedFunction(resources, releases.LambdaFunctionAssociations[0])).toBe(
+      associatedFunction(resources, api.LambdaFunctionAssociations[0]),
+    );
     // The pointer, the history and the objects are read from the bucket as they are.
     expect(config(resources).DefaultCacheBehavior.LambdaFunctionAssociations).toBeUndefined();
     expect(behaviour(resources, 'objects/*').LambdaFunctionAssociations).toBeUndefined();
     const [gateId, gate] = only(resources, 'AWS::CloudFront::Function');
     expect(gate.Properties.FunctionCode).toBe(keyGateCode(keyGateSettings(null)));
     for (const b of [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors]) {
-      expect(b.FunctionAssociations).toEqual([{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [gateId, 'FunctionARN'] } }]);
+      expect(b.FunctionAssociations).toEqual([
+        { EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [gateId, 'FunctionARN'] } },
+      ]);
     }
   });
 
@@ -289,12 +340,17 @@ describe('distribution', () => {
     expect(pointer.MaxTTL).toBeLessThanOrEqual(60);
   });
 
-  it('answers CORS for any origin with the values of the edge function\'s own preflight answer, on every behaviour', async () => {
+  it("answers CORS for any origin with the values of the edge function's own preflight answer, on every behaviour", async () => {
     const handler = createHandler({ origin: { description: 'none', read: async () => null } });
     const answer = await handler(new Request('http://atlas.test/nowhere'));
     const exposed = answer.headers.get('access-control-expose-headers')!.split(/,\s*/);
     expect(exposed).toContain('RateLimit-Remaining');
-    const preflight = await handler(new Request('http://atlas.test/api/v1/genes/PRR5', { method: 'OPTIONS', headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET' } }));
+    const preflight = await handler(
+      new Request('http://atlas.test/api/v1/genes/PRR5', {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET' },
+      }),
+    );
     const list = (name: string) => preflight.headers.get(name)!.split(/,\s*/);
     for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
       const { resources } = synth(props);
@@ -325,9 +381,14 @@ describe('distribution', () => {
   // 429, the value keeps any refusal from being reused by a browser without asking again.
   describe('what viewers are told to cache', () => {
     const viewerCacheControl = (resources: Resources, b: any) =>
-      byRef(resources, b.ResponseHeadersPolicyId).Properties.ResponseHeadersPolicyConfig.CustomHeadersConfig?.Items.find((h: any) => h.Header.toLowerCase() === 'cache-control');
+      byRef(
+        resources,
+        b.ResponseHeadersPolicyId,
+      ).Properties.ResponseHeadersPolicyConfig.CustomHeadersConfig?.Items.find(
+        (h: any) => h.Header.toLowerCase() === 'cache-control',
+      );
 
-    it('API answers: private, revalidated, in every arrangement (the gate pins the release in CloudFront\'s cache key only); CloudFront still caches them', () => {
+    it("API answers: private, revalidated, in every arrangement (the gate pins the release in CloudFront's cache key only); CloudFront still caches them", () => {
       for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
         const { resources } = synth(props);
         const api = behaviour(resources, 'api/v1/*');
@@ -341,14 +402,21 @@ describe('distribution', () => {
       }
     });
 
-    it('B: every behaviour private; A and no access: release files, objects and the pointer keep the origin\'s Cache-Control', () => {
+    it("B: every behaviour private; A and no access: release files, objects and the pointer keep the origin's Cache-Control", () => {
       const keyed = synth({ access: ACCESS }).resources;
       for (const b of [config(keyed).DefaultCacheBehavior, ...config(keyed).CacheBehaviors]) {
-        expect(viewerCacheControl(keyed, b), b.PathPattern ?? 'default').toMatchObject({ Value: 'private, no-cache', Override: true });
+        expect(viewerCacheControl(keyed, b), b.PathPattern ?? 'default').toMatchObject({
+          Value: 'private, no-cache',
+          Override: true,
+        });
       }
       for (const props of [{}, { access: { mode: 'open' as const } }]) {
         const { resources } = synth(props);
-        for (const b of [config(resources).DefaultCacheBehavior, behaviour(resources, 'releases/*'), behaviour(resources, 'objects/*')]) {
+        for (const b of [
+          config(resources).DefaultCacheBehavior,
+          behaviour(resources, 'releases/*'),
+          behaviour(resources, 'objects/*'),
+        ]) {
           expect(viewerCacheControl(resources, b), b.PathPattern ?? 'default').toBeUndefined();
         }
       }
@@ -367,18 +435,27 @@ describe('distribution', () => {
 
 /** The headers a WAF 429 lets a script read (its Access-Control-Expose-Headers). */
 const exposedByWaf = (custom: any): string[] =>
-  (custom.ResponseHeaders.find((h: any) => h.Name.toLowerCase() === 'access-control-expose-headers')?.Value ?? '').split(/,\s*/).filter(Boolean);
+  (custom.ResponseHeaders.find((h: any) => h.Name.toLowerCase() === 'access-control-expose-headers')?.Value ?? '')
+    .split(/,\s*/)
+    .filter(Boolean);
 
 describe('WAF', () => {
-  it('every 429, in every arrangement, exposes the contract\'s headers (Retry-After among them) to scripts, within WAF\'s header value limit', async () => {
-    const answer = await createHandler({ origin: { description: 'none', read: async () => null } })(new Request('http://atlas.test/nowhere'));
+  it("every 429, in every arrangement, exposes the contract's headers (Retry-After among them) to scripts, within WAF's header value limit", async () => {
+    const answer = await createHandler({ origin: { description: 'none', read: async () => null } })(
+      new Request('http://atlas.test/nowhere'),
+    );
     for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
       const acl = only(synth(props).resources, 'AWS::WAFv2::WebACL')[1].Properties;
       for (const rule of acl.Rules.filter((r: any) => r.Action?.Block)) {
         const custom = rule.Action.Block.CustomResponse;
-        expect(exposedByWaf(custom), rule.Name).toEqual(answer.headers.get('access-control-expose-headers')!.split(/,\s*/));
+        expect(exposedByWaf(custom), rule.Name).toEqual(
+          answer.headers.get('access-control-expose-headers')!.split(/,\s*/),
+        );
         expect(exposedByWaf(custom)).toContain('Retry-After');
-        expect(custom.ResponseHeaders).toContainEqual({ Name: 'Access-Control-Allow-Origin', Value: answer.headers.get('access-control-allow-origin') });
+        expect(custom.ResponseHeaders).toContainEqual({
+          Name: 'Access-Control-Allow-Origin',
+          Value: answer.headers.get('access-control-allow-origin'),
+        });
         for (const h of custom.ResponseHeaders) expect(h.Value.length, h.Name).toBeLessThanOrEqual(255); // WAF's CustomHTTPHeader limit
       }
     }
@@ -386,7 +463,12 @@ describe('WAF', () => {
 
   it('every custom response body, in every arrangement, is what the OpenAPI document declares for a 429 as application/json', async () => {
     const doc = buildOpenApi({ release: 'test', title: 'test' });
-    const api = new OpenAPIBackend({ definition: structuredClone(doc) as any, quick: true, strict: true, customizeAjv: (ajv) => (addFormats.default(ajv), ajv) });
+    const api = new OpenAPIBackend({
+      definition: structuredClone(doc) as any,
+      quick: true,
+      strict: true,
+      customizeAjv: (ajv) => (addFormats.default(ajv), ajv),
+    });
     await api.init();
     let checked = 0;
     for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
@@ -396,18 +478,29 @@ describe('WAF', () => {
         for (const route of routes) {
           const op = api.getOperation(route.id)!;
           expect(Object.keys((op.responses as any)['429'].content)).toContain('application/json');
-          expect(api.validateResponse(JSON.parse(body.Content), op, 429).errors ?? [], `${key} as ${route.id}`).toEqual([]);
+          expect(api.validateResponse(JSON.parse(body.Content), op, 429).errors ?? [], `${key} as ${route.id}`).toEqual(
+            [],
+          );
           checked++;
         }
       }
     }
     expect(checked).toBeGreaterThanOrEqual(routes.length * 4);
     // The check can fail: a problem body with an instance (the edge's own 429) is not the WAF's.
-    const edge429 = { type: 'about:blank', title: 'Too Many Requests', status: 429, detail: 'x', instance: '/api/v1/release' };
+    const edge429 = {
+      type: 'about:blank',
+      title: 'Too Many Requests',
+      status: 429,
+      detail: 'x',
+      instance: '/api/v1/release',
+    };
     expect(api.validateResponse(edge429, api.getOperation('release')!, 429).errors ?? []).not.toEqual([]);
   });
 
-  for (const [limit, expected] of [[undefined, 6000], [2000, 2000]] as const) {
+  for (const [limit, expected] of [
+    [undefined, 6000],
+    [2000, 2000],
+  ] as const) {
     it(`limits each IP to ${expected} requests per 5 minutes and guards the distribution`, () => {
       const { resources } = synth(limit === undefined ? {} : { wafRequestsPer5MinPerIp: limit });
       const [aclId, acl] = only(resources, 'AWS::WAFv2::WebACL');
@@ -432,12 +525,18 @@ describe('WAF', () => {
   }
 
   it('adds the AWS managed common rule set only when asked, and refuses limits WAF would reject', () => {
-    const managed = (r: Resources) => only(r, 'AWS::WAFv2::WebACL')[1].Properties.Rules.filter((x: any) => x.Statement.ManagedRuleGroupStatement);
+    const managed = (r: Resources) =>
+      only(r, 'AWS::WAFv2::WebACL')[1].Properties.Rules.filter((x: any) => x.Statement.ManagedRuleGroupStatement);
     expect(managed(synth().resources)).toHaveLength(0);
-    expect(managed(synth({ wafManagedCommonRules: true }).resources)[0].Statement.ManagedRuleGroupStatement).toEqual({ VendorName: 'AWS', Name: 'AWSManagedRulesCommonRuleSet' });
+    expect(managed(synth({ wafManagedCommonRules: true }).resources)[0].Statement.ManagedRuleGroupStatement).toEqual({
+      VendorName: 'AWS',
+      Name: 'AWSManagedRulesCommonRuleSet',
+    });
     expect(() => synth({ wafRequestsPer5MinPerIp: 5 })).toThrow(/WAF rate limit/);
     expect(() => synth({ wafRequestsPer5MinPerIp: 100.5 })).toThrow(/WAF rate limit/);
-    expect(() => synth({ access: { ...ACCESS, config: { key_required: { per_ip: { per_minute: 5 } } } } })).toThrow(/WAF rate limit/);
+    expect(() => synth({ access: { ...ACCESS, config: { key_required: { per_ip: { per_minute: 5 } } } } })).toThrow(
+      /WAF rate limit/,
+    );
   });
 });
 
@@ -446,8 +545,16 @@ describe('bucket in another region', () => {
     const regional = join(work, 'edge-eu');
     await bundleEdge({ outDir: regional, ...edgeBundleConfig({ bucketName: BUCKET, bucketRegion: 'eu-west-1' }) });
     const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
-    const cdn = new IsoatlasCdnStack(app, 'Cdn', { bucketName: BUCKET, bucketRegion: 'eu-west-1', edgeCodeDir: regional });
-    const held = new IsoatlasBucketStack(app, 'Bucket', { bucketName: BUCKET, distributionArn: cdn.distribution.distributionArn, env: { account: '111111111111', region: 'eu-west-1' } });
+    const cdn = new IsoatlasCdnStack(app, 'Cdn', {
+      bucketName: BUCKET,
+      bucketRegion: 'eu-west-1',
+      edgeCodeDir: regional,
+    });
+    const held = new IsoatlasBucketStack(app, 'Bucket', {
+      bucketName: BUCKET,
+      distributionArn: cdn.distribution.distributionArn,
+      env: { account: '111111111111', region: 'eu-west-1' },
+    });
     const assembly = app.synth();
     const cdnResources = assembly.getStackByName('Cdn').template.Resources as Resources;
     const bucketResources = assembly.getStackByName('Bucket').template.Resources as Resources;
@@ -459,14 +566,21 @@ describe('bucket in another region', () => {
     expect(origin.DomainName).toBe(`${BUCKET}.s3.eu-west-1.amazonaws.com`);
     expect(origin.OriginAccessControlId).toBeDefined();
     expect(cdn.region).toBe('us-east-1');
-    const get = roleStatements(cdnResources, functionWithHandler(cdnResources, 'index.handler')).find((st) => st.Action === 's3:GetObject');
+    const get = roleStatements(cdnResources, functionWithHandler(cdnResources, 'index.handler')).find(
+      (st) => st.Action === 's3:GetObject',
+    );
     expect(JSON.stringify(get.Resource)).toContain(`:s3:::${BUCKET}/*`);
 
     // The bucket's stack: private, and readable by this distribution only.
     expect(held.region).toBe('eu-west-1');
     const [bucketId, bucket] = only(bucketResources, 'AWS::S3::Bucket');
     expect(bucket.Properties.BucketName).toBe(BUCKET);
-    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
     expect(bucket.DeletionPolicy).toBe('Retain');
     const statements = only(bucketResources, 'AWS::S3::BucketPolicy')[1].Properties.PolicyDocument.Statement;
     const allow = statements.filter((st: any) => st.Effect === 'Allow');
@@ -476,7 +590,10 @@ describe('bucket in another region', () => {
     // The distribution's ARN, read from the CDN stack across regions.
     expect(JSON.stringify(allow[0].Condition.StringEquals['AWS:SourceArn'])).toMatch(/ExportsReader|resolve:ssm/);
     // CDK's cross-region helpers are Lambda functions too: current runtimes only.
-    for (const [, fn] of [...ofType(cdnResources, 'AWS::Lambda::Function'), ...ofType(bucketResources, 'AWS::Lambda::Function')]) {
+    for (const [, fn] of [
+      ...ofType(cdnResources, 'AWS::Lambda::Function'),
+      ...ofType(bucketResources, 'AWS::Lambda::Function'),
+    ]) {
       expect(fn.Properties.Runtime).toMatch(/^nodejs(2[2-9]|[3-9]\d)\.x$/);
     }
   });
@@ -492,12 +609,18 @@ describe('custom domain', () => {
   it('serves its names with its us-east-1 certificate over TLS 1.2 or newer (SNI)', () => {
     const cfg = config(synth({ customDomain: { names: ['atlas.example.org'], certificateArn: ARN } }).resources);
     expect(cfg.Aliases).toEqual(['atlas.example.org']);
-    expect(cfg.ViewerCertificate).toEqual({ AcmCertificateArn: ARN, MinimumProtocolVersion: 'TLSv1.2_2021', SslSupportMethod: 'sni-only' });
+    expect(cfg.ViewerCertificate).toEqual({
+      AcmCertificateArn: ARN,
+      MinimumProtocolVersion: 'TLSv1.2_2021',
+      SslSupportMethod: 'sni-only',
+    });
     expect(config(synth().resources).Aliases).toBeUndefined();
   });
 
   it('refuses a certificate outside us-east-1 and names that are not domain names', () => {
-    expect(() => synth({ customDomain: { names: ['atlas.example.org'], certificateArn: ARN.replace('us-east-1', 'eu-west-1') } })).toThrow(/us-east-1/);
+    expect(() =>
+      synth({ customDomain: { names: ['atlas.example.org'], certificateArn: ARN.replace('us-east-1', 'eu-west-1') } }),
+    ).toThrow(/us-east-1/);
     expect(() => synth({ customDomain: { names: ['not a domain'], certificateArn: ARN } })).toThrow(/domain names/);
   });
 });
@@ -509,9 +632,17 @@ describe('standard logs', () => {
       const logging = config(resources).Logging;
       expect(logging.Prefix).toBe('cloudfront/');
       expect(logging.IncludeCookies).toBe(false);
-      const bucket = byRef(resources, logging.Bucket['Fn::GetAtt'] ? { Ref: logging.Bucket['Fn::GetAtt'][0] } : logging.Bucket).Properties;
+      const bucket = byRef(
+        resources,
+        logging.Bucket['Fn::GetAtt'] ? { Ref: logging.Bucket['Fn::GetAtt'][0] } : logging.Bucket,
+      ).Properties;
       expect(bucket.OwnershipControls.Rules).toEqual([{ ObjectOwnership: 'ObjectWriter' }]);
-      expect(bucket.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+      expect(bucket.PublicAccessBlockConfiguration).toEqual({
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      });
       expect(bucket.LifecycleConfiguration.Rules[0].ExpirationInDays).toBeGreaterThan(0);
     }
   });
@@ -521,13 +652,17 @@ describe('edge functions', () => {
   it('are Lambda@Edge-compatible: Node.js 22, no environment, versions, edgelambda trust, limits', () => {
     for (const props of [{}, { access: ACCESS }]) {
       const { resources } = synth(props);
-      for (const [, fn] of ofType(resources, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.Handler === 'index.handler')) {
+      for (const [, fn] of ofType(resources, 'AWS::Lambda::Function').filter(
+        ([, f]) => f.Properties.Handler === 'index.handler',
+      )) {
         expect(fn.Properties.Runtime).toBe('nodejs22.x');
         expect(fn.Properties.Environment).toBeUndefined(); // Lambda@Edge rejects functions with variables
         expect(fn.Properties.VpcConfig).toBeUndefined();
         expect(fn.Properties.Architectures ?? ['x86_64']).toEqual(['x86_64']);
         const role = resources[fn.Properties.Role['Fn::GetAtt'][0]];
-        const principals = role.Properties.AssumeRolePolicyDocument.Statement.flatMap((s: any) => asList(s.Principal.Service));
+        const principals = role.Properties.AssumeRolePolicyDocument.Statement.flatMap((s: any) =>
+          asList(s.Principal.Service),
+        );
         expect(principals).toContain('edgelambda.amazonaws.com');
       }
       const origin = functionWithHandler(resources, 'index.handler');
@@ -553,7 +688,9 @@ describe('edge functions', () => {
     const outdir = (stack.node.root as App).outdir;
     const assets = readdirSync(outdir).filter((f) => f.startsWith('asset.'));
     expect(assets).toHaveLength(1);
-    expect(readFileSync(join(outdir, assets[0], 'index.js'), 'utf8')).toBe(readFileSync(join(plainBundle, 'index.js'), 'utf8'));
+    expect(readFileSync(join(outdir, assets[0], 'index.js'), 'utf8')).toBe(
+      readFileSync(join(plainBundle, 'index.js'), 'utf8'),
+    );
   });
 });
 
@@ -566,7 +703,9 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       const [id, gate] = only(resources, 'AWS::CloudFront::Function');
       const [storeId] = only(resources, 'AWS::CloudFront::KeyValueStore');
       expect(gate.Properties.FunctionConfig.Runtime).toBe('cloudfront-js-2.0');
-      expect(gate.Properties.FunctionConfig.KeyValueStoreAssociations).toEqual([{ KeyValueStoreARN: { 'Fn::GetAtt': [storeId, 'Arn'] } }]);
+      expect(gate.Properties.FunctionConfig.KeyValueStoreAssociations).toEqual([
+        { KeyValueStoreARN: { 'Fn::GetAtt': [storeId, 'Arn'] } },
+      ]);
       expect(gate.Properties.AutoPublish).toBe(true);
       expect(gate.Properties.FunctionCode).toBe(keyGateCode(keyGateSettings(resolveAccessConfig({}, mode))));
       expect(Buffer.byteLength(gate.Properties.FunctionCode)).toBeLessThanOrEqual(KEY_GATE_MAX_BYTES);
@@ -575,10 +714,14 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       const all = [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors];
       expect(all).toHaveLength(4);
       for (const b of all) {
-        expect(b.FunctionAssociations, b.PathPattern ?? 'default').toEqual([{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [id, 'FunctionARN'] } }]);
+        expect(b.FunctionAssociations, b.PathPattern ?? 'default').toEqual([
+          { EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [id, 'FunctionARN'] } },
+        ]);
         expect((b.LambdaFunctionAssociations ?? []).map((a: any) => a.EventType)).not.toContain('viewer-request');
       }
-      expect(behaviour(resources, 'api/v1/*').LambdaFunctionAssociations.map((a: any) => a.EventType)).toEqual(['origin-request']);
+      expect(behaviour(resources, 'api/v1/*').LambdaFunctionAssociations.map((a: any) => a.EventType)).toEqual([
+        'origin-request',
+      ]);
       expect(config(resources).IPV6Enabled).toBe(false);
     });
   }
@@ -586,7 +729,11 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
   it('key-required: per-minute WAF limits per IP and per key (on Authorization), each a 429 with Retry-After and a problem body; no samples', () => {
     const { resources } = synth({ access: ACCESS });
     const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
-    expect(acl.Rules.map((r: any) => r.Name)).toEqual(['isoatlas-rate-per-ip', 'isoatlas-rate-per-key', 'isoatlas-rate-per-key-plus']);
+    expect(acl.Rules.map((r: any) => r.Name)).toEqual([
+      'isoatlas-rate-per-ip',
+      'isoatlas-rate-per-key',
+      'isoatlas-rate-per-key-plus',
+    ]);
     const [ip, key, plus] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
     expect(ip).toEqual({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 1200 });
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 60 });
@@ -596,13 +743,30 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(plus.CustomKeys).toEqual(key.CustomKeys);
     // The default tier's rule counts keyed requests whose id carries no other tier's letter.
     const [has, notPlus] = key.ScopeDownStatement.AndStatement.Statements;
-    expect(has.SizeConstraintStatement).toMatchObject({ FieldToMatch: { SingleHeader: { Name: 'authorization' } }, ComparisonOperator: 'GT', Size: 0 });
-    const inPlus = { RegexMatchStatement: { RegexString: '^bearer isoatlas_p[a-z2-7]{8}_', FieldToMatch: { SingleHeader: { Name: 'authorization' } }, TextTransformations: lowercased } };
+    expect(has.SizeConstraintStatement).toMatchObject({
+      FieldToMatch: { SingleHeader: { Name: 'authorization' } },
+      ComparisonOperator: 'GT',
+      Size: 0,
+    });
+    const inPlus = {
+      RegexMatchStatement: {
+        RegexString: '^bearer isoatlas_p[a-z2-7]{8}_',
+        FieldToMatch: { SingleHeader: { Name: 'authorization' } },
+        TextTransformations: lowercased,
+      },
+    };
     expect(notPlus).toEqual({ NotStatement: { Statement: inPlus } });
     // The plus tier's rule: its own limit, on every key whose id starts with its letter; no sets, no outputs for them.
-    expect(plus).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 600, ScopeDownStatement: inPlus });
+    expect(plus).toMatchObject({
+      AggregateKeyType: 'CUSTOM_KEYS',
+      EvaluationWindowSec: 60,
+      Limit: 600,
+      ScopeDownStatement: inPlus,
+    });
     expect(ofType(resources, 'AWS::WAFv2::RegexPatternSet')).toHaveLength(0);
-    expect(Object.keys(Template.fromStack(synth({ access: ACCESS }).stack).toJSON().Outputs).join()).not.toContain('TierPatternSet');
+    expect(Object.keys(Template.fromStack(synth({ access: ACCESS }).stack).toJSON().Outputs).join()).not.toContain(
+      'TierPatternSet',
+    );
     for (const rule of acl.Rules) {
       const custom = rule.Action.Block.CustomResponse;
       expect(custom.ResponseCode).toBe(429);
@@ -618,21 +782,39 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
   it('open: anonymous requests limited per IP (900/min), keyed ones per IP (24,000/min) and per key (3,000/min); no day limits, so no meter', () => {
     const { resources } = synth({ access: { mode: 'open' } });
     const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
-    expect(acl.Rules.map((r: any) => r.Name)).toEqual(['isoatlas-anonymous-per-ip', 'isoatlas-keyed-per-ip', 'isoatlas-rate-per-key', 'isoatlas-rate-per-key-plus']);
+    expect(acl.Rules.map((r: any) => r.Name)).toEqual([
+      'isoatlas-anonymous-per-ip',
+      'isoatlas-keyed-per-ip',
+      'isoatlas-rate-per-key',
+      'isoatlas-rate-per-key-plus',
+    ]);
     const [anonymous, keyed, key] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
     expect(anonymous).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 900 });
-    expect(anonymous.ScopeDownStatement.NotStatement.Statement.SizeConstraintStatement.FieldToMatch).toEqual({ SingleHeader: { Name: 'authorization' } });
-    expect(keyed).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 24000, ScopeDownStatement: anonymous.ScopeDownStatement.NotStatement.Statement });
-    expect(JSON.parse(acl.CustomResponseBodies[acl.Rules[1].Action.Block.CustomResponse.CustomResponseBodyKey].Content).detail).toContain('24000 requests in a minute from one IP address with API keys');
+    expect(anonymous.ScopeDownStatement.NotStatement.Statement.SizeConstraintStatement.FieldToMatch).toEqual({
+      SingleHeader: { Name: 'authorization' },
+    });
+    expect(keyed).toMatchObject({
+      AggregateKeyType: 'IP',
+      EvaluationWindowSec: 60,
+      Limit: 24000,
+      ScopeDownStatement: anonymous.ScopeDownStatement.NotStatement.Statement,
+    });
+    expect(
+      JSON.parse(acl.CustomResponseBodies[acl.Rules[1].Action.Block.CustomResponse.CustomResponseBodyKey].Content)
+        .detail,
+    ).toContain('24000 requests in a minute from one IP address with API keys');
     // The ceiling follows the config: twice the highest tier's unless set.
-    const raised = only(synth({ access: { mode: 'open', config: { open: { keyed_per_ip: { per_minute: 50000 } } } } }).resources, 'AWS::WAFv2::WebACL')[1].Properties;
+    const raised = only(
+      synth({ access: { mode: 'open', config: { open: { keyed_per_ip: { per_minute: 50000 } } } } }).resources,
+      'AWS::WAFv2::WebACL',
+    )[1].Properties;
     expect(raised.Rules[1].Statement.RateBasedStatement.Limit).toBe(50000);
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', Limit: 3000 });
     expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
     expect(ofType(resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
   });
 
-  it('key-required: the day meter reads the gate\'s log lines and may write counters and the store, nothing more', () => {
+  it("key-required: the day meter reads the gate's log lines and may write counters and the store, nothing more", () => {
     const { resources } = synth({ access: ACCESS });
     const meter = functionWithHandler(resources, 'index.meter');
     // Lambda@Edge stays on Node.js 22 (its newest); the meter is regional and runs the newest Lambda has.
@@ -667,14 +849,22 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     // Invoked asynchronously by CloudWatch Logs: failed deliveries are retried, waiting ones kept
     // as long as Lambda allows.
     const [, invokeConfig] = only(resources, 'AWS::Lambda::EventInvokeConfig');
-    expect(invokeConfig.Properties).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 6 * 3600, Qualifier: '$LATEST' });
-    expect(invokeConfig.Properties.FunctionName).toEqual({ Ref: Object.entries(resources).find(([, r]) => r === meter)![0] });
+    expect(invokeConfig.Properties).toMatchObject({
+      MaximumRetryAttempts: 2,
+      MaximumEventAgeInSeconds: 6 * 3600,
+      Qualifier: '$LATEST',
+    });
+    expect(invokeConfig.Properties.FunctionName).toEqual({
+      Ref: Object.entries(resources).find(([, r]) => r === meter)![0],
+    });
     const [logsId, group] = only(resources, 'AWS::Logs::LogGroup');
     const gateName = only(resources, 'AWS::CloudFront::Function')[1].Properties.Name;
     expect(group.Properties.LogGroupName).toBe(`/aws/cloudfront/function/${gateName}`);
     const [, sub] = only(resources, 'AWS::Logs::SubscriptionFilter');
     expect(sub.Properties).toMatchObject({ LogGroupName: { Ref: logsId }, FilterPattern: '"isoatlas-meter"' });
-    expect(sub.Properties.DestinationArn['Fn::GetAtt'][0]).toBe(Object.entries(resources).find(([, r]) => r === meter)![0]);
+    expect(sub.Properties.DestinationArn['Fn::GetAtt'][0]).toBe(
+      Object.entries(resources).find(([, r]) => r === meter)![0],
+    );
     expect(gateId(resources)).toBeDefined();
     expect(() => synth({ access: { mode: 'key-required' } })).toThrow(/day meter/);
   });
@@ -683,7 +873,9 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     const { resources } = synth({ access: { ...ACCESS, wafLogs: true } });
     const [, logging] = only(resources, 'AWS::WAFv2::LoggingConfiguration');
     expect(logging.Properties.RedactedFields).toEqual([{ SingleHeader: { Name: 'authorization' } }]);
-    const wafGroup = ofType(resources, 'AWS::Logs::LogGroup').find(([, g]) => String(g.Properties.LogGroupName).startsWith('aws-waf-logs-'));
+    const wafGroup = ofType(resources, 'AWS::Logs::LogGroup').find(([, g]) =>
+      String(g.Properties.LogGroupName).startsWith('aws-waf-logs-'),
+    );
     expect(wafGroup).toBeDefined();
     expect(JSON.stringify(logging.Properties.LogDestinationConfigs)).toContain(':log-group:');
     expect(JSON.stringify(logging.Properties.LogDestinationConfigs)).not.toContain(':*');
@@ -701,52 +893,78 @@ describe('guards', () => {
 
   it('outputs bucket, distribution id and domain, the key store (for publish --kvs), and the meter table with access', () => {
     const outputs = (r: Template) => Object.keys(r.toJSON().Outputs ?? {}).sort();
-    expect(outputs(synth().template)).toEqual(expect.arrayContaining(['BucketName', 'DistributionDomainName', 'DistributionId', 'KeyValueStoreArn']));
+    expect(outputs(synth().template)).toEqual(
+      expect.arrayContaining(['BucketName', 'DistributionDomainName', 'DistributionId', 'KeyValueStoreArn']),
+    );
     expect(outputs(synth().template)).not.toContain('MeterTableName');
-    expect(outputs(synth({ access: ACCESS }).template)).toEqual(expect.arrayContaining(['KeyValueStoreArn', 'MeterTableName']));
+    expect(outputs(synth({ access: ACCESS }).template)).toEqual(
+      expect.arrayContaining(['KeyValueStoreArn', 'MeterTableName']),
+    );
   });
 });
 
 describe('npm run synth (infra/app.ts)', () => {
   function run(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
     // Only the settings given here: none of the caller's ISOATLAS_* variables leak in.
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ISOATLAS_') && k !== 'CDK_DEFAULT_ACCOUNT'));
+    const base = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith('ISOATLAS_') && k !== 'CDK_DEFAULT_ACCOUNT'),
+    );
     return new Promise((resolve) => {
-      execFile(join(REPO, 'node_modules/.bin/tsx'), ['infra/app.ts'], { cwd: REPO, env: { ...base, ...env }, timeout: 120_000 }, (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as any).code ?? 1) : 0, stdout, stderr }),
+      execFile(
+        join(REPO, 'node_modules/.bin/tsx'),
+        ['infra/app.ts'],
+        { cwd: REPO, env: { ...base, ...env }, timeout: 120_000 },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as any).code ?? 1) : 0, stdout, stderr }),
       );
     });
   }
-  const template = (outdir: string) => JSON.parse(readFileSync(join(outdir, 'IsoatlasCdn.template.json'), 'utf8')) as { Resources: Resources };
+  const template = (outdir: string) =>
+    JSON.parse(readFileSync(join(outdir, 'IsoatlasCdn.template.json'), 'utf8')) as { Resources: Resources };
 
   it('synthesizes offline into the given directory, with and without access; refuses an unknown arrangement', async () => {
     const plain = join(work, 'synth-plain');
     const keyed = join(work, 'synth-keyed');
     const regional = join(work, 'synth-regional');
     const [a, b, c, d] = await Promise.all([
-      run({ ISOATLAS_CDK_OUT: plain, ISOATLAS_BUCKET: 'isoatlas-synth-test', ISOATLAS_WAF_LIMIT: '3000', ISOATLAS_ACCOUNT: '222222222222' }),
+      run({
+        ISOATLAS_CDK_OUT: plain,
+        ISOATLAS_BUCKET: 'isoatlas-synth-test',
+        ISOATLAS_WAF_LIMIT: '3000',
+        ISOATLAS_ACCOUNT: '222222222222',
+      }),
       run({ ISOATLAS_CDK_OUT: keyed, ISOATLAS_ACCESS: 'key-required' }),
       run({ ISOATLAS_CDK_OUT: join(work, 'synth-refused'), ISOATLAS_ACCESS: 'keyed' }),
       run({ ISOATLAS_CDK_OUT: regional, ISOATLAS_BUCKET_REGION: 'eu-west-1' }),
     ]);
     expect(d.code, d.stderr).toBe(0);
     expect(d.stdout).toMatch(/IsoatlasBucket\.template\.json \(the bucket, in eu-west-1; deploy after IsoatlasCdn\)/);
-    expect(only(JSON.parse(readFileSync(join(regional, 'IsoatlasBucket.template.json'), 'utf8')).Resources, 'AWS::S3::Bucket')[1].Properties.BucketName).toBe('isoatlas-atlas-example');
+    expect(
+      only(
+        JSON.parse(readFileSync(join(regional, 'IsoatlasBucket.template.json'), 'utf8')).Resources,
+        'AWS::S3::Bucket',
+      )[1].Properties.BucketName,
+    ).toBe('isoatlas-atlas-example');
     expect(a.code, a.stderr).toBe(0);
     expect(a.stdout).toMatch(/template .*IsoatlasCdn\.template\.json/);
     expect(a.stdout).toMatch(/edge code .*KiB/);
     const t = template(plain);
     expect(dataBucket(t.Resources)[1].Properties.BucketName).toBe('isoatlas-synth-test');
-    expect(only(t.Resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules[0].Statement.RateBasedStatement.Limit).toBe(3000);
+    expect(only(t.Resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules[0].Statement.RateBasedStatement.Limit).toBe(
+      3000,
+    );
     expect(ofType(t.Resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
-    expect(JSON.stringify(only(t.Resources, 'AWS::Lambda::Function')[1].Properties.Code)).toContain('222222222222-us-east-1');
+    expect(JSON.stringify(only(t.Resources, 'AWS::Lambda::Function')[1].Properties.Code)).toContain(
+      '222222222222-us-east-1',
+    );
     // The staged asset is the bundle app.ts built for the same bucket.
     const asset = readdirSync(plain).find((f) => f.startsWith('asset.'))!;
     expect(readFileSync(join(plain, asset, 'index.js'), 'utf8')).toContain('"isoatlas-synth-test"');
 
     expect(b.code, b.stderr).toBe(0);
     const k = template(keyed);
-    expect(only(k.Resources, 'AWS::CloudFront::Function')[1].Properties.FunctionConfig.Runtime).toBe('cloudfront-js-2.0');
+    expect(only(k.Resources, 'AWS::CloudFront::Function')[1].Properties.FunctionConfig.Runtime).toBe(
+      'cloudfront-js-2.0',
+    );
     expect(ofType(k.Resources, 'AWS::CloudFront::KeyValueStore')).toHaveLength(1);
     expect(functionWithHandler(k.Resources, 'index.meter').Properties.Runtime).toBe('nodejs24.x');
     expect(b.stdout).toMatch(/access +key-required \(key gate \+ KeyValueStore\)/);

@@ -62,7 +62,8 @@ describe('files that do not match the manifest', () => {
     corrupt(treePaths.isoformAliases(0), (t) => t.slice(0, t.length / 2));
     const keys = Object.entries(readAliases(inject('demoTree')).isoforms);
     const statuses = new Set<number>();
-    for (const [key] of keys.filter((_, i) => i % 40 === 0)) statuses.add((await get(`/api/v1/isoforms/${encodeURIComponent(key)}`)).status);
+    for (const [key] of keys.filter((_, i) => i % 40 === 0))
+      statuses.add((await get(`/api/v1/isoforms/${encodeURIComponent(key)}`)).status);
     expect(statuses.has(502)).toBe(true); // names in the damaged shard
     expect(statuses.has(200)).toBe(true); // names in the others
     expect([...statuses].every((s) => s === 200 || s === 502)).toBe(true);
@@ -73,7 +74,10 @@ describe('files that do not match the manifest', () => {
     expect(spawnSync('cp', ['-al', inject('demoTree'), other]).status).toBe(0);
     // The shard and the manifest are rewritten, the edge index (and the hash it lists) left as it was.
     const [path, body] = withAlias(other, 'isoforms', 'planted-name', 'ENST00000006251.11');
-    await rewriteTree(other, { [path]: body, [treePaths.edgeIndex]: readFileSync(join(other, treePaths.edgeIndex), 'utf8') });
+    await rewriteTree(other, {
+      [path]: body,
+      [treePaths.edgeIndex]: readFileSync(join(other, treePaths.edgeIndex), 'utf8'),
+    });
     const served = createHandler({ origin: new LocalTreeOrigin(other) });
     const r = await served(new Request('http://localhost/api/v1/isoforms/planted-name'));
     expect(r.status).toBe(502);

@@ -13,7 +13,11 @@ import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { InputError } from '../build/import/input.js';
 
 const chr22 = (f: string) => join(__dirname, '../data/chr22', f);
-const lines = (path: string) => gunzipSync(readFileSync(path)).toString('utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+const lines = (path: string) =>
+  gunzipSync(readFileSync(path))
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'));
 
 function table(path: string): Record<string, string>[] {
   const [header, ...rows] = lines(path).map((l) => l.split('\t'));
@@ -49,11 +53,15 @@ const record = (id: string) => JSON.parse(readFileSync(join(tree(), treePaths.is
 
 describe('isoform records of the demo release', () => {
   const sets = [
-    { gtf: 'gencode.v38.basic_chr22_corrected.gtf.gz', cls: 'gencode.v38.basic_chr22_classification.txt.gz', faa: 'gencode.v38.basic_chr22_corrected.faa.gz' },
+    {
+      gtf: 'gencode.v38.basic_chr22_corrected.gtf.gz',
+      cls: 'gencode.v38.basic_chr22_classification.txt.gz',
+      faa: 'gencode.v38.basic_chr22_corrected.faa.gz',
+    },
     { gtf: 'UHR_chr22_corrected.gtf.gz', cls: 'UHR_chr22_classification.txt.gz', faa: 'UHR_chr22_corrected.faa.gz' },
   ];
 
-  it("MAPK1-201 carries its 360-aa protein and its 9 exons as the GTF has them, 5′ to 3′", () => {
+  it('MAPK1-201 carries its 360-aa protein and its 9 exons as the GTF has them, 5′ to 3′', () => {
     const iso = record('ENST00000215832.11');
     expect(iso.transcript_name).toBe('MAPK1-201');
     const protein = fasta(chr22(sets[0].faa)).get('ENST00000215832.11')!;
@@ -64,7 +72,15 @@ describe('isoform records of the demo release', () => {
     const expected = [...gtf.exons].sort((a, b) => b[0] - a[0]).map(([start, end]) => ({ start, end }));
     expect(iso.exons).toEqual(expected);
     expect(iso.exons).toHaveLength(9);
-    expect(iso.orf).toEqual({ start: 21769204, end: 21867440, transcript_start: 206, transcript_end: 1288, completeness: 'complete', source: 'sqanti3', noncoding_biotype: false });
+    expect(iso.orf).toEqual({
+      start: 21769204,
+      end: 21867440,
+      transcript_start: 206,
+      transcript_end: 1288,
+      completeness: 'complete',
+      source: 'sqanti3',
+      noncoding_biotype: false,
+    });
     expect(validate('Isoform', iso)).toEqual([]);
   });
 
@@ -78,7 +94,10 @@ describe('isoform records of the demo release', () => {
         const iso = record(row.isoform);
         const gtf = exons.get(row.isoform)!;
         const ordered = [...gtf.exons].sort((a, b) => (gtf.strand === '+' ? a[0] - b[0] : b[0] - a[0]));
-        expect(iso.exons.map((e) => [e.start, e.end]), row.isoform).toEqual(ordered);
+        expect(
+          iso.exons.map((e) => [e.start, e.end]),
+          row.isoform,
+        ).toEqual(ordered);
         expect(iso.exon_count).toBe(ordered.length);
         if (row.coding !== 'coding') {
           expect(iso.protein_sequence, row.isoform).toBeNull();
@@ -97,7 +116,8 @@ describe('isoform records of the demo release', () => {
         });
         const hasStart = row.ORF_seq.startsWith('M');
         const hasStop = row.ORF_seq.endsWith('*');
-        const expected = hasStart && hasStop ? 'complete' : hasStop ? '5prime_partial' : hasStart ? '3prime_partial' : 'internal';
+        const expected =
+          hasStart && hasStop ? 'complete' : hasStop ? '5prime_partial' : hasStart ? '3prime_partial' : 'internal';
         expect(iso.orf!.completeness, row.isoform).toBe(expected);
         completeness.set(expected, (completeness.get(expected) ?? 0) + 1);
         checked++;
@@ -154,7 +174,9 @@ describe('isoform records of the demo release', () => {
     expect(canonical.orf!.completeness).toBe('complete');
     expect(canonical.protein_length).toBe(180);
     // A longer reference ORF exists, but it is 5′ partial.
-    const longer = gene.isoforms.filter((i) => i.source === 'reference' && (i.protein_length ?? 0) > 180).map((i) => record(i.transcript_id));
+    const longer = gene.isoforms
+      .filter((i) => i.source === 'reference' && (i.protein_length ?? 0) > 180)
+      .map((i) => record(i.transcript_id));
     expect(longer.length).toBeGreaterThan(0);
     expect(longer.every((i) => i.orf!.completeness !== 'complete')).toBe(true);
   });
@@ -162,10 +184,14 @@ describe('isoform records of the demo release', () => {
 
 describe('neoantigens read against the served protein', () => {
   it("CECR2's real pVACseq epitopes sit on the residues they claim: their wild type at start, mutated where the file says", () => {
-    const rows = table(join(__dirname, '../data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz')).filter((r) => r.Transcript.startsWith('ENST00000262608.'));
+    const rows = table(join(__dirname, '../data/samples/neoantigens/pvacseq_Test.MHC_I.all_epitopes.tsv.gz')).filter(
+      (r) => r.Transcript.startsWith('ENST00000262608.'),
+    );
     expect(rows.length).toBe(38);
     const iso = record('ENST00000262608.13');
-    const list = JSON.parse(readFileSync(join(tree(), treePaths.neoantigens(iso.transcript_id)), 'utf8')) as NeoantigenListBody;
+    const list = JSON.parse(
+      readFileSync(join(tree(), treePaths.neoantigens(iso.transcript_id)), 'utf8'),
+    ) as NeoantigenListBody;
     const real = list.items.filter((n) => n.provenance === 'real');
     expect(real.length).toBeGreaterThan(0);
     for (const n of real) {
@@ -176,7 +202,9 @@ describe('neoantigens read against the served protein', () => {
       expect(n.mutated_positions).toContain(Number(/\d+/.exec(row['Mutation Position'])![0]));
     }
     // IGLV6-57's "mutant" peptides are its v38 protein: none is served as a neoantigen of it.
-    const iglv = JSON.parse(readFileSync(join(tree(), treePaths.neoantigens('ENST00000390285.4')), 'utf8')) as NeoantigenListBody;
+    const iglv = JSON.parse(
+      readFileSync(join(tree(), treePaths.neoantigens('ENST00000390285.4')), 'utf8'),
+    ) as NeoantigenListBody;
     expect(iglv.items.filter((n) => n.provenance === 'real')).toEqual([]);
   });
 
@@ -187,7 +215,9 @@ describe('neoantigens read against the served protein', () => {
       const protein = record(list.transcript_id).protein_sequence!;
       for (const n of list.items) {
         expect(n.wt_peptide, f).toBe(protein.slice(n.start - 1, n.end));
-        expect(n.mutated_positions).toEqual([...n.peptide].map((aa, k) => (aa === n.wt_peptide![k] ? 0 : k + 1)).filter(Boolean));
+        expect(n.mutated_positions).toEqual(
+          [...n.peptide].map((aa, k) => (aa === n.wt_peptide![k] ? 0 : k + 1)).filter(Boolean),
+        );
       }
     }
   });
@@ -213,19 +243,67 @@ describe('classification and GTF that disagree', () => {
   it('refuses an ORF whose transcript bounds do not land on its genomic ends, naming file, line and column', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-orf-bad-'));
     try {
-      writeFileSync(join(dir, 'ref.gtf'), [
-        'chr1\tX\ttranscript\t101\t400\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1"; gene_name "G1";',
-        'chr1\tX\texon\t101\t200\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1";',
-        'chr1\tX\texon\t301\t400\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1";',
-      ].join('\n') + '\n');
-      const header = ['isoform', 'chrom', 'strand', 'length', 'exons', 'structural_category', 'associated_gene', 'associated_transcript', 'coding', 'ORF_length', 'CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end', 'predicted_NMD', 'ORF_seq'];
+      writeFileSync(
+        join(dir, 'ref.gtf'),
+        [
+          'chr1\tX\ttranscript\t101\t400\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1"; gene_name "G1";',
+          'chr1\tX\texon\t101\t200\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1";',
+          'chr1\tX\texon\t301\t400\t.\t+\t.\ttranscript_id "ENST00000000001.1"; gene_id "ENSG00000000001.1";',
+        ].join('\n') + '\n',
+      );
+      const header = [
+        'isoform',
+        'chrom',
+        'strand',
+        'length',
+        'exons',
+        'structural_category',
+        'associated_gene',
+        'associated_transcript',
+        'coding',
+        'ORF_length',
+        'CDS_start',
+        'CDS_end',
+        'CDS_genomic_start',
+        'CDS_genomic_end',
+        'predicted_NMD',
+        'ORF_seq',
+      ];
       // CDS 11–130 on the transcript is 111–330 on the genome (across the intron), not 111–230.
-      const row = ['ENST00000000001.1', 'chr1', '+', '200', '2', 'full-splice_match', 'ENSG00000000001.1', 'ENST00000000001.1', 'coding', '40', '11', '130', '111', '230', 'FALSE', `M${'A'.repeat(38)}*`];
+      const row = [
+        'ENST00000000001.1',
+        'chr1',
+        '+',
+        '200',
+        '2',
+        'full-splice_match',
+        'ENSG00000000001.1',
+        'ENST00000000001.1',
+        'coding',
+        '40',
+        '11',
+        '130',
+        '111',
+        '230',
+        'FALSE',
+        `M${'A'.repeat(38)}*`,
+      ];
       writeFileSync(join(dir, 'ref.txt'), `${header.join('\t')}\n${row.join('\t')}\n`);
-      writeFileSync(join(dir, 'config.json'), JSON.stringify({ release: 't', date: '2026-11-25', title: 't', assembly: 'GRCh38', reference: { gtf: 'ref.gtf', classification: 'ref.txt', source: 'test' } }));
+      writeFileSync(
+        join(dir, 'config.json'),
+        JSON.stringify({
+          release: 't',
+          date: '2026-11-25',
+          title: 't',
+          assembly: 'GRCh38',
+          reference: { gtf: 'ref.gtf', classification: 'ref.txt', source: 'test' },
+        }),
+      );
       const err = await importCore(loadCoreConfig(join(dir, 'config.json')), join(dir, 'out.sqlite')).catch((e) => e);
       expect(err).toBeInstanceOf(InputError);
-      expect(String(err.message)).toMatch(/ref\.txt:2.*CDS_start.*maps to 111–330.*not to CDS_genomic_start 111–CDS_genomic_end 230/s);
+      expect(String(err.message)).toMatch(
+        /ref\.txt:2.*CDS_start.*maps to 111–330.*not to CDS_genomic_start 111–CDS_genomic_end 230/s,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

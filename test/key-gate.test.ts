@@ -7,7 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_FILE, KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
-import { CURRENT_RELEASE_ENTRY, decodeKeyRecord, encodeKeyRecord, keyEntry, kvsEntries, METER_MARK, meterLine, SECRET_ENTRY } from '../edge/cloudfront/kvs-layout.js';
+import {
+  CURRENT_RELEASE_ENTRY,
+  decodeKeyRecord,
+  encodeKeyRecord,
+  keyEntry,
+  kvsEntries,
+  METER_MARK,
+  meterLine,
+  SECRET_ENTRY,
+} from '../edge/cloudfront/kvs-layout.js';
 import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
 import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
 import { validate } from './helpers/schemas.js';
@@ -51,7 +60,9 @@ async function refusal(result: any, status: number) {
   expect(result.headers['access-control-allow-origin'].value).toBe(CORS_HEADERS['Access-Control-Allow-Origin']);
   // A script may read why it was refused and when to try again, as from the edge's own answers.
   expect(result.headers['access-control-expose-headers'].value).toBe(CORS_HEADERS['Access-Control-Expose-Headers']);
-  expect(result.headers['access-control-expose-headers'].value.split(', ')).toEqual(expect.arrayContaining(['WWW-Authenticate', 'Retry-After']));
+  expect(result.headers['access-control-expose-headers'].value.split(', ')).toEqual(
+    expect.arrayContaining(['WWW-Authenticate', 'Retry-After']),
+  );
   const body = JSON.parse(result.body.data);
   expect(validate('Problem', body)).toEqual([]);
   expect(body.status).toBe(status);
@@ -71,8 +82,12 @@ describe('the key gate source', () => {
 
   it('the harness refuses what the runtime lacks (so the check above can fail)', () => {
     const source = readFileSync(KEY_GATE_FILE, 'utf8');
-    expect(runtimeProblems(source.replace('var body = {', 'var body = { ...{},'))).toContain('uses spread and rest syntax');
-    expect(runtimeProblems(source.replace("import crypto from 'crypto';", "const crypto = require('crypto');")).join()).toContain('require()');
+    expect(runtimeProblems(source.replace('var body = {', 'var body = { ...{},'))).toContain(
+      'uses spread and rest syntax',
+    );
+    expect(
+      runtimeProblems(source.replace("import crypto from 'crypto';", "const crypto = require('crypto');")).join(),
+    ).toContain('require()');
     expect(runtimeProblems(`${source}\nfetch('https://example.org');`).join()).toContain('network access');
     expect(runtimeProblems(`${source}\nPromise.all([]);`).join()).toContain('Promise combinators');
   });
@@ -103,7 +118,12 @@ describe('key-required (B)', () => {
     const f = gate('key-required');
     const forged = standard.key.slice(0, -4) + (standard.key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
     const unknown = standard.key.replace(`_${standard.id}_`, '_aaaaaaaa_');
-    for (const auth of [bearer('not-a-key'), bearer(forged), bearer(unknown), bearer(standard.key.replace(`_${standard.id}_`, `_${standard.id.slice(1)}_`))]) {
+    for (const auth of [
+      bearer('not-a-key'),
+      bearer(forged),
+      bearer(unknown),
+      bearer(standard.key.replace(`_${standard.id}_`, `_${standard.id.slice(1)}_`)),
+    ]) {
       const before = f.hmacs();
       const out = await f.handler(viewerRequest({ authorization: auth }));
       const body = await refusal(out, 401);
@@ -120,7 +140,15 @@ describe('key-required (B)', () => {
 
   it('refuses every other spelling of a key than "Bearer", one space, the key (WAF would count it apart), saying what to send', async () => {
     const f = gate('key-required');
-    for (const auth of ['Bearer', 'Bearer ', `Bearer  ${standard.key}`, `Bearer ${standard.key} `, ` Bearer ${standard.key}`, `Bearer\t${standard.key}`, `Bearer ${standard.key} extra`]) {
+    for (const auth of [
+      'Bearer',
+      'Bearer ',
+      `Bearer  ${standard.key}`,
+      `Bearer ${standard.key} `,
+      ` Bearer ${standard.key}`,
+      `Bearer\t${standard.key}`,
+      `Bearer ${standard.key} extra`,
+    ]) {
       const out = await f.handler(viewerRequest({ authorization: auth }));
       const body = await refusal(out, 401);
       expect(out.headers['www-authenticate'].value, auth).toBe('Bearer realm="isoatlas", error="invalid_request"');
@@ -130,37 +158,65 @@ describe('key-required (B)', () => {
     expect((await f.handler(viewerRequest({ authorization: `BEARER ${standard.key}` }))).statusCode).toBeUndefined();
   });
 
-  it('refuses a lettered key whose letter is not its tier\'s, naming the key and saying to reissue; legacy ids carry no letter and pass', async () => {
-    const { key, record } = await issueKey(keysDir, { name: 'L', affiliation: 'L', use: 'legacy', tier: 'plus', letter: null });
+  it("refuses a lettered key whose letter is not its tier's, naming the key and saying to reissue; legacy ids carry no letter and pass", async () => {
+    const { key, record } = await issueKey(keysDir, {
+      name: 'L',
+      affiliation: 'L',
+      use: 'legacy',
+      tier: 'plus',
+      letter: null,
+    });
     expect(record.id).toHaveLength(8);
-    expect((await gate('key-required').handler(viewerRequest({ authorization: bearer(key) }))).statusCode).toBeUndefined();
+    expect(
+      (await gate('key-required').handler(viewerRequest({ authorization: bearer(key) }))).statusCode,
+    ).toBeUndefined();
     // The plus key's record says standard (a registry edited by hand, or letters changed in the config).
-    const moved = store((e) => e.set(keyEntry(plus.id), encodeKeyRecord({ ...decodeKeyRecord(e.get(keyEntry(plus.id))!)!, tier: 'standard' })));
-    const body = await refusal(await gate('key-required', moved).handler(viewerRequest({ authorization: bearer(plus.key) })), 401);
+    const moved = store((e) =>
+      e.set(keyEntry(plus.id), encodeKeyRecord({ ...decodeKeyRecord(e.get(keyEntry(plus.id))!)!, tier: 'standard' })),
+    );
+    const body = await refusal(
+      await gate('key-required', moved).handler(viewerRequest({ authorization: bearer(plus.key) })),
+      401,
+    );
     expect(body.detail).toContain(`API key ${plus.id} does not carry the letter of its tier (standard)`);
     expect(body.detail).toContain('reissued');
   });
 
   it('refuses a revoked key as revoked, naming when', async () => {
-    const body = await refusal(await gate('key-required').handler(viewerRequest({ authorization: bearer(revoked.key) })), 401);
+    const body = await refusal(
+      await gate('key-required').handler(viewerRequest({ authorization: bearer(revoked.key) })),
+      401,
+    );
     expect(body.detail).toContain(`${revoked.id} was revoked on 2026-11-01`);
   });
 
   it('refuses a key whose day quota is used up with 429 and Retry-After until the store says, then admits it again', async () => {
     const until = Math.floor(Date.parse('2026-11-26T00:00:00Z') / 1000);
-    const exhausted = store((e) => e.set(keyEntry(standard.id), encodeKeyRecord({ ...decodeKeyRecord(e.get(keyEntry(standard.id))!)!, exhausted_until: until })));
+    const exhausted = store((e) =>
+      e.set(
+        keyEntry(standard.id),
+        encodeKeyRecord({ ...decodeKeyRecord(e.get(keyEntry(standard.id))!)!, exhausted_until: until }),
+      ),
+    );
     const out = await gate('key-required', exhausted).handler(viewerRequest({ authorization: bearer(standard.key) }));
     const body = await refusal(out, 429);
     expect(out.headers['retry-after'].value).toBe(String(until - NOW / 1000));
     expect(body.detail).toContain('until 2026-11-26T00:00:00.000Z');
-    const later = await gate('key-required', exhausted, until * 1000 + 1000).handler(viewerRequest({ authorization: bearer(standard.key) }));
+    const later = await gate('key-required', exhausted, until * 1000 + 1000).handler(
+      viewerRequest({ authorization: bearer(standard.key) }),
+    );
     expect(later.statusCode).toBeUndefined();
     // Another key is not affected.
-    expect((await gate('key-required', exhausted).handler(viewerRequest({ authorization: bearer(plus.key) }))).statusCode).toBeUndefined();
+    expect(
+      (await gate('key-required', exhausted).handler(viewerRequest({ authorization: bearer(plus.key) }))).statusCode,
+    ).toBeUndefined();
   });
 
   it('answers 503 (not 401, not a pass) when the store has no secret yet, and never echoes a key pasted into the path', async () => {
-    const out = await gate('key-required', store((e) => e.delete(SECRET_ENTRY))).handler(viewerRequest({ authorization: bearer(standard.key) }));
+    const out = await gate(
+      'key-required',
+      store((e) => e.delete(SECRET_ENTRY)),
+    ).handler(viewerRequest({ authorization: bearer(standard.key) }));
     await refusal(out, 503);
     expect(out.headers['retry-after'].value).toBe('30');
     const pasted = await gate('key-required').handler(viewerRequest({ uri: `/api/v1/genes/${standard.key}` }));
@@ -171,18 +227,33 @@ describe('key-required (B)', () => {
       expect(JSON.parse(out.body.data).instance).toBe('/api/v1/genes/isoatlas_[redacted]');
     }
   });
-
 });
 
 describe('preflights (every arrangement)', () => {
-  const PREFLIGHT = { method: 'OPTIONS', uri: '/releases/2026.11-chr22-demo/structures/PB.1.1.cif', headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'authorization' } };
-  const gates = () => [
-    ['none', loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), new Map(), () => NOW)],
-    ['open', gate('open')],
-    ['key-required', gate('key-required')],
-    // An empty store: the answer needs no secret, key or release from it.
-    ['key-required, empty store', loadCloudFrontFunction(keyGateCode(keyGateSettings(resolveAccessConfig({}, 'key-required'))), new Map(), () => NOW)],
-  ] as const;
+  const PREFLIGHT = {
+    method: 'OPTIONS',
+    uri: '/releases/2026.11-chr22-demo/structures/PB.1.1.cif',
+    headers: {
+      Origin: 'https://example.org',
+      'Access-Control-Request-Method': 'GET',
+      'Access-Control-Request-Headers': 'authorization',
+    },
+  };
+  const gates = () =>
+    [
+      ['none', loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), new Map(), () => NOW)],
+      ['open', gate('open')],
+      ['key-required', gate('key-required')],
+      // An empty store: the answer needs no secret, key or release from it.
+      [
+        'key-required, empty store',
+        loadCloudFrontFunction(
+          keyGateCode(keyGateSettings(resolveAccessConfig({}, 'key-required'))),
+          new Map(),
+          () => NOW,
+        ),
+      ],
+    ] as const;
 
   it('are answered by the gate itself: 204, no key needed, nothing sent on to an origin, nothing metered', async () => {
     for (const [mode, f] of gates()) {
@@ -193,7 +264,10 @@ describe('preflights (every arrangement)', () => {
         expect(out.headers['access-control-allow-headers'].value, mode).toMatch(/\bAuthorization\b/);
       }
       // A key sent with an OPTIONS request is neither checked nor refused.
-      expect((await f.handler(viewerRequest({ ...PREFLIGHT, authorization: 'Bearer not-a-key' }))).statusCode, mode).toBe(204);
+      expect(
+        (await f.handler(viewerRequest({ ...PREFLIGHT, authorization: 'Bearer not-a-key' }))).statusCode,
+        mode,
+      ).toBe(204);
       expect(f.logs, mode).toEqual([]);
     }
   });
@@ -208,7 +282,9 @@ describe('preflights (every arrangement)', () => {
     for (const [mode, f] of gates()) {
       const out = await f.handler(viewerRequest(PREFLIGHT));
       expect(out.statusCode, mode).toBe(served.status);
-      expect(Object.fromEntries(Object.entries<any>(out.headers).map(([name, h]) => [name, h.value])), mode).toEqual(expected);
+      expect(Object.fromEntries(Object.entries<any>(out.headers).map(([name, h]) => [name, h.value])), mode).toEqual(
+        expected,
+      );
     }
   });
 });
@@ -226,19 +302,38 @@ describe('open (A)', () => {
   it('never downgrades a bad key to anonymous: malformed, forged and revoked keys are refused', async () => {
     const f = gate('open');
     await refusal(await f.handler(viewerRequest({ authorization: bearer('isoatlas_abcdefgh_short') })), 401);
-    await refusal(await f.handler(viewerRequest({ authorization: bearer(standard.key.slice(0, -1) + (standard.key.endsWith('A') ? 'B' : 'A')) })), 401);
+    await refusal(
+      await f.handler(
+        viewerRequest({ authorization: bearer(standard.key.slice(0, -1) + (standard.key.endsWith('A') ? 'B' : 'A')) }),
+      ),
+      401,
+    );
     await refusal(await f.handler(viewerRequest({ authorization: bearer(revoked.key) })), 401);
   });
 
   it('meters the tiers that have a day limit in the config', async () => {
-    const config = resolveAccessConfig({ open: { anonymous_per_ip: { per_minute: 900 }, tiers: { standard: { per_minute: 3000, per_day: 100000 }, plus: { per_minute: 12000 } } } }, 'open');
-    expect(keyGateSettings(config)).toMatchObject({ mode: 'open', metered: ['standard'], letters: { standard: 's', plus: 'p' }, api: '/api/v1/' });
+    const config = resolveAccessConfig(
+      {
+        open: {
+          anonymous_per_ip: { per_minute: 900 },
+          tiers: { standard: { per_minute: 3000, per_day: 100000 }, plus: { per_minute: 12000 } },
+        },
+      },
+      'open',
+    );
+    expect(keyGateSettings(config)).toMatchObject({
+      mode: 'open',
+      metered: ['standard'],
+      letters: { standard: 's', plus: 'p' },
+      api: '/api/v1/',
+    });
   });
 });
 
 describe('the release (every arrangement)', () => {
   const withRelease = () => store((e) => e.set(CURRENT_RELEASE_ENTRY, '2026.12-test'));
-  const none = (entries: Map<string, string>) => loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), entries, () => NOW);
+  const none = (entries: Map<string, string>) =>
+    loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), entries, () => NOW);
 
   it('names the current release in an API request that names none, as default_release (links do not carry it), so it is part of the cache key', async () => {
     for (const f of [none(withRelease()), gate('open', withRelease())]) {
@@ -246,7 +341,9 @@ describe('the release (every arrangement)', () => {
       expect(out.statusCode).toBeUndefined();
       expect(out.querystring).toEqual({ [DEFAULT_RELEASE_PARAM]: { value: '2026.12-test' } });
     }
-    const keyed = await gate('key-required', withRelease()).handler(viewerRequest({ authorization: bearer(standard.key) }));
+    const keyed = await gate('key-required', withRelease()).handler(
+      viewerRequest({ authorization: bearer(standard.key) }),
+    );
     expect(keyed.querystring).toEqual({ [DEFAULT_RELEASE_PARAM]: { value: '2026.12-test' } });
   });
 

@@ -29,7 +29,13 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'isoatlas-spelling-'));
   keysDir = join(work, 'keys');
   const issue = async (tier: string, letter?: null) => {
-    const { key, record } = await issueKey(keysDir, { name: 'T', affiliation: 'T', use: 'spelling tests', tier, letter });
+    const { key, record } = await issueKey(keysDir, {
+      name: 'T',
+      affiliation: 'T',
+      use: 'spelling tests',
+      tier,
+      letter,
+    });
     return { key, id: record.id };
   };
   keys.plus = await issue('plus');
@@ -41,7 +47,11 @@ beforeAll(async () => {
   await bundleMeter({ outDir: meter });
   for (const mode of ['open', 'key-required'] as const) {
     const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
-    const stack = new IsoatlasCdnStack(app, `Spelling-${mode}`, { bucketName: 'isoatlas-spelling', edgeCodeDir: edge, access: { mode, meterCodeDir: meter } });
+    const stack = new IsoatlasCdnStack(app, `Spelling-${mode}`, {
+      bucketName: 'isoatlas-spelling',
+      edgeCodeDir: edge,
+      access: { mode, meterCodeDir: meter },
+    });
     templates.set(mode, Template.fromStack(stack).toJSON());
   }
 });
@@ -92,7 +102,9 @@ async function gateAdmits(mode: AccessMode, key: string): Promise<(string | stri
       expect(out.statusCode, JSON.stringify(s)).toBe(401);
       expect(out.headers['content-type'].value).toBe('application/problem+json');
       // A refusal says what to send.
-      expect(JSON.parse(out.body.data).detail, JSON.stringify(s)).toMatch(/Authorization: Bearer <key>|Authorization header|malformed or unknown/);
+      expect(JSON.parse(out.body.data).detail, JSON.stringify(s)).toMatch(
+        /Authorization: Bearer <key>|Authorization header|malformed or unknown/,
+      );
     }
   }
   return admitted;
@@ -104,9 +116,11 @@ const perKeyRules = (template: any) =>
     (r: any) => r.Statement.RateBasedStatement.AggregateKeyType === 'CUSTOM_KEYS',
   );
 const ruleNamed = (template: any, name: string) =>
-  (Object.values(template.Resources).find((r: any) => r.Type === 'AWS::WAFv2::WebACL') as any).Properties.Rules.find((r: any) => r.Name === name);
+  (Object.values(template.Resources).find((r: any) => r.Type === 'AWS::WAFv2::WebACL') as any).Properties.Rules.find(
+    (r: any) => r.Name === name,
+  );
 
-describe('the gate and the local server admit the same single spelling of a key, up to the scheme\'s case', () => {
+describe("the gate and the local server admit the same single spelling of a key, up to the scheme's case", () => {
   for (const mode of ['open', 'key-required'] as const) {
     it(`${mode}: the gate admits "Bearer" in any case, one space, the key; nothing else`, async () => {
       for (const which of ['plus', 'standard', 'legacyPlus'] as const) {
@@ -117,17 +131,27 @@ describe('the gate and the local server admit the same single spelling of a key,
     });
   }
 
-  it('the server\'s parser gives the key for exactly the spellings the gate admits', async () => {
+  it("the server's parser gives the key for exactly the spellings the gate admits", async () => {
     const { key } = keys.plus;
     const admitted = await gateAdmits('key-required', key);
-    const parsed = spellings(key).filter((s) => typeof s === 'string' && (bearerToken(s) as { token?: string }).token === key);
+    const parsed = spellings(key).filter(
+      (s) => typeof s === 'string' && (bearerToken(s) as { token?: string }).token === key,
+    );
     expect(parsed).toEqual(admitted);
   });
 
   it('the server as a whole admits exactly those of the spellings that reach it as sent', async () => {
     const config = resolveAccessConfig({}, 'key-required');
-    const registry = { description: 'registry', lookup: async (id: string) => loadRegistry(keysDir).keys.find((k) => k.id === id) ?? null };
-    const access = new AccessControl({ config, store: new MemoryQuotaStore(), keys: registry, secret: await importServerSecret(readSecret(keysDir, { create: false })!) });
+    const registry = {
+      description: 'registry',
+      lookup: async (id: string) => loadRegistry(keysDir).keys.find((k) => k.id === id) ?? null,
+    };
+    const access = new AccessControl({
+      config,
+      store: new MemoryQuotaStore(),
+      keys: registry,
+      secret: await importServerSecret(readSecret(keysDir, { create: false })!),
+    });
     const { key } = keys.plus;
     const admitted = await gateAdmits('key-required', key);
     let reached = 0;
@@ -145,7 +169,7 @@ describe('the gate and the local server admit the same single spelling of a key,
   });
 });
 
-describe('every admitted spelling of a key is one WAF count, under its tier\'s rule', () => {
+describe("every admitted spelling of a key is one WAF count, under its tier's rule", () => {
   for (const mode of ['open', 'key-required'] as const) {
     it(`${mode}: one aggregation value per key, distinct between keys, and the tier rule its id names`, async () => {
       const template = templates.get(mode);
@@ -153,15 +177,24 @@ describe('every admitted spelling of a key is one WAF count, under its tier\'s r
       expect(rules.length).toBe(2); // the default tier's and plus's
       const config = GATE_CONFIG(mode);
       const plusRule = `isoatlas-rate-per-key-plus`;
-      const expectedRule = { plus: plusRule, standard: 'isoatlas-rate-per-key', legacyPlus: 'isoatlas-rate-per-key' } as const;
+      const expectedRule = {
+        plus: plusRule,
+        standard: 'isoatlas-rate-per-key',
+        legacyPlus: 'isoatlas-rate-per-key',
+      } as const;
       const valuesByKey = new Map<string, Set<string>>();
       for (const which of ['plus', 'standard', 'legacyPlus'] as const) {
         const admitted = await gateAdmits(mode, keys[which].key);
         const values = new Set<string>();
         for (const s of admitted) {
-          const counted = rules.map((r: any) => [r.Name, aggregationKey(r.Statement.RateBasedStatement, headersOf(s))]).filter(([, v]: any) => v !== null);
+          const counted = rules
+            .map((r: any) => [r.Name, aggregationKey(r.Statement.RateBasedStatement, headersOf(s))])
+            .filter(([, v]: any) => v !== null);
           // Exactly one per-key rule counts it: its tier's (legacy ids: the default tier's).
-          expect(counted.map(([name]: any) => name), `${which} ${s}`).toEqual([expectedRule[which]]);
+          expect(
+            counted.map(([name]: any) => name),
+            `${which} ${s}`,
+          ).toEqual([expectedRule[which]]);
           values.add(counted[0][1]);
         }
         expect([...values], which).toHaveLength(1);
@@ -175,7 +208,10 @@ describe('every admitted spelling of a key is one WAF count, under its tier\'s r
 
   it('the check can fail: without the lowercase transformation the admitted spellings are four counts', async () => {
     const rule = ruleNamed(templates.get('open'), 'isoatlas-rate-per-key-plus').Statement.RateBasedStatement;
-    const raw = { ...rule, CustomKeys: [{ Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }] };
+    const raw = {
+      ...rule,
+      CustomKeys: [{ Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }],
+    };
     const admitted = await gateAdmits('open', keys.plus.key);
     expect(new Set(admitted.map((s) => aggregationKey(raw, headersOf(s)))).size).toBe(4);
   });
@@ -187,7 +223,12 @@ describe('every admitted spelling of a key is one WAF count, under its tier\'s r
     const config = GATE_CONFIG('open');
     expect(keyed.Limit).toBe(config.open.keyed_per_ip.per_minute);
     expect(keyed.Limit).toBe(2 * Math.max(...Object.values(config.open.tiers).map((t) => t.per_minute!)));
-    for (const s of [`Bearer ${keys.plus.key}`, `bearer ${keys.standard.key}`, `Bearer  ${keys.legacyPlus.key}`, 'Basic eDp5']) {
+    for (const s of [
+      `Bearer ${keys.plus.key}`,
+      `bearer ${keys.standard.key}`,
+      `Bearer  ${keys.legacyPlus.key}`,
+      'Basic eDp5',
+    ]) {
       expect(aggregationKey(keyed, headersOf(s)), s).toBe('ip:198.51.100.7');
       expect(aggregationKey(anonymous, headersOf(s)), s).toBeNull();
     }
@@ -196,12 +237,14 @@ describe('every admitted spelling of a key is one WAF count, under its tier\'s r
     expect(ruleNamed(templates.get('key-required'), 'isoatlas-keyed-per-ip')).toBeUndefined();
   });
 
-  it('a tier\'s regex is fixed: it names no key, and matches any number of its keys but no other tier\'s or legacy ids', async () => {
+  it("a tier's regex is fixed: it names no key, and matches any number of its keys but no other tier's or legacy ids", async () => {
     const template = templates.get('key-required');
     const plus = ruleNamed(template, 'isoatlas-rate-per-key-plus').Statement.RateBasedStatement.ScopeDownStatement;
     expect(plus.RegexMatchStatement.RegexString).not.toContain(keys.plus.id);
     expect(JSON.stringify(template)).not.toContain('RegexPatternSet');
-    const more = await Promise.all(Array.from({ length: 20 }, () => issueKey(keysDir, { name: 'M', affiliation: 'M', use: 'many', tier: 'plus' })));
+    const more = await Promise.all(
+      Array.from({ length: 20 }, () => issueKey(keysDir, { name: 'M', affiliation: 'M', use: 'many', tier: 'plus' })),
+    );
     for (const { key } of more) expect(matches(plus, headersOf(`Bearer ${key}`))).toBe(true);
     expect(matches(plus, headersOf(`Bearer ${keys.standard.key}`))).toBe(false);
     expect(matches(plus, headersOf(`Bearer ${keys.legacyPlus.key}`))).toBe(false);

@@ -17,13 +17,19 @@ import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-func
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ARN = 'arn:aws:cloudfront::111111111111:key-value-store/0b3d2c54-1a7e-4d6f-9d33-2f1c5a0b9e11';
-const AWS_ENV = { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', AWS_REGION: 'us-east-1' };
+const AWS_ENV = {
+  AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+  AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
+  AWS_REGION: 'us-east-1',
+};
 let kvs: FakeKvs;
 let keysDir: string;
 
 const cli = async (...args: string[]) => {
   try {
-    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { env: { ...process.env, ...AWS_ENV, ISOATLAS_KEY_SECRET: '' } });
+    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+      env: { ...process.env, ...AWS_ENV, ISOATLAS_KEY_SECRET: '' },
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err: any) {
     return { code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string };
@@ -37,18 +43,24 @@ beforeAll(async () => {
 });
 afterAll(() => kvs.close());
 
-const gate = () => loadCloudFrontFunction(keyGateCode(keyGateSettings(resolveAccessConfig({}, 'key-required'))), kvs.entries);
+const gate = () =>
+  loadCloudFrontFunction(keyGateCode(keyGateSettings(resolveAccessConfig({}, 'key-required'))), kvs.entries);
 
 describe('keys publish --kvs', () => {
   let key: string;
   let id: string;
 
   it('writes every key and the secret, signed with SigV4A, and the gate then admits the key', async () => {
-    ({ key, record: { id } } = await issueKey(keysDir, { name: 'A', affiliation: 'B', use: 'tests', tier: 'standard' }));
+    ({
+      key,
+      record: { id },
+    } = await issueKey(keysDir, { name: 'A', affiliation: 'B', use: 'tests', tier: 'standard' }));
     await issueKey(keysDir, { name: 'C', affiliation: 'D', use: 'tests', tier: 'plus' });
     const r = await cli('keys', 'publish', '--kvs', ARN, '--endpoint', kvs.url, '--keys-dir', keysDir);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout + r.stderr).toMatch(/published 2 keys to arn:aws:cloudfront::111111111111:key-value-store\/\S+: 3 written, 0 removed, 0 unchanged/);
+    expect(r.stdout + r.stderr).toMatch(
+      /published 2 keys to arn:aws:cloudfront::111111111111:key-value-store\/\S+: 3 written, 0 removed, 0 unchanged/,
+    );
     expect(kvs.entries).toEqual(kvsEntries(loadRegistry(keysDir).keys, readSecret(keysDir, { create: false })!));
     expect(kvs.entries.get(SECRET_ENTRY)).toMatch(/^[0-9a-f]{64}$/);
     expect(new Set(kvs.requests.map((q) => q.algorithm))).toEqual(new Set(['AWS4-ECDSA-P256-SHA256']));
@@ -72,7 +84,10 @@ describe('keys publish --kvs', () => {
     const marked = { ...decodeKeyRecord(kvs.entries.get(keyEntry(other.id))!)!, exhausted_until: 1_800_000_000 };
     kvs.entries.set(keyEntry(other.id), encodeKeyRecord(marked));
     kvs.entries.set('someone-else', 'x');
-    kvs.entries.set(keyEntry('zzzzzzzz'), encodeKeyRecord({ hash: '0'.repeat(64), tier: 'standard', revoked_at: null, exhausted_until: 0 }));
+    kvs.entries.set(
+      keyEntry('zzzzzzzz'),
+      encodeKeyRecord({ hash: '0'.repeat(64), tier: 'standard', revoked_at: null, exhausted_until: 0 }),
+    );
     kvs.conflictNext(2);
     const r = await publishKeys(await kvsClient(kvs.url), ARN, keysDir);
     expect(r).toEqual({ keys: 3, put: 1, deleted: 1, unchanged: 3 });
@@ -86,13 +101,35 @@ describe('keys publish --kvs', () => {
     const bad = await cli('keys', 'publish', '--kvs', 'isoatlas-keys', '--keys-dir', keysDir);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--kvs must be a KeyValueStore ARN/);
-    const empty = await cli('keys', 'publish', '--kvs', ARN, '--endpoint', kvs.url, '--keys-dir', mkdtempSync(join(tmpdir(), 'isoatlas-nokeys-')));
+    const empty = await cli(
+      'keys',
+      'publish',
+      '--kvs',
+      ARN,
+      '--endpoint',
+      kvs.url,
+      '--keys-dir',
+      mkdtempSync(join(tmpdir(), 'isoatlas-nokeys-')),
+    );
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/no key secret in .*issue a key first/);
     // WAF reads tiers from key ids now: the pattern-set option is gone, and saying so is the answer.
-    const waf = await cli('keys', 'publish', '--kvs', ARN, '--endpoint', kvs.url, '--keys-dir', keysDir, '--waf-tier', 'plus=arn:aws:wafv2:us-east-1:111111111111:global/regexpatternset/x/y');
+    const waf = await cli(
+      'keys',
+      'publish',
+      '--kvs',
+      ARN,
+      '--endpoint',
+      kvs.url,
+      '--keys-dir',
+      keysDir,
+      '--waf-tier',
+      'plus=arn:aws:wafv2:us-east-1:111111111111:global/regexpatternset/x/y',
+    );
     expect(waf.code).toBe(2);
-    expect(waf.stderr).toMatch(/--waf-tier is no longer needed: WAF reads the tier from the letter in a key id.*drop the option/);
+    expect(waf.stderr).toMatch(
+      /--waf-tier is no longer needed: WAF reads the tier from the letter in a key id.*drop the option/,
+    );
   });
 
   it('warns about keys of a tier other than the default issued before tiers had letters, and `keys list` marks them legacy', async () => {

@@ -24,7 +24,8 @@ let revoked: string;
 const secrets: string[] = [];
 
 /** Percent-decoded, leniently: an encoded key is still the key. */
-const percentDecode = (text: string) => text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+const percentDecode = (text: string) =>
+  text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 const secretOf = (key: string) => key.slice('isoatlas_'.length + 9);
 function remember(...keys: string[]) {
   for (const k of keys) secrets.push(k, secretOf(k));
@@ -33,11 +34,16 @@ function remember(...keys: string[]) {
 beforeAll(async () => {
   keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-keys-logs-'));
   delete process.env.ISOATLAS_KEY_SECRET;
-  valid = (await issueKey(keysDir, { name: 'Log', affiliation: 'Lab', use: 'log hygiene tests', tier: 'standard' })).key;
-  revoked = (await issueKey(keysDir, { name: 'Log', affiliation: 'Lab', use: 'log hygiene tests', tier: 'standard' })).key;
+  valid = (await issueKey(keysDir, { name: 'Log', affiliation: 'Lab', use: 'log hygiene tests', tier: 'standard' }))
+    .key;
+  revoked = (await issueKey(keysDir, { name: 'Log', affiliation: 'Lab', use: 'log hygiene tests', tier: 'standard' }))
+    .key;
   await revokeKey(keysDir, keyId(revoked)!);
   remember(valid, revoked);
-  server = await startServer({ dir: inject('demoTree'), extraArgs: ['--access', 'key-required', '--keys-dir', keysDir] });
+  server = await startServer({
+    dir: inject('demoTree'),
+    extraArgs: ['--access', 'key-required', '--keys-dir', keysDir],
+  });
 });
 afterAll(async () => {
   await server?.stop();
@@ -64,17 +70,29 @@ describe('keys in requests, against a real server', () => {
       { path: '/genes/PRR5', headers: { Authorization: `Bearer ${unknownId}` }, expect: 401 },
       { path: '/genes/PRR5', headers: { Authorization: `Bearer ${valid}x` }, expect: 401 },
       { path: '/genes/PRR5', headers: { Authorization: `Bearer ${valid.slice(0, -1)}` }, expect: 401 },
-      { path: '/genes/PRR5', headers: { Authorization: `Basic ${Buffer.from(`user:${valid}`).toString('base64')}` }, expect: 401 },
+      {
+        path: '/genes/PRR5',
+        headers: { Authorization: `Basic ${Buffer.from(`user:${valid}`).toString('base64')}` },
+        expect: 401,
+      },
       { path: '/genes/PRR5', headers: { Authorization: `Bearer ${valid} ${valid}` }, expect: 401 },
       { path: '/genes/PRR5', headers: { Authorization: valid }, expect: 401 },
       { path: `/genes/PRR5?api_key=${valid}`, headers: { Authorization: `Bearer ${valid}` }, expect: 400 },
       { path: `/genes/PRR5?api_key=${enc(valid)}`, headers: { Authorization: `Bearer ${valid}` }, expect: 400 },
       { path: `/genes/${valid}`, headers: { Authorization: `Bearer ${valid}` }, expect: 404 },
       { path: `/genes/${enc(valid)}`, headers: { Authorization: `Bearer ${valid}` }, expect: 404 },
-      { path: `/genes/${encodeAll(valid)}/isoforms?offset=${encodeAll(valid)}`, headers: { Authorization: `Bearer ${valid}` }, expect: 400 },
+      {
+        path: `/genes/${encodeAll(valid)}/isoforms?offset=${encodeAll(valid)}`,
+        headers: { Authorization: `Bearer ${valid}` },
+        expect: 400,
+      },
       { path: `/${valid}`, headers: { Authorization: `Bearer ${valid}` }, expect: 404 },
       { path: `/genes/PRR5`, headers: { 'X-Api-Key': valid, 'If-None-Match': `"${valid}"` }, expect: 401 },
-      { path: `/genes/PRR5`, headers: { Authorization: `Bearer ${valid}`, 'If-None-Match': `"${valid}"` }, expect: 200 },
+      {
+        path: `/genes/PRR5`,
+        headers: { Authorization: `Bearer ${valid}`, 'If-None-Match': `"${valid}"` },
+        expect: 200,
+      },
     ];
     for (const r of requests) {
       const res = await fetch(`${server.api}${r.path}`, { headers: r.headers, redirect: 'manual' });
@@ -94,7 +112,11 @@ describe('keys in requests, against a real server', () => {
 
   it('an unexpected error whose message holds a key is logged redacted, and its 500 says nothing', async () => {
     // A quota store failing with a plain Error (a bug; not wrapped in fail-open) that quotes a key.
-    const store = { description: 'broken', hit: () => Promise.reject(new Error(`counter broke for ${valid}`)), undo: async () => {} };
+    const store = {
+      description: 'broken',
+      hit: () => Promise.reject(new Error(`counter broke for ${valid}`)),
+      undo: async () => {},
+    };
     const access = new AccessControl({ config: resolveAccessConfig({}, 'open'), store, keys: null, secret: null });
     const handler = createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
     const logged: string[] = [];
@@ -109,7 +131,11 @@ describe('keys in requests, against a real server', () => {
     }
     // One JSON line (the handler's default logger), its error's message and stack redacted.
     const line = JSON.parse(logged.find((l) => l.includes('"event":"unexpected_error"'))!);
-    expect(line).toMatchObject({ level: 'error', msg: 'unexpected error', err: { message: 'counter broke for isoatlas_[redacted]' } });
+    expect(line).toMatchObject({
+      level: 'error',
+      msg: 'unexpected error',
+      err: { message: 'counter broke for isoatlas_[redacted]' },
+    });
     expect(line.err.stack).toContain('isoatlas_[redacted]');
     for (const s of secrets) expect(logged.join('\n').includes(s)).toBe(false);
   });
@@ -117,9 +143,15 @@ describe('keys in requests, against a real server', () => {
   it('the run-wide scan: finds a key (and a piece of one) in a log file, reports only its id, ignores redacted keys', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-keyscan-'));
     try {
-      writeFileSync(join(dir, 'clean.log'), `GET /api/v1/genes/isoatlas_[redacted] 404 1.0ms\nkey ${keyId(valid)} refused\n`);
+      writeFileSync(
+        join(dir, 'clean.log'),
+        `GET /api/v1/genes/isoatlas_[redacted] 404 1.0ms\nkey ${keyId(valid)} refused\n`,
+      );
       expect(scanForKeys(dir)).toEqual([]);
-      writeFileSync(join(dir, 'leaky.log'), `ok\nAuthorization: Bearer ${valid}\nfirst part ${valid.slice(0, 40).replace(/_/g, '%5F')}\n`);
+      writeFileSync(
+        join(dir, 'leaky.log'),
+        `ok\nAuthorization: Bearer ${valid}\nfirst part ${valid.slice(0, 40).replace(/_/g, '%5F')}\n`,
+      );
       const findings = scanForKeys(dir);
       expect(findings).toEqual([
         { file: 'leaky.log', line: 2, id: keyId(valid) },

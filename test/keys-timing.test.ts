@@ -6,7 +6,14 @@
 // measurement noisy in either direction; a real leak shows in every one, so a check passes when the
 // least of a few independent measurements is under the bound (the control must exceed it in all).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { importServerSecret, generateKey, hashKey, keyId, keyMatches, newServerSecret } from '../edge/access/key-format.js';
+import {
+  importServerSecret,
+  generateKey,
+  hashKey,
+  keyId,
+  keyMatches,
+  newServerSecret,
+} from '../edge/access/key-format.js';
 import { AccessControl } from '../edge/access/control.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
@@ -88,7 +95,9 @@ describe('timing of the key check', () => {
     expect(await keyMatches(secret, key, record.hash)).toBe(true);
     expect(await keyMatches(secret, allButLast, record.hash)).toBe(false);
     const seen = await measure((c) => keyMatches(secret, c, record.hash), [noneRight, allButLast]);
-    console.log(`keyMatches paired difference per attempt: ${seen.map(([r]) => `${(r * 100).toFixed(1)} %`).join(', ')}`);
+    console.log(
+      `keyMatches paired difference per attempt: ${seen.map(([r]) => `${(r * 100).toFixed(1)} %`).join(', ')}`,
+    );
     expect(least(seen)[0]).toBeLessThan(MAX_RELATIVE);
   });
 
@@ -116,14 +125,22 @@ describe('timing of the key check', () => {
     };
     const config = resolveAccessConfig({ key_required: { per_ip: { per_minute: 100_000_000 } } }, 'key-required');
     const access = new AccessControl({ config, store: new MemoryQuotaStore(), keys: registry, secret });
-    const check = (candidate: string) => access.decide(new Request('http://x/api/v1/release', { headers: { Authorization: `Bearer ${candidate}` } }), '192.0.2.7');
+    const check = (candidate: string) =>
+      access.decide(
+        new Request('http://x/api/v1/release', { headers: { Authorization: `Bearer ${candidate}` } }),
+        '192.0.2.7',
+      );
 
     expect((await check(key)).denied).toBeNull();
     expect((await check(allButLast)).denied?.status).toBe(401);
     // A well-formed key whose id is not in the registry is checked against a dummy hash: same work.
-    const unknownId = flat(`isoatlas_${record.id === 'saaaaaaaa' ? 'sbbbbbbbb' : 'saaaaaaaa'}_${key.slice(SECRET_START)}`);
+    const unknownId = flat(
+      `isoatlas_${record.id === 'saaaaaaaa' ? 'sbbbbbbbb' : 'saaaaaaaa'}_${key.slice(SECRET_START)}`,
+    );
     const seen = await measure(check, [noneRight, allButLast, unknownId]);
-    console.log(`AccessControl.check paired differences per attempt: ${seen.map((a) => a.map((r) => `${(r * 100).toFixed(1)} %`).join(' / ')).join(', ')}`);
+    console.log(
+      `AccessControl.check paired differences per attempt: ${seen.map((a) => a.map((r) => `${(r * 100).toFixed(1)} %`).join(' / ')).join(', ')}`,
+    );
     const [allBut, unknown] = least(seen);
     expect(allBut).toBeLessThan(MAX_RELATIVE);
     expect(unknown).toBeLessThan(MAX_RELATIVE);

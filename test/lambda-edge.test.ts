@@ -27,7 +27,12 @@ let bundle: EdgeBundle;
 let handler: LambdaHandler;
 const tree = () => inject('demoTree');
 
-function event(uri: string, querystring = '', method = 'GET', extraHeaders: Record<string, string> = {}): CloudFrontRequestEvent {
+function event(
+  uri: string,
+  querystring = '',
+  method = 'GET',
+  extraHeaders: Record<string, string> = {},
+): CloudFrontRequestEvent {
   const headers: CloudFrontRequestEvent['Records'][0]['cf']['request']['headers'] = {
     // At origin-request CloudFront sets Host to the origin's domain; the stack forwards no viewer Host.
     host: [{ key: 'Host', value: 'isoatlas-test-bucket.s3.us-east-1.amazonaws.com' }],
@@ -38,7 +43,12 @@ function event(uri: string, querystring = '', method = 'GET', extraHeaders: Reco
     Records: [
       {
         cf: {
-          config: { distributionDomainName: 'd111111abcdef8.cloudfront.net', distributionId: 'EDFDVBD6EXAMPLE', eventType: 'origin-request', requestId: 'test' },
+          config: {
+            distributionDomainName: 'd111111abcdef8.cloudfront.net',
+            distributionId: 'EDFDVBD6EXAMPLE',
+            eventType: 'origin-request',
+            requestId: 'test',
+          },
           request: { clientIp: '203.0.113.178', method, uri, querystring, headers },
         },
       },
@@ -66,7 +76,11 @@ beforeAll(async () => {
   // from the Lambda runtime.
   mkdirSync(join(__dirname, '../.isoatlas'), { recursive: true });
   dir = mkdtempSync(join(__dirname, '../.isoatlas/edge-bundle-'));
-  bundle = await bundleEdge({ outDir: dir, originBaseUrl: `http://127.0.0.1:${port}/`, structureBaseUrl: 'https://structures.example.org' });
+  bundle = await bundleEdge({
+    outDir: dir,
+    originBaseUrl: `http://127.0.0.1:${port}/`,
+    structureBaseUrl: 'https://structures.example.org',
+  });
   handler = createRequire(import.meta.url)(bundle.file).handler as LambdaHandler;
 });
 
@@ -167,11 +181,16 @@ describe('CloudFront at viewer request, then the origin: the key gate in front o
   let key: string;
   let gate: ReturnType<typeof loadCloudFrontFunction>;
   /** What CloudFront does: the key gate on the viewer request, then (if it passed) the origin request. */
-  const through = async (uri: string, authorization?: string): Promise<CloudFrontResultResponse | { statusCode: number }> => {
+  const through = async (
+    uri: string,
+    authorization?: string,
+  ): Promise<CloudFrontResultResponse | { statusCode: number }> => {
     const out = await gate.handler(viewerRequest({ uri, authorization }));
     if (out.statusCode) return out;
     expect(out.headers.authorization).toBeUndefined(); // the key goes no further than the gate
-    const headers = Object.fromEntries(Object.entries(out.headers as Record<string, { value: string }>).map(([k, v]) => [k, v.value]));
+    const headers = Object.fromEntries(
+      Object.entries(out.headers as Record<string, { value: string }>).map(([k, v]) => [k, v.value]),
+    );
     return handler(event(out.uri, '', out.method, headers));
   };
 

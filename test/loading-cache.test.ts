@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { LoadingCache } from '../edge/loading-cache.js';
 
 /** Loads `key` into the cache with the given weight; resolves to the value. */
-const load = (cache: LoadingCache<string>, key: string, weight = 10) => cache.get(key, async () => ({ value: `value of ${key}`, weight }));
+const load = (cache: LoadingCache<string>, key: string, weight = 10) =>
+  cache.get(key, async () => ({ value: `value of ${key}`, weight }));
 
 const kept = (cache: LoadingCache<string>, keys: string[]) => keys.filter((k) => cache.peek(k) !== undefined);
 

@@ -16,7 +16,10 @@ const KEY = 'isoatlas_abcdefgh_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ab';
 
 function captured(settings: Parameters<typeof createLogger>[0] = {}) {
   const lines: string[] = [];
-  const logger = createLogger({ ...settings, destination: { write: (text: string) => void lines.push(...text.split('\n').filter(Boolean)) } });
+  const logger = createLogger({
+    ...settings,
+    destination: { write: (text: string) => void lines.push(...text.split('\n').filter(Boolean)) },
+  });
   return { logger, lines };
 }
 
@@ -28,13 +31,22 @@ describe('createLogger', () => {
     logger.error('an error');
     expect(lines).toHaveLength(2);
     const [warn, error] = lines.map((l) => JSON.parse(l));
-    expect(warn).toEqual({ level: 'warn', time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), event: 'kept', n: 1, msg: 'a warning' });
+    expect(warn).toEqual({
+      level: 'warn',
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      event: 'kept',
+      n: 1,
+      msg: 'a warning',
+    });
     expect(error).toMatchObject({ level: 'error', msg: 'an error' });
   });
 
   it('redacts keys anywhere in a line (message, fields, error stacks) and credential headers by path', () => {
     const { logger, lines } = captured({ level: 'trace' });
-    logger.info({ headers: { authorization: `Bearer ${KEY}`, cookie: 'session=1', accept: 'application/json' } }, 'headers');
+    logger.info(
+      { headers: { authorization: `Bearer ${KEY}`, cookie: 'session=1', accept: 'application/json' } },
+      'headers',
+    );
     logger.info({ request: { headers: { authorization: 'Bearer x' } } }, 'nested headers');
     logger.warn({ path: `/api/v1/genes/${KEY.replace(/_/g, '%5F')}` }, `asked for ${KEY}`);
     logger.error({ err: new Error(`store broke on ${KEY}`) }, 'failed');
@@ -68,11 +80,25 @@ describe("the handler's default logger (Lambda@Edge)", () => {
       console.error = error;
     }
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0])).toEqual({ level: 'error', time: expect.stringMatching(/Z$/), path: '/x/isoatlas_[redacted]', msg: 'unexpected error' });
+    expect(JSON.parse(lines[0])).toEqual({
+      level: 'error',
+      time: expect.stringMatching(/Z$/),
+      path: '/x/isoatlas_[redacted]',
+      msg: 'unexpected error',
+    });
   });
 
   it('the Lambda@Edge entry imports neither pino nor the server', async () => {
-    const r = await build({ entryPoints: [join(ROOT, 'edge/lambda-entry.ts')], bundle: true, write: false, metafile: true, platform: 'node', format: 'cjs', external: ['@aws-sdk/*'], logLevel: 'silent' });
+    const r = await build({
+      entryPoints: [join(ROOT, 'edge/lambda-entry.ts')],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: 'node',
+      format: 'cjs',
+      external: ['@aws-sdk/*'],
+      logLevel: 'silent',
+    });
     const inputs = Object.keys(r.metafile.inputs);
     expect(inputs.some((p) => p.includes('edge/handler-log.ts'))).toBe(true);
     expect(inputs.filter((p) => /node_modules\/(pino|sonic-boom|thread-stream)\/|edge\/server\//.test(p))).toEqual([]);
@@ -83,7 +109,11 @@ describe('one-shot commands', () => {
   const keys = (args: string[]) => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-log-format-'));
     try {
-      return spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'keys', 'list', '--keys-dir', dir, ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+      return spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'keys', 'list', '--keys-dir', dir, ...args], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -100,8 +130,13 @@ describe('one-shot commands', () => {
     const r = keys(['--log-format', 'json']);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('');
-    const lines = r.stderr.trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines).toEqual([{ level: 'info', time: expect.any(String), msg: expect.stringMatching(/^no keys in \S+registry\.json$/) }]);
+    const lines = r.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines).toEqual([
+      { level: 'info', time: expect.any(String), msg: expect.stringMatching(/^no keys in \S+registry\.json$/) },
+    ]);
   });
 
   it('--log-level warn: info messages are dropped', () => {

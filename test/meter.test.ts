@@ -11,11 +11,25 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, type QueryCommandOutput } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  type GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  type QueryCommandOutput,
+} from '@aws-sdk/client-dynamodb';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { decodeKeyRecord, keyEntry, kvsEntries, METER_MARK, meterLine } from '../edge/cloudfront/kvs-layout.js';
-import { countDelivery, createMeter, METER_TABLE_KEY, METER_TABLE_SORT_KEY, parseDelivery, type LogsSubscriptionEvent } from '../edge/cloudfront/meter.js';
+import {
+  countDelivery,
+  createMeter,
+  METER_TABLE_KEY,
+  METER_TABLE_SORT_KEY,
+  parseDelivery,
+  type LogsSubscriptionEvent,
+} from '../edge/cloudfront/meter.js';
 import { issueKey, loadRegistry, readSecret } from '../build/keys/registry.js';
 import { kvsClient } from '../build/keys/commands.js';
 import { publishToStore } from '../build/keys/kvs.js';
@@ -27,18 +41,33 @@ const NOW = Date.parse('2026-11-25T15:30:00Z');
 const TODAY = '2026-11-25';
 const YESTERDAY = Date.parse('2026-11-24T12:00:00Z');
 const MIDNIGHT = Date.parse('2026-11-26T00:00:00Z') / 1000;
-const CONFIG = resolveAccessConfig({ key_required: { per_ip: { per_minute: 1200 }, tiers: { standard: { per_minute: 60, per_day: 5 }, plus: { per_minute: 600, per_day: 100000 } } } }, 'key-required');
+const CONFIG = resolveAccessConfig(
+  {
+    key_required: {
+      per_ip: { per_minute: 1200 },
+      tiers: { standard: { per_minute: 60, per_day: 5 }, plus: { per_minute: 600, per_day: 100000 } },
+    },
+  },
+  'key-required',
+);
 
 let nextEventId = 1;
 /** A CloudWatch Logs subscription delivery of these messages; its events' ids are new. */
-function delivery(messages: { at: number; message: string }[], o: { messageType?: string; logStream?: string; ids?: string[] } = {}): LogsSubscriptionEvent {
+function delivery(
+  messages: { at: number; message: string }[],
+  o: { messageType?: string; logStream?: string; ids?: string[] } = {},
+): LogsSubscriptionEvent {
   const payload = {
     messageType: o.messageType ?? 'DATA_MESSAGE',
     owner: '111111111111',
     logGroup: '/aws/cloudfront/function/IsoatlasCdn-key-gate',
     logStream: o.logStream ?? '2026/11/25/[$LATEST]0123456789abcdef',
     subscriptionFilters: ['IsoatlasCdn-MeterSubscription'],
-    logEvents: messages.map((m, i) => ({ id: o.ids?.[i] ?? String(nextEventId++).padStart(56, '3'), timestamp: m.at, message: m.message })),
+    logEvents: messages.map((m, i) => ({
+      id: o.ids?.[i] ?? String(nextEventId++).padStart(56, '3'),
+      timestamp: m.at,
+      message: m.message,
+    })),
   };
   return { awslogs: { data: gzipSync(JSON.stringify(payload)).toString('base64') } };
 }
@@ -64,7 +93,11 @@ const env = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_
 /** A key issued and published now, so each test counts from zero. */
 async function freshKey(tier: string): Promise<Key> {
   const { key, record } = await issueKey(keysDir, { name: 'M', affiliation: 'M', use: 'meter tests', tier });
-  await publishToStore(await kvsClient(kvs.url), ARN, kvsEntries(loadRegistry(keysDir).keys, readSecret(keysDir, { create: false })!));
+  await publishToStore(
+    await kvsClient(kvs.url),
+    ARN,
+    kvsEntries(loadRegistry(keysDir).keys, readSecret(keysDir, { create: false })!),
+  );
   return { key, id: record.id, tier };
 }
 
@@ -73,7 +106,10 @@ beforeAll(async () => {
   process.env.AWS_SECRET_ACCESS_KEY = 'test';
   db = dynalite({ createTableMs: 0 });
   await new Promise<void>((ok) => db.listen(0, '127.0.0.1', () => ok()));
-  dynamo = new DynamoDBClient({ endpoint: `http://127.0.0.1:${(db.address() as AddressInfo).port}`, region: 'us-east-1' });
+  dynamo = new DynamoDBClient({
+    endpoint: `http://127.0.0.1:${(db.address() as AddressInfo).port}`,
+    region: 'us-east-1',
+  });
   await dynamo.send(
     new CreateTableCommand({
       TableName: 'meter',
@@ -123,7 +159,14 @@ async function stored(id: string, day = TODAY): Promise<{ total: number; estimat
   let start: QueryCommandOutput['LastEvaluatedKey'];
   do {
     const page: QueryCommandOutput = await dynamo.send(
-      new QueryCommand({ TableName: 'meter', KeyConditionExpression: '#k = :k', ExpressionAttributeNames: { '#k': METER_TABLE_KEY }, ExpressionAttributeValues: { ':k': { S: `${id}:${day}` } }, ConsistentRead: true, ExclusiveStartKey: start }),
+      new QueryCommand({
+        TableName: 'meter',
+        KeyConditionExpression: '#k = :k',
+        ExpressionAttributeNames: { '#k': METER_TABLE_KEY },
+        ExpressionAttributeValues: { ':k': { S: `${id}:${day}` } },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
     );
     for (const item of page.Items ?? []) {
       if (item[METER_TABLE_SORT_KEY].S === 'estimate') estimate = Number(item.hits.N);
@@ -158,7 +201,10 @@ describe('reading a delivery', () => {
     const counts = countDelivery(
       delivery([
         line(a),
-        { at: NOW, message: `EDFDVBD6EXAMPLE 4TyzHTaYWb1GX1qTfsHhEqV6HUDd_BzoBZnwfnvQc_1oF26ClkoUSEQ== ${meterLine('abcdefgh', 'standard')}` },
+        {
+          at: NOW,
+          message: `EDFDVBD6EXAMPLE 4TyzHTaYWb1GX1qTfsHhEqV6HUDd_BzoBZnwfnvQc_1oF26ClkoUSEQ== ${meterLine('abcdefgh', 'standard')}`,
+        },
         line(a, Date.parse('2026-11-24T23:59:59Z')),
         untiered('zyxwvuts'),
         line({ id: 'pzyxwvuts', tier: 'plus one' }), // nine characters: an id that carries a tier letter
@@ -178,12 +224,19 @@ describe('reading a delivery', () => {
 
   it('names a delivery by its log stream and event ids: the same for a replay, another for any other delivery', () => {
     const msgs = [line(standard), line(plus)];
-    const ids = ['31953106606966983378809025079804211143289615424298221568', '31953106606966983378809025079804211143289615424298221569'];
+    const ids = [
+      '31953106606966983378809025079804211143289615424298221568',
+      '31953106606966983378809025079804211143289615424298221569',
+    ];
     const one = delivery(msgs, { ids });
     expect(parseDelivery(one).id).toBe(parseDelivery(one).id);
     expect(parseDelivery(delivery([...msgs].reverse(), { ids: [...ids].reverse() })).id).toBe(parseDelivery(one).id);
-    expect(parseDelivery(delivery(msgs, { ids: [ids[0], ids[0].replace(/8$/, '7')] })).id).not.toBe(parseDelivery(one).id);
-    expect(parseDelivery(delivery(msgs, { ids, logStream: '2026/11/25/[$LATEST]fedcba9876543210' })).id).not.toBe(parseDelivery(one).id);
+    expect(parseDelivery(delivery(msgs, { ids: [ids[0], ids[0].replace(/8$/, '7')] })).id).not.toBe(
+      parseDelivery(one).id,
+    );
+    expect(parseDelivery(delivery(msgs, { ids, logStream: '2026/11/25/[$LATEST]fedcba9876543210' })).id).not.toBe(
+      parseDelivery(one).id,
+    );
   });
 });
 
@@ -191,7 +244,9 @@ describe('the day meter', () => {
   it('marks a key used up when its day count reaches the tier limit; the gate then answers 429 until midnight UTC', async () => {
     const { run, logged } = await meter();
     expect(await run(delivery(lines(standard, 3)))).toEqual({ counted: 3, exhausted: [] });
-    expect((await gate().handler(viewerRequest({ authorization: `Bearer ${standard.key}` }))).statusCode).toBeUndefined();
+    expect(
+      (await gate().handler(viewerRequest({ authorization: `Bearer ${standard.key}` }))).statusCode,
+    ).toBeUndefined();
     // Two deliveries at once (CloudWatch Logs may invoke concurrently): the counts add up exactly.
     const both = await Promise.all([run(delivery([line(standard)])), run(delivery([line(standard), line(plus)]))]);
     expect(both.reduce((n, r) => n + r.counted, 0)).toBe(3);
@@ -206,7 +261,9 @@ describe('the day meter', () => {
     // The other key, another tier, is untouched; after midnight the key is admitted again.
     expect((await gate().handler(viewerRequest({ authorization: `Bearer ${plus.key}` }))).statusCode).toBeUndefined();
     expect(exhaustedUntil(plus.id)).toBe(0);
-    expect((await gate(MIDNIGHT * 1000 + 1).handler(viewerRequest({ authorization: `Bearer ${standard.key}` }))).statusCode).toBeUndefined();
+    expect(
+      (await gate(MIDNIGHT * 1000 + 1).handler(viewerRequest({ authorization: `Bearer ${standard.key}` }))).statusCode,
+    ).toBeUndefined();
   });
 
   it('counts the same delivery once, however often it is processed', async () => {
@@ -270,7 +327,9 @@ describe('the day meter', () => {
     const [p, s] = [await freshKey('plus'), await freshKey('standard')];
     const { run } = await meter();
     const sizes = [1, 2, 3, 4, 5, 6, 7, 8];
-    const results = await Promise.all(sizes.map((n, i) => run(delivery([...lines(p, n), ...(i < 5 ? [line(s)] : [])]))));
+    const results = await Promise.all(
+      sizes.map((n, i) => run(delivery([...lines(p, n), ...(i < 5 ? [line(s)] : [])]))),
+    );
     expect(results.reduce((n, r) => n + r.counted, 0)).toBe(36 + 5);
     expect(await stored(p.id)).toEqual({ total: 36, estimate: 36 });
     expect(await stored(s.id)).toEqual({ total: 5, estimate: 5 });
@@ -282,9 +341,15 @@ describe('the day meter', () => {
     const k = await freshKey('standard');
     const { run } = await meter();
     expect(await run(delivery([untiered(k.id), untiered(k.id)]))).toEqual({ counted: 2, exhausted: [] });
-    expect(await run(delivery([untiered(k.id), untiered(k.id), untiered(k.id)]))).toEqual({ counted: 3, exhausted: [k.id] });
+    expect(await run(delivery([untiered(k.id), untiered(k.id), untiered(k.id)]))).toEqual({
+      counted: 3,
+      exhausted: [k.id],
+    });
     expect(exhaustedUntil(k.id)).toBe(MIDNIGHT);
-    expect(await run(delivery(Array.from({ length: 6 }, () => untiered('qqqqqqqq'))))).toEqual({ counted: 6, exhausted: [] });
+    expect(await run(delivery(Array.from({ length: 6 }, () => untiered('qqqqqqqq'))))).toEqual({
+      counted: 6,
+      exhausted: [],
+    });
     expect(kvs.entries.has(keyEntry('qqqqqqqq'))).toBe(false);
   });
 

@@ -14,11 +14,10 @@ import { dirname, join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { mirror, parseMirrorSource, type MirrorRecord } from '../edge/mirror/mirror.js';
 import { writeManifest } from '../build/render/manifest.js';
-import { shardOf } from '../edge/contract/shards.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store-layout.js';
 import { DEFAULT_GRACE_HOURS } from '../build/publish/grace.js';
-import { edgeIndex, readAliases, readManifest as readShardedManifest } from './helpers/tree.js';
+import { readAliases, readManifest as readShardedManifest } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';
 import { withoutRelease } from './helpers/pinned.js';
@@ -38,8 +37,8 @@ function readManifest(dir: string): Manifest {
   return { release: index.release, entries, shards: index.shards };
 }
 /** The manifest shards of `to` that `from` does not have byte for byte: what a sync downloads. */
-const newShards = (from: Manifest, to: Manifest) => to.shards.filter((s, i) => from.shards[i]?.sha256 !== s.sha256);
-const sizeOf = (entries: ManifestEntry[]) => entries.reduce((sum, e) => sum + e.size, 0);
+const _newShards = (from: Manifest, to: Manifest) => to.shards.filter((s, i) => from.shards[i]?.sha256 !== s.sha256);
+const _sizeOf = (entries: ManifestEntry[]) => entries.reduce((sum, e) => sum + e.size, 0);
 
 /** A static file server over a stack of directories (the first holding a path wins), counting
  * requests per path; paths can be made to fail (500), hang (never answered) or serve a wrong body. */
@@ -124,7 +123,10 @@ function objectsOf(m: Manifest, manifestBytes: Buffer): Map<string, number> {
 }
 
 /** Objects of `dir` that are missing or do not hash to their name, and objects no release needs. */
-function verifyStore(dir: string, ...releases: Map<string, number>[]): { wrong: string[]; missing: string[]; extra: string[] } {
+function verifyStore(
+  dir: string,
+  ...releases: Map<string, number>[]
+): { wrong: string[]; missing: string[]; extra: string[] } {
   const needed = new Map(releases.flatMap((r) => [...r]));
   const wrong: string[] = [];
   const missing: string[] = [];
@@ -133,15 +135,30 @@ function verifyStore(dir: string, ...releases: Map<string, number>[]): { wrong: 
     if (!existsSync(file)) missing.push(sha);
     else if (sha256(readFileSync(file)) !== sha) wrong.push(sha);
   }
-  const extra = fg.sync('objects/**', { cwd: dir }).map((p) => p.slice('objects/'.length).replace('/', '')).filter((sha) => !needed.has(sha));
+  const extra = fg
+    .sync('objects/**', { cwd: dir })
+    .map((p) => p.slice('objects/'.length).replace('/', ''))
+    .filter((sha) => !needed.has(sha));
   return { wrong, missing, extra };
 }
 const whole = { wrong: [], missing: [], extra: [] };
-const retired = (dir: string) => (JSON.parse(readFileSync(join(dir, 'releases.json'), 'utf8')) as { retired: { release: string }[] }).retired.map((r) => r.release);
-const held = (dir: string) => (JSON.parse(readFileSync(join(dir, 'releases.json'), 'utf8')) as { releases: { release: string }[] }).releases.map((r) => r.release);
+const retired = (dir: string) =>
+  (JSON.parse(readFileSync(join(dir, 'releases.json'), 'utf8')) as { retired: { release: string }[] }).retired.map(
+    (r) => r.release,
+  );
+const held = (dir: string) =>
+  (JSON.parse(readFileSync(join(dir, 'releases.json'), 'utf8')) as { releases: { release: string }[] }).releases.map(
+    (r) => r.release,
+  );
 
-function runCli(args: string[], onSpawn?: (kill: () => void) => void): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+function runCli(
+  args: string[],
+  onSpawn?: (kill: () => void) => void,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   child.stdout!.resume();
@@ -149,7 +166,11 @@ function runCli(args: string[], onSpawn?: (kill: () => void) => void): Promise<{
   return new Promise((ok) => child.once('exit', (code, signal) => ok({ code, signal, stderr })));
 }
 
-async function withServer<T>(dir: string, use: (server: RunningServer) => Promise<T>, extraArgs: string[] = []): Promise<T> {
+async function withServer<T>(
+  dir: string,
+  use: (server: RunningServer) => Promise<T>,
+  extraArgs: string[] = [],
+): Promise<T> {
   const server = await startServer({ dir, extraArgs });
   try {
     return await use(server);
@@ -200,7 +221,10 @@ beforeAll(async () => {
 
   published = join(work, 'published');
   for (const [sha] of objectsA) {
-    const path = sha === sha256(manifestBytesA) ? treePaths.manifest : [...manifestA.entries, ...manifestA.shards].find((e) => e.sha256 === sha)!.path;
+    const path =
+      sha === sha256(manifestBytesA)
+        ? treePaths.manifest
+        : [...manifestA.entries, ...manifestA.shards].find((e) => e.sha256 === sha)!.path;
     mkdirSync(dirname(join(published, objectKey(sha))), { recursive: true });
     symlinkSync(join(demo(), path), join(published, objectKey(sha)));
   }
@@ -221,15 +245,22 @@ afterAll(async () => {
 function writePointer(manifestSha: string) {
   const release = { release: PUBLISHED_RELEASE, manifest_sha256: manifestSha, published_at: new Date().toISOString() };
   writeFileSync(join(published, 'current.json'), JSON.stringify({ format: 2, ...release, previous: null }));
-  writeFileSync(join(published, 'releases.json'), JSON.stringify({ format: 2, releases: [release], pending: [], retired: [] }));
+  writeFileSync(
+    join(published, 'releases.json'),
+    JSON.stringify({ format: 2, releases: [release], pending: [], retired: [] }),
+  );
 }
 
 describe('isoatlas mirror', () => {
   it('parses sources: http(s) base URLs and s3://bucket[/prefix]; anything else is a usage error', () => {
-    expect(parseMirrorSource('https://cdn.example.org/atlas/')).toEqual({ kind: 'http', base: 'https://cdn.example.org/atlas' });
+    expect(parseMirrorSource('https://cdn.example.org/atlas/')).toEqual({
+      kind: 'http',
+      base: 'https://cdn.example.org/atlas',
+    });
     expect(parseMirrorSource('s3://bucket')).toEqual({ kind: 's3', bucket: 'bucket', prefix: '' });
     expect(parseMirrorSource('s3://bucket/atlas')).toEqual({ kind: 's3', bucket: 'bucket', prefix: 'atlas/' });
-    for (const bad of ['ftp://example.org/x', 's3://', 'example.org', '/srv/tree']) expect(() => parseMirrorSource(bad), bad).toThrow(/expected an http\(s\) base URL or s3:/);
+    for (const bad of ['ftp://example.org/x', 's3://', 'example.org', '/srv/tree'])
+      expect(() => parseMirrorSource(bad), bad).toThrow(/expected an http\(s\) base URL or s3:/);
   });
 
   it('first sync of a tree root stores every object once, verified, records its source, and is served by `isoatlas serve`', async () => {
@@ -238,7 +269,14 @@ describe('isoatlas mirror', () => {
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false });
     console.log(`first sync: ${s.fetched} objects, ${(s.bytes / 1e6).toFixed(1)} MB in ${s.seconds.toFixed(2)} s`);
     const bytes = [...objectsA.values()].reduce((a, b) => a + b, 0);
-    expect(s).toMatchObject({ release: manifestA.release, releases: [manifestA.release], fetched: objectsA.size, reused: 0, removed: 0, bytes });
+    expect(s).toMatchObject({
+      release: manifestA.release,
+      releases: [manifestA.release],
+      fetched: objectsA.size,
+      reused: 0,
+      removed: 0,
+      bytes,
+    });
     expect(verifyStore(mirrorDir, objectsA)).toEqual(whole);
     // One request per distinct object (files with the same bytes are fetched once), and the probe for a pointer.
     expect(origin.requests.size).toBe(objectsA.size + 1);
@@ -259,14 +297,21 @@ describe('isoatlas mirror', () => {
       expect(redirect.headers.get('location')).toBe(`/releases/${manifestA.release}/structures/${id}.cif`);
       const cif = await fetch(`${server.base}${redirect.headers.get('location')}`);
       expect(cif.status).toBe(200);
-      expect(Buffer.from(await cif.arrayBuffer()).equals(readFileSync(join(demo(), treePaths.structureFile(id))))).toBe(true);
+      expect(Buffer.from(await cif.arrayBuffer()).equals(readFileSync(join(demo(), treePaths.structureFile(id))))).toBe(
+        true,
+      );
     });
   });
 
   it('a second sync with nothing changed downloads only the pointer probe and manifest.json', async () => {
     origin.reset();
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false });
-    expect(s).toMatchObject({ release: manifestA.release, fetched: 0, reused: objectsA.size, bytes: manifestBytesA.length });
+    expect(s).toMatchObject({
+      release: manifestA.release,
+      fetched: 0,
+      reused: objectsA.size,
+      bytes: manifestBytesA.length,
+    });
     expect(origin.requested()).toEqual({ 'current.json': 1, 'manifest.json': 1 });
   });
 
@@ -282,7 +327,16 @@ describe('isoatlas mirror', () => {
     origin.reset();
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false });
     expect(s).toMatchObject({ fetched: 2, reused: objectsA.size - 2 });
-    expect(origin.requested()).toEqual(Object.fromEntries([['current.json', 1], ['manifest.json', 1], [junked.path, 1], [flipped.path, 1]].sort()));
+    expect(origin.requested()).toEqual(
+      Object.fromEntries(
+        [
+          ['current.json', 1],
+          ['manifest.json', 1],
+          [junked.path, 1],
+          [flipped.path, 1],
+        ].sort(),
+      ),
+    );
     expect(verifyStore(mirrorDir, objectsA)).toEqual(whole);
   });
 
@@ -292,16 +346,37 @@ describe('isoatlas mirror', () => {
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false });
     const added = [...objectsB.keys()].filter((sha) => !objectsA.has(sha));
     console.log(`incremental sync: ${s.fetched} fetched, ${s.reused} reused, ${origin.total()} requests`);
-    expect(s).toMatchObject({ release: manifestB.release, releases: [manifestA.release, manifestB.release], fetched: added.length, removed: 0 });
+    expect(s).toMatchObject({
+      release: manifestB.release,
+      releases: [manifestA.release, manifestB.release],
+      fetched: added.length,
+      removed: 0,
+    });
     expect(origin.total()).toBe(added.length + 1); // manifest.json is one of them
     expect(verifyStore(mirrorDir, objectsA, objectsB)).toEqual(whole);
     await withServer(mirrorDir, async (server) => {
-      const gene = (query: string) => fetch(`${server.api}/genes/${changed[0].split('/').pop()!.replace('.json', '')}${query}`).then(async (r) => ({ release: r.headers.get(RELEASE_HEADER), body: await r.text() }));
-      expect(await gene('')).toEqual({ release: manifestB.release, body: readFileSync(join(treeB, changed[0]), 'utf8') });
+      const gene = (query: string) =>
+        fetch(`${server.api}/genes/${changed[0].split('/').pop()!.replace('.json', '')}${query}`).then(async (r) => ({
+          release: r.headers.get(RELEASE_HEADER),
+          body: await r.text(),
+        }));
+      expect(await gene('')).toEqual({
+        release: manifestB.release,
+        body: readFileSync(join(treeB, changed[0]), 'utf8'),
+      });
       const pinned = await gene(`?release=${manifestA.release}`);
-      expect({ ...pinned, body: withoutRelease(pinned.body, manifestA.release) }).toEqual({ release: manifestA.release, body: readFileSync(join(demo(), changed[0]), 'utf8') });
-      const listed = (await (await fetch(`${server.api}/releases`)).json()) as { current: string; releases: { release: string }[] };
-      expect(listed).toMatchObject({ current: manifestB.release, releases: [{ release: manifestA.release }, { release: manifestB.release }] });
+      expect({ ...pinned, body: withoutRelease(pinned.body, manifestA.release) }).toEqual({
+        release: manifestA.release,
+        body: readFileSync(join(demo(), changed[0]), 'utf8'),
+      });
+      const listed = (await (await fetch(`${server.api}/releases`)).json()) as {
+        current: string;
+        releases: { release: string }[];
+      };
+      expect(listed).toMatchObject({
+        current: manifestB.release,
+        releases: [{ release: manifestA.release }, { release: manifestB.release }],
+      });
     });
   });
 
@@ -312,7 +387,11 @@ describe('isoatlas mirror', () => {
     origin.corrupt.set(bad.path, Buffer.from(readFileSync(join(treeB, bad.path), 'utf8').replace(/"/g, "'")));
     origin.reset();
     try {
-      await expect(mirror({ from: origin.base, to: dir, progress: false })).rejects.toThrow(new RegExp(`^${bad.path.replace(/\./g, '\\.')}: downloaded \\d+ bytes with sha256 [0-9a-f]{64}, but the manifest lists sha256 ${bad.sha256}`));
+      await expect(mirror({ from: origin.base, to: dir, progress: false })).rejects.toThrow(
+        new RegExp(
+          `^${bad.path.replace(/\./g, '\\.')}: downloaded \\d+ bytes with sha256 [0-9a-f]{64}, but the manifest lists sha256 ${bad.sha256}`,
+        ),
+      );
     } finally {
       origin.corrupt.clear();
     }
@@ -343,14 +422,20 @@ describe('isoatlas mirror', () => {
     const dir = join(work, 'mirror-store');
     writePointer('0'.repeat(64));
     origin.reset();
-    await expect(mirror({ from: `${origin.base}/`, to: dir, progress: false })).rejects.toThrow(/^manifest\.json: downloaded \d+ bytes with sha256 [0-9a-f]{64}, but the manifest lists sha256 0{64}; the source does not serve a whole isoatlas release/);
+    await expect(mirror({ from: `${origin.base}/`, to: dir, progress: false })).rejects.toThrow(
+      /^manifest\.json: downloaded \d+ bytes with sha256 [0-9a-f]{64}, but the manifest lists sha256 0{64}; the source does not serve a whole isoatlas release/,
+    );
 
     writePointer(sha256(manifestBytesA));
     origin.reset();
     const s = await mirror({ from: `${origin.base}/`, to: dir, progress: false });
     expect(s).toMatchObject({ release: PUBLISHED_RELEASE, releases: [PUBLISHED_RELEASE] });
     // Every request is for the pointer, the history or an object named by its sha256.
-    expect(Object.keys(origin.requested()).every((p) => p === 'current.json' || p === 'releases.json' || /^objects\/[0-9a-f]{2}\/[0-9a-f]{62}$/.test(p))).toBe(true);
+    expect(
+      Object.keys(origin.requested()).every(
+        (p) => p === 'current.json' || p === 'releases.json' || /^objects\/[0-9a-f]{2}\/[0-9a-f]{62}$/.test(p),
+      ),
+    ).toBe(true);
     expect(verifyStore(dir, objectsA)).toEqual(whole);
   });
 
@@ -364,15 +449,25 @@ describe('isoatlas mirror', () => {
       mirrorDir,
       async (server) => {
         const s = await mirror({ from: server.base, to: chained, progress: false, releases: [manifestA.release] });
-        expect(s).toMatchObject({ release: manifestB.release, releases: [manifestA.release, manifestB.release], fetched: new Set([...objectsA.keys(), ...objectsB.keys()]).size, waited: 0 });
+        expect(s).toMatchObject({
+          release: manifestB.release,
+          releases: [manifestA.release, manifestB.release],
+          fetched: new Set([...objectsA.keys(), ...objectsB.keys()]).size,
+          waited: 0,
+        });
       },
       ['--access-config', config, '--keys-dir', join(work, 'keys')],
     );
-    expect(readFileSync(join(chained, 'current.json')).equals(readFileSync(join(mirrorDir, 'current.json')))).toBe(true);
-    expect(readFileSync(join(chained, 'releases.json')).equals(readFileSync(join(mirrorDir, 'releases.json')))).toBe(true);
+    expect(readFileSync(join(chained, 'current.json')).equals(readFileSync(join(mirrorDir, 'current.json')))).toBe(
+      true,
+    );
+    expect(readFileSync(join(chained, 'releases.json')).equals(readFileSync(join(mirrorDir, 'releases.json')))).toBe(
+      true,
+    );
     const objects = (dir: string) => fg.sync('objects/**', { cwd: dir }).sort();
     expect(objects(chained)).toEqual(objects(mirrorDir));
-    for (const path of objects(chained)) expect(readFileSync(join(chained, path)).equals(readFileSync(join(mirrorDir, path))), path).toBe(true);
+    for (const path of objects(chained))
+      expect(readFileSync(join(chained, path)).equals(readFileSync(join(mirrorDir, path))), path).toBe(true);
   });
 
   it('--keep 1 retires the previous release: its objects stay for the grace period, as gc keeps them, then go; asking for an unknown release is a usage error', async () => {
@@ -393,14 +488,28 @@ describe('isoatlas mirror', () => {
     // The clean-up is gc's: a minute before the grace period ends nothing goes, a minute after it
     // the retired release's objects and its entry do.
     const at = (ms: number) => () => new Date(Date.now() + ms);
-    const within = await mirror({ from: origin.base, to: mirrorDir, progress: false, keep: 1, now: at(DEFAULT_GRACE_HOURS * 3_600_000 - 60_000) });
+    const within = await mirror({
+      from: origin.base,
+      to: mirrorDir,
+      progress: false,
+      keep: 1,
+      now: at(DEFAULT_GRACE_HOURS * 3_600_000 - 60_000),
+    });
     expect(within.removed).toBe(0);
     expect(verifyStore(mirrorDir, objectsA, objectsB)).toEqual(whole);
-    const after = await mirror({ from: origin.base, to: mirrorDir, progress: false, keep: 1, now: at(DEFAULT_GRACE_HOURS * 3_600_000 + 60_000) });
+    const after = await mirror({
+      from: origin.base,
+      to: mirrorDir,
+      progress: false,
+      keep: 1,
+      now: at(DEFAULT_GRACE_HOURS * 3_600_000 + 60_000),
+    });
     expect(after).toMatchObject({ releases: [manifestB.release], fetched: 0, removed: onlyA.length });
     expect(verifyStore(mirrorDir, objectsB)).toEqual(whole);
     expect(retired(mirrorDir)).toEqual([]);
-    await expect(mirror({ from: origin.base, to: mirrorDir, progress: false, releases: ['1999.01'] })).rejects.toThrow(/release 1999\.01 is not kept by/);
+    await expect(mirror({ from: origin.base, to: mirrorDir, progress: false, releases: ['1999.01'] })).rejects.toThrow(
+      /release 1999\.01 is not kept by/,
+    );
   });
 
   it('a sync killed mid-way leaves the mirror serving its release; the next run fetches only what is left', async () => {
@@ -412,7 +521,10 @@ describe('isoatlas mirror', () => {
     const hung = manifestA.entries.filter((e) => !objectsB.has(e.sha256))[1].path;
     expect(hung).toBeDefined();
     origin.reset();
-    const run = await runCli(['mirror', '--from', origin.base, '--to', dir, '--keep', '1', '--concurrency', '1'], (kill) => origin.hang.set(hung, kill));
+    const run = await runCli(
+      ['mirror', '--from', origin.base, '--to', dir, '--keep', '1', '--concurrency', '1'],
+      (kill) => origin.hang.set(hung, kill),
+    );
     origin.hang.clear();
     expect(run.signal).toBe('SIGKILL');
     expect(held(dir)).toEqual([manifestB.release]); // not switched
@@ -434,7 +546,9 @@ describe('isoatlas mirror', () => {
     mkdirSync(notMirror);
     writeFileSync(join(notMirror, 'precious.txt'), 'keep me');
     origin.reset();
-    await expect(mirror({ from: origin.base, to: notMirror, progress: false })).rejects.toThrow(/is not empty and is not a mirror/);
+    await expect(mirror({ from: origin.base, to: notMirror, progress: false })).rejects.toThrow(
+      /is not empty and is not a mirror/,
+    );
     expect(readFileSync(join(notMirror, 'precious.txt'), 'utf8')).toBe('keep me');
     await expect(mirror({ from: origin.base, to: demo(), progress: false })).rejects.toThrow(/holds a rendered tree/);
     expect(origin.total()).toBe(0);
@@ -445,11 +559,18 @@ describe('isoatlas mirror', () => {
     origin.reset();
     const ok = await runCli(['mirror', '--from', origin.base, '--to', mirrorDir]);
     expect(ok.code, ok.stderr).toBe(0);
-    expect(ok.stderr).toMatch(new RegExp(`^mirrored release ${manifestB.release} \\(holding ${manifestB.release}\\): 0 objects fetched, ${objectsB.size} reused, 0 removed, 0\\.\\d MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`, 'm'));
+    expect(ok.stderr).toMatch(
+      new RegExp(
+        `^mirrored release ${manifestB.release} \\(holding ${manifestB.release}\\): 0 objects fetched, ${objectsB.size} reused, 0 removed, 0\\.\\d MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`,
+        'm',
+      ),
+    );
 
     const badFrom = await runCli(['mirror', '--from', 'ftp://example.org/atlas', '--to', mirrorDir]);
     expect(badFrom.code).toBe(2);
-    expect(badFrom.stderr).toMatch(/--from "ftp:\/\/example\.org\/atlas": expected an http\(s\) base URL or s3:\/\/bucket/);
+    expect(badFrom.stderr).toMatch(
+      /--from "ftp:\/\/example\.org\/atlas": expected an http\(s\) base URL or s3:\/\/bucket/,
+    );
     const badConcurrency = await runCli(['mirror', '--from', origin.base, '--to', mirrorDir, '--concurrency', '0']);
     expect(badConcurrency.code).toBe(2);
   });

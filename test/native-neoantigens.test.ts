@@ -7,7 +7,13 @@ import Database from 'better-sqlite3';
 import { InputError } from '../build/import/input.js';
 import { insertTrack } from '../build/import/tracks.js';
 import {
-  placeByWildType, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes, readPvacspliceAllEpitopes,
+  placeByWildType,
+  rankAndMap,
+  readMhcflurry,
+  readNetmhcpanIedb,
+  readPvacseqAggregated,
+  readPvacseqAllEpitopes,
+  readPvacspliceAllEpitopes,
   releaseResolver,
 } from '../build/import/native/neoantigens.js';
 
@@ -72,8 +78,14 @@ describe('pVACseq all_epitopes', () => {
     const row = read.rows.find((x) => x.line === 2)!;
     expect(row.file).toBe(PVACSEQ);
     expect(row.record).toEqual({
-      transcript: 'ENST00000458694.1', transcript_id: 'ENST00000458694.1', peptide: 'ATLSRTLLL', allele: 'HLA-E*01:01',
-      affinity_nm: 2122.61, percentile_rank: 0.12, start: 279, wt_peptide: 'ATLSRTLLA',
+      transcript: 'ENST00000458694.1',
+      transcript_id: 'ENST00000458694.1',
+      peptide: 'ATLSRTLLL',
+      allele: 'HLA-E*01:01',
+      affinity_nm: 2122.61,
+      percentile_rank: 0.12,
+      start: 279,
+      wt_peptide: 'ATLSRTLLA',
     });
   });
 });
@@ -86,9 +98,18 @@ describe('other native formats', () => {
     expect(read.skipped).toBe(1); // TRIOBP frameshift: Pos NA
     expect(read.rows).toHaveLength(22);
     expect(read.rows[0]).toEqual({
-      file: AGGREGATED, line: 2,
-      record: { transcript: 'ENST00000216254.4', transcript_id: 'ENST00000216254.4', peptide: 'KFNPQTDYL', allele: 'HLA-G*01:09', affinity_nm: 1262.76, percentile_rank: 0.5, start: 506,
-        wt_peptide: 'KFNPETDYL' }, // E510Q at Pos 5: the reference E put back
+      file: AGGREGATED,
+      line: 2,
+      record: {
+        transcript: 'ENST00000216254.4',
+        transcript_id: 'ENST00000216254.4',
+        peptide: 'KFNPQTDYL',
+        allele: 'HLA-G*01:09',
+        affinity_nm: 1262.76,
+        percentile_rank: 0.5,
+        start: 506,
+        wt_peptide: 'KFNPETDYL',
+      }, // E510Q at Pos 5: the reference E put back
     });
   });
 
@@ -100,8 +121,14 @@ describe('other native formats', () => {
     expect(read.warnings).toHaveLength(1);
     expect(read.warnings[0]).toMatch(/no epitope offset/);
     expect(read.rows[0]!.record).toEqual({
-      transcript: 'ENST00000367830.3', transcript_id: 'ENST00000367830.3', peptide: 'RFKNPAWVWL', allele: 'HLA-E*01:01',
-      affinity_nm: 12790.86, percentile_rank: 4.9, start: 37, wt_peptide: null,
+      transcript: 'ENST00000367830.3',
+      transcript_id: 'ENST00000367830.3',
+      peptide: 'RFKNPAWVWL',
+      allele: 'HLA-E*01:01',
+      affinity_nm: 12790.86,
+      percentile_rank: 4.9,
+      start: 37,
+      wt_peptide: null,
     });
   });
 
@@ -121,8 +148,14 @@ describe('other native formats', () => {
     expect([...asked].sort()).toEqual([...new Set([...rawRows.values()].map((r) => r.seq_num!))].sort());
     expect(read.rows.every((r) => r.record.percentile_rank === null)).toBe(true);
     expect(read.rows[0]!.record).toEqual({
-      transcript: 'ENST00000000001.1', transcript_id: 'ENST00000000001.1', peptide: 'GLVDEQQK', allele: 'HLA-C*15:05',
-      affinity_nm: 8741.135322197617, percentile_rank: null, start: 1, wt_peptide: null,
+      transcript: 'ENST00000000001.1',
+      transcript_id: 'ENST00000000001.1',
+      peptide: 'GLVDEQQK',
+      allele: 'HLA-C*15:05',
+      affinity_nm: 8741.135322197617,
+      percentile_rank: null,
+      start: 1,
+      wt_peptide: null,
     });
   });
 
@@ -135,7 +168,14 @@ describe('other native formats', () => {
     expect(read.rows.every((r) => r.record.percentile_rank === null && r.record.affinity_nm !== null)).toBe(true);
     expect(Math.min(...read.rows.map((r) => r.record.start))).toBe(1);
     expect(read.rows[0]!.record).toEqual({
-      transcript: 'T106', transcript_id: 'T106', peptide: 'FARGVAQPL', allele: 'HLA-C*03:03', affinity_nm: 5.8, percentile_rank: null, start: 7, wt_peptide: null,
+      transcript: 'T106',
+      transcript_id: 'T106',
+      peptide: 'FARGVAQPL',
+      allele: 'HLA-C*03:03',
+      affinity_nm: 5.8,
+      percentile_rank: null,
+      start: 7,
+      wt_peptide: null,
     });
   });
 });
@@ -156,7 +196,10 @@ describe('malformed input', () => {
   it('an unknown extra column is one warning, not an error', async () => {
     const [head, ...rest] = lines();
     const file = join(tmp, 'extra.tsv');
-    writeFileSync(file, [`${head}\tMy Note\tOther`, ...rest.filter((l) => l).map((l) => `${l}\tx\ty`)].join('\n') + '\n');
+    writeFileSync(
+      file,
+      [`${head}\tMy Note\tOther`, ...rest.filter((l) => l).map((l) => `${l}\tx\ty`)].join('\n') + '\n',
+    );
     const read = await readPvacseqAllEpitopes(file);
     expect(read.warnings).toHaveLength(1);
     expect(read.warnings[0]).toMatch(/My Note, Other/);
@@ -167,8 +210,12 @@ describe('malformed input', () => {
 describe('real mapping onto the demo release', () => {
   it('maps pVACseq transcripts by unversioned ENST id, checks WT peptides, and inserts into a copy', async () => {
     const demo = new Database(inject('demoDb'), { readonly: true, fileMustExist: true });
-    const isoforms = demo.prepare('SELECT transcript_id, transcript_id_unversioned, protein_sequence FROM isoforms').all() as {
-      transcript_id: string; transcript_id_unversioned: string | null; protein_sequence: string | null;
+    const isoforms = demo
+      .prepare('SELECT transcript_id, transcript_id_unversioned, protein_sequence FROM isoforms')
+      .all() as {
+      transcript_id: string;
+      transcript_id_unversioned: string | null;
+      protein_sequence: string | null;
     }[];
     demo.close();
     const protein = new Map(isoforms.map((i) => [i.transcript_id, i.protein_sequence]));
@@ -183,7 +230,8 @@ describe('real mapping onto the demo release', () => {
     const mappedRaw = read.rows.filter((r) => resolve(r.record.transcript) !== null);
     expect(mappedRaw.length).toBe(located.length);
     // by unversioned id: the release id has the same ENST stem
-    for (const l of located) expect(l.record.transcript_id.split('.')[0]).toBe(rawRows.get(l.line!)!.Transcript!.split('.')[0]);
+    for (const l of located)
+      expect(l.record.transcript_id.split('.')[0]).toBe(rawRows.get(l.line!)!.Transcript!.split('.')[0]);
 
     // WT peptide at the computed start on the release isoform's protein. All mapped rows are missense
     // variants on older transcript versions than GENCODE v38's. The start is right wherever the protein
@@ -206,7 +254,9 @@ describe('real mapping onto the demo release', () => {
         wrong.get(l.record.transcript_id)!.add(at < 0 ? null : at + 1 - l.record.start);
       }
     }
-    console.log(`pVACseq: ${read.rows.length} parsed, ${read.skipped} skipped, ${located.length} mapped, ${unmapped} unmapped; WT peptide at start: ${agree}/${withWt}`);
+    console.log(
+      `pVACseq: ${read.rows.length} parsed, ${read.skipped} skipped, ${located.length} mapped, ${unmapped} unmapped; WT peptide at start: ${agree}/${withWt}`,
+    );
     expect(located.length).toBe(612);
     expect(unmapped).toBe(168);
     expect(withWt).toBe(612);
@@ -220,14 +270,20 @@ describe('real mapping onto the demo release', () => {
     // "mutant" epitopes are the v38 protein itself, so they are no neoantigens of it and are skipped.
     const check = placeByWildType(read.rows, resolve, (id) => protein.get(id) ?? null);
     expect(check.moved).toBe(38);
-    expect(check.skipped).toEqual({ mutant_in_release_protein: 76, wild_type_not_in_protein: 0, wild_type_ambiguous: 0, wild_type_unknown: 0 });
+    expect(check.skipped).toEqual({
+      mutant_in_release_protein: 76,
+      wild_type_not_in_protein: 0,
+      wild_type_ambiguous: 0,
+      wild_type_unknown: 0,
+    });
     const placed = rankAndMap(check.rows, resolve).located;
     expect(placed).toHaveLength(612 - 76);
     for (const l of placed) {
       const r = rawRows.get(l.line!)!;
       const seq = protein.get(l.record.transcript_id)!;
       expect(seq.substr(l.record.start - 1, r['WT Epitope Seq']!.length), r.Index).toBe(r['WT Epitope Seq']);
-      const computed = Number(/\d+/.exec(r['Protein Position']!)![0]) - Number(/\d+/.exec(r['Mutation Position']!)![0]) + 1;
+      const computed =
+        Number(/\d+/.exec(r['Protein Position']!)![0]) - Number(/\d+/.exec(r['Mutation Position']!)![0]) + 1;
       expect(l.record.start - computed, r.Index).toBe(l.record.transcript_id === 'ENST00000262608.13' ? 21 : 0);
     }
     expect(placed.some((l) => l.record.transcript_id === 'ENST00000390285.4')).toBe(false);
@@ -260,7 +316,9 @@ describe('real mapping onto the demo release', () => {
       expect(protein.get(l.record.transcript_id)!.substr(l.record.start - 1, wt.length), r.Index).toBe(wt);
     }
     expect(aggPlaced.length).toBeGreaterThanOrEqual(aggChecked);
-    console.log(`aggregated: ${agg.rows.length} rows, ${aggChecked} missense rows checked against the protein; placed ${aggPlaced.length}, moved ${aggCheck.moved}, skipped ${JSON.stringify(aggCheck.skipped)}`);
+    console.log(
+      `aggregated: ${agg.rows.length} rows, ${aggChecked} missense rows checked against the protein; placed ${aggPlaced.length}, moved ${aggCheck.moved}, skipped ${JSON.stringify(aggCheck.skipped)}`,
+    );
 
     // insert into a copy of the demo DB
     const copy = join(tmp, 'release.sqlite');
@@ -268,14 +326,28 @@ describe('real mapping onto the demo release', () => {
     const db = new Database(copy);
     try {
       // The demo pipeline imported this same file, placed the same way: it holds exactly these real records.
-      expect((db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n).toBe(placed.length);
-      db.exec(`DELETE FROM neoantigens WHERE provenance = 'real'; DELETE FROM track_sources WHERE input_file = 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz'`);
-      const before = (db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n;
-      const n = await insertTrack(db, { track: 'neoantigens', file: PVACSEQ, source: 'pVACseq', generated: false }, placed);
+      expect(
+        (db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n,
+      ).toBe(placed.length);
+      db.exec(
+        `DELETE FROM neoantigens WHERE provenance = 'real'; DELETE FROM track_sources WHERE input_file = 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz'`,
+      );
+      const before = (
+        db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }
+      ).n;
+      const n = await insertTrack(
+        db,
+        { track: 'neoantigens', file: PVACSEQ, source: 'pVACseq', generated: false },
+        placed,
+      );
       expect(n).toBe(placed.length);
-      const after = (db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }).n;
+      const after = (
+        db.prepare(`SELECT count(*) AS n FROM neoantigens WHERE provenance = 'real'`).get() as { n: number }
+      ).n;
       expect(after - before).toBe(placed.length);
-      const src = db.prepare(`SELECT source, generated, records FROM track_sources WHERE track = 'neoantigens' AND input_file = ?`).get('pvacseq_Test.MHC_I.all_epitopes.tsv.gz');
+      const src = db
+        .prepare(`SELECT source, generated, records FROM track_sources WHERE track = 'neoantigens' AND input_file = ?`)
+        .get('pvacseq_Test.MHC_I.all_epitopes.tsv.gz');
       expect(src).toEqual({ source: 'pVACseq', generated: 0, records: placed.length });
     } finally {
       db.close();

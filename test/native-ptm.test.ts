@@ -44,8 +44,16 @@ describe('readPtmPose', () => {
     expect(sites.length + duplicates).toBe(668);
     expect(sites).toHaveLength(523);
     expect(sites[0]).toEqual({
-      file: FILE, line: 2,
-      record: { gene: 'ARHGAP17', accession: 'Q68EM7', residue: 'S', position: 575, modification: 'Phosphoserine', modificationClass: 'Phosphorylation' },
+      file: FILE,
+      line: 2,
+      record: {
+        gene: 'ARHGAP17',
+        accession: 'Q68EM7',
+        residue: 'S',
+        position: 575,
+        modification: 'Phosphoserine',
+        modificationClass: 'Phosphorylation',
+      },
     });
     // a row with two modifications gives two sites on the same line
     const split = sites.filter((s, _, all) => all.filter((t) => t.line === s.line).length > 1);
@@ -89,11 +97,14 @@ describe('transfer onto a tiny release', () => {
   function buildDb(): Database.Database {
     const db = new Database(':memory:');
     db.exec(DDL);
-    const iso = db.prepare(`INSERT INTO isoforms (transcript_id, transcript_id_unversioned, transcript_name, transcript_name_source, gene_id, source,
+    const iso =
+      db.prepare(`INSERT INTO isoforms (transcript_id, transcript_id_unversioned, transcript_name, transcript_name_source, gene_id, source,
       chromosome, strand, start, end, length, exon_count, coding, protein_length, protein_sequence)
       VALUES (?, ?, ?, 'generated', 'ENSG99999999999', 'reference', 'chr16', '-', 1000, 9000, 3000, 10, ?, ?, ?)`);
-    const add = (n: number, seq: string | null) => iso.run(`ENST9999999990${n}.1`, `ENST9999999990${n}`, `ARHGAP17-${n}`, seq ? 1 : 0, seq?.length ?? null, seq);
-    const gene = db.prepare(`INSERT INTO genes (gene_id, symbol, source, chromosome, strand, start, end, canonical_transcript_id, canonical_rule)
+    const add = (n: number, seq: string | null) =>
+      iso.run(`ENST9999999990${n}.1`, `ENST9999999990${n}`, `ARHGAP17-${n}`, seq ? 1 : 0, seq?.length ?? null, seq);
+    const gene =
+      db.prepare(`INSERT INTO genes (gene_id, symbol, source, chromosome, strand, start, end, canonical_transcript_id, canonical_rule)
       VALUES ('ENSG99999999999', 'ARHGAP17', 'reference', 'chr16', '-', 1000, 9000, 'ENST99999999901.1', 'MANE_Select')`);
     db.transaction(() => {
       gene.run();
@@ -112,9 +123,19 @@ describe('transfer onto a tiny release', () => {
       const { sites } = await readPtmPose(FILE);
       const { canonical: canonicalOf, isoforms } = releaseProteins(db);
       expect(canonicalOf('arhgap17')!.transcript_id).toBe('ENST99999999901.1');
-      expect(isoforms('ARHGAP17').map((i) => i.transcript_id)).toEqual(['ENST99999999901.1', 'ENST99999999902.1', 'ENST99999999903.1', 'ENST99999999904.1']);
+      expect(isoforms('ARHGAP17').map((i) => i.transcript_id)).toEqual([
+        'ENST99999999901.1',
+        'ENST99999999902.1',
+        'ENST99999999903.1',
+        'ENST99999999904.1',
+      ]);
       const { located, skipped } = transferPtmSites(sites, canonicalOf, isoforms);
-      expect(skipped).toEqual({ gene_not_in_release: 523 - 6, residue_mismatch: 1, window_absent: 4 + 3, window_repeated: 2 });
+      expect(skipped).toEqual({
+        gene_not_in_release: 523 - 6,
+        residue_mismatch: 1,
+        window_absent: 4 + 3,
+        window_repeated: 2,
+      });
       const got = located.map((l) => `${l.record.transcript_id}:${l.record.residue}${l.record.position}`).sort();
       expect(got).toEqual(
         [
@@ -123,19 +144,38 @@ describe('transfer onto a tiny release', () => {
           'ENST99999999903.1:S520',
         ].sort(),
       );
-      expect(located.every((l) => l.record.source === 'PTM-POSE' && l.record.modification === 'Phosphoserine' && l.file === FILE)).toBe(true);
+      expect(
+        located.every(
+          (l) => l.record.source === 'PTM-POSE' && l.record.modification === 'Phosphoserine' && l.file === FILE,
+        ),
+      ).toBe(true);
       // the transferred position carries the same residue and neighbourhood
       for (const l of located) {
-        const seq = { 'ENST99999999901.1': canonical, 'ENST99999999902.1': shifted, 'ENST99999999903.1': truncated }[l.record.transcript_id]!;
+        const seq = { 'ENST99999999901.1': canonical, 'ENST99999999902.1': shifted, 'ENST99999999903.1': truncated }[
+          l.record.transcript_id
+        ]!;
         expect(seq[l.record.position - 1]).toBe('S');
       }
-      expect(located.find((l) => l.record.transcript_id === 'ENST99999999902.1' && l.record.position === 541)!.line).toBe(2);
+      expect(
+        located.find((l) => l.record.transcript_id === 'ENST99999999902.1' && l.record.position === 541)!.line,
+      ).toBe(2);
 
       const n = await insertTrack(db, { track: 'ptm', file: FILE, source: 'PTM-POSE', generated: false }, located);
       expect(n).toBe(11);
-      const rows = db.prepare(`SELECT transcript_id, position, residue, modification, source, provenance FROM ptm_sites ORDER BY transcript_id, position`).all();
+      const rows = db
+        .prepare(
+          `SELECT transcript_id, position, residue, modification, source, provenance FROM ptm_sites ORDER BY transcript_id, position`,
+        )
+        .all();
       expect(rows).toHaveLength(11);
-      expect(rows[0]).toEqual({ transcript_id: 'ENST99999999901.1', position: 520, residue: 'S', modification: 'Phosphoserine', source: 'PTM-POSE', provenance: 'real' });
+      expect(rows[0]).toEqual({
+        transcript_id: 'ENST99999999901.1',
+        position: 520,
+        residue: 'S',
+        modification: 'Phosphoserine',
+        source: 'PTM-POSE',
+        provenance: 'real',
+      });
     } finally {
       db.close();
     }
@@ -144,8 +184,22 @@ describe('transfer onto a tiny release', () => {
   it('a transfer that lands on the wrong residue would be rejected by insertTrack', async () => {
     const db = buildDb();
     try {
-      const bad = [{ record: { transcript_id: 'ENST99999999902.1', position: 520, residue: 'S', modification: 'Phosphoserine', source: 'PTM-POSE' }, file: FILE, line: 2 }];
-      await expect(insertTrack(db, { track: 'ptm', file: FILE, source: 'PTM-POSE', generated: false }, bad)).rejects.toThrow(/not S/);
+      const bad = [
+        {
+          record: {
+            transcript_id: 'ENST99999999902.1',
+            position: 520,
+            residue: 'S',
+            modification: 'Phosphoserine',
+            source: 'PTM-POSE',
+          },
+          file: FILE,
+          line: 2,
+        },
+      ];
+      await expect(
+        insertTrack(db, { track: 'ptm', file: FILE, source: 'PTM-POSE', generated: false }, bad),
+      ).rejects.toThrow(/not S/);
     } finally {
       db.close();
     }
@@ -160,9 +214,14 @@ describe('real sites against the demo release', () => {
       const { canonical, isoforms } = releaseProteins(demo);
       const { located, skipped } = transferPtmSites(sites, canonical, isoforms);
       const inRelease = sites.filter((s) => canonical(s.record.gene) !== null).length;
-      console.log(`PTM-POSE vs demo release: ${sites.length} sites, ${inRelease} in release genes, ${located.length} records`, skipped);
+      console.log(
+        `PTM-POSE vs demo release: ${sites.length} sites, ${inRelease} in release genes, ${located.length} records`,
+        skipped,
+      );
       expect(skipped.gene_not_in_release).toBe(sites.length - inRelease);
-      const onCanonical = located.filter((l) => canonical(sites.find((s) => s.line === l.line)!.record.gene)!.transcript_id === l.record.transcript_id).length;
+      const onCanonical = located.filter(
+        (l) => canonical(sites.find((s) => s.line === l.line)!.record.gene)!.transcript_id === l.record.transcript_id,
+      ).length;
       expect(onCanonical + skipped.residue_mismatch).toBe(inRelease);
       // Only SMARCB1 K77 (Q12824-1; N6-acetyllysine and Ubiquitination) is on chr22. The release's
       // canonical SMARCB1 isoform (394 aa) is not UniProt's canonical Q12824-1 (385 aa), so its residue 77

@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { InputError } from '../build/import/input.js';
 import { insertTrack } from '../build/import/tracks.js';
-import { parseStructureModel, readStructureMapping, recordMeanPlddt, structureRecords, type ParsedModel } from '../build/import/native/structures.js';
+import {
+  parseStructureModel,
+  readStructureMapping,
+  recordMeanPlddt,
+  structureRecords,
+  type ParsedModel,
+} from '../build/import/native/structures.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'native', 'structures');
 const Q5VSL9 = join(FIX, 'AF-Q5VSL9-F1-model_v4.cif.gz');
@@ -24,15 +30,26 @@ const text = (path: string) => {
 };
 /** CA B factors of an mmCIF file, by a regex over ATOM lines with the column index given by hand. */
 const cifCaB = (t: string, bColumn: number) =>
-  t.split('\n').filter((l) => /^ATOM\s+\d+\s+C\s+CA\s/.test(l)).map((l) => Number(l.trim().split(/\s+/)[bColumn]));
-const pdbCaB = (t: string) => t.split('\n').filter((l) => /^ATOM.{8} CA /.test(l)).map((l) => Number(l.slice(60, 66)));
+  t
+    .split('\n')
+    .filter((l) => /^ATOM\s+\d+\s+C\s+CA\s/.test(l))
+    .map((l) => Number(l.trim().split(/\s+/)[bColumn]));
+const pdbCaB = (t: string) =>
+  t
+    .split('\n')
+    .filter((l) => /^ATOM.{8} CA /.test(l))
+    .map((l) => Number(l.slice(60, 66)));
 /** _entity_poly.pdbx_seq_one_letter_code as a ;-text field. */
-const entitySeq = (t: string) => /_entity_poly\.pdbx_seq_one_letter_code\s*\n;([^;]*)\n;/.exec(t)![1].replace(/\s/g, '');
+const entitySeq = (t: string) =>
+  /_entity_poly\.pdbx_seq_one_letter_code\s*\n;([^;]*)\n;/.exec(t)![1].replace(/\s/g, '');
 const round2 = (x: number) => Math.round(x * 100) / 100;
 const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 async function expectInputError(p: Promise<unknown>): Promise<InputError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(InputError);
   return err as InputError;
 }
@@ -40,7 +57,8 @@ async function expectInputError(p: Promise<unknown>): Promise<InputError> {
 const models: Record<string, ParsedModel> = {};
 let tmp: string;
 beforeAll(async () => {
-  for (const [k, p] of Object.entries({ Q5VSL9, F3, PDB, COLABFOLD, PULLDOWN })) models[k] = await parseStructureModel(p);
+  for (const [k, p] of Object.entries({ Q5VSL9, F3, PDB, COLABFOLD, PULLDOWN }))
+    models[k] = await parseStructureModel(p);
   tmp = mkdtempSync(join(tmpdir(), 'isoatlas-structures-'));
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -60,7 +78,11 @@ describe('parseStructureModel on real samples', () => {
     expect(b.length).toBe(837);
     expect(m.bFactors).toEqual(b);
     // _ma_qa_metric_local rows with metric_id 2 (local pLDDT): "A MET 1 2 39.15 1 1"
-    const local = t.split('\n').map((l) => /^A [A-Z]{3} +\d+ +2 +([\d.]+) +1 +\d+\s*$/.exec(l)).filter(Boolean).map((x) => Number(x![1]));
+    const local = t
+      .split('\n')
+      .map((l) => /^A [A-Z]{3} +\d+ +2 +([\d.]+) +1 +\d+\s*$/.exec(l))
+      .filter(Boolean)
+      .map((x) => Number(x![1]));
     expect(local.length).toBe(837);
     expect(m.plddtSource).toBe('ma_qa_metric_local');
     expect(m.plddt).toEqual(local);
@@ -139,7 +161,11 @@ describe('parseStructureModel on real samples', () => {
     expect(m.sequence).toBe('MESAIAEGGASRFSASSGGGGSRGAPQHYPKTAGNSEFLGKTPGQNAQKWIPARSTRRDDNSAA');
     expect(m.bFactors).toEqual(b);
     // "1 1 A 1 MET 4 48.990": ordinal, model, asym, seq, comp, metric 4 (local pLDDT), value
-    const local = t.split('\n').map((l) => /^\d+ 1 A \d+ [A-Z]{3} 4 ([\d.]+)$/.exec(l)).filter(Boolean).map((x) => Number(x![1]));
+    const local = t
+      .split('\n')
+      .map((l) => /^\d+ 1 A \d+ [A-Z]{3} 4 ([\d.]+)$/.exec(l))
+      .filter(Boolean)
+      .map((x) => Number(x![1]));
     expect(local.length).toBe(64);
     expect(m.plddtSource).toBe('ma_qa_metric_local');
     expect(m.plddt).toEqual(local);
@@ -167,7 +193,11 @@ describe('structureRecords: mapping models to isoforms', () => {
       ['ENST_TEST_SPEG.1', 'A'.repeat(400) + f3 + 'G'.repeat(50)],
       ['ENST_TEST_OTHER.1', 'MKTAYIAKQRQISFVKSHFSRQ'],
     ]);
-    const { located, unmapped } = await structureRecords([{ path: Q5VSL9 }, { path: F3 }, { path: PDB }, { path: COLABFOLD }], proteins, 'AlphaFold DB v4');
+    const { located, unmapped } = await structureRecords(
+      [{ path: Q5VSL9 }, { path: F3 }, { path: PDB }, { path: COLABFOLD }],
+      proteins,
+      'AlphaFold DB v4',
+    );
     expect(located.map((l) => [l.record.transcript_id, l.file, l.record.mean_plddt])).toEqual([
       ['ENST_TEST_STRIP1.1', Q5VSL9, 81.24],
       ['ENST_TEST_SPEG.1', F3, 69.32],
@@ -191,9 +221,19 @@ describe('structureRecords: mapping models to isoforms', () => {
   it('a whole-protein match beats a fragment for the same isoform; F<n> offset without DBREF', async () => {
     const THREE: Record<string, string> = { G: 'GLY', M: 'MET', K: 'LYS', V: 'VAL', L: 'LEU' };
     const writePdb = (name: string, seq: string) => {
-      const atoms = [...seq].map((aa, i) =>
-        'ATOM  ' + String(i + 1).padStart(5) + '  CA  ' + THREE[aa] + ' A' + String(i + 1).padStart(4) + '    ' +
-        '   0.000   0.000   0.000  1.00' + (50 + (i % 10)).toFixed(2).padStart(6) + '           C');
+      const atoms = [...seq].map(
+        (aa, i) =>
+          'ATOM  ' +
+          String(i + 1).padStart(5) +
+          '  CA  ' +
+          THREE[aa] +
+          ' A' +
+          String(i + 1).padStart(4) +
+          '    ' +
+          '   0.000   0.000   0.000  1.00' +
+          (50 + (i % 10)).toFixed(2).padStart(6) +
+          '           C',
+      );
       const path = join(tmp, name);
       writeFileSync(path, ['HEADER    TEST', ...atoms, 'END', ''].join('\n'));
       return path;
@@ -217,13 +257,19 @@ describe('structureRecords: mapping models to isoforms', () => {
     const mapping = join(dir, 'models.tsv');
     writeFileSync(mapping, 'model_file\ttranscript_id\tnote\nranked_0.cif\tENST_TEST_OTHER.1\tpulldown\n');
     const { models: refs, warnings } = await readStructureMapping(mapping);
-    expect(refs).toEqual([{ path: join(dir, 'ranked_0.cif'), transcriptId: 'ENST_TEST_OTHER.1', file: mapping, line: 2 }]);
+    expect(refs).toEqual([
+      { path: join(dir, 'ranked_0.cif'), transcriptId: 'ENST_TEST_OTHER.1', file: mapping, line: 2 },
+    ]);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('note');
     const { located, unmapped } = await structureRecords(refs, new Map(), 'AlphaPulldown 2.0.0b2');
     expect(unmapped).toEqual([]);
     expect(located).toHaveLength(1);
-    expect(located[0]).toMatchObject({ file: mapping, line: 2, record: { transcript_id: 'ENST_TEST_OTHER.1', mean_plddt: 65.22 } });
+    expect(located[0]).toMatchObject({
+      file: mapping,
+      line: 2,
+      record: { transcript_id: 'ENST_TEST_OTHER.1', mean_plddt: 65.22 },
+    });
 
     const bad = join(dir, 'bad.tsv');
     writeFileSync(bad, 'model_file\ttranscript_id\nranked_0.cif\tENST_A.1\nranked_0.cif\n');
@@ -247,25 +293,42 @@ describe('structureRecords: mapping models to isoforms', () => {
 describe('a model named for a transcript', () => {
   it('is checked against its protein: a whole-protein model starts at residue 1, an F3 fragment at 401', async () => {
     const protein = 'A'.repeat(400) + models.F3.sequence + 'G'.repeat(50);
-    const proteins = new Map([['ENST_TEST_SPEG.1', protein], ['ENST_TEST_STRIP1.1', models.Q5VSL9.sequence]]);
+    const proteins = new Map([
+      ['ENST_TEST_SPEG.1', protein],
+      ['ENST_TEST_STRIP1.1', models.Q5VSL9.sequence],
+    ]);
     const { located } = await structureRecords(
-      [{ path: F3, transcriptId: 'ENST_TEST_SPEG.1', file: 'models.tsv', line: 2 }, { path: Q5VSL9, transcriptId: 'ENST_TEST_STRIP1.1', file: 'models.tsv', line: 3 }],
+      [
+        { path: F3, transcriptId: 'ENST_TEST_SPEG.1', file: 'models.tsv', line: 2 },
+        { path: Q5VSL9, transcriptId: 'ENST_TEST_STRIP1.1', file: 'models.tsv', line: 3 },
+      ],
       proteins,
       'AFDB',
     );
-    expect(located.map((l) => [l.record.transcript_id, l.record.plddt_residues!.start])).toEqual([['ENST_TEST_SPEG.1', 401], ['ENST_TEST_STRIP1.1', 1]]);
+    expect(located.map((l) => [l.record.transcript_id, l.record.plddt_residues!.start])).toEqual([
+      ['ENST_TEST_SPEG.1', 401],
+      ['ENST_TEST_STRIP1.1', 1],
+    ]);
   });
 
   it('refuses a model that is not the named protein (or its fragment window), naming the mapping line', async () => {
     // A 432-aa model named on an 837-aa isoform: its per-residue pLDDT would land on other residues.
     const pulldown = await parseStructureModel(PULLDOWN);
     const other = 'M' + 'K'.repeat(836);
-    const err = await expectInputError(structureRecords([{ path: PULLDOWN, transcriptId: 'ENST_TEST_OTHER.1', file: 'models.tsv', line: 2 }], new Map([['ENST_TEST_OTHER.1', other]]), 'test'));
+    const err = await expectInputError(
+      structureRecords(
+        [{ path: PULLDOWN, transcriptId: 'ENST_TEST_OTHER.1', file: 'models.tsv', line: 2 }],
+        new Map([['ENST_TEST_OTHER.1', other]]),
+        'test',
+      ),
+    );
     expect([err.file, err.line, err.column]).toEqual(['models.tsv', 2, 'transcript_id']);
     expect(err.message).toContain(`(${pulldown.sequence.length} aa) is not the protein of ENST_TEST_OTHER.1 (837 aa)`);
     // A fragment one residue off its window is refused too, with the window named.
     const shifted = new Map([['ENST_TEST_SPEG.1', 'A'.repeat(399) + models.F3.sequence + 'G'.repeat(50)]]);
-    const err2 = await expectInputError(structureRecords([{ path: F3, transcriptId: 'ENST_TEST_SPEG.1', file: 'models.tsv', line: 5 }], shifted, 'test'));
+    const err2 = await expectInputError(
+      structureRecords([{ path: F3, transcriptId: 'ENST_TEST_SPEG.1', file: 'models.tsv', line: 5 }], shifted, 'test'),
+    );
     expect(err2.message).toMatch(/nor its residues 401–1800 \(the model's fragment F3\)/);
   });
 });
@@ -279,14 +342,31 @@ describe('insertTrack with native structure records', () => {
     ]);
     const db = miniRelease(Object.fromEntries(proteins));
 
-    const { located, unmapped } = await structureRecords([{ path: Q5VSL9 }, { path: F3 }, { path: COLABFOLD }], proteins, 'AlphaFold DB v4');
+    const { located, unmapped } = await structureRecords(
+      [{ path: Q5VSL9 }, { path: F3 }, { path: COLABFOLD }],
+      proteins,
+      'AlphaFold DB v4',
+    );
     expect(unmapped).toEqual([COLABFOLD]);
     const listing = join(tmp, 'structures-input.txt'); // the input recorded in track_sources
     writeFileSync(listing, [Q5VSL9, F3, COLABFOLD].join('\n'));
-    const n = await insertTrack(db, { track: 'structures', file: listing, source: 'AlphaFold DB', version: 'v4', generated: false }, located);
+    const n = await insertTrack(
+      db,
+      { track: 'structures', file: listing, source: 'AlphaFold DB', version: 'v4', generated: false },
+      located,
+    );
     expect(n).toBe(2);
-    const rows = db.prepare('SELECT transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, provenance FROM structures ORDER BY transcript_id').all() as {
-      transcript_id: string; model_source: string; mean_plddt: number; mmcif: Buffer; mmcif_sha256: string; provenance: string;
+    const rows = db
+      .prepare(
+        'SELECT transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, provenance FROM structures ORDER BY transcript_id',
+      )
+      .all() as {
+      transcript_id: string;
+      model_source: string;
+      mean_plddt: number;
+      mmcif: Buffer;
+      mmcif_sha256: string;
+      provenance: string;
     }[];
     expect(rows.map((r) => [r.transcript_id, r.mean_plddt, r.provenance])).toEqual([
       ['ENST_TEST_SPEG.1', 69.32, 'real'],
@@ -310,7 +390,9 @@ describe('insertTrack with native structure records', () => {
     writeFileSync(mapping, `model_file\ttranscript_id\n${PULLDOWN}\tENST_NOPE.1\n`);
     const { models: refs } = await readStructureMapping(mapping);
     const { located } = await structureRecords(refs, new Map(), 'AlphaPulldown');
-    const err = await expectInputError(insertTrack(db, { track: 'structures', file: mapping, source: 'AlphaPulldown', generated: false }, located));
+    const err = await expectInputError(
+      insertTrack(db, { track: 'structures', file: mapping, source: 'AlphaPulldown', generated: false }, located),
+    );
     expect([err.file, err.line, err.column]).toEqual([mapping, 2, 'transcript_id']);
     db.close();
   });

@@ -28,14 +28,28 @@ interface Reply {
 }
 
 /** A request from a chosen local address (127.0.0.x are all this machine): nginx sees distinct clients. */
-function request(base: string, path: string, opts: { from?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+function request(
+  base: string,
+  path: string,
+  opts: { from?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: hostname, port, path, headers: { Connection: 'close', ...opts.headers }, localAddress: opts.from, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
+    const req = http.request(
+      {
+        host: hostname,
+        port,
+        path,
+        headers: { Connection: 'close', ...opts.headers },
+        localAddress: opts.from,
+        agent: false,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -67,7 +81,8 @@ describe('connections through the front', () => {
       await until(() => connected === held.length, 'all 1,100 connected');
       const [file] = filePaths(f.config);
       const answers = [];
-      for (let i = 0; i < 10; i++) answers.push((await request(f.base, i % 2 ? file : '/api/v1/genes/PRR5', { from: '127.0.0.3' })).status);
+      for (let i = 0; i < 10; i++)
+        answers.push((await request(f.base, i % 2 ? file : '/api/v1/genes/PRR5', { from: '127.0.0.3' })).status);
       expect(answers).toEqual(Array(10).fill(200));
       expect(held.filter((s) => s.destroyed)).toHaveLength(0);
     } finally {
@@ -85,15 +100,23 @@ describe('connections through the front', () => {
     await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok));
     const address = `127.0.0.1:${(upstream.address() as net.AddressInfo).port}`;
     try {
-      const f = await front({ dir: inject('demoTree'), editConfig: (text) => text.replace(/(upstream isoatlas_server \{\n\s+server )\S+;/, `$1${address};`) });
+      const f = await front({
+        dir: inject('demoTree'),
+        editConfig: (text) => text.replace(/(upstream isoatlas_server \{\n\s+server )\S+;/, `$1${address};`),
+      });
       const cap = SERVER_LIMITS.maxConnectionsPerAddress;
-      const held = Array.from({ length: cap }, (_, i) => request(f.base, `/api/v1/search?query=wait${i}`, { from: '127.0.0.2' }));
+      const held = Array.from({ length: cap }, (_, i) =>
+        request(f.base, `/api/v1/search?query=wait${i}`, { from: '127.0.0.2' }),
+      );
       await until(() => waiting.length === cap, `${cap} requests in progress`);
       const over = await request(f.base, '/api/v1/search?query=wait-over', { from: '127.0.0.2' });
       expect(over.status).toBe(429);
       expect(over.headers['content-type']).toBe('application/problem+json; charset=utf-8');
       expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
-      expect(JSON.parse(over.body)).toMatchObject({ status: 429, detail: expect.stringContaining(`at most ${cap} at once`) });
+      expect(JSON.parse(over.body)).toMatchObject({
+        status: 429,
+        detail: expect.stringContaining(`at most ${cap} at once`),
+      });
       expect(waiting).toHaveLength(cap); // it never reached the server
       expect((await request(f.base, '/api/v1/search?query=other', { from: '127.0.0.3' })).status).toBe(200);
       // Once the address's requests are answered, it is served again.
@@ -113,12 +136,27 @@ describe('counting through the front', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-fair-'));
     temp.push(dir);
     const budget = 4;
-    writeFileSync(join(dir, 'access.json'), JSON.stringify({ open: { anonymous_per_ip: { per_minute: budget } }, key_required: { per_ip: { per_minute: budget } } }));
-    for (const [mode, headers] of [['key-required', {}], ['open', { Authorization: 'Bearer garbage' }]] as const) {
-      const f = await front({ dir: inject('demoTree'), serverArgs: ['--access', mode, '--access-config', join(dir, 'access.json'), '--keys-dir', join(dir, 'keys')] });
+    writeFileSync(
+      join(dir, 'access.json'),
+      JSON.stringify({
+        open: { anonymous_per_ip: { per_minute: budget } },
+        key_required: { per_ip: { per_minute: budget } },
+      }),
+    );
+    for (const [mode, headers] of [
+      ['key-required', {}],
+      ['open', { Authorization: 'Bearer garbage' }],
+    ] as const) {
+      const f = await front({
+        dir: inject('demoTree'),
+        serverArgs: ['--access', mode, '--access-config', join(dir, 'access.json'), '--keys-dir', join(dir, 'keys')],
+      });
       const [file] = filePaths(f.config);
       await roomInMinute(15_000);
-      for (const [from, path] of [['127.0.0.2', file], ['127.0.0.3', '/api/v1/genes/PRR5']]) {
+      for (const [from, path] of [
+        ['127.0.0.2', file],
+        ['127.0.0.3', '/api/v1/genes/PRR5'],
+      ]) {
         const statuses = [];
         for (let i = 0; i <= budget; i++) statuses.push((await request(f.base, path, { from, headers })).status);
         expect(statuses, `${mode} ${path}`).toEqual([...Array(budget).fill(401), 429]);

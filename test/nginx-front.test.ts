@@ -23,7 +23,10 @@ const { front, temp } = frontsOfSuite();
 /** The CLI while this process keeps answering requests (the mirror's source runs here). */
 function cliAsync(args: string[]): Promise<{ status: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     child.once('error', reject);
@@ -38,7 +41,8 @@ function cli(args: string[]): { status: number | null; stdout: string; stderr: s
 /** The map of the generated config: request path → kind, sha256 and (in a tree) file. */
 function mapOf(config: string): Map<string, { kind: string; sha256: string }> {
   const map = new Map<string, { kind: string; sha256: string }>();
-  for (const m of config.matchAll(/^ {4}(\/\S+) "(\w+) ([0-9a-f]{64})(?: \S+)?";$/gm)) map.set(m[1], { kind: m[2], sha256: m[3] });
+  for (const m of config.matchAll(/^ {4}(\/\S+) "(\w+) ([0-9a-f]{64})(?: \S+)?";$/gm))
+    map.set(m[1], { kind: m[2], sha256: m[3] });
   return map;
 }
 
@@ -50,14 +54,28 @@ interface Reply {
 
 /** A request from a chosen local address (127.0.0.x are all this machine), so that nginx sees
  * different clients. */
-function request(base: string, path: string, opts: { from?: string; method?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+function request(
+  base: string,
+  path: string,
+  opts: { from?: string; method?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: hostname, port, path, method: opts.method ?? 'GET', headers: { Connection: 'close', ...opts.headers }, localAddress: opts.from }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
+    const req = http.request(
+      {
+        host: hostname,
+        port,
+        path,
+        method: opts.method ?? 'GET',
+        headers: { Connection: 'close', ...opts.headers },
+        localAddress: opts.from,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -65,7 +83,8 @@ function request(base: string, path: string, opts: { from?: string; method?: str
 
 /** Headers that belong to one message, or to who sent it, not to the answer. */
 const PER_MESSAGE = ['date', 'connection', 'keep-alive', 'server', 'ratelimit-remaining', 'ratelimit-reset'];
-const comparable = (h: http.IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).filter(([k]) => !PER_MESSAGE.includes(k)));
+const comparable = (h: http.IncomingHttpHeaders) =>
+  Object.fromEntries(Object.entries(h).filter(([k]) => !PER_MESSAGE.includes(k)));
 
 /** Waits, when less than `ms` is left of the current minute, for the next one to begin (limits
  * count in fixed minute windows). */
@@ -77,7 +96,9 @@ async function roomInMinute(ms: number) {
 /** The log line of a request, once it has been written. */
 async function logLine(logs: () => string, pattern: RegExp): Promise<string | undefined> {
   for (let i = 0; i < 100; i++) {
-    const line = logs().split('\n').find((l) => pattern.test(l));
+    const line = logs()
+      .split('\n')
+      .find((l) => pattern.test(l));
     if (line) return line;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -96,16 +117,25 @@ describe('nginx front over the demo tree', () => {
     expect(map.size).toBeGreaterThan(20_000);
     const kinds = new Set([...map.values()].map((v) => v.kind));
     expect([...kinds].sort()).toEqual(['json', 'mmcif']);
-    for (const prefix of ['/api/v1/genes/', '/api/v1/isoforms/', '/structures/']) expect([...map.keys()].some((k) => k.startsWith(prefix))).toBe(true);
-    for (const suffix of ['/isoforms', '/domains', '/neoantigens', '/ptm']) expect([...map.keys()].some((k) => k.endsWith(suffix))).toBe(true);
+    for (const prefix of ['/api/v1/genes/', '/api/v1/isoforms/', '/structures/'])
+      expect([...map.keys()].some((k) => k.startsWith(prefix))).toBe(true);
+    for (const suffix of ['/isoforms', '/domains', '/neoantigens', '/ptm'])
+      expect([...map.keys()].some((k) => k.endsWith(suffix))).toBe(true);
     // Every mapped request, asked of the server's own handler: the same file (ETag), type, no Link.
     const handler = createHandler({ origin: new LocalTreeOrigin(tree()), serveStructureFiles: true });
     const wrong: string[] = [];
     for (const [uri, { kind, sha256 }] of map) {
       const r = await handler(new Request(`http://front${uri}`, { method: 'HEAD' }));
       const type = kind === 'mmcif' ? contentTypeOf('x.cif') : contentTypeOf('x.json');
-      if (r.status !== 200 || r.headers.get('etag') !== `"${sha256}"` || r.headers.get('content-type') !== type || r.headers.has('link')) {
-        wrong.push(`${uri}: ${r.status} ${r.headers.get('etag')} ${r.headers.get('content-type')} link=${r.headers.get('link')}`);
+      if (
+        r.status !== 200 ||
+        r.headers.get('etag') !== `"${sha256}"` ||
+        r.headers.get('content-type') !== type ||
+        r.headers.has('link')
+      ) {
+        wrong.push(
+          `${uri}: ${r.status} ${r.headers.get('etag')} ${r.headers.get('content-type')} link=${r.headers.get('link')}`,
+        );
       }
     }
     expect(wrong.slice(0, 5)).toEqual([]);
@@ -113,7 +143,8 @@ describe('nginx front over the demo tree', () => {
 
   it('answers mapped requests itself, with the body and headers the server gives', async () => {
     const sample = [...map.keys()].filter((_, i) => i % 997 === 0);
-    for (const prefix of ['/api/v1/', '/api/v1/release', '/api/v1/openapi.json', '/structures/']) sample.push([...map.keys()].find((k) => k.startsWith(prefix))!);
+    for (const prefix of ['/api/v1/', '/api/v1/release', '/api/v1/openapi.json', '/structures/'])
+      sample.push([...map.keys()].find((k) => k.startsWith(prefix))!);
     // Each once: the first mapped path is also the first under /api/v1/, and a second round would
     // find two server lines for it.
     for (const uri of new Set(sample)) {
@@ -128,9 +159,18 @@ describe('nginx front over the demo tree', () => {
       // nginx logged it, in the server's log shape; the server logged only its direct answers.
       const escaped = uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       const line = await logLine(f.frontLog, new RegExp(`"method":"GET","path":"${escaped}","status":200,`));
-      expect(line, uri).toMatch(/^\{"level":"info","time":"[^"]+","client":"127\.0\.0\.1","method":"GET","path":"[^"]+","status":200,"bytes":\d+,"ms":\d+,"release":"[^"]+"\}$/);
-      expect(await logLine(f.server.logs, new RegExp(`"method":"GET","path":"${escaped}","status":200,`))).toBeDefined();
-      expect(f.server.logs().split('\n').filter((l) => l.includes(`"path":"${uri}"`) && l.includes('"method":"GET"'))).toHaveLength(1);
+      expect(line, uri).toMatch(
+        /^\{"level":"info","time":"[^"]+","client":"127\.0\.0\.1","method":"GET","path":"[^"]+","status":200,"bytes":\d+,"ms":\d+,"release":"[^"]+"\}$/,
+      );
+      expect(
+        await logLine(f.server.logs, new RegExp(`"method":"GET","path":"${escaped}","status":200,`)),
+      ).toBeDefined();
+      expect(
+        f.server
+          .logs()
+          .split('\n')
+          .filter((l) => l.includes(`"path":"${uri}"`) && l.includes('"method":"GET"')),
+      ).toHaveLength(1);
     }
   });
 
@@ -149,7 +189,13 @@ describe('nginx front over the demo tree', () => {
       const viaFront = await request(f.base, uri, opts);
       expect(viaFront.status, uri).toBe(status);
       const escaped = uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      expect(await logLine(f.server.logs, new RegExp(`"method":"${opts.method ?? 'GET'}","path":"${escaped}","status":${status},`)), uri).toBeDefined();
+      expect(
+        await logLine(
+          f.server.logs,
+          new RegExp(`"method":"${opts.method ?? 'GET'}","path":"${escaped}","status":${status},`),
+        ),
+        uri,
+      ).toBeDefined();
     }
     // A range is not served: the whole file, as the server answers it.
     const ranged = await request(f.base, gene, { headers: { Range: 'bytes=0-9' } });
@@ -158,17 +204,25 @@ describe('nginx front over the demo tree', () => {
 
   it('trusts the client address only from the front', async () => {
     // Through nginx, whatever the client claims: the address nginx saw.
-    await request(f.base, '/api/v1/search?query=forwarded1', { from: '127.0.0.2', headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    await request(f.base, '/api/v1/search?query=forwarded1', {
+      from: '127.0.0.2',
+      headers: { 'X-Forwarded-For': '203.0.113.9' },
+    });
     expect(await logLine(f.server.logs, /query=forwarded1/)).toMatch(/"client":"127\.0\.0\.2"/);
     // Straight to the server from an address it does not trust: the header is ignored.
-    await request(f.server.base, '/api/v1/search?query=forwarded2', { from: '127.0.0.5', headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    await request(f.server.base, '/api/v1/search?query=forwarded2', {
+      from: '127.0.0.5',
+      headers: { 'X-Forwarded-For': '203.0.113.9' },
+    });
     expect(await logLine(f.server.logs, /query=forwarded2/)).toMatch(/"client":"127\.0\.0\.5"/);
     // Nor may anyone else ask for an admission (or a front's path): 404 problems.
     const admission = await request(f.server.base, '/admission', { from: '127.0.0.5' });
     expect(admission.status).toBe(404);
     expect(admission.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     for (const path of ['/.isoatlas/admission', '/admission', '/metrics']) {
-      const internal = await request(f.base, path, { headers: { 'X-Isoatlas-Front-Manifest': map.get('/api/v1/')!.sha256 } });
+      const internal = await request(f.base, path, {
+        headers: { 'X-Isoatlas-Front-Manifest': map.get('/api/v1/')!.sha256 },
+      });
       expect(internal.status, path).toBe(404);
       expect(internal.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     }
@@ -202,7 +256,10 @@ describe('limits through the front', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-limits-'));
     temp.push(dir);
     writeFileSync(join(dir, 'access.json'), JSON.stringify({ open: { anonymous_per_ip: { per_minute: 6 } } }));
-    const f = await front({ dir: tree(), serverArgs: ['--access-config', join(dir, 'access.json'), '--keys-dir', join(dir, 'keys')] });
+    const f = await front({
+      dir: tree(),
+      serverArgs: ['--access-config', join(dir, 'access.json'), '--keys-dir', join(dir, 'keys')],
+    });
     const files = [...mapOf(f.config).keys()].filter((k) => k.startsWith('/api/v1/isoforms/')).slice(0, 5);
     await roomInMinute(20_000);
     const a = '127.0.0.2';
@@ -229,7 +286,18 @@ describe('limits through the front', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-keys-'));
     temp.push(dir);
     const keysDir = join(dir, 'keys');
-    const issued = cli(['keys', 'issue', '--name', 'Front Test', '--affiliation', 'Contract Test Lab', '--use', 'tests of the nginx front', '--keys-dir', keysDir]);
+    const issued = cli([
+      'keys',
+      'issue',
+      '--name',
+      'Front Test',
+      '--affiliation',
+      'Contract Test Lab',
+      '--use',
+      'tests of the nginx front',
+      '--keys-dir',
+      keysDir,
+    ]);
     expect(issued.status, issued.stderr).toBe(0);
     const key = issued.stdout.trim();
     const f = await front({ dir: tree(), serverArgs: ['--access', 'key-required', '--keys-dir', keysDir] });
@@ -242,7 +310,10 @@ describe('limits through the front', () => {
     expect(viaFront.headers.vary).toBe('Authorization, Accept-Encoding');
     expect(comparable(viaFront.headers)).toEqual(comparable(direct.headers));
     expect(await logLine(f.frontLog, new RegExp(`"path":"${uri}","status":200,`))).toBeDefined();
-    for (const headers of [{} as Record<string, string>, { Authorization: `Bearer ${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}` }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { Authorization: `Bearer ${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}` },
+    ]) {
       const refused = await request(f.base, uri, { headers });
       expect(refused.status).toBe(401);
       expect(refused.headers['www-authenticate']).toMatch(/^Bearer realm="isoatlas"/);
@@ -255,14 +326,19 @@ describe('limits through the front', () => {
 
 describe('when the front cannot answer from files', () => {
   it('passes everything to the server while its config is of another release', async () => {
-    const f = await front({ dir: tree(), editConfig: (text) => text.replace(/(X-Isoatlas-Front-Manifest ")[0-9a-f]{64}/, `$1${'0'.repeat(64)}`) });
+    const f = await front({
+      dir: tree(),
+      editConfig: (text) => text.replace(/(X-Isoatlas-Front-Manifest ")[0-9a-f]{64}/, `$1${'0'.repeat(64)}`),
+    });
     const [uri] = [...mapOf(f.config).keys()].filter((k) => k.startsWith('/api/v1/isoforms/'));
     const viaFront = await request(f.base, uri);
     const direct = await request(f.server.base, uri);
     expect(viaFront.status).toBe(200);
     expect(viaFront.body.equals(direct.body)).toBe(true);
     expect(viaFront.headers['ratelimit-remaining']).toBe('899'); // counted once, by the server
-    expect(await logLine(f.server.logs, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`))).toBeDefined();
+    expect(
+      await logLine(f.server.logs, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`)),
+    ).toBeDefined();
     expect(f.frontLog()).not.toContain(uri);
   });
 
@@ -288,10 +364,19 @@ describe('nginx front over a mirror', () => {
     const files = http.createServer((req, res) => {
       const path = join(tree(), decodeURIComponent(new URL(req.url!, 'http://x').pathname));
       if (!path.startsWith(tree())) return void res.writeHead(404).end();
-      readFile(path).then((body) => res.writeHead(200).end(body), () => res.writeHead(404).end());
+      readFile(path).then(
+        (body) => res.writeHead(200).end(body),
+        () => res.writeHead(404).end(),
+      );
     });
     await new Promise<void>((ok) => files.listen(0, '127.0.0.1', ok));
-    const synced = await cliAsync(['mirror', '--from', `http://127.0.0.1:${(files.address() as AddressInfo).port}/`, '--to', join(dir, 'mirror')]);
+    const synced = await cliAsync([
+      'mirror',
+      '--from',
+      `http://127.0.0.1:${(files.address() as AddressInfo).port}/`,
+      '--to',
+      join(dir, 'mirror'),
+    ]);
     files.close();
     expect(synced.status, synced.stderr).toBe(0);
     // The mirror holds the tree's files: the copies nginx-config wrote for the tree are the mirror's too.
@@ -306,7 +391,10 @@ describe('nginx front over a mirror', () => {
       expect(viaFront.status, uri).toBe(200);
       expect(viaFront.body.equals(direct.body)).toBe(true);
       expect(comparable(viaFront.headers)).toEqual(comparable(direct.headers));
-      expect(await logLine(f.frontLog, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`)), uri).toBeDefined();
+      expect(
+        await logLine(f.frontLog, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`)),
+        uri,
+      ).toBeDefined();
     }
     // The structure redirect points where nginx serves the file.
     const id = /structures\/(.+)\.cif$/.exec(structure!)![1];

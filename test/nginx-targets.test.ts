@@ -21,14 +21,28 @@ interface Reply {
   body: string;
 }
 /** A request with its target exactly as given (Node's client sends it unchanged). */
-function send(base: string, target: string, opts: { method?: string; headers?: Record<string, string>; from?: string } = {}): Promise<Reply> {
+function send(
+  base: string,
+  target: string,
+  opts: { method?: string; headers?: Record<string, string>; from?: string } = {},
+): Promise<Reply> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: hostname, port, path: target, method: opts.method ?? 'GET', localAddress: opts.from, headers: { Connection: 'close', ...opts.headers } }, (res) => {
-      let body = '';
-      res.setEncoding('latin1').on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
+    const req = http.request(
+      {
+        host: hostname,
+        port,
+        path: target,
+        method: opts.method ?? 'GET',
+        localAddress: opts.from,
+        headers: { Connection: 'close', ...opts.headers },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('latin1').on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -38,11 +52,40 @@ function send(base: string, target: string, opts: { method?: string; headers?: R
 function spellings(door: string): string[] {
   const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`;
   return [
-    `/${door}/`, `/${door}?x`, `/${door}?`, `/${door}#x`, `/${door};x`, `/${door}.`, `/${door}%20`, `/${door}%00`, `/${door}%2F`, `/${door}\\`,
-    `//${door}`, `///${door}`, `/./${door}`, `/%2e/${door}`, `/x/../${door}`, `/x/%2e%2e/${door}`, `/x/.%2E/${door}`, `/api/v1/../../${door}`,
-    `/api/v1/genes/..%2F..%2F..%2F${door}`, `/x\\..\\${door}`, `/api/v1/genes/x\\..\\..\\..\\${door}`, `/x%2F..%2F${door}`, `/x%2f..%2f${door}`,
-    `/x%5C..%5C${door}`, `/x%5c..%5c${door}`, `/${door.toUpperCase()}`, `/${hex(door[0])}${door.slice(1)}`, `/${[...door].map(hex).join('')}`,
-    `/${door}/.`, `/${door}/..`, `/.isoatlas/${door}`, `http://x/${door}`, `/api/v1/${door}`, `/${door}%23`,
+    `/${door}/`,
+    `/${door}?x`,
+    `/${door}?`,
+    `/${door}#x`,
+    `/${door};x`,
+    `/${door}.`,
+    `/${door}%20`,
+    `/${door}%00`,
+    `/${door}%2F`,
+    `/${door}\\`,
+    `//${door}`,
+    `///${door}`,
+    `/./${door}`,
+    `/%2e/${door}`,
+    `/x/../${door}`,
+    `/x/%2e%2e/${door}`,
+    `/x/.%2E/${door}`,
+    `/api/v1/../../${door}`,
+    `/api/v1/genes/..%2F..%2F..%2F${door}`,
+    `/x\\..\\${door}`,
+    `/api/v1/genes/x\\..\\..\\..\\${door}`,
+    `/x%2F..%2F${door}`,
+    `/x%2f..%2f${door}`,
+    `/x%5C..%5C${door}`,
+    `/x%5c..%5c${door}`,
+    `/${door.toUpperCase()}`,
+    `/${hex(door[0])}${door.slice(1)}`,
+    `/${[...door].map(hex).join('')}`,
+    `/${door}/.`,
+    `/${door}/..`,
+    `/.isoatlas/${door}`,
+    `http://x/${door}`,
+    `/api/v1/${door}`,
+    `/${door}%23`,
   ];
 }
 const DOORS = ['/metrics', '/admission'];
@@ -69,7 +112,8 @@ describe('refused targets through the front and at the server', () => {
       expect(viaFront.status, target).toBeGreaterThanOrEqual(400);
       expect(viaFront.status, target).toBeLessThan(500);
       expect(viaFront.headers['content-type'], target).toBe(PROBLEM);
-      if (refusedTarget(target)) expect([viaFront.status, JSON.parse(viaFront.body).detail], target).toEqual([400, REFUSED_TARGET_DETAIL]);
+      if (refusedTarget(target))
+        expect([viaFront.status, JSON.parse(viaFront.body).detail], target).toEqual([400, REFUSED_TARGET_DETAIL]);
     }
   });
 
@@ -111,24 +155,60 @@ describe('no key character in any answer or log', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-keyscan-'));
     temp.push(dir);
     const keysDir = join(dir, 'keys');
-    const issued = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'keys', 'issue', '--name', 'Scan Test', '--affiliation', 'Test Lab', '--use', 'key redaction tests', '--keys-dir', keysDir], { cwd: ROOT, encoding: 'utf8' });
+    const issued = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, 'bin/isoatlas.mjs'),
+        'keys',
+        'issue',
+        '--name',
+        'Scan Test',
+        '--affiliation',
+        'Test Lab',
+        '--use',
+        'key redaction tests',
+        '--keys-dir',
+        keysDir,
+      ],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     expect(issued.status, issued.stderr).toBe(0);
     const key = issued.stdout.trim();
-    const secret = key.split('_')[2] + key.split('_').slice(3).map((p) => `_${p}`).join('');
+    const secret =
+      key.split('_')[2] +
+      key
+        .split('_')
+        .slice(3)
+        .map((p) => `_${p}`)
+        .join('');
     expect(secret).toHaveLength(43);
     const f = await front({ dir: inject('demoTree'), serverArgs: ['--keys-dir', keysDir] });
     const gene = /^ {4}(\/api\/v1\/genes\/ENSG[^\s/]+) "json/m.exec(f.config)![1];
     const encoded = [...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
     const targets = [
-      `/api/v1/genes/${key}`, `/api/v1/genes/${encoded}`, `/api/v1/genes/${key.replace(/_/g, '%5F')}/isoforms`, `/api/v1/${key}/..${gene.slice(7)}`,
-      `/api/v1/${'a'.repeat(160)}${key}`, `/api/v1/genes/${key}\\..\\x`, `/${key}`,
+      `/api/v1/genes/${key}`,
+      `/api/v1/genes/${encoded}`,
+      `/api/v1/genes/${key.replace(/_/g, '%5F')}/isoforms`,
+      `/api/v1/${key}/..${gene.slice(7)}`,
+      `/api/v1/${'a'.repeat(160)}${key}`,
+      `/api/v1/genes/${key}\\..\\x`,
+      `/${key}`,
       ...[0, 13, 20, 31].map((at) => `${gene}?${'x'.repeat(at)}${key}=1`),
       ...[0, 5, 12].map((at) => `/api/v1/genes/PRR5/isoforms?limit=${'1'.repeat(at)}${key}`),
-      `/api/v1/search?query=${key}`, `/api/v1/search?query=${encoded}`, `${gene}?release=${key}`, `/api/v1/docs/${key}`, `/api/v1/docs/x?release=${'r'.repeat(70)}${key}`,
+      `/api/v1/search?query=${key}`,
+      `/api/v1/search?query=${encoded}`,
+      `${gene}?release=${key}`,
+      `/api/v1/docs/${key}`,
+      `/api/v1/docs/x?release=${'r'.repeat(70)}${key}`,
     ];
     const headerSets: Record<string, string>[] = [
-      { Authorization: `Bearer ${key} extra` }, { Authorization: `Basic ${key}` }, { Authorization: key }, { Authorization: `Bearer ${key.slice(0, -1)}` },
-      { 'X-Api-Key': key }, { Referer: `https://atlas.test/?key=${key}` }, { Cookie: `key=${key}` },
+      { Authorization: `Bearer ${key} extra` },
+      { Authorization: `Basic ${key}` },
+      { Authorization: key },
+      { Authorization: `Bearer ${key.slice(0, -1)}` },
+      { 'X-Api-Key': key },
+      { Referer: `https://atlas.test/?key=${key}` },
+      { Cookie: `key=${key}` },
     ];
     const answers: string[] = [];
     const ask = async (base: string, target: string, headers: Record<string, string> = {}) => {
@@ -138,7 +218,9 @@ describe('no key character in any answer or log', () => {
     };
     for (const base of [f.base, f.server.base]) {
       for (const target of targets) expect(await ask(base, target), target).toBeLessThan(500);
-      for (const headers of headerSets) for (const target of [gene, '/api/v1/search?query=PRR5']) expect(await ask(base, target, headers)).toBeLessThan(500);
+      for (const headers of headerSets)
+        for (const target of [gene, '/api/v1/search?query=PRR5'])
+          expect(await ask(base, target, headers)).toBeLessThan(500);
     }
     expect(await f.server.stop()).toBe(0);
     for (const target of [...targets, gene]) await ask(f.base, target);

@@ -54,13 +54,15 @@ function conforms(operation: RouteId, answer: Answer): void {
   expect(Object.keys(op.responses ?? {}), what).toContain(String(answer.status));
   const declared = (op.responses as Record<string, any>)[String(answer.status)];
   const types = Object.keys(declared.content ?? {});
-  if (answer.body === undefined) expect(types.length === 0 || answer.status === 304 || answer.status === 307, what).toBe(true);
+  if (answer.body === undefined)
+    expect(types.length === 0 || answer.status === 304 || answer.status === 307, what).toBe(true);
   else {
     const type = answer.headers['content-type'].split(';')[0];
     expect(types, what).toContain(type);
     // openapi-backend checks a body against the status's application/json schema only (a 429 has one
     // for the CDN's WAF); a body of another type is checked against its own media type's schema.
-    if (type === 'application/json') expect(api.validateResponse(answer.body, op, answer.status).errors ?? [], what).toEqual([]);
+    if (type === 'application/json')
+      expect(api.validateResponse(answer.body, op, answer.status).errors ?? [], what).toEqual([]);
     else expect(validate(declaredSchema(operation, answer.status, type), answer.body), what).toEqual([]);
   }
   // Every header the document declares for this answer, when present, has the declared type; the
@@ -89,7 +91,12 @@ beforeAll(async () => {
   doc = JSON.parse(readFileSync(join(tree, treePaths.openapi), 'utf8'));
   // quick: openapi-backend's own check of the document knows OpenAPI 3.0 only; the document is
   // checked against the 3.1 schema by the first test below.
-  api = new OpenAPIBackend({ definition: structuredClone(doc) as any, quick: true, strict: true, customizeAjv: (ajv) => (addFormats.default(ajv), ajv) });
+  api = new OpenAPIBackend({
+    definition: structuredClone(doc) as any,
+    quick: true,
+    strict: true,
+    customizeAjv: (ajv) => (addFormats.default(ajv), ajv),
+  });
   await api.init();
   keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-openapi-keys-'));
 });
@@ -131,7 +138,9 @@ describe('the document', () => {
     }
     const gene = doc.paths['/genes/{symbol}'].get.responses['200'].content['application/json'].example;
     expect(gene.symbol).toBe(doc.paths['/genes/{symbol}'].get.parameters[0].example);
-    expect(doc.paths['/isoforms/{transcript_id}/domains'].get.responses['200'].content['application/json'].example.items).toBeDefined();
+    expect(
+      doc.paths['/isoforms/{transcript_id}/domains'].get.responses['200'].content['application/json'].example.items,
+    ).toBeDefined();
   });
 });
 
@@ -166,14 +175,18 @@ describe('real answers conform to it', () => {
     // A structure: the first isoform that has one.
     const index = JSON.parse(readFileSync(join(tree, treePaths.edgeIndex), 'utf8'));
     const shard = JSON.parse(readFileSync(join(tree, treePaths.structureMap(0)), 'utf8'));
-    const id = Object.keys(shard)[0] ?? Object.keys(JSON.parse(readFileSync(join(tree, treePaths.structureMap(index.structures.shards - 1)), 'utf8')))[0];
+    const id =
+      Object.keys(shard)[0] ??
+      Object.keys(JSON.parse(readFileSync(join(tree, treePaths.structureMap(index.structures.shards - 1)), 'utf8')))[0];
     const redirect = await ask(open, `/isoforms/${id}/structure`);
     expect(redirect.status).toBe(307);
     conforms('structure', redirect);
   });
 
   it('409, 400, 404 and 405 as problem+json', async () => {
-    const shared = Object.entries(JSON.parse(readFileSync(join(tree, treePaths.geneAliases(0)), 'utf8')) as Record<string, unknown>).find(([, v]) => Array.isArray(v));
+    const shared = Object.entries(
+      JSON.parse(readFileSync(join(tree, treePaths.geneAliases(0)), 'utf8')) as Record<string, unknown>,
+    ).find(([, v]) => Array.isArray(v));
     if (shared) {
       const choices = await ask(open, `/genes/${shared[0]}`);
       expect(choices.status).toBe(409);
@@ -197,15 +210,26 @@ describe('real answers conform to it', () => {
   });
 
   it('401 and 429 with keys required, and RateLimit headers on what is served', async () => {
-    const key = (await issueKey(keysDir, { name: 'OpenAPI', affiliation: 'Lab', use: 'conformance', tier: 'standard' })).key;
+    const key = (await issueKey(keysDir, { name: 'OpenAPI', affiliation: 'Lab', use: 'conformance', tier: 'standard' }))
+      .key;
     const secret = await importServerSecret(readSecret(keysDir, { create: false })!);
-    const config = resolveAccessConfig({ key_required: { per_ip: { per_minute: 1000 }, tiers: { standard: { per_minute: 2, per_day: 100 } } } }, 'key-required');
-    const access = new AccessControl({ config, store: new MemoryQuotaStore(), keys: new FileKeyRegistry(registryPath(keysDir)), secret });
+    const config = resolveAccessConfig(
+      { key_required: { per_ip: { per_minute: 1000 }, tiers: { standard: { per_minute: 2, per_day: 100 } } } },
+      'key-required',
+    );
+    const access = new AccessControl({
+      config,
+      store: new MemoryQuotaStore(),
+      keys: new FileKeyRegistry(registryPath(keysDir)),
+      secret,
+    });
     const keyed = createHandler({ origin: new LocalOrigin(tree), access });
     const missing = await ask(keyed, '/release');
     expect(missing.status).toBe(401);
     conforms('release', missing);
-    const wrong = await ask(keyed, '/genes/PRR5', { headers: { Authorization: 'Bearer isoatlas_aaaaaaaa_not-a-real-key-at-all-000000' } });
+    const wrong = await ask(keyed, '/genes/PRR5', {
+      headers: { Authorization: 'Bearer isoatlas_aaaaaaaa_not-a-real-key-at-all-000000' },
+    });
     expect(wrong.status).toBe(401);
     conforms('gene', wrong);
     const auth = { headers: { Authorization: `Bearer ${key}` } };
@@ -220,8 +244,15 @@ describe('real answers conform to it', () => {
   });
 
   it('502, 503 and 504 when the storage fails', async () => {
-    for (const [kind, status] of [['unavailable', 502], ['overloaded', 503], ['timeout', 504]] as const) {
-      const failing: Origin = { description: 'failing', read: async () => Promise.reject(new OriginError('storage failed', kind)) };
+    for (const [kind, status] of [
+      ['unavailable', 502],
+      ['overloaded', 503],
+      ['timeout', 504],
+    ] as const) {
+      const failing: Origin = {
+        description: 'failing',
+        read: async () => Promise.reject(new OriginError('storage failed', kind)),
+      };
       const answer = await ask(createHandler({ origin: failing }), '/genes/PRR5');
       expect(answer.status).toBe(status);
       conforms('gene', answer);
@@ -232,7 +263,13 @@ describe('real answers conform to it', () => {
     const json = { 'content-type': 'application/json; charset=utf-8' };
     expect(() => conforms('gene', { status: 418, headers: json, body: {} })).toThrow();
     expect(() => conforms('gene', { status: 200, headers: json, body: { symbol: 'PRR5' } })).toThrow();
-    expect(() => conforms('release', { status: 429, headers: { 'content-type': 'application/problem+json', 'retry-after': 'soon' }, body: { type: 'about:blank', title: 'x', status: 429, detail: 'x', instance: '/' } })).toThrow();
+    expect(() =>
+      conforms('release', {
+        status: 429,
+        headers: { 'content-type': 'application/problem+json', 'retry-after': 'soon' },
+        body: { type: 'about:blank', title: 'x', status: 429, detail: 'x', instance: '/' },
+      }),
+    ).toThrow();
   });
 
   it('covered 200/304/307/400/401/404/405/409/429/502/503/504', () => {

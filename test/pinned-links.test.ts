@@ -42,10 +42,21 @@ async function newerRelease(dir: string): Promise<Origin> {
   gene.name = `changed in ${NEWER}`;
   const release = JSON.parse(read(tree(), treePaths.release));
   release.release = NEWER;
-  const changed: Record<string, string> = { [treePaths.geneIsoforms(GENE, 0)]: JSON.stringify(page), [treePaths.gene(GENE)]: JSON.stringify(gene), [treePaths.release]: JSON.stringify(release) };
+  const changed: Record<string, string> = {
+    [treePaths.geneIsoforms(GENE, 0)]: JSON.stringify(page),
+    [treePaths.gene(GENE)]: JSON.stringify(gene),
+    [treePaths.release]: JSON.stringify(release),
+  };
   const entries = readManifest(tree()).entries.map((e) => {
     const body = changed[e.path];
-    return body === undefined ? e : { path: e.path, size: Buffer.byteLength(body), sha256: createHash('sha256').update(body).digest('hex'), content_type: contentTypeOf(e.path) };
+    return body === undefined
+      ? e
+      : {
+          path: e.path,
+          size: Buffer.byteLength(body),
+          sha256: createHash('sha256').update(body).digest('hex'),
+          content_type: contentTypeOf(e.path),
+        };
   });
   for (const [path, body] of Object.entries(changed)) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });
@@ -59,11 +70,23 @@ async function newerRelease(dir: string): Promise<Origin> {
 
 /** Two releases, NEWER current, as a published store offers them. */
 function store(releases: Record<string, Origin>): VersionedOrigin {
-  const pinned = new Map<string, PinnedRelease>(Object.entries(releases).map(([release, files]) => [release, { release, files, publicPath: (p: string) => `releases/${release}/${p}` }]));
+  const pinned = new Map<string, PinnedRelease>(
+    Object.entries(releases).map(([release, files]) => [
+      release,
+      { release, files, publicPath: (p: string) => `releases/${release}/${p}` },
+    ]),
+  );
   return {
     description: 'two releases',
     pin: async (name = NEWER) => pinned.get(name) ?? null,
-    list: async () => ({ current: NEWER, releases: [...pinned.keys()].map((release) => ({ release, published_at: '2026-11-25T00:00:00Z', manifest_sha256: '0'.repeat(64) })) }),
+    list: async () => ({
+      current: NEWER,
+      releases: [...pinned.keys()].map((release) => ({
+        release,
+        published_at: '2026-11-25T00:00:00Z',
+        manifest_sha256: '0'.repeat(64),
+      })),
+    }),
   };
 }
 
@@ -73,16 +96,24 @@ beforeAll(async () => {
   handler = createHandler({ origin: store({ [older]: new LocalOrigin(tree()), [NEWER]: newer }) });
 });
 
-const get = (path: string, headers: Record<string, string> = {}, method = 'GET') => handler(new Request(`http://atlas.test${path}`, { method, headers }));
-const withParam = (path: string, name: string, value: string) => `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`;
+const get = (path: string, headers: Record<string, string> = {}, method = 'GET') =>
+  handler(new Request(`http://atlas.test${path}`, { method, headers }));
+const withParam = (path: string, name: string, value: string) =>
+  `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`;
 const pinned = (path: string, release = older) => withParam(path, RELEASE_PARAM, release);
 
 /** Every string of a body under a key that names a link in the contract's bodies (and, in a problem,
  * its `search` and `release` members). */
 function linksIn(value: unknown, problem: boolean, key = ''): string[] {
-  if (typeof value === 'string') return ['next', 'link'].includes(key) || key.startsWith('links.') || (problem && ['search', 'release'].includes(key)) ? [value] : [];
+  if (typeof value === 'string')
+    return ['next', 'link'].includes(key) ||
+      key.startsWith('links.') ||
+      (problem && ['search', 'release'].includes(key))
+      ? [value]
+      : [];
   if (Array.isArray(value)) return value.flatMap((v) => linksIn(v, problem, key));
-  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => linksIn(v, problem, key === 'links' ? `links.${k}` : k));
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([k, v]) => linksIn(v, problem, key === 'links' ? `links.${k}` : k));
   return [];
 }
 
@@ -96,7 +127,10 @@ describe('a pinned client', () => {
         const r = await get(path);
         expect(r.status, path).toBe(200);
         if (release !== null) expect(r.headers.get(RELEASE_HEADER), path).toBe(release);
-        const body = (await r.json()) as { next: string | null; items: { transcript_id: string; links: { self: string } }[] };
+        const body = (await r.json()) as {
+          next: string | null;
+          items: { transcript_id: string; links: { self: string } }[];
+        };
         expect(validate('IsoformPage', body)).toEqual([]);
         expect(r.headers.get('link'), path).toBe(body.next === null ? null : `<${body.next}>; rel="next"`);
         items.push(...body.items.map((i) => i.transcript_id));
@@ -105,7 +139,10 @@ describe('a pinned client', () => {
       }
       return { items, pages };
     };
-    const listed = (root: string) => (JSON.parse(read(root, treePaths.geneIsoforms(GENE, 0))) as { items: { transcript_id: string }[] }).items.map((i) => i.transcript_id);
+    const listed = (root: string) =>
+      (JSON.parse(read(root, treePaths.geneIsoforms(GENE, 0))) as { items: { transcript_id: string }[] }).items.map(
+        (i) => i.transcript_id,
+      );
     const first = `/api/v1/genes/${GENE}/isoforms?limit=10`;
     const old = await walk(pinned(first), older);
     expect(old.pages).toBeGreaterThan(2);
@@ -118,7 +155,17 @@ describe('a pinned client', () => {
 
   it('gets every link of every kind of answer carrying its release, each answered from it, and otherwise the bytes the release serves', async () => {
     const shared = Object.entries(readAliases(tree()).genes).find(([, ids]) => Array.isArray(ids))![0];
-    const paths = ['/api/v1/', '/api/v1/release', `/api/v1/genes/${GENE}`, `/api/v1/genes/${GENE}/isoforms`, `/api/v1/genes/${GENE}/isoforms?limit=7&offset=3`, '/api/v1/isoforms/MED15-201', '/api/v1/search?query=med1&limit=5', '/api/v1/genes/NO-SUCH-GENE', `/api/v1/genes/${encodeURIComponent(shared)}`];
+    const paths = [
+      '/api/v1/',
+      '/api/v1/release',
+      `/api/v1/genes/${GENE}`,
+      `/api/v1/genes/${GENE}/isoforms`,
+      `/api/v1/genes/${GENE}/isoforms?limit=7&offset=3`,
+      '/api/v1/isoforms/MED15-201',
+      '/api/v1/search?query=med1&limit=5',
+      '/api/v1/genes/NO-SUCH-GENE',
+      `/api/v1/genes/${encodeURIComponent(shared)}`,
+    ];
     const followed = new Set<string>();
     for (const path of paths) {
       const r = await get(pinned(path));
@@ -144,7 +191,7 @@ describe('a pinned client', () => {
     }
   });
 
-  it('is answered with an ETag of its own bytes: not the unpinned body\'s, a 304 on its own tag only, HEAD alike', async () => {
+  it("is answered with an ETag of its own bytes: not the unpinned body's, a 304 on its own tag only, HEAD alike", async () => {
     const path = `/api/v1/genes/${GENE}`;
     const plain = await get(withParam(path, DEFAULT_RELEASE_PARAM, older));
     const r = await get(pinned(path));
@@ -152,7 +199,9 @@ describe('a pinned client', () => {
     const tag = r.headers.get('etag')!;
     expect(tag).toBe(`"${createHash('sha256').update(bytes).digest('hex')}"`);
     expect(tag).not.toBe(plain.headers.get('etag'));
-    expect(plain.headers.get('etag')).toBe(`"${readManifest(tree()).entries.find((e) => e.path === treePaths.gene(GENE))!.sha256}"`);
+    expect(plain.headers.get('etag')).toBe(
+      `"${readManifest(tree()).entries.find((e) => e.path === treePaths.gene(GENE))!.sha256}"`,
+    );
     expect((await get(pinned(path), { 'If-None-Match': tag })).status).toBe(304);
     const stale = await get(pinned(path), { 'If-None-Match': plain.headers.get('etag')! });
     expect(stale.status).toBe(200);
@@ -164,9 +213,19 @@ describe('a pinned client', () => {
     expect(await head.text()).toBe('');
     // isoatlas serve's compression names the pinned body's representations, and revalidates them.
     const compressed = withCompression(handler, 1 << 20);
-    const br = await compressed(new Request(`http://atlas.test${pinned(path)}`, { headers: { 'Accept-Encoding': 'br' } }));
+    const br = await compressed(
+      new Request(`http://atlas.test${pinned(path)}`, { headers: { 'Accept-Encoding': 'br' } }),
+    );
     expect(br.headers.get('etag')).toBe(`W/${tag.slice(0, -1)}-br"`);
-    expect((await compressed(new Request(`http://atlas.test${pinned(path)}`, { headers: { 'Accept-Encoding': 'br', 'If-None-Match': br.headers.get('etag')! } }))).status).toBe(304);
+    expect(
+      (
+        await compressed(
+          new Request(`http://atlas.test${pinned(path)}`, {
+            headers: { 'Accept-Encoding': 'br', 'If-None-Match': br.headers.get('etag')! },
+          }),
+        )
+      ).status,
+    ).toBe(304);
   });
 
   it('naming the release under default_release gets the same release with links as the files have them; naming both is a 400', async () => {
@@ -186,21 +245,54 @@ describe('a pinned client', () => {
   });
 
   it('gets Link and Location headers pinned when they point into the API, and others as they are', () => {
-    const headers = new Headers({ Link: '</api/v1/genes/X/isoforms?limit=2&offset=2>; rel="next", <https://example.org/x>; rel="other"', Location: '/api/v1/genes/X' });
+    const headers = new Headers({
+      Link: '</api/v1/genes/X/isoforms?limit=2&offset=2>; rel="next", <https://example.org/x>; rel="other"',
+      Location: '/api/v1/genes/X',
+    });
     pinHeaders(headers, 'r 1');
-    expect(headers.get('link')).toBe('</api/v1/genes/X/isoforms?limit=2&offset=2&release=r%201>; rel="next", <https://example.org/x>; rel="other"');
+    expect(headers.get('link')).toBe(
+      '</api/v1/genes/X/isoforms?limit=2&offset=2&release=r%201>; rel="next", <https://example.org/x>; rel="other"',
+    );
     expect(headers.get('location')).toBe('/api/v1/genes/X?release=r%201');
-    for (const outside of ['/structures/ENST1.cif', '/releases/r/structures/ENST1.cif', 'https://structures.example.org/structures/ENST1.cif', '/api/v10/x']) expect(pinLink(outside, 'r')).toBe(outside);
+    for (const outside of [
+      '/structures/ENST1.cif',
+      '/releases/r/structures/ENST1.cif',
+      'https://structures.example.org/structures/ENST1.cif',
+      '/api/v10/x',
+    ])
+      expect(pinLink(outside, 'r')).toBe(outside);
   });
 });
 
 describe('the CDN and a server answer a viewer request alike', () => {
   /** The request as CloudFront sends it on after the gate: the gate's query object as a query string. */
-  function originEvent(out: { method: string; uri: string; querystring: Record<string, { value: string }>; headers: Record<string, { value: string }> }): CloudFrontRequestEvent {
-    const querystring = Object.entries(out.querystring).map(([name, { value }]) => `${name}=${value}`).join('&');
-    const headers = Object.fromEntries(Object.entries(out.headers).map(([name, { value }]) => [name, [{ key: name, value }]]));
-    const config = { distributionDomainName: 'd111111abcdef8.cloudfront.net', eventType: 'origin-request', requestId: 'test' };
-    return { Records: [{ cf: { config, request: { clientIp: '203.0.113.178', method: out.method, uri: out.uri, querystring, headers } } }] };
+  function originEvent(out: {
+    method: string;
+    uri: string;
+    querystring: Record<string, { value: string }>;
+    headers: Record<string, { value: string }>;
+  }): CloudFrontRequestEvent {
+    const querystring = Object.entries(out.querystring)
+      .map(([name, { value }]) => `${name}=${value}`)
+      .join('&');
+    const headers = Object.fromEntries(
+      Object.entries(out.headers).map(([name, { value }]) => [name, [{ key: name, value }]]),
+    );
+    const config = {
+      distributionDomainName: 'd111111abcdef8.cloudfront.net',
+      eventType: 'origin-request',
+      requestId: 'test',
+    };
+    return {
+      Records: [
+        {
+          cf: {
+            config,
+            request: { clientIp: '203.0.113.178', method: out.method, uri: out.uri, querystring, headers },
+          },
+        },
+      ],
+    };
   }
 
   it('for pinned and unpinned requests alike: the gate names the current release without it reaching any link', async () => {
@@ -213,16 +305,34 @@ describe('the CDN and a server answer a viewer request alike', () => {
       '/api/v1/genes/NO-SUCH-GENE',
       '/api/v1/',
     ].flatMap((t) => [t, pinned(t), pinned(t, NEWER)]);
-    targets.push(withParam(pinned('/api/v1/release'), DEFAULT_RELEASE_PARAM, older), withParam('/api/v1/release', DEFAULT_RELEASE_PARAM, older));
+    targets.push(
+      withParam(pinned('/api/v1/release'), DEFAULT_RELEASE_PARAM, older),
+      withParam('/api/v1/release', DEFAULT_RELEASE_PARAM, older),
+    );
     for (const target of targets) {
       const url = new URL(target, 'http://atlas.test');
-      const querystring = Object.fromEntries([...url.searchParams].map(([name, value]) => [name, { value: encodeURIComponent(value) }]));
+      const querystring = Object.fromEntries(
+        [...url.searchParams].map(([name, value]) => [name, { value: encodeURIComponent(value) }]),
+      );
       const out = await gate.handler(viewerRequest({ uri: url.pathname, querystring }));
       expect(out.statusCode, target).toBeUndefined();
-      const cdn = (await edge(originEvent(out))) as { status: string; headers: Record<string, { value: string }[]>; body?: string };
+      const cdn = (await edge(originEvent(out))) as {
+        status: string;
+        headers: Record<string, { value: string }[]>;
+        body?: string;
+      };
       const server = await get(target);
       const header = (name: string) => cdn.headers[name]?.[0]?.value ?? null;
-      expect({ status: Number(cdn.status), body: cdn.body ?? '', etag: header('etag'), link: header('link'), release: header(RELEASE_HEADER.toLowerCase()) }, target).toEqual({
+      expect(
+        {
+          status: Number(cdn.status),
+          body: cdn.body ?? '',
+          etag: header('etag'),
+          link: header('link'),
+          release: header(RELEASE_HEADER.toLowerCase()),
+        },
+        target,
+      ).toEqual({
         status: server.status,
         body: await server.text(),
         etag: server.headers.get('etag'),

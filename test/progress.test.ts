@@ -28,7 +28,10 @@ describe('progress off a terminal', () => {
     const { stream, lines: drawn } = sink();
     const lines: string[] = [];
     const fields: Record<string, unknown>[] = [];
-    const p = startProgress('publishing', 1000, stream, { lineEveryMs: 50, log: (f, msg) => void (fields.push(f), lines.push(msg!)) });
+    const p = startProgress('publishing', 1000, stream, {
+      lineEveryMs: 50,
+      log: (f, msg) => void (fields.push(f), lines.push(msg!)),
+    });
     p.tick(250);
     await until(() => lines.length >= 1);
     expect(lines[0]).toMatch(/^publishing: 250\/1,000 \(25\.0%\), [\d,]+\/s, about \d+ s left$/);

@@ -10,7 +10,7 @@ import { bundleEdge } from '../build/bundle/edge.js';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { listReleases, publish, rollback, s3Client, OBJECT_CACHE_CONTROL } from '../build/publish/publish.js';
 import { collectGarbage } from '../build/publish/collect.js';
 import { createHandler, releasesOf } from '../edge/handler.js';
@@ -51,7 +51,6 @@ let release4a: string;
 let release4b: string;
 const changedGenes = ['ENSG00000186654', 'ENSG00000100320', 'ENSG00000128185'];
 
-
 /** A smaller but complete release for these tests (s3rver needs ~3 ms an object): the demo release
  * database cut down to ~50 genes (those below, those with structures, and the first by id), rendered
  * by the real renderer. */
@@ -90,7 +89,10 @@ async function deriveRelease(name: string, genes: string[], dirName = name): Pro
   };
   await rewriteTree(
     out,
-    Object.fromEntries([...genes.map((g) => changed(treePaths.gene(g), (b) => (b.biotype = `changed in ${name}`))), changed(treePaths.release, (r) => (r.release = name))]),
+    Object.fromEntries([
+      ...genes.map((g) => changed(treePaths.gene(g), (b) => (b.biotype = `changed in ${name}`))),
+      changed(treePaths.release, (r) => (r.release = name)),
+    ]),
     name,
   );
   return out;
@@ -100,7 +102,13 @@ async function deriveRelease(name: string, genes: string[], dirName = name): Pro
  * manifest.json's. */
 function objectsOf(root: string): Set<string> {
   const { index, entries } = readManifest(root);
-  return new Set([...entries.map((e) => e.sha256), ...index.shards.map((s) => s.sha256), createHash('sha256').update(readFileSync(join(root, treePaths.manifest))).digest('hex')]);
+  return new Set([
+    ...entries.map((e) => e.sha256),
+    ...index.shards.map((s) => s.sha256),
+    createHash('sha256')
+      .update(readFileSync(join(root, treePaths.manifest)))
+      .digest('hex'),
+  ]);
 }
 
 const gene = (root: string, id: string) => readFileSync(join(root, treePaths.gene(id)), 'utf8');
@@ -115,7 +123,13 @@ async function presentObjects(objects: Iterable<string>, prefix = ''): Promise<n
     Array.from({ length: 32 }, async () => {
       while (next < shas.length) {
         const key = prefix + objectKey(shas[next++]);
-        if (await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key })).then(() => true, () => false)) present++;
+        if (
+          await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key })).then(
+            () => true,
+            () => false,
+          )
+        )
+          present++;
       }
     }),
   );
@@ -135,16 +149,18 @@ function recording(commands: string[]): S3Client {
   });
 }
 
-const currentRelease = async (handler: ReturnType<typeof createHandler>) => ((await (await handler(new Request('http://atlas.test/api/v1/release'))).json()) as { release: string }).release;
+const currentRelease = async (handler: ReturnType<typeof createHandler>) =>
+  ((await (await handler(new Request('http://atlas.test/api/v1/release'))).json()) as { release: string }).release;
 
 /** The real CloudFront client, sending to a local stand-in. */
 const cloudFrontAt = (endpoint: string) => new CloudFrontClient({ region: 'us-east-1', endpoint });
 
-
 /** The isoatlas command as users run it: its exit code and what it wrote. */
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
@@ -175,18 +191,44 @@ describe('publish to S3 (s3rver)', () => {
   it('publishes release 1 as content-addressed objects, then the history and the pointer', async () => {
     const s = await publish({ dir: release1, bucket: BUCKET, s3, progress: false });
     const objects = objectsOf(release1);
-    expect(s).toMatchObject({ release: '2026.11-chr22-demo', previous: null, objects: objects.size, uploaded: objects.size, present: 0 });
+    expect(s).toMatchObject({
+      release: '2026.11-chr22-demo',
+      previous: null,
+      objects: objects.size,
+      uploaded: objects.size,
+      present: 0,
+    });
     const sha = createHash('sha256').update(gene(release1, 'ENSG00000186654')).digest('hex');
-    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `objects/${sha.slice(0, 2)}/${sha.slice(2)}` }));
+    const head = await s3.send(
+      new HeadObjectCommand({ Bucket: BUCKET, Key: `objects/${sha.slice(0, 2)}/${sha.slice(2)}` }),
+    );
     expect(head.ContentType).toBe('application/json; charset=utf-8');
     expect(head.CacheControl).toBe(OBJECT_CACHE_CONTROL);
-    const cifSha = readManifest(release1).entries.find((e) => e.path === Object.values(readStructureMap(release1))[0].path)!.sha256;
-    expect((await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: objectKey(cifSha) }))).ContentType).toBe('chemical/x-mmcif');
-    const manifestSha = createHash('sha256').update(readFileSync(join(release1, treePaths.manifest))).digest('hex');
-    const pointer = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'current.json' }))).Body!.transformToString());
-    expect(pointer).toMatchObject({ format: 2, release: '2026.11-chr22-demo', manifest_sha256: manifestSha, previous: null });
+    const cifSha = readManifest(release1).entries.find(
+      (e) => e.path === Object.values(readStructureMap(release1))[0].path,
+    )!.sha256;
+    expect((await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: objectKey(cifSha) }))).ContentType).toBe(
+      'chemical/x-mmcif',
+    );
+    const manifestSha = createHash('sha256')
+      .update(readFileSync(join(release1, treePaths.manifest)))
+      .digest('hex');
+    const pointer = JSON.parse(
+      await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'current.json' }))).Body!.transformToString(),
+    );
+    expect(pointer).toMatchObject({
+      format: 2,
+      release: '2026.11-chr22-demo',
+      manifest_sha256: manifestSha,
+      previous: null,
+    });
     const listing = await listReleases({ s3, bucket: BUCKET });
-    expect(listing).toMatchObject({ current: '2026.11-chr22-demo', releases: [{ release: '2026.11-chr22-demo', manifest_sha256: manifestSha, current: true }], pending: [], retired: [] });
+    expect(listing).toMatchObject({
+      current: '2026.11-chr22-demo',
+      releases: [{ release: '2026.11-chr22-demo', manifest_sha256: manifestSha, current: true }],
+      pending: [],
+      retired: [],
+    });
   });
 
   it('is served by the edge function through its S3 origin, structure files through the store', async () => {
@@ -203,7 +245,10 @@ describe('publish to S3 (s3rver)', () => {
     const found = await locateStructureFile(new Request(`http://atlas.test${location}`), releasesOf({ origin }));
     const cif = readManifest(release1).entries.find((e) => e.path === treePaths.structureFile(id))!;
     expect(found).toEqual({ sha256: cif.sha256, size: cif.size });
-    const unknown = await locateStructureFile(new Request(`http://atlas.test/releases/1999.01-none/structures/${id}.cif`), releasesOf({ origin }));
+    const unknown = await locateStructureFile(
+      new Request(`http://atlas.test/releases/1999.01-none/structures/${id}.cif`),
+      releasesOf({ origin }),
+    );
     expect((unknown as Response).status).toBe(404);
   });
 
@@ -211,10 +256,28 @@ describe('publish to S3 (s3rver)', () => {
     mkdirSync(join(__dirname, '../.isoatlas'), { recursive: true });
     const out = mkdtempSync(join(__dirname, '../.isoatlas/edge-bundle-'));
     try {
-      const bundle = await bundleEdge({ outDir: out, s3: { bucket: BUCKET, region: 'us-east-1', endpoint: server.endpoint } });
-      const onOriginRequest = createRequire(import.meta.url)(bundle.file).handler as (e: unknown) => Promise<{ uri?: string; status?: string; headers: Record<string, { value: string }[]> }>;
+      const bundle = await bundleEdge({
+        outDir: out,
+        s3: { bucket: BUCKET, region: 'us-east-1', endpoint: server.endpoint },
+      });
+      const onOriginRequest = createRequire(import.meta.url)(bundle.file).handler as (
+        e: unknown,
+      ) => Promise<{ uri?: string; status?: string; headers: Record<string, { value: string }[]> }>;
       const event = (uri: string) => ({
-        Records: [{ cf: { config: { distributionDomainName: 'd1.cloudfront.net', eventType: 'origin-request' }, request: { clientIp: '203.0.113.9', method: 'GET', uri, querystring: '', headers: { host: [{ key: 'Host', value: 'bucket.s3.amazonaws.com' }] } } } }],
+        Records: [
+          {
+            cf: {
+              config: { distributionDomainName: 'd1.cloudfront.net', eventType: 'origin-request' },
+              request: {
+                clientIp: '203.0.113.9',
+                method: 'GET',
+                uri,
+                querystring: '',
+                headers: { host: [{ key: 'Host', value: 'bucket.s3.amazonaws.com' }] },
+              },
+            },
+          },
+        ],
       });
       const [id] = Object.keys(readStructureMap(release1));
       const cif = readManifest(release1).entries.find((e) => e.path === treePaths.structureFile(id))!;
@@ -243,7 +306,11 @@ describe('publish to S3 (s3rver)', () => {
           reader(new Request('http://atlas.test/api/v1/genes/PRR5?release=2026.11-chr22-demo')),
         ]);
         // A reader that pinned release 1 gets release 1 throughout.
-        if (withoutRelease(await pinned.text(), '2026.11-chr22-demo') !== oldGene || pinned.headers.get(RELEASE_HEADER) !== '2026.11-chr22-demo') seen.other.push('a pinned read not of release 1');
+        if (
+          withoutRelease(await pinned.text(), '2026.11-chr22-demo') !== oldGene ||
+          pinned.headers.get(RELEASE_HEADER) !== '2026.11-chr22-demo'
+        )
+          seen.other.push('a pinned read not of release 1');
         const body = await g.text();
         const release = ((await rel.json()) as { release: string }).release;
         if (g.status !== 200) seen.other.push(`gene ${g.status}`);
@@ -267,7 +334,12 @@ describe('publish to S3 (s3rver)', () => {
     const added = [...objectsOf(release2)].filter((sha) => !before.has(sha));
     // 3 genes + release.json changed, so did the manifest shards listing them and manifest.json.
     expect(added.length).toBeGreaterThanOrEqual(4 + 1 + 1);
-    expect(s).toMatchObject({ release: '2026.12-test', previous: '2026.11-chr22-demo', uploaded: added.length, present: objectsOf(release2).size - added.length });
+    expect(s).toMatchObject({
+      release: '2026.12-test',
+      previous: '2026.11-chr22-demo',
+      uploaded: added.length,
+      present: objectsOf(release2).size - added.length,
+    });
     expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(added.length + 3 + 2); // + pending, kept, pointer; the two probes of conditional writes
     // What the store holds is known from release 1's manifest: no copies, no HEAD per object, no listing.
     expect(commands.filter((c) => /Copy|Head|List/.test(c))).toEqual([]);
@@ -287,13 +359,27 @@ describe('publish to S3 (s3rver)', () => {
       const r = await ask(`?release=${release}`);
       return { ...r, body: withoutRelease(r.body, release) };
     };
-    expect(await pinned('2026.11-chr22-demo')).toEqual({ status: 200, release: '2026.11-chr22-demo', body: gene(release1, 'ENSG00000186654') });
-    expect(await pinned('2026.12-test')).toEqual({ status: 200, release: '2026.12-test', body: gene(release2, 'ENSG00000186654') });
+    expect(await pinned('2026.11-chr22-demo')).toEqual({
+      status: 200,
+      release: '2026.11-chr22-demo',
+      body: gene(release1, 'ENSG00000186654'),
+    });
+    expect(await pinned('2026.12-test')).toEqual({
+      status: 200,
+      release: '2026.12-test',
+      body: gene(release2, 'ENSG00000186654'),
+    });
     expect(await ask()).toEqual({ status: 200, release: '2026.12-test', body: gene(release2, 'ENSG00000186654') });
     expect((await ask('?release=1999.01-none')).status).toBe(404);
     const listing = await (await h(new Request('http://atlas.test/api/v1/releases'))).json();
     expect(validate('ReleaseList', listing)).toEqual([]);
-    expect(listing).toMatchObject({ current: '2026.12-test', releases: [{ release: '2026.11-chr22-demo', current: false }, { release: '2026.12-test', current: true }] });
+    expect(listing).toMatchObject({
+      current: '2026.12-test',
+      releases: [
+        { release: '2026.11-chr22-demo', current: false },
+        { release: '2026.12-test', current: true },
+      ],
+    });
   });
 
   it('leaves the current release serving when a publish dies mid-way, and a re-run uploads only the rest', async () => {
@@ -303,7 +389,12 @@ describe('publish to S3 (s3rver)', () => {
       get(target, prop, receiver) {
         if (prop !== 'send') return Reflect.get(target, prop, receiver);
         return async (command: { constructor: { name: string }; input: { Key?: string } }) => {
-          if (command.constructor.name === 'PutObjectCommand' && command.input.Key?.startsWith('objects/') && ++writes > 3) throw Object.assign(new Error('connection reset'), { name: 'NetworkingError' });
+          if (
+            command.constructor.name === 'PutObjectCommand' &&
+            command.input.Key?.startsWith('objects/') &&
+            ++writes > 3
+          )
+            throw Object.assign(new Error('connection reset'), { name: 'NetworkingError' });
           return target.send(command as never);
         };
       },
@@ -311,33 +402,72 @@ describe('publish to S3 (s3rver)', () => {
     const objects3 = objectsOf(release3);
     const missingBefore = objects3.size - (await presentObjects(objects3));
     expect(missingBefore).toBeGreaterThan(3);
-    await expect(publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 1 })).rejects.toThrow(/connection reset/);
+    await expect(
+      publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 1 }),
+    ).rejects.toThrow(/connection reset/);
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
     expect(await currentRelease(handler)).toBe('2026.12-test'); // the pointer never moved
     expect((await listReleases({ s3, bucket: BUCKET })).pending.map((p) => p.release)).toEqual(['2027.01-test']);
 
     const cloudfront = await startFakeCloudFront();
-    const resumed = await publish({ dir: release3, bucket: BUCKET, s3, progress: false, distributionId: 'E2PUBLISHTEST', cloudfront: cloudFrontAt(cloudfront.url) }).finally(() => cloudfront.close());
+    const resumed = await publish({
+      dir: release3,
+      bucket: BUCKET,
+      s3,
+      progress: false,
+      distributionId: 'E2PUBLISHTEST',
+      cloudfront: cloudFrontAt(cloudfront.url),
+    }).finally(() => cloudfront.close());
     // A deployment without a KeyValueStore: the cached API answers and the pointer are invalidated.
-    expect(cloudfront.invalidations).toEqual([{ distributionId: 'E2PUBLISHTEST', paths: ['/api/v1/*', '/current.json'] }]);
+    expect(cloudfront.invalidations).toEqual([
+      { distributionId: 'E2PUBLISHTEST', paths: ['/api/v1/*', '/current.json'] },
+    ]);
     expect(resumed.invalidated).toEqual(['/api/v1/*', '/current.json']);
     expect(resumed.uploaded).toBe(missingBefore - 3); // what the dead run wrote is not written again
     expect(await presentObjects(objects3)).toBe(objects3.size);
-    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(release3, 'ENSG00000186654'));
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(
+      gene(release3, 'ENSG00000186654'),
+    );
     expect((await listReleases({ s3, bucket: BUCKET })).pending).toEqual([]);
   });
 
   it('rolls back to the previous release in one pointer write, and rolling back to the current one is a no-op', async () => {
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
     const cloudfront = await startFakeCloudFront();
-    const r = await rollback({ s3, bucket: BUCKET, distributionId: 'E2ROLLBACKTEST', cloudfront: cloudFrontAt(cloudfront.url) }).finally(() => cloudfront.close());
+    const r = await rollback({
+      s3,
+      bucket: BUCKET,
+      distributionId: 'E2ROLLBACKTEST',
+      cloudfront: cloudFrontAt(cloudfront.url),
+    }).finally(() => cloudfront.close());
     // As publish does, with the same paths.
-    expect(r).toEqual({ from: '2027.01-test', to: '2026.12-test', changed: true, invalidated: ['/api/v1/*', '/current.json'] });
-    expect(cloudfront.invalidations).toEqual([{ distributionId: 'E2ROLLBACKTEST', paths: ['/api/v1/*', '/current.json'] }]);
+    expect(r).toEqual({
+      from: '2027.01-test',
+      to: '2026.12-test',
+      changed: true,
+      invalidated: ['/api/v1/*', '/current.json'],
+    });
+    expect(cloudfront.invalidations).toEqual([
+      { distributionId: 'E2ROLLBACKTEST', paths: ['/api/v1/*', '/current.json'] },
+    ]);
     expect(await currentRelease(handler)).toBe('2026.12-test');
     // A reader that pinned a release is not moved by a rollback.
-    expect(((await (await handler(new Request('http://atlas.test/api/v1/release?release=2027.01-test'))).json()) as { release: string }).release).toBe('2027.01-test');
-    expect(await rollback({ s3, bucket: BUCKET, to: '2026.12-test', distributionId: 'E2ROLLBACKTEST', cloudfront: { send: () => Promise.reject(new Error('nothing changed: no invalidation')) } })).toEqual({
+    expect(
+      (
+        (await (await handler(new Request('http://atlas.test/api/v1/release?release=2027.01-test'))).json()) as {
+          release: string;
+        }
+      ).release,
+    ).toBe('2027.01-test');
+    expect(
+      await rollback({
+        s3,
+        bucket: BUCKET,
+        to: '2026.12-test',
+        distributionId: 'E2ROLLBACKTEST',
+        cloudfront: { send: () => Promise.reject(new Error('nothing changed: no invalidation')) },
+      }),
+    ).toEqual({
       from: '2026.12-test',
       to: '2026.12-test',
       changed: false,
@@ -348,20 +478,33 @@ describe('publish to S3 (s3rver)', () => {
 
   it('refuses to publish a release name again with other content', async () => {
     const other = await deriveRelease('2026.12-test', changedGenes.slice(0, 1), 'another-2026.12-test');
-    await expect(publish({ dir: other, bucket: BUCKET, s3, progress: false })).rejects.toThrow(/already in .* with other content/);
+    await expect(publish({ dir: other, bucket: BUCKET, s3, progress: false })).rejects.toThrow(
+      /already in .* with other content/,
+    );
   });
 
   it('two concurrent publishes both end in the history, and current.json names the newer', async () => {
-    const [a, b] = await Promise.allSettled([publish({ dir: release4a, bucket: BUCKET, s3, progress: false }), publish({ dir: release4b, bucket: BUCKET, s3, progress: false })]);
+    const [a, b] = await Promise.allSettled([
+      publish({ dir: release4a, bucket: BUCKET, s3, progress: false }),
+      publish({ dir: release4b, bucket: BUCKET, s3, progress: false }),
+    ]);
     const listing = await listReleases({ s3, bucket: BUCKET });
-    expect(listing.releases.map((r) => r.release)).toEqual(expect.arrayContaining(['2026.11-chr22-demo', '2026.12-test', '2027.01-test', '2027.02-a', '2027.02-b']));
+    expect(listing.releases.map((r) => r.release)).toEqual(
+      expect.arrayContaining(['2026.11-chr22-demo', '2026.12-test', '2027.01-test', '2027.02-a', '2027.02-b']),
+    );
     expect(listing.pending).toEqual([]);
     // The one kept last is current; the other may have lost the pointer to it, and then says so.
     const newest = listing.releases.at(-1)!.release;
     expect(listing.current).toBe(newest);
-    for (const [settled, release] of [[a, '2027.02-a'], [b, '2027.02-b']] as const) {
+    for (const [settled, release] of [
+      [a, '2027.02-a'],
+      [b, '2027.02-b'],
+    ] as const) {
       if (settled.status === 'fulfilled') expect(settled.value.release).toBe(release);
-      else expect(settled.reason.message).toContain(`was not moved to ${release}: while it was being published, ${newest} became the newest kept release`);
+      else
+        expect(settled.reason.message).toContain(
+          `was not moved to ${release}: while it was being published, ${newest} became the newest kept release`,
+        );
     }
     expect([a.status, b.status]).toContain('fulfilled');
   });
@@ -370,11 +513,20 @@ describe('publish to S3 (s3rver)', () => {
     const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'releases.json' }));
     const body = await got.Body!.transformToString();
     await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'releases.json', Body: body, IfMatch: got.ETag }));
-    const stale = s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'releases.json', Body: '{}', IfMatch: '"0123456789abcdef0123456789abcdef"' }));
+    const stale = s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: 'releases.json',
+        Body: '{}',
+        IfMatch: '"0123456789abcdef0123456789abcdef"',
+      }),
+    );
     await expect(stale).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
     const create = s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'current.json', Body: '{}', IfNoneMatch: '*' }));
     await expect(create).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
-    expect(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'releases.json' }))).Body!.transformToString()).toBe(body);
+    expect(
+      await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'releases.json' }))).Body!.transformToString(),
+    ).toBe(body);
   });
 
   it('--keep retires older releases; gc removes only what no kept release references, after the grace period', async () => {
@@ -402,7 +554,9 @@ describe('publish to S3 (s3rver)', () => {
     expect(await presentObjects(kept)).toBe(kept.size);
     expect((await listReleases({ s3, bucket: BUCKET })).retired).toEqual([]);
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
-    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(release3, 'ENSG00000186654'));
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(
+      gene(release3, 'ENSG00000186654'),
+    );
   });
 });
 
@@ -421,7 +575,11 @@ describe('a tree changed after its build is refused before anything is written',
   };
   const cases: [string, (file: string) => void, RegExp][] = [
     ['edited', flipByte, /its sha256 is not the one the manifest lists/],
-    ['truncated', (file) => writeFileSync(file, readFileSync(file).subarray(0, 10)), /10 bytes, the manifest lists \d+/],
+    [
+      'truncated',
+      (file) => writeFileSync(file, readFileSync(file).subarray(0, 10)),
+      /10 bytes, the manifest lists \d+/,
+    ],
     ['deleted', (file) => rmSync(file), /\(missing\)/],
   ];
   for (const [name, damage, why] of cases) {
@@ -429,13 +587,23 @@ describe('a tree changed after its build is refused before anything is written',
       const tree = damaged(name, damage);
       const commands: string[] = [];
       const prefix = `damaged-${name}/`;
-      const err = await publish({ dir: tree, bucket: BUCKET, prefix, s3: recording(commands), progress: false }).catch((e: Error) => e);
+      const err = await publish({ dir: tree, bucket: BUCKET, prefix, s3: recording(commands), progress: false }).catch(
+        (e: Error) => e,
+      );
       expect(err).toBeInstanceOf(BadInputError);
-      expect((err as Error).message).toContain(`1 file of the tree ${tree} does not match its manifest.json: ${treePaths.gene(changedGenes[0])} (`);
+      expect((err as Error).message).toContain(
+        `1 file of the tree ${tree} does not match its manifest.json: ${treePaths.gene(changedGenes[0])} (`,
+      );
       expect((err as Error).message).toMatch(why);
-      expect((err as Error).message).toContain(`build it again (\`isoatlas build --force\`) and publish that. Nothing was written to s3://${BUCKET}/${prefix}`);
+      expect((err as Error).message).toContain(
+        `build it again (\`isoatlas build --force\`) and publish that. Nothing was written to s3://${BUCKET}/${prefix}`,
+      );
       expect(commands.filter((c) => c !== 'GetObjectCommand')).toEqual([]);
-      expect(await listReleases({ s3, bucket: BUCKET, prefix })).toMatchObject({ current: null, releases: [], pending: [] });
+      expect(await listReleases({ s3, bucket: BUCKET, prefix })).toMatchObject({
+        current: null,
+        releases: [],
+        pending: [],
+      });
       expect(await presentObjects(objectsOf(release1), prefix)).toBe(0);
     });
   }
@@ -444,7 +612,14 @@ describe('a tree changed after its build is refused before anything is written',
     const prefix = 'shared/';
     await publish({ dir: release1, bucket: BUCKET, prefix, s3, progress: false });
     // A gene release 2 does not change: its object is in the store, its bytes in the tree are not read.
-    const unchanged = treePaths.gene(readManifest(release1).entries.map((e) => e.path).find((p) => p.startsWith('api/v1/genes/ENSG') && !changedGenes.some((g) => p.includes(g)))!.split('/').pop()!.replace('.json', ''));
+    const unchanged = treePaths.gene(
+      readManifest(release1)
+        .entries.map((e) => e.path)
+        .find((p) => p.startsWith('api/v1/genes/ENSG') && !changedGenes.some((g) => p.includes(g)))!
+        .split('/')
+        .pop()!
+        .replace('.json', ''),
+    );
     const next = await deriveRelease('2026.12-shared', changedGenes, 'shared-next');
     const original = readFileSync(join(next, unchanged));
     flipByte(join(next, unchanged));
@@ -456,7 +631,9 @@ describe('a tree changed after its build is refused before anything is written',
     // A file the publish would upload is hashed.
     const third = await deriveRelease('2027.01-shared', changedGenes.slice(0, 1), 'shared-third');
     flipByte(join(third, treePaths.gene(changedGenes[0])));
-    await expect(publish({ dir: third, bucket: BUCKET, prefix, s3, progress: false })).rejects.toThrow(new RegExp(`${treePaths.gene(changedGenes[0])} \\(its sha256`));
+    await expect(publish({ dir: third, bucket: BUCKET, prefix, s3, progress: false })).rejects.toThrow(
+      new RegExp(`${treePaths.gene(changedGenes[0])} \\(its sha256`),
+    );
     expect((await listReleases({ s3, bucket: BUCKET, prefix })).pending).toEqual([]);
   });
 
@@ -464,9 +641,15 @@ describe('a tree changed after its build is refused before anything is written',
     const tree = join(dir, 'garbage-manifest');
     cpSync(release1, tree, { recursive: true });
     writeFileSync(join(tree, treePaths.manifest), '{"format": 1, "rel');
-    const err = await publish({ dir: tree, bucket: BUCKET, prefix: 'garbage/', s3, progress: false }).catch((e: Error) => e);
+    const err = await publish({ dir: tree, bucket: BUCKET, prefix: 'garbage/', s3, progress: false }).catch(
+      (e: Error) => e,
+    );
     expect(err).toBeInstanceOf(BadInputError);
-    expect((err as Error).message).toMatch(new RegExp(`^${tree}/manifest.json: not JSON \\(.*\\); build the tree again \\(\`isoatlas build --force\`\\) and publish that; nothing was written to the store$`));
+    expect((err as Error).message).toMatch(
+      new RegExp(
+        `^${tree}/manifest.json: not JSON \\(.*\\); build the tree again \\(\`isoatlas build --force\`\\) and publish that; nothing was written to the store$`,
+      ),
+    );
   });
 });
 
@@ -474,13 +657,32 @@ describe('mirror from s3://', () => {
   it('copies releases of the bucket into a local store the server can serve, pinning included', async () => {
     const { mirror } = await import('../edge/mirror/mirror.js');
     const to = join(dir, 'mirror-from-s3');
-    const s = await mirror({ from: `s3://${BUCKET}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false, releases: ['2027.02-a'] });
+    const s = await mirror({
+      from: `s3://${BUCKET}`,
+      to,
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      progress: false,
+      releases: ['2027.02-a'],
+    });
     expect(s).toMatchObject({ release: '2027.01-test', releases: ['2027.02-a', '2027.01-test'], reused: 0 });
     expect(s.fetched).toBe(new Set([...objectsOf(release3), ...objectsOf(release4a)]).size);
-    for (const sha of objectsOf(release3)) expect(createHash('sha256').update(readFileSync(join(to, objectKey(sha)))).digest('hex')).toBe(sha);
+    for (const sha of objectsOf(release3))
+      expect(
+        createHash('sha256')
+          .update(readFileSync(join(to, objectKey(sha))))
+          .digest('hex'),
+      ).toBe(sha);
     const handler = createHandler({ origin: new StoreOrigin(new LocalOrigin(to)) });
-    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(release3, 'ENSG00000186654'));
-    expect(withoutRelease(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5?release=2027.02-a'))).text(), '2027.02-a')).toBe(gene(release4a, 'ENSG00000186654'));
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(
+      gene(release3, 'ENSG00000186654'),
+    );
+    expect(
+      withoutRelease(
+        await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5?release=2027.02-a'))).text(),
+        '2027.02-a',
+      ),
+    ).toBe(gene(release4a, 'ENSG00000186654'));
   });
 });
 
@@ -489,7 +691,13 @@ describe('the release pointer', () => {
     let broken = false;
     let now = 0;
     const raw = new S3RawOrigin(s3, BUCKET);
-    const flaky = { description: 'flaky', read: (path: string) => (broken && path === 'current.json' ? Promise.resolve({ body: new TextEncoder().encode('{"trunc') }) : raw.read(path)) };
+    const flaky = {
+      description: 'flaky',
+      read: (path: string) =>
+        broken && path === 'current.json'
+          ? Promise.resolve({ body: new TextEncoder().encode('{"trunc') })
+          : raw.read(path),
+    };
     const origin = new StoreOrigin(flaky, 10, () => now);
     const first = (await origin.pin())!;
     broken = true;
@@ -512,8 +720,17 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     const endpoint = `http://localhost:${await freePort()}`;
     return { client: await kvsClient(endpoint), endpoint };
   };
-  const history = async () => JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}releases.json` }))).Body!.transformToString());
-  const edgeRecord = () => s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}edge.json` })).then(async (o) => JSON.parse(await o.Body!.transformToString()), () => null);
+  const history = async () =>
+    JSON.parse(
+      await (
+        await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}releases.json` }))
+      ).Body!.transformToString(),
+    );
+  const edgeRecord = () =>
+    s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}edge.json` })).then(
+      async (o) => JSON.parse(await o.Body!.transformToString()),
+      () => null,
+    );
   const uploads = (commands: string[]) => commands.filter((c) => c === 'PutObjectCommand').length;
   const s3Args = () => ['--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', server.endpoint];
 
@@ -543,26 +760,39 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     const [unpinned] = (await history()).unpinned;
     expect(unpinned.release).toBe('2026.12-test');
     expect(Date.parse(unpinned.unpinned_at)).toBeGreaterThanOrEqual(before - 1000);
-    expect((await listReleases({ ...store, kvs: await clientA() })).pin).toEqual({ kvs: ARN_A, release: '2027.01-test' });
+    expect((await listReleases({ ...store, kvs: await clientA() })).pin).toEqual({
+      kvs: ARN_A,
+      release: '2027.01-test',
+    });
 
     // What CloudFront does with a request: the gate names the release, the origin function answers from it.
     const gate = loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), kvsA.entries);
     const viewer = await gate.handler(viewerRequest({ uri: '/api/v1/release' }));
     expect(viewer.querystring).toEqual({ [DEFAULT_RELEASE_PARAM]: { value: '2027.01-test' } });
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET, PREFIX), 60_000) });
-    const answer = await handler(new Request(`http://atlas.test${viewer.uri}?${DEFAULT_RELEASE_PARAM}=${viewer.querystring[DEFAULT_RELEASE_PARAM].value}`));
+    const answer = await handler(
+      new Request(
+        `http://atlas.test${viewer.uri}?${DEFAULT_RELEASE_PARAM}=${viewer.querystring[DEFAULT_RELEASE_PARAM].value}`,
+      ),
+    );
     expect(answer.headers.get(RELEASE_HEADER)).toBe('2027.01-test');
   });
 
   it('publish refuses to run without reaching the recorded KeyValueStore, before uploading anything', async () => {
     const commands: string[] = [];
     await expect(publish({ ...store, s3: recording(commands), dir: release4a, progress: false })).rejects.toThrow(
-      new RegExp(`${PREFIX}edge.json records the CDN's KeyValueStore ${ARN_A}, which pins the release viewers get: publish needs to reach it`),
+      new RegExp(
+        `${PREFIX}edge.json records the CDN's KeyValueStore ${ARN_A}, which pins the release viewers get: publish needs to reach it`,
+      ),
     );
     const down = await unreachable();
     const refused = publish({ ...store, s3: recording(commands), dir: release4a, progress: false, kvs: down });
     await expect(refused).rejects.toBeInstanceOf(StorageError);
-    await expect(refused).rejects.toThrow(new RegExp(`DescribeKeyValueStore on the CDN's KeyValueStore ${ARN_A} at ${down.endpoint} failed: .*publish changed nothing\\. To fix: `));
+    await expect(refused).rejects.toThrow(
+      new RegExp(
+        `DescribeKeyValueStore on the CDN's KeyValueStore ${ARN_A} at ${down.endpoint} failed: .*publish changed nothing\\. To fix: `,
+      ),
+    );
     expect(uploads(commands)).toBe(0);
     expect((await listReleases(store)).pending).toEqual([]);
 
@@ -584,7 +814,11 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     await expect(rollback({ ...store, kvs: { ...(await clientA()), arn: ARN_B } })).rejects.toThrow(/--replace-kvs/);
     await expect(rollback({ ...store, kvs: await unreachable() })).rejects.toThrow(/rollback changed nothing/);
     expect((await listReleases(store)).current).toBe('2027.01-test');
-    expect(await rollback({ ...store, kvs: await clientA() })).toMatchObject({ from: '2027.01-test', to: '2026.12-test', changed: true });
+    expect(await rollback({ ...store, kvs: await clientA() })).toMatchObject({
+      from: '2027.01-test',
+      to: '2026.12-test',
+      changed: true,
+    });
     expect(kvsA.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2026.12-test');
     expect((await history()).unpinned.map((u: { release: string }) => u.release)).toEqual(['2027.01-test']);
     // The pin alone behind the pointer (as a publish without the KeyValueStore once left it): rolling
@@ -600,13 +834,21 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
       const r = await cli(['releases', ...s3Args(), '--kvs-endpoint', kvsA.url]);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^\s+2026\.11-chr22-demo .* pinned at the CDN$/m);
-      expect(r.stdout).toContain(`pin: ${ARN_A} → 2026.11-chr22-demo, but current.json names 2026.12-test: the CDN answers API requests from 2026.11-chr22-demo`);
+      expect(r.stdout).toContain(
+        `pin: ${ARN_A} → 2026.11-chr22-demo, but current.json names 2026.12-test: the CDN answers API requests from 2026.11-chr22-demo`,
+      );
       const down = await unreachable();
-      expect((await listReleases({ ...store, kvs: down })).pin).toMatchObject({ kvs: ARN_A, release: null, error: expect.stringContaining(`at ${down.endpoint} failed`) });
+      expect((await listReleases({ ...store, kvs: down })).pin).toMatchObject({
+        kvs: ARN_A,
+        release: null,
+        error: expect.stringContaining(`at ${down.endpoint} failed`),
+      });
     } finally {
       kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2026.12-test');
     }
-    expect((await cli(['releases', ...s3Args(), '--kvs-endpoint', kvsA.url])).stdout).toContain(`pin: ${ARN_A} → 2026.12-test, as current.json`);
+    expect((await cli(['releases', ...s3Args(), '--kvs-endpoint', kvsA.url])).stdout).toContain(
+      `pin: ${ARN_A} → 2026.12-test, as current.json`,
+    );
   });
 
   it('gc keeps the release pinned now (read at gc time) and every release pinned within the grace period, and deletes nothing when it cannot read the pin', async () => {
@@ -615,7 +857,9 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     const h = await history();
     expect(h.releases.map((r: { release: string }) => r.release)).toEqual(['2027.01-test', '2027.02-a']);
     const retiredAt = Date.parse(h.retired.find((r: { release: string }) => r.release === '2026.12-test').retired_at);
-    const unpinnedAt = Date.parse(h.unpinned.find((u: { release: string }) => u.release === '2026.12-test').unpinned_at);
+    const unpinnedAt = Date.parse(
+      h.unpinned.find((u: { release: string }) => u.release === '2026.12-test').unpinned_at,
+    );
     expect(unpinnedAt).toBeGreaterThan(retiredAt);
 
     const kept = new Set([release3, release4a].flatMap((r) => [...objectsOf(r)]));
@@ -625,10 +869,24 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     const at = (t: number) => () => new Date(t);
 
     // Past 2026.12's retirement grace but within its unpin grace: its objects stay.
-    const withinPinGrace = await collectGarbage({ ...store, dryRun: true, now: at(unpinnedAt + 48 * 3_600_000), kvs: await clientA() });
+    const withinPinGrace = await collectGarbage({
+      ...store,
+      dryRun: true,
+      now: at(unpinnedAt + 48 * 3_600_000),
+      kvs: await clientA(),
+    });
     expect(withinPinGrace).toMatchObject({ pinned: '2027.02-a', deleted: onlyDemo.size });
     // A moment later they would go: the unpin record is what kept them.
-    expect((await collectGarbage({ ...store, dryRun: true, now: at(unpinnedAt + 48 * 3_600_000 + 1000), kvs: await clientA() })).deleted).toBe(onlyRetired.size);
+    expect(
+      (
+        await collectGarbage({
+          ...store,
+          dryRun: true,
+          now: at(unpinnedAt + 48 * 3_600_000 + 1000),
+          kvs: await clientA(),
+        })
+      ).deleted,
+    ).toBe(onlyRetired.size);
 
     // The pin on a retired release (as a publish before the store recorded its KeyValueStore left it):
     // read at gc time, its objects and its history entry stay, long after every grace period.
@@ -644,7 +902,9 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     const down = await unreachable();
     const refused = collectGarbage({ ...store, now: at(later), kvs: down });
     await expect(refused).rejects.toBeInstanceOf(StorageError);
-    await expect(refused).rejects.toThrow(new RegExp(`on the CDN's KeyValueStore ${ARN_A} at ${down.endpoint} failed: .*gc changed nothing`));
+    await expect(refused).rejects.toThrow(
+      new RegExp(`on the CDN's KeyValueStore ${ARN_A} at ${down.endpoint} failed: .*gc changed nothing`),
+    );
     await expect(collectGarbage({ ...store, now: at(later) })).rejects.toThrow(/gc needs to reach it/);
     const r = await cli(['gc', ...s3Args(), '--kvs-endpoint', down.endpoint]);
     expect(r.code).toBe(4);
@@ -652,16 +912,28 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     kvsA.entries.set(CURRENT_RELEASE_ENTRY, '1999.01-none');
     const unknownPin = collectGarbage({ ...store, now: at(later), kvs: await clientA() });
     await expect(unknownPin).rejects.toBeInstanceOf(StorageError);
-    await expect(unknownPin).rejects.toThrow(/pins release 1999\.01-none, which .* no longer lists, so its objects are unknown; gc deleted nothing/);
+    await expect(unknownPin).rejects.toThrow(
+      /pins release 1999\.01-none, which .* no longer lists, so its objects are unknown; gc deleted nothing/,
+    );
     expect(await presentObjects(objectsOf(release2), PREFIX)).toBe(objectsOf(release2).size);
     kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2027.02-a');
   });
 
   it('--replace-kvs moves the store to another KeyValueStore on purpose', async () => {
-    await expect(publish({ ...store, dir: release4b, progress: false, kvs: { ...(await clientA()), arn: ARN_B, replaces: ARN_B } })).rejects.toThrow(
-      new RegExp(`--replace-kvs ${ARN_B}, but .*edge.json records ${ARN_A}`),
-    );
-    await publish({ ...store, dir: release4b, progress: false, kvs: { client: await kvsClient(kvsB.url), endpoint: kvsB.url, arn: ARN_B, replaces: ARN_A } });
+    await expect(
+      publish({
+        ...store,
+        dir: release4b,
+        progress: false,
+        kvs: { ...(await clientA()), arn: ARN_B, replaces: ARN_B },
+      }),
+    ).rejects.toThrow(new RegExp(`--replace-kvs ${ARN_B}, but .*edge.json records ${ARN_A}`));
+    await publish({
+      ...store,
+      dir: release4b,
+      progress: false,
+      kvs: { client: await kvsClient(kvsB.url), endpoint: kvsB.url, arn: ARN_B, replaces: ARN_A },
+    });
     expect(await edgeRecord()).toMatchObject({ kvs: ARN_B });
     expect(kvsB.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2027.02-b');
     expect(kvsA.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2027.02-a');
@@ -678,24 +950,46 @@ describe('races between publish, rollback and gc, staged with held requests (iss
   afterAll(() => proxy?.close());
 
   const through = (endpoint: string) => s3Client({ endpoint, region: 'us-east-1' });
-  const pointerOf = async (prefix: string) => JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}current.json` }))).Body!.transformToString());
-  const historyOf = async (prefix: string) => JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}releases.json` }))).Body!.transformToString());
+  const pointerOf = async (prefix: string) =>
+    JSON.parse(
+      await (
+        await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}current.json` }))
+      ).Body!.transformToString(),
+    );
+  const historyOf = async (prefix: string) =>
+    JSON.parse(
+      await (
+        await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}releases.json` }))
+      ).Body!.transformToString(),
+    );
   /** The current release is whole: a mirror of it into an empty directory syncs, and serves it. */
   async function mirrorsWhole(prefix: string, release: string, tree: string) {
     const { mirror } = await import('../edge/mirror/mirror.js');
     const to = mkdtempSync(join(dir, 'race-mirror-'));
-    const s = await mirror({ from: `s3://${BUCKET}/${prefix}`, to, endpoint: server.endpoint, region: 'us-east-1', progress: false });
+    const s = await mirror({
+      from: `s3://${BUCKET}/${prefix}`,
+      to,
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      progress: false,
+    });
     expect(s.release).toBe(release);
     const handler = createHandler({ origin: new StoreOrigin(new LocalOrigin(to)) });
-    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(gene(tree, 'ENSG00000186654'));
+    expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(
+      gene(tree, 'ENSG00000186654'),
+    );
   }
   /** The isoatlas command, started: its process, and its exit code and output once it ends. */
   function startCli(args: string[]) {
-    const child = spawn(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stdout.resume();
     child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-    const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((ok) => child.on('exit', (code, signal) => ok({ code, signal, stderr })));
+    const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((ok) =>
+      child.on('exit', (code, signal) => ok({ code, signal, stderr })),
+    );
     return { child, done };
   }
 
@@ -703,34 +997,75 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     const PREFIX = 'race-pointer/';
     await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
     const held = proxy.hold((method, path) => method === 'PUT' && path === `/${BUCKET}/${PREFIX}current.json`);
-    const late = startCli(['publish', '--dir', release2, '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', proxy.endpoint]);
+    const late = startCli([
+      'publish',
+      '--dir',
+      release2,
+      '--bucket',
+      BUCKET,
+      '--prefix',
+      PREFIX,
+      '--endpoint',
+      proxy.endpoint,
+    ]);
     await held.held; // 2026.12-test is kept and newest, and its pointer write is on its way
     const newer = await publish({ dir: release3, bucket: BUCKET, prefix: PREFIX, s3, progress: false, keep: 1 });
     expect(newer.retired.sort()).toEqual(['2026.11-chr22-demo', '2026.12-test']);
     held.release();
     const r = await late.done;
     expect(r.code, r.stderr).toBe(4);
-    expect(r.stderr).toContain(`s3://${BUCKET}/${PREFIX}current.json was not moved to 2026.12-test: while it was being published, 2027.01-test became the newest kept release`);
+    expect(r.stderr).toContain(
+      `s3://${BUCKET}/${PREFIX}current.json was not moved to 2026.12-test: while it was being published, 2027.01-test became the newest kept release`,
+    );
     expect(r.stderr).toContain('2026.12-test is retired (a publish with --keep dropped it)');
     expect((await pointerOf(PREFIX)).release).toBe('2027.01-test');
 
     // gc below the safe grace is refused without --force, and warned about with it.
-    const refused = await cli(['gc', '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', server.endpoint, '--grace-hours', '0']);
+    const refused = await cli([
+      'gc',
+      '--bucket',
+      BUCKET,
+      '--prefix',
+      PREFIX,
+      '--endpoint',
+      server.endpoint,
+      '--grace-hours',
+      '0',
+    ]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--grace-hours 0 is shorter than the safe 24 h');
     expect(refused.stderr).toContain('add --force');
-    const forced = await cli(['gc', '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', server.endpoint, '--grace-hours', '0', '--force']);
+    const forced = await cli([
+      'gc',
+      '--bucket',
+      BUCKET,
+      '--prefix',
+      PREFIX,
+      '--endpoint',
+      server.endpoint,
+      '--grace-hours',
+      '0',
+      '--force',
+    ]);
     expect(forced.code, forced.stderr).toBe(0);
     expect(forced.stderr).toContain('warning: --grace-hours 0 is shorter than the safe 24 h (--force)');
-    expect(forced.stderr).toMatch(/dropped (2026\.11-chr22-demo, 2026\.12-test|2026\.12-test, 2026\.11-chr22-demo) from the history/);
+    expect(forced.stderr).toMatch(
+      /dropped (2026\.11-chr22-demo, 2026\.12-test|2026\.12-test, 2026\.11-chr22-demo) from the history/,
+    );
     await mirrorsWhole(PREFIX, '2027.01-test', release3);
 
     // Names are forever: gc dropped 2026.12-test's entry, yet the name still means its data only.
     const other = await deriveRelease('2026.12-test', changedGenes.slice(1, 2), 'race-other-2026.12-test');
-    await expect(publish({ dir: other, bucket: BUCKET, prefix: PREFIX, s3, progress: false })).rejects.toThrow(/release 2026\.12-test is already in .* with other content .*or was until gc collected it/);
+    await expect(publish({ dir: other, bucket: BUCKET, prefix: PREFIX, s3, progress: false })).rejects.toThrow(
+      /release 2026\.12-test is already in .* with other content .*or was until gc collected it/,
+    );
     const again = await publish({ dir: release2, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
     expect(again).toMatchObject({ release: '2026.12-test', previous: '2027.01-test' });
-    expect((await historyOf(PREFIX)).names).toMatchObject({ '2026.12-test': expect.any(String), '2026.11-chr22-demo': expect.any(String), '2027.01-test': expect.any(String) });
+    expect((await historyOf(PREFIX)).names).toMatchObject({
+      '2026.12-test': expect.any(String),
+      '2026.11-chr22-demo': expect.any(String),
+      '2027.01-test': expect.any(String),
+    });
     await mirrorsWhole(PREFIX, '2026.12-test', release2);
   });
 
@@ -742,15 +1077,33 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     const logs: string[] = [];
     // Held: the history write that would make 2027.02-a kept (the first write adds it as pending).
     let historyWrites = 0;
-    const held = proxy.hold((method, path) => method === 'PUT' && path === `/${BUCKET}/${PREFIX}releases.json` && ++historyWrites === 2);
-    const running = publish({ dir: release4a, bucket: BUCKET, prefix: PREFIX, s3: through(proxy.endpoint), progress: false, log: (l) => logs.push(l) });
+    const held = proxy.hold(
+      (method, path) => method === 'PUT' && path === `/${BUCKET}/${PREFIX}releases.json` && ++historyWrites === 2,
+    );
+    const running = publish({
+      dir: release4a,
+      bucket: BUCKET,
+      prefix: PREFIX,
+      s3: through(proxy.endpoint),
+      progress: false,
+      log: (l) => logs.push(l),
+    });
     await held.held;
     // Meanwhile release 1 is retired, and gc with no grace at all collects it, and the running
     // publish's pending entry with it: among the deleted objects, some 2027.02-a shares with release 1.
     await publish({ dir: release3, bucket: BUCKET, prefix: PREFIX, s3, progress: false, keep: 1 });
-    const gc = await collectGarbage({ s3, bucket: BUCKET, prefix: PREFIX, graceHours: 0, force: true, clockSkewMs: 2_000 });
+    const gc = await collectGarbage({
+      s3,
+      bucket: BUCKET,
+      prefix: PREFIX,
+      graceHours: 0,
+      force: true,
+      clockSkewMs: 2_000,
+    });
     expect(gc.dropped.sort()).toEqual(['2026.11-chr22-demo', '2027.02-a']);
-    const shared = [...objectsOf(release4a)].filter((sha) => objectsOf(release1).has(sha) && !objectsOf(release3).has(sha));
+    const shared = [...objectsOf(release4a)].filter(
+      (sha) => objectsOf(release1).has(sha) && !objectsOf(release3).has(sha),
+    );
     expect(shared.length).toBeGreaterThan(0);
     expect(await presentObjects(shared, PREFIX)).toBe(0);
     expect((await historyOf(PREFIX)).gc.epoch).toBeGreaterThan(0);
@@ -768,18 +1121,36 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     const PREFIX = 'race-kill/';
     const total = objectsOf(release1).size;
     let objectPuts = 0;
-    const held = proxy.hold((method, path) => method === 'PUT' && path.startsWith(`/${BUCKET}/${PREFIX}objects/`) && ++objectPuts > total / 2);
-    const run = startCli(['publish', '--dir', release1, '--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', proxy.endpoint]);
+    const held = proxy.hold(
+      (method, path) => method === 'PUT' && path.startsWith(`/${BUCKET}/${PREFIX}objects/`) && ++objectPuts > total / 2,
+    );
+    const run = startCli([
+      'publish',
+      '--dir',
+      release1,
+      '--bucket',
+      BUCKET,
+      '--prefix',
+      PREFIX,
+      '--endpoint',
+      proxy.endpoint,
+    ]);
     await held.held;
     run.child.kill('SIGKILL');
     expect((await run.done).signal).toBe('SIGKILL');
     held.drop();
     await proxy.idle();
-    const reached = proxy.forwarded.filter((f) => f.method === 'PUT' && f.path.startsWith(`/${BUCKET}/${PREFIX}objects/`)).length;
+    const reached = proxy.forwarded.filter(
+      (f) => f.method === 'PUT' && f.path.startsWith(`/${BUCKET}/${PREFIX}objects/`),
+    ).length;
     expect(reached).toBeGreaterThanOrEqual(Math.floor(total / 2));
     expect(reached).toBeLessThan(total);
-    await expect(s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}current.json` }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
-    expect((await listReleases({ s3, bucket: BUCKET, prefix: PREFIX })).pending.map((p) => p.release)).toEqual(['2026.11-chr22-demo']);
+    await expect(
+      s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}current.json` })),
+    ).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
+    expect((await listReleases({ s3, bucket: BUCKET, prefix: PREFIX })).pending.map((p) => p.release)).toEqual([
+      '2026.11-chr22-demo',
+    ]);
 
     const resumed = await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
     expect(resumed.uploaded).toBeLessThanOrEqual(total - reached);
@@ -794,7 +1165,9 @@ describe('races between publish, rollback and gc, staged with held requests (iss
       const args = ['--bucket', BUCKET, '--prefix', PREFIX, '--endpoint', plain.endpoint];
       const r = await cli(['publish', '--dir', release1, ...args]);
       expect(r.code).toBe(4);
-      expect(r.stderr).toContain(`the S3 server at ${plain.endpoint} ignores conditional writes (If-None-Match: * and If-Match on PutObject of s3://${BUCKET}/${PREFIX}conditional-write-probe succeeded`);
+      expect(r.stderr).toContain(
+        `the S3 server at ${plain.endpoint} ignores conditional writes (If-None-Match: * and If-Match on PutObject of s3://${BUCKET}/${PREFIX}conditional-write-probe succeeded`,
+      );
       expect(r.stderr).toContain('publish changed nothing');
       expect(r.stderr).toContain('--unsafe-single-writer');
       expect((await listReleases({ s3, bucket: BUCKET, prefix: PREFIX })).releases).toEqual([]);

@@ -25,7 +25,10 @@ describe('README curl examples', () => {
   it('has examples for every endpoint', () => {
     expect(examples.length).toBeGreaterThanOrEqual(14);
     for (const path of ['/genes/', '/isoforms', '/domains', '/neoantigens', '/structure', '/search', '/openapi.json']) {
-      expect(examples.some((e) => e.includes(path)), path).toBe(true);
+      expect(
+        examples.some((e) => e.includes(path)),
+        path,
+      ).toBe(true);
     }
   });
 

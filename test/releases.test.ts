@@ -20,7 +20,10 @@ describe('releases of a single tree', () => {
     expect(r.status).toBe(200);
     const body = await r.json();
     expect(validate('ReleaseList', body)).toEqual([]);
-    expect(body).toEqual({ current: release(), releases: [{ release: release(), current: true, published_at: null, manifest_sha256: null }] });
+    expect(body).toEqual({
+      current: release(),
+      releases: [{ release: release(), current: true, published_at: null, manifest_sha256: null }],
+    });
     expect(r.headers.get(RELEASE_HEADER)).toBe(release());
   });
 
@@ -36,12 +39,23 @@ describe('releases of a single tree', () => {
     const other = await h(new Request('http://atlas.test/api/v1/genes/PRR5?release=1999.01'));
     expect(other.status).toBe(404);
     expect(other.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(((await other.json()) as { detail: string }).detail).toMatch(/no release "1999\.01" in this atlas; GET \/api\/v1\/releases lists them/);
-    for (const route of routes) expect(route.stringParams.map((p) => p.name), route.id).toEqual(expect.arrayContaining(['release', 'default_release']));
+    expect(((await other.json()) as { detail: string }).detail).toMatch(
+      /no release "1999\.01" in this atlas; GET \/api\/v1\/releases lists them/,
+    );
+    for (const route of routes)
+      expect(
+        route.stringParams.map((p) => p.name),
+        route.id,
+      ).toEqual(expect.arrayContaining(['release', 'default_release']));
   });
 
   it('names the release on every answer from a release, errors of the route included', async () => {
-    for (const path of ['/api/v1/', '/api/v1/search?query=prr', '/api/v1/genes/NO-SUCH-GENE', '/api/v1/isoforms/ENST00000000000']) {
+    for (const path of [
+      '/api/v1/',
+      '/api/v1/search?query=prr',
+      '/api/v1/genes/NO-SUCH-GENE',
+      '/api/v1/isoforms/ENST00000000000',
+    ]) {
       expect((await get(path)).headers.get(RELEASE_HEADER), path).toBe(release());
     }
   });

@@ -18,13 +18,19 @@ const routeOf = (id: string) => routes.find((r) => r.id === id)!;
 const ISOFORM_PAGE_SIZE = listSize(routeOf('geneIsoforms'));
 const NEOANTIGEN_TOP = listSize(routeOf('neoantigens'));
 import { schemaForTreePath, validate } from './helpers/schemas.js';
-import type { GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, DomainListBody, ReleaseBody } from '../edge/contract/schemas.js';
+import type {
+  GeneBody,
+  IsoformBody,
+  IsoformPageBody,
+  NeoantigenListBody,
+  DomainListBody,
+  ReleaseBody,
+} from '../edge/contract/schemas.js';
 import { edgeIndex, readAliases, readManifest, readStructureMap } from './helpers/tree.js';
 import { shardOf } from '../edge/contract/shards.js';
 
 const tree = () => inject('demoTree');
 const read = <T>(root: string, path: string): T => JSON.parse(readFileSync(join(root, path), 'utf8')) as T;
-
 
 describe('rendered demo tree', () => {
   it('validates every JSON body against its schema', async () => {
@@ -39,21 +45,32 @@ describe('rendered demo tree', () => {
       if (errors.length) failures.push(`${path}: ${errors.slice(0, 3).join('; ')}`);
     }
     expect(failures.slice(0, 5)).toEqual([]);
-    expect(perSchema).toEqual({ Release: 1, Gene: 1601, IsoformPage: 1601, Isoform: 6353, DomainList: 6353, NeoantigenList: 6353, PtmSiteList: 6353 });
+    expect(perSchema).toEqual({
+      Release: 1,
+      Gene: 1601,
+      IsoformPage: 1601,
+      Isoform: 6353,
+      DomainList: 6353,
+      NeoantigenList: 6353,
+      PtmSiteList: 6353,
+    });
   });
 
   it('lists every file in the manifest with its size, sha256 and content type, and nothing else', async () => {
     const { index, entries } = readManifest(tree());
     const manifest = { ...index, entries };
     const shardPaths = index.shards.map((s) => s.path);
-    const onDisk = (await fg('**/*', { cwd: tree() })).filter((p) => p !== treePaths.manifest && !shardPaths.includes(p)).sort();
+    const onDisk = (await fg('**/*', { cwd: tree() }))
+      .filter((p) => p !== treePaths.manifest && !shardPaths.includes(p))
+      .sort();
     expect(manifest.entries.map((e) => e.path)).toEqual(onDisk);
     expect(manifest.files).toBe(onDisk.length);
     // Each shard lists the paths that hash to it, and the index vouches for each shard's bytes.
     index.shards.forEach((s, i) => {
       const bytes = readFileSync(join(tree(), s.path));
       expect(createHash('sha256').update(bytes).digest('hex')).toBe(s.sha256);
-      for (const e of read<{ entries: { path: string }[] }>(tree(), s.path).entries) expect(shardOf(e.path, index.shards.length)).toBe(i);
+      for (const e of read<{ entries: { path: string }[] }>(tree(), s.path).entries)
+        expect(shardOf(e.path, index.shards.length)).toBe(i);
     });
     expect(index.shards.length).toBeGreaterThan(1);
     for (const e of manifest.entries) {
@@ -71,7 +88,12 @@ describe('rendered demo tree', () => {
     expect(isoformFiles.length).toBe(6353);
     for (const path of isoformFiles) {
       const iso = read<IsoformBody>(tree(), path);
-      const keys = [iso.transcript_id, iso.transcript_name, iso.transcript_name.toUpperCase(), iso.transcript_name.toLowerCase()];
+      const keys = [
+        iso.transcript_id,
+        iso.transcript_name,
+        iso.transcript_name.toUpperCase(),
+        iso.transcript_name.toLowerCase(),
+      ];
       if (iso.transcript_id_unversioned) keys.push(iso.transcript_id_unversioned);
       for (const key of keys) expect(aliases.isoforms[key.toLowerCase()], key).toBe(iso.transcript_id);
       expect(path).toBe(treePaths.isoform(iso.transcript_id));
@@ -92,7 +114,9 @@ describe('rendered demo tree', () => {
       const gene = read<GeneBody>(tree(), path);
       const pages = fg.sync(`api/v1/genes/${gene.gene_id}/isoforms/*.json`, { cwd: tree() });
       expect(pages.length).toBe(Math.max(1, Math.ceil(gene.isoform_count / ISOFORM_PAGE_SIZE)));
-      const listed = pages.flatMap((_, n) => read<IsoformPageBody>(tree(), treePaths.geneIsoforms(gene.gene_id, n)).items.map((i) => i.transcript_id));
+      const listed = pages.flatMap((_, n) =>
+        read<IsoformPageBody>(tree(), treePaths.geneIsoforms(gene.gene_id, n)).items.map((i) => i.transcript_id),
+      );
       expect(listed).toEqual(gene.isoforms.map((i) => i.transcript_id));
       expect(new Set(listed).size).toBe(gene.isoform_count);
     }
@@ -119,12 +143,24 @@ describe('rendered demo tree', () => {
   it('marks every generated record and track as generated', () => {
     const release = read<ReleaseBody>(tree(), treePaths.release);
     expect(release.generated_tracks).toEqual(['domains', 'neoantigens', 'ptm', 'structures']);
-    expect(release.sources.filter((s) => s.generated).map((s) => s.track).sort()).toEqual(release.generated_tracks);
+    expect(
+      release.sources
+        .filter((s) => s.generated)
+        .map((s) => s.track)
+        .sort(),
+    ).toEqual(release.generated_tracks);
     // Real pVACseq neoantigens sit beside the generated ones; domains are generated only.
-    expect(release.sources.filter((s) => !s.generated).map((s) => s.track).sort()).toEqual(['gene_info', 'long_read', 'neoantigens', 'reference']);
+    expect(
+      release.sources
+        .filter((s) => !s.generated)
+        .map((s) => s.track)
+        .sort(),
+    ).toEqual(['gene_info', 'long_read', 'neoantigens', 'reference']);
     // 612 rows map to demo isoforms; IGLV6-57's 76 are the release protein itself and are skipped.
     expect(release.sources.find((s) => s.track === 'neoantigens' && !s.generated)?.records).toBe(612 - 76);
-    const domains = fg.sync('api/v1/isoforms/*/domains.json', { cwd: tree() }).map((p) => read<DomainListBody>(tree(), p));
+    const domains = fg
+      .sync('api/v1/isoforms/*/domains.json', { cwd: tree() })
+      .map((p) => read<DomainListBody>(tree(), p));
     const items = domains.flatMap((d) => d.items);
     expect(items.length).toBe(release.counts.domains);
     expect(items.every((d) => d.provenance === 'generated')).toBe(true);
@@ -160,7 +196,10 @@ describe('rendered demo tree', () => {
       }
       for (const d of read<DomainListBody>(tree(), treePaths.domains(transcriptId)).items) {
         const values = d.segments.flatMap(([a, b]) => Array.from({ length: b - a + 1 }, (_, i) => bFactor.get(a + i)!));
-        expect(d.plddt, `${transcriptId} ${d.accession}`).toBeCloseTo(values.reduce((x, y) => x + y, 0) / values.length, 2);
+        expect(d.plddt, `${transcriptId} ${d.accession}`).toBeCloseTo(
+          values.reduce((x, y) => x + y, 0) / values.length,
+          2,
+        );
         checked += 1;
       }
     }
@@ -211,32 +250,53 @@ describe('rendered demo tree', () => {
     const postingsOf = (t: string) => {
       const shard = termShard(shardOfTerm(t));
       const list = shard.postings[shard.terms.indexOf(t)];
-      return Array.from({ length: list.length / 2 }, (_, k) => [shard.docs[list[2 * k]], SEARCH_FIELDS[list[2 * k + 1]]]);
+      return Array.from({ length: list.length / 2 }, (_, k) => [
+        shard.docs[list[2 * k]],
+        SEARCH_FIELDS[list[2 * k + 1]],
+      ]);
     };
     const prr5201 = ['i:ENST00000006251.11', 'PRR5', 'PRR5-201', numberOf.get('i:ENST00000006251.11')];
-    expect(postingsOf('prr5')).toEqual([[['g:ENSG00000186654', 'PRR5', null, numberOf.get('g:ENSG00000186654')], 'symbol']]);
+    expect(postingsOf('prr5')).toEqual([
+      [['g:ENSG00000186654', 'PRR5', null, numberOf.get('g:ENSG00000186654')], 'symbol'],
+    ]);
     expect(postingsOf('prr5-201')).toEqual([[prr5201, 'transcript_name']]);
     expect(postingsOf('enst00000006251')).toEqual([[prr5201, 'transcript_id_unversioned']]);
     // Typo shards file each gene symbol of 3 characters or more under its head key and its tail key.
-    const typo = Array.from({ length: search.typo.shards }, (_, i) => new Set(load(treePaths.searchTypo(i)).search(MiniSearch.wildcard).map((r) => r.id)));
+    const typo = Array.from(
+      { length: search.typo.shards },
+      (_, i) =>
+        new Set(
+          load(treePaths.searchTypo(i))
+            .search(MiniSearch.wildcard)
+            .map((r) => r.id),
+        ),
+    );
     let filed = 0;
     for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree() })) {
       const g = read<GeneBody>(tree(), path);
       if (g.symbol.length < 3) continue;
-      for (const key of typoKeys(g.symbol.toLowerCase())) expect(typo[shardOf(key, search.typo.shards)].has(`g:${g.gene_id}`), `${g.symbol} under ${key}`).toBe(true);
+      for (const key of typoKeys(g.symbol.toLowerCase()))
+        expect(typo[shardOf(key, search.typo.shards)].has(`g:${g.gene_id}`), `${g.symbol} under ${key}`).toBe(true);
       filed++;
     }
     expect(filed).toBeGreaterThan(1500);
   });
 
   it('renders an OpenAPI 3.1 document covering every route, whose refs all resolve', () => {
-    const doc = read<{ openapi: string; paths: Record<string, unknown>; components: Record<string, Record<string, unknown>> }>(tree(), treePaths.openapi);
+    const doc = read<{
+      openapi: string;
+      paths: Record<string, unknown>;
+      components: Record<string, Record<string, unknown>>;
+    }>(tree(), treePaths.openapi);
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths).sort()).toEqual(routes.map((r) => r.path).sort());
     const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g) ?? [];
     expect(refs.length).toBeGreaterThan(10);
     for (const ref of refs) {
-      const [kind, name] = ref.replace(/^"\$ref":"#\/components\//, '').replace(/"$/, '').split('/');
+      const [kind, name] = ref
+        .replace(/^"\$ref":"#\/components\//, '')
+        .replace(/"$/, '')
+        .split('/');
       expect(doc.components[kind]?.[name], ref).toBeDefined();
     }
   });

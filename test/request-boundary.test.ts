@@ -4,7 +4,7 @@
 // request. createNodeServer directly, over handlers and loggers that fail on purpose, and the edge
 // handler's own 500 carrying the adapter's id.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNodeServer, type NodeServerOptions, type RequestLogEntry } from '../edge/adapters/node-http.js';
 import { createHandler, type Handler } from '../edge/handler.js';
@@ -70,7 +70,10 @@ describe('one boundary per request (createNodeServer)', () => {
       const id = await expectFailure(await fetch(`${base}/boom`), errors);
       expect((await fetch(`${base}/fine`)).status).toBe(200);
       // The log line of the failed request carries the same id; ids are per request.
-      expect(entries.map((e) => [e.path, e.status])).toEqual([['/boom', 500], ['/fine', 200]]);
+      expect(entries.map((e) => [e.path, e.status])).toEqual([
+        ['/boom', 500],
+        ['/fine', 200],
+      ]);
       expect(entries[0].request_id).toBe(id);
       expect(entries[1].request_id).not.toBe(id);
     });
@@ -132,7 +135,9 @@ describe('one boundary per request (createNodeServer)', () => {
       },
     } as unknown as AccessControl;
     const entries: RequestLogEntry[] = [];
-    const base = await start(createHandler({ origin: new LocalOrigin(tmpdir()), access }), { logRequest: (e) => void entries.push(e) });
+    const base = await start(createHandler({ origin: new LocalOrigin(tmpdir()), access }), {
+      logRequest: (e) => void entries.push(e),
+    });
     const id = await expectFailure(await fetch(`${base}/api/v1/genes/PRR5`), errors);
     expect(entries.map((e) => [e.request_id, e.route, e.status])).toEqual([[id, 'gene', 500]]);
   });

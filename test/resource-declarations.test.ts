@@ -37,13 +37,17 @@ function fileOf(route: Route): string {
 
 /** `links` by route id, called with a path parameter's value when the route has one. */
 const linkFns = links as unknown as Record<string, (...id: string[]) => string>;
-const linkOf = (route: Route, value = route.pathParams[0]?.example) => linkFns[route.id](...(route.pathParams.length ? [value] : []));
+const linkOf = (route: Route, value = route.pathParams[0]?.example) =>
+  linkFns[route.id](...(route.pathParams.length ? [value] : []));
 
 describe.each(declared.map((r) => [r.id, r] as const))('route %s', (_, route) => {
-  it.runIf(route.file !== undefined && isKeyedFile(route))('is keyed by its one path parameter, and a list by the largest limit', () => {
-    expect(route.pathParams).toHaveLength(1);
-    if (isKeyedFile(route) && route.file.window !== undefined) expect(listSize(route)).toBeGreaterThan(0);
-  });
+  it.runIf(route.file !== undefined && isKeyedFile(route))(
+    'is keyed by its one path parameter, and a list by the largest limit',
+    () => {
+      expect(route.pathParams).toHaveLength(1);
+      if (isKeyedFile(route) && route.file.window !== undefined) expect(listSize(route)).toBeGreaterThan(0);
+    },
+  );
 
   it('has a link that the router maps back to it', () => {
     const link = linkOf(route);
@@ -64,10 +68,18 @@ describe.each(declared.map((r) => [r.id, r] as const))('route %s', (_, route) =>
 
   it.runIf(route.file !== undefined)('has a tree path the demo release holds, which maps back to it', () => {
     const path = fileOf(route);
-    expect(readManifest(tree()).entries.some((e) => e.path === path), path).toBe(true);
+    expect(
+      readManifest(tree()).entries.some((e) => e.path === path),
+      path,
+    ).toBe(true);
     expect(routesOfTreeFile(path).map((f) => f.route.id)).toContain(route.id);
     if (isKeyedFile(route)) {
-      expect((treePaths as unknown as Record<string, (id: string, page?: number) => string>)[route.id](exampleOf(route)!.id, route.file.window === 'pages' ? 0 : undefined)).toBe(path);
+      expect(
+        (treePaths as unknown as Record<string, (id: string, page?: number) => string>)[route.id](
+          exampleOf(route)!.id,
+          route.file.window === 'pages' ? 0 : undefined,
+        ),
+      ).toBe(path);
       expect(renderSpecs[route.id as keyof typeof renderSpecs], 'render spec').toBeDefined();
     }
   });
@@ -85,14 +97,24 @@ describe.each(declared.map((r) => [r.id, r] as const))('route %s', (_, route) =>
     expect(uris.map((uri) => matchRoute(uri)?.route.id)).toContain(route.id);
   });
 
-  it.runIf(route.file !== undefined && route.id !== 'openapi')('has an OpenAPI example: its file in the demo release', () => {
-    const doc = jsonOf(treePaths.openapi) as { paths: Record<string, { get: { responses: Record<string, { content?: Record<string, { example?: unknown }> }> } }> };
-    const example = doc.paths[route.path].get.responses['200'].content?.['application/json']?.example;
-    expect(example).toEqual(jsonOf(fileOf(route)));
-  });
+  it.runIf(route.file !== undefined && route.id !== 'openapi')(
+    'has an OpenAPI example: its file in the demo release',
+    () => {
+      const doc = jsonOf(treePaths.openapi) as {
+        paths: Record<
+          string,
+          { get: { responses: Record<string, { content?: Record<string, { example?: unknown }> }> } }
+        >;
+      };
+      const example = doc.paths[route.path].get.responses['200'].content?.['application/json']?.example;
+      expect(example).toEqual(jsonOf(fileOf(route)));
+    },
+  );
 
   // A resource below a record (an isoform's domains, a gene's isoforms) is linked from that record.
-  const parent = declared.find((p) => p.file && route.path.startsWith(`${p.path}/`) && /^[a-z_]+$/.test(route.path.slice(p.path.length + 1)));
+  const parent = declared.find(
+    (p) => p.file && route.path.startsWith(`${p.path}/`) && /^[a-z_]+$/.test(route.path.slice(p.path.length + 1)),
+  );
   it.runIf(parent !== undefined)('is linked from the record it belongs to', () => {
     const record = jsonOf(fileOf(parent!)) as { links: Record<string, string | null> };
     const name = route.path.slice(parent!.path.length + 1);

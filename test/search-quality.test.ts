@@ -27,7 +27,9 @@ describe('search quality on the demo release', () => {
   it('finds the gene in the top 3 for at least 95% of one-typo symbols', () => {
     expect(result.typoQueries).toBeGreaterThan(900);
     const rate = result.typoInTop3 / result.typoQueries;
-    console.log(`one-typo symbols: ${result.typoInTop3}/${result.typoQueries} in the top 3 (${(100 * rate).toFixed(1)}%), ${result.typoSkipped} typos spelled another name`);
+    console.log(
+      `one-typo symbols: ${result.typoInTop3}/${result.typoQueries} in the top 3 (${(100 * rate).toFixed(1)}%), ${result.typoSkipped} typos spelled another name`,
+    );
     expect(rate).toBeGreaterThanOrEqual(0.95);
   });
 });
@@ -47,7 +49,10 @@ describe('edit distance', () => {
     for (let i = 0; i < 500; i++) {
       const word = ['TP53', 'PRR5', 'IGLV3-26', 'ABC', 'Y_RNA'][i % 5];
       const t = typo(() => rng.next(), word);
-      expect(editDistance(t.text.toLowerCase(), word.toLowerCase(), 2), `${word} → ${t.text} (${t.edit})`).toBeLessThanOrEqual(1);
+      expect(
+        editDistance(t.text.toLowerCase(), word.toLowerCase(), 2),
+        `${word} → ${t.text} (${t.edit})`,
+      ).toBeLessThanOrEqual(1);
     }
   });
 });

@@ -23,7 +23,15 @@ interface Doc {
   terms: [term: string, field: string][];
 }
 
-const PRIORITY = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_name', 'transcript_id', 'transcript_id_unversioned', 'synonyms'];
+const PRIORITY = [
+  'symbol',
+  'gene_id',
+  'gene_id_versioned',
+  'transcript_name',
+  'transcript_id',
+  'transcript_id_unversioned',
+  'synonyms',
+];
 let docs: Doc[];
 let data: ReleaseData;
 
@@ -33,16 +41,34 @@ beforeAll(() => {
   docs = [];
   for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree })) {
     const g = read<GeneBody>(path);
-    const terms: Doc['terms'] = [[g.symbol, 'symbol'], [g.gene_id, 'gene_id']];
+    const terms: Doc['terms'] = [
+      [g.symbol, 'symbol'],
+      [g.gene_id, 'gene_id'],
+    ];
     if (g.gene_id_versioned) terms.push([g.gene_id_versioned, 'gene_id_versioned']);
     for (const synonym of g.synonyms) terms.push([synonym, 'synonyms']);
-    docs.push({ id: `g:${g.gene_id}`, type: 'gene', symbol: g.symbol, name: null, terms: terms.map(([t, f]) => [t.toLowerCase(), f]) });
+    docs.push({
+      id: `g:${g.gene_id}`,
+      type: 'gene',
+      symbol: g.symbol,
+      name: null,
+      terms: terms.map(([t, f]) => [t.toLowerCase(), f]),
+    });
   }
   for (const path of fg.sync('api/v1/isoforms/*.json', { cwd: tree })) {
     const i = read<IsoformBody>(path);
-    const terms: Doc['terms'] = [[i.transcript_id, 'transcript_id'], [i.transcript_name, 'transcript_name']];
+    const terms: Doc['terms'] = [
+      [i.transcript_id, 'transcript_id'],
+      [i.transcript_name, 'transcript_name'],
+    ];
     if (i.transcript_id_unversioned) terms.push([i.transcript_id_unversioned, 'transcript_id_unversioned']);
-    docs.push({ id: `i:${i.transcript_id}`, type: 'isoform', symbol: i.gene_symbol, name: i.transcript_name, terms: terms.map(([t, f]) => [t.toLowerCase(), f]) });
+    docs.push({
+      id: `i:${i.transcript_id}`,
+      type: 'isoform',
+      symbol: i.gene_symbol,
+      name: i.transcript_name,
+      terms: terms.map(([t, f]) => [t.toLowerCase(), f]),
+    });
   }
   data = new ReleaseData(new VerifiedOrigin(new LocalOrigin(tree)));
 });
@@ -55,7 +81,14 @@ function termMatches(term: string, tier: 'exact' | 'prefix' | 'fuzzy'): Map<Doc,
       let score = 0;
       if (tier === 'exact' && t === term) score = 1;
       if (tier === 'prefix' && t.startsWith(term)) score = term.length / t.length;
-      if (tier === 'fuzzy' && field === 'symbol' && term.length >= 3 && t.length >= 3 && t !== term && editDistance(term, t, 1) === 1) {
+      if (
+        tier === 'fuzzy' &&
+        field === 'symbol' &&
+        term.length >= 3 &&
+        t.length >= 3 &&
+        t !== term &&
+        editDistance(term, t, 1) === 1
+      ) {
         // A swap or a left-out letter 0.5, a wrong or extra letter 0.25.
         const differing = [...term].filter((c, k) => c !== t[k]).length;
         score = term.length < t.length || (term.length === t.length && differing === 2) ? 0.5 : 0.25;
@@ -74,7 +107,14 @@ function termMatches(term: string, tier: 'exact' | 'prefix' | 'fuzzy'): Map<Doc,
 }
 
 function reference(query: string, limit: number): { total: number; items: SearchHitBody[] } {
-  const terms = [...new Set(query.split(/\s+/).filter(Boolean).map((t) => t.toLowerCase()))];
+  const terms = [
+    ...new Set(
+      query
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((t) => t.toLowerCase()),
+    ),
+  ];
   const placed = new Set<Doc>();
   const items: SearchHitBody[] = [];
   let total = 0;
@@ -116,7 +156,23 @@ describe('search against a brute-force reference (demo release)', () => {
     const pick = <T>(items: T[]) => items[Math.floor(rng.next() * items.length)];
     const genes = docs.filter((d) => d.type === 'gene');
     const isoforms = docs.filter((d) => d.type === 'isoform');
-    const queries: string[] = ['PRR5', 'prr5-2', 'ENST0000000', 'ENSG000001', 'PB.1', 'novelGene_1', 'TP35', 'MPAK1', 'Y_RNA', 'mir', 'zzzzqqqq', 'ERK2', 'erk', 'RAD53 CDS1', 'p4'];
+    const queries: string[] = [
+      'PRR5',
+      'prr5-2',
+      'ENST0000000',
+      'ENSG000001',
+      'PB.1',
+      'novelGene_1',
+      'TP35',
+      'MPAK1',
+      'Y_RNA',
+      'mir',
+      'zzzzqqqq',
+      'ERK2',
+      'erk',
+      'RAD53 CDS1',
+      'p4',
+    ];
     for (let k = 0; k < 60; k++) {
       const g = pick(genes);
       const i = pick(isoforms);
@@ -131,7 +187,8 @@ describe('search against a brute-force reference (demo release)', () => {
       );
     }
     // A prefix matching more terms than fit in PREFIX_SHARD_LIMIT shards is cut short by design.
-    const termCount = (q: string) => docs.reduce((n, d) => n + d.terms.filter(([t]) => t.startsWith(q.toLowerCase())).length, 0);
+    const termCount = (q: string) =>
+      docs.reduce((n, d) => n + d.terms.filter(([t]) => t.startsWith(q.toLowerCase())).length, 0);
     const compared = queries.filter((q) => q.split(/\s+/).every((t) => termCount(t) <= 2048));
     expect(compared.length).toBeGreaterThan(400);
     let withFuzzy = 0;

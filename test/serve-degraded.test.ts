@@ -36,7 +36,11 @@ async function serve(root: string): Promise<RunningServer> {
 
 const health = async (server: RunningServer) => {
   const r = await fetch(`${server.base}/health`);
-  return { status: r.status, retryAfter: r.headers.get('retry-after'), body: (await r.json()) as Record<string, unknown> };
+  return {
+    status: r.status,
+    retryAfter: r.headers.get('retry-after'),
+    body: (await r.json()) as Record<string, unknown>,
+  };
 };
 
 /** The same length, one byte changed: only its sha256 tells. */
@@ -84,7 +88,10 @@ describe('GET /health with files that fail verification', () => {
     // The tree on a static file server: a source mirror syncs from.
     const files = createServer((req, res) => {
       const path = decodeURIComponent(new URL(req.url!, 'http://x').pathname).replace(/^\/+/, '');
-      readFile(join(dir, 'tree', path)).then((body) => res.end(body), () => ((res.statusCode = 404), res.end()));
+      readFile(join(dir, 'tree', path)).then(
+        (body) => res.end(body),
+        () => ((res.statusCode = 404), res.end()),
+      );
     });
     await new Promise<void>((ok) => files.listen(0, '127.0.0.1', ok));
     after.push(() => files.close());
@@ -100,7 +107,11 @@ describe('GET /health with files that fail verification', () => {
     expect((await fetch(`${server.api}/genes/PRR5`)).status).toBe(502);
     const bad = await health(server);
     expect(bad.status).toBe(503);
-    expect(bad.body).toMatchObject({ status: 'degraded', failures: { count: 1, first: treePaths.gene(GENE) }, mirror: { source: source.base } });
+    expect(bad.body).toMatchObject({
+      status: 'degraded',
+      failures: { count: 1, first: treePaths.gene(GENE) },
+      mirror: { source: source.base },
+    });
     expect(bad.body.detail).toContain('sync the mirror again (`isoatlas mirror`): it fetches them again');
     // Still degraded at the next probe: nothing changed.
     expect((await health(server)).status).toBe(503);

@@ -63,7 +63,10 @@ async function twoReleaseStore(demo: string): Promise<void> {
   const { index: indexB } = await writeManifest(treeB, releaseB, entries);
   for (const shard of indexB.shards) link(shard.sha256, join(treeB, shard.path));
   const b = published(releaseB, treeB);
-  writeFileSync(join(store, HISTORY_KEY), JSON.stringify({ format: STORE_FORMAT, releases: [a, b], pending: [], retired: [] }));
+  writeFileSync(
+    join(store, HISTORY_KEY),
+    JSON.stringify({ format: STORE_FORMAT, releases: [a, b], pending: [], retired: [] }),
+  );
   writeFileSync(join(store, POINTER_KEY), JSON.stringify({ format: STORE_FORMAT, ...b, previous: releaseA }));
 }
 
@@ -74,11 +77,18 @@ beforeAll(async () => {
   const demo = inject('demoTree');
   await twoReleaseStore(demo);
   names = await namesOf(demo);
-  for (const tier of ['standard', 'plus']) keys.push((await issueKey(join(work, 'keys'), { name: 'Fuzz', affiliation: 'Lab', use: 'fuzzing', tier })).key);
+  for (const tier of ['standard', 'plus'])
+    keys.push((await issueKey(join(work, 'keys'), { name: 'Fuzz', affiliation: 'Lab', use: 'fuzzing', tier })).key);
   // Limits high enough that most answers are not 429, low enough for a key to reach its own.
   writeFileSync(
     join(work, 'access.json'),
-    JSON.stringify({ open: { anonymous_per_ip: { per_minute: 5_000 } }, key_required: { per_ip: { per_minute: 5_000 }, tiers: { standard: { per_minute: 300 }, plus: { per_minute: 100_000 } } } }),
+    JSON.stringify({
+      open: { anonymous_per_ip: { per_minute: 5_000 } },
+      key_required: {
+        per_ip: { per_minute: 5_000 },
+        tiers: { standard: { per_minute: 300 }, plus: { per_minute: 100_000 } },
+      },
+    }),
   );
 }, 60_000);
 
@@ -91,7 +101,13 @@ interface Reply {
 }
 
 /** One request with its target sent as it is; null when Node's client refuses to send it. */
-function send(base: string, agent: http.Agent, method: string, target: string, headers: Record<string, string> = {}): Promise<Reply | null> {
+function send(
+  base: string,
+  agent: http.Agent,
+  method: string,
+  target: string,
+  headers: Record<string, string> = {},
+): Promise<Reply | null> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     let req: http.ClientRequest;
@@ -111,9 +127,17 @@ function send(base: string, agent: http.Agent, method: string, target: string, h
 }
 
 /** send() to a server under test; a failure to get any answer says what became of the server. */
-function ask(server: RunningServer, agent: http.Agent, method: string, target: string, headers: Record<string, string> = {}): Promise<Reply | null> {
+function ask(
+  server: RunningServer,
+  agent: http.Agent,
+  method: string,
+  target: string,
+  headers: Record<string, string> = {},
+): Promise<Reply | null> {
   return send(server.base, agent, method, target, headers).catch((err: Error) => {
-    throw new Error(`${method} ${target.slice(0, 200)}: ${err.message}; the server's exit code: ${server.child.exitCode}\n${server.logs().slice(-3000)}`);
+    throw new Error(
+      `${method} ${target.slice(0, 200)}: ${err.message}; the server's exit code: ${server.child.exitCode}\n${server.logs().slice(-3000)}`,
+    );
   });
 }
 
@@ -144,7 +168,12 @@ const REFUSED_SEGMENTS = ['%2F', 'a%2Fb', '%5C', '%5c', '%ZZ', '%00', '\\', 'A'.
 const refusedTargets = () =>
   routes
     .filter((r) => r.pathParams.length > 0)
-    .flatMap((r) => REFUSED_SEGMENTS.flatMap((segment) => [`/api/v1${r.path.replace(/\{[^}]+\}/g, segment)}`, `/api/v1${r.path.replace(/\{[^}]+\}/g, segment)}?release=${releaseA}`]));
+    .flatMap((r) =>
+      REFUSED_SEGMENTS.flatMap((segment) => [
+        `/api/v1${r.path.replace(/\{[^}]+\}/g, segment)}`,
+        `/api/v1${r.path.replace(/\{[^}]+\}/g, segment)}?release=${releaseA}`,
+      ]),
+    );
 
 for (const mode of ['open', 'key-required'] as const) {
   describe(`a real server, every option on, access ${mode}`, () => {
@@ -155,7 +184,17 @@ for (const mode of ['open', 'key-required'] as const) {
     beforeAll(async () => {
       server = await startServer({
         dir: store,
-        extraArgs: ['--metrics', '--trust-proxy', '127.0.0.1', '--access', mode, '--access-config', join(work, 'access.json'), '--keys-dir', join(work, 'keys')],
+        extraArgs: [
+          '--metrics',
+          '--trust-proxy',
+          '127.0.0.1',
+          '--access',
+          mode,
+          '--access-config',
+          join(work, 'access.json'),
+          '--keys-dir',
+          join(work, 'keys'),
+        ],
       });
     }, 60_000);
     afterAll(async () => {
@@ -164,8 +203,14 @@ for (const mode of ['open', 'key-required'] as const) {
     });
 
     it('serves both releases of the mirror, pinned or current', async () => {
-      for (const [pin, expected] of [['', releaseB], [`?release=${releaseA}`, releaseA], [`?release=${releaseB}`, releaseB]]) {
-        const reply = (await ask(server, agent, 'GET', `/api/v1/genes/PRR5${pin}`, { Authorization: `Bearer ${keys[1]}` }))!;
+      for (const [pin, expected] of [
+        ['', releaseB],
+        [`?release=${releaseA}`, releaseA],
+        [`?release=${releaseB}`, releaseB],
+      ]) {
+        const reply = (await ask(server, agent, 'GET', `/api/v1/genes/PRR5${pin}`, {
+          Authorization: `Bearer ${keys[1]}`,
+        }))!;
         expect(reply.status, pin).toBe(200);
         expect(reply.headers['x-isoatlas-release'], pin).toBe(expected);
       }
@@ -188,15 +233,50 @@ for (const mode of ['open', 'key-required'] as const) {
 
     it(`generated requests, pinned or not: ${RUNS} cases, /health after each`, async () => {
       const a = requestArbitraries(() => names);
-      const releasePin = fc.constantFrom('', `release=${releaseA}`, `release=${releaseB}`, 'release=2020.01-gone', 'release=', `release=${'x'.repeat(101)}`, 'release=a&release=b');
+      const releasePin = fc.constantFrom(
+        '',
+        `release=${releaseA}`,
+        `release=${releaseB}`,
+        'release=2020.01-gone',
+        'release=',
+        `release=${'x'.repeat(101)}`,
+        'release=a&release=b',
+      );
       const served = fc.oneof(
         { weight: 6, arbitrary: a.path },
         { weight: 3, arbitrary: fc.tuple(a.queryRoute, a.queryString).map(([r, q]) => `${r}?${q}`) },
-        { weight: 2, arbitrary: fc.tuple(fc.constantFrom(releaseA, releaseB, 'gone', '..', '%2e%2e', releaseA.toUpperCase()), a.realIsoform).map(([r, t]) => `/releases/${r}/structures/${encodeURIComponent(t)}.cif`) },
-        { weight: 1, arbitrary: fc.constantFrom('/health', '/metrics', '/admission', '/admission?x=1', '/current.json', '/releases.json', '/objects/00/00', `/${POINTER_KEY}/..`, '/api/v1/releases', '/api/v1/docs', '/api/v1/docs/swagger-ui.css', '/api/v1/openapi.json') },
+        {
+          weight: 2,
+          arbitrary: fc
+            .tuple(fc.constantFrom(releaseA, releaseB, 'gone', '..', '%2e%2e', releaseA.toUpperCase()), a.realIsoform)
+            .map(([r, t]) => `/releases/${r}/structures/${encodeURIComponent(t)}.cif`),
+        },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom(
+            '/health',
+            '/metrics',
+            '/admission',
+            '/admission?x=1',
+            '/current.json',
+            '/releases.json',
+            '/objects/00/00',
+            `/${POINTER_KEY}/..`,
+            '/api/v1/releases',
+            '/api/v1/docs',
+            '/api/v1/docs/swagger-ui.css',
+            '/api/v1/openapi.json',
+          ),
+        },
       );
-      const target = fc.tuple(served, releasePin).map(([p, pin]) => (pin === '' ? p : `${p}${p.includes('?') ? '&' : '?'}${pin}`));
-      const auth = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...keys).map((k) => `Bearer ${k}`) }, { weight: 2, arbitrary: a.authorization }, { weight: 2, arbitrary: fc.constant(undefined) });
+      const target = fc
+        .tuple(served, releasePin)
+        .map(([p, pin]) => (pin === '' ? p : `${p}${p.includes('?') ? '&' : '?'}${pin}`));
+      const auth = fc.oneof(
+        { weight: 3, arbitrary: fc.constantFrom(...keys).map((k) => `Bearer ${k}`) },
+        { weight: 2, arbitrary: a.authorization },
+        { weight: 2, arbitrary: fc.constant(undefined) },
+      );
       const front = fc.option(fc.constantFrom('0'.repeat(64), 'x', ''), { nil: undefined });
       await fc.assert(
         fc.asyncProperty(a.method, target, a.headers, auth, front, async (method, t, h, key, manifest) => {
@@ -213,7 +293,12 @@ for (const mode of ['open', 'key-required'] as const) {
         }),
         { numRuns: RUNS, seed: SEED, endOnFailure: true },
       );
-      console.log(`serve fuzz (${mode}): ${[...statuses].sort((x, y) => x[0] - y[0]).map(([s, n]) => `${s}×${n}`).join(' ')}`);
+      console.log(
+        `serve fuzz (${mode}): ${[...statuses]
+          .sort((x, y) => x[0] - y[0])
+          .map(([s, n]) => `${s}×${n}`)
+          .join(' ')}`,
+      );
       // The arrangement was exercised: answers served from both releases' files, and refusals.
       for (const s of [200, 400, 404]) expect(statuses.get(s) ?? 0, `status ${s} reached`).toBeGreaterThan(0);
     });
@@ -242,7 +327,10 @@ describe('/health of a mirror whose release cannot be read', () => {
     mkdirSync(dirname(join(broken, objectKey(zeros))), { recursive: true });
     symlinkSync(join(inject('demoTree'), treePaths.manifest), join(broken, objectKey(zeros)));
     const release = { release: 'broken', manifest_sha256: zeros, published_at: '2026-11-25T00:00:00.000Z' };
-    writeFileSync(join(broken, HISTORY_KEY), JSON.stringify({ format: STORE_FORMAT, releases: [release], pending: [], retired: [] }));
+    writeFileSync(
+      join(broken, HISTORY_KEY),
+      JSON.stringify({ format: STORE_FORMAT, releases: [release], pending: [], retired: [] }),
+    );
     writeFileSync(join(broken, POINTER_KEY), JSON.stringify({ format: STORE_FORMAT, ...release, previous: null }));
     const server = await startServer({ dir: broken, extraArgs: ['--metrics', '--keys-dir', join(work, 'keys')] });
     try {
@@ -251,10 +339,17 @@ describe('/health of a mirror whose release cannot be read', () => {
         const reply = (await ask(server, agent, 'GET', '/health'))!;
         expect(reply.status).toBe(503);
         const text = reply.body.toString('utf8');
-        expect(JSON.parse(text)).toEqual({ status: 'unavailable', detail: "the current release's manifest does not match the sha256 the mirror's pointer names" });
+        expect(JSON.parse(text)).toEqual({
+          status: 'unavailable',
+          detail: "the current release's manifest does not match the sha256 the mirror's pointer names",
+        });
         expect(text).not.toContain(work);
       }
-      const unhealthy = () => server.logs().split('\n').filter((l) => l.includes('"event":"unhealthy"'));
+      const unhealthy = () =>
+        server
+          .logs()
+          .split('\n')
+          .filter((l) => l.includes('"event":"unhealthy"'));
       for (let i = 0; i < 50 && unhealthy().length === 0; i++) await new Promise((ok) => setTimeout(ok, 100));
       expect(unhealthy()).toHaveLength(1);
       expect(JSON.parse(unhealthy()[0]).cause).toMatch(/manifest\.json does not match/);

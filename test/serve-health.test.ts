@@ -14,7 +14,10 @@ let server: RunningServer;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-health-'));
   cpSync(inject('demoTree'), join(dir, 'tree'), { recursive: true });
-  server = await startServer({ dir: join(dir, 'tree'), extraArgs: ['--access', 'key-required', '--keys-dir', join(dir, 'keys'), '--metrics'] });
+  server = await startServer({
+    dir: join(dir, 'tree'),
+    extraArgs: ['--access', 'key-required', '--keys-dir', join(dir, 'keys'), '--metrics'],
+  });
 }, 300_000); // copying the demo tree and starting a server on a busy shared machine
 
 afterAll(async () => {
@@ -24,12 +27,19 @@ afterAll(async () => {
 
 describe('GET /health', () => {
   it('names the release and its manifest hash, without a key, as often as asked (never counted)', async () => {
-    const manifest = createHash('sha256').update(readFileSync(join(dir, 'tree/manifest.json'))).digest('hex');
+    const manifest = createHash('sha256')
+      .update(readFileSync(join(dir, 'tree/manifest.json')))
+      .digest('hex');
     for (let i = 0; i < 80; i++) {
       const r = await fetch(`${server.base}/health`);
       expect(r.status).toBe(200);
       expect(r.headers.get('cache-control')).toBe('no-store');
-      expect(await r.json()).toEqual({ status: 'ok', release: '2026.11-chr22-demo', manifest_sha256: manifest, mirror: null });
+      expect(await r.json()).toEqual({
+        status: 'ok',
+        release: '2026.11-chr22-demo',
+        manifest_sha256: manifest,
+        mirror: null,
+      });
     }
     // The API itself still wants a key.
     expect((await fetch(`${server.api}/`)).status).toBe(401);
@@ -53,11 +63,18 @@ describe('GET /health', () => {
       expect(text).not.toContain(dir);
       expect(text).not.toContain(tmpdir());
       for (let i = 0; i < 3; i++) expect((await fetch(`${server.base}/health`)).status).toBe(503);
-      const unhealthy = () => server.logs().split('\n').filter((l) => l.includes('"event":"unhealthy"'));
+      const unhealthy = () =>
+        server
+          .logs()
+          .split('\n')
+          .filter((l) => l.includes('"event":"unhealthy"'));
       for (let i = 0; i < 50 && unhealthy().length === 0; i++) await new Promise((ok) => setTimeout(ok, 100));
       const logged = unhealthy();
       expect(logged).toHaveLength(1); // once while the cause stays the same, however often the probe asks
-      expect(JSON.parse(logged[0])).toMatchObject({ detail: 'the tree has no readable manifest.json', cause: expect.stringContaining(join(dir, 'tree')) });
+      expect(JSON.parse(logged[0])).toMatchObject({
+        detail: 'the tree has no readable manifest.json',
+        cause: expect.stringContaining(join(dir, 'tree')),
+      });
     } finally {
       renameSync(`${manifest}.away`, manifest);
     }
@@ -66,16 +83,38 @@ describe('GET /health', () => {
 
   it('a second server on the same port says which port is in use and what to do, exit 2 (usage)', () => {
     const port = new URL(server.base).port;
-    const r = spawnSync(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), 'serve', '--dir', join(dir, 'tree'), '--port', port, '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys')], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(__dirname, '../bin/isoatlas.mjs'),
+        'serve',
+        '--dir',
+        join(dir, 'tree'),
+        '--port',
+        port,
+        '--host',
+        '127.0.0.1',
+        '--keys-dir',
+        join(dir, 'keys'),
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     // Like every line serve writes, a JSON line on standard output; the last one.
     expect(r.stderr).toBe('');
     const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
-    expect(last).toMatchObject({ level: 'error', exit: 2, msg: `isoatlas: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)` });
+    expect(last).toMatchObject({
+      level: 'error',
+      exit: 2,
+      msg: `isoatlas: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)`,
+    });
     expect(r.status).toBe(2);
   });
 
   it('logs the served release at start as a JSON line', () => {
-    const line = server.logs().split('\n').find((l) => l.includes('"event":"release"'))!;
+    const line = server
+      .logs()
+      .split('\n')
+      .find((l) => l.includes('"event":"release"'))!;
     expect(JSON.parse(line)).toMatchObject({ event: 'release', release: '2026.11-chr22-demo', previous: null });
   });
 });
@@ -83,7 +122,23 @@ describe('GET /health', () => {
 describe('GET /metrics (--metrics)', () => {
   it('counts requests by route and status, times them, and reports the caches', async () => {
     await fetch(`${server.api}/genes/PRR5`); // 401: keys are required
-    const issued = spawnSync(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), 'keys', 'issue', '--keys-dir', join(dir, 'keys'), '--name', 'metrics test', '--affiliation', 'isoatlas', '--use', 'reads one gene'], { encoding: 'utf8' });
+    const issued = spawnSync(
+      process.execPath,
+      [
+        join(__dirname, '../bin/isoatlas.mjs'),
+        'keys',
+        'issue',
+        '--keys-dir',
+        join(dir, 'keys'),
+        '--name',
+        'metrics test',
+        '--affiliation',
+        'isoatlas',
+        '--use',
+        'reads one gene',
+      ],
+      { encoding: 'utf8' },
+    );
     expect(issued.status, issued.stderr).toBe(0);
     const key = issued.stdout.trim().split('\n').pop()!;
     let ok = 0;

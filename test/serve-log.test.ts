@@ -72,15 +72,23 @@ describe('isoatlas serve writes JSON lines only', () => {
     expect((await fetch(`${server.api}/genes/PRR5`)).status).toBe(200);
     expect((await fetch(`${server.api}/no-such-resource`)).status).toBe(404);
     const wrong = `${key.slice(0, -4)}AAAA` === key ? `${key.slice(0, -4)}BBBB` : `${key.slice(0, -4)}AAAA`;
-    expect((await fetch(`${server.api}/genes/PRR5`, { headers: { Authorization: `Bearer ${wrong}` } })).status).toBe(401);
+    expect((await fetch(`${server.api}/genes/PRR5`, { headers: { Authorization: `Bearer ${wrong}` } })).status).toBe(
+      401,
+    );
     expect((await fetch(`${server.api}/genes/PRR5`, { headers: { Authorization: `Bearer ${key}` } })).status).toBe(200);
-    expect((await fetch(`${server.api}/genes/${key}`, { headers: { Authorization: `Bearer ${key}` } })).status).toBe(404);
+    expect((await fetch(`${server.api}/genes/${key}`, { headers: { Authorization: `Bearer ${key}` } })).status).toBe(
+      404,
+    );
 
     // A reload: the served directory is swapped for a tree of another release, as a rebuild does.
     const next = join(dir, 'next');
     linkedCopy(next);
     const release = JSON.parse(readFileSync(join(next, treePaths.release), 'utf8')) as { release: string };
-    await rewriteTree(next, { [treePaths.release]: JSON.stringify({ ...release, release: 'reloaded-release' }) }, 'reloaded-release');
+    await rewriteTree(
+      next,
+      { [treePaths.release]: JSON.stringify({ ...release, release: 'reloaded-release' }) },
+      'reloaded-release',
+    );
     renameSync(join(dir, 'live'), join(dir, 'old'));
     renameSync(next, join(dir, 'live'));
     await until(() => server.stdout().includes('"release":"reloaded-release"'));
@@ -94,7 +102,8 @@ describe('isoatlas serve writes JSON lines only', () => {
     expect(releases.at(-1)).toMatchObject({ level: 'info', release: 'reloaded-release' });
     const requests = out.filter((o) => o.method === 'GET');
     expect(requests.map((o) => o.status)).toEqual([200, 404, 401, 200, 404]);
-    for (const r of requests) expect(r).toMatchObject({ level: 'info', route: expect.any(String), request_id: expect.any(String) });
+    for (const r of requests)
+      expect(r).toMatchObject({ level: 'info', route: expect.any(String), request_id: expect.any(String) });
     expect(requests[4].path).toBe('/api/v1/genes/isoatlas_[redacted]');
     const all = server.stdout() + server.stderr();
     expect(all).not.toContain(key);
@@ -108,18 +117,39 @@ describe('--log-level', () => {
     const live = join(dir, 'warn');
     linkedCopy(live);
     const port = await freePort();
-    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'serve', '--dir', live, '--port', String(port), '--keys-dir', keysDir, '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        join(ROOT, 'bin/isoatlas.mjs'),
+        'serve',
+        '--dir',
+        live,
+        '--port',
+        String(port),
+        '--keys-dir',
+        keysDir,
+        '--log-level',
+        'warn',
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => ((stdout += c), appendTestLog(`serve-${child.pid}.log`, c)));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => ((stderr += c), appendTestLog(`serve-${child.pid}.log`, c)));
+    child.stdout
+      .setEncoding('utf8')
+      .on('data', (c: string) => ((stdout += c), appendTestLog(`serve-${child.pid}.log`, c)));
+    child.stderr
+      .setEncoding('utf8')
+      .on('data', (c: string) => ((stderr += c), appendTestLog(`serve-${child.pid}.log`, c)));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
       // No `listening` line at this level: ready once /health answers.
       const base = `http://127.0.0.1:${port}`;
       let health = 0;
       for (let i = 0; i < 300 && health !== 200; i++) {
-        health = await fetch(`${base}/health`).then((r) => r.status).catch(() => 0);
+        health = await fetch(`${base}/health`)
+          .then((r) => r.status)
+          .catch(() => 0);
         if (health !== 200) await new Promise((r) => setTimeout(r, 100));
       }
       expect(health).toBe(200);
@@ -144,10 +174,19 @@ describe('--log-level', () => {
   }, 60_000);
 
   it('refuses a level it does not know, naming the choices (exit 2)', () => {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'serve', '--dir', inject('demoTree'), '--log-level', 'loud'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/isoatlas.mjs'), 'serve', '--dir', inject('demoTree'), '--log-level', 'loud'],
+      { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
+    );
     expect(r.status).toBe(2);
     const lines = jsonLines(r.stdout, 'stdout');
     expect(r.stderr).toBe('');
-    expect(lines[0]).toMatchObject({ level: 'error', msg: expect.stringContaining("'--log-level <level>' argument 'loud' is invalid. Allowed choices are trace, debug, info, warn, error, fatal, silent") });
+    expect(lines[0]).toMatchObject({
+      level: 'error',
+      msg: expect.stringContaining(
+        "'--log-level <level>' argument 'loud' is invalid. Allowed choices are trace, debug, info, warn, error, fatal, silent",
+      ),
+    });
   });
 });

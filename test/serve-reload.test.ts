@@ -38,7 +38,10 @@ it('serves the new tree within seconds of the directory being swapped', async ()
   const changed = JSON.stringify({ ...JSON.parse(before), biotype: 'swapped in' });
   // What the server caches (the alias maps) changes too: a name only the new tree knows. The new
   // tree's manifest is rewritten to match, as every build or sync writes one.
-  await rewriteTree(next, { [path]: changed, ...Object.fromEntries([withAlias(next, 'isoforms', 'prr5-renamed', 'ENST00000006251.11')]) });
+  await rewriteTree(next, {
+    [path]: changed,
+    ...Object.fromEntries([withAlias(next, 'isoforms', 'prr5-renamed', 'ENST00000006251.11')]),
+  });
   expect((await fetch(`${server.api}/isoforms/PRR5-renamed`)).status).toBe(404);
   renameSync(join(dir, 'live'), join(dir, 'old'));
   renameSync(next, join(dir, 'live'));

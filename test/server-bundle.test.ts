@@ -17,7 +17,11 @@ let child: ChildProcess | undefined;
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-server-bundle-'));
-  const built = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'bundle-server', '--out', join(dir, 'build/isoatlas-server.mjs')], { encoding: 'utf8' });
+  const built = spawnSync(
+    process.execPath,
+    [join(ROOT, 'bin/isoatlas.mjs'), 'bundle-server', '--out', join(dir, 'build/isoatlas-server.mjs')],
+    { encoding: 'utf8' },
+  );
   expect(built.status, built.stderr).toBe(0);
   // "Download": the file alone, into a directory with nothing else.
   bundle = join(dir, 'opt/isoatlas-server.mjs');
@@ -35,11 +39,17 @@ describe('isoatlas-server.mjs', () => {
     expect(readdirSync(join(dir, 'opt'))).toEqual(['isoatlas-server.mjs']);
     expect(statSync(bundle).size).toBeLessThanOrEqual(SERVER_BUNDLE_BUDGET);
     const version = spawnSync(process.execPath, [bundle, '--version'], { cwd: join(dir, 'opt'), encoding: 'utf8' });
-    expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+    expect(version.stdout.trim()).toBe(
+      (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+    );
   });
 
   it('serves the demo tree with no node_modules anywhere near it', async () => {
-    child = spawn(process.execPath, [bundle, 'serve', '--dir', inject('demoTree'), '--port', '0', '--keys-dir', join(dir, 'keys')], { cwd: join(dir, 'opt'), stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(
+      process.execPath,
+      [bundle, 'serve', '--dir', inject('demoTree'), '--port', '0', '--keys-dir', join(dir, 'keys')],
+      { cwd: join(dir, 'opt'), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d) => (out += d));
     child.stderr!.setEncoding('utf8').on('data', (d) => (out += d));
@@ -56,16 +66,25 @@ describe('isoatlas-server.mjs', () => {
     });
     const gene = await fetch(`${base}/api/v1/genes/PRR5`);
     expect(gene.status).toBe(200);
-    expect(Buffer.from(await gene.arrayBuffer()).equals(readFileSync(join(inject('demoTree'), treePaths.gene('ENSG00000186654'))))).toBe(true);
+    expect(
+      Buffer.from(await gene.arrayBuffer()).equals(
+        readFileSync(join(inject('demoTree'), treePaths.gene('ENSG00000186654'))),
+      ),
+    ).toBe(true);
     expect((await (await fetch(`${base}/health`)).json()).status).toBe('ok');
     expect((await fetch(`${base}/api/v1/search?query=ERK2`)).status).toBe(200);
     // The bundle carries the logger: every line it wrote is JSON with a time and a level.
-    for (let i = 0; i < 100 && (out.match(/"method":"GET"/g) ?? []).length < 3; i++) await new Promise((r) => setTimeout(r, 50));
-    const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { time?: string; level?: string; method?: string });
+    for (let i = 0; i < 100 && (out.match(/"method":"GET"/g) ?? []).length < 3; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    const lines = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { time?: string; level?: string; method?: string });
     // The served release, listening, and the three requests above.
     expect(lines.filter((l) => l.method === 'GET')).toHaveLength(3);
     expect(lines.length).toBeGreaterThanOrEqual(5);
-    for (const l of lines) expect(l).toMatchObject({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), level: expect.any(String) });
+    for (const l of lines)
+      expect(l).toMatchObject({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), level: expect.any(String) });
   }, 60_000);
 
   it('on a port in use says which and what to do, exit 2 (usage)', async () => {
@@ -73,10 +92,18 @@ describe('isoatlas-server.mjs', () => {
     await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
     const port = (holder.address() as { port: number }).port;
     try {
-      const r = spawnSync(process.execPath, [bundle, 'serve', '--dir', inject('demoTree'), '--port', String(port), '--keys-dir', join(dir, 'keys')], { cwd: join(dir, 'opt'), encoding: 'utf8', timeout: 60_000 });
+      const r = spawnSync(
+        process.execPath,
+        [bundle, 'serve', '--dir', inject('demoTree'), '--port', String(port), '--keys-dir', join(dir, 'keys')],
+        { cwd: join(dir, 'opt'), encoding: 'utf8', timeout: 60_000 },
+      );
       expect(r.stderr).toBe('');
       const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
-      expect(last).toMatchObject({ level: 'error', exit: 2, msg: `isoatlas-server: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)` });
+      expect(last).toMatchObject({
+        level: 'error',
+        exit: 2,
+        msg: `isoatlas-server: 127.0.0.1:${port} is already in use: choose another --port, or stop what listens there (run with --help for usage)`,
+      });
       expect(r.status).toBe(2);
     } finally {
       await new Promise((r) => holder.close(r));
@@ -88,11 +115,24 @@ describe('isoatlas-server.mjs', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
     await new Promise((r) => server.close(r));
-    const r = spawnSync(process.execPath, [bundle, 'mirror', '--from', 's3://atlas/', '--endpoint', `http://127.0.0.1:${port}`, '--to', join(dir, 'mirror')], {
-      cwd: join(dir, 'opt'),
-      encoding: 'utf8',
-      env: { ...process.env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' },
-    });
+    const r = spawnSync(
+      process.execPath,
+      [
+        bundle,
+        'mirror',
+        '--from',
+        's3://atlas/',
+        '--endpoint',
+        `http://127.0.0.1:${port}`,
+        '--to',
+        join(dir, 'mirror'),
+      ],
+      {
+        cwd: join(dir, 'opt'),
+        encoding: 'utf8',
+        env: { ...process.env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' },
+      },
+    );
     expect(r.status, r.stderr).toBe(4);
     expect(r.stderr).toContain('isoatlas-server: cannot read the source');
     expect(r.stderr).not.toMatch(/Cannot find (module|package)/);

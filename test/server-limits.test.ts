@@ -7,14 +7,19 @@ import { startServer, type RunningServer } from './helpers/server.js';
 import { SERVER_LIMITS, SERVER_LIMIT_ENV, serverLimits } from '../edge/adapters/server-limits.js';
 import { validate } from './helpers/schemas.js';
 
-const LIMITS = { maxHeaderSize: 4096, headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000, maxRequestsPerSocket: 3 };
+const LIMITS = {
+  maxHeaderSize: 4096,
+  headersTimeoutMs: 2_000,
+  requestTimeoutMs: 3_000,
+  keepAliveTimeoutMs: 1_000,
+  maxRequestsPerSocket: 3,
+};
 /** Node checks the timeouts every headersTimeout / 4; allow that and a busy machine's scheduling (a
  * shared CI machine running other suites): still far below Node's own defaults, which these replace. */
 const SLACK_MS = LIMITS.headersTimeoutMs / 4 + 5_000;
 
 let server: RunningServer;
 let port: number;
-
 
 interface Conversation {
   socket: net.Socket;
@@ -43,9 +48,13 @@ function connect(): Promise<Conversation> {
 function parse(raw: string) {
   const end = raw.indexOf('\r\n\r\n');
   const [statusLine, ...lines] = raw.slice(0, end).split('\r\n');
-  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
   const length = Number(headers['content-length'] ?? 0);
-  const body = Buffer.from(raw.slice(end + 4), 'latin1').subarray(0, length).toString('utf8');
+  const body = Buffer.from(raw.slice(end + 4), 'latin1')
+    .subarray(0, length)
+    .toString('utf8');
   return { status: Number(statusLine.split(' ')[1]), headers, body };
 }
 
@@ -67,7 +76,9 @@ describe('limits from the environment', () => {
     const env = Object.fromEntries(Object.entries(SERVER_LIMIT_ENV).map(([, name], i) => [name, String(5_000 + i)]));
     const limits = serverLimits(env);
     expect(Object.values(limits)).toEqual(Object.keys(SERVER_LIMIT_ENV).map((_, i) => 5_000 + i));
-    expect(() => serverLimits({ ISOATLAS_HEADERS_TIMEOUT_MS: '1.5' })).toThrow(/ISOATLAS_HEADERS_TIMEOUT_MS must be a positive integer/);
+    expect(() => serverLimits({ ISOATLAS_HEADERS_TIMEOUT_MS: '1.5' })).toThrow(
+      /ISOATLAS_HEADERS_TIMEOUT_MS must be a positive integer/,
+    );
     expect(() => serverLimits({ ISOATLAS_REQUEST_TIMEOUT_MS: '0' })).toThrow(/positive integer/);
     expect(() => serverLimits({ ISOATLAS_HEADERS_TIMEOUT_MS: '60000' })).toThrow(/cannot exceed the request timeout/);
   });
@@ -75,7 +86,9 @@ describe('limits from the environment', () => {
 
 describe('isoatlas serve', () => {
   beforeAll(async () => {
-    const env = Object.fromEntries(Object.entries(LIMITS).map(([field, value]) => [SERVER_LIMIT_ENV[field as keyof typeof LIMITS], String(value)]));
+    const env = Object.fromEntries(
+      Object.entries(LIMITS).map(([field, value]) => [SERVER_LIMIT_ENV[field as keyof typeof LIMITS], String(value)]),
+    );
     server = await startServer({ dir: inject('demoTree'), env });
     port = Number(new URL(server.base).port);
   });
@@ -94,11 +107,15 @@ describe('isoatlas serve', () => {
 
     it('answers 431 to headers larger than the limit, and serves a request just within it', async () => {
       const c = await connect();
-      c.socket.write(`GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(LIMITS.maxHeaderSize)}\r\n\r\n`);
+      c.socket.write(
+        `GET /api/v1/release HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(LIMITS.maxHeaderSize)}\r\n\r\n`,
+      );
       await c.closed;
       expectProblem(c.received(), 431);
 
-      const ok = await fetch(`${server.api}/release`, { headers: { 'X-Padding': 'p'.repeat(LIMITS.maxHeaderSize - 400) } });
+      const ok = await fetch(`${server.api}/release`, {
+        headers: { 'X-Padding': 'p'.repeat(LIMITS.maxHeaderSize - 400) },
+      });
       expect(ok.status).toBe(200);
     });
 
@@ -113,7 +130,10 @@ describe('isoatlas serve', () => {
 
   describe('Host', () => {
     it('answers 400 to an HTTP/1.1 request without Host, and to one with two', async () => {
-      for (const head of ['GET /api/v1/release HTTP/1.1\r\n\r\n', 'GET /api/v1/release HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n']) {
+      for (const head of [
+        'GET /api/v1/release HTTP/1.1\r\n\r\n',
+        'GET /api/v1/release HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n',
+      ]) {
         const c = await connect();
         c.socket.write(head);
         await c.closed;
@@ -189,7 +209,9 @@ describe('isoatlas serve', () => {
 
     it('answers a request that says Connection: close, ignoring bytes pipelined after it', async () => {
       const c = await connect();
-      c.socket.write('GET /api/v1/genes/PRR5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' + get('/api/v1/release'));
+      c.socket.write(
+        'GET /api/v1/genes/PRR5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' + get('/api/v1/release'),
+      );
       await c.closed;
       const answers = c.received().split(/(?=HTTP\/1\.1 )/);
       expect(answers).toHaveLength(1);
@@ -219,7 +241,10 @@ describe('isoatlas serve', () => {
       expect(after).toBeLessThan(LIMITS.keepAliveTimeoutMs); // closed by the bound, not by idling
       const answers = c.received().split(/(?=HTTP\/1\.1 )/);
       expect(answers.map((a) => parse(a).status)).toEqual(Array(LIMITS.maxRequestsPerSocket).fill(200));
-      expect(answers.map((a) => parse(a).headers.connection)).toEqual([...Array(LIMITS.maxRequestsPerSocket - 1).fill('keep-alive'), 'close']);
+      expect(answers.map((a) => parse(a).headers.connection)).toEqual([
+        ...Array(LIMITS.maxRequestsPerSocket - 1).fill('keep-alive'),
+        'close',
+      ]);
     });
   });
 });
@@ -228,18 +253,20 @@ describe('isoatlas serve', () => {
  * it is still open. */
 async function hold(to: { host: string; port: number }, from: string, n: number) {
   const held = await Promise.all(
-    Array.from({ length: n }, () =>
-      new Promise<{ socket: net.Socket; received: () => string; open: () => boolean }>((resolve, reject) => {
-        const socket = net.connect({ host: to.host, port: to.port, localAddress: from });
-        let received = '';
-        let open = true;
-        socket.setEncoding('latin1');
-        socket.on('data', (d: string) => (received += d));
-        socket.on('close', () => (open = false));
-        socket.on('error', () => {});
-        socket.once('connect', () => resolve({ socket, received: () => received, open: () => open }));
-        socket.once('error', reject);
-      }),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<{ socket: net.Socket; received: () => string; open: () => boolean }>((resolve, reject) => {
+          const socket = net.connect({ host: to.host, port: to.port, localAddress: from });
+          let received = '';
+          let open = true;
+          socket.setEncoding('latin1');
+          socket.on('data', (d: string) => (received += d));
+          socket.on('close', () => (open = false));
+          socket.on('error', () => {});
+          socket.once('connect', () => resolve({ socket, received: () => received, open: () => open }));
+          socket.once('error', reject);
+        }),
     ),
   );
   return held;

@@ -35,7 +35,10 @@ function startUnthrottled(): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), 'isoatlas-memory-'));
   const config = join(dir, 'access.json');
   writeFileSync(config, JSON.stringify({ open: { anonymous_per_ip: { per_minute: 1_000_000_000 } } }));
-  return startServer({ dir: inject('demoTree'), extraArgs: ['--access-config', config, '--keys-dir', join(dir, 'keys')] });
+  return startServer({
+    dir: inject('demoTree'),
+    extraArgs: ['--access-config', config, '--keys-dir', join(dir, 'keys')],
+  });
 }
 
 let server: RunningServer | undefined;

@@ -17,7 +17,10 @@ const CREDS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
 
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
     child.on('exit', (code) => resolve({ code, stderr }));
@@ -28,9 +31,14 @@ function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | n
 function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AWS_')) env[k] = v;
-  return { ...env, AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials', AWS_CONFIG_FILE: '/nonexistent/config', AWS_EC2_METADATA_DISABLED: 'true', ...extra };
+  return {
+    ...env,
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
+    AWS_CONFIG_FILE: '/nonexistent/config',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    ...extra,
+  };
 }
-
 
 let s3: S3rverProcess;
 beforeAll(async () => {
@@ -42,9 +50,14 @@ describe('storage failures explain themselves', () => {
   const tree = () => inject('demoTree');
 
   it('a bare host:port for --endpoint is a usage error that shows the URL to write', async () => {
-    const r = await cli(['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', '127.0.0.1:18510'], cleanEnv(CREDS));
+    const r = await cli(
+      ['publish', '--dir', tree(), '--bucket', 'atlas', '--endpoint', '127.0.0.1:18510'],
+      cleanEnv(CREDS),
+    );
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('--endpoint 127.0.0.1:18510 is not an http(s) URL: write it with its scheme, e.g. http://127.0.0.1:18510');
+    expect(r.stderr).toContain(
+      '--endpoint 127.0.0.1:18510 is not an http(s) URL: write it with its scheme, e.g. http://127.0.0.1:18510',
+    );
   });
 
   it('missing credentials say which variables to set, with no SDK warning first', async () => {
@@ -58,7 +71,11 @@ describe('storage failures explain themselves', () => {
   it('a missing bucket is named with the operation, key and endpoint', async () => {
     const r = await cli(['releases', '--bucket', 'no-such-bucket', '--endpoint', s3.endpoint], cleanEnv(CREDS));
     expect(r.code).toBe(4);
-    expect(r.stderr).toMatch(new RegExp(`GetObjectCommand s3://no-such-bucket/\\S* at ${s3.endpoint} failed: bucket no-such-bucket does not exist there`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `GetObjectCommand s3://no-such-bucket/\\S* at ${s3.endpoint} failed: bucket no-such-bucket does not exist there`,
+      ),
+    );
     expect(r.stderr).not.toMatch(/NodeVersionSupportWarning|upgrade to node/);
   });
 
@@ -86,12 +103,36 @@ describe('storage failures explain themselves', () => {
     });
 
     const cases: [string, () => Promise<string[]>, RegExp][] = [
-      ['http, connection refused', async () => ['--from', `http://127.0.0.1:${await freePort()}/`], /cannot read the source http:\/\/127\.0\.0\.1:(\d+)\/: connection refused \(ECONNREFUSED\): nothing listens there \(http:\/\/127\.0\.0\.1:\1\/current\.json: .*\)\. To fix: start the source, or correct the host and port in --from/],
-      ['s3, connection refused', async () => ['--from', 's3://atlas/p', '--endpoint', `http://127.0.0.1:${await freePort()}`], /cannot read the source s3:\/\/atlas\/p at http:\/\/127\.0\.0\.1:\d+: connection refused \(ECONNREFUSED\).*To fix: start the source, or correct the host and port in --endpoint/],
-      ['http, host name not found', async () => ['--from', 'http://no-such-host.invalid/atlas'], /cannot read the source http:\/\/no-such-host\.invalid\/atlas: host name not found \((ENOTFOUND|EAI_AGAIN)\).*To fix: correct the host name in --from/],
-      ['s3, host name not found', async () => ['--from', 's3://atlas', '--endpoint', 'http://no-such-host.invalid:9000'], /cannot read the source s3:\/\/atlas at http:\/\/no-such-host\.invalid:9000: host name not found \((ENOTFOUND|EAI_AGAIN)\).*in --endpoint/],
-      ['http, TLS to a plain server', async () => ['--from', `https://127.0.0.1:${plainPort}/`], /cannot read the source https:\/\/127\.0\.0\.1:\d+\/: TLS failed \(\w+\).*To fix: write http:\/\/ in --from for a source that serves plain HTTP/],
-      ['s3, TLS to a plain server', async () => ['--from', 's3://atlas', '--endpoint', `https://127.0.0.1:${plainPort}`], /cannot read the source s3:\/\/atlas at https:\/\/127\.0\.0\.1:\d+: TLS failed \(\w+\).*write http:\/\/ in --endpoint/],
+      [
+        'http, connection refused',
+        async () => ['--from', `http://127.0.0.1:${await freePort()}/`],
+        /cannot read the source http:\/\/127\.0\.0\.1:(\d+)\/: connection refused \(ECONNREFUSED\): nothing listens there \(http:\/\/127\.0\.0\.1:\1\/current\.json: .*\)\. To fix: start the source, or correct the host and port in --from/,
+      ],
+      [
+        's3, connection refused',
+        async () => ['--from', 's3://atlas/p', '--endpoint', `http://127.0.0.1:${await freePort()}`],
+        /cannot read the source s3:\/\/atlas\/p at http:\/\/127\.0\.0\.1:\d+: connection refused \(ECONNREFUSED\).*To fix: start the source, or correct the host and port in --endpoint/,
+      ],
+      [
+        'http, host name not found',
+        async () => ['--from', 'http://no-such-host.invalid/atlas'],
+        /cannot read the source http:\/\/no-such-host\.invalid\/atlas: host name not found \((ENOTFOUND|EAI_AGAIN)\).*To fix: correct the host name in --from/,
+      ],
+      [
+        's3, host name not found',
+        async () => ['--from', 's3://atlas', '--endpoint', 'http://no-such-host.invalid:9000'],
+        /cannot read the source s3:\/\/atlas at http:\/\/no-such-host\.invalid:9000: host name not found \((ENOTFOUND|EAI_AGAIN)\).*in --endpoint/,
+      ],
+      [
+        'http, TLS to a plain server',
+        async () => ['--from', `https://127.0.0.1:${plainPort}/`],
+        /cannot read the source https:\/\/127\.0\.0\.1:\d+\/: TLS failed \(\w+\).*To fix: write http:\/\/ in --from for a source that serves plain HTTP/,
+      ],
+      [
+        's3, TLS to a plain server',
+        async () => ['--from', 's3://atlas', '--endpoint', `https://127.0.0.1:${plainPort}`],
+        /cannot read the source s3:\/\/atlas at https:\/\/127\.0\.0\.1:\d+: TLS failed \(\w+\).*write http:\/\/ in --endpoint/,
+      ],
     ];
     for (const [name, args, message] of cases) {
       it(name, async () => {
@@ -108,11 +149,18 @@ describe('storage failures explain themselves', () => {
       const port = (silent.address() as AddressInfo).port;
       const { mirror } = await import('../edge/mirror/mirror.js');
       try {
-        for (const source of [{ from: `http://127.0.0.1:${port}/` }, { from: 's3://atlas', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1' }]) {
+        for (const source of [
+          { from: `http://127.0.0.1:${port}/` },
+          { from: 's3://atlas', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1' },
+        ]) {
           Object.assign(process.env, CREDS);
-          const err = await mirror({ ...source, to: join(to, 'silent'), progress: false, requestTimeoutMs: 300 }).catch((e: Error) => e);
+          const err = await mirror({ ...source, to: join(to, 'silent'), progress: false, requestTimeoutMs: 300 }).catch(
+            (e: Error) => e,
+          );
           expect(err).toBeInstanceOf(StorageError);
-          expect((err as Error).message).toMatch(/: no answer in time \(.*current\.json: no answer within 300 ms\)\. To fix: the source or the network is slow or down/);
+          expect((err as Error).message).toMatch(
+            /: no answer in time \(.*current\.json: no answer within 300 ms\)\. To fix: the source or the network is slow or down/,
+          );
         }
       } finally {
         silent.closeAllConnections();

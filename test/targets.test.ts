@@ -11,7 +11,7 @@ import { createNodeServer } from '../edge/adapters/node-http.js';
 import { createLambdaEdgeHandler } from '../edge/adapters/lambda-edge.js';
 import { generateKey, redactKeys } from '../edge/access/key-format.js';
 import { routes } from '../edge/contract/routes.js';
-import { parseQuery, RequestProblem } from '../edge/router.js';
+import { parseQuery, type RequestProblem } from '../edge/router.js';
 import { ACCEPTED, REFUSED, leaksSecret } from './helpers/targets.js';
 
 describe('refused targets', () => {
@@ -34,11 +34,14 @@ describe('refused targets', () => {
 
     const get = (target: string, method = 'GET') =>
       new Promise<{ status: number; type: string | undefined; body: string }>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port, path: target, method, headers: { Connection: 'close' } }, (res) => {
-          let body = '';
-          res.setEncoding('utf8').on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], body }));
-        });
+        const req = http.request(
+          { host: '127.0.0.1', port, path: target, method, headers: { Connection: 'close' } },
+          (res) => {
+            let body = '';
+            res.setEncoding('utf8').on('data', (c: string) => (body += c));
+            res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], body }));
+          },
+        );
         req.on('error', reject);
         req.end();
       });
@@ -55,15 +58,29 @@ describe('refused targets', () => {
     it('no longer resolves dot segments: /api/v1/genes/.. is not the root document', async () => {
       const root = await get('/api/v1/');
       expect(root.status).toBe(200);
-      for (const target of ['/api/v1/genes/..', '/api/v1/genes/%2e%2e', '/api/v1/genes/PRR5/..', '/api/v1/x/../release']) expect((await get(target)).status, target).toBe(400);
-      for (const target of ACCEPTED.filter((t) => t.startsWith('/api/v1/genes/'))) expect((await get(target)).status, target).not.toBe(400);
+      for (const target of [
+        '/api/v1/genes/..',
+        '/api/v1/genes/%2e%2e',
+        '/api/v1/genes/PRR5/..',
+        '/api/v1/x/../release',
+      ])
+        expect((await get(target)).status, target).toBe(400);
+      for (const target of ACCEPTED.filter((t) => t.startsWith('/api/v1/genes/')))
+        expect((await get(target)).status, target).not.toBe(400);
     });
   });
 
   it('Lambda@Edge refuses the same URIs', async () => {
     const handler = createLambdaEdgeHandler(createHandler({ origin: new LocalTreeOrigin(inject('demoTree')) }));
     const event = (uri: string, querystring = '') => ({
-      Records: [{ cf: { config: { distributionDomainName: 'd.test', eventType: 'origin-request' }, request: { clientIp: '203.0.113.1', method: 'GET', uri, querystring, headers: {} } } }],
+      Records: [
+        {
+          cf: {
+            config: { distributionDomainName: 'd.test', eventType: 'origin-request' },
+            request: { clientIp: '203.0.113.1', method: 'GET', uri, querystring, headers: {} },
+          },
+        },
+      ],
     });
     for (const uri of ['/api/v1/genes/..', '/api/v1/genes/a%2Fb', '/x\\..\\api/v1/release']) {
       const r = (await handler(event(uri))) as { status: string; body?: string };
@@ -80,7 +97,8 @@ describe('no key character where client text is cut', () => {
   const secret = key.slice(start);
 
   it('redactKeys removes the start of a key too, and a key encoded once or twice', () => {
-    for (let cut = start + 1; cut <= key.length; cut++) expect(leaksSecret(redactKeys(`x${key.slice(0, cut)}`), secret), String(cut)).toBe(false);
+    for (let cut = start + 1; cut <= key.length; cut++)
+      expect(leaksSecret(redactKeys(`x${key.slice(0, cut)}`), secret), String(cut)).toBe(false);
     expect(redactKeys(`a ${key.slice(0, start + 1)}`)).toBe('a isoatlas_[redacted]');
     // A legacy key (an id without a tier letter) too.
     const legacy = generateKey(null).key;
@@ -88,7 +106,8 @@ describe('no key character where client text is cut', () => {
     expect(leaksSecret(redactKeys(key.toUpperCase()), secret.toUpperCase())).toBe(false);
     const once = key.replace(/_/g, '%5F');
     const twice = key.replace(/_/g, '%255f');
-    for (const text of [key, once, twice, `/api/v1/genes/${once}?x=${twice}`]) expect(leaksSecret(redactKeys(text), secret)).toBe(false);
+    for (const text of [key, once, twice, `/api/v1/genes/${once}?x=${twice}`])
+      expect(leaksSecret(redactKeys(text), secret)).toBe(false);
     expect(redactKeys('/api/v1/genes/PRR5?query=isoatlas')).toBe('/api/v1/genes/PRR5?query=isoatlas');
   });
 

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { demoReleaseCopy } from './helpers/demo-copy.js';
 
 const ROOT = join(__dirname, '..');
-const isoatlas = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8' });
+const isoatlas = (...args: string[]) =>
+  spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8' });
 let dir: string;
 let db: string;
 const query = <T>(sql: string, ...params: unknown[]) => {
@@ -29,28 +30,65 @@ beforeAll(() => {
 
 describe('import track --replace and remove-track', () => {
   it('replaces the records of an earlier input of the same name, leaves the other inputs alone, and the metrics follow', () => {
-    const before = query<{ input_file: string; n: number }>('SELECT input_file, count(*) AS n FROM neoantigens GROUP BY 1 ORDER BY 1');
+    const before = query<{ input_file: string; n: number }>(
+      'SELECT input_file, count(*) AS n FROM neoantigens GROUP BY 1 ORDER BY 1',
+    );
     expect(before.map((r) => r.input_file)).toEqual(['neoantigens.tsv', 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz']);
     // A corrected neoantigens.tsv: two peptides of MAPK1-201's protein.
-    const protein = query<{ p: string }>("SELECT protein_sequence AS p FROM isoforms WHERE transcript_id = 'ENST00000215832.11'")[0].p;
+    const protein = query<{ p: string }>(
+      "SELECT protein_sequence AS p FROM isoforms WHERE transcript_id = 'ENST00000215832.11'",
+    )[0].p;
     mkdirSync(join(dir, 'corrected'));
     const file = join(dir, 'corrected/neoantigens.tsv');
-    writeFileSync(file, `transcript_id\tpeptide\tallele\taffinity_nm\tstart\nENST00000215832.11\t${protein.slice(9, 18)}\tHLA-A*02:01\t50\t10\nENST00000215832.11\t${protein.slice(99, 108)}\tHLA-A*02:01\t80\t100\n`);
+    writeFileSync(
+      file,
+      `transcript_id\tpeptide\tallele\taffinity_nm\tstart\nENST00000215832.11\t${protein.slice(9, 18)}\tHLA-A*02:01\t50\t10\nENST00000215832.11\t${protein.slice(99, 108)}\tHLA-A*02:01\t80\t100\n`,
+    );
 
-    const refused = isoatlas('import', 'track', 'neoantigens', '--db', db, '--file', file, '--source', 'fixed', '--generated');
+    const refused = isoatlas(
+      'import',
+      'track',
+      'neoantigens',
+      '--db',
+      db,
+      '--file',
+      file,
+      '--source',
+      'fixed',
+      '--generated',
+    );
     expect(refused.status).toBe(3);
-    expect(refused.stderr).toContain('neoantigens.tsv was already imported as the neoantigens track of this release: import it with --replace');
+    expect(refused.stderr).toContain(
+      'neoantigens.tsv was already imported as the neoantigens track of this release: import it with --replace',
+    );
 
-    const r = isoatlas('import', 'track', 'neoantigens', '--db', db, '--file', file, '--source', 'fixed', '--generated', '--replace');
+    const r = isoatlas(
+      'import',
+      'track',
+      'neoantigens',
+      '--db',
+      db,
+      '--file',
+      file,
+      '--source',
+      'fixed',
+      '--generated',
+      '--replace',
+    );
     expect(r.status, r.stderr).toBe(0);
-    const after = query<{ input_file: string; n: number }>('SELECT input_file, count(*) AS n FROM neoantigens GROUP BY 1 ORDER BY 1');
+    const after = query<{ input_file: string; n: number }>(
+      'SELECT input_file, count(*) AS n FROM neoantigens GROUP BY 1 ORDER BY 1',
+    );
     expect(after).toEqual([{ input_file: 'neoantigens.tsv', n: 2 }, before[1]]);
     expect(query("SELECT source, records FROM track_sources WHERE track = 'neoantigens' ORDER BY input_file")).toEqual([
       { source: 'fixed', records: 2 },
       { source: expect.stringMatching(/^pVACseq/), records: before[1].n },
     ]);
-    const metric = (id: string) => query<{ n: number | null }>('SELECT neoantigens AS n FROM isoform_metrics WHERE transcript_id = ?', id)[0].n;
-    const realOnMapk1 = query<{ n: number }>("SELECT count(*) AS n FROM neoantigens WHERE transcript_id = 'ENST00000215832.11' AND input_file <> 'neoantigens.tsv'")[0].n;
+    const metric = (id: string) =>
+      query<{ n: number | null }>('SELECT neoantigens AS n FROM isoform_metrics WHERE transcript_id = ?', id)[0].n;
+    const realOnMapk1 = query<{ n: number }>(
+      "SELECT count(*) AS n FROM neoantigens WHERE transcript_id = 'ENST00000215832.11' AND input_file <> 'neoantigens.tsv'",
+    )[0].n;
     expect(metric('ENST00000215832.11')).toBe(2 + realOnMapk1);
   });
 
@@ -58,7 +96,9 @@ describe('import track --replace and remove-track', () => {
     const one = isoatlas('remove-track', 'neoantigens', '--db', db, '--input', 'neoantigens.tsv');
     expect(one.status, one.stderr).toBe(0);
     expect(one.stderr).toContain('removed 2 neoantigens records (neoantigens.tsv)');
-    expect(query('SELECT DISTINCT input_file FROM neoantigens')).toEqual([{ input_file: 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz' }]);
+    expect(query('SELECT DISTINCT input_file FROM neoantigens')).toEqual([
+      { input_file: 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz' },
+    ]);
 
     const missing = isoatlas('remove-track', 'neoantigens', '--db', db, '--input', 'nope.tsv');
     expect(missing.status).toBe(2);
@@ -67,7 +107,7 @@ describe('import track --replace and remove-track', () => {
     const all = isoatlas('remove-track', 'neoantigens', '--db', db);
     expect(all.status, all.stderr).toBe(0);
     expect(query('SELECT count(*) AS n FROM neoantigens')).toEqual([{ n: 0 }]);
-    expect(query("SELECT count(*) AS n FROM isoform_metrics WHERE neoantigens IS NOT NULL")).toEqual([{ n: 0 }]);
+    expect(query('SELECT count(*) AS n FROM isoform_metrics WHERE neoantigens IS NOT NULL')).toEqual([{ n: 0 }]);
     // Other tracks are untouched.
     expect(query<{ n: number }>('SELECT count(*) AS n FROM domains')[0].n).toBeGreaterThan(0);
   });

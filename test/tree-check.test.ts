@@ -13,8 +13,17 @@ import type { LoadedManifest } from '../build/common/manifest-reader.js';
 
 let dir: string;
 const files: Record<string, string> = { 'api/v1/a.json': '{"a":1}', 'api/v1/b.json': '{"b":22}' };
-const objects: TreeObject[] = Object.entries(files).map(([path, body]) => ({ path, size: body.length, sha256: createHash('sha256').update(body).digest('hex') }));
-const manifest = { index: { release: 'r', shards: [] }, indexBody: Buffer.from('{}'), shards: [], entries: objects.map((o) => ({ ...o })) } as unknown as LoadedManifest;
+const objects: TreeObject[] = Object.entries(files).map(([path, body]) => ({
+  path,
+  size: body.length,
+  sha256: createHash('sha256').update(body).digest('hex'),
+}));
+const manifest = {
+  index: { release: 'r', shards: [] },
+  indexBody: Buffer.from('{}'),
+  shards: [],
+  entries: objects.map((o) => ({ ...o })),
+} as unknown as LoadedManifest;
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-tree-check-'));
@@ -31,14 +40,29 @@ function writeTree(name: string): string {
 describe('checkTree', () => {
   it('hands the upload the bytes it verified, within its budget, even if the file changes after', async () => {
     const root = writeTree('kept');
-    const tree = await checkTree({ dir: root, manifest, upload: objects, where: 's3://test/', concurrency: 2, progress: false });
+    const tree = await checkTree({
+      dir: root,
+      manifest,
+      upload: objects,
+      where: 's3://test/',
+      concurrency: 2,
+      progress: false,
+    });
     writeFileSync(join(root, objects[0].path), '{"a":9}');
     expect((await tree.body(objects[0])).toString()).toBe(files[objects[0].path]);
   });
 
   it('beyond its budget the upload reads again and refuses a file changed since the check', async () => {
     const root = writeTree('reread');
-    const tree = await checkTree({ dir: root, manifest, upload: objects, where: 's3://test/', concurrency: 2, progress: false, keepBytes: 0 });
+    const tree = await checkTree({
+      dir: root,
+      manifest,
+      upload: objects,
+      where: 's3://test/',
+      concurrency: 2,
+      progress: false,
+      keepBytes: 0,
+    });
     writeFileSync(join(root, objects[0].path), '{"a":9}');
     const err = await tree.body(objects[0]).catch((e: Error) => e);
     expect(err).toBeInstanceOf(BadInputError);
@@ -50,14 +74,29 @@ describe('checkTree', () => {
   it('names every problem up to five, counts the rest, and ignores files the manifest does not list', async () => {
     const root = writeTree('many');
     writeFileSync(join(root, 'api/v1/extra.json'), 'not listed');
-    const many = Array.from({ length: 7 }, (_, i) => ({ path: `api/v1/gone-${i}.json`, size: 1, sha256: 'f'.repeat(64) }));
+    const many = Array.from({ length: 7 }, (_, i) => ({
+      path: `api/v1/gone-${i}.json`,
+      size: 1,
+      sha256: 'f'.repeat(64),
+    }));
     const withGone = { ...manifest, entries: [...manifest.entries, ...many] } as LoadedManifest;
-    const err = await checkTree({ dir: root, manifest: withGone, upload: objects, where: 's3://test/', concurrency: 2, progress: false }).catch((e: Error) => e);
+    const err = await checkTree({
+      dir: root,
+      manifest: withGone,
+      upload: objects,
+      where: 's3://test/',
+      concurrency: 2,
+      progress: false,
+    }).catch((e: Error) => e);
     expect(err).toBeInstanceOf(BadInputError);
-    expect((err as Error).message).toContain(`7 files of the tree ${root} do not match its manifest.json: api/v1/gone-0.json (missing), api/v1/gone-1.json (missing)`);
+    expect((err as Error).message).toContain(
+      `7 files of the tree ${root} do not match its manifest.json: api/v1/gone-0.json (missing), api/v1/gone-1.json (missing)`,
+    );
     expect((err as Error).message).toContain('api/v1/gone-4.json (missing) and 2 more.');
     expect((err as Error).message).not.toContain('extra.json');
     // Without the missing files, the extra one is no problem.
-    await expect(checkTree({ dir: root, manifest, upload: objects, where: 's3://test/', concurrency: 2, progress: false })).resolves.toBeDefined();
+    await expect(
+      checkTree({ dir: root, manifest, upload: objects, where: 's3://test/', concurrency: 2, progress: false }),
+    ).resolves.toBeDefined();
   });
 });

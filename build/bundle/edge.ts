@@ -27,7 +27,17 @@ export async function bundleMeter(opts: { outDir: string }): Promise<EdgeBundle>
   const outDir = resolve(opts.outDir);
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, 'index.js');
-  await build({ entryPoints: [METER_ENTRY], bundle: true, platform: 'node', target: 'node22', format: 'cjs', minify: true, legalComments: 'none', outfile: file, logLevel: 'warning' });
+  await build({
+    entryPoints: [METER_ENTRY],
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    format: 'cjs',
+    minify: true,
+    legalComments: 'none',
+    outfile: file,
+    logLevel: 'warning',
+  });
   writeFileSync(join(outDir, 'package.json'), `${JSON.stringify({ type: 'commonjs', main: 'index.js' })}\n`);
   const bytes = statSync(file).size;
   return { file, bytes, gzipBytes: gzipSync(readFileSync(file), { level: 9 }).length };
@@ -48,13 +58,20 @@ export async function bundleEdge(opts: { outDir: string } & EdgeBundleConfig): P
     // The Lambda Node.js runtime ships AWS SDK v3; bundling the DynamoDB client would add ~630 KiB.
     external: ['@aws-sdk/*'],
     outfile: file,
-    define: { __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ ...opts, outDir: undefined } satisfies EdgeBundleConfig & { outDir: undefined }) },
+    define: {
+      __ISOATLAS_EDGE_CONFIG__: JSON.stringify({ ...opts, outDir: undefined } satisfies EdgeBundleConfig & {
+        outDir: undefined;
+      }),
+    },
     logLevel: 'warning',
   });
   // The package is ESM; the deployment package says its own index.js is CommonJS.
   writeFileSync(join(outDir, 'package.json'), `${JSON.stringify({ type: 'commonjs', main: 'index.js' })}\n`);
   const bytes = statSync(file).size;
   const gzipBytes = gzipSync(readFileSync(file), { level: 9 }).length;
-  if (gzipBytes > EDGE_BUNDLE_BUDGET) throw new Error(`edge bundle is ${gzipBytes} bytes compressed, over the ${EDGE_BUNDLE_BUDGET}-byte Lambda@Edge budget`);
+  if (gzipBytes > EDGE_BUNDLE_BUDGET)
+    throw new Error(
+      `edge bundle is ${gzipBytes} bytes compressed, over the ${EDGE_BUNDLE_BUDGET}-byte Lambda@Edge budget`,
+    );
   return { file, bytes, gzipBytes };
 }

@@ -28,10 +28,13 @@ export async function bundleServer(opts: { out: string }): Promise<{ file: strin
     outfile: file,
     define: { ISOATLAS_VERSION: JSON.stringify(version) },
     // CommonJS packages inside an ES module still call require() for Node's built-ins.
-    banner: { js: "#!/usr/bin/env node\nimport { createRequire as __isoatlasRequire } from 'node:module'; const require = __isoatlasRequire(import.meta.url);" },
+    banner: {
+      js: "#!/usr/bin/env node\nimport { createRequire as __isoatlasRequire } from 'node:module'; const require = __isoatlasRequire(import.meta.url);",
+    },
     logLevel: 'warning',
   });
   const bytes = statSync(file).size;
-  if (bytes > SERVER_BUNDLE_BUDGET) throw new Error(`${file} is ${bytes} bytes, over the ${SERVER_BUNDLE_BUDGET}-byte budget`);
+  if (bytes > SERVER_BUNDLE_BUDGET)
+    throw new Error(`${file} is ${bytes} bytes, over the ${SERVER_BUNDLE_BUDGET}-byte budget`);
   return { file, bytes, gzipBytes: gzipSync(readFileSync(file), { level: 9 }).length };
 }

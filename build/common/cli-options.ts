@@ -4,7 +4,15 @@ import { CommanderError, InvalidArgumentError, Option, type Command } from 'comm
 import { isIP } from 'node:net';
 import { BadInputError, UsageError } from './errors.js';
 import { explainStorageError } from './storage-errors.js';
-import { LOG_FORMATS, LOG_LEVELS, configureLogging, log, logFormat, type LogFormat, type LogLevel } from '../../edge/server/logger.js';
+import {
+  LOG_FORMATS,
+  LOG_LEVELS,
+  configureLogging,
+  log,
+  logFormat,
+  type LogFormat,
+  type LogLevel,
+} from '../../edge/server/logger.js';
 
 // The AWS SDK warns on every run under Node 20 that its releases after January 2027 will need 22;
 // isoatlas supports Node 20 (README), so the warning is not the user's to act on. This is its
@@ -22,13 +30,17 @@ export function parseMode(value: string): 'open' | 'key-required' {
 }
 
 export function parsePort(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number from 0 to 65535');
+  if (!/^\d+$/.test(value) || Number(value) > 65535)
+    throw new InvalidArgumentError('expected a port number from 0 to 65535');
   return Number(value);
 }
 
 /** A repeatable IP address option (`--trust-proxy`). */
 export function collectAddress(value: string, previous: string[]): string[] {
-  if (!isIP(value)) throw new InvalidArgumentError(`expected an IP address such as 127.0.0.1 or ::1 (the address the front connects from), not "${value}"`);
+  if (!isIP(value))
+    throw new InvalidArgumentError(
+      `expected an IP address such as 127.0.0.1 or ::1 (the address the front connects from), not "${value}"`,
+    );
   return [...previous, value];
 }
 
@@ -44,7 +56,8 @@ export function parseBaseUrl(value: string): string {
 
 /** A threshold or a duration: a decimal number, 0 or more (`Number` alone would take "abc" as NaN). */
 export function nonNegativeNumber(v: string): number {
-  if (!/^(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v)) throw new InvalidArgumentError('expected a number ≥ 0, e.g. 48 or 1e-5');
+  if (!/^(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v))
+    throw new InvalidArgumentError('expected a number ≥ 0, e.g. 48 or 1e-5');
   return Number(v);
 }
 
@@ -60,7 +73,9 @@ export async function runProgram(cli: Command, argv: string[], name = 'isoatlas'
     return EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0
+        ? EXIT.ok
+        : EXIT.usage;
     }
     if (err instanceof UsageError) {
       log.error({ event: 'failed', exit: EXIT.usage }, `${name}: ${err.message} (run with --help for usage)`);
@@ -90,9 +105,18 @@ const SERVING = new Set(['serve', 'start']);
 export function addLogOptions(cli: Command): void {
   const leaves = (c: Command): Command[] => (c.commands.length ? c.commands.flatMap(leaves) : [c]);
   for (const command of leaves(cli)) {
-    command.addOption(new Option('--log-level <level>', 'the least level of the lines written').choices(LOG_LEVELS).default('info'));
+    command.addOption(
+      new Option('--log-level <level>', 'the least level of the lines written').choices(LOG_LEVELS).default('info'),
+    );
     if (!SERVING.has(command.name())) {
-      command.addOption(new Option('--log-format <format>', 'human: messages as text lines on stderr; json: one JSON object per line (time, level, msg, fields)').choices(LOG_FORMATS).default('human'));
+      command.addOption(
+        new Option(
+          '--log-format <format>',
+          'human: messages as text lines on stderr; json: one JSON object per line (time, level, msg, fields)',
+        )
+          .choices(LOG_FORMATS)
+          .default('human'),
+      );
     }
   }
   // Set as soon as a serving command is named, so that even its command-line errors are JSON lines.
@@ -102,7 +126,11 @@ export function addLogOptions(cli: Command): void {
   cli.hook('preAction', (_, action) => {
     const o = action.opts() as { logLevel?: LogLevel; logFormat?: LogFormat };
     const serving = SERVING.has(action.name());
-    configureLogging({ level: o.logLevel ?? 'info', format: serving ? 'json' : (o.logFormat ?? 'human'), destination: serving ? 1 : 2 });
+    configureLogging({
+      level: o.logLevel ?? 'info',
+      format: serving ? 'json' : (o.logFormat ?? 'human'),
+      destination: serving ? 1 : 2,
+    });
   });
   // Commander's own errors (an unknown option, a bad value) are JSON lines too when the logger is.
   const writeErr = (text: string) => {

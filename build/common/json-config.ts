@@ -2,7 +2,14 @@
 // field that does not fit the schema is named once, with the line it is on (the line of the object
 // that lacks it, for a missing field). jsonc-parser gives the positions JSON.parse does not.
 import { readFileSync } from 'node:fs';
-import { findNodeAtLocation, getNodeValue, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
+import {
+  findNodeAtLocation,
+  getNodeValue,
+  parseTree,
+  printParseErrorCode,
+  type Node,
+  type ParseError,
+} from 'jsonc-parser';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { InputError } from '../import/input.js';
@@ -16,7 +23,11 @@ export function readJsonFile(path: string, what: string): { value: unknown; text
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new InputError(path, null, `cannot read the ${what}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    throw new InputError(
+      path,
+      null,
+      `cannot read the ${what}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+    );
   }
   const errors: ParseError[] = [];
   const tree = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
@@ -24,7 +35,11 @@ export function readJsonFile(path: string, what: string): { value: unknown; text
     const e = errors[0];
     const line = e ? lineAt(text, e.offset) : 1;
     const column = e ? e.offset - text.lastIndexOf('\n', e.offset - 1) : 1;
-    throw new InputError(path, line, `the ${what} is not valid JSON: ${e ? printParseErrorCode(e.error) : 'empty file'} at column ${column}`);
+    throw new InputError(
+      path,
+      line,
+      `the ${what} is not valid JSON: ${e ? printParseErrorCode(e.error) : 'empty file'} at column ${column}`,
+    );
   }
   return { value: getNodeValue(tree), text, tree };
 }
@@ -37,14 +52,22 @@ export function readJsonConfig<T>(path: string, schema: TSchema, what: string): 
   for (const e of Value.Errors(schema, value)) {
     if (seen.has(e.path)) continue;
     seen.add(e.path);
-    const segments = e.path.split('/').slice(1).map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
+    const segments = e.path
+      .split('/')
+      .slice(1)
+      .map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
     // The field itself, or (missing) the nearest object that holds it.
     let node: Node | undefined;
-    for (let n = segments.length; n >= 0 && !node; n--) node = n === 0 ? tree : findNodeAtLocation(tree, segments.slice(0, n));
+    for (let n = segments.length; n >= 0 && !node; n--)
+      node = n === 0 ? tree : findNodeAtLocation(tree, segments.slice(0, n));
     const missing = findNodeAtLocation(tree, segments) === undefined;
-    problems.push({ line: lineAt(text, node!.offset), text: `line ${lineAt(text, node!.offset)}: ${e.path || '/'} ${missing ? 'is required' : e.message.replace(/^Expected/, 'expected')}` });
+    problems.push({
+      line: lineAt(text, node!.offset),
+      text: `line ${lineAt(text, node!.offset)}: ${e.path || '/'} ${missing ? 'is required' : e.message.replace(/^Expected/, 'expected')}`,
+    });
     if (problems.length === 5) break;
   }
-  if (problems.length) throw new InputError(path, problems[0].line, `invalid ${what}: ${problems.map((p) => p.text).join('; ')}`);
+  if (problems.length)
+    throw new InputError(path, problems[0].line, `invalid ${what}: ${problems.map((p) => p.text).join('; ')}`);
   return value as T;
 }

@@ -7,7 +7,6 @@ import { BadInputError } from './errors.js';
 import { treePaths, type ManifestEntry, type ManifestIndex } from '../../edge/contract/tree.js';
 import { parseManifestIndex, parseManifestShard } from '../../edge/contract/manifest.js';
 
-
 export interface LoadedManifest {
   index: ManifestIndex;
   /** manifest.json as read. */
@@ -24,7 +23,11 @@ const sha256 = (body: Buffer) => createHash('sha256').update(body).digest('hex')
  * shard it is told the entry the index lists (a mirror may then take a verified local copy). Its own
  * failures (storage, network) pass through; what is wrong with the manifest is a BadInputError, ending
  * with `advice` when the caller knows what to do about it (e.g. rebuild the tree). */
-export async function loadManifest(read: (path: string, listed?: ManifestEntry) => Promise<Buffer | null>, where: string, advice?: string): Promise<LoadedManifest> {
+export async function loadManifest(
+  read: (path: string, listed?: ManifestEntry) => Promise<Buffer | null>,
+  where: string,
+  advice?: string,
+): Promise<LoadedManifest> {
   const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
   const parsed = <T>(parse: () => T): T => {
     try {
@@ -42,7 +45,8 @@ export async function loadManifest(read: (path: string, listed?: ManifestEntry) 
   for (const [i, entry] of index.shards.entries()) {
     const body = await read(entry.path, entry);
     if (!body) throw bad(`${where}${entry.path}: missing, though ${treePaths.manifest} lists it`);
-    if (body.length !== entry.size || sha256(body) !== entry.sha256) throw bad(`${where}${entry.path}: does not match the sha256 ${treePaths.manifest} lists`);
+    if (body.length !== entry.size || sha256(body) !== entry.sha256)
+      throw bad(`${where}${entry.path}: does not match the sha256 ${treePaths.manifest} lists`);
     shards.push({ entry, body });
     for (const e of parsed(() => parseManifestShard(body, i, index.shards.length, `${where}${entry.path}`))) {
       if (seen.has(e.path)) throw bad(`${where}: ${e.path} is listed twice`);

@@ -33,7 +33,13 @@ export function startProgress(
   if (total === 0) return { tick() {}, stop() {} };
   if (stream.isTTY) {
     const bar = new cliProgress.SingleBar(
-      { format: `${label.padEnd(14)} [{bar}] {percentage}% {value}/{total} | {eta_formatted} left`, stream: stream as NodeJS.WriteStream, hideCursor: true, clearOnComplete: false, etaBuffer: 200 },
+      {
+        format: `${label.padEnd(14)} [{bar}] {percentage}% {value}/{total} | {eta_formatted} left`,
+        stream: stream as NodeJS.WriteStream,
+        hideCursor: true,
+        clearOnComplete: false,
+        etaBuffer: 200,
+      },
       cliProgress.Presets.shades_classic,
     );
     bar.start(total, 0);

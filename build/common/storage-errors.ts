@@ -29,7 +29,9 @@ export function parseEndpoint(value: string): string {
     // not a URL at all
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new UsageError(`--endpoint ${value} is not an http(s) URL: write it with its scheme, e.g. http://${value.replace(/^[a-z]+:\/\//i, '')}`);
+    throw new UsageError(
+      `--endpoint ${value} is not an http(s) URL: write it with its scheme, e.g. http://${value.replace(/^[a-z]+:\/\//i, '')}`,
+    );
   }
   return value;
 }
@@ -44,7 +46,12 @@ export function noteWhere(client: S3Client, endpoint: string | undefined, region
       } catch (err) {
         const input = args.input as { Bucket?: string; Key?: string; Prefix?: string };
         if (err && typeof err === 'object' && !(WHERE in err)) {
-          (err as Record<symbol, Where>)[WHERE] = { operation: context.commandName ?? 'request', bucket: input.Bucket, key: input.Key ?? input.Prefix, endpoint: at };
+          (err as Record<symbol, Where>)[WHERE] = {
+            operation: context.commandName ?? 'request',
+            bucket: input.Bucket,
+            key: input.Key ?? input.Prefix,
+            endpoint: at,
+          };
         }
         throw err;
       }
@@ -61,7 +68,9 @@ export function explainStorageError(err: unknown): StorageError | null {
   if (err instanceof StorageError) return err;
   // A mirror's source (a URL, a bucket through the edge's origins) that cannot be read.
   if (err instanceof OriginError) {
-    return new StorageError(`cannot read the source: ${err.message}. Check the URL or bucket, that the source is up, and any key it needs (ISOATLAS_API_KEY)`);
+    return new StorageError(
+      `cannot read the source: ${err.message}. Check the URL or bucket, that the source is up, and any key it needs (ISOATLAS_API_KEY)`,
+    );
   }
   const e = err as Error & { code?: string; $metadata?: { httpStatusCode?: number }; cause?: { code?: string } };
   const where = (err as Record<symbol, Where | undefined>)[WHERE];
@@ -75,12 +84,19 @@ export function explainStorageError(err: unknown): StorageError | null {
   const status = e.$metadata?.httpStatusCode;
   const code = e.code ?? e.cause?.code ?? (e as { errno?: string }).errno;
   const head = `${where.operation} ${object} at ${where.endpoint} failed`;
-  if (e.name === 'NoSuchBucket') return new StorageError(`${head}: bucket ${where.bucket} does not exist there. Create it, or check --bucket, --endpoint and --region`);
+  if (e.name === 'NoSuchBucket')
+    return new StorageError(
+      `${head}: bucket ${where.bucket} does not exist there. Create it, or check --bucket, --endpoint and --region`,
+    );
   if (e.name === 'AccessDenied' || e.name === 'Forbidden' || status === 403) {
-    return new StorageError(`${head}: access denied (403). The credentials in use may not ${where.operation.replace(/Command$/, '')} in ${where.bucket}: check their policy, or the bucket name`);
+    return new StorageError(
+      `${head}: access denied (403). The credentials in use may not ${where.operation.replace(/Command$/, '')} in ${where.bucket}: check their policy, or the bucket name`,
+    );
   }
   if (typeof code === 'string' && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH)$/.test(code)) {
-    return new StorageError(`${head}: cannot reach the endpoint (${code}). Is the server running and --endpoint right (scheme, host and port)?`);
+    return new StorageError(
+      `${head}: cannot reach the endpoint (${code}). Is the server running and --endpoint right (scheme, host and port)?`,
+    );
   }
   if (status === 500 && e.name === 'InternalError') {
     return new StorageError(

@@ -25,11 +25,30 @@ export interface DemoTracksResult {
   files: string[];
 }
 
-export const DOMAINS_COLUMNS = ['transcript_id', 'source', 'accession', 'name', 'start', 'end', 'segments', 'score', 'score_kind', 'evalue'] as const;
+export const DOMAINS_COLUMNS = [
+  'transcript_id',
+  'source',
+  'accession',
+  'name',
+  'start',
+  'end',
+  'segments',
+  'score',
+  'score_kind',
+  'evalue',
+] as const;
 
 /** What a generated domain's score stands for: a Pfam bit score, or a TED confidence (as Merizo's). */
-export const scoreKind = (d: { source: 'pfam' | 'ted'; score: string }): string => (d.score === '' ? '' : d.source === 'pfam' ? 'bit_score' : 'confidence');
-export const NEOANTIGENS_COLUMNS = ['transcript_id', 'peptide', 'allele', 'affinity_nm', 'percentile_rank', 'start'] as const;
+export const scoreKind = (d: { source: 'pfam' | 'ted'; score: string }): string =>
+  d.score === '' ? '' : d.source === 'pfam' ? 'bit_score' : 'confidence';
+export const NEOANTIGENS_COLUMNS = [
+  'transcript_id',
+  'peptide',
+  'allele',
+  'affinity_nm',
+  'percentile_rank',
+  'start',
+] as const;
 export const PTM_COLUMNS = ['transcript_id', 'position', 'residue', 'modification', 'source'] as const;
 export const STRUCTURES_COLUMNS = ['transcript_id', 'model_file', 'mean_plddt', 'model_source'] as const;
 
@@ -79,16 +98,46 @@ export const PFAM_FAMILIES: readonly { accession: string; name: string; min: num
 
 // CATH superfamily labels as TED reports them.
 export const CATH_LABELS: readonly string[] = [
-  '3.30.70.330', '1.10.510.10', '3.30.200.20', '2.60.40.10', '3.40.50.300', '1.25.40.10', '2.130.10.10',
-  '1.10.238.10', '3.30.160.60', '2.30.30.40', '3.30.505.10', '2.30.29.30', '2.30.42.10', '1.10.10.60',
-  '3.80.10.10', '1.25.10.10', '3.40.50.720', '2.40.10.10', '1.20.1070.10', '3.30.40.10',
+  '3.30.70.330',
+  '1.10.510.10',
+  '3.30.200.20',
+  '2.60.40.10',
+  '3.40.50.300',
+  '1.25.40.10',
+  '2.130.10.10',
+  '1.10.238.10',
+  '3.30.160.60',
+  '2.30.30.40',
+  '3.30.505.10',
+  '2.30.29.30',
+  '2.30.42.10',
+  '1.10.10.60',
+  '3.80.10.10',
+  '1.25.10.10',
+  '3.40.50.720',
+  '2.40.10.10',
+  '1.20.1070.10',
+  '3.30.40.10',
 ];
 
 // Common HLA class I alleles.
 export const HLA_ALLELES: readonly string[] = [
-  'HLA-A*01:01', 'HLA-A*02:01', 'HLA-A*03:01', 'HLA-A*11:01', 'HLA-A*24:02', 'HLA-A*26:01',
-  'HLA-B*07:02', 'HLA-B*08:01', 'HLA-B*15:01', 'HLA-B*35:01', 'HLA-B*40:01', 'HLA-B*44:02',
-  'HLA-C*03:04', 'HLA-C*04:01', 'HLA-C*07:01', 'HLA-C*07:02',
+  'HLA-A*01:01',
+  'HLA-A*02:01',
+  'HLA-A*03:01',
+  'HLA-A*11:01',
+  'HLA-A*24:02',
+  'HLA-A*26:01',
+  'HLA-B*07:02',
+  'HLA-B*08:01',
+  'HLA-B*15:01',
+  'HLA-B*35:01',
+  'HLA-B*40:01',
+  'HLA-B*44:02',
+  'HLA-C*03:04',
+  'HLA-C*04:01',
+  'HLA-C*07:01',
+  'HLA-C*07:02',
 ];
 
 const GLYCOSYLATION = 'N-linked (GlcNAc...) asparagine';
@@ -167,15 +216,45 @@ export function generateDemoTracks(db: Database, outDir: string, opts: DemoTrack
     files.push(relative);
   };
 
-  write('domains.tsv', tsv(DOMAINS_COLUMNS, domains.map((d) => [
-    d.transcriptId, d.source, d.accession, d.name, String(d.segments[0]![0]), String(d.segments[d.segments.length - 1]![1]),
-    d.segments.map(([s, e]) => `${s}-${e}`).join('_'), d.score, scoreKind(d), d.evalue,
-  ])));
-  write('neoantigens.tsv', tsv(NEOANTIGENS_COLUMNS, neoantigens.map((n) => [
-    n.transcriptId, n.peptide, n.allele, n.affinity, n.rank, String(n.start),
-  ])));
-  write('ptm.tsv', tsv(PTM_COLUMNS, ptm.map((p) => [p.transcriptId, String(p.position), p.residue, p.modification, PTM_SOURCE])));
-  write('structures.tsv', tsv(STRUCTURES_COLUMNS, structures.map((s) => [s.transcriptId, s.modelFile, s.meanPlddt, STRUCTURE_MODEL_SOURCE])));
+  write(
+    'domains.tsv',
+    tsv(
+      DOMAINS_COLUMNS,
+      domains.map((d) => [
+        d.transcriptId,
+        d.source,
+        d.accession,
+        d.name,
+        String(d.segments[0]![0]),
+        String(d.segments[d.segments.length - 1]![1]),
+        d.segments.map(([s, e]) => `${s}-${e}`).join('_'),
+        d.score,
+        scoreKind(d),
+        d.evalue,
+      ]),
+    ),
+  );
+  write(
+    'neoantigens.tsv',
+    tsv(
+      NEOANTIGENS_COLUMNS,
+      neoantigens.map((n) => [n.transcriptId, n.peptide, n.allele, n.affinity, n.rank, String(n.start)]),
+    ),
+  );
+  write(
+    'ptm.tsv',
+    tsv(
+      PTM_COLUMNS,
+      ptm.map((p) => [p.transcriptId, String(p.position), p.residue, p.modification, PTM_SOURCE]),
+    ),
+  );
+  write(
+    'structures.tsv',
+    tsv(
+      STRUCTURES_COLUMNS,
+      structures.map((s) => [s.transcriptId, s.modelFile, s.meanPlddt, STRUCTURE_MODEL_SOURCE]),
+    ),
+  );
   for (const s of structures) write(s.modelFile, s.mmcif);
 
   return {
@@ -231,7 +310,11 @@ function generateDomains(seed: number, isoforms: readonly Isoform[]): DomainRow[
         const index = iso === source ? start - 1 : iso.sequence.indexOf(region);
         if (index < 0) continue;
         const shift = index + 1 - start;
-        rows.push({ ...domain, transcriptId: iso.transcriptId, segments: domain.segments.map(([s, e]) => [s + shift, e + shift]) });
+        rows.push({
+          ...domain,
+          transcriptId: iso.transcriptId,
+          segments: domain.segments.map(([s, e]) => [s + shift, e + shift]),
+        });
       }
     }
   }
@@ -282,7 +365,7 @@ function drawPfam(rng: Rng, source: Isoform): DomainRow[] {
       name: family.name,
       segments: [segment],
       score: fixed(bits, 1),
-      evalue: Math.pow(10, -exponent).toExponential(1),
+      evalue: (10 ** -exponent).toExponential(1),
     });
   }
   return rows;
@@ -298,7 +381,8 @@ function drawTed(rng: Rng, source: Isoform, pfam: readonly DomainRow[]): DomainR
   for (let k = 0; k < count; k++) {
     const anchor = anchors[k];
     const segments =
-      (anchor && rng.chance(0.75) ? anchoredTed(rng, length, anchor, occupied) : null) ?? randomTed(rng, length, occupied);
+      (anchor && rng.chance(0.75) ? anchoredTed(rng, length, anchor, occupied) : null) ??
+      randomTed(rng, length, occupied);
     if (!segments) continue;
     occupied.push([segments[0]![0], segments[segments.length - 1]![1]]);
     rows.push({
@@ -326,7 +410,11 @@ function randomTed(rng: Rng, length: number, occupied: readonly Segment[]): Segm
     // Discontinuous: two segments around an inserted stretch that belongs to another domain or a loop.
     const [first, gap, second] = [rng.int(30, 100), rng.int(15, 80), rng.int(30, 100)];
     const span = placeSegment(rng, length, first + gap + second, first + gap + second, occupied);
-    if (span) return [[span[0], span[0] + first - 1], [span[1] - second + 1, span[1]]];
+    if (span)
+      return [
+        [span[0], span[0] + first - 1],
+        [span[1] - second + 1, span[1]],
+      ];
   }
   const span = placeSegment(rng, length, 40, Math.min(250, length), occupied);
   return span ? [span] : null;
@@ -335,7 +423,14 @@ function randomTed(rng: Rng, length: number, occupied: readonly Segment[]): Segm
 /** A 1-based inclusive segment of minLen..maxLen residues that overlaps none of `occupied`, or null
  * after `attempts` random tries. Each generator keeps its own count: it decides how many draws the
  * seeded stream spends here, so changing it would change every generated release. */
-export function placeSegment(rng: Rng, length: number, minLen: number, maxLen: number, occupied: readonly Segment[], attempts = 25): Segment | null {
+export function placeSegment(
+  rng: Rng,
+  length: number,
+  minLen: number,
+  maxLen: number,
+  occupied: readonly Segment[],
+  attempts = 25,
+): Segment | null {
   if (minLen > length) return null;
   for (let attempt = 0; attempt < attempts; attempt++) {
     const len = rng.int(minLen, Math.min(maxLen, length));
@@ -371,8 +466,8 @@ function generateNeoantigens(seed: number, iso: Isoform): NeoantigenRow[] {
       transcriptId: iso.transcriptId,
       peptide,
       allele,
-      affinity: fixed(5 * Math.pow(1000, u), 2), // log-uniform 5–5000 nM
-      rank: fixed(Math.min(20, Math.max(0.01, 0.01 * Math.pow(2000, v))), 2), // 0.01–20, tracks affinity
+      affinity: fixed(5 * 1000 ** u, 2), // log-uniform 5–5000 nM
+      rank: fixed(Math.min(20, Math.max(0.01, 0.01 * 2000 ** v)), 2), // 0.01–20, tracks affinity
       start,
     });
   }
@@ -399,7 +494,9 @@ export function sequonPositions(seq: string): number[] {
 
 function generatePtm(seed: number, iso: Isoform): PtmRow[] {
   const rng = Rng.for(seed, 'ptm', iso.transcriptId);
-  const types = PTM_TYPES.map((t) => ({ ...t, positions: t.sites(iso.sequence) })).filter((t) => t.positions.length > 0);
+  const types = PTM_TYPES.map((t) => ({ ...t, positions: t.sites(iso.sequence) })).filter(
+    (t) => t.positions.length > 0,
+  );
   if (types.length === 0) return [];
   const count = rng.int(0, 15);
   const seen = new Set<string>();
@@ -410,7 +507,12 @@ function generatePtm(seed: number, iso: Isoform): PtmRow[] {
     const key = `${position}\t${type.modification}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    rows.push({ transcriptId: iso.transcriptId, position, residue: iso.sequence[position - 1]!, modification: type.modification });
+    rows.push({
+      transcriptId: iso.transcriptId,
+      position,
+      residue: iso.sequence[position - 1]!,
+      modification: type.modification,
+    });
   }
   return rows.sort((a, b) => a.position - b.position || compare(a.modification, b.modification));
 }
@@ -418,12 +520,20 @@ function generatePtm(seed: number, iso: Isoform): PtmRow[] {
 // ---------------------------------------------------------------------------------------------
 // Structures: a seeded sample of 30–600 aa isoforms, pLDDT high over domains and low at termini.
 
-function generateStructures(seed: number, isoforms: readonly Isoform[], domains: readonly DomainRow[], sample: number): StructureRow[] {
+function generateStructures(
+  seed: number,
+  isoforms: readonly Isoform[],
+  domains: readonly DomainRow[],
+  sample: number,
+): StructureRow[] {
   const eligible = isoforms.filter((iso) => iso.sequence.length >= 30 && iso.sequence.length <= 600);
   // A per-transcript sort key rather than a shuffle: the sample is stable when other isoforms come and go.
   const keyed = eligible.map((iso) => ({ iso, key: Rng.for(seed, 'structure-sample', iso.transcriptId).next() }));
   keyed.sort((a, b) => a.key - b.key || compare(a.iso.transcriptId, b.iso.transcriptId));
-  const chosen = keyed.slice(0, Math.max(0, sample)).map((k) => k.iso).sort((a, b) => compare(a.transcriptId, b.transcriptId));
+  const chosen = keyed
+    .slice(0, Math.max(0, sample))
+    .map((k) => k.iso)
+    .sort((a, b) => compare(a.transcriptId, b.transcriptId));
 
   const regionsByTranscript = new Map<string, Segment[]>();
   for (const d of domains) {
@@ -433,7 +543,8 @@ function generateStructures(seed: number, isoforms: readonly Isoform[], domains:
   }
 
   return chosen.map((iso) => {
-    if (!/^[A-Za-z0-9._-]+$/.test(iso.transcriptId)) throw new Error(`transcript id unsafe as a file name: ${iso.transcriptId}`);
+    if (!/^[A-Za-z0-9._-]+$/.test(iso.transcriptId))
+      throw new Error(`transcript id unsafe as a file name: ${iso.transcriptId}`);
     const rng = Rng.for(seed, 'structure', iso.transcriptId);
     const hundredths = plddtProfile(rng, iso.sequence.length, regionsByTranscript.get(iso.transcriptId) ?? []);
     const plddt = hundredths.map((h) => h / 100);
@@ -447,7 +558,12 @@ function generateStructures(seed: number, isoforms: readonly Isoform[], domains:
     });
     // The mean of exactly the rounded values written to B_iso_or_equiv, summed as integers.
     const mean = hundredths.reduce((a, b) => a + b, 0) / hundredths.length / 100;
-    return { transcriptId: iso.transcriptId, modelFile: `structures/${iso.transcriptId}.cif`, meanPlddt: fixed(mean, 2), mmcif };
+    return {
+      transcriptId: iso.transcriptId,
+      modelFile: `structures/${iso.transcriptId}.cif`,
+      meanPlddt: fixed(mean, 2),
+      mmcif,
+    };
   });
 }
 
@@ -472,7 +588,7 @@ function plddtProfile(rng: Rng, length: number, regions: readonly Segment[]): nu
   return smooth.map((value, i) => {
     noise = 0.8 * noise + rng.normal() * 1.5; // AR(1): smooth wiggle, not white noise
     const fromEnd = Math.min(i, length - 1 - i);
-    const terminal = fromEnd < 15 ? 30 * Math.pow(1 - fromEnd / 15, 1.5) : 0;
+    const terminal = fromEnd < 15 ? 30 * (1 - fromEnd / 15) ** 1.5 : 0;
     const v = Math.min(98, Math.max(20, value + noise - terminal));
     return Math.round(v * 100);
   });

@@ -59,9 +59,19 @@ export async function runHumanStage(stage: HumanStage, opts: HumanRunOptions): P
     });
     (bar as ReturnType<typeof startProgress> | null)?.stop();
     counts = {
-      release: s.release, genes: s.genes, novel_genes: s.novelGenes, isoforms: s.referenceIsoforms + s.longReadIsoforms,
-      long_read_isoforms: s.longReadIsoforms, coding_isoforms: s.codingIsoforms, multi_page_genes: s.multiPageGenes,
-      domains: s.domains, neoantigens: s.neoantigens, ptm: s.ptm, structures: s.structures, files: s.files, bytes: s.bytes,
+      release: s.release,
+      genes: s.genes,
+      novel_genes: s.novelGenes,
+      isoforms: s.referenceIsoforms + s.longReadIsoforms,
+      long_read_isoforms: s.longReadIsoforms,
+      coding_isoforms: s.codingIsoforms,
+      multi_page_genes: s.multiPageGenes,
+      domains: s.domains,
+      neoantigens: s.neoantigens,
+      ptm: s.ptm,
+      structures: s.structures,
+      files: s.files,
+      bytes: s.bytes,
     };
   } else if (stage === 'import') {
     const config = loadCoreConfig(join(paths.inputs, 'release.config.json'));
@@ -103,7 +113,9 @@ function runStageProcess(stage: HumanStage, opts: HumanRunOptions): Promise<Stag
   return new Promise((resolvePromise, reject) => {
     // V8 grows its heap lazily towards a quarter of RAM; a cap makes it collect the garbage of each
     // rendering step instead of holding it, which keeps the build's RSS under 2 GB at human scale.
-    const child = spawn(process.execPath, [`--max-old-space-size=${STAGE_HEAP_MB}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [`--max-old-space-size=${STAGE_HEAP_MB}`, ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.on('error', reject);

@@ -9,9 +9,28 @@ export type Vec3 = [number, number, number];
 export type SecondaryStructure = 'H' | 'E' | 'C';
 
 const THREE_LETTER: Readonly<Record<string, string>> = {
-  A: 'ALA', R: 'ARG', N: 'ASN', D: 'ASP', C: 'CYS', Q: 'GLN', E: 'GLU', G: 'GLY', H: 'HIS', I: 'ILE',
-  L: 'LEU', K: 'LYS', M: 'MET', F: 'PHE', P: 'PRO', S: 'SER', T: 'THR', W: 'TRP', Y: 'TYR', V: 'VAL',
-  U: 'SEC', O: 'PYL',
+  A: 'ALA',
+  R: 'ARG',
+  N: 'ASN',
+  D: 'ASP',
+  C: 'CYS',
+  Q: 'GLN',
+  E: 'GLU',
+  G: 'GLY',
+  H: 'HIS',
+  I: 'ILE',
+  L: 'LEU',
+  K: 'LYS',
+  M: 'MET',
+  F: 'PHE',
+  P: 'PRO',
+  S: 'SER',
+  T: 'THR',
+  W: 'TRP',
+  Y: 'TYR',
+  V: 'VAL',
+  U: 'SEC',
+  O: 'PYL',
 };
 
 export function threeLetter(residue: string): string {
@@ -36,9 +55,12 @@ export function writeCaModelMmcif(opts: CaModelOptions): string {
   const n = sequence.length;
   if (n === 0) throw new Error('writeCaModelMmcif: empty sequence');
   if (plddt.length !== n || coords.length !== n) {
-    throw new Error(`writeCaModelMmcif: ${n} residues but ${plddt.length} pLDDT values and ${coords.length} coordinates`);
+    throw new Error(
+      `writeCaModelMmcif: ${n} residues but ${plddt.length} pLDDT values and ${coords.length} coordinates`,
+    );
   }
-  if (!/^[^\s]+$/.test(dataBlock)) throw new Error(`writeCaModelMmcif: invalid data block name ${JSON.stringify(dataBlock)}`);
+  if (!/^[^\s]+$/.test(dataBlock))
+    throw new Error(`writeCaModelMmcif: invalid data block name ${JSON.stringify(dataBlock)}`);
 
   const out: string[] = [];
   out.push(`data_${dataBlock}`);
@@ -76,8 +98,24 @@ export function writeCaModelMmcif(opts: CaModelOptions): string {
     const seqId = i + 1;
     out.push(
       [
-        'ATOM', seqId, 'C', 'CA', '.', threeLetter(sequence[i] as string), 'A', '1', seqId, '?',
-        fixed(x, 3), fixed(y, 3), fixed(z, 3), '1.00', fixed(plddt[i] as number, 2), seqId, 'A', '1',
+        'ATOM',
+        seqId,
+        'C',
+        'CA',
+        '.',
+        threeLetter(sequence[i] as string),
+        'A',
+        '1',
+        seqId,
+        '?',
+        fixed(x, 3),
+        fixed(y, 3),
+        fixed(z, 3),
+        '1.00',
+        fixed(plddt[i] as number, 2),
+        seqId,
+        'A',
+        '1',
       ].join(' '),
     );
   }
@@ -86,9 +124,24 @@ export function writeCaModelMmcif(opts: CaModelOptions): string {
 }
 
 const ATOM_SITE_COLUMNS: readonly string[] = [
-  'group_PDB', 'id', 'type_symbol', 'label_atom_id', 'label_alt_id', 'label_comp_id', 'label_asym_id',
-  'label_entity_id', 'label_seq_id', 'pdbx_PDB_ins_code', 'Cartn_x', 'Cartn_y', 'Cartn_z', 'occupancy',
-  'B_iso_or_equiv', 'auth_seq_id', 'auth_asym_id', 'pdbx_PDB_model_num',
+  'group_PDB',
+  'id',
+  'type_symbol',
+  'label_atom_id',
+  'label_alt_id',
+  'label_comp_id',
+  'label_asym_id',
+  'label_entity_id',
+  'label_seq_id',
+  'pdbx_PDB_ins_code',
+  'Cartn_x',
+  'Cartn_y',
+  'Cartn_z',
+  'occupancy',
+  'B_iso_or_equiv',
+  'auth_seq_id',
+  'auth_asym_id',
+  'pdbx_PDB_model_num',
 ];
 
 /** Fixed decimals without a "-0.000". */
@@ -101,7 +154,8 @@ export function fixed(value: number, decimals: number): string {
 /** Non-standard residues go in parentheses, as the mmCIF dictionary asks. */
 function oneLetterCode(sequence: string): string {
   let code = '';
-  for (const residue of sequence) code += residue in THREE_LETTER && residue !== 'U' && residue !== 'O' ? residue : `(${threeLetter(residue)})`;
+  for (const residue of sequence)
+    code += residue in THREE_LETTER && residue !== 'U' && residue !== 'O' ? residue : `(${threeLetter(residue)})`;
   return code;
 }
 
@@ -114,7 +168,13 @@ function wrap(text: string, width: number): string {
 /** A CIF value: bare when safe, else quoted, else a semicolon text field. */
 function cifValue(value: string): string {
   if (value.includes('\n')) return `\n;${value}\n;`;
-  const bare = value !== '' && !/[\s'"]/.test(value) && !/^[_#$;[\]]/.test(value) && !/^(data_|loop_|save_|global_|stop_)/i.test(value) && value !== '.' && value !== '?';
+  const bare =
+    value !== '' &&
+    !/[\s'"]/.test(value) &&
+    !/^[_#$;[\]]/.test(value) &&
+    !/^(data_|loop_|save_|global_|stop_)/i.test(value) &&
+    value !== '.' &&
+    value !== '?';
   if (bare) return value;
   if (!value.includes("'")) return `'${value}'`;
   if (!value.includes('"')) return `"${value}"`;

@@ -21,7 +21,9 @@ export function chooseCanonical(isoforms: IsoformRecord[]): { transcriptId: stri
   const coding = reference.filter((i) => i.coding && i.protein_length !== null);
   if (coding.length) {
     const partial = (i: IsoformRecord) => (i.orf !== null && i.orf.completeness !== 'complete' ? 1 : 0);
-    coding.sort((a, b) => partial(a) - partial(b) || b.protein_length! - a.protein_length! || b.length - a.length || byId(a, b));
+    coding.sort(
+      (a, b) => partial(a) - partial(b) || b.protein_length! - a.protein_length! || b.length - a.length || byId(a, b),
+    );
     return { transcriptId: coding[0].transcript_id, rule: 'longest_coding' };
   }
   const longest = [...reference].sort((a, b) => b.length - a.length || byId(a, b));

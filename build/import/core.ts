@@ -83,17 +83,58 @@ async function readSet(set: CoreConfig['reference']) {
   };
 }
 
-const GENE_COLUMNS = ['gene_id', 'gene_id_versioned', 'symbol', 'biotype', 'source', 'chromosome', 'strand', 'start', 'end', 'canonical_transcript_id', 'canonical_rule'] as const;
+const GENE_COLUMNS = [
+  'gene_id',
+  'gene_id_versioned',
+  'symbol',
+  'biotype',
+  'source',
+  'chromosome',
+  'strand',
+  'start',
+  'end',
+  'canonical_transcript_id',
+  'canonical_rule',
+] as const;
 const ISOFORM_COLUMNS = [
-  'transcript_id', 'transcript_id_unversioned', 'transcript_name', 'transcript_name_source', 'gene_id', 'source',
-  'transcript_type', 'structural_category', 'associated_transcript', 'associated_genes', 'chromosome', 'strand',
-  'start', 'end', 'length', 'exon_count', 'coding', 'protein_length', 'protein_sequence', 'nmd', 'nmd_source',
-  'expression_tpm', 'expression_source', 'tags', 'exons', 'orf_start', 'orf_end', 'orf_transcript_start',
-  'orf_transcript_end', 'orf_completeness', 'orf_source', 'qc',
+  'transcript_id',
+  'transcript_id_unversioned',
+  'transcript_name',
+  'transcript_name_source',
+  'gene_id',
+  'source',
+  'transcript_type',
+  'structural_category',
+  'associated_transcript',
+  'associated_genes',
+  'chromosome',
+  'strand',
+  'start',
+  'end',
+  'length',
+  'exon_count',
+  'coding',
+  'protein_length',
+  'protein_sequence',
+  'nmd',
+  'nmd_source',
+  'expression_tpm',
+  'expression_source',
+  'tags',
+  'exons',
+  'orf_start',
+  'orf_end',
+  'orf_transcript_start',
+  'orf_transcript_end',
+  'orf_completeness',
+  'orf_source',
+  'qc',
 ] as const;
 
 function insertStatement(db: Db, table: string, columns: readonly string[]) {
-  return db.prepare(`INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`);
+  return db.prepare(
+    `INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`,
+  );
 }
 
 function toRow(iso: IsoformRecord) {
@@ -117,9 +158,21 @@ function toRow(iso: IsoformRecord) {
 }
 
 async function recordSources(db: Db, track: string, set: CoreConfig['reference'], records: number) {
-  const insert = db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
   for (const file of [set.gtf, set.classification, set.fasta]) {
-    if (file) insert.run(track, set.source, set.version ?? null, set.generated ? 1 : 0, set.description ?? null, basename(file), await sha256File(file), records);
+    if (file)
+      insert.run(
+        track,
+        set.source,
+        set.version ?? null,
+        set.generated ? 1 : 0,
+        set.description ?? null,
+        basename(file),
+        await sha256File(file),
+        records,
+      );
   }
 }
 
@@ -132,7 +185,9 @@ export async function importCore(config: CoreConfig, outPath: string): Promise<C
 
   const genes = new Map<string, GeneRecord>();
   const referenceIsoforms = assembleReference(reference, genes);
-  const lr = longRead ? assembleLongRead({ ...longRead, classification: longRead.classification! }, genes) : { isoforms: [], gtfOnly: 0 };
+  const lr = longRead
+    ? assembleLongRead({ ...longRead, classification: longRead.classification! }, genes)
+    : { isoforms: [], gtfOnly: 0 };
   const all = [...referenceIsoforms, ...lr.isoforms];
   assignTranscriptNames(all, genes);
 
@@ -183,7 +238,9 @@ export async function importCore(config: CoreConfig, outPath: string): Promise<C
     warnings: [
       ...reference.gtf.warnings,
       ...(longRead?.gtf.warnings ?? []),
-      ...(lr.gtfOnly ? [`${config.long_read!.gtf}: ${lr.gtfOnly} transcripts have no classification row and were skipped`] : []),
+      ...(lr.gtfOnly
+        ? [`${config.long_read!.gtf}: ${lr.gtfOnly} transcripts have no classification row and were skipped`]
+        : []),
     ],
   };
 }

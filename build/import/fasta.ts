@@ -28,19 +28,22 @@ export async function readProteinFasta(path: string): Promise<ProteinFasta> {
       flush();
       id = text.slice(1).split(/\s/)[0];
       if (!id) throw new InputError(path, line, 'FASTA header without an id');
-      if (firstLine.has(id)) throw new InputError(path, line, `duplicate sequence id ${id} (first at line ${firstLine.get(id)})`);
+      if (firstLine.has(id))
+        throw new InputError(path, line, `duplicate sequence id ${id} (first at line ${firstLine.get(id)})`);
       firstLine.set(id, line);
       parts = [];
     } else if (text.trim() !== '') {
       if (id === null) throw new InputError(path, line, 'sequence before the first ">" header: is this a FASTA file?');
       const residues = text.trim();
-      if (!RESIDUES.test(residues)) throw new InputError(path, line, `invalid residue character in "${residues.slice(0, 30)}…"`);
+      if (!RESIDUES.test(residues))
+        throw new InputError(path, line, `invalid residue character in "${residues.slice(0, 30)}…"`);
       parts.push(residues);
     }
   }
   flush();
   for (const [seqId, seq] of sequences) {
-    if (seq.includes('*')) throw new InputError(path, firstLine.get(seqId)!, `sequence ${seqId} has an internal stop "*"`);
+    if (seq.includes('*'))
+      throw new InputError(path, firstLine.get(seqId)!, `sequence ${seqId} has an internal stop "*"`);
   }
   return { sequences, stops };
 }

@@ -20,12 +20,36 @@ export interface GeneInfoRecord extends GeneInfo {
   line: number;
 }
 
-const ISOATLAS_COLUMNS = ['ensembl_gene_id', 'ncbi_gene_id', 'hgnc_id', 'symbol', 'name', 'gene_type', 'synonyms', 'uniprot_ids'] as const;
-const HGNC_COLUMNS = ['hgnc_id', 'symbol', 'name', 'locus_group', 'alias_symbol', 'prev_symbol', 'entrez_id', 'ensembl_gene_id', 'uniprot_ids'] as const;
+const ISOATLAS_COLUMNS = [
+  'ensembl_gene_id',
+  'ncbi_gene_id',
+  'hgnc_id',
+  'symbol',
+  'name',
+  'gene_type',
+  'synonyms',
+  'uniprot_ids',
+] as const;
+const HGNC_COLUMNS = [
+  'hgnc_id',
+  'symbol',
+  'name',
+  'locus_group',
+  'alias_symbol',
+  'prev_symbol',
+  'entrez_id',
+  'ensembl_gene_id',
+  'uniprot_ids',
+] as const;
 
 const list = (cell: string | undefined): string[] => {
   const text = (cell ?? '').trim().replace(/^"(.*)"$/, '$1');
-  return text === '' ? [] : text.split('|').map((v) => v.trim()).filter(Boolean);
+  return text === ''
+    ? []
+    : text
+        .split('|')
+        .map((v) => v.trim())
+        .filter(Boolean);
 };
 const one = (cell: string | undefined): string | null => list(cell)[0] ?? null;
 
@@ -45,13 +69,21 @@ export async function readGeneInfo(path: string): Promise<{ format: 'isoatlas' |
   for await (const { line, row } of readTsv(path, { required })) {
     const ensembl = one(row.ensembl_gene_id);
     if (!ensembl) continue; // HGNC lists genes Ensembl does not have
-    if (!/^ENSG\d+(\.\d+)?$/.test(ensembl)) throw new InputError(path, line, `expected an Ensembl gene id (ENSG…), found "${ensembl}"`, 'ensembl_gene_id');
+    if (!/^ENSG\d+(\.\d+)?$/.test(ensembl))
+      throw new InputError(path, line, `expected an Ensembl gene id (ENSG…), found "${ensembl}"`, 'ensembl_gene_id');
     const symbol = one(row.symbol);
     if (!symbol) throw new InputError(path, line, 'a symbol is required', 'symbol');
     const ncbi = one(format === 'hgnc' ? row.entrez_id : row.ncbi_gene_id);
-    if (ncbi !== null && !/^\d+$/.test(ncbi)) throw new InputError(path, line, `expected a numeric NCBI Gene id, found "${ncbi}"`, format === 'hgnc' ? 'entrez_id' : 'ncbi_gene_id');
+    if (ncbi !== null && !/^\d+$/.test(ncbi))
+      throw new InputError(
+        path,
+        line,
+        `expected a numeric NCBI Gene id, found "${ncbi}"`,
+        format === 'hgnc' ? 'entrez_id' : 'ncbi_gene_id',
+      );
     const hgnc = one(row.hgnc_id);
-    if (hgnc !== null && !/^HGNC:\d+$/.test(hgnc)) throw new InputError(path, line, `expected an HGNC id (HGNC:n), found "${hgnc}"`, 'hgnc_id');
+    if (hgnc !== null && !/^HGNC:\d+$/.test(hgnc))
+      throw new InputError(path, line, `expected an HGNC id (HGNC:n), found "${hgnc}"`, 'hgnc_id');
     const synonyms = format === 'hgnc' ? [...list(row.alias_symbol), ...list(row.prev_symbol)] : list(row.synonyms);
     rows.push({
       gene_id: ensembl.replace(/\.\d+$/, ''),
@@ -78,9 +110,17 @@ export interface GeneInfoSummary {
 }
 
 /** Replaces the release's gene info with the file's (one transaction, with the track source). */
-export async function importGeneInfo(db: Db, input: { file: string; source: string; version?: string; description?: string }): Promise<GeneInfoSummary> {
+export async function importGeneInfo(
+  db: Db,
+  input: { file: string; source: string; version?: string; description?: string },
+): Promise<GeneInfoSummary> {
   const { format, rows } = await readGeneInfo(input.file);
-  const symbols = new Map((db.prepare('SELECT gene_id, symbol FROM genes').all() as { gene_id: string; symbol: string }[]).map((g) => [g.gene_id, g.symbol]));
+  const symbols = new Map(
+    (db.prepare('SELECT gene_id, symbol FROM genes').all() as { gene_id: string; symbol: string }[]).map((g) => [
+      g.gene_id,
+      g.symbol,
+    ]),
+  );
   const byGene = new Map<string, GeneInfoRecord[]>();
   let unmatched = 0;
   for (const r of rows) {
@@ -101,12 +141,31 @@ export async function importGeneInfo(db: Db, input: { file: string; source: stri
   db.transaction(() => {
     db.prepare('DELETE FROM gene_info').run();
     db.prepare("DELETE FROM track_sources WHERE track = 'gene_info'").run();
-    const insert = db.prepare('INSERT INTO gene_info (gene_id, name, synonyms, gene_type, ncbi_gene_id, hgnc_id, uniprot_ids) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    const insert = db.prepare(
+      'INSERT INTO gene_info (gene_id, name, synonyms, gene_type, ncbi_gene_id, hgnc_id, uniprot_ids) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     for (const r of chosen.sort((a, b) => (a.gene_id < b.gene_id ? -1 : 1))) {
-      insert.run(r.gene_id, r.name, JSON.stringify(r.synonyms), r.gene_type, r.ncbi_gene_id, r.hgnc_id, JSON.stringify(r.uniprot_ids));
+      insert.run(
+        r.gene_id,
+        r.name,
+        JSON.stringify(r.synonyms),
+        r.gene_type,
+        r.ncbi_gene_id,
+        r.hgnc_id,
+        JSON.stringify(r.uniprot_ids),
+      );
     }
-    db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, 0, ?, ?, ?, ?)')
-      .run('gene_info', input.source, input.version ?? null, input.description ?? null, basename(input.file), sha, chosen.length);
+    db.prepare(
+      'INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, 0, ?, ?, ?, ?)',
+    ).run(
+      'gene_info',
+      input.source,
+      input.version ?? null,
+      input.description ?? null,
+      basename(input.file),
+      sha,
+      chosen.length,
+    );
   })();
   return { format, genes: chosen.length, unmatched, ambiguous: ambiguous.sort() };
 }

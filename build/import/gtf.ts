@@ -70,7 +70,10 @@ export function parseAttributes(text: string, fail: (problem: string) => never):
 export async function readGtf(path: string): Promise<Gtf> {
   const transcripts = new Map<string, GtfTranscript>();
   const genes = new Map<string, GtfGene>();
-  const exons = new Map<string, { exons: [number, number][]; cds: number; cdsSpan: [number, number] | null; stopCodon: boolean; line: number }>();
+  const exons = new Map<
+    string,
+    { exons: [number, number][]; cds: number; cdsSpan: [number, number] | null; stopCodon: boolean; line: number }
+  >();
 
   for await (const [line, text] of readLines(path)) {
     if (text === '' || text.startsWith('#')) continue;
@@ -80,7 +83,8 @@ export async function readGtf(path: string): Promise<Gtf> {
     const f = text.split('\t');
     if (f.length !== 9) fail(`expected 9 tab-separated GTF fields, found ${f.length} (truncated line?)`);
     const [chromosome, , feature, startText, endText, , strand, , attributeText] = f;
-    if (!/^\d+$/.test(startText) || !/^\d+$/.test(endText)) fail(`start and end must be integers, found "${startText}" and "${endText}"`);
+    if (!/^\d+$/.test(startText) || !/^\d+$/.test(endText))
+      fail(`start and end must be integers, found "${startText}" and "${endText}"`);
     const start = Number(startText);
     const end = Number(endText);
     if (start < 1 || end < start) fail(`invalid interval ${start}-${end}`);
@@ -143,7 +147,11 @@ export async function readGtf(path: string): Promise<Gtf> {
     const ordered = acc.exons.sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < ordered.length; i++) {
       if (ordered[i][0] <= ordered[i - 1][1]) {
-        throw new InputError(path, acc.line, `transcript ${transcriptId} has overlapping exons ${ordered[i - 1].join('-')} and ${ordered[i].join('-')}`);
+        throw new InputError(
+          path,
+          acc.line,
+          `transcript ${transcriptId} has overlapping exons ${ordered[i - 1].join('-')} and ${ordered[i].join('-')}`,
+        );
       }
     }
     if (t.strand === '-') ordered.reverse();
@@ -161,7 +169,9 @@ export async function readGtf(path: string): Promise<Gtf> {
       t.exonCount = 1;
       t.length = t.end - t.start + 1;
       t.exons = [[t.start, t.end]];
-      warnings.push(`${path}:${t.line}: transcript ${t.transcriptId} has no exon lines; taken as one exon spanning ${t.start}-${t.end}`);
+      warnings.push(
+        `${path}:${t.line}: transcript ${t.transcriptId} has no exon lines; taken as one exon spanning ${t.start}-${t.end}`,
+      );
     }
   }
   if (transcripts.size === 0) throw new InputError(path, null, 'no transcript lines found: is this a GTF file?');

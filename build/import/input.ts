@@ -29,7 +29,10 @@ const MIB = 1024 * 1024;
 
 /** Yields [lineNumber, text] for each line (1-based), transparently gunzipping `.gz` files. A large
  * file's reading shows progress (build/common/progress.ts), in MiB of the file as stored. */
-export async function* readLines(path: string, progressOf: typeof startProgress = startProgress): AsyncGenerator<[number, string]> {
+export async function* readLines(
+  path: string,
+  progressOf: typeof startProgress = startProgress,
+): AsyncGenerator<[number, string]> {
   const raw = createReadStream(path);
   // pipeline passes an error of either stream to the other (readline reports it) and keeps listening
   // after the reader stopped, so a truncated file's late error is never an unhandled 'error' event.
@@ -60,7 +63,8 @@ export async function* readLines(path: string, progressOf: typeof startProgress 
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new InputError(path, null, 'file not found');
-    if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR') throw new InputError(path, n + 1, 'not valid gzip data (truncated or corrupt file?)');
+    if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR')
+      throw new InputError(path, n + 1, 'not valid gzip data (truncated or corrupt file?)');
     throw err;
   } finally {
     // Closed on every path: the end, an error, or a reader that stopped early (a header read).
@@ -85,17 +89,31 @@ export async function* readTsv(
     if (header === null) {
       header = fields;
       const missing = opts.required.filter((c) => !header!.includes(c));
-      if (missing.length) throw new InputError(path, line, `missing required column(s): ${missing.join(', ')} (header has: ${header.join(', ')})`);
+      if (missing.length)
+        throw new InputError(
+          path,
+          line,
+          `missing required column(s): ${missing.join(', ')} (header has: ${header.join(', ')})`,
+        );
       if (opts.allowed) {
         const unknown = header.filter((c) => !opts.allowed!.includes(c));
-        if (unknown.length) throw new InputError(path, line, `unknown column(s): ${unknown.join(', ')}; this format has: ${opts.allowed.join(', ')}`);
+        if (unknown.length)
+          throw new InputError(
+            path,
+            line,
+            `unknown column(s): ${unknown.join(', ')}; this format has: ${opts.allowed.join(', ')}`,
+          );
       }
       const dup = header.find((c, i) => header!.indexOf(c) !== i);
       if (dup) throw new InputError(path, line, `column "${dup}" appears twice in the header`);
       continue;
     }
     if (fields.length !== header.length) {
-      throw new InputError(path, line, `expected ${header.length} tab-separated fields (as in the header), found ${fields.length}`);
+      throw new InputError(
+        path,
+        line,
+        `expected ${header.length} tab-separated fields (as in the header), found ${fields.length}`,
+      );
     }
     const row: Record<string, string> = {};
     header.forEach((name, i) => (row[name] = fields[i]));

@@ -22,19 +22,29 @@ function geneIdsOf(label: string): string[] {
   return label.split(/_(?=ENS)/).map(unversioned);
 }
 
-export function assembleLongRead(inputs: LongReadInputs, genes: Map<string, GeneRecord>): { isoforms: IsoformRecord[]; gtfOnly: number } {
+export function assembleLongRead(
+  inputs: LongReadInputs,
+  genes: Map<string, GeneRecord>,
+): { isoforms: IsoformRecord[]; gtfOnly: number } {
   const { gtf, classification, fasta, expressionSource } = inputs;
   for (const id of fasta?.sequences.keys() ?? []) {
-    if (!classification.rows.has(id)) throw new InputError(fasta!.file, null, `sequence ${id} is not an isoform of ${classification.file}`);
+    if (!classification.rows.has(id))
+      throw new InputError(fasta!.file, null, `sequence ${id} is not an isoform of ${classification.file}`);
   }
   const isoforms: IsoformRecord[] = [];
   const ids = [...classification.rows.keys()].sort(compareNatural);
   for (const id of ids) {
     const row = classification.rows.get(id)!;
     const t = gtf.transcripts.get(id);
-    if (!t) throw new InputError(classification.file, row.line, `isoform ${id} has no transcript in ${gtf.file}`, 'isoform');
+    if (!t)
+      throw new InputError(classification.file, row.line, `isoform ${id} has no transcript in ${gtf.file}`, 'isoform');
     if (t.exonCount !== row.exons || t.length !== row.length) {
-      throw new InputError(classification.file, row.line, `isoform ${id} has ${row.exons} exons and ${row.length} nt here but ${t.exonCount} exons and ${t.length} nt in ${gtf.file}: are they from the same SQANTI3 run?`, 'length');
+      throw new InputError(
+        classification.file,
+        row.line,
+        `isoform ${id} has ${row.exons} exons and ${row.length} nt here but ${t.exonCount} exons and ${t.length} nt in ${gtf.file}: are they from the same SQANTI3 run?`,
+        'length',
+      );
     }
 
     const associated = geneIdsOf(row.associatedGene);
@@ -96,7 +106,12 @@ export function assembleLongRead(inputs: LongReadInputs, genes: Map<string, Gene
       expression_source: row.isoExp !== null ? expressionSource : null,
       tags: [],
       exons: t.exons,
-      orf: row.coding ? orfFromSqanti(t, row, classification.file, { sequence, stop: fasta?.sequences.has(id) ? fasta.stops.has(id) : null }) : null,
+      orf: row.coding
+        ? orfFromSqanti(t, row, classification.file, {
+            sequence,
+            stop: fasta?.sequences.has(id) ? fasta.stops.has(id) : null,
+          })
+        : null,
       qc: row.qc,
     });
   }

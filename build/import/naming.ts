@@ -15,7 +15,9 @@ export function assignTranscriptNames(isoforms: IsoformRecord[], genes: Map<stri
     const key = name.toLowerCase();
     const holder = taken.get(key);
     if (holder !== undefined) {
-      throw new NamingError(`transcript name "${name}" is used by both ${holder} and ${transcriptId}; transcript names must be unique (case-insensitively)`);
+      throw new NamingError(
+        `transcript name "${name}" is used by both ${holder} and ${transcriptId}; transcript names must be unique (case-insensitively)`,
+      );
     }
     taken.set(key, transcriptId);
   };
@@ -36,7 +38,13 @@ export function assignTranscriptNames(isoforms: IsoformRecord[], genes: Map<stri
     const isReference = source === 'reference';
     list.sort((a, b) =>
       isReference
-        ? (a.gene_id < b.gene_id ? -1 : a.gene_id > b.gene_id ? 1 : a.transcript_id < b.transcript_id ? -1 : 1)
+        ? a.gene_id < b.gene_id
+          ? -1
+          : a.gene_id > b.gene_id
+            ? 1
+            : a.transcript_id < b.transcript_id
+              ? -1
+              : 1
         : compareNatural(a.transcript_id, b.transcript_id),
     );
     let n = isReference ? 201 : 1;

@@ -40,7 +40,12 @@ export function orfCompleteness(hasStart: boolean, hasStop: boolean): OrfComplet
 
 /** The ORF SQANTI3 predicted. Its transcript bounds must land on its genomic ends: a classification
  * that disagrees with its own GTF is refused rather than served wrong. */
-export function orfFromSqanti(t: GtfTranscript, row: SqantiRow, file: string, protein: { sequence: string | null; stop: boolean | null }): OrfRecord | null {
+export function orfFromSqanti(
+  t: GtfTranscript,
+  row: SqantiRow,
+  file: string,
+  protein: { sequence: string | null; stop: boolean | null },
+): OrfRecord | null {
   if (!row.cds) return null;
   const { transcriptStart, transcriptEnd, genomicStart, genomicEnd } = row.cds;
   const from = transcriptToGenome(t.exons, t.strand, transcriptStart);
@@ -53,7 +58,7 @@ export function orfFromSqanti(t: GtfTranscript, row: SqantiRow, file: string, pr
       'CDS_start',
     );
   }
-  const hasStop = row.orfSequence !== null ? row.orfSequence.endsWith('*') : protein.stop ?? false;
+  const hasStop = row.orfSequence !== null ? row.orfSequence.endsWith('*') : (protein.stop ?? false);
   const hasStart = (protein.sequence ?? row.orfSequence ?? '').startsWith('M');
   return {
     start: Math.min(genomicStart, genomicEnd),

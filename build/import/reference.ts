@@ -19,7 +19,11 @@ const NMD_TYPE = 'nonsense_mediated_decay';
 /** NMD rule for reference isoforms: GENCODE's transcript_type says NMD → true; else SQANTI3's
  * predicted_NMD where the classification has a call; else a coding transcript whose GENCODE type is
  * known and not NMD → false; otherwise unknown (null). */
-function nmdCall(t: GtfTranscript, cls: SqantiRow | undefined, coding: boolean | null): [boolean | null, string | null] {
+function nmdCall(
+  t: GtfTranscript,
+  cls: SqantiRow | undefined,
+  coding: boolean | null,
+): [boolean | null, string | null] {
   if (t.transcriptType === NMD_TYPE) return [true, 'transcript_type'];
   if (cls && cls.predictedNmd !== null) return [cls.predictedNmd, 'sqanti3'];
   if (t.transcriptType && coding) return [false, 'transcript_type'];
@@ -32,11 +36,17 @@ export function assembleReference(inputs: ReferenceInputs, genes: Map<string, Ge
 
   for (const [id, row] of classification?.rows ?? []) {
     if (!gtf.transcripts.has(id)) {
-      throw new InputError(classification!.file, row.line, `isoform ${id} is not a transcript of ${gtf.file}`, 'isoform');
+      throw new InputError(
+        classification!.file,
+        row.line,
+        `isoform ${id} is not a transcript of ${gtf.file}`,
+        'isoform',
+      );
     }
   }
   for (const id of fasta?.sequences.keys() ?? []) {
-    if (!gtf.transcripts.has(id)) throw new InputError(fasta!.file, null, `sequence ${id} is not a transcript of ${gtf.file}`);
+    if (!gtf.transcripts.has(id))
+      throw new InputError(fasta!.file, null, `sequence ${id} is not a transcript of ${gtf.file}`);
   }
 
   const isoforms: IsoformRecord[] = [];
@@ -69,7 +79,13 @@ export function assembleReference(inputs: ReferenceInputs, genes: Map<string, Ge
 
     const cls = classification?.rows.get(id);
     const sequence = fasta?.sequences.get(id) ?? cls?.orfSequence?.replace(/\*$/, '') ?? null;
-    const coding: boolean | null = cls ? cls.coding : t.cdsLength > 0 || sequence !== null ? true : gtfHasCds || fasta ? false : null;
+    const coding: boolean | null = cls
+      ? cls.coding
+      : t.cdsLength > 0 || sequence !== null
+        ? true
+        : gtfHasCds || fasta
+          ? false
+          : null;
     let proteinLength: number | null = null;
     if (coding) {
       if (sequence !== null) proteinLength = sequence.length;

@@ -27,12 +27,34 @@ export interface SqantiRow {
 }
 
 const REQUIRED = [
-  'isoform', 'chrom', 'strand', 'length', 'exons', 'structural_category', 'associated_gene',
-  'associated_transcript', 'coding', 'ORF_length', 'predicted_NMD',
+  'isoform',
+  'chrom',
+  'strand',
+  'length',
+  'exons',
+  'structural_category',
+  'associated_gene',
+  'associated_transcript',
+  'coding',
+  'ORF_length',
+  'predicted_NMD',
 ] as const;
 
 const CDS_COLUMNS = ['CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end'] as const;
-const QC_COLUMNS = ['subcategory', 'FSM_class', 'all_canonical', 'RTS_stage', 'diff_to_TSS', 'diff_to_TTS', 'within_CAGE_peak', 'dist_to_CAGE_peak', 'polyA_motif', 'polyA_motif_found', 'polyA_dist', 'FL'] as const;
+const QC_COLUMNS = [
+  'subcategory',
+  'FSM_class',
+  'all_canonical',
+  'RTS_stage',
+  'diff_to_TSS',
+  'diff_to_TTS',
+  'within_CAGE_peak',
+  'dist_to_CAGE_peak',
+  'polyA_motif',
+  'polyA_motif_found',
+  'polyA_dist',
+  'FL',
+] as const;
 
 export async function readSqantiClassification(path: string): Promise<Map<string, SqantiRow>> {
   const rows = new Map<string, SqantiRow>();
@@ -40,11 +62,14 @@ export async function readSqantiClassification(path: string): Promise<Map<string
     const p = cellParsers(path, line);
     const isoform = p.text('isoform', row.isoform)!;
     const previous = rows.get(isoform);
-    if (previous) throw new InputError(path, line, `duplicate isoform ${isoform} (first at line ${previous.line})`, 'isoform');
+    if (previous)
+      throw new InputError(path, line, `duplicate isoform ${isoform} (first at line ${previous.line})`, 'isoform');
     if (row.strand !== '+' && row.strand !== '-') p.fail('strand', `expected + or -, found "${row.strand}"`);
-    if (row.coding !== 'coding' && row.coding !== 'non_coding') p.fail('coding', `expected coding or non_coding, found "${row.coding}"`);
+    if (row.coding !== 'coding' && row.coding !== 'non_coding')
+      p.fail('coding', `expected coding or non_coding, found "${row.coding}"`);
     const nmd = row.predicted_NMD;
-    if (!['TRUE', 'FALSE', 'NA', ''].includes(nmd)) p.fail('predicted_NMD', `expected TRUE, FALSE or NA, found "${nmd}"`);
+    if (!['TRUE', 'FALSE', 'NA', ''].includes(nmd))
+      p.fail('predicted_NMD', `expected TRUE, FALSE or NA, found "${nmd}"`);
     const coding = row.coding === 'coding';
     // Optional columns (SQANTI3 writes them; a minimal classification may not): a missing column reads as NA.
     const cell = (column: string) => row[column] ?? 'NA';
@@ -64,7 +89,8 @@ export async function readSqantiClassification(path: string): Promise<Map<string
             genomicEnd: p.int('CDS_genomic_end', row.CDS_genomic_end, { min: 1 })!,
           }
         : null;
-    if (cds && cds.transcriptEnd < cds.transcriptStart) p.fail('CDS_end', `CDS_end ${cds.transcriptEnd} is before CDS_start ${cds.transcriptStart}`);
+    if (cds && cds.transcriptEnd < cds.transcriptStart)
+      p.fail('CDS_end', `CDS_end ${cds.transcriptEnd} is before CDS_start ${cds.transcriptStart}`);
     const qc: SqantiQc | null = QC_COLUMNS.some((c) => c in row)
       ? {
           subcategory: p.text('subcategory', cell('subcategory'), { nullable: true }),
@@ -89,7 +115,10 @@ export async function readSqantiClassification(path: string): Promise<Map<string
       exons: p.int('exons', row.exons, { min: 1 })!,
       structuralCategory: p.text('structural_category', row.structural_category)!,
       associatedGene: p.text('associated_gene', row.associated_gene)!,
-      associatedTranscript: row.associated_transcript === 'novel' ? null : p.text('associated_transcript', row.associated_transcript, { nullable: true }),
+      associatedTranscript:
+        row.associated_transcript === 'novel'
+          ? null
+          : p.text('associated_transcript', row.associated_transcript, { nullable: true }),
       coding,
       orfLength: coding ? p.int('ORF_length', row.ORF_length, { min: 1 }) : null,
       orfSequence: coding && 'ORF_seq' in row ? p.text('ORF_seq', row.ORF_seq, { nullable: true }) : null,

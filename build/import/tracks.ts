@@ -76,8 +76,14 @@ export interface Located<T> {
 }
 
 export const TRACK_COLUMNS: Record<Track, { required: string[]; optional: string[] }> = {
-  domains: { required: ['transcript_id', 'source', 'accession', 'start', 'end'], optional: ['name', 'segments', 'score', 'score_kind', 'evalue'] },
-  neoantigens: { required: ['transcript_id', 'peptide', 'allele', 'start'], optional: ['affinity_nm', 'percentile_rank'] },
+  domains: {
+    required: ['transcript_id', 'source', 'accession', 'start', 'end'],
+    optional: ['name', 'segments', 'score', 'score_kind', 'evalue'],
+  },
+  neoantigens: {
+    required: ['transcript_id', 'peptide', 'allele', 'start'],
+    optional: ['affinity_nm', 'percentile_rank'],
+  },
   ptm: { required: ['transcript_id', 'position', 'residue', 'modification'], optional: ['source'] },
   structures: { required: ['transcript_id', 'model_file', 'mean_plddt', 'model_source'], optional: [] },
 };
@@ -104,9 +110,15 @@ export function parseSegments(text: string, fail: (problem: string) => never): [
 const MODEL_URL = /^https?:\/\//;
 
 /** The records of a track TSV one at a time, so a file of millions of rows is never held whole. */
-export async function* iterateTrackTsv<T extends Track>(track: T, file: string): AsyncGenerator<Located<TrackRecords[T]>> {
+export async function* iterateTrackTsv<T extends Track>(
+  track: T,
+  file: string,
+): AsyncGenerator<Located<TrackRecords[T]>> {
   const columns = TRACK_COLUMNS[track];
-  for await (const { line, row } of readTsv(file, { required: columns.required, allowed: [...columns.required, ...columns.optional] })) {
+  for await (const { line, row } of readTsv(file, {
+    required: columns.required,
+    allowed: [...columns.required, ...columns.optional],
+  })) {
     const p = cellParsers(file, line);
     const transcript_id = p.text('transcript_id', row.transcript_id)!;
     let record: TrackRecords[Track];
@@ -116,26 +128,51 @@ export async function* iterateTrackTsv<T extends Track>(track: T, file: string):
       const start = p.int('start', row.start, { min: 1 })!;
       const end = p.int('end', row.end, { min: 1 })!;
       if (end < start) p.fail('end', `end ${end} is before start ${start}`);
-      const segments = row.segments ? parseSegments(row.segments, (problem) => p.fail('segments', problem)) : [[start, end] as [number, number]];
-      if (segments[0][0] !== start || segments[segments.length - 1][1] !== end) p.fail('segments', `segments ${row.segments} do not span start-end ${start}-${end}`);
+      const segments = row.segments
+        ? parseSegments(row.segments, (problem) => p.fail('segments', problem))
+        : [[start, end] as [number, number]];
+      if (segments[0][0] !== start || segments[segments.length - 1][1] !== end)
+        p.fail('segments', `segments ${row.segments} do not span start-end ${start}-${end}`);
       const score = p.num('score', row.score ?? '', { nullable: true });
       // A Pfam score is HMMER's bit score; a TED score means what its method says, so it must say.
-      const kind = p.text('score_kind', row.score_kind ?? '', { nullable: true }) ?? (score !== null && source === 'pfam' ? 'bit_score' : null);
-      if (kind !== null && !(SCORE_KINDS as readonly string[]).includes(kind)) p.fail('score_kind', `expected ${SCORE_KINDS.join(', ')}, found "${kind}"`);
-      if (score !== null && kind === null) p.fail('score_kind', 'a TED score needs its kind: uncertainty (Chainsaw: lower is better) or confidence (Merizo, UniDoc: higher is better)');
+      const kind =
+        p.text('score_kind', row.score_kind ?? '', { nullable: true }) ??
+        (score !== null && source === 'pfam' ? 'bit_score' : null);
+      if (kind !== null && !(SCORE_KINDS as readonly string[]).includes(kind))
+        p.fail('score_kind', `expected ${SCORE_KINDS.join(', ')}, found "${kind}"`);
+      if (score !== null && kind === null)
+        p.fail(
+          'score_kind',
+          'a TED score needs its kind: uncertainty (Chainsaw: lower is better) or confidence (Merizo, UniDoc: higher is better)',
+        );
       record = {
-        transcript_id, source: source as 'pfam' | 'ted', accession: p.text('accession', row.accession)!, name: p.text('name', row.name ?? '', { nullable: true }),
-        start, end, segments, score, score_kind: score === null ? null : (kind as ScoreKind), evalue: p.num('evalue', row.evalue ?? '', { min: 0, nullable: true }),
+        transcript_id,
+        source: source as 'pfam' | 'ted',
+        accession: p.text('accession', row.accession)!,
+        name: p.text('name', row.name ?? '', { nullable: true }),
+        start,
+        end,
+        segments,
+        score,
+        score_kind: score === null ? null : (kind as ScoreKind),
+        evalue: p.num('evalue', row.evalue ?? '', { min: 0, nullable: true }),
       };
     } else if (track === 'neoantigens') {
       record = {
-        transcript_id, peptide: p.text('peptide', row.peptide)!.toUpperCase(), allele: p.text('allele', row.allele)!, start: p.int('start', row.start, { min: 1 })!,
-        affinity_nm: p.num('affinity_nm', row.affinity_nm ?? '', { min: 0, nullable: true }), percentile_rank: p.num('percentile_rank', row.percentile_rank ?? '', { min: 0, max: 100, nullable: true }),
+        transcript_id,
+        peptide: p.text('peptide', row.peptide)!.toUpperCase(),
+        allele: p.text('allele', row.allele)!,
+        start: p.int('start', row.start, { min: 1 })!,
+        affinity_nm: p.num('affinity_nm', row.affinity_nm ?? '', { min: 0, nullable: true }),
+        percentile_rank: p.num('percentile_rank', row.percentile_rank ?? '', { min: 0, max: 100, nullable: true }),
       };
     } else if (track === 'ptm') {
       record = {
-        transcript_id, position: p.int('position', row.position, { min: 1 })!, residue: p.text('residue', row.residue)!.toUpperCase(),
-        modification: p.text('modification', row.modification)!, source: row.source || null,
+        transcript_id,
+        position: p.int('position', row.position, { min: 1 })!,
+        residue: p.text('residue', row.residue)!.toUpperCase(),
+        modification: p.text('modification', row.modification)!,
+        source: row.source || null,
       };
     } else if (MODEL_URL.test(row.model_file)) {
       let url: URL | null = null;
@@ -145,9 +182,16 @@ export async function* iterateTrackTsv<T extends Track>(track: T, file: string):
         p.fail('model_file', `"${row.model_file}" is not a valid URL`);
       }
       const expected = `/structures/${transcript_id}.cif`;
-      if (!url!.pathname.endsWith(expected)) p.fail('model_file', `a model URL must end in ${expected}, where the edge redirects structure requests; found ${row.model_file}`);
+      if (!url!.pathname.endsWith(expected))
+        p.fail(
+          'model_file',
+          `a model URL must end in ${expected}, where the edge redirects structure requests; found ${row.model_file}`,
+        );
       record = {
-        transcript_id, model_source: p.text('model_source', row.model_source)!, mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!, mmcif: null,
+        transcript_id,
+        model_source: p.text('model_source', row.model_source)!,
+        mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!,
+        mmcif: null,
         plddt_residues: null,
       };
     } else {
@@ -161,7 +205,10 @@ export async function* iterateTrackTsv<T extends Track>(track: T, file: string):
       // The model is read for its per-residue pLDDT too; a TSV model covers the isoform's protein from residue 1.
       const parsed = await parseStructureModel(modelPath);
       record = {
-        transcript_id, model_source: p.text('model_source', row.model_source)!, mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!, mmcif,
+        transcript_id,
+        model_source: p.text('model_source', row.model_source)!,
+        mean_plddt: p.num('mean_plddt', row.mean_plddt, { min: 0, max: 100 })!,
+        mmcif,
         plddt_residues: { start: 1, values: parsed.plddt },
       };
     }
@@ -176,18 +223,24 @@ interface Protein {
 }
 
 const INSERT_SQL: Record<Track, string> = {
-  domains: 'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, score_kind, evalue, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  neoantigens: 'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  domains:
+    'INSERT INTO domains (transcript_id, source, accession, name, start, end, segments, score, score_kind, evalue, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  neoantigens:
+    'INSERT INTO neoantigens (transcript_id, peptide, allele, affinity_nm, percentile_rank, start, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   ptm: 'INSERT INTO ptm_sites (transcript_id, position, residue, modification, source, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  structures: 'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  structures:
+    'INSERT INTO structures (transcript_id, model_source, mean_plddt, mmcif, mmcif_sha256, plddt_residues, provenance, input_file) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
 };
 
 /** Removes what inputs added to a track: those of one input (by file name), or all of them. The
  * metrics follow (they are a view over these tables); a track with no input left counts null. */
 export function removeTrackRecords(db: Db, track: Track, inputFile?: string): { records: number; inputs: string[] } {
-  const inputs = (db.prepare('SELECT input_file FROM track_sources WHERE track = ? ORDER BY input_file').pluck().all(track) as string[]).filter(
-    (f) => inputFile === undefined || f === inputFile,
-  );
+  const inputs = (
+    db
+      .prepare('SELECT input_file FROM track_sources WHERE track = ? ORDER BY input_file')
+      .pluck()
+      .all(track) as string[]
+  ).filter((f) => inputFile === undefined || f === inputFile);
   const table = TRACK_TABLES[track];
   let records = 0;
   for (const f of inputs) {
@@ -225,7 +278,8 @@ export async function insertTrack<T extends Track>(
     if (cached?.id !== id) cached = { id, protein: proteinOf.get(id) as Protein | undefined };
     const protein = cached.protein;
     if (!protein) fail('transcript_id', `${id} is not an isoform of this release`);
-    if (!protein!.coding || protein!.protein_length === null) fail('transcript_id', `${id} is not a coding isoform: it has no protein to annotate`);
+    if (!protein!.coding || protein!.protein_length === null)
+      fail('transcript_id', `${id} is not a coding isoform: it has no protein to annotate`);
     const length = protein!.protein_length!;
     const within = (column: string, pos: number) => {
       if (pos > length) fail(column, `position ${pos} is beyond the end of ${id}'s protein (${length} aa)`);
@@ -233,18 +287,33 @@ export async function insertTrack<T extends Track>(
     if (track === 'domains') {
       const r = record as DomainRecord;
       within('end', r.end);
-      return [id, r.source, r.accession, r.name, r.start, r.end, JSON.stringify(r.segments), r.score, r.score === null ? null : r.score_kind, r.evalue, provenance];
+      return [
+        id,
+        r.source,
+        r.accession,
+        r.name,
+        r.start,
+        r.end,
+        JSON.stringify(r.segments),
+        r.score,
+        r.score === null ? null : r.score_kind,
+        r.evalue,
+        provenance,
+      ];
     } else if (track === 'neoantigens') {
       const r = record as NeoantigenRecord;
-      if (!/^[ACDEFGHIKLMNPQRSTVWYUX]+$/.test(r.peptide)) fail('peptide', `"${r.peptide}" is not an amino-acid sequence`);
+      if (!/^[ACDEFGHIKLMNPQRSTVWYUX]+$/.test(r.peptide))
+        fail('peptide', `"${r.peptide}" is not an amino-acid sequence`);
       within('start', r.start);
-      if (r.affinity_nm === null && r.percentile_rank === null) fail('affinity_nm', 'a neoantigen needs an affinity or a percentile rank');
+      if (r.affinity_nm === null && r.percentile_rank === null)
+        fail('affinity_nm', 'a neoantigen needs an affinity or a percentile rank');
       return [id, r.peptide, r.allele, r.affinity_nm, r.percentile_rank, r.start, provenance];
     } else if (track === 'ptm') {
       const r = record as PtmRecord;
       within('position', r.position);
       const actual = protein!.protein_sequence?.[r.position - 1];
-      if (actual !== undefined && actual !== r.residue) fail('residue', `${id} has ${actual} at position ${r.position}, not ${r.residue}`);
+      if (actual !== undefined && actual !== r.residue)
+        fail('residue', `${id} has ${actual} at position ${r.position}, not ${r.residue}`);
       const key = `${id}\u0000${r.position}\u0000${r.modification}`;
       if (seen.has(key)) fail('position', `duplicate site ${id} ${r.residue}${r.position} ${r.modification}`);
       seen.add(key);
@@ -254,10 +323,18 @@ export async function insertTrack<T extends Track>(
     if (seen.has(id)) fail('transcript_id', `${id} has more than one structure`);
     seen.add(id);
     if (r.plddt_residues && r.plddt_residues.start + r.plddt_residues.values.length - 1 > length) {
-      fail('transcript_id', `the model has ${r.plddt_residues.values.length} residues from position ${r.plddt_residues.start}, beyond ${id}'s protein (${length} aa)`);
+      fail(
+        'transcript_id',
+        `the model has ${r.plddt_residues.values.length} residues from position ${r.plddt_residues.start}, beyond ${id}'s protein (${length} aa)`,
+      );
     }
     const sha = r.mmcif ? createHash('sha256').update(r.mmcif).digest('hex') : null;
-    const residues = r.plddt_residues ? JSON.stringify({ start: r.plddt_residues.start, values: r.plddt_residues.values.map((v) => Math.round(v * 100) / 100) }) : null;
+    const residues = r.plddt_residues
+      ? JSON.stringify({
+          start: r.plddt_residues.start,
+          values: r.plddt_residues.values.map((v) => Math.round(v * 100) / 100),
+        })
+      : null;
     return [id, r.model_source, r.mean_plddt, r.mmcif, sha, residues, provenance];
   };
 
@@ -284,16 +361,31 @@ export async function insertTrack<T extends Track>(
         misfit = err;
         continue;
       }
-      if (existing && !present && existing.get(row[0])) present = new InputError(file, null, `${row[0]} already has a structure in this release`);
+      if (existing && !present && existing.get(row[0]))
+        present = new InputError(file, null, `${row[0]} already has a structure in this release`);
       statement.run(...row, inputName);
       n += 1;
     }
     if (misfit) throw misfit;
-    if (already) throw new InputError(file, null, `${inputName} was already imported as the ${track} track of this release: import it with --replace to replace those records, or remove them with \`isoatlas remove-track ${track} --input ${inputName}\``);
+    if (already)
+      throw new InputError(
+        file,
+        null,
+        `${inputName} was already imported as the ${track} track of this release: import it with --replace to replace those records, or remove them with \`isoatlas remove-track ${track} --input ${inputName}\``,
+      );
     if (present) throw present;
     const sha = await sha256File(file);
-    db.prepare('INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-      track, input.source, input.version ?? null, input.generated ? 1 : 0, input.description ?? null, inputName, sha, n,
+    db.prepare(
+      'INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(
+      track,
+      input.source,
+      input.version ?? null,
+      input.generated ? 1 : 0,
+      input.description ?? null,
+      inputName,
+      sha,
+      n,
     );
     db.exec('RELEASE insert_track');
     return n;

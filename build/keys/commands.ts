@@ -8,14 +8,19 @@ import { UsageError } from '../common/errors.js';
 import { readAccessConfigFile } from '../common/access-config-file.js';
 import { log } from '../../edge/server/logger.js';
 
-
 const limitsText = (l: { per_minute?: number; per_day?: number }) =>
   [l.per_minute && `${l.per_minute}/min`, l.per_day && `${l.per_day}/day`].filter(Boolean).join(', ') || 'unlimited';
 
 /** Adds `keys` under `parent` (created through it, so the subcommands inherit its settings). */
 export function addKeysCommand(parent: Command, defaultKeysDir: string): Command {
-  const keys = parent.command('keys').description('Manage API keys: only a keyed hash of each key is stored; the key is shown once.');
-  const dirOption = ['--keys-dir <dir>', 'directory of the key registry and the server secret (or set ISOATLAS_KEY_SECRET)', defaultKeysDir] as const;
+  const keys = parent
+    .command('keys')
+    .description('Manage API keys: only a keyed hash of each key is stored; the key is shown once.');
+  const dirOption = [
+    '--keys-dir <dir>',
+    'directory of the key registry and the server secret (or set ISOATLAS_KEY_SECRET)',
+    defaultKeysDir,
+  ] as const;
 
   keys
     .command('issue')
@@ -26,16 +31,33 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string): Command
     .option('--tier <tier>', 'quota tier (see `isoatlas keys tiers`); its letter starts the key id', undefined)
     .option('--access-config <file>', 'access config naming the tiers and their letters')
     .option(...dirOption)
-    .action(async (o: { name: string; affiliation: string; use: string; tier?: string; accessConfig?: string; keysDir: string }) => {
-      const config = readAccessConfigFile(o.accessConfig);
-      const tier = o.tier ?? config.default_tier;
-      if (!config.open.tiers[tier] || !config.key_required.tiers[tier]) {
-        throw new UsageError(`unknown tier "${tier}"; tiers: ${Object.keys(config.key_required.tiers).join(', ')}`);
-      }
-      const { key, record } = await issueKey(o.keysDir, { name: o.name, affiliation: o.affiliation, use: o.use, tier, letter: config.tier_letters[tier] });
-      process.stdout.write(`${key}\n`);
-      log.info(`issued key ${record.id} (tier ${tier}) to ${record.name}, ${record.affiliation}. It is shown only this once: store it now.`);
-    });
+    .action(
+      async (o: {
+        name: string;
+        affiliation: string;
+        use: string;
+        tier?: string;
+        accessConfig?: string;
+        keysDir: string;
+      }) => {
+        const config = readAccessConfigFile(o.accessConfig);
+        const tier = o.tier ?? config.default_tier;
+        if (!config.open.tiers[tier] || !config.key_required.tiers[tier]) {
+          throw new UsageError(`unknown tier "${tier}"; tiers: ${Object.keys(config.key_required.tiers).join(', ')}`);
+        }
+        const { key, record } = await issueKey(o.keysDir, {
+          name: o.name,
+          affiliation: o.affiliation,
+          use: o.use,
+          tier,
+          letter: config.tier_letters[tier],
+        });
+        process.stdout.write(`${key}\n`);
+        log.info(
+          `issued key ${record.id} (tier ${tier}) to ${record.name}, ${record.affiliation}. It is shown only this once: store it now.`,
+        );
+      },
+    );
 
   keys
     .command('list')
@@ -46,15 +68,32 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string): Command
       if (registry.keys.length === 0) return log.info(`no keys in ${registryPath(o.keysDir)}`);
       // A legacy id (issued before tiers had letters) is held to the default tier's minute limit at the CDN.
       const format = (id: string) => (isLegacyId(id) ? 'legacy' : `letter ${id[0]}`);
-      const rows = registry.keys.map((k) => [k.id, k.tier, format(k.id), k.revoked_at ? `revoked ${k.revoked_at}` : 'active', k.created_at, k.name, k.affiliation, k.use]);
+      const rows = registry.keys.map((k) => [
+        k.id,
+        k.tier,
+        format(k.id),
+        k.revoked_at ? `revoked ${k.revoked_at}` : 'active',
+        k.created_at,
+        k.name,
+        k.affiliation,
+        k.use,
+      ]);
       const header = ['id', 'tier', 'id format', 'status', 'created', 'name', 'affiliation', 'use'];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-      for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()}\n`);
+      for (const row of [header, ...rows])
+        process.stdout.write(
+          `${row
+            .map((c, i) => c.padEnd(widths[i]))
+            .join('  ')
+            .trimEnd()}\n`,
+        );
     });
 
   keys
     .command('revoke')
-    .description('Revoke a key. The local server refuses it within seconds; the CDN once `keys publish` has written it to the KeyValueStore and CloudFront has propagated it.')
+    .description(
+      'Revoke a key. The local server refuses it within seconds; the CDN once `keys publish` has written it to the KeyValueStore and CloudFront has propagated it.',
+    )
     .argument('<id>', 'key id, as shown by `isoatlas keys list`')
     .option(...dirOption)
     .action(async (id: string, o: { keysDir: string }) => {
@@ -69,43 +108,60 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string): Command
     .action((o: { accessConfig?: string }) => {
       const c = readAccessConfigFile(o.accessConfig);
       const out = (line: string) => process.stdout.write(`${line}\n`);
-      out(`open (A): anonymous ${limitsText(c.open.anonymous_per_ip)} per IP; with keys ${limitsText(c.open.keyed_per_ip)} per IP`);
+      out(
+        `open (A): anonymous ${limitsText(c.open.anonymous_per_ip)} per IP; with keys ${limitsText(c.open.keyed_per_ip)} per IP`,
+      );
       for (const [tier, l] of Object.entries(c.open.tiers)) out(`  tier ${tier}: ${limitsText(l)} per key`);
       out(`key-required (B): ${limitsText(c.key_required.per_ip)} per IP, whatever the keys`);
       for (const [tier, l] of Object.entries(c.key_required.tiers)) out(`  tier ${tier}: ${limitsText(l)} per key`);
       out(`default tier for new keys: ${c.default_tier}`);
-      out(`id letters: ${Object.entries(c.tier_letters).map(([t, l]) => `${t} ${l}`).join(', ')}`);
+      out(
+        `id letters: ${Object.entries(c.tier_letters)
+          .map(([t, l]) => `${t} ${l}`)
+          .join(', ')}`,
+      );
       out(`per IP on the local server: an IPv4 address, or an IPv6 /${c.ipv6_prefix} (ipv6_prefix)`);
     });
 
   keys
     .command('publish')
     .description(
-      'Make the CloudFront KeyValueStore of the CDN deployment hold every key\'s hash, tier and revocation (no names) and the ' +
+      "Make the CloudFront KeyValueStore of the CDN deployment hold every key's hash, tier and revocation (no names) and the " +
         'secret that keys the hashes; only differences are written. The edge sees a change once CloudFront has propagated it.',
     )
     .requiredOption('--kvs <arn>', 'the KeyValueStore ARN (the KeyValueStoreArn output of the stack)')
-    .option('--endpoint <url>', 'KeyValueStore API endpoint, for a local stand-in (a host name, e.g. http://localhost:8080)')
+    .option(
+      '--endpoint <url>',
+      'KeyValueStore API endpoint, for a local stand-in (a host name, e.g. http://localhost:8080)',
+    )
     .option('--access-config <file>', 'access config naming the tiers (for the legacy-key warning)')
     .addOption(new Option('--waf-tier <tier=arn>', 'no longer used').hideHelp())
     .option(...dirOption)
     .action(async (o: { kvs: string; endpoint?: string; accessConfig?: string; wafTier?: string; keysDir: string }) => {
       if (o.wafTier !== undefined) {
-        throw new UsageError('--waf-tier is no longer needed: WAF reads the tier from the letter in a key id (docs/OPERATIONS.md, keys); drop the option');
+        throw new UsageError(
+          '--waf-tier is no longer needed: WAF reads the tier from the letter in a key id (docs/OPERATIONS.md, keys); drop the option',
+        );
       }
       if (!KVS_ARN.test(o.kvs)) {
-        throw new UsageError(`--kvs must be a KeyValueStore ARN like arn:aws:cloudfront::123456789012:key-value-store/<id>, not "${o.kvs}"`);
+        throw new UsageError(
+          `--kvs must be a KeyValueStore ARN like arn:aws:cloudfront::123456789012:key-value-store/<id>, not "${o.kvs}"`,
+        );
       }
       const config = readAccessConfigFile(o.accessConfig);
       const r = await publishKeys(await kvsClient(o.endpoint), o.kvs, o.keysDir);
-      log.info(`published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`);
+      log.info(
+        `published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`,
+      );
       const legacy = new Map<string, string[]>();
       for (const k of loadRegistry(o.keysDir).keys) {
         if (k.revoked_at || !isLegacyId(k.id) || k.tier === config.default_tier) continue;
         legacy.set(k.tier, [...(legacy.get(k.tier) ?? []), k.id]);
       }
       for (const [tier, ids] of legacy) {
-        log.warn(`${ids.length} key(s) of tier ${tier} have legacy ids without a tier letter (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}): the CDN holds them to the default tier's per-minute limit; issue their holders new keys and revoke these (docs/OPERATIONS.md, keys)`);
+        log.warn(
+          `${ids.length} key(s) of tier ${tier} have legacy ids without a tier letter (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}): the CDN holds them to the default tier's per-minute limit; issue their holders new keys and revoke these (docs/OPERATIONS.md, keys)`,
+        );
       }
     });
 
@@ -121,7 +177,10 @@ export async function kvsClient(endpoint?: string) {
   // The store's endpoint rules put the account id in front of the endpoint's host
   // (<account>.<host>); a local stand-in has no such names, so they are resolved to its host.
   const target = new URL(endpoint);
-  if (/^[\d.]+$|^\[/.test(target.hostname)) throw new UsageError(`--endpoint needs a host name (e.g. http://localhost:${target.port || 80}), not an IP address: the client prefixes the account id to it`);
+  if (/^[\d.]+$|^\[/.test(target.hostname))
+    throw new UsageError(
+      `--endpoint needs a host name (e.g. http://localhost:${target.port || 80}), not an IP address: the client prefixes the account id to it`,
+    );
   const [{ lookup }, { Agent: HttpAgent }, { Agent: HttpsAgent }, { NodeHttpHandler }] = await Promise.all([
     import('node:dns'),
     import('node:http'),
@@ -129,14 +188,24 @@ export async function kvsClient(endpoint?: string) {
     import('@smithy/node-http-handler'),
   ]);
   const toTarget = ((hostname: string, options: object, callback: never) =>
-    lookup(hostname.endsWith(`.${target.hostname}`) ? target.hostname : hostname, options, callback)) as unknown as typeof lookup;
-  const requestHandler = new NodeHttpHandler({ httpAgent: new HttpAgent({ lookup: toTarget }), httpsAgent: new HttpsAgent({ lookup: toTarget }) });
+    lookup(
+      hostname.endsWith(`.${target.hostname}`) ? target.hostname : hostname,
+      options,
+      callback,
+    )) as unknown as typeof lookup;
+  const requestHandler = new NodeHttpHandler({
+    httpAgent: new HttpAgent({ lookup: toTarget }),
+    httpsAgent: new HttpsAgent({ lookup: toTarget }),
+  });
   return new CloudFrontKeyValueStoreClient({ region: 'us-east-1', endpoint, requestHandler });
 }
 
 export async function publishKeys(client: CloudFrontKeyValueStoreClient, arn: string, keysDir: string) {
   const secret = readSecret(keysDir, { create: false });
-  if (!secret) throw new UsageError(`no key secret in ${keysDir} (and ISOATLAS_KEY_SECRET is unset): issue a key first, or point --keys-dir at the registry`);
+  if (!secret)
+    throw new UsageError(
+      `no key secret in ${keysDir} (and ISOATLAS_KEY_SECRET is unset): issue a key first, or point --keys-dir at the registry`,
+    );
   const records = loadRegistry(keysDir).keys;
   const { publishToStore } = await import('./kvs.js');
   return { keys: records.length, ...(await publishToStore(client, arn, kvsEntries(records, secret))) };

@@ -10,7 +10,12 @@ import {
   UpdateKeysCommand,
   type CloudFrontKeyValueStoreClient,
 } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import { CURRENT_RELEASE_ENTRY, decodeKeyRecord, encodeKeyRecord, KEY_ENTRY_PREFIX } from '../../edge/cloudfront/kvs-layout.js';
+import {
+  CURRENT_RELEASE_ENTRY,
+  decodeKeyRecord,
+  encodeKeyRecord,
+  KEY_ENTRY_PREFIX,
+} from '../../edge/cloudfront/kvs-layout.js';
 
 /** Changes sent per UpdateKeys call. */
 const BATCH = 50;
@@ -22,7 +27,10 @@ export interface KvsPublishResult {
   unchanged: number;
 }
 
-export async function readStore(client: CloudFrontKeyValueStoreClient, arn: string): Promise<{ etag: string; entries: Map<string, string> }> {
+export async function readStore(
+  client: CloudFrontKeyValueStoreClient,
+  arn: string,
+): Promise<{ etag: string; entries: Map<string, string> }> {
   const described = await client.send(new DescribeKeyValueStoreCommand({ KvsARN: arn }));
   const entries = new Map<string, string>();
   let token: string | undefined;
@@ -35,7 +43,11 @@ export async function readStore(client: CloudFrontKeyValueStoreClient, arn: stri
 }
 
 /** Makes the store hold `desired` (and no key record that `desired` lacks). */
-export async function publishToStore(client: CloudFrontKeyValueStoreClient, arn: string, desired: Map<string, string>): Promise<KvsPublishResult> {
+export async function publishToStore(
+  client: CloudFrontKeyValueStoreClient,
+  arn: string,
+  desired: Map<string, string>,
+): Promise<KvsPublishResult> {
   for (let attempt = 1; ; attempt++) {
     const { etag, entries } = await readStore(client, arn);
     const puts: { Key: string; Value: string }[] = [];
@@ -44,8 +56,13 @@ export async function publishToStore(client: CloudFrontKeyValueStoreClient, arn:
       if (entries.get(key) !== wanted) puts.push({ Key: key, Value: wanted });
     }
     // Only key records are ours to remove; anything else in the store was put there by someone else.
-    const deletes = [...entries.keys()].filter((key) => key.startsWith(KEY_ENTRY_PREFIX) && !desired.has(key)).map((Key) => ({ Key }));
-    const changes: { put?: { Key: string; Value: string }; del?: { Key: string } }[] = [...puts.map((put) => ({ put })), ...deletes.map((del) => ({ del }))];
+    const deletes = [...entries.keys()]
+      .filter((key) => key.startsWith(KEY_ENTRY_PREFIX) && !desired.has(key))
+      .map((Key) => ({ Key }));
+    const changes: { put?: { Key: string; Value: string }; del?: { Key: string } }[] = [
+      ...puts.map((put) => ({ put })),
+      ...deletes.map((del) => ({ del })),
+    ];
     try {
       let current = etag;
       for (let i = 0; i < changes.length; i += BATCH) {
@@ -76,23 +93,37 @@ function keepExhaustion(published: string, stored: string | undefined): string {
 
 /** The viewer gate's current release as the store holds it now (undefined when none is set). A
  * missing store is also ResourceNotFoundException: callers describe the store first. */
-export async function getCurrentRelease(client: CloudFrontKeyValueStoreClient, arn: string): Promise<string | undefined> {
-  return client
-    .send(new GetKeyCommand({ KvsARN: arn, Key: CURRENT_RELEASE_ENTRY }))
-    .then((r) => r.Value, (err: Error) => (err.name === 'ResourceNotFoundException' ? undefined : Promise.reject(err)));
+export async function getCurrentRelease(
+  client: CloudFrontKeyValueStoreClient,
+  arn: string,
+): Promise<string | undefined> {
+  return client.send(new GetKeyCommand({ KvsARN: arn, Key: CURRENT_RELEASE_ENTRY })).then(
+    (r) => r.Value,
+    (err: Error) => (err.name === 'ResourceNotFoundException' ? undefined : Promise.reject(err)),
+  );
 }
 
 /** `isoatlas publish --kvs` and `rollback --kvs`: the viewer gate's current release. Written after
  * the bucket's pointer, so an API request the gate pins to it finds the release there. Says what
  * the store named before (the same release when nothing was written). */
-export async function setCurrentRelease(client: CloudFrontKeyValueStoreClient, arn: string, release: string): Promise<{ changed: boolean; previous: string | undefined }> {
+export async function setCurrentRelease(
+  client: CloudFrontKeyValueStoreClient,
+  arn: string,
+  release: string,
+): Promise<{ changed: boolean; previous: string | undefined }> {
   for (let attempt = 1; ; attempt++) {
     // The ETag first: a write between the two reads makes the conditional write below fail and retry.
     const described = await client.send(new DescribeKeyValueStoreCommand({ KvsARN: arn }));
     const previous = await getCurrentRelease(client, arn);
     if (previous === release) return { changed: false, previous };
     try {
-      await client.send(new UpdateKeysCommand({ KvsARN: arn, IfMatch: described.ETag!, Puts: [{ Key: CURRENT_RELEASE_ENTRY, Value: release }] }));
+      await client.send(
+        new UpdateKeysCommand({
+          KvsARN: arn,
+          IfMatch: described.ETag!,
+          Puts: [{ Key: CURRENT_RELEASE_ENTRY, Value: release }],
+        }),
+      );
       return { changed: true, previous };
     } catch (err) {
       if (!(err instanceof ConflictException) || attempt >= ATTEMPTS) throw err;

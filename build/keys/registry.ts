@@ -67,7 +67,10 @@ async function withRegistryLock<T>(keysDir: string, change: () => Promise<T> | T
     } catch {
       const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > 60_000) rmSync(lock, { force: true });
-      else if (Date.now() > deadline) throw new Error(`${lock} is held by another isoatlas keys command; try again (or remove it if none is running)`);
+      else if (Date.now() > deadline)
+        throw new Error(
+          `${lock} is held by another isoatlas keys command; try again (or remove it if none is running)`,
+        );
       else await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -86,7 +89,10 @@ export async function issueKey(
   now = new Date(),
 ): Promise<{ key: string; record: KeyRecord }> {
   const letter = details.letter === undefined ? DEFAULT_ACCESS.tier_letters[details.tier] : details.letter;
-  if (letter === undefined) throw new Error(`tier ${details.tier} has no letter in the access config's tier_letters: add one before issuing keys of it`);
+  if (letter === undefined)
+    throw new Error(
+      `tier ${details.tier} has no letter in the access config's tier_letters: add one before issuing keys of it`,
+    );
   const secret = await importServerSecret(readSecret(keysDir, { create: true })!);
   return withRegistryLock(keysDir, async () => {
     const registry = loadRegistry(keysDir);

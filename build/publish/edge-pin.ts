@@ -36,13 +36,20 @@ const AWS_ENDPOINT = 'the CloudFront KeyValueStore API of AWS';
 
 /** The KeyValueStore that pins this store's release, checked reachable (DescribeKeyValueStore), or
  * null for a store without one. Nothing is written: a refusal here leaves the store as it was. */
-export async function resolvePin(store: ReleaseStore, access: KvsAccess | undefined, command: string): Promise<EdgePin | null> {
+export async function resolvePin(
+  store: ReleaseStore,
+  access: KvsAccess | undefined,
+  command: string,
+): Promise<EdgePin | null> {
   const recorded = (await store.edge())?.kvs;
   const record = store.where + EDGE_KEY;
   if (access?.replaces && access.replaces !== recorded) {
-    throw new UsageError(`--replace-kvs ${access.replaces}, but ${record} records ${recorded ?? 'no KeyValueStore'}: name the KeyValueStore it records (see \`isoatlas releases\`)`);
+    throw new UsageError(
+      `--replace-kvs ${access.replaces}, but ${record} records ${recorded ?? 'no KeyValueStore'}: name the KeyValueStore it records (see \`isoatlas releases\`)`,
+    );
   }
-  if (access?.replaces && !access.arn) throw new UsageError('--replace-kvs needs --kvs <the KeyValueStore to use from now on>');
+  if (access?.replaces && !access.arn)
+    throw new UsageError('--replace-kvs needs --kvs <the KeyValueStore to use from now on>');
   if (recorded && access?.arn && access.arn !== recorded && access.replaces !== recorded) {
     throw new UsageError(
       `--kvs ${access.arn}, but ${record} records ${recorded} as the CDN's KeyValueStore that pins this store's release. ` +
@@ -52,34 +59,67 @@ export async function resolvePin(store: ReleaseStore, access: KvsAccess | undefi
   const arn = access?.arn ?? recorded;
   if (!arn) return null;
   if (!access) {
-    throw new UsageError(`${record} records the CDN's KeyValueStore ${arn}, which pins the release viewers get: ${command} needs to reach it (pass a KeyValueStore client)`);
+    throw new UsageError(
+      `${record} records the CDN's KeyValueStore ${arn}, which pins the release viewers get: ${command} needs to reach it (pass a KeyValueStore client)`,
+    );
   }
-  const pin: EdgePin = { client: access.client, arn, endpoint: access.endpoint ?? AWS_ENDPOINT, recorded: arn === recorded };
-  await reach(pin, 'DescribeKeyValueStore', `${command} changed nothing`, () => pin.client.send(new DescribeKeyValueStoreCommand({ KvsARN: arn })));
+  const pin: EdgePin = {
+    client: access.client,
+    arn,
+    endpoint: access.endpoint ?? AWS_ENDPOINT,
+    recorded: arn === recorded,
+  };
+  await reach(pin, 'DescribeKeyValueStore', `${command} changed nothing`, () =>
+    pin.client.send(new DescribeKeyValueStoreCommand({ KvsARN: arn })),
+  );
   return pin;
 }
 
 /** Writes edge.json when the pin is new to the store, conditionally: of two first publishes naming
  * different KeyValueStores, the second finds the first's record and is refused. */
-export async function recordPin(store: ReleaseStore, pin: EdgePin, replaces: string | undefined, log: (line: string) => void): Promise<void> {
+export async function recordPin(
+  store: ReleaseStore,
+  pin: EdgePin,
+  replaces: string | undefined,
+  log: (line: string) => void,
+): Promise<void> {
   if (pin.recorded) return;
   await store.updateEdge((now) => {
     if (now?.kvs === pin.arn) return null;
-    if (now && now.kvs !== replaces) throw new UsageError(`${store.where}${EDGE_KEY} was just set to ${now.kvs} by another command; run again (with --replace-kvs ${now.kvs} to replace it)`);
+    if (now && now.kvs !== replaces)
+      throw new UsageError(
+        `${store.where}${EDGE_KEY} was just set to ${now.kvs} by another command; run again (with --replace-kvs ${now.kvs} to replace it)`,
+      );
     return { format: STORE_FORMAT, kvs: pin.arn, recorded_at: new Date().toISOString() };
   });
   pin.recorded = true;
-  log(`${store.where}${EDGE_KEY} → ${pin.arn}: publish, rollback and gc of this store use this KeyValueStore from now on, --kvs or not`);
+  log(
+    `${store.where}${EDGE_KEY} → ${pin.arn}: publish, rollback and gc of this store use this KeyValueStore from now on, --kvs or not`,
+  );
 }
 
 /** Names `release` in the KeyValueStore, then notes in the history until when the release it
  * replaced was pinned, so gc keeps that one's objects for a grace period after. */
-export async function movePin(store: ReleaseStore, pin: EdgePin, release: string, pointerNote: string, log: (line: string) => void): Promise<boolean> {
-  const { changed, previous } = await reach(pin, 'UpdateKeys', pointerNote, () => setCurrentRelease(pin.client, pin.arn, release));
+export async function movePin(
+  store: ReleaseStore,
+  pin: EdgePin,
+  release: string,
+  pointerNote: string,
+  log: (line: string) => void,
+): Promise<boolean> {
+  const { changed, previous } = await reach(pin, 'UpdateKeys', pointerNote, () =>
+    setCurrentRelease(pin.client, pin.arn, release),
+  );
   log(`${pin.arn} release:current → ${release}`);
   if (changed && previous !== undefined && previous !== release) {
     const unpinnedAt = new Date().toISOString();
-    await store.updateHistory((h) => ({ ...h, unpinned: [...(h.unpinned ?? []).filter((u) => u.release !== previous && u.release !== release), { release: previous, unpinned_at: unpinnedAt }] }));
+    await store.updateHistory((h) => ({
+      ...h,
+      unpinned: [
+        ...(h.unpinned ?? []).filter((u) => u.release !== previous && u.release !== release),
+        { release: previous, unpinned_at: unpinnedAt },
+      ],
+    }));
   }
   return changed;
 }
@@ -99,10 +139,19 @@ async function reach<T>(pin: EdgePin, operation: string, consequence: string, re
     const status = e.$metadata?.httpStatusCode;
     const code = e.code ?? (e.cause as { code?: string } | undefined)?.code;
     let advice = 'try again, or check the KeyValueStore in the CloudFront console';
-    if (e.name === 'CredentialsProviderError' || /credentials/i.test(e.message ?? '')) advice = 'set AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE); the KeyValueStore API is signed with SigV4A';
-    else if (e.name === 'AccessDeniedException' || status === 403) advice = 'the credentials in use need cloudfront-keyvaluestore:DescribeKeyValueStore, GetKey and UpdateKeys on it';
-    else if (e.name === 'ResourceNotFoundException' || status === 404) advice = `check the ARN (the stack's KeyValueStoreArn output); if the stack was replaced, move the store to its new KeyValueStore with --kvs <new> --replace-kvs ${pin.arn}`;
-    else if (typeof code === 'string' && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH)$/.test(code)) advice = `cannot reach the endpoint (${code}): check the network and --kvs-endpoint`;
+    if (e.name === 'CredentialsProviderError' || /credentials/i.test(e.message ?? ''))
+      advice =
+        'set AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE); the KeyValueStore API is signed with SigV4A';
+    else if (e.name === 'AccessDeniedException' || status === 403)
+      advice =
+        'the credentials in use need cloudfront-keyvaluestore:DescribeKeyValueStore, GetKey and UpdateKeys on it';
+    else if (e.name === 'ResourceNotFoundException' || status === 404)
+      advice = `check the ARN (the stack's KeyValueStoreArn output); if the stack was replaced, move the store to its new KeyValueStore with --kvs <new> --replace-kvs ${pin.arn}`;
+    else if (
+      typeof code === 'string' &&
+      /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH)$/.test(code)
+    )
+      advice = `cannot reach the endpoint (${code}): check the network and --kvs-endpoint`;
     throw new StorageError(
       `${operation} on the CDN's KeyValueStore ${pin.arn} at ${pin.endpoint} failed: ${e.name}${status ? ` (HTTP ${status})` : ''}: ${e.message}. ${consequence}. To fix: ${advice}`,
     );

@@ -30,7 +30,15 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectKey, usedNames, type PublishedRelease, type ReleaseHistory } from '../../edge/contract/store-layout.js';
+import {
+  HISTORY_KEY,
+  POINTER_KEY,
+  RELEASE_NAME,
+  objectKey,
+  usedNames,
+  type PublishedRelease,
+  type ReleaseHistory,
+} from '../../edge/contract/store-layout.js';
 import { contentTypeOf, treePaths } from '../../edge/contract/tree.js';
 import { startProgress } from '../common/progress.js';
 import { BadInputError, UsageError } from '../common/errors.js';
@@ -44,7 +52,7 @@ import { StorageError } from '../common/storage-errors.js';
 import { checkTree } from './tree-check.js';
 
 export { s3Client } from './s3-client.js';
-export { OBJECT_CACHE_CONTROL, POINTER_CACHE_CONTROL } from '../../edge/store/release-store.js';
+export { OBJECT_CACHE_CONTROL } from '../../edge/store/release-store.js';
 
 /** The store is a bucket (s3, bucket, prefix) or given whole (`store`: any backend). */
 export interface PublishOptions extends StoreLocation {
@@ -94,13 +102,23 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const started = performance.now();
   const log = opts.log ?? (() => {});
   const concurrency = opts.concurrency ?? 16;
-  if (opts.keep !== undefined && (!Number.isInteger(opts.keep) || opts.keep < 1)) throw new UsageError('--keep must be a whole number ≥ 1');
+  if (opts.keep !== undefined && (!Number.isInteger(opts.keep) || opts.keep < 1))
+    throw new UsageError('--keep must be a whole number ≥ 1');
   if (!existsSync(join(opts.dir, treePaths.manifest))) {
-    throw new BadInputError(`${opts.dir} is not a rendered isoatlas tree (no ${treePaths.manifest}); build one with \`isoatlas build\`, or check --dir`);
+    throw new BadInputError(
+      `${opts.dir} is not a rendered isoatlas tree (no ${treePaths.manifest}); build one with \`isoatlas build\`, or check --dir`,
+    );
   }
-  const manifest = await loadManifest(async (path) => readFile(join(opts.dir, path)).catch(() => null), `${opts.dir}/`, 'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store');
+  const manifest = await loadManifest(
+    async (path) => readFile(join(opts.dir, path)).catch(() => null),
+    `${opts.dir}/`,
+    'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store',
+  );
   const release = manifest.index.release;
-  if (!RELEASE_NAME.test(release)) throw new UsageError(`release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`);
+  if (!RELEASE_NAME.test(release))
+    throw new UsageError(
+      `release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`,
+    );
   const manifestSha = sha256Of(manifest.indexBody);
   const store = openStore(opts);
 
@@ -118,16 +136,34 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
 
   // The release's distinct objects: the manifest's shards and index first, then every other file.
   const manifestObjects = new Map<string, ReleaseObject>();
-  for (const { entry } of manifest.shards) manifestObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path) });
-  manifestObjects.set(manifestSha, { sha256: manifestSha, size: manifest.indexBody.length, path: treePaths.manifest, content_type: contentTypeOf(treePaths.manifest) });
+  for (const { entry } of manifest.shards)
+    manifestObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path) });
+  manifestObjects.set(manifestSha, {
+    sha256: manifestSha,
+    size: manifest.indexBody.length,
+    path: treePaths.manifest,
+    content_type: contentTypeOf(treePaths.manifest),
+  });
   const fileObjects = new Map<string, ReleaseObject>();
-  for (const e of manifest.entries) if (!manifestObjects.has(e.sha256) && !fileObjects.has(e.sha256)) fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
+  for (const e of manifest.entries)
+    if (!manifestObjects.has(e.sha256) && !fileObjects.has(e.sha256))
+      fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
   const total = manifestObjects.size + fileObjects.size;
 
   // Before any write: a deployment whose pin this publish could not move is left untouched.
   const pin = await resolvePin(store, opts.kvs, 'publish');
 
-  const summary: PublishSummary = { release, previous: null, objects: total, uploaded: 0, present: 0, bytesUploaded: 0, seconds: 0, retired: [], invalidated: [] };
+  const summary: PublishSummary = {
+    release,
+    previous: null,
+    objects: total,
+    uploaded: 0,
+    present: 0,
+    bytesUploaded: 0,
+    seconds: 0,
+    retired: [],
+    invalidated: [],
+  };
   const known = await knownObjects(store, history, manifest, concurrency, log);
   // An interrupted run of this release left objects no kept release lists: one listing finds them.
   if (history.pending.some((p) => p.release === release && p.manifest_sha256 === manifestSha)) {
@@ -135,7 +171,14 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   }
   const missing = (o: ReleaseObject) => !known.has(o.sha256);
   // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
-  const tree = await checkTree({ dir: opts.dir, manifest, upload: [...manifestObjects.values(), ...fileObjects.values()].filter(missing), where: store.where, concurrency, progress: opts.progress });
+  const tree = await checkTree({
+    dir: opts.dir,
+    manifest,
+    upload: [...manifestObjects.values(), ...fileObjects.values()].filter(missing),
+    where: store.where,
+    concurrency,
+    progress: opts.progress,
+  });
   // The first writes: a server without conditional writes is refused before any (its probe object
   // aside), and the store records its KeyValueStore.
   if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
@@ -159,7 +202,9 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
       nameTaken(h);
       const listed = h.releases.some((r) => r.release === release) || h.pending.some((r) => r.release === release);
       if (listed && h.names?.[release] === manifestSha) return null;
-      const pending = listed ? h.pending : [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }];
+      const pending = listed
+        ? h.pending
+        : [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }];
       return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: manifestSha } };
     });
     // 2. Every other file the store lacks.
@@ -186,21 +231,30 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
       return trusted ? keepRelease(h, entry, keep, summary) : null;
     });
     if (trusted) break;
-    if (check === 3) throw new StorageError(`gc kept deleting objects of ${store.where} while this publish checked them; publish again when gc has finished (it uploads only what is missing)`);
-    seen = await recheck(store, release, manifestSha, releaseObjects, (o) => upload(o), { concurrency, log, waitMs: opts.gcWaitMs ?? GC_WAIT_MS });
+    if (check === 3)
+      throw new StorageError(
+        `gc kept deleting objects of ${store.where} while this publish checked them; publish again when gc has finished (it uploads only what is missing)`,
+      );
+    seen = await recheck(store, release, manifestSha, releaseObjects, (o) => upload(o), {
+      concurrency,
+      log,
+      waitMs: opts.gcWaitMs ?? GC_WAIT_MS,
+    });
   }
   summary.present = Math.max(0, total - summary.uploaded);
   await store.updatePointer(async (current) => {
     const h = await store.history();
     const newest = h.releases.at(-1);
-    if (newest?.release !== release || newest.manifest_sha256 !== manifestSha) throw overtaken(store, release, current?.release ?? null, h);
+    if (newest?.release !== release || newest.manifest_sha256 !== manifestSha)
+      throw overtaken(store, release, current?.release ?? null, h);
     summary.previous = current && current.release !== release ? current.release : (current?.previous ?? null);
     return { format: 2, ...newest, previous: summary.previous };
   });
   log(`${store.where}${POINTER_KEY} → ${release}`);
   if (pin) await movePin(store, pin, release, pinBehind(store, release, 'publish the same tree again'), log);
 
-  if (opts.distributionId) summary.invalidated = await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId);
+  if (opts.distributionId)
+    summary.invalidated = await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId);
   summary.seconds = (performance.now() - started) / 1000;
   return summary;
 }
@@ -209,9 +263,17 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
 const GC_WAIT_MS = 10 * 60_000;
 
 /** The history's kept releases with this one the newest, pending no more, those beyond `keep` retired. */
-function keepRelease(h: ReleaseHistory, entry: PublishedRelease, keep: number | undefined, summary: PublishSummary): ReleaseHistory {
+function keepRelease(
+  h: ReleaseHistory,
+  entry: PublishedRelease,
+  keep: number | undefined,
+  summary: PublishSummary,
+): ReleaseHistory {
   const { release } = entry;
-  const releases = [...h.releases.filter((r) => r.release !== release), h.releases.find((r) => r.release === release) ?? entry];
+  const releases = [
+    ...h.releases.filter((r) => r.release !== release),
+    h.releases.find((r) => r.release === release) ?? entry,
+  ];
   const kept = keep === undefined ? releases : releases.slice(-keep);
   const dropped = releases.filter((r) => !kept.includes(r));
   summary.retired = dropped.map((r) => r.release);
@@ -219,16 +281,21 @@ function keepRelease(h: ReleaseHistory, entry: PublishedRelease, keep: number | 
     ...h,
     releases: kept,
     pending: h.pending.filter((r) => r.release !== release),
-    retired: [...h.retired.filter((r) => !kept.some((k) => k.release === r.release)), ...dropped.map((r) => ({ ...r, retired_at: entry.published_at }))],
+    retired: [
+      ...h.retired.filter((r) => !kept.some((k) => k.release === r.release)),
+      ...dropped.map((r) => ({ ...r, retired_at: entry.published_at })),
+    ],
   };
 }
 
 /** Whether gc protects the release in this history: kept or pending, with this manifest. */
-const protects = (h: ReleaseHistory, release: string, manifestSha: string) => [...h.releases, ...h.pending].some((r) => r.release === release && r.manifest_sha256 === manifestSha);
+const protects = (h: ReleaseHistory, release: string, manifestSha: string) =>
+  [...h.releases, ...h.pending].some((r) => r.release === release && r.manifest_sha256 === manifestSha);
 
 /** Whether a gc may have deleted objects between reading `before` and `after`: it was deleting then,
  * or has started (or stopped) deleting since, which bumps the epoch. */
-const gcDeletedSince = (before: ReleaseHistory, after: ReleaseHistory) => Boolean(before.gc?.deleting_since) || (before.gc?.epoch ?? 0) !== (after.gc?.epoch ?? 0);
+const gcDeletedSince = (before: ReleaseHistory, after: ReleaseHistory) =>
+  Boolean(before.gc?.deleting_since) || (before.gc?.epoch ?? 0) !== (after.gc?.epoch ?? 0);
 
 /** After a gc ran during the publish: waits until no gc is deleting, enters the release as pending
  * again if gc dropped it, then lists the store and uploads what it lacks. Returns the history read
@@ -253,18 +320,30 @@ async function recheck(
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     h = await store.history();
   }
-  o.log(`gc ran on ${store.where} while release ${release} was being published: checking that each of its objects is still in the store`);
+  o.log(
+    `gc ran on ${store.where} while release ${release} was being published: checking that each of its objects is still in the store`,
+  );
   if (!protects(h, release, manifestSha)) {
     o.log(`gc dropped the pending entry of ${release} (older than its grace period): entering it again`);
     await store.updateHistory((now) =>
-      protects(now, release, manifestSha) ? null : { ...now, pending: [...now.pending.filter((p) => p.release !== release), { release, manifest_sha256: manifestSha, started_at: new Date().toISOString() }] },
+      protects(now, release, manifestSha)
+        ? null
+        : {
+            ...now,
+            pending: [
+              ...now.pending.filter((p) => p.release !== release),
+              { release, manifest_sha256: manifestSha, started_at: new Date().toISOString() },
+            ],
+          },
     );
   }
   const listed = await store.objects(o.concurrency);
   const lost = objects.filter((obj) => !listed.has(obj.sha256));
   if (lost.length) o.log(`${lost.length} objects of ${release} were deleted by gc: uploading them again`);
   // The manifest's objects first: gc reads a pending release's manifest to know what it references.
-  const manifestFirst = [...lost].sort((a, b) => Number(b.path === treePaths.manifest) - Number(a.path === treePaths.manifest));
+  const manifestFirst = [...lost].sort(
+    (a, b) => Number(b.path === treePaths.manifest) - Number(a.path === treePaths.manifest),
+  );
   await forEachLimited(manifestFirst, o.concurrency, upload);
   return h;
 }
@@ -272,7 +351,11 @@ async function recheck(
 /** Why the pointer did not move: a newer release is kept, or this one was retired meanwhile. */
 function overtaken(store: ReleaseStore, release: string, current: string | null, h: ReleaseHistory): StorageError {
   const newest = h.releases.at(-1)?.release ?? 'none';
-  const state = h.releases.some((r) => r.release === release) ? 'kept, but not the newest' : h.retired.some((r) => r.release === release) ? 'retired (a publish with --keep dropped it)' : 'no longer listed';
+  const state = h.releases.some((r) => r.release === release)
+    ? 'kept, but not the newest'
+    : h.retired.some((r) => r.release === release)
+      ? 'retired (a publish with --keep dropped it)'
+      : 'no longer listed';
   return new StorageError(
     `${store.where}${POINTER_KEY} was not moved to ${release}: while it was being published, ${newest} became the newest kept release, and only the newest may become current. ` +
       `${release} is ${state} in ${store.where}${HISTORY_KEY}; current.json names ${current ?? 'nothing'}. ` +
@@ -283,10 +366,16 @@ function overtaken(store: ReleaseStore, release: string, current: string | null,
 /** CloudFront caches the API's answers under unversioned URLs (/api/v1/…) and the pointer: those
  * must be invalidated when the release changes. Release files are versioned and never are. The
  * bucket prefix is the distribution's origin path (infra/stack.ts), so viewer paths never carry it. */
-export async function invalidate(cloudfront: Pick<CloudFrontClient, 'send'>, distributionId: string): Promise<string[]> {
+export async function invalidate(
+  cloudfront: Pick<CloudFrontClient, 'send'>,
+  distributionId: string,
+): Promise<string[]> {
   const paths = ['/api/v1/*', `/${POINTER_KEY}`];
   await cloudfront.send(
-    new CreateInvalidationCommand({ DistributionId: distributionId, InvalidationBatch: { CallerReference: `isoatlas-${Date.now()}`, Paths: { Quantity: paths.length, Items: paths } } }),
+    new CreateInvalidationCommand({
+      DistributionId: distributionId,
+      InvalidationBatch: { CallerReference: `isoatlas-${Date.now()}`, Paths: { Quantity: paths.length, Items: paths } },
+    }),
   );
   return paths;
 }
@@ -326,28 +415,40 @@ export async function rollback(opts: RollbackOptions): Promise<RollbackResult> {
   const targetName = opts.to ?? names[names.lastIndexOf(current.release) - 1] ?? current.previous;
   if (!targetName) throw new UsageError(`no release before ${current.release} to roll back to in ${store.where}`);
   const target = history.releases.find((r) => r.release === targetName);
-  if (targetName !== current.release && !target) throw new UsageError(`release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`);
+  if (targetName !== current.release && !target)
+    throw new UsageError(
+      `release ${targetName} is not (or no longer) kept in ${store.where}; kept: ${names.join(', ') || 'none'} (see \`isoatlas releases\`)`,
+    );
   const pin = await resolvePin(store, opts.kvs, 'rollback');
   if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('rollback');
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
-  let from = current.release;
+  const from = current.release;
   let changed = false;
   if (targetName !== current.release) {
     // Conditional on the pointer this rollback read, and on the target still being kept then.
     await store.updatePointer(async (now) => {
       if (now?.release !== current.release) {
-        throw new StorageError(`${store.where}${POINTER_KEY} changed from ${current.release} to ${now?.release ?? 'nothing'} while rolling back (another publish or rollback); nothing was changed: see \`isoatlas releases\` and roll back again if still wanted`);
+        throw new StorageError(
+          `${store.where}${POINTER_KEY} changed from ${current.release} to ${now?.release ?? 'nothing'} while rolling back (another publish or rollback); nothing was changed: see \`isoatlas releases\` and roll back again if still wanted`,
+        );
       }
       const kept = (await store.history()).releases.find((r) => r.release === targetName);
-      if (!kept) throw new StorageError(`release ${targetName} was retired while rolling back to it; nothing was changed: see \`isoatlas releases\` for the kept ones`);
+      if (!kept)
+        throw new StorageError(
+          `release ${targetName} was retired while rolling back to it; nothing was changed: see \`isoatlas releases\` for the kept ones`,
+        );
       return { format: 2, ...kept, previous: from };
     });
     changed = true;
   }
   // At the current release the pointer is there already; the pin may not be (a rollback or
   // publish whose KeyValueStore write failed, or one run without it).
-  if (pin && (await movePin(store, pin, targetName, pinBehind(store, targetName, 'run the same rollback again'), log))) changed = true;
-  const invalidated = changed && opts.distributionId ? await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId) : [];
+  if (pin && (await movePin(store, pin, targetName, pinBehind(store, targetName, 'run the same rollback again'), log)))
+    changed = true;
+  const invalidated =
+    changed && opts.distributionId
+      ? await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId)
+      : [];
   return { from, to: targetName, changed, invalidated };
 }
 
@@ -377,18 +478,37 @@ export async function listReleases(opts: StoreLocation & { kvs?: KvsAccess }): P
       pin = { kvs: edge.kvs, release: null, error: (err as Error).message };
     }
   }
-  return { current, releases: history.releases.map((r) => ({ ...r, current: r.release === current })), pending: history.pending, retired: history.retired, pin };
+  return {
+    current,
+    releases: history.releases.map((r) => ({ ...r, current: r.release === current })),
+    pending: history.pending,
+    retired: history.retired,
+    pin,
+  };
 }
 
 /** The objects the store holds for sure: everything its kept releases list. A kept release's
  * manifest shard with the same sha256 as one of the new release's lists the same files, so only the
  * shards that differ are read. A kept release whose manifest is gone (a gc forced below its safe
  * grace) is reported and left out: this publish uploads what it would have found there. */
-async function knownObjects(store: ReleaseStore, history: ReleaseHistory, manifest: LoadedManifest, concurrency: number, log: (line: string) => void): Promise<Set<string>> {
+async function knownObjects(
+  store: ReleaseStore,
+  history: ReleaseHistory,
+  manifest: LoadedManifest,
+  concurrency: number,
+  log: (line: string) => void,
+): Promise<Set<string>> {
   const known = new Set<string>();
-  const ours = new Map(manifest.shards.map(({ entry, body }, i) => [entry.sha256, () => parseManifestShard(body, i, manifest.shards.length, entry.path)] as const));
+  const ours = new Map(
+    manifest.shards.map(
+      ({ entry, body }, i) =>
+        [entry.sha256, () => parseManifestShard(body, i, manifest.shards.length, entry.path)] as const,
+    ),
+  );
   const broken = (r: PublishedRelease, key: string, what: string) =>
-    log(`${store.where}${key}: ${what} of kept release ${r.release} is missing from the store, so that release is broken; this publish does not rely on it. Publish ${r.release} again (or roll back past it)`);
+    log(
+      `${store.where}${key}: ${what} of kept release ${r.release} is missing from the store, so that release is broken; this publish does not rely on it. Publish ${r.release} again (or roll back past it)`,
+    );
   for (const r of history.releases) {
     if (known.has(r.manifest_sha256)) continue;
     const got = await store.get(objectKey(r.manifest_sha256));
@@ -400,22 +520,32 @@ async function knownObjects(store: ReleaseStore, history: ReleaseHistory, manife
     const listed = new Set([r.manifest_sha256]);
     let whole = true;
     const index = parseManifestIndex(got.body, `${store.where} (release ${r.release}) ${treePaths.manifest}`);
-    await forEachLimited(index.shards.filter((s) => !known.has(s.sha256)), concurrency, async (shard) => {
-      listed.add(shard.sha256);
-      const same = ours.get(shard.sha256);
-      if (same) {
-        for (const e of same()) listed.add(e.sha256);
-        return;
-      }
-      const body = await store.get(objectKey(shard.sha256));
-      if (!body) {
-        if (whole) broken(r, objectKey(shard.sha256), 'a manifest shard');
-        whole = false;
-        return;
-      }
-      const n = index.shards.indexOf(shard);
-      for (const e of parseManifestShard(body.body, n, index.shards.length, `${store.where} (release ${r.release}) ${shard.path}`)) listed.add(e.sha256);
-    });
+    await forEachLimited(
+      index.shards.filter((s) => !known.has(s.sha256)),
+      concurrency,
+      async (shard) => {
+        listed.add(shard.sha256);
+        const same = ours.get(shard.sha256);
+        if (same) {
+          for (const e of same()) listed.add(e.sha256);
+          return;
+        }
+        const body = await store.get(objectKey(shard.sha256));
+        if (!body) {
+          if (whole) broken(r, objectKey(shard.sha256), 'a manifest shard');
+          whole = false;
+          return;
+        }
+        const n = index.shards.indexOf(shard);
+        for (const e of parseManifestShard(
+          body.body,
+          n,
+          index.shards.length,
+          `${store.where} (release ${r.release}) ${shard.path}`,
+        ))
+          listed.add(e.sha256);
+      },
+    );
     if (whole) for (const sha of listed) known.add(sha);
   }
   return known;

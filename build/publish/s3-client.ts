@@ -9,15 +9,19 @@ import { S3Backend } from '../../edge/store/s3-backend.js';
  * Its errors note where they happened, for the CLI to explain (storage-errors.ts). */
 export function s3Client(opts: { region?: string; endpoint?: string }): S3Client {
   const region = opts.region ?? process.env.AWS_REGION ?? 'us-east-1';
-  return noteWhere(new S3Client({
+  return noteWhere(
+    new S3Client({
+      region,
+      endpoint: opts.endpoint,
+      forcePathStyle: Boolean(opts.endpoint),
+      // Plain Content-MD5 integrity instead of the SDK's newer trailing checksums, which older
+      // S3-compatible servers do not understand.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    }),
+    opts.endpoint,
     region,
-    endpoint: opts.endpoint,
-    forcePathStyle: Boolean(opts.endpoint),
-    // Plain Content-MD5 integrity instead of the SDK's newer trailing checksums, which older
-    // S3-compatible servers do not understand.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  }), opts.endpoint, region);
+  );
 }
 
 /** Where a command works: a store given whole (any backend: a mirror's directory), or a bucket. */
@@ -30,6 +34,7 @@ export interface StoreLocation {
 
 export function openStore(at: StoreLocation): ReleaseStore {
   if (at.store) return at.store;
-  if (!at.s3 || at.bucket === undefined) throw new Error('a store needs either a ReleaseStore or an S3 client and a bucket');
+  if (!at.s3 || at.bucket === undefined)
+    throw new Error('a store needs either a ReleaseStore or an S3 client and a bucket');
   return new ReleaseStore(new S3Backend(at.s3, at.bucket, at.prefix));
 }

@@ -23,7 +23,12 @@
 //
 // The grace period must outlast the CDN's cached answers and a stalled publish or rollback between
 // reading the history and moving the pointer: below SAFE_GRACE_HOURS gc refuses unless --force.
-import { objectKey, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../../edge/contract/store-layout.js';
+import {
+  objectKey,
+  type PublishedRelease,
+  type ReleaseHistory,
+  type ReleasePointer,
+} from '../../edge/contract/store-layout.js';
 import { treePaths } from '../../edge/contract/tree.js';
 import { loadManifest } from '../common/manifest-reader.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
@@ -76,7 +81,10 @@ export function checkGrace(graceHours: number, force: boolean | undefined, log: 
   if (!(graceHours >= 0)) throw new UsageError('--grace-hours must be a number ≥ 0');
   if (graceHours < SAFE_GRACE_HOURS) {
     const risk = `cached API answers may still point into releases retired that recently, and a publish or rollback stalled longer than that may point current.json at a release whose objects are gone`;
-    if (!force) throw new UsageError(`--grace-hours ${graceHours} is shorter than the safe ${SAFE_GRACE_HOURS} h: ${risk}. Use --grace-hours ${SAFE_GRACE_HOURS} or more, or add --force if you know neither can happen`);
+    if (!force)
+      throw new UsageError(
+        `--grace-hours ${graceHours} is shorter than the safe ${SAFE_GRACE_HOURS} h: ${risk}. Use --grace-hours ${SAFE_GRACE_HOURS} or more, or add --force if you know neither can happen`,
+      );
     log(`warning: --grace-hours ${graceHours} is shorter than the safe ${SAFE_GRACE_HOURS} h (--force): ${risk}`);
   }
 }
@@ -116,14 +124,29 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
     for (const p of history.pending.filter((p) => !expired(p.started_at) || pins.has(p.release))) {
       // A pending release whose manifest is gone cannot say what it references: its publish finds
       // that out itself (the gc epoch) and uploads again what it lacks.
-      await addReferenced(p).catch((err: Error) => log(`pending release ${p.release} cannot be read (${err.message.replace(/; nothing was deleted$/, '')}): its publish will check its objects again`));
+      await addReferenced(p).catch((err: Error) =>
+        log(
+          `pending release ${p.release} cannot be read (${err.message.replace(/; nothing was deleted$/, '')}): its publish will check its objects again`,
+        ),
+      );
     }
     // Objects written since the oldest pending publish started may be that publish's.
-    const oldestPending = Math.min(...history.pending.map((p) => Date.parse(p.started_at) - (opts.clockSkewMs ?? CLOCK_SKEW_MS)));
+    const oldestPending = Math.min(
+      ...history.pending.map((p) => Date.parse(p.started_at) - (opts.clockSkewMs ?? CLOCK_SKEW_MS)),
+    );
     const listed = await store.objects();
-    const doomed = [...listed].filter(([sha, o]) => !referenced.has(sha) && o.modified.getTime() < cutoff && o.modified.getTime() < oldestPending);
+    const doomed = [...listed].filter(
+      ([sha, o]) => !referenced.has(sha) && o.modified.getTime() < cutoff && o.modified.getTime() < oldestPending,
+    );
     const young = [...listed.keys()].filter((sha) => !referenced.has(sha)).length - doomed.length;
-    const summary: CollectSummary = { referenced: referenced.size, deleted: 0, bytesDeleted: 0, young, dropped: [], pinned };
+    const summary: CollectSummary = {
+      referenced: referenced.size,
+      deleted: 0,
+      bytesDeleted: 0,
+      young,
+      dropped: [],
+      pinned,
+    };
     if (opts.dryRun) {
       summary.deleted = doomed.length;
       summary.bytesDeleted = doomed.reduce((n, [, o]) => n + o.size, 0);
@@ -138,11 +161,14 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
         if (!marked) {
           // The mark is written only on the history counted from, so no publish slips in between.
           const before = history;
-          history = await store.updateHistory((h) => (unchanged(h) ? { ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1, deleting_since: now().toISOString() } } : null));
+          history = await store.updateHistory((h) =>
+            unchanged(h) ? { ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1, deleting_since: now().toISOString() } } : null,
+          );
           marked = history !== before && !sameHistory(history, before);
           if (!marked) changed = true;
         } else if (!unchanged(await store.history())) changed = true;
-        if (!changed && (!samePointer(await store.pointer(), pointer) || (await readPinned()) !== pinned)) changed = true;
+        if (!changed && (!samePointer(await store.pointer(), pointer) || (await readPinned()) !== pinned))
+          changed = true;
         if (changed) break;
         const batch = doomed.slice(i, i + 1000);
         await store.deleteObjects(batch.map(([sha]) => sha));
@@ -160,9 +186,14 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
     await store.updateHistory((h) => {
       // A pinned release keeps its entry: its manifest is how a later gc knows what to keep.
       const pending = h.pending.filter((p) => !expired(p.started_at) || pins.has(p.release));
-      const retired = h.retired.filter((r) => !expired(r.retired_at) || pins.has(r.release) || r.release === pointer?.release);
+      const retired = h.retired.filter(
+        (r) => !expired(r.retired_at) || pins.has(r.release) || r.release === pointer?.release,
+      );
       const unpinned = h.unpinned?.filter((u) => !expired(u.unpinned_at));
-      summary.dropped = [...h.pending.filter((p) => !pending.includes(p)), ...h.retired.filter((r) => !retired.includes(r))].map((r) => r.release);
+      summary.dropped = [
+        ...h.pending.filter((p) => !pending.includes(p)),
+        ...h.retired.filter((r) => !retired.includes(r)),
+      ].map((r) => r.release);
       const unpinnedDropped = (h.unpinned?.length ?? 0) !== (unpinned?.length ?? 0);
       // A mark left by a gc that was killed while deleting would make every publish wait for it.
       const stale = Boolean(h.gc?.deleting_since);
@@ -174,12 +205,20 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
     });
     return summary;
   }
-  throw new Error(`the history of ${store.where} kept changing while collecting (${MAX_ROUNDS} rounds); run gc again when publishing is quiet`);
+  throw new Error(
+    `the history of ${store.where} kept changing while collecting (${MAX_ROUNDS} rounds); run gc again when publishing is quiet`,
+  );
 }
 
 /** The releases the CDN pins now or pinned within the grace period. The one pinned now must be in
  * the history: otherwise what it references is unknown, and nothing may be deleted. */
-function pinnedReleases(history: ReleaseHistory, pinned: string | null, expired: (at: string) => boolean, where: string, log: (line: string) => void): Set<string> {
+function pinnedReleases(
+  history: ReleaseHistory,
+  pinned: string | null,
+  expired: (at: string) => boolean,
+  where: string,
+  log: (line: string) => void,
+): Set<string> {
   const listed = new Set([...history.releases, ...history.pending, ...history.retired].map((r) => r.release));
   if (pinned !== null && !listed.has(pinned)) {
     // Exit 4 like an unreadable pin: the store and its KeyValueStore disagree, not the command line.
@@ -192,7 +231,10 @@ function pinnedReleases(history: ReleaseHistory, pinned: string | null, expired:
   for (const u of history.unpinned ?? []) {
     if (expired(u.unpinned_at)) continue;
     if (listed.has(u.release)) pins.add(u.release);
-    else log(`release ${u.release} was pinned until ${u.unpinned_at} but ${where}releases.json no longer lists it: its objects cannot be kept`);
+    else
+      log(
+        `release ${u.release} was pinned until ${u.unpinned_at} but ${where}releases.json no longer lists it: its objects cannot be kept`,
+      );
   }
   return pins;
 }
@@ -206,7 +248,11 @@ async function referencedBy(store: ReleaseStore, release: string, manifestSha: s
     // Refuse to collect anything when a protected release cannot be read: its objects are unknown.
     throw new Error(`${err.message}; nothing was deleted`);
   });
-  return new Set([manifestSha, ...manifest.shards.map((s) => s.entry.sha256), ...manifest.entries.map((e) => e.sha256)]);
+  return new Set([
+    manifestSha,
+    ...manifest.shards.map((s) => s.entry.sha256),
+    ...manifest.entries.map((e) => e.sha256),
+  ]);
 }
 
 function sameHistory(a: ReleaseHistory, b: ReleaseHistory): boolean {

@@ -56,14 +56,20 @@ const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   const problems = new Map<string, string>();
   const { manifest } = opts;
-  const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('checking the tree', manifest.entries.length + opts.upload.length);
+  const bar =
+    opts.progress === false
+      ? { tick() {}, stop() {} }
+      : startProgress('checking the tree', manifest.entries.length + opts.upload.length);
   // The manifest's own files were checked when it was read: their bodies are the ones to upload.
-  const kept = new Map<string, Buffer>([[sha256Of(manifest.indexBody), manifest.indexBody], ...manifest.shards.map(({ entry, body }) => [entry.sha256, body] as const)]);
+  const kept = new Map<string, Buffer>([
+    [sha256Of(manifest.indexBody), manifest.indexBody],
+    ...manifest.shards.map(({ entry, body }) => [entry.sha256, body] as const),
+  ]);
   let keptBytes = 0;
   try {
     await forEachLimited(manifest.entries, STATS_IN_FLIGHT, async (e) => {
       const s = await stat(join(opts.dir, e.path)).catch(() => null);
-      if (!s || !s.isFile()) problems.set(e.path, 'missing');
+      if (!s?.isFile()) problems.set(e.path, 'missing');
       else if (s.size !== e.size) problems.set(e.path, `${s.size} bytes, the manifest lists ${e.size}`);
       bar.tick();
     });
@@ -72,7 +78,8 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
       if (kept.has(o.sha256) || problems.has(o.path)) return;
       const body = await readFile(join(opts.dir, o.path)).catch(() => null);
       if (!body) return void problems.set(o.path, 'missing');
-      if (body.length !== o.size || sha256Of(body) !== o.sha256) return void problems.set(o.path, 'its sha256 is not the one the manifest lists (edited since the build)');
+      if (body.length !== o.size || sha256Of(body) !== o.sha256)
+        return void problems.set(o.path, 'its sha256 is not the one the manifest lists (edited since the build)');
       if (keptBytes + body.length <= (opts.keepBytes ?? KEEP_BYTES)) {
         kept.set(o.sha256, body);
         keptBytes += body.length;
@@ -82,7 +89,10 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
     bar.stop();
   }
   if (problems.size > 0) {
-    const named = [...problems].sort(([a], [b]) => (a < b ? -1 : 1)).slice(0, NAMED).map(([path, what]) => `${path} (${what})`);
+    const named = [...problems]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .slice(0, NAMED)
+      .map(([path, what]) => `${path} (${what})`);
     const more = problems.size > NAMED ? ` and ${problems.size - NAMED} more` : '';
     throw new BadInputError(
       `${problems.size} file${problems.size === 1 ? '' : 's'} of the tree ${opts.dir} ${problems.size === 1 ? 'does' : 'do'} not match its ${treePaths.manifest}: ${named.join(', ')}${more}. ` +

@@ -42,7 +42,8 @@ async function commitOrDiscard(tmp: string, path: string, work: (db: Db) => Prom
 /** A new release database can be written at `path`: its directory exists (checked before any work). */
 export function checkNewDbPath(path: string): void {
   const dir = dirname(resolve(path));
-  if (!existsSync(dir)) throw new UsageError(`--out ${path}: the directory ${dir} does not exist; create it or name another path`);
+  if (!existsSync(dir))
+    throw new UsageError(`--out ${path}: the directory ${dir} does not exist; create it or name another path`);
 }
 
 export async function createReleaseDb(path: string, fill: (db: Db) => Promise<void>): Promise<void> {
@@ -67,10 +68,14 @@ export async function updateReleaseDb(path: string, change: (db: Db) => Promise<
 export function openReleaseDb(path: string): Db {
   if (!existsSync(path)) throw new Error(`no release database at ${path}`);
   const db = new Database(path, { readonly: true, fileMustExist: true });
-  const version = (db.prepare("SELECT value FROM release_meta WHERE key = 'schema_version'").get() as { value: string } | undefined)?.value;
+  const version = (
+    db.prepare("SELECT value FROM release_meta WHERE key = 'schema_version'").get() as { value: string } | undefined
+  )?.value;
   if (version !== String(SCHEMA_VERSION)) {
     db.close();
-    throw new Error(`${path} has release schema ${version ?? 'unknown'}, this isoatlas reads ${SCHEMA_VERSION}: re-run the import`);
+    throw new Error(
+      `${path} has release schema ${version ?? 'unknown'}, this isoatlas reads ${SCHEMA_VERSION}: re-run the import`,
+    );
   }
   return db;
 }

@@ -167,4 +167,9 @@ LEFT JOIN isoforms c ON c.transcript_id = g.canonical_transcript_id;
 export const TRACKS = ['domains', 'neoantigens', 'ptm', 'structures'] as const;
 export type Track = (typeof TRACKS)[number];
 /** The table of each track's records. */
-export const TRACK_TABLES: Record<Track, string> = { domains: 'domains', neoantigens: 'neoantigens', ptm: 'ptm_sites', structures: 'structures' };
+export const TRACK_TABLES: Record<Track, string> = {
+  domains: 'domains',
+  neoantigens: 'neoantigens',
+  ptm: 'ptm_sites',
+  structures: 'structures',
+};

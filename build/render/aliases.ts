@@ -33,7 +33,9 @@ export function buildAliases(genes: GeneRow[], isoforms: IsoformRow[]): AliasMap
     const k = key.toLowerCase();
     const holder = isoformKeys.get(k);
     if (holder !== undefined && holder !== transcriptId) {
-      throw new Error(`isoform alias "${key}" (${what} of ${transcriptId}) already names ${holder}; isoform ids and names must not collide`);
+      throw new Error(
+        `isoform alias "${key}" (${what} of ${transcriptId}) already names ${holder}; isoform ids and names must not collide`,
+      );
     }
     isoformKeys.set(k, transcriptId);
   };
@@ -46,7 +48,11 @@ export function buildAliases(genes: GeneRow[], isoforms: IsoformRow[]): AliasMap
 }
 
 /** Writes both alias tables; returns their shard counts for edge/index.json. */
-export async function renderAliases(w: TreeWriter, genes: GeneRow[], isoforms: IsoformRow[]): Promise<{ genes: number; isoforms: number }> {
+export async function renderAliases(
+  w: TreeWriter,
+  genes: GeneRow[],
+  isoforms: IsoformRow[],
+): Promise<{ genes: number; isoforms: number }> {
   const aliases = buildAliases(genes, isoforms);
   return {
     genes: await writeSharded(w, aliases.genes, treePaths.geneAliases),

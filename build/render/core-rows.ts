@@ -1,7 +1,14 @@
 // Reads the core rows every renderer needs, once: genes, and isoforms joined with their metrics.
 import type { Db } from '../release-db/database.js';
 import { Metrics, type MetricsBody } from '../../edge/contract/schemas.js';
-import { compareNatural, type GeneInfo, type GeneRecord, type IsoformRecord, type OrfRecord, type SqantiQc } from '../release-db/records.js';
+import {
+  compareNatural,
+  type GeneInfo,
+  type GeneRecord,
+  type IsoformRecord,
+  type OrfRecord,
+  type SqantiQc,
+} from '../release-db/records.js';
 
 /** A gene with what the gene-info import says about it. */
 export type GeneRow = GeneRecord & GeneInfo;
@@ -9,7 +16,8 @@ export type GeneRow = GeneRecord & GeneInfo;
 /** An isoform as every renderer needs it: the stored columns less the bulky ones only the isoform
  * record shows (IsoformDetail, read one isoform at a time) and the NMD source, a name that is always
  * set by now, and what the renderer derives. */
-export interface IsoformRow extends Omit<IsoformRecord, 'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source' | 'exons' | 'orf' | 'qc'> {
+export interface IsoformRow
+  extends Omit<IsoformRecord, 'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source' | 'exons' | 'orf' | 'qc'> {
   transcript_name: string;
   canonical: boolean;
   has_structure: boolean;
@@ -50,32 +58,35 @@ export function loadIsoforms(db: Db): IsoformRow[] {
     .iterate() as Iterable<Record<string, unknown>>;
   // Row by row: at 250,000 isoforms the raw rows and the mapped ones need not coexist.
   const out: IsoformRow[] = [];
-  for (const r of rows) out.push({
-    transcript_id: r.transcript_id as string,
-    transcript_id_unversioned: r.transcript_id_unversioned as string | null,
-    transcript_name: r.transcript_name as string,
-    transcript_name_source: r.transcript_name_source as 'gtf' | 'generated',
-    gene_id: r.gene_id as string,
-    source: r.source as 'reference' | 'long_read',
-    transcript_type: r.transcript_type as string | null,
-    structural_category: r.structural_category as string | null,
-    associated_transcript: r.associated_transcript as string | null,
-    associated_genes: JSON.parse(r.associated_genes as string),
-    chromosome: r.chromosome as string,
-    strand: r.strand as '+' | '-',
-    start: r.start as number,
-    end: r.end as number,
-    length: r.length as number,
-    exon_count: r.exon_count as number,
-    coding: bool(r.coding as number | null),
-    protein_length: r.protein_length as number | null,
-    canonical: r.canonical === 1,
-    expression_tpm: r.expression_tpm as number | null,
-    expression_source: r.expression_source as string | null,
-    tags: JSON.parse(r.tags as string),
-    has_structure: r.has_structure === 1,
-    metrics: Object.fromEntries(METRICS.map((m) => [m.name, m.boolean ? bool(r[m.name] as number | null) : r[m.name]])) as MetricsBody,
-  });
+  for (const r of rows)
+    out.push({
+      transcript_id: r.transcript_id as string,
+      transcript_id_unversioned: r.transcript_id_unversioned as string | null,
+      transcript_name: r.transcript_name as string,
+      transcript_name_source: r.transcript_name_source as 'gtf' | 'generated',
+      gene_id: r.gene_id as string,
+      source: r.source as 'reference' | 'long_read',
+      transcript_type: r.transcript_type as string | null,
+      structural_category: r.structural_category as string | null,
+      associated_transcript: r.associated_transcript as string | null,
+      associated_genes: JSON.parse(r.associated_genes as string),
+      chromosome: r.chromosome as string,
+      strand: r.strand as '+' | '-',
+      start: r.start as number,
+      end: r.end as number,
+      length: r.length as number,
+      exon_count: r.exon_count as number,
+      coding: bool(r.coding as number | null),
+      protein_length: r.protein_length as number | null,
+      canonical: r.canonical === 1,
+      expression_tpm: r.expression_tpm as number | null,
+      expression_source: r.expression_source as string | null,
+      tags: JSON.parse(r.tags as string),
+      has_structure: r.has_structure === 1,
+      metrics: Object.fromEntries(
+        METRICS.map((m) => [m.name, m.boolean ? bool(r[m.name] as number | null) : r[m.name]]),
+      ) as MetricsBody,
+    });
   return out;
 }
 
@@ -119,7 +130,9 @@ export function isoformDetails(db: Db): (transcriptId: string) => IsoformDetail 
 export function compareIsoformsInGene(a: IsoformRow, b: IsoformRow): number {
   if (a.canonical !== b.canonical) return a.canonical ? -1 : 1;
   if (a.source !== b.source) return a.source === 'reference' ? -1 : 1;
-  return a.source === 'reference' ? compareNatural(a.transcript_name, b.transcript_name) : compareNatural(a.transcript_id, b.transcript_id);
+  return a.source === 'reference'
+    ? compareNatural(a.transcript_name, b.transcript_name)
+    : compareNatural(a.transcript_id, b.transcript_id);
 }
 
 export function groupByGene(isoforms: IsoformRow[]): Map<string, IsoformRow[]> {

@@ -47,5 +47,8 @@ export async function renderDocs(w: TreeWriter): Promise<void> {
   await w.bytesAt(treePaths.docs('swagger-ui-bundle.js'), readFileSync(join(dist, 'swagger-ui-bundle.js')));
   await w.bytesAt(treePaths.docs('swagger-ui.css'), readFileSync(join(dist, 'swagger-ui.css')));
   // Swagger UI is Apache-2.0: its licence travels with it.
-  await w.bytesAt(treePaths.docs('swagger-ui-LICENSE.txt'), Buffer.concat([readFileSync(join(dist, 'LICENSE')), Buffer.from('\n'), readFileSync(join(dist, 'NOTICE'))]));
+  await w.bytesAt(
+    treePaths.docs('swagger-ui-LICENSE.txt'),
+    Buffer.concat([readFileSync(join(dist, 'LICENSE')), Buffer.from('\n'), readFileSync(join(dist, 'NOTICE'))]),
+  );
 }

@@ -10,11 +10,28 @@ import { isoformSummary } from './isoform-record.js';
 /** Links to the gene's records elsewhere, from its ids. AlphaFold DB files models by UniProt accession. */
 export function geneXrefs(gene: GeneRow): XrefBody[] {
   const out: XrefBody[] = [];
-  if (/^ENSG\d+$/.test(gene.gene_id)) out.push({ database: 'Ensembl', id: gene.gene_id, url: `https://www.ensembl.org/Homo_sapiens/Gene/Summary?g=${gene.gene_id}` });
-  if (gene.ncbi_gene_id) out.push({ database: 'NCBI Gene', id: gene.ncbi_gene_id, url: `https://www.ncbi.nlm.nih.gov/gene/${gene.ncbi_gene_id}` });
-  if (gene.hgnc_id) out.push({ database: 'HGNC', id: gene.hgnc_id, url: `https://www.genenames.org/data/gene-symbol-report/#!/hgnc_id/${gene.hgnc_id}` });
-  for (const acc of gene.uniprot_ids) out.push({ database: 'UniProt', id: acc, url: `https://www.uniprot.org/uniprotkb/${acc}/entry` });
-  for (const acc of gene.uniprot_ids) out.push({ database: 'AlphaFold DB', id: acc, url: `https://alphafold.ebi.ac.uk/entry/${acc}` });
+  if (/^ENSG\d+$/.test(gene.gene_id))
+    out.push({
+      database: 'Ensembl',
+      id: gene.gene_id,
+      url: `https://www.ensembl.org/Homo_sapiens/Gene/Summary?g=${gene.gene_id}`,
+    });
+  if (gene.ncbi_gene_id)
+    out.push({
+      database: 'NCBI Gene',
+      id: gene.ncbi_gene_id,
+      url: `https://www.ncbi.nlm.nih.gov/gene/${gene.ncbi_gene_id}`,
+    });
+  if (gene.hgnc_id)
+    out.push({
+      database: 'HGNC',
+      id: gene.hgnc_id,
+      url: `https://www.genenames.org/data/gene-symbol-report/#!/hgnc_id/${gene.hgnc_id}`,
+    });
+  for (const acc of gene.uniprot_ids)
+    out.push({ database: 'UniProt', id: acc, url: `https://www.uniprot.org/uniprotkb/${acc}/entry` });
+  for (const acc of gene.uniprot_ids)
+    out.push({ database: 'AlphaFold DB', id: acc, url: `https://alphafold.ebi.ac.uk/entry/${acc}` });
   return out;
 }
 
@@ -38,7 +55,11 @@ export function geneRecord(gene: GeneRow, isoforms: IsoformRow[]): GeneBody {
     end: gene.end,
     canonical_isoform:
       canonical && gene.canonical_rule
-        ? { transcript_id: canonical.transcript_id, transcript_name: canonical.transcript_name, rule: gene.canonical_rule }
+        ? {
+            transcript_id: canonical.transcript_id,
+            transcript_name: canonical.transcript_name,
+            rule: gene.canonical_rule,
+          }
         : null,
     isoform_count: isoforms.length,
     isoforms: isoforms.map(isoformSummary),
@@ -46,7 +67,12 @@ export function geneRecord(gene: GeneRow, isoforms: IsoformRow[]): GeneBody {
   };
 }
 
-export function isoformPages(gene: GeneRow, isoforms: IsoformRow[], size: number, link: (geneId: string, query: { limit: number; offset: number }) => string): IsoformPageBody[] {
+export function isoformPages(
+  gene: GeneRow,
+  isoforms: IsoformRow[],
+  size: number,
+  link: (geneId: string, query: { limit: number; offset: number }) => string,
+): IsoformPageBody[] {
   const pages: IsoformPageBody[] = [];
   const total = isoforms.length;
   for (let offset = 0; offset < total || (total === 0 && offset === 0); offset += size) {

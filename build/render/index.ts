@@ -31,10 +31,18 @@ export interface BuildSummary {
 
 /** Writes one keyed file route's files: one per row (a `pages` list, one per page), named by the row's
  * canonical id. */
-async function renderFiles(w: TreeWriter, route: KeyedFileRoute, spec: RenderSpec<GeneRow | IsoformRow>, input: RenderInput, rows: (GeneRow | IsoformRow)[], tick: () => void) {
+async function renderFiles(
+  w: TreeWriter,
+  route: KeyedFileRoute,
+  spec: RenderSpec<GeneRow | IsoformRow>,
+  input: RenderInput,
+  rows: (GeneRow | IsoformRow)[],
+  tick: () => void,
+) {
   const bodyOf = spec.prepare(input);
   const pages = 'window' in route.file && route.file.window === 'pages';
-  const idOf = (row: GeneRow | IsoformRow) => (route.file.per === 'gene' ? (row as GeneRow).gene_id : (row as IsoformRow).transcript_id);
+  const idOf = (row: GeneRow | IsoformRow) =>
+    route.file.per === 'gene' ? (row as GeneRow).gene_id : (row as IsoformRow).transcript_id;
   for (const row of rows) {
     const id = TreeWriter.safeId(idOf(row));
     const body = bodyOf(row);
@@ -46,7 +54,11 @@ async function renderFiles(w: TreeWriter, route: KeyedFileRoute, spec: RenderSpe
 
 /** Renders the release at `dbPath` into `outDir`. A non-empty `outDir` must be a tree an earlier
  * build rendered, and is replaced only with `replace` (output-guard.ts). */
-export async function renderTree(dbPath: string, outDir: string, opts: { progress?: boolean; replace?: boolean } = {}): Promise<BuildSummary> {
+export async function renderTree(
+  dbPath: string,
+  outDir: string,
+  opts: { progress?: boolean; replace?: boolean } = {},
+): Promise<BuildSummary> {
   const started = performance.now();
   const out = resolve(outDir);
   await checkBuildOutput(out, { force: opts.replace ?? false });
@@ -66,7 +78,9 @@ export async function renderTree(dbPath: string, outDir: string, opts: { progres
     const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('rendering', total);
     const release = await renderRelease(db, w);
     for (const route of keyedFileRoutes) {
-      await renderFiles(w, route, renderSpecs[route.id] as RenderSpec<GeneRow | IsoformRow>, input, rowsOf(route), () => bar.tick());
+      await renderFiles(w, route, renderSpecs[route.id] as RenderSpec<GeneRow | IsoformRow>, input, rowsOf(route), () =>
+        bar.tick(),
+      );
     }
     bar.stop();
     const structures = await renderStructures(db, w);

@@ -24,15 +24,32 @@ export function isoformSummary(iso: IsoformRow): IsoformSummaryBody {
 // Gene's "protein-coding" and HGNC's "protein-coding gene". NCBI's and HGNC's catch-alls say nothing
 // either way (NCBI files immunoglobulin segments under "other"); any other biotype is non-coding.
 const CODING_BIOTYPES = new Set([
-  'protein_coding', 'protein-coding', 'protein-coding gene', 'nonsense_mediated_decay', 'non_stop_decay', 'protein_coding_LoF',
-  'polymorphic_pseudogene', 'IG_C_gene', 'IG_D_gene', 'IG_J_gene', 'IG_V_gene', 'TR_C_gene', 'TR_D_gene', 'TR_J_gene', 'TR_V_gene',
+  'protein_coding',
+  'protein-coding',
+  'protein-coding gene',
+  'nonsense_mediated_decay',
+  'non_stop_decay',
+  'protein_coding_LoF',
+  'polymorphic_pseudogene',
+  'IG_C_gene',
+  'IG_D_gene',
+  'IG_J_gene',
+  'IG_V_gene',
+  'TR_C_gene',
+  'TR_D_gene',
+  'TR_J_gene',
+  'TR_V_gene',
 ]);
 const UNSAYING_BIOTYPES = new Set(['other', 'unknown', 'biological-region']);
 
 /** Whether a predicted ORF sits on a non-coding biotype: the transcript's own type where the GTF
  * gives one, else its gene's (GENCODE's, else the gene-info source's); null when none is known. An ORF the annotation states is not a
  * prediction, so never flagged. */
-export function onNoncodingBiotype(iso: Pick<IsoformRow, 'transcript_type'>, gene: Pick<GeneRow, 'biotype' | 'gene_type'>, orfSource: 'sqanti3' | 'gtf'): boolean | null {
+export function onNoncodingBiotype(
+  iso: Pick<IsoformRow, 'transcript_type'>,
+  gene: Pick<GeneRow, 'biotype' | 'gene_type'>,
+  orfSource: 'sqanti3' | 'gtf',
+): boolean | null {
   if (orfSource === 'gtf') return false;
   const biotype = iso.transcript_type ?? gene.biotype ?? gene.gene_type;
   return biotype === null || UNSAYING_BIOTYPES.has(biotype) ? null : !CODING_BIOTYPES.has(biotype);
@@ -76,6 +93,11 @@ export function isoformRecord(iso: IsoformRow, gene: GeneRow, detail: IsoformDet
  * isoform has one. */
 function linksOf(iso: IsoformRow): IsoformBody['links'] {
   const below = linksBelow(ISOFORM_ROUTE, iso.transcript_id);
-  const all = { self: links.isoform(iso.transcript_id), gene: links.gene(iso.gene_id), ...below, structure: iso.has_structure ? below.structure : null };
+  const all = {
+    self: links.isoform(iso.transcript_id),
+    gene: links.gene(iso.gene_id),
+    ...below,
+    structure: iso.has_structure ? below.structure : null,
+  };
   return all as IsoformBody['links'];
 }

@@ -12,19 +12,33 @@ import { UsageError } from '../common/errors.js';
 
 export async function checkBuildOutput(out: string, opts: { force: boolean }): Promise<void> {
   if (!existsSync(out)) return;
-  if (!statSync(out).isDirectory()) throw new UsageError(`--out ${out} is a file, not a directory: name a new or empty directory`);
+  if (!statSync(out).isDirectory())
+    throw new UsageError(`--out ${out} is a file, not a directory: name a new or empty directory`);
   if (readdirSync(out).length === 0) return;
   const foreign = (what: string) =>
-    new UsageError(`--out ${out} is not empty and is not an isoatlas tree (${what}): building there would delete it. Name a new or empty directory; nothing was changed.`);
+    new UsageError(
+      `--out ${out} is not empty and is not an isoatlas tree (${what}): building there would delete it. Name a new or empty directory; nothing was changed.`,
+    );
   if (!existsSync(join(out, treePaths.manifest))) throw foreign(`no ${treePaths.manifest}`);
   let listed: Set<string>;
   try {
-    const manifest = await loadManifest(async (path) => (existsSync(join(out, path)) ? readFileSync(join(out, path)) : null), `${out}/`);
-    listed = new Set([treePaths.manifest, ...manifest.shards.map((s) => s.entry.path), ...manifest.entries.map((e) => e.path)]);
+    const manifest = await loadManifest(
+      async (path) => (existsSync(join(out, path)) ? readFileSync(join(out, path)) : null),
+      `${out}/`,
+    );
+    listed = new Set([
+      treePaths.manifest,
+      ...manifest.shards.map((s) => s.entry.path),
+      ...manifest.entries.map((e) => e.path),
+    ]);
   } catch (err) {
     throw foreign(`its manifest does not read: ${(err as Error).message}`);
   }
   const extra = (await fg('**', { cwd: out, dot: true, onlyFiles: true })).filter((path) => !listed.has(path)).sort();
-  if (extra.length) throw foreign(`${extra.length} file(s) its manifest does not list, e.g. ${extra.slice(0, 3).join(', ')}`);
-  if (!opts.force) throw new UsageError(`--out ${out} holds a tree from an earlier build: pass --force to replace it, or name a new directory`);
+  if (extra.length)
+    throw foreign(`${extra.length} file(s) its manifest does not list, e.g. ${extra.slice(0, 3).join(', ')}`);
+  if (!opts.force)
+    throw new UsageError(
+      `--out ${out} holds a tree from an earlier build: pass --force to replace it, or name a new directory`,
+    );
 }

@@ -54,13 +54,24 @@ function counts(db: Db): Record<string, number> {
     long_read_isoforms: one("SELECT count(*) FROM isoforms WHERE source = 'long_read'"),
     coding_isoforms: one('SELECT count(*) FROM isoforms WHERE coding = 1'),
     // Each track a resource lists counts its records (resources.ts), in the route table's order.
-    ...Object.fromEntries(keyedFileRoutes.map((r) => renderSpecs[r.id] as { counted?: { name: string; table: string } }).flatMap((spec) => (spec.counted ? [[spec.counted.name, one(`SELECT count(*) FROM ${spec.counted.table}`)]] : []))),
+    ...Object.fromEntries(
+      keyedFileRoutes
+        .map((r) => renderSpecs[r.id] as { counted?: { name: string; table: string } })
+        .flatMap((spec) =>
+          spec.counted ? [[spec.counted.name, one(`SELECT count(*) FROM ${spec.counted.table}`)]] : [],
+        ),
+    ),
     structures: one('SELECT count(*) FROM structures'),
   };
 }
 
 export function releaseBody(db: Db): ReleaseBody {
-  const meta = Object.fromEntries((db.prepare('SELECT key, value FROM release_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+  const meta = Object.fromEntries(
+    (db.prepare('SELECT key, value FROM release_meta').all() as { key: string; value: string }[]).map((r) => [
+      r.key,
+      r.value,
+    ]),
+  );
   const src = sources(db);
   const endpointLinks: Record<string, string> = {};
   for (const route of routes) endpointLinks[route.id] = `${API_PREFIX}${route.path === '/' ? '/' : route.path}`;

@@ -32,14 +32,38 @@ export type RenderSpecs = { readonly [R in KeyedFileRoute as R['id']]: RenderSpe
 const route = (id: KeyedFileRoute['id']) => routes.find((r) => r.id === id)!;
 
 type DomainRow = [
-  source: 'pfam' | 'ted', accession: string, name: string | null, start: number, end: number, segments: string,
-  score: number | null, scoreKind: 'bit_score' | 'uncertainty' | 'confidence' | null, evalue: number | null, provenance: 'real' | 'generated',
+  source: 'pfam' | 'ted',
+  accession: string,
+  name: string | null,
+  start: number,
+  end: number,
+  segments: string,
+  score: number | null,
+  scoreKind: 'bit_score' | 'uncertainty' | 'confidence' | null,
+  evalue: number | null,
+  provenance: 'real' | 'generated',
 ];
-type NeoantigenRow = [peptide: string, allele: string, affinity_nm: number | null, percentile_rank: number | null, start: number, provenance: 'real' | 'generated'];
-type PtmRow = [position: number, residue: string, modification: string, source: string, provenance: 'real' | 'generated'];
+type NeoantigenRow = [
+  peptide: string,
+  allele: string,
+  affinity_nm: number | null,
+  percentile_rank: number | null,
+  start: number,
+  provenance: 'real' | 'generated',
+];
+type PtmRow = [
+  position: number,
+  residue: string,
+  modification: string,
+  source: string,
+  provenance: 'real' | 'generated',
+];
 
 /** Mean pLDDT over the residues of the segments that the structure covers, 2 decimals; null if none. */
-export function domainPlddt(segments: [number, number][], residues: { start: number; values: number[] } | undefined): number | null {
+export function domainPlddt(
+  segments: [number, number][],
+  residues: { start: number; values: number[] } | undefined,
+): number | null {
   if (!residues) return null;
   let sum = 0;
   let n = 0;
@@ -60,12 +84,16 @@ export function domainPlddt(segments: [number, number][], residues: { start: num
 // whose metric is null (no track, or no protein) or 0 needs no lookup: the metric counts the same rows.
 export const renderSpecs: RenderSpecs = {
   gene: {
-    prepare: ({ isoformsOf }) => (gene) => geneRecord(gene, isoformsOf(gene.gene_id)),
+    prepare:
+      ({ isoformsOf }) =>
+      (gene) =>
+        geneRecord(gene, isoformsOf(gene.gene_id)),
   },
   geneIsoforms: {
     prepare({ isoformsOf }) {
       const size = listSize(route('geneIsoforms'));
-      return (gene) => isoformPages(gene, isoformsOf(gene.gene_id), size, (id, query) => linkTo(route('geneIsoforms'), id, query));
+      return (gene) =>
+        isoformPages(gene, isoformsOf(gene.gene_id), size, (id, query) => linkTo(route('geneIsoforms'), id, query));
     },
   },
   isoform: {
@@ -80,23 +108,46 @@ export const renderSpecs: RenderSpecs = {
     counted: { name: 'domains', table: 'domains' },
     prepare({ db }) {
       const domainsOf = db
-        .prepare('SELECT source, accession, name, start, end, segments, score, score_kind, evalue, provenance FROM domains WHERE transcript_id = ? ORDER BY start, end, source, accession, id')
+        .prepare(
+          'SELECT source, accession, name, start, end, segments, score, score_kind, evalue, provenance FROM domains WHERE transcript_id = ? ORDER BY start, end, source, accession, id',
+        )
         .raw();
-      const residuesOf = db.prepare('SELECT plddt_residues FROM structures WHERE transcript_id = ? AND plddt_residues IS NOT NULL').pluck();
+      const residuesOf = db
+        .prepare('SELECT plddt_residues FROM structures WHERE transcript_id = ? AND plddt_residues IS NOT NULL')
+        .pluck();
       return (iso): DomainListBody => {
         const rows = iso.metrics.domains ? (domainsOf.all(iso.transcript_id) as DomainRow[]) : [];
-        const residuesText = rows.length && iso.has_structure ? (residuesOf.get(iso.transcript_id) as string | undefined) : undefined;
+        const residuesText =
+          rows.length && iso.has_structure ? (residuesOf.get(iso.transcript_id) as string | undefined) : undefined;
         const residues = residuesText ? (JSON.parse(residuesText) as { start: number; values: number[] }) : undefined;
-        const items: DomainBody[] = rows.map(([source, accession, name, start, end, segmentsText, score, kind, evalue, provenance]) => {
-          const segments = JSON.parse(segmentsText) as [number, number][];
-          // Each score in the field that says what it measures.
-          const as = (k: typeof kind) => (kind === k ? score : null);
-          return {
-            source, accession, name, start, end, segments, score: as('bit_score'), uncertainty: as('uncertainty'), confidence: as('confidence'), evalue,
-            plddt: domainPlddt(segments, residues), provenance,
-          };
-        });
-        return { transcript_id: iso.transcript_id, transcript_name: iso.transcript_name, protein_length: iso.protein_length, total: items.length, items };
+        const items: DomainBody[] = rows.map(
+          ([source, accession, name, start, end, segmentsText, score, kind, evalue, provenance]) => {
+            const segments = JSON.parse(segmentsText) as [number, number][];
+            // Each score in the field that says what it measures.
+            const as = (k: typeof kind) => (kind === k ? score : null);
+            return {
+              source,
+              accession,
+              name,
+              start,
+              end,
+              segments,
+              score: as('bit_score'),
+              uncertainty: as('uncertainty'),
+              confidence: as('confidence'),
+              evalue,
+              plddt: domainPlddt(segments, residues),
+              provenance,
+            };
+          },
+        );
+        return {
+          transcript_id: iso.transcript_id,
+          transcript_name: iso.transcript_name,
+          protein_length: iso.protein_length,
+          total: items.length,
+          items,
+        };
       };
     },
   },
@@ -151,7 +202,9 @@ export const renderSpecs: RenderSpecs = {
     counted: { name: 'ptm_sites', table: 'ptm_sites' },
     prepare({ db }) {
       const sitesOf = db
-        .prepare('SELECT position, residue, modification, source, provenance FROM ptm_sites WHERE transcript_id = ? ORDER BY position, modification, source, id')
+        .prepare(
+          'SELECT position, residue, modification, source, provenance FROM ptm_sites WHERE transcript_id = ? ORDER BY position, modification, source, id',
+        )
         .raw();
       return (iso): PtmSiteListBody => {
         const rows = iso.metrics.ptm ? (sitesOf.all(iso.transcript_id) as PtmRow[]) : [];
@@ -160,7 +213,13 @@ export const renderSpecs: RenderSpecs = {
           transcript_name: iso.transcript_name,
           protein_length: iso.protein_length,
           total: rows.length,
-          items: rows.map(([position, residue, modification, source, provenance]) => ({ position, residue, modification, source, provenance })),
+          items: rows.map(([position, residue, modification, source, provenance]) => ({
+            position,
+            residue,
+            modification,
+            source,
+            provenance,
+          })),
         };
       };
     },

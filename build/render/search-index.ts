@@ -3,7 +3,19 @@
 // describes.
 import MiniSearch from 'minisearch';
 import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
-import { SEARCH_FIELDS, TERMS_PER_SHARD, TYPO_KEYS_PER_SHARD, allowedEdits, searchTerms, typoIndexOptions, typoKeys, type SearchDocument, type TermDoc, type TermShardBody, type TypoDocument } from '../../edge/contract/search.js';
+import {
+  SEARCH_FIELDS,
+  TERMS_PER_SHARD,
+  TYPO_KEYS_PER_SHARD,
+  allowedEdits,
+  searchTerms,
+  typoIndexOptions,
+  typoKeys,
+  type SearchDocument,
+  type TermDoc,
+  type TermShardBody,
+  type TypoDocument,
+} from '../../edge/contract/search.js';
 import { shardCountFor, shardOf } from '../../edge/contract/shards.js';
 import type { GeneRow, IsoformRow } from './core-rows.js';
 import type { TreeWriter } from './tree-writer.js';
@@ -42,7 +54,11 @@ export function searchDocuments(genes: GeneRow[], isoforms: IsoformRow[]): Searc
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Writes the term and fuzzy shards; returns their directory for edge/index.json. */
-export async function renderSearchIndex(w: TreeWriter, genes: GeneRow[], isoforms: IsoformRow[]): Promise<SearchDirectory> {
+export async function renderSearchIndex(
+  w: TreeWriter,
+  genes: GeneRow[],
+  isoforms: IsoformRow[],
+): Promise<SearchDirectory> {
   const docs = searchDocuments(genes, isoforms);
 
   // Term shards: every (term, document, field), in term order, cut between distinct terms.
@@ -83,11 +99,13 @@ export async function renderSearchIndex(w: TreeWriter, genes: GeneRow[], isoform
   // Typo shards: each gene symbol long enough for typos, under its head key and its tail key.
   const typoDocs: TypoDocument[] = [];
   docs.forEach((d, n) => {
-    if (d.type === 'gene' && d.symbol !== null && allowedEdits(d.symbol.toLowerCase()) > 0) typoDocs.push({ id: d.id, symbol: d.symbol, n });
+    if (d.type === 'gene' && d.symbol !== null && allowedEdits(d.symbol.toLowerCase()) > 0)
+      typoDocs.push({ id: d.id, symbol: d.symbol, n });
   });
   const count = shardCountFor(typoDocs.length * 2, TYPO_KEYS_PER_SHARD);
   const shards: Set<TypoDocument>[] = Array.from({ length: count }, () => new Set());
-  for (const doc of typoDocs) for (const key of typoKeys(doc.symbol.toLowerCase())) shards[shardOf(key, count)].add(doc);
+  for (const doc of typoDocs)
+    for (const key of typoKeys(doc.symbol.toLowerCase())) shards[shardOf(key, count)].add(doc);
   for (const [i, shard] of shards.entries()) {
     const index = new MiniSearch<TypoDocument>(typoIndexOptions);
     index.addAll([...shard]);

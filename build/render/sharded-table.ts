@@ -6,7 +6,11 @@ import type { TreeWriter } from './tree-writer.js';
 const byKey = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Returns the number of shards written. */
-export async function writeSharded<T>(w: TreeWriter, table: Map<string, T>, pathOf: (shard: number) => string): Promise<number> {
+export async function writeSharded<T>(
+  w: TreeWriter,
+  table: Map<string, T>,
+  pathOf: (shard: number) => string,
+): Promise<number> {
   const count = shardCountFor(table.size);
   const shards: [string, T][][] = Array.from({ length: count }, () => []);
   for (const entry of table) shards[shardOf(entry[0], count)].push(entry);

@@ -16,7 +16,10 @@ interface StructureRow {
   provenance: 'real' | 'generated';
 }
 
-export async function renderStructures(db: Db, w: TreeWriter): Promise<{ files: number; entries: number; shards: number }> {
+export async function renderStructures(
+  db: Db,
+  w: TreeWriter,
+): Promise<{ files: number; entries: number; shards: number }> {
   const map = new Map<string, StructureMapEntry>();
   const rows = db.prepare('SELECT * FROM structures ORDER BY transcript_id').iterate() as Iterable<StructureRow>;
   let files = 0;
@@ -24,7 +27,8 @@ export async function renderStructures(db: Db, w: TreeWriter): Promise<{ files: 
     const path = treePaths.structureFile(TreeWriter.safeId(r.transcript_id));
     if (r.mmcif) {
       const sha = createHash('sha256').update(r.mmcif).digest('hex');
-      if (r.mmcif_sha256 && sha !== r.mmcif_sha256) throw new Error(`structure of ${r.transcript_id}: stored mmCIF does not match its recorded sha256`);
+      if (r.mmcif_sha256 && sha !== r.mmcif_sha256)
+        throw new Error(`structure of ${r.transcript_id}: stored mmCIF does not match its recorded sha256`);
       await w.bytesAt(path, r.mmcif);
       files += 1;
     }

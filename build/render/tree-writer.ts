@@ -24,7 +24,8 @@ export class TreeWriter {
 
   /** Checks an identifier before it becomes part of a file name. */
   static safeId(id: string): string {
-    if (!SAFE_ID.test(id)) throw new Error(`identifier "${id}" cannot be a file name in the tree (allowed: ${SAFE_ID})`);
+    if (!SAFE_ID.test(id))
+      throw new Error(`identifier "${id}" cannot be a file name in the tree (allowed: ${SAFE_ID})`);
     return id;
   }
 

@@ -56,7 +56,8 @@ function checkLimits(where: string, value: unknown): string[] {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return [`${where} must be an object`];
   const problems: string[] = [];
   for (const [key, v] of Object.entries(value)) {
-    if (key !== 'per_minute' && key !== 'per_day') problems.push(`${where}.${key} is not a known limit (per_minute, per_day)`);
+    if (key !== 'per_minute' && key !== 'per_day')
+      problems.push(`${where}.${key} is not a known limit (per_minute, per_day)`);
     else if (!Number.isInteger(v) || (v as number) < 1) problems.push(`${where}.${key} must be a positive integer`);
   }
   return problems;
@@ -68,20 +69,28 @@ export const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 /** The letters of the tiers named in either table: the file's, else the default's for a tier of a
  * default name. A letter named for a tier in no table is kept (keys issued for it still carry it). */
 function tierLetters(given: unknown, tierNames: string[]): { letters: Record<string, string>; problems: string[] } {
-  if (given !== undefined && (!given || typeof given !== 'object' || Array.isArray(given))) return { letters: {}, problems: ['tier_letters must be an object of tier name → letter'] };
+  if (given !== undefined && (!given || typeof given !== 'object' || Array.isArray(given)))
+    return { letters: {}, problems: ['tier_letters must be an object of tier name → letter'] };
   const letters: Record<string, string> = { ...((given as Record<string, string>) ?? {}) };
-  for (const tier of tierNames) if (letters[tier] === undefined && Object.hasOwn(DEFAULT_ACCESS.tier_letters, tier)) letters[tier] = DEFAULT_ACCESS.tier_letters[tier];
+  for (const tier of tierNames)
+    if (letters[tier] === undefined && Object.hasOwn(DEFAULT_ACCESS.tier_letters, tier))
+      letters[tier] = DEFAULT_ACCESS.tier_letters[tier];
   const problems: string[] = [];
   const byLetter = new Map<string, string>();
   for (const [tier, letter] of Object.entries(letters)) {
     if (typeof letter !== 'string' || letter.length !== 1 || !ID_ALPHABET.includes(letter)) {
       problems.push(`tier_letters.${tier} must be one character of a-z or 2-7, not ${JSON.stringify(letter)}`);
     } else if (byLetter.has(letter)) {
-      problems.push(`tiers ${byLetter.get(letter)} and ${tier} both have the letter "${letter}": give each tier its own letter (keep the one its issued keys carry)`);
+      problems.push(
+        `tiers ${byLetter.get(letter)} and ${tier} both have the letter "${letter}": give each tier its own letter (keep the one its issued keys carry)`,
+      );
     } else byLetter.set(letter, tier);
   }
   for (const tier of tierNames) {
-    if (letters[tier] === undefined) problems.push(`tier ${tier} has no letter: add "${tier}": "<letter>" to tier_letters, a character of a-z or 2-7 that no other tier uses (it starts the ids of the tier's keys and must not change once keys are issued)`);
+    if (letters[tier] === undefined)
+      problems.push(
+        `tier ${tier} has no letter: add "${tier}": "<letter>" to tier_letters, a character of a-z or 2-7 that no other tier uses (it starts the ids of the tier's keys and must not change once keys are issued)`,
+      );
   }
   return { letters, problems };
 }
@@ -95,9 +104,12 @@ function keyedPerIp(given: unknown, tiers: Record<string, Limits>): { limits: Li
   if (problems.length) return { limits: {}, problems };
   const limits = given as Limits;
   // Only a minute limit: the CDN counts addresses with WAF rate rules, which have no day window.
-  if (limits.per_day !== undefined) problems.push('open.keyed_per_ip takes per_minute only (the CDN has no per-address day counter)');
+  if (limits.per_day !== undefined)
+    problems.push('open.keyed_per_ip takes per_minute only (the CDN has no per-address day counter)');
   else if (limits.per_minute !== undefined && limits.per_minute < highest) {
-    problems.push(`open.keyed_per_ip.per_minute (${limits.per_minute}) is below a tier's per_minute (${highest}): one key at full speed would be cut at its address; raise it or remove it (default: twice the highest tier's)`);
+    problems.push(
+      `open.keyed_per_ip.per_minute (${limits.per_minute}) is below a tier's per_minute (${highest}): one key at full speed would be cut at its address; raise it or remove it (default: twice the highest tier's)`,
+    );
   }
   return { limits, problems };
 }
@@ -117,19 +129,27 @@ export function resolveAccessConfig(partial: unknown, mode?: AccessMode): Access
   const known = new Set(Object.keys(DEFAULT_ACCESS));
   for (const key of Object.keys(p)) if (!known.has(key)) problems.push(`unknown setting "${key}"`);
   if (merged.mode !== 'open' && merged.mode !== 'key-required') problems.push('mode must be "open" or "key-required"');
-  if (!Number.isInteger(merged.ipv6_prefix) || merged.ipv6_prefix < 1 || merged.ipv6_prefix > IPV6_BITS) problems.push(`ipv6_prefix must be an integer from 1 to ${IPV6_BITS}`);
+  if (!Number.isInteger(merged.ipv6_prefix) || merged.ipv6_prefix < 1 || merged.ipv6_prefix > IPV6_BITS)
+    problems.push(`ipv6_prefix must be an integer from 1 to ${IPV6_BITS}`);
   problems.push(...checkLimits('open.anonymous_per_ip', merged.open.anonymous_per_ip));
   problems.push(...checkLimits('key_required.per_ip', merged.key_required.per_ip));
   const keyed = keyedPerIp(p.open?.keyed_per_ip, merged.open.tiers);
   merged.open.keyed_per_ip = keyed.limits;
   problems.push(...keyed.problems);
-  const tierNames = [...new Set([...Object.keys(merged.open.tiers ?? {}), ...Object.keys(merged.key_required.tiers ?? {})])];
+  const tierNames = [
+    ...new Set([...Object.keys(merged.open.tiers ?? {}), ...Object.keys(merged.key_required.tiers ?? {})]),
+  ];
   const letters = tierLetters(p.tier_letters, tierNames);
   merged.tier_letters = letters.letters;
   problems.push(...letters.problems);
-  for (const [section, tiers] of [['open', merged.open.tiers], ['key_required', merged.key_required.tiers]] as const) {
-    for (const [tier, limits] of Object.entries(tiers ?? {})) problems.push(...checkLimits(`${section}.tiers.${tier}`, limits));
-    if (!tiers?.[merged.default_tier]) problems.push(`default tier "${merged.default_tier}" is missing from ${section}.tiers`);
+  for (const [section, tiers] of [
+    ['open', merged.open.tiers],
+    ['key_required', merged.key_required.tiers],
+  ] as const) {
+    for (const [tier, limits] of Object.entries(tiers ?? {}))
+      problems.push(...checkLimits(`${section}.tiers.${tier}`, limits));
+    if (!tiers?.[merged.default_tier])
+      problems.push(`default tier "${merged.default_tier}" is missing from ${section}.tiers`);
   }
   if (problems.length) throw new Error(`invalid access config: ${problems.slice(0, 3).join('; ')}`);
   return merged;

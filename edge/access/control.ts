@@ -53,10 +53,15 @@ export class AccessControl {
   /** Counts the request and says whether to serve it: the local server's handler asks this before
    * anything else. With `countRefused: false` (a front's admission, which passes a refused request
    * on to the server to be answered and counted there) a refusal leaves the counters as they were. */
-  async decide(request: Request, clientIp: string | undefined, opts: { countRefused?: boolean } = {}): Promise<AccessDecision> {
+  async decide(
+    request: Request,
+    clientIp: string | undefined,
+    opts: { countRefused?: boolean } = {},
+  ): Promise<AccessDecision> {
     const charged: string[] = [];
     const decision = await this.judge(request, clientIp, charged);
-    if (decision.denied && opts.countRefused === false) await Promise.all(charged.map((c) => this.options.store.undo(c)));
+    if (decision.denied && opts.countRefused === false)
+      await Promise.all(charged.map((c) => this.options.store.undo(c)));
     return decision;
   }
 
@@ -74,15 +79,34 @@ export class AccessControl {
     }
     if (authorization !== null) {
       if (config.mode === 'open') {
-        const keyed = await this.count(request, `keyed-${ip}`, config.open.keyed_per_ip, 'from one IP address with API keys', charged);
+        const keyed = await this.count(
+          request,
+          `keyed-${ip}`,
+          config.open.keyed_per_ip,
+          'from one IP address with API keys',
+          charged,
+        );
         if (keyed.denied) return keyed;
       }
       const key = await this.authenticate(request, authorization);
-      if (!(key instanceof Response)) return this.count(request, `key:${key.id}`, tierLimits(config, key.tier), `for API key ${key.id} (tier ${key.tier})`, charged);
+      if (!(key instanceof Response))
+        return this.count(
+          request,
+          `key:${key.id}`,
+          tierLimits(config, key.tier),
+          `for API key ${key.id} (tier ${key.tier})`,
+          charged,
+        );
       // Open: a refused key costs its address what an anonymous request does, so bad keys cannot be
       // tried without limit (key-required counted the address above).
       if (key.status === 401 && config.mode === 'open') {
-        const anonymous = await this.count(request, ip, config.open.anonymous_per_ip, 'from one IP address without a valid API key', charged);
+        const anonymous = await this.count(
+          request,
+          ip,
+          config.open.anonymous_per_ip,
+          'from one IP address without a valid API key',
+          charged,
+        );
         if (anonymous.denied) return anonymous;
       }
       return { denied: key, headers: NO_HEADERS };
@@ -96,19 +120,33 @@ export class AccessControl {
 
   private unauthorized(request: Request, detail: string, invalidToken: boolean): AccessDecision {
     const challenge = invalidToken ? `${REALM}, error="invalid_token"` : REALM;
-    return { denied: problem(request, { status: 401, detail, headers: { 'WWW-Authenticate': challenge } }), headers: NO_HEADERS };
+    return {
+      denied: problem(request, { status: 401, detail, headers: { 'WWW-Authenticate': challenge } }),
+      headers: NO_HEADERS,
+    };
   }
 
-  private async authenticate(request: Request, authorization: string): Promise<{ id: string; tier: string } | Response> {
+  private async authenticate(
+    request: Request,
+    authorization: string,
+  ): Promise<{ id: string; tier: string } | Response> {
     const invalid = (detail: string) => this.unauthorized(request, detail, true).denied!;
     const credentials = bearerToken(authorization);
     if ('problem' in credentials && credentials.problem === 'other-scheme') {
       // Another scheme (Basic, …) carries no Bearer credentials: the plain challenge (RFC 6750 §3).
-      return this.unauthorized(request, 'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted', false).denied!;
+      return this.unauthorized(
+        request,
+        'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted',
+        false,
+      ).denied!;
     }
     if ('problem' in credentials) {
       // The same spellings as the CDN's gate, which admits one per key so WAF counts a key once.
-      return problem(request, { status: 401, detail: SPELLING_DETAIL, headers: { 'WWW-Authenticate': `${REALM}, error="invalid_request"` } });
+      return problem(request, {
+        status: 401,
+        detail: SPELLING_DETAIL,
+        headers: { 'WWW-Authenticate': `${REALM}, error="invalid_request"` },
+      });
     }
     const presented = credentials.token;
     const id = keyId(presented);
@@ -116,27 +154,41 @@ export class AccessControl {
     if (!id || !keys || !secret) {
       // Spend the same HMAC work as a real check, so malformed keys are not told apart by timing.
       if (secret) await keyMatches(secret, presented, null);
-      return invalid('the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"');
+      return invalid(
+        'the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"',
+      );
     }
     let record: EdgeKeyRecord | null;
     try {
       record = await keys.lookup(id);
     } catch {
-      return problem(request, { status: 503, detail: 'API keys cannot be checked right now; try again shortly', headers: { 'Retry-After': '5' } });
+      return problem(request, {
+        status: 503,
+        detail: 'API keys cannot be checked right now; try again shortly',
+        headers: { 'Retry-After': '5' },
+      });
     }
     const ok = await keyMatches(secret, presented, record?.hash ?? null);
     if (!ok || !record) return invalid('the API key is malformed or unknown');
     if (record.revoked_at) return invalid(`the API key ${id} was revoked on ${record.revoked_at}`);
     // As the CDN's gate: a lettered id must carry its record's tier's letter.
     if (!isLegacyId(id) && this.options.config.tier_letters[record.tier] !== id[0]) {
-      return invalid(`the API key ${id} does not carry the letter of its tier (${record.tier}): it must be reissued; ask for a new key`);
+      return invalid(
+        `the API key ${id} does not carry the letter of its tier (${record.tier}): it must be reissued; ask for a new key`,
+      );
     }
     return { id, tier: record.tier };
   }
 
   /** Counts one request against every window of `limits` for `subject`, adding the counters it
    * charged to `charged` (none when it refuses). */
-  private async count(request: Request, subject: string, limits: Limits, who: string, charged: string[]): Promise<AccessDecision> {
+  private async count(
+    request: Request,
+    subject: string,
+    limits: Limits,
+    who: string,
+    charged: string[],
+  ): Promise<AccessDecision> {
     const windows = windowsAt(limits, subject, this.now());
     let closest: { window: CountedWindow; remaining: number } | null = null;
     for (let i = 0; i < windows.length; i++) {
@@ -149,12 +201,19 @@ export class AccessControl {
       // The RateLimit fields report the window with the fewest requests left, then the longest
       // until reset (the first of equals).
       const remaining = Math.max(0, w.limit - result.count);
-      if (closest === null || remaining < closest.remaining || (remaining === closest.remaining && w.resetSeconds > closest.window.resetSeconds)) {
+      if (
+        closest === null ||
+        remaining < closest.remaining ||
+        (remaining === closest.remaining && w.resetSeconds > closest.window.resetSeconds)
+      ) {
         closest = { window: w, remaining };
       }
     }
     charged.push(...windows.map((w) => w.counter));
-    return { denied: null, headers: closest === null ? NO_HEADERS : rateLimitHeaders(closest.window, closest.remaining, limits) };
+    return {
+      denied: null,
+      headers: closest === null ? NO_HEADERS : rateLimitHeaders(closest.window, closest.remaining, limits),
+    };
   }
 }
 
@@ -177,7 +236,14 @@ function windowsAt(limits: Limits, subject: string, now: number): CountedWindow[
     const index = Math.floor(now / w.ms);
     const end = (index + 1) * w.ms;
     const resetSeconds = Math.max(1, Math.ceil((end - now) / 1000));
-    out.push({ counter: `${subject}:${w.tag}:${index}`, limit, end, resetSeconds, windowSeconds: w.ms / 1000, noun: w.noun });
+    out.push({
+      counter: `${subject}:${w.tag}:${index}`,
+      limit,
+      end,
+      resetSeconds,
+      windowSeconds: w.ms / 1000,
+      noun: w.noun,
+    });
   }
   return out;
 }
@@ -202,5 +268,10 @@ function rateLimitHeaders(w: CountedWindow, remaining: number, limits: Limits): 
   const policy = WINDOWS.filter((x) => limits[x.field] !== undefined)
     .map((x) => `${limits[x.field]};w=${x.ms / 1000}`)
     .join(', ');
-  return { 'ratelimit-limit': String(w.limit), 'ratelimit-remaining': String(remaining), 'ratelimit-reset': String(w.resetSeconds), 'ratelimit-policy': policy };
+  return {
+    'ratelimit-limit': String(w.limit),
+    'ratelimit-remaining': String(remaining),
+    'ratelimit-reset': String(w.resetSeconds),
+    'ratelimit-policy': policy,
+  };
 }

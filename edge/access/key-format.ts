@@ -34,7 +34,8 @@ function fromHex(text: string): Uint8Array<ArrayBuffer> {
 /** A new key and its id, which starts with `letter` (its tier's; null: a legacy id without one, for
  * tests of keys issued before letters). The caller shows the key once and stores only its hash. */
 export function generateKey(letter: string | null): { id: string; key: string } {
-  if (letter !== null && (letter.length !== 1 || !ID_ALPHABET.includes(letter))) throw new Error(`a tier letter is one character of a-z or 2-7, not ${JSON.stringify(letter)}`);
+  if (letter !== null && (letter.length !== 1 || !ID_ALPHABET.includes(letter)))
+    throw new Error(`a tier letter is one character of a-z or 2-7, not ${JSON.stringify(letter)}`);
   const idBytes = crypto.getRandomValues(new Uint8Array(RANDOM_ID_LENGTH));
   const id = (letter ?? '') + [...idBytes].map((b) => ID_ALPHABET[b & 31]).join('');
   return { id, key: `${KEY_PREFIX}${id}_${base64url(crypto.getRandomValues(new Uint8Array(32)))}` };
@@ -56,7 +57,9 @@ const ENCODED_UNRESERVED = /%(?:25)*(2[dD]|2[eE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9
 export function redactKeys(text: string): string {
   // Nothing to decode and no key prefix: nothing to redact (the common case, so checked first).
   if (!text.includes('%') && !PREFIX_ANYWHERE.test(text)) return text;
-  return text.replace(ENCODED_UNRESERVED, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).replace(KEY_ANYWHERE, REDACTED_KEY);
+  return text
+    .replace(ENCODED_UNRESERVED, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+    .replace(KEY_ANYWHERE, REDACTED_KEY);
 }
 
 /** Client text as it may be echoed or logged within `max` characters: keys redacted first, so the
@@ -83,7 +86,8 @@ export function bearerToken(header: string): Credentials {
 }
 
 /** What a client told `spelling` should send instead. */
-export const SPELLING_DETAIL = 'send the key as "Authorization: Bearer <key>": the word Bearer, one space, the key, and nothing else (no other spaces or tabs)';
+export const SPELLING_DETAIL =
+  'send the key as "Authorization: Bearer <key>": the word Bearer, one space, the key, and nothing else (no other spaces or tabs)';
 
 /** Is this id a legacy one (issued before tiers had letters)? */
 export const isLegacyId = (id: string) => id.length === RANDOM_ID_LENGTH;
@@ -95,8 +99,15 @@ export function keyId(key: string): string | null {
 
 /** Imports the server-side secret (hex, ≥ 32 bytes) as an HMAC key. */
 export async function importServerSecret(secretHex: string): Promise<CryptoKey> {
-  if (!/^[0-9a-f]{64,}$/i.test(secretHex.trim())) throw new Error('the API key secret must be at least 32 bytes written as hex');
-  return crypto.subtle.importKey('raw', fromHex(secretHex.trim().toLowerCase()), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+  if (!/^[0-9a-f]{64,}$/i.test(secretHex.trim()))
+    throw new Error('the API key secret must be at least 32 bytes written as hex');
+  return crypto.subtle.importKey(
+    'raw',
+    fromHex(secretHex.trim().toLowerCase()),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign', 'verify'],
+  );
 }
 
 export function newServerSecret(): string {

@@ -18,7 +18,9 @@ const gzip = promisify(zlib.gzip);
  * percent cost tens of times the CPU. The same body with the same zlib always gives the same bytes, so
  * the server's copy and the nginx front's precompressed file are one representation. */
 const options = (coding: Coding, body: Uint8Array): zlib.ZlibOptions & zlib.BrotliOptions =>
-  coding === 'gzip' ? { level: 6 } : { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 6, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } };
+  coding === 'gzip'
+    ? { level: 6 }
+    : { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 6, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } };
 
 /** A body in a coding, on libuv's threads (the server's event loop keeps answering meanwhile). */
 export function compressBody(body: Uint8Array, coding: Coding): Promise<Uint8Array> {
@@ -28,7 +30,9 @@ export function compressBody(body: Uint8Array, coding: Coding): Promise<Uint8Arr
 /** The same, at once: for tens of thousands of small files (nginx-config) the thread hand-off costs
  * more than the compressing. */
 export function compressBodySync(body: Uint8Array, coding: Coding): Uint8Array {
-  return coding === 'gzip' ? zlib.gzipSync(body, options(coding, body)) : zlib.brotliCompressSync(body, options(coding, body));
+  return coding === 'gzip'
+    ? zlib.gzipSync(body, options(coding, body))
+    : zlib.brotliCompressSync(body, options(coding, body));
 }
 
 const STRONG_SHA = /^"([0-9a-f]{64})"$/;
@@ -44,7 +48,9 @@ export function withCompression(handler: Handler, cacheBytes: number): Handler {
     const head = request.method === 'HEAD';
     const sha = STRONG_SHA.exec(response.headers.get('etag') ?? '')?.[1];
     if (response.status !== 200 || sha === undefined) {
-      return head && response.body ? new Response(null, { status: response.status, headers: response.headers }) : response;
+      return head && response.body
+        ? new Response(null, { status: response.status, headers: response.headers })
+        : response;
     }
     const out = new Headers(response.headers);
     const compressible = isCompressible(out.get('content-type'));
@@ -53,7 +59,8 @@ export function withCompression(handler: Handler, cacheBytes: number): Handler {
     // The handler's answers name their length; the body is read only when it is to be compressed, so
     // an identity answer costs no second copy of it.
     const length = Number(out.get('content-length') ?? MIN_COMPRESSED_BYTES);
-    const coding = compressible && length >= MIN_COMPRESSED_BYTES ? negotiate(request.headers.get('accept-encoding')) : null;
+    const coding =
+      compressible && length >= MIN_COMPRESSED_BYTES ? negotiate(request.headers.get('accept-encoding')) : null;
     const etag = representationTag(sha, coding);
     out.set('etag', etag);
     if (etagMatches(request.headers.get('if-none-match'), etag)) {

@@ -10,7 +10,8 @@ export class TrustedFronts {
 
   constructor(addresses: readonly string[]) {
     for (const address of addresses) {
-      if (!isIP(address)) throw new Error(`--trust-proxy takes IP addresses (such as 127.0.0.1 or ::1); "${address}" is not one`);
+      if (!isIP(address))
+        throw new Error(`--trust-proxy takes IP addresses (such as 127.0.0.1 or ::1); "${address}" is not one`);
     }
     this.addresses = new Set(addresses.map(plainAddress));
   }

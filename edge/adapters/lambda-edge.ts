@@ -27,7 +27,15 @@ export interface CloudFrontResultResponse {
 }
 
 /** Headers CloudFront does not let a function set on a generated response. */
-const READ_ONLY = new Set(['content-length', 'transfer-encoding', 'connection', 'via', 'upgrade', 'keep-alive', 'proxy-connection']);
+const READ_ONLY = new Set([
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'via',
+  'upgrade',
+  'keep-alive',
+  'proxy-connection',
+]);
 const TEXTUAL = /^(application\/(json|problem\+json)|text\/|chemical\/x-mmcif)/;
 
 type CfRequest = CloudFrontRequestEvent['Records'][0]['cf']['request'];
@@ -41,7 +49,10 @@ function toWebRequest(event: CloudFrontRequestEvent): Request {
   for (const [name, values] of Object.entries(cf.headers)) {
     for (const { value } of values) headers.append(name, value);
   }
-  return new Request(`https://${host}${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`, { method: cf.method, headers });
+  return new Request(`https://${host}${cf.uri}${cf.querystring ? `?${cf.querystring}` : ''}`, {
+    method: cf.method,
+    headers,
+  });
 }
 
 /** Finds the object a pinned release's structure file is stored as: its sha256, or a problem answer. */
@@ -74,9 +85,14 @@ export function createLambdaEdgeHandler(handler: Handler, locate?: ReleaseFileLo
 async function toCloudFront(response: Response, method: string): Promise<CloudFrontResultResponse> {
   const out: CfHeaders = {};
   response.headers.forEach((value, name) => {
-    if (!READ_ONLY.has(name)) out[name] = [{ key: name.replace(/(^|-)([a-z])/g, (_, dash, c) => dash + c.toUpperCase()), value }];
+    if (!READ_ONLY.has(name))
+      out[name] = [{ key: name.replace(/(^|-)([a-z])/g, (_, dash, c) => dash + c.toUpperCase()), value }];
   });
-  const result: CloudFrontResultResponse = { status: String(response.status), statusDescription: response.statusText || undefined, headers: out };
+  const result: CloudFrontResultResponse = {
+    status: String(response.status),
+    statusDescription: response.statusText || undefined,
+    headers: out,
+  };
   if (response.body && method !== 'HEAD') {
     const bytes = Buffer.from(await response.arrayBuffer());
     const textual = TEXTUAL.test(response.headers.get('content-type') ?? '');

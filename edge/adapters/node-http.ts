@@ -90,8 +90,15 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
     let logged = false;
     const record = () => {
       const entry: RequestLogEntry = {
-        client: context.clientIp ?? null, method: req.method ?? '-', path: printable(req.url ?? ''),
-        status, bytes: sentBytes, ms: Number(millisSince(started)), release, route: context.answeredBy ?? 'other', request_id: requestId,
+        client: context.clientIp ?? null,
+        method: req.method ?? '-',
+        path: printable(req.url ?? ''),
+        status,
+        bytes: sentBytes,
+        ms: Number(millisSince(started)),
+        release,
+        route: context.answeredBy ?? 'other',
+        request_id: requestId,
       };
       if (opts.logRequest) opts.logRequest(entry);
       else log.info({ ...entry });
@@ -120,7 +127,16 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       // A client far ahead of the answers it has taken asks without reading: cut it.
       if (conn.pending > limits.maxPendingPerConnection) {
         socket.destroy();
-        return log.warn({ event: 'connection_cut', client: socket.remoteAddress ?? null, method: req.method, path: printable(req.url ?? ''), pending: conn.pending }, `${req.method} ${printable(req.url ?? '')} closed: ${conn.pending} requests waiting for a client that does not read`);
+        return log.warn(
+          {
+            event: 'connection_cut',
+            client: socket.remoteAddress ?? null,
+            method: req.method,
+            path: printable(req.url ?? ''),
+            pending: conn.pending,
+          },
+          `${req.method} ${printable(req.url ?? '')} closed: ${conn.pending} requests waiting for a client that does not read`,
+        );
       }
 
       context.viaFront = fronts.trusts(socket.remoteAddress);
@@ -138,7 +154,10 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       const size = (body?.length ?? 0) + HEAD_BYTES;
       // Answers pile up unsent only for a client that does not read them: beyond its share, or when
       // all connections together hold too much, a connection that still holds some is closed.
-      if (conn.unsent > 0 && (conn.unsent + size > limits.maxUnsentBytesPerConnection || unsentTotal + size > limits.maxUnsentBytes)) {
+      if (
+        conn.unsent > 0 &&
+        (conn.unsent + size > limits.maxUnsentBytesPerConnection || unsentTotal + size > limits.maxUnsentBytes)
+      ) {
         status = 'closed: answers waiting for a client that does not read';
         socket.destroy();
         return record();
@@ -165,8 +184,14 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
         // An answer already begun cannot become another: the connection is cut instead.
         if (res.headersSent || socket.destroyed) res.destroy();
         else {
-          const body = problemBody(req.url ?? '/', { status: 500, detail: 'an unexpected error occurred; it has been logged', extra: { request_id: requestId } });
-          res.writeHead(500, { ...problemHead(body), [REQUEST_ID_HEADER]: requestId }).end(req.method === 'HEAD' ? undefined : body);
+          const body = problemBody(req.url ?? '/', {
+            status: 500,
+            detail: 'an unexpected error occurred; it has been logged',
+            extra: { request_id: requestId },
+          });
+          res
+            .writeHead(500, { ...problemHead(body), [REQUEST_ID_HEADER]: requestId })
+            .end(req.method === 'HEAD' ? undefined : body);
           sentBytes = req.method === 'HEAD' ? 0 : body.length;
         }
       } catch (writeErr) {
@@ -213,18 +238,47 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, `the request line and headers must fit in ${limits.maxHeaderSize} bytes`]
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, `the request was not received in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`]
+          ? [
+              408,
+              `the request was not received in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`,
+            ]
           : [400, 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)'];
     // A HEAD request gets no body, or the client would read it as the start of the next response.
     const isHead = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
     rawAnswer(socket, status, problemBody('/', { status, detail }), isHead);
-    log.info({ event: 'client_error', client: (socket as Socket).remoteAddress ?? null, status, code: err.code ?? 'client error' }, `${status} ${err.code ?? 'client error'}`);
+    log.info(
+      {
+        event: 'client_error',
+        client: (socket as Socket).remoteAddress ?? null,
+        status,
+        code: err.code ?? 'client error',
+      },
+      `${status} ${err.code ?? 'client error'}`,
+    );
   });
   // Node hands CONNECT to a 'connect' listener (and drops the connection when there is none), never
   // to the request listener: answer it 405 like any other method instead.
   server.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
-    rawAnswer(socket, 405, problemBody('/', { status: 405, detail: 'method CONNECT is not allowed; this API is read-only' }), false, { Allow: ALLOW });
-    log.info({ client: req.socket.remoteAddress ?? null, method: 'CONNECT', path: printable(req.url ?? ''), status: 405, bytes: 0, ms: 0, release: null, route: 'other' }, 'CONNECT refused');
+    rawAnswer(
+      socket,
+      405,
+      problemBody('/', { status: 405, detail: 'method CONNECT is not allowed; this API is read-only' }),
+      false,
+      { Allow: ALLOW },
+    );
+    log.info(
+      {
+        client: req.socket.remoteAddress ?? null,
+        method: 'CONNECT',
+        path: printable(req.url ?? ''),
+        status: 405,
+        bytes: 0,
+        ms: 0,
+        release: null,
+        route: 'other',
+      },
+      'CONNECT refused',
+    );
   });
   return server;
 }
@@ -232,7 +286,13 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
 /** One client may hold only its share of the connections, so that it cannot take them all: a
  * connection beyond it is answered 429 and closed, before Node reads a request from it. A trusted
  * front's connections carry many clients, whom the front caps itself. */
-function capConnectionsPerClient(server: http.Server, limits: ServerLimits, fronts: TrustedFronts, ipv6Prefix: number, log: HandlerLog): void {
+function capConnectionsPerClient(
+  server: http.Server,
+  limits: ServerLimits,
+  fronts: TrustedFronts,
+  ipv6Prefix: number,
+  log: HandlerLog,
+): void {
   const open = new Map<string, number>();
   const refusal = connectionShareProblem(limits);
   const body = problemBody('/', refusal);
@@ -250,7 +310,11 @@ function capConnectionsPerClient(server: http.Server, limits: ServerLimits, fron
     if (count > limits.maxConnectionsPerAddress) {
       rawAnswer(socket, refusal.status, body, false, refusal.headers);
       // One line when a client reaches its share, not one per connection refused.
-      if (count === limits.maxConnectionsPerAddress + 1) log.warn({ event: 'connections_over_share', client, status: refusal.status, limit: limits.maxConnectionsPerAddress }, `${refusal.status} connections from ${client} over its share (${limits.maxConnectionsPerAddress})`);
+      if (count === limits.maxConnectionsPerAddress + 1)
+        log.warn(
+          { event: 'connections_over_share', client, status: refusal.status, limit: limits.maxConnectionsPerAddress },
+          `${refusal.status} connections from ${client} over its share (${limits.maxConnectionsPerAddress})`,
+        );
     }
   });
 }
@@ -280,14 +344,28 @@ function lastResort(res: http.ServerResponse, err: unknown, report: ReturnType<t
 
 /** The handler's answer to a request Node has parsed, or the 400/405 for one that cannot be a Web
  * Request. */
-async function answer(req: http.IncomingMessage, handler: Handler, ownHost: string, context: RequestContext): Promise<Response> {
+async function answer(
+  req: http.IncomingMessage,
+  handler: Handler,
+  ownHost: string,
+  context: RequestContext,
+): Promise<Response> {
   const refuse = (status: number, detail: string, headers: Record<string, string> = {}) => {
     const body = problemBody(req.url ?? '/', { status, detail });
-    return new Response(body as Uint8Array<ArrayBuffer>, { status, headers: { ...problemHead(body), ...headers, connection: 'close' } });
+    return new Response(body as Uint8Array<ArrayBuffer>, {
+      status,
+      headers: { ...problemHead(body), ...headers, connection: 'close' },
+    });
   };
   const hosts = countHosts(req.rawHeaders);
   // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
-  if (req.httpVersion !== '1.0' && hosts !== 1) return refuse(400, hosts === 0 ? 'an HTTP/1.1 request must carry a Host header' : 'a request must carry one Host header, not several');
+  if (req.httpVersion !== '1.0' && hosts !== 1)
+    return refuse(
+      400,
+      hosts === 0
+        ? 'an HTTP/1.1 request must carry a Host header'
+        : 'a request must carry one Host header, not several',
+    );
   // Checked as sent: the URL parser below would turn a backslash into `/` and resolve `..`.
   const target = req.url ?? '';
   if (refusedTarget(target)) return refuse(400, REFUSED_TARGET_DETAIL);
@@ -299,7 +377,8 @@ async function answer(req: http.IncomingMessage, handler: Handler, ownHost: stri
     request = new Request(`http://${host}${target}`, { method: req.method, headers: headersOf(req) });
   } catch {
     // The Fetch standard refuses some methods (TRACE, TRACK) outright; none is allowed here.
-    if (!(ALLOWED_METHODS as readonly string[]).includes(req.method ?? '')) return refuse(405, `method ${req.method} is not allowed; this API is read-only`, { allow: ALLOW });
+    if (!(ALLOWED_METHODS as readonly string[]).includes(req.method ?? ''))
+      return refuse(405, `method ${req.method} is not allowed; this API is read-only`, { allow: ALLOW });
     return refuse(400, 'the request target or a header is not valid');
   }
   return handler(request, context);
@@ -322,15 +401,33 @@ function countHosts(raw: string[]): number {
 
 /** Header fields of a problem answer with `body`. */
 function problemHead(body: Uint8Array): Record<string, string> {
-  return { 'content-type': PROBLEM_TYPE, 'content-length': String(body.length), 'cache-control': 'no-store', 'access-control-allow-origin': '*' };
+  return {
+    'content-type': PROBLEM_TYPE,
+    'content-length': String(body.length),
+    'cache-control': 'no-store',
+    'access-control-allow-origin': '*',
+  };
 }
 
 /** Writes an answer on a socket Node's server no longer manages, then closes the connection. */
-function rawAnswer(socket: Duplex, status: number, body: Uint8Array, isHead: boolean, extra: Record<string, string> = {}): void {
+function rawAnswer(
+  socket: Duplex,
+  status: number,
+  body: Uint8Array,
+  isHead: boolean,
+  extra: Record<string, string> = {},
+): void {
   const fields = { ...problemHead(body), ...extra, date: new Date().toUTCString(), connection: 'close' };
-  const head = [`HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}`, ...Object.entries(fields).map(([name, value]) => `${name}: ${value}`), '', ''].join('\r\n');
+  const head = [
+    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}`,
+    ...Object.entries(fields).map(([name, value]) => `${name}: ${value}`),
+    '',
+    '',
+  ].join('\r\n');
   socket.on('error', () => {});
-  socket.end(isHead ? Buffer.from(head, 'latin1') : Buffer.concat([Buffer.from(head, 'latin1'), body]), () => socket.destroy());
+  socket.end(isHead ? Buffer.from(head, 'latin1') : Buffer.concat([Buffer.from(head, 'latin1'), body]), () =>
+    socket.destroy(),
+  );
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes.

@@ -37,7 +37,10 @@ export const SERVER_LIMIT_ENV: Record<keyof ServerLimits, string> = {
 };
 
 /** SERVER_LIMITS with the environment's overrides; throws on a value that is not a positive integer. */
-export function serverLimits(env: Record<string, string | undefined> = process.env, overrides: Partial<ServerLimits> = {}): ServerLimits {
+export function serverLimits(
+  env: Record<string, string | undefined> = process.env,
+  overrides: Partial<ServerLimits> = {},
+): ServerLimits {
   const limits = { ...SERVER_LIMITS };
   for (const [field, name] of Object.entries(SERVER_LIMIT_ENV) as [keyof ServerLimits, string][]) {
     const raw = env[name];
@@ -47,14 +50,21 @@ export function serverLimits(env: Record<string, string | undefined> = process.e
   }
   Object.assign(limits, overrides);
   // Node refuses a headers timeout longer than the request timeout.
-  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new Error(`the headers timeout (${limits.headersTimeoutMs} ms) cannot exceed the request timeout (${limits.requestTimeoutMs} ms)`);
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs)
+    throw new Error(
+      `the headers timeout (${limits.headersTimeoutMs} ms) cannot exceed the request timeout (${limits.requestTimeoutMs} ms)`,
+    );
   return limits;
 }
 
 /** The answer to a client over its share of connections, from the server or from the nginx front
  * (which counts requests in progress, not idle connections). An idle connection is closed within the
  * keep-alive timeout: by then the client has room again. */
-export function connectionShareProblem(limits: ServerLimits): { status: number; detail: string; headers: Record<string, string> } {
+export function connectionShareProblem(limits: ServerLimits): {
+  status: number;
+  detail: string;
+  headers: Record<string, string>;
+} {
   return {
     status: 429,
     detail: `too many connections from one address: at most ${limits.maxConnectionsPerAddress} at once; retry when some have closed`,

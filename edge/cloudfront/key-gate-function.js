@@ -48,7 +48,8 @@ function preflight() {
 /** An API request that names no release is answered from the current one, named in its cache key. */
 async function pinRelease(request) {
   var query = request.querystring;
-  if (request.uri.indexOf(SETTINGS.api) !== 0 || query[SETTINGS.release.named] || query[SETTINGS.release.current]) return request;
+  if (request.uri.indexOf(SETTINGS.api) !== 0 || query[SETTINGS.release.named] || query[SETTINGS.release.current])
+    return request;
   var current = await read('release:current', 'string');
   if (current) query[SETTINGS.release.current] = { value: current };
   return request;
@@ -67,11 +68,21 @@ async function checkKey(request) {
     return refuse(request, 401, REALM + ', error="invalid_request"', 'send one Authorization header');
   }
   if (!/^\s*Bearer(\s|$)/i.test(header.value)) {
-    return refuse(request, 401, REALM, 'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted');
+    return refuse(
+      request,
+      401,
+      REALM,
+      'API keys are sent as "Authorization: Bearer <key>"; other schemes are not accepted',
+    );
   }
   var bearer = BEARER.exec(header.value);
   if (!bearer) {
-    return refuse(request, 401, REALM + ', error="invalid_request"', 'send the key as "Authorization: Bearer <key>": the word Bearer, one space, the key, and nothing else (no other spaces or tabs)');
+    return refuse(
+      request,
+      401,
+      REALM + ', error="invalid_request"',
+      'send the key as "Authorization: Bearer <key>": the word Bearer, one space, the key, and nothing else (no other spaces or tabs)',
+    );
   }
   var presented = bearer[1];
   var parts = KEY.exec(presented);
@@ -84,22 +95,48 @@ async function checkKey(request) {
   var expected = record && /^[0-9a-f]{64}$/.test(record.hash) ? record.hash : DUMMY_HASH;
   var actual = crypto.createHmac('sha256', Buffer.from(secret, 'hex')).update(presented).digest('hex');
   if (!sameText(actual, expected) || !record || !id) {
-    return refuse(request, 401, REALM + ', error="invalid_token"', 'the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"');
+    return refuse(
+      request,
+      401,
+      REALM + ', error="invalid_token"',
+      'the API key is malformed or unknown; keys look like isoatlas_<id>_<secret> and are sent as "Authorization: Bearer <key>"',
+    );
   }
   if (record.revoked_at) {
-    return refuse(request, 401, REALM + ', error="invalid_token"', 'the API key ' + id + ' was revoked on ' + record.revoked_at);
+    return refuse(
+      request,
+      401,
+      REALM + ', error="invalid_token"',
+      'the API key ' + id + ' was revoked on ' + record.revoked_at,
+    );
   }
   // A lettered id names its tier to WAF; one naming another tier than its record would be counted there.
   if (id.length > 8 && SETTINGS.letters[record.tier] !== id.charAt(0)) {
-    return refuse(request, 401, REALM + ', error="invalid_token"', 'the API key ' + id + ' does not carry the letter of its tier (' + record.tier + '): it must be reissued; ask for a new key');
+    return refuse(
+      request,
+      401,
+      REALM + ', error="invalid_token"',
+      'the API key ' +
+        id +
+        ' does not carry the letter of its tier (' +
+        record.tier +
+        '): it must be reissued; ask for a new key',
+    );
   }
   var now = Math.floor(Date.now() / 1000);
   if (record.exhausted_until > now) {
     var until = new Date(record.exhausted_until * 1000).toISOString();
-    return refuse(request, 429, null, 'the daily quota of API key ' + id + ' (tier ' + record.tier + ') is used up until ' + until, record.exhausted_until - now);
+    return refuse(
+      request,
+      429,
+      null,
+      'the daily quota of API key ' + id + ' (tier ' + record.tier + ') is used up until ' + until,
+      record.exhausted_until - now,
+    );
   }
   // The day meter counts these lines (key id and tier, never key material; kvs-layout.ts meterLine).
-  if (SETTINGS.metered.indexOf(record.tier) >= 0) console.log('isoatlas-meter key=' + id + ' tier=' + encodeURIComponent(record.tier));
+  if (SETTINGS.metered.indexOf(record.tier) >= 0)
+    console.log('isoatlas-meter key=' + id + ' tier=' + encodeURIComponent(record.tier));
   return request;
 }
 
@@ -134,7 +171,15 @@ function refuse(request, status, challenge, detail, retryAfter) {
     status: status,
     detail: detail,
     // The key prefix with any character percent-encoded (once or more), as the nginx front masks it.
-    instance: request.uri.replace(/(?:i|%(?:25)*69)(?:s|%(?:25)*73)(?:o|%(?:25)*6f)(?:a|%(?:25)*61)(?:t|%(?:25)*74)(?:l|%(?:25)*6c)(?:a|%(?:25)*61)(?:s|%(?:25)*73)(?:_|%(?:25)*5f)[A-Za-z0-9_%-]*/gi, 'isoatlas_[redacted]'),
+    instance: request.uri.replace(
+      /(?:i|%(?:25)*69)(?:s|%(?:25)*73)(?:o|%(?:25)*6f)(?:a|%(?:25)*61)(?:t|%(?:25)*74)(?:l|%(?:25)*6c)(?:a|%(?:25)*61)(?:s|%(?:25)*73)(?:_|%(?:25)*5f)[A-Za-z0-9_%-]*/gi,
+      'isoatlas_[redacted]',
+    ),
   };
-  return { statusCode: status, statusDescription: TITLES[status], headers: headers, body: { encoding: 'text', data: JSON.stringify(body) } };
+  return {
+    statusCode: status,
+    statusDescription: TITLES[status],
+    headers: headers,
+    body: { encoding: 'text', data: JSON.stringify(body) },
+  };
 }

@@ -33,7 +33,11 @@ export interface KeyGateSettings {
 
 /** The settings of an arrangement, or of none (no keys: the gate only pins the release). */
 export function keyGateSettings(config: AccessConfig | null): KeyGateSettings {
-  const common = { api: `${API_PREFIX}/`, release: { named: RELEASE_PARAM, current: DEFAULT_RELEASE_PARAM }, preflight: PREFLIGHT_HEADERS };
+  const common = {
+    api: `${API_PREFIX}/`,
+    release: { named: RELEASE_PARAM, current: DEFAULT_RELEASE_PARAM },
+    preflight: PREFLIGHT_HEADERS,
+  };
   if (!config) return { mode: 'none', metered: [], letters: {}, ...common };
   const tiers = config.mode === 'open' ? config.open.tiers : config.key_required.tiers;
   const metered = Object.keys(tiers).filter((t) => tierLimits(config, t).per_day !== undefined);
@@ -43,9 +47,13 @@ export function keyGateSettings(config: AccessConfig | null): KeyGateSettings {
 export function keyGateCode(settings: KeyGateSettings): string {
   const source = readFileSync(KEY_GATE_FILE, 'utf8');
   const parts = source.split('__SETTINGS__');
-  if (parts.length !== 3) throw new Error(`${KEY_GATE_FILE} must name __SETTINGS__ once in its comment and once in code`);
+  if (parts.length !== 3)
+    throw new Error(`${KEY_GATE_FILE} must name __SETTINGS__ once in its comment and once in code`);
   const code = parts[0] + '__SETTINGS__' + parts[1] + JSON.stringify(settings) + parts[2];
   const bytes = Buffer.byteLength(code);
-  if (bytes > KEY_GATE_MAX_BYTES) throw new Error(`the key gate is ${bytes} bytes, over CloudFront's ${KEY_GATE_MAX_BYTES}-byte limit on function code`);
+  if (bytes > KEY_GATE_MAX_BYTES)
+    throw new Error(
+      `the key gate is ${bytes} bytes, over CloudFront's ${KEY_GATE_MAX_BYTES}-byte limit on function code`,
+    );
   return code;
 }

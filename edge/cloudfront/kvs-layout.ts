@@ -33,7 +33,11 @@ export interface KvsKeyRecord {
  * and the secret. Exhaustion is the meter's to set; publish keeps what the store already says. */
 export function kvsEntries(keys: readonly EdgeKeyRecord[], secretHex: string): Map<string, string> {
   const entries = new Map<string, string>([[SECRET_ENTRY, secretHex.trim().toLowerCase()]]);
-  for (const k of keys) entries.set(keyEntry(k.id), encodeKeyRecord({ hash: k.hash, tier: k.tier, revoked_at: k.revoked_at, exhausted_until: 0 }));
+  for (const k of keys)
+    entries.set(
+      keyEntry(k.id),
+      encodeKeyRecord({ hash: k.hash, tier: k.tier, revoked_at: k.revoked_at, exhausted_until: 0 }),
+    );
   return entries;
 }
 
@@ -44,7 +48,9 @@ export function encodeKeyRecord(r: KvsKeyRecord): string {
 export function decodeKeyRecord(value: string): KvsKeyRecord | null {
   try {
     const r = JSON.parse(value) as KvsKeyRecord;
-    return typeof r.hash === 'string' && typeof r.tier === 'string' ? { ...r, exhausted_until: Number(r.exhausted_until) || 0 } : null;
+    return typeof r.hash === 'string' && typeof r.tier === 'string'
+      ? { ...r, exhausted_until: Number(r.exhausted_until) || 0 }
+      : null;
   } catch {
     return null;
   }

@@ -8,7 +8,13 @@
 // invocation that stops between the two writes and is never retried leaves the estimate short of
 // that delivery, which delays the check by as many requests, as a lost log line would. No
 // transactions: each write is idempotent or only ever over-counts the estimate.
-import { PutItemCommand, QueryCommand, UpdateItemCommand, type DynamoDBClient, type QueryCommandOutput } from '@aws-sdk/client-dynamodb';
+import {
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+  type DynamoDBClient,
+  type QueryCommandOutput,
+} from '@aws-sdk/client-dynamodb';
 
 /** Partition key: `<key id>:<day>`. */
 export const METER_TABLE_KEY = 'counter';
@@ -33,14 +39,24 @@ export interface Estimate {
 }
 
 /** Adds a delivery's requests to the estimate, after its item is written. */
-export async function raiseEstimate(t: MeterTable, counter: string, hits: number, tier: string | undefined, expiresAt: number): Promise<Estimate> {
+export async function raiseEstimate(
+  t: MeterTable,
+  counter: string,
+  hits: number,
+  tier: string | undefined,
+  expiresAt: number,
+): Promise<Estimate> {
   const out = await t.dynamo.send(
     new UpdateItemCommand({
       TableName: t.table,
       Key: { [METER_TABLE_KEY]: { S: counter }, [METER_TABLE_SORT_KEY]: { S: ESTIMATE } },
       UpdateExpression: `ADD #hits :n SET #ttl = :ttl${tier ? ', #tier = :tier' : ''}`,
       ExpressionAttributeNames: { '#hits': 'hits', '#ttl': METER_TTL_ATTRIBUTE, ...(tier ? { '#tier': 'tier' } : {}) },
-      ExpressionAttributeValues: { ':n': { N: String(hits) }, ':ttl': { N: String(expiresAt) }, ...(tier ? { ':tier': { S: tier } } : {}) },
+      ExpressionAttributeValues: {
+        ':n': { N: String(hits) },
+        ':ttl': { N: String(expiresAt) },
+        ...(tier ? { ':tier': { S: tier } } : {}),
+      },
       ReturnValues: 'ALL_NEW',
     }),
   );
@@ -50,7 +66,13 @@ export async function raiseEstimate(t: MeterTable, counter: string, hits: number
 
 /** Writes a delivery's requests for one key and day (before raising the estimate); the same
  * delivery writes the same item. */
-export async function recordDelivery(t: MeterTable, counter: string, deliveryId: string, hits: number, expiresAt: number): Promise<void> {
+export async function recordDelivery(
+  t: MeterTable,
+  counter: string,
+  deliveryId: string,
+  hits: number,
+  expiresAt: number,
+): Promise<void> {
   await t.dynamo.send(
     new PutItemCommand({
       TableName: t.table,

@@ -50,7 +50,13 @@ export function parseDelivery(event: LogsSubscriptionEvent): Delivery {
     if (line.tier) c.tier = line.tier;
     counts.set(counter, c);
   }
-  return { id: deliveryId(payload, events.map((e) => e.id)), counts };
+  return {
+    id: deliveryId(
+      payload,
+      events.map((e) => e.id),
+    ),
+    counts,
+  };
 }
 
 /** Requests per (key id, UTC day) in one delivery. Lines without the gate's mark are ignored. */
@@ -63,7 +69,10 @@ export function countDelivery(event: LogsSubscriptionEvent): Map<string, DayCoun
 function meterLine(message: string): { id: string; tier?: string } | null {
   const at = message.indexOf(METER_MARK);
   if (at < 0) return null;
-  const [id, ...rest] = message.slice(at + METER_MARK.length).trim().split(/\s+/);
+  const [id, ...rest] = message
+    .slice(at + METER_MARK.length)
+    .trim()
+    .split(/\s+/);
   if (!ID.test(id)) return null;
   const named = rest.find((t) => t.startsWith(METER_TIER.trim()));
   if (!named) return { id };

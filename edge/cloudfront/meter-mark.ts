@@ -61,7 +61,14 @@ export function createMarker(o: MarkerOptions) {
         if (!r || limit === undefined || total < limit) return { marked: false, settled: false };
         if (r.exhausted_until >= until) return { marked: false, settled: true };
         try {
-          await o.kvs.send(new PutKeyCommand({ KvsARN: o.kvsArn, Key: keyEntry(id), Value: encodeKeyRecord({ ...r, exhausted_until: until }), IfMatch: ETag }));
+          await o.kvs.send(
+            new PutKeyCommand({
+              KvsARN: o.kvsArn,
+              Key: keyEntry(id),
+              Value: encodeKeyRecord({ ...r, exhausted_until: until }),
+              IfMatch: ETag,
+            }),
+          );
           return { marked: true, settled: true };
         } catch (err) {
           if (!(err instanceof ConflictException) || attempt >= MARK_ATTEMPTS) throw err;

@@ -31,7 +31,11 @@ const DAY_MS = 86_400_000;
 /** Counts outlive their day by this long, then DynamoDB deletes them (TTL). */
 const KEEP_MS = 2 * DAY_MS;
 /** The deployed meter's settings (environment variables the stack sets). */
-export const METER_ENV = { table: 'ISOATLAS_METER_TABLE', kvsArn: 'ISOATLAS_KVS_ARN', config: 'ISOATLAS_ACCESS_CONFIG' } as const;
+export const METER_ENV = {
+  table: 'ISOATLAS_METER_TABLE',
+  kvsArn: 'ISOATLAS_KVS_ARN',
+  config: 'ISOATLAS_ACCESS_CONFIG',
+} as const;
 
 export interface MeterOptions {
   dynamo: Pick<DynamoDBClient, 'send'>;
@@ -75,19 +79,31 @@ export function createMeter(o: MeterOptions) {
         const outcome = await markIfReached(counter, c, estimate.hits, estimate.tier, until);
         if (outcome.marked) {
           result.exhausted.push(c.id);
-          log(`isoatlas meter: key ${c.id} used its day quota (${outcome.total} requests on ${c.day}); refused until ${new Date(until * 1000).toISOString()}`);
+          log(
+            `isoatlas meter: key ${c.id} used its day quota (${outcome.total} requests on ${c.day}); refused until ${new Date(until * 1000).toISOString()}`,
+          );
         }
       } catch (err) {
         failures.push(err); // the other keys of the delivery still count and mark
       }
     }
     // A failed invocation is retried by Lambda with the same delivery, which counts nothing twice.
-    if (failures.length) throw new AggregateError(failures, `isoatlas meter: ${failures.length} mark(s) not written; the delivery will be retried`);
+    if (failures.length)
+      throw new AggregateError(
+        failures,
+        `isoatlas meter: ${failures.length} mark(s) not written; the delivery will be retried`,
+      );
     return result;
   };
 
   /** Checks the exact count, then the store, only once the estimate reached the tier's day limit. */
-  async function markIfReached(counter: string, c: DayCount, estimate: number, knownTier: string | undefined, until: number): Promise<MarkOutcome & { total: number }> {
+  async function markIfReached(
+    counter: string,
+    c: DayCount,
+    estimate: number,
+    knownTier: string | undefined,
+    until: number,
+  ): Promise<MarkOutcome & { total: number }> {
     // Lines of an older gate name no tier: the store's record says it.
     const tier = c.tier ?? knownTier ?? (await marker.tierOf(c.id));
     const limit = tier === undefined ? undefined : tierLimits(o.config, tier).per_day;

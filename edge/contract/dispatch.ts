@@ -32,9 +32,24 @@ interface SystemPath {
 /** The paths `isoatlas serve` answers around the handler; the handler itself answers none of them
  * (at the CDN, or when the access class says no, they are no endpoint). */
 export const systemPaths = {
-  health: { path: '/health', access: 'open', front: 'pass', summary: 'what is served, for a load balancer or a service manager; 503 while no whole release can be read' },
-  metrics: { path: '/metrics', access: 'metrics', front: 'refuse', summary: 'Prometheus text format, scraped at the server itself' },
-  admission: { path: '/admission', access: 'front', front: 'refuse', summary: 'asked by the nginx front before it answers a request from a file' },
+  health: {
+    path: '/health',
+    access: 'open',
+    front: 'pass',
+    summary: 'what is served, for a load balancer or a service manager; 503 while no whole release can be read',
+  },
+  metrics: {
+    path: '/metrics',
+    access: 'metrics',
+    front: 'refuse',
+    summary: 'Prometheus text format, scraped at the server itself',
+  },
+  admission: {
+    path: '/admission',
+    access: 'front',
+    front: 'refuse',
+    summary: 'asked by the nginx front before it answers a request from a file',
+  },
 } as const satisfies Record<string, SystemPath>;
 export type SystemPathId = keyof typeof systemPaths;
 
@@ -59,7 +74,9 @@ interface FileKind {
 /** `/structures/`: the tree's directory of structure files, served as the current release's. */
 const STRUCTURES = `/${treePaths.structureFile('').split('/')[0]}/`;
 /** `/releases/<release>/structures/<name>`: where a store's structure redirects point. */
-const RELEASE_STRUCTURE = new RegExp(`^/${releasePublicPath(`(${RELEASE_NAME.source.slice(1, -1)})`, STRUCTURES.slice(1))}([^/]+)$`);
+const RELEASE_STRUCTURE = new RegExp(
+  `^/${releasePublicPath(`(${RELEASE_NAME.source.slice(1, -1)})`, STRUCTURES.slice(1))}([^/]+)$`,
+);
 
 /** The kinds of files served beside the API, each with its access class `checked`. */
 export const fileKinds = {
@@ -74,7 +91,8 @@ export const fileKinds = {
     },
   },
   structure_file: {
-    summary: "a predicted structure's mmCIF file: the current release's at /structures/<name>, a pinned one's at /releases/<release>/structures/<name>",
+    summary:
+      "a predicted structure's mmCIF file: the current release's at /structures/<name>, a pinned one's at /releases/<release>/structures/<name>",
     applies: 'structureFiles',
     front: 'files',
     /** `release` is null for the current release's path. A tree path's name may hold `/`: it is no
@@ -100,7 +118,8 @@ export type FileMatch<K extends FileKindId> = NonNullable<ReturnType<(typeof fil
 
 /** Where the request for a structure file of the tree (`structures/<id>.cif`) is: the current
  * release's path, or a pinned release's (`release`): the inverse of structure_file's match. */
-export const structureFilePath = (treePath: string, release: string | null) => `/${release === null ? treePath : releasePublicPath(release, treePath)}`;
+export const structureFilePath = (treePath: string, release: string | null) =>
+  `/${release === null ? treePath : releasePublicPath(release, treePath)}`;
 
 /** What answers a request, from a bounded set (the log's `route` and the metrics' label): an entry
  * of the table, or `other` (no endpoint, or a path the router refuses). */
@@ -108,22 +127,42 @@ export type AnswerLabel = SystemPathId | FileKindId | RouteId | 'other';
 
 /** Every entry in dispatch order, with its access class and what the front does with it. Routes are
  * answered from files by the front when the manifest maps their path to one (nginx-config.ts). */
-export const dispatchTable: readonly { label: Exclude<AnswerLabel, 'other'>; group: 'system' | 'file' | 'route'; access: AccessClass; front: FrontRule }[] = [
-  ...(Object.entries(systemPaths) as [SystemPathId, SystemPath][]).map(([label, e]) => ({ label, group: 'system' as const, access: e.access, front: e.front })),
-  ...(Object.entries(fileKinds) as [FileKindId, FileKind][]).map(([label, e]) => ({ label, group: 'file' as const, access: 'checked' as const, front: e.front })),
+export const dispatchTable: readonly {
+  label: Exclude<AnswerLabel, 'other'>;
+  group: 'system' | 'file' | 'route';
+  access: AccessClass;
+  front: FrontRule;
+}[] = [
+  ...(Object.entries(systemPaths) as [SystemPathId, SystemPath][]).map(([label, e]) => ({
+    label,
+    group: 'system' as const,
+    access: e.access,
+    front: e.front,
+  })),
+  ...(Object.entries(fileKinds) as [FileKindId, FileKind][]).map(([label, e]) => ({
+    label,
+    group: 'file' as const,
+    access: 'checked' as const,
+    front: e.front,
+  })),
   ...routes.map((r) => ({ label: r.id, group: 'route' as const, access: 'checked' as const, front: 'files' as const })),
 ];
 
 export const answerLabels: readonly AnswerLabel[] = [...dispatchTable.map((e) => e.label), 'other'];
 
-const systemByPath = new Map<string, SystemPathId>((Object.entries(systemPaths) as [SystemPathId, SystemPath][]).map(([id, e]) => [e.path, id]));
+const systemByPath = new Map<string, SystemPathId>(
+  (Object.entries(systemPaths) as [SystemPathId, SystemPath][]).map(([id, e]) => [e.path, id]),
+);
 
 /** The system path a pathname is, if any (the first step of `dispatch`). */
 export const systemPathAt = (pathname: string): SystemPathId | null => systemByPath.get(pathname) ?? null;
 
 /** Whether the server answers a system path to this request, by its access class; when not, the
  * request goes on to the handler, for which it is no endpoint. */
-export function systemPathAnswered(id: SystemPathId, request: { method: string; viaFront?: boolean; metrics: boolean }): boolean {
+export function systemPathAnswered(
+  id: SystemPathId,
+  request: { method: string; viaFront?: boolean; metrics: boolean },
+): boolean {
   const access: SystemPath['access'] = systemPaths[id].access;
   switch (access) {
     case 'open':

@@ -12,7 +12,15 @@ export const SHA256_HEX = /^[0-9a-f]{64}$/;
 const decoder = new TextDecoder();
 
 function validEntry(e: ManifestEntry): boolean {
-  return Boolean(e) && typeof e.path === 'string' && SAFE_TREE_PATH.test(e.path) && Number.isSafeInteger(e.size) && e.size >= 0 && typeof e.sha256 === 'string' && SHA256_HEX.test(e.sha256);
+  return (
+    Boolean(e) &&
+    typeof e.path === 'string' &&
+    SAFE_TREE_PATH.test(e.path) &&
+    Number.isSafeInteger(e.size) &&
+    e.size >= 0 &&
+    typeof e.sha256 === 'string' &&
+    SHA256_HEX.test(e.sha256)
+  );
 }
 
 function parse<T>(body: Uint8Array, where: string): T {
@@ -27,11 +35,20 @@ function parse<T>(body: Uint8Array, where: string): T {
  * names the file in messages. */
 export function parseManifestIndex(body: Uint8Array, where: string): ManifestIndex {
   const index = parse<ManifestIndex>(body, where);
-  if (!index || typeof index.release !== 'string' || index.format !== MANIFEST_FORMAT || !Array.isArray(index.shards) || !isShardCount(index.shards.length)) {
-    throw new Error(`${where}: not an isoatlas manifest of format ${MANIFEST_FORMAT} (rebuild the tree with this version of isoatlas)`);
+  if (
+    !index ||
+    typeof index.release !== 'string' ||
+    index.format !== MANIFEST_FORMAT ||
+    !Array.isArray(index.shards) ||
+    !isShardCount(index.shards.length)
+  ) {
+    throw new Error(
+      `${where}: not an isoatlas manifest of format ${MANIFEST_FORMAT} (rebuild the tree with this version of isoatlas)`,
+    );
   }
   index.shards.forEach((s, i) => {
-    if (!validEntry(s) || s.path !== treePaths.manifestShard(i)) throw new Error(`${where}: invalid shard entry ${JSON.stringify(s).slice(0, 200)}`);
+    if (!validEntry(s) || s.path !== treePaths.manifestShard(i))
+      throw new Error(`${where}: invalid shard entry ${JSON.stringify(s).slice(0, 200)}`);
   });
   return index;
 }
@@ -41,7 +58,8 @@ export function parseManifestShard(body: Uint8Array, n: number, count: number, w
   const shard = parse<ManifestShard>(body, where);
   if (!shard || !Array.isArray(shard.entries)) throw new Error(`${where}: not a manifest shard`);
   for (const e of shard.entries) {
-    if (!validEntry(e) || e.path === treePaths.manifest || e.path.startsWith('manifest/')) throw new Error(`${where}: invalid entry ${JSON.stringify(e).slice(0, 200)}`);
+    if (!validEntry(e) || e.path === treePaths.manifest || e.path.startsWith('manifest/'))
+      throw new Error(`${where}: invalid entry ${JSON.stringify(e).slice(0, 200)}`);
     if (shardOf(e.path, count) !== n) throw new Error(`${where}: lists ${e.path}, which belongs to another shard`);
   }
   return shard.entries;

@@ -2,7 +2,15 @@
 // every route with every status it can answer, the headers that come with each, the bearer scheme of
 // both access arrangements, and examples from the release it describes.
 import { API_PREFIX } from './tree.js';
-import { PATH_SEGMENT_PATTERN, RELEASE_HEADER, RELEASE_PARAM, isKeyedFile, routes, type Route, type RouteId } from './routes.js';
+import {
+  PATH_SEGMENT_PATTERN,
+  RELEASE_HEADER,
+  RELEASE_PARAM,
+  isKeyedFile,
+  routes,
+  type Route,
+  type RouteId,
+} from './routes.js';
 import { schemas } from './schemas.js';
 import { CDN_VIEWER_CACHE_CONTROL } from './http-headers.js';
 
@@ -18,22 +26,48 @@ const ref = (kind: 'schemas' | 'headers' | 'responses', name: string) => ({ $ref
 
 /** Response headers, declared once and referred to by each response that carries them. */
 const HEADERS = {
-  ETag: { description: 'Entity tag of the representation sent: "<sha256 of the body>" (strong) for identity; W/"<sha256>-br" or W/"<sha256>-gzip" for a compressed body (isoatlas serve and its nginx front). Send it back in If-None-Match for a 304.', schema: { type: 'string' } },
+  ETag: {
+    description:
+      'Entity tag of the representation sent: "<sha256 of the body>" (strong) for identity; W/"<sha256>-br" or W/"<sha256>-gzip" for a compressed body (isoatlas serve and its nginx front). Send it back in If-None-Match for a 304.',
+    schema: { type: 'string' },
+  },
   'Cache-Control': {
     description: `Release files: public for an hour, stale-while-revalidate for a day; search: a minute; errors: no-store (404: a minute). With keys required, every answer is private and varies by Authorization. Through the CDN, API answers (and in arrangement B every answer) reach viewers as \`${CDN_VIEWER_CACHE_CONTROL}\`: revalidate with If-None-Match.`,
     schema: { type: 'string' },
   },
-  Vary: { description: 'Authorization, on answers to keyed requests when keys are required; Accept-Encoding, on JSON and mmCIF answers of isoatlas serve and its nginx front.', schema: { type: 'string' } },
-  Link: { description: `RFC 8288 link to the next page: \`<url>; rel="next"\`, while there are more items. In an answer to a request that named \`${RELEASE_PARAM}\`, the url carries it, as every link of the body does.`, schema: { type: 'string' } },
-  Location: { description: 'Where the mmCIF file is: the configured structure base plus the file path, or a root-relative path.', schema: { type: 'string' } },
-  'RateLimit-Limit': { description: 'Requests allowed in the window closest to exhaustion (sent when access control is on).', schema: { type: 'integer', minimum: 0 } },
+  Vary: {
+    description:
+      'Authorization, on answers to keyed requests when keys are required; Accept-Encoding, on JSON and mmCIF answers of isoatlas serve and its nginx front.',
+    schema: { type: 'string' },
+  },
+  Link: {
+    description: `RFC 8288 link to the next page: \`<url>; rel="next"\`, while there are more items. In an answer to a request that named \`${RELEASE_PARAM}\`, the url carries it, as every link of the body does.`,
+    schema: { type: 'string' },
+  },
+  Location: {
+    description: 'Where the mmCIF file is: the configured structure base plus the file path, or a root-relative path.',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Limit': {
+    description: 'Requests allowed in the window closest to exhaustion (sent when access control is on).',
+    schema: { type: 'integer', minimum: 0 },
+  },
   'RateLimit-Remaining': { description: 'Requests left in that window.', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Reset': { description: 'Seconds until that window resets.', schema: { type: 'integer', minimum: 0 } },
-  'RateLimit-Policy': { description: 'Every window that applies, as `<limit>;w=<seconds>`, comma-separated.', schema: { type: 'string' } },
+  'RateLimit-Policy': {
+    description: 'Every window that applies, as `<limit>;w=<seconds>`, comma-separated.',
+    schema: { type: 'string' },
+  },
   'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
-  'WWW-Authenticate': { description: 'The Bearer challenge; `error="invalid_token"` when a key was sent and refused.', schema: { type: 'string' } },
+  'WWW-Authenticate': {
+    description: 'The Bearer challenge; `error="invalid_token"` when a key was sent and refused.',
+    schema: { type: 'string' },
+  },
   Allow: { description: 'The methods the API answers: GET, HEAD, OPTIONS.', schema: { type: 'string' } },
-  [RELEASE_HEADER]: { description: 'The release this answer is from: the one asked for with `release`, or the current one.', schema: { type: 'string' } },
+  [RELEASE_HEADER]: {
+    description: 'The release this answer is from: the one asked for with `release`, or the current one.',
+    schema: { type: 'string' },
+  },
 } as const;
 
 const RATE_LIMIT = {
@@ -44,30 +78,54 @@ const RATE_LIMIT = {
 };
 
 /** The error answers every route can give, by status: what they mean and the headers they carry. */
-const ERRORS: Record<number, { name: string; description: string; headers?: Record<string, unknown>; content?: Record<string, unknown> }> = {
-  400: { name: 'BadRequest', description: 'A malformed, out-of-range, repeated or unknown parameter (the `parameter` member names a query parameter at fault).' },
+const ERRORS: Record<
+  number,
+  { name: string; description: string; headers?: Record<string, unknown>; content?: Record<string, unknown> }
+> = {
+  400: {
+    name: 'BadRequest',
+    description:
+      'A malformed, out-of-range, repeated or unknown parameter (the `parameter` member names a query parameter at fault).',
+  },
   401: {
     name: 'Unauthorized',
-    description: 'Keys required (arrangement B) and none sent, or a key sent that is malformed, unknown or revoked (either arrangement: an invalid key is never served as anonymous).',
+    description:
+      'Keys required (arrangement B) and none sent, or a key sent that is malformed, unknown or revoked (either arrangement: an invalid key is never served as anonymous).',
     headers: { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') },
   },
   404: { name: 'NotFound', description: 'No such gene, isoform, structure or endpoint in this release.' },
-  405: { name: 'MethodNotAllowed', description: 'Only GET, HEAD and OPTIONS are answered: the API is read-only.', headers: { Allow: ref('headers', 'Allow') } },
+  405: {
+    name: 'MethodNotAllowed',
+    description: 'Only GET, HEAD and OPTIONS are answered: the API is read-only.',
+    headers: { Allow: ref('headers', 'Allow') },
+  },
   429: {
     name: 'TooManyRequests',
     description:
-      'A rate limit is used up: per key, or per client IP address (anonymous use, or the coarse per-IP limit). From the CDN\'s WAF (per-minute limits, before any key is checked) the body is `application/json` (a WafRefusal: WAF sends no problem+json) and carries no RateLimit-* headers; Retry-After is readable by scripts in both.',
+      "A rate limit is used up: per key, or per client IP address (anonymous use, or the coarse per-IP limit). From the CDN's WAF (per-minute limits, before any key is checked) the body is `application/json` (a WafRefusal: WAF sends no problem+json) and carries no RateLimit-* headers; Retry-After is readable by scripts in both.",
     headers: { 'Retry-After': ref('headers', 'Retry-After'), ...RATE_LIMIT },
     content: { 'application/json': { schema: ref('schemas', 'WafRefusal') } },
   },
-  502: { name: 'BadGateway', description: 'The atlas storage answered wrongly, or a file failed its integrity check; try again shortly.', headers: { 'Retry-After': ref('headers', 'Retry-After') } },
-  503: { name: 'ServiceUnavailable', description: 'The atlas storage is busy, or keys cannot be checked right now; try again shortly.', headers: { 'Retry-After': ref('headers', 'Retry-After') } },
-  504: { name: 'GatewayTimeout', description: 'The atlas storage did not answer in time; try again shortly.', headers: { 'Retry-After': ref('headers', 'Retry-After') } },
+  502: {
+    name: 'BadGateway',
+    description: 'The atlas storage answered wrongly, or a file failed its integrity check; try again shortly.',
+    headers: { 'Retry-After': ref('headers', 'Retry-After') },
+  },
+  503: {
+    name: 'ServiceUnavailable',
+    description: 'The atlas storage is busy, or keys cannot be checked right now; try again shortly.',
+    headers: { 'Retry-After': ref('headers', 'Retry-After') },
+  },
+  504: {
+    name: 'GatewayTimeout',
+    description: 'The atlas storage did not answer in time; try again shortly.',
+    headers: { 'Retry-After': ref('headers', 'Retry-After') },
+  },
 };
 
 const SECURITY_DESCRIPTION = [
   'API keys look like `isoatlas_<id>_<secret>` and are sent as `Authorization: Bearer <key>`: the scheme in any letter case, one space, the key, nothing after it (other spellings are answered 401).',
-  'Arrangement A (open): no key is needed; anonymous clients are limited per IP address, and a key gives its tier\'s higher quota. A key that is sent must be valid: an invalid one is answered 401, never served as anonymous.',
+  "Arrangement A (open): no key is needed; anonymous clients are limited per IP address, and a key gives its tier's higher quota. A key that is sent must be valid: an invalid one is answered 401, never served as anonymous.",
   'Arrangement B (key required): every request needs a key (401 without one); each key has a per-minute and a per-day quota (default 60/min and 5,000/day), and a coarse per-IP limit applies before any key is checked.',
   'Over a limit the answer is 429 with Retry-After; RateLimit-* headers report the window closest to exhaustion.',
 ].join(' ');
@@ -79,7 +137,10 @@ function toComponentRefs(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const [key, inner] of Object.entries(value)) {
       if (key === '$id') continue;
-      out[key] = key === '$ref' && typeof inner === 'string' && !inner.startsWith('#') ? `#/components/schemas/${inner}` : toComponentRefs(inner);
+      out[key] =
+        key === '$ref' && typeof inner === 'string' && !inner.startsWith('#')
+          ? `#/components/schemas/${inner}`
+          : toComponentRefs(inner);
     }
     return out;
   }
@@ -114,27 +175,44 @@ function parameters(route: Route, examples: OpenApiExamples | undefined) {
 }
 
 function successes(route: Route, examples: OpenApiExamples | undefined): Record<string, unknown> {
-  const cache = { 'Cache-Control': ref('headers', 'Cache-Control'), Vary: ref('headers', 'Vary'), [RELEASE_HEADER]: ref('headers', RELEASE_HEADER) };
+  const cache = {
+    'Cache-Control': ref('headers', 'Cache-Control'),
+    Vary: ref('headers', 'Vary'),
+    [RELEASE_HEADER]: ref('headers', RELEASE_HEADER),
+  };
   if (route.status === 307) {
     return {
-      '307': { description: 'Temporary redirect to the mmCIF file (chemical/x-mmcif) of the predicted structure.', headers: { Location: { ...HEADERS.Location, required: true }, ...cache, ...RATE_LIMIT } },
+      '307': {
+        description: 'Temporary redirect to the mmCIF file (chemical/x-mmcif) of the predicted structure.',
+        headers: { Location: { ...HEADERS.Location, required: true }, ...cache, ...RATE_LIMIT },
+      },
     };
   }
   const example = examples?.bodies[route.id as RouteId];
   return {
     '200': {
       description: 'OK',
-      headers: { ETag: ref('headers', 'ETag'), ...cache, ...(isKeyedFile(route) && route.file.window === 'pages' ? { Link: ref('headers', 'Link') } : {}), ...RATE_LIMIT },
+      headers: {
+        ETag: ref('headers', 'ETag'),
+        ...cache,
+        ...(isKeyedFile(route) && route.file.window === 'pages' ? { Link: ref('headers', 'Link') } : {}),
+        ...RATE_LIMIT,
+      },
       content: route.mediaType
         ? { [route.mediaType]: { schema: { type: 'string' } } }
         : {
             'application/json': {
-              schema: route.schema ? ref('schemas', route.schema) : { type: 'object', description: 'This OpenAPI document' },
+              schema: route.schema
+                ? ref('schemas', route.schema)
+                : { type: 'object', description: 'This OpenAPI document' },
               ...(example === undefined ? {} : { example }),
             },
           },
     },
-    '304': { description: 'Not Modified: If-None-Match matched the ETag.', headers: { ETag: ref('headers', 'ETag'), ...cache, ...RATE_LIMIT } },
+    '304': {
+      description: 'Not Modified: If-None-Match matched the ETag.',
+      headers: { ETag: ref('headers', 'ETag'), ...cache, ...RATE_LIMIT },
+    },
   };
 }
 
@@ -191,7 +269,14 @@ export function buildOpenApi(release: { release: string; title: string }, exampl
       schemas: Object.fromEntries(Object.entries(schemas).map(([name, s]) => [name, toComponentRefs(s)])),
       headers: HEADERS,
       responses,
-      securitySchemes: { bearerKey: { type: 'http', scheme: 'bearer', bearerFormat: 'isoatlas_<id>_<secret>', description: SECURITY_DESCRIPTION } },
+      securitySchemes: {
+        bearerKey: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'isoatlas_<id>_<secret>',
+          description: SECURITY_DESCRIPTION,
+        },
+      },
     },
   };
 }

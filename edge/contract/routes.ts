@@ -268,10 +268,13 @@ export const routes = [
     path: '/search',
     summary: 'Search genes and isoforms',
     description:
-      'Case-insensitive over gene symbols, gene ids, transcript ids and transcript names, and genes\' synonyms (other symbols: ERK2 finds MAPK1). Each record appears once, in its best tier: exact matches first, then prefix matches, then gene symbols one typo away (a wrong, missing or extra letter, or two neighbouring letters swapped; queries of 3 characters or more). `score` ranks within a tier, summed over the query\'s words: exact 1; prefix the share of the matched term that was typed; fuzzy 0.5 for a swap or a missing letter, 0.25 for a wrong or extra letter; a match through a synonym counts half, so a record whose own symbol, id or name the query is ranks first. Ties: genes before isoforms, then by id. `total` counts every match; a very short prefix is matched in the first few thousand terms it starts only.',
+      "Case-insensitive over gene symbols, gene ids, transcript ids and transcript names, and genes' synonyms (other symbols: ERK2 finds MAPK1). Each record appears once, in its best tier: exact matches first, then prefix matches, then gene symbols one typo away (a wrong, missing or extra letter, or two neighbouring letters swapped; queries of 3 characters or more). `score` ranks within a tier, summed over the query's words: exact 1; prefix the share of the matched term that was typed; fuzzy 0.5 for a swap or a missing letter, 0.25 for a wrong or extra letter; a match through a synonym counts half, so a record whose own symbol, id or name the query is ranks first. Ties: genes before isoforms, then by id. `total` counts every match; a very short prefix is matched in the first few thousand terms it starts only.",
     pathParams: [],
     integerParams: [limit(25, 10)],
-    stringParams: [{ name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true }, ...releaseParams],
+    stringParams: [
+      { name: 'query', description: 'Text to search for', minLength: 1, maxLength: 100, required: true },
+      ...releaseParams,
+    ],
     schema: 'SearchResults',
     status: 200,
     cache: 'search',
@@ -312,7 +315,8 @@ export type RouteId = (typeof routes)[number]['id'];
 export type KeyedFileRoute = Extract<(typeof routes)[number], { file: { per: string } }>;
 
 /** Whether a route is one file per gene or isoform. */
-export const isKeyedFile = (route: Route): route is Route & { file: Extract<FileBacking, { per: string }> } => route.file !== undefined && 'per' in route.file;
+export const isKeyedFile = (route: Route): route is Route & { file: Extract<FileBacking, { per: string }> } =>
+  route.file !== undefined && 'per' in route.file;
 
 /** The routes that are one file per gene or isoform, in the table's order. */
 export const keyedFileRoutes = routes.filter(isKeyedFile) as unknown as readonly KeyedFileRoute[];

@@ -10,7 +10,8 @@ const Position = Type.Integer({ minimum: 1, description: "1-based position on th
  * schema alone and carry a pinned request's release into it (edge/pinning.ts). */
 export const LinkSchema = Type.String({
   $id: 'Link',
-  description: 'Root-relative URL of a related resource. In an answer to a request that named `release`, a link into the API carries that release.',
+  description:
+    'Root-relative URL of a related resource. In an answer to a request that named `release`, a link into the API carries that release.',
 });
 const Link = Type.Unsafe<string>(Type.Ref('Link'));
 
@@ -28,10 +29,28 @@ export const Metrics = Type.Object(
       }),
     ),
     nmd: Nullable(Type.Boolean({ description: 'Predicted nonsense-mediated decay target. null when unknown.' })),
-    domains: Nullable(Type.Integer({ minimum: 0, description: 'Pfam plus TED domains. null for non-coding isoforms or when the release has no domain track.' })),
-    neoantigens: Nullable(Type.Integer({ minimum: 0, description: 'Predicted neoantigen peptides (all, not only the top list). null when not applicable.' })),
-    ptm: Nullable(Type.Integer({ minimum: 0, description: 'Post-translational modification sites. null when not applicable.' })),
-    plddt: Nullable(Type.Number({ minimum: 0, maximum: 100, description: 'Mean pLDDT of the predicted structure. null without a structure.' })),
+    domains: Nullable(
+      Type.Integer({
+        minimum: 0,
+        description: 'Pfam plus TED domains. null for non-coding isoforms or when the release has no domain track.',
+      }),
+    ),
+    neoantigens: Nullable(
+      Type.Integer({
+        minimum: 0,
+        description: 'Predicted neoantigen peptides (all, not only the top list). null when not applicable.',
+      }),
+    ),
+    ptm: Nullable(
+      Type.Integer({ minimum: 0, description: 'Post-translational modification sites. null when not applicable.' }),
+    ),
+    plddt: Nullable(
+      Type.Number({
+        minimum: 0,
+        maximum: 100,
+        description: 'Mean pLDDT of the predicted structure. null without a structure.',
+      }),
+    ),
   },
   { $id: 'Metrics', additionalProperties: false },
 );
@@ -63,7 +82,16 @@ export const CanonicalRule = Type.Union(
 
 export const Xref = Type.Object(
   {
-    database: Type.Union([Type.Literal('Ensembl'), Type.Literal('NCBI Gene'), Type.Literal('HGNC'), Type.Literal('UniProt'), Type.Literal('AlphaFold DB')], { examples: ['NCBI Gene'] }),
+    database: Type.Union(
+      [
+        Type.Literal('Ensembl'),
+        Type.Literal('NCBI Gene'),
+        Type.Literal('HGNC'),
+        Type.Literal('UniProt'),
+        Type.Literal('AlphaFold DB'),
+      ],
+      { examples: ['NCBI Gene'] },
+    ),
     id: Type.String({ examples: ['5594'] }),
     url: Type.String({ format: 'uri', examples: ['https://www.ncbi.nlm.nih.gov/gene/5594'] }),
   },
@@ -72,14 +100,33 @@ export const Xref = Type.Object(
 
 export const Gene = Type.Object(
   {
-    gene_id: Type.String({ description: 'Unversioned Ensembl gene id, or the SQANTI3 label of a novel long-read locus' }),
+    gene_id: Type.String({
+      description: 'Unversioned Ensembl gene id, or the SQANTI3 label of a novel long-read locus',
+    }),
     gene_id_versioned: Nullable(Type.String()),
     symbol: Type.String(),
-    name: Nullable(Type.String({ description: 'Full name (NCBI Gene or HGNC, per the release’s gene_info source); null where the source has none', examples: ['mitogen-activated protein kinase 1'] })),
-    synonyms: Type.Array(Type.String(), { description: 'Other symbols of the gene (aliases and previous symbols); search finds the gene by them', examples: [['ERK', 'ERK2', 'PRKM1']] }),
+    name: Nullable(
+      Type.String({
+        description:
+          'Full name (NCBI Gene or HGNC, per the release’s gene_info source); null where the source has none',
+        examples: ['mitogen-activated protein kinase 1'],
+      }),
+    ),
+    synonyms: Type.Array(Type.String(), {
+      description: 'Other symbols of the gene (aliases and previous symbols); search finds the gene by them',
+      examples: [['ERK', 'ERK2', 'PRKM1']],
+    }),
     biotype: Nullable(Type.String({ description: 'GENCODE gene_type, where the GTF has it' })),
-    gene_type: Nullable(Type.String({ description: 'The gene-info source’s type: NCBI Gene’s (protein-coding, ncRNA, pseudo, …) or HGNC’s locus group', examples: ['protein-coding'] })),
-    xrefs: Type.Array(Type.Ref('Xref'), { description: 'Ensembl, NCBI Gene, HGNC, UniProt and AlphaFold DB (for each UniProt accession) where known' }),
+    gene_type: Nullable(
+      Type.String({
+        description:
+          'The gene-info source’s type: NCBI Gene’s (protein-coding, ncRNA, pseudo, …) or HGNC’s locus group',
+        examples: ['protein-coding'],
+      }),
+    ),
+    xrefs: Type.Array(Type.Ref('Xref'), {
+      description: 'Ensembl, NCBI Gene, HGNC, UniProt and AlphaFold DB (for each UniProt accession) where known',
+    }),
     source: Source,
     chromosome: Type.String(),
     strand: Type.Union([Type.Literal('+'), Type.Literal('-')]),
@@ -116,17 +163,39 @@ export const Exon = Type.Object(
     start: Type.Integer({ minimum: 1, examples: [21867322] }),
     end: Type.Integer({ minimum: 1, examples: [21867645] }),
   },
-  { $id: 'Exon', additionalProperties: false, description: 'An exon on the genome, 1-based and inclusive (start ≤ end on either strand)' },
+  {
+    $id: 'Exon',
+    additionalProperties: false,
+    description: 'An exon on the genome, 1-based and inclusive (start ≤ end on either strand)',
+  },
 );
 
 export const Orf = Type.Object(
   {
-    start: Type.Integer({ minimum: 1, description: 'Genomic start, 1-based inclusive (start ≤ end on either strand); the stop codon is included when the ORF has one', examples: [21769204] }),
+    start: Type.Integer({
+      minimum: 1,
+      description:
+        'Genomic start, 1-based inclusive (start ≤ end on either strand); the stop codon is included when the ORF has one',
+      examples: [21769204],
+    }),
     end: Type.Integer({ minimum: 1, examples: [21867440] }),
-    transcript_start: Type.Integer({ minimum: 1, description: "The ORF's first nucleotide on the transcript, 1-based from its 5′ end", examples: [206] }),
-    transcript_end: Type.Integer({ minimum: 1, description: "The ORF's last nucleotide on the transcript (the stop codon's last when it has one)", examples: [1288] }),
+    transcript_start: Type.Integer({
+      minimum: 1,
+      description: "The ORF's first nucleotide on the transcript, 1-based from its 5′ end",
+      examples: [206],
+    }),
+    transcript_end: Type.Integer({
+      minimum: 1,
+      description: "The ORF's last nucleotide on the transcript (the stop codon's last when it has one)",
+      examples: [1288],
+    }),
     completeness: Type.Union(
-      [Type.Literal('complete'), Type.Literal('5prime_partial'), Type.Literal('3prime_partial'), Type.Literal('internal')],
+      [
+        Type.Literal('complete'),
+        Type.Literal('5prime_partial'),
+        Type.Literal('3prime_partial'),
+        Type.Literal('internal'),
+      ],
       {
         description:
           'complete: from a start codon (the protein begins with M) to a stop codon; 5prime_partial: no start codon, the ORF runs off the 5′ end of the transcript; 3prime_partial: no stop codon; internal: neither (TransDecoder’s terms)',
@@ -134,7 +203,8 @@ export const Orf = Type.Object(
       },
     ),
     source: Type.Union([Type.Literal('sqanti3'), Type.Literal('gtf')], {
-      description: "sqanti3: SQANTI3's ORF prediction (GeneMarkS-T) on the transcript sequence; gtf: the annotation's CDS features",
+      description:
+        "sqanti3: SQANTI3's ORF prediction (GeneMarkS-T) on the transcript sequence; gtf: the annotation's CDS features",
       examples: ['sqanti3'],
     }),
     noncoding_biotype: Nullable(
@@ -150,20 +220,81 @@ export const Orf = Type.Object(
 
 export const SqantiQc = Type.Object(
   {
-    subcategory: Nullable(Type.String({ description: 'SQANTI3 subcategory within the structural category (e.g. reference_match, alternative_3end, intron_retention, mono-exon)', examples: ['at_least_one_novel_splicesite'] })),
-    fsm_class: Nullable(Type.String({ description: 'SQANTI3 FSM_class: A, the gene has one isoform; B, one full-splice match among several isoforms; C, several isoforms and several matches', examples: ['C'] })),
-    all_canonical: Nullable(Type.Boolean({ description: 'Every splice junction is canonical (GT-AG, GC-AG, AT-AC); null for mono-exonic isoforms', examples: [true] })),
-    rts_stage: Nullable(Type.Boolean({ description: 'A junction may be an artefact of reverse-transcriptase template switching', examples: [false] })),
-    diff_to_tss: Nullable(Type.Integer({ description: 'Distance (nt) of the 5′ end from the associated reference transcript’s TSS; negative: upstream', examples: [-12] })),
-    diff_to_tts: Nullable(Type.Integer({ description: 'Distance (nt) of the 3′ end from the associated reference transcript’s TTS; negative: upstream', examples: [3] })),
-    within_cage_peak: Nullable(Type.Boolean({ description: 'The 5′ end lies within a CAGE peak (FANTOM5): support for a real transcription start', examples: [true] })),
-    dist_to_cage_peak: Nullable(Type.Integer({ description: 'Distance (nt) from the 5′ end to the nearest CAGE peak', examples: [0] })),
-    polya_motif: Nullable(Type.String({ description: 'The polyadenylation motif found upstream of the 3′ end', examples: ['AATAAA'] })),
-    polya_motif_found: Nullable(Type.Boolean({ description: 'A known polyA motif lies within 50 nt upstream of the 3′ end: support for a real transcript end', examples: [true] })),
-    polya_dist: Nullable(Type.Integer({ description: 'Position of the polyA motif relative to the 3′ end (nt; negative: upstream)', examples: [-18] })),
-    full_length_reads: Nullable(Type.Integer({ minimum: 0, description: 'Full-length long reads supporting the isoform (SQANTI3 FL)', examples: [4] })),
+    subcategory: Nullable(
+      Type.String({
+        description:
+          'SQANTI3 subcategory within the structural category (e.g. reference_match, alternative_3end, intron_retention, mono-exon)',
+        examples: ['at_least_one_novel_splicesite'],
+      }),
+    ),
+    fsm_class: Nullable(
+      Type.String({
+        description:
+          'SQANTI3 FSM_class: A, the gene has one isoform; B, one full-splice match among several isoforms; C, several isoforms and several matches',
+        examples: ['C'],
+      }),
+    ),
+    all_canonical: Nullable(
+      Type.Boolean({
+        description: 'Every splice junction is canonical (GT-AG, GC-AG, AT-AC); null for mono-exonic isoforms',
+        examples: [true],
+      }),
+    ),
+    rts_stage: Nullable(
+      Type.Boolean({
+        description: 'A junction may be an artefact of reverse-transcriptase template switching',
+        examples: [false],
+      }),
+    ),
+    diff_to_tss: Nullable(
+      Type.Integer({
+        description: 'Distance (nt) of the 5′ end from the associated reference transcript’s TSS; negative: upstream',
+        examples: [-12],
+      }),
+    ),
+    diff_to_tts: Nullable(
+      Type.Integer({
+        description: 'Distance (nt) of the 3′ end from the associated reference transcript’s TTS; negative: upstream',
+        examples: [3],
+      }),
+    ),
+    within_cage_peak: Nullable(
+      Type.Boolean({
+        description: 'The 5′ end lies within a CAGE peak (FANTOM5): support for a real transcription start',
+        examples: [true],
+      }),
+    ),
+    dist_to_cage_peak: Nullable(
+      Type.Integer({ description: 'Distance (nt) from the 5′ end to the nearest CAGE peak', examples: [0] }),
+    ),
+    polya_motif: Nullable(
+      Type.String({ description: 'The polyadenylation motif found upstream of the 3′ end', examples: ['AATAAA'] }),
+    ),
+    polya_motif_found: Nullable(
+      Type.Boolean({
+        description: 'A known polyA motif lies within 50 nt upstream of the 3′ end: support for a real transcript end',
+        examples: [true],
+      }),
+    ),
+    polya_dist: Nullable(
+      Type.Integer({
+        description: 'Position of the polyA motif relative to the 3′ end (nt; negative: upstream)',
+        examples: [-18],
+      }),
+    ),
+    full_length_reads: Nullable(
+      Type.Integer({
+        minimum: 0,
+        description: 'Full-length long reads supporting the isoform (SQANTI3 FL)',
+        examples: [4],
+      }),
+    ),
   },
-  { $id: 'SqantiQc', additionalProperties: false, description: 'SQANTI3 quality attributes of a long-read isoform, from its classification file' },
+  {
+    $id: 'SqantiQc',
+    additionalProperties: false,
+    description: 'SQANTI3 quality attributes of a long-read isoform, from its classification file',
+  },
 );
 
 export const Isoform = Type.Object(
@@ -178,9 +309,14 @@ export const Isoform = Type.Object(
     transcript_type: Nullable(Type.String()),
     structural_category: Nullable(Type.String({ description: 'SQANTI3 structural category (long-read isoforms)' })),
     associated_transcript: Nullable(
-      Type.String({ description: "SQANTI3's reference transcript of a long-read isoform; null for reference isoforms and where SQANTI3 says `novel` (no reference transcript matches)" }),
+      Type.String({
+        description:
+          "SQANTI3's reference transcript of a long-read isoform; null for reference isoforms and where SQANTI3 says `novel` (no reference transcript matches)",
+      }),
     ),
-    associated_genes: Type.Array(Type.String(), { description: 'All genes SQANTI3 associates (more than one for fusions)' }),
+    associated_genes: Type.Array(Type.String(), {
+      description: 'All genes SQANTI3 associates (more than one for fusions)',
+    }),
     chromosome: Type.String(),
     strand: Type.Union([Type.Literal('+'), Type.Literal('-')]),
     start: Type.Integer({ minimum: 1 }),
@@ -196,8 +332,11 @@ export const Isoform = Type.Object(
     protein_sequence: Nullable(
       Type.String({
         pattern: '^[A-Z]+$',
-        description: 'The protein of a coding isoform (one-letter codes, without the stop): positions of domains, neoantigens and PTM sites are 1-based on it',
-        examples: ['MAAAAAAGAGPEMVRGQVFDVGPRYTNLSYIGEGAYGMVCSAYDNVNKVRVAIKKISPFEHQTYCQRTLREIKILLRFRHENIIGINDIIRAPTIEQMKDVYIVQDLMETDLYKLLKTQHLSNDHICYFLYQILRGLKYIHSANVLHRDLKPSNLLLNTTCDLKICDFGLARVADPDHDHTGFLTEYVATRWYRAPEIMLNSKGYTKSIDIWSVGCILAEMLSNRPIFPGKHYLDQLNHILGILGSPSQEDLNCIINLKARNYLLSLPHKNKVPWNRLFPNADSKALDLLDKMLTFNPHKRIEVEQALAHPYLEQYYDPSDEPIAEAPFKFDMELDDLPKEKLKELIFEETARFQPGYRS'],
+        description:
+          'The protein of a coding isoform (one-letter codes, without the stop): positions of domains, neoantigens and PTM sites are 1-based on it',
+        examples: [
+          'MAAAAAAGAGPEMVRGQVFDVGPRYTNLSYIGEGAYGMVCSAYDNVNKVRVAIKKISPFEHQTYCQRTLREIKILLRFRHENIIGINDIIRAPTIEQMKDVYIVQDLMETDLYKLLKTQHLSNDHICYFLYQILRGLKYIHSANVLHRDLKPSNLLLNTTCDLKICDFGLARVADPDHDHTGFLTEYVATRWYRAPEIMLNSKGYTKSIDIWSVGCILAEMLSNRPIFPGKHYLDQLNHILGILGSPSQEDLNCIINLKARNYLLSLPHKNKVPWNRLFPNADSKALDLLDKMLTFNPHKRIEVEQALAHPYLEQYYDPSDEPIAEAPFKFDMELDDLPKEKLKELIFEETARFQPGYRS',
+        ],
       }),
     ),
     orf: Nullable(Type.Ref('Orf')),
@@ -231,12 +370,32 @@ export const Domain = Type.Object(
     segments: Type.Array(Type.Array(Position, { minItems: 2, maxItems: 2 }), {
       description: '[start, end] of each segment; discontinuous domains have several',
     }),
-    score: Nullable(Type.Number({ description: "Pfam: HMMER's bit score (higher is better); null for TED domains, whose method's score is in uncertainty or confidence" })),
-    uncertainty: Nullable(Type.Number({ description: "TED (Chainsaw): the method's boundary uncertainty, lower is better; null otherwise", examples: [0.12] })),
-    confidence: Nullable(Type.Number({ description: "TED (Merizo, UniDoc): the method's confidence, higher is better; null otherwise", examples: [0.87] })),
+    score: Nullable(
+      Type.Number({
+        description:
+          "Pfam: HMMER's bit score (higher is better); null for TED domains, whose method's score is in uncertainty or confidence",
+      }),
+    ),
+    uncertainty: Nullable(
+      Type.Number({
+        description: "TED (Chainsaw): the method's boundary uncertainty, lower is better; null otherwise",
+        examples: [0.12],
+      }),
+    ),
+    confidence: Nullable(
+      Type.Number({
+        description: "TED (Merizo, UniDoc): the method's confidence, higher is better; null otherwise",
+        examples: [0.87],
+      }),
+    ),
     evalue: Nullable(Type.Number({ minimum: 0 })),
     plddt: Nullable(
-      Type.Number({ minimum: 0, maximum: 100, description: "Mean pLDDT of the isoform's predicted structure over the domain's residues; null without a structure covering them" }),
+      Type.Number({
+        minimum: 0,
+        maximum: 100,
+        description:
+          "Mean pLDDT of the isoform's predicted structure over the domain's residues; null without a structure covering them",
+      }),
     ),
     provenance: Type.Ref('Provenance'),
   },
@@ -257,7 +416,11 @@ const proteinFeatureList = <Id extends string>($id: Id, item: string, descriptio
     { $id, additionalProperties: false, description },
   );
 
-export const DomainList = proteinFeatureList('DomainList', 'Domain', 'Every Pfam and TED domain of an isoform, by start position');
+export const DomainList = proteinFeatureList(
+  'DomainList',
+  'Domain',
+  'Every Pfam and TED domain of an isoform, by start position',
+);
 
 export const Neoantigen = Type.Object(
   {
@@ -272,12 +435,14 @@ export const Neoantigen = Type.Object(
     wt_peptide: Nullable(
       Type.String({
         pattern: '^[ACDEFGHIKLMNPQRSTVWYUX]+$',
-        description: "The isoform's own residues at start–end (protein_sequence), against which the peptide is a mutant; null where the peptide runs past the protein's end",
+        description:
+          "The isoform's own residues at start–end (protein_sequence), against which the peptide is a mutant; null where the peptide runs past the protein's end",
         examples: ['WTHSRDPEG'],
       }),
     ),
     mutated_positions: Type.Array(Type.Integer({ minimum: 1 }), {
-      description: 'Positions within the peptide (1-based) where it differs from wt_peptide; empty for a generated peptide, which is the protein’s own sequence',
+      description:
+        'Positions within the peptide (1-based) where it differs from wt_peptide; empty for a generated peptide, which is the protein’s own sequence',
       examples: [[5]],
     }),
     provenance: Type.Ref('Provenance'),
@@ -298,16 +463,35 @@ export const NeoantigenList = Type.Object(
 
 export const PtmSite = Type.Object(
   {
-    position: Type.Integer({ minimum: 1, description: '1-based position on the isoform’s protein_sequence', examples: [27] }),
-    residue: Type.String({ pattern: '^[A-Z]$', description: 'The modified residue (one-letter code); protein_sequence has it at position', examples: ['R'] }),
-    modification: Type.String({ description: 'The modification, as UniProt names it', examples: ['Omega-N-methylarginine'] }),
-    source: Type.String({ description: 'Where the site comes from (e.g. PTM-POSE, transferred by sequence from the canonical UniProt isoform)', examples: ['PTM-POSE'] }),
+    position: Type.Integer({
+      minimum: 1,
+      description: '1-based position on the isoform’s protein_sequence',
+      examples: [27],
+    }),
+    residue: Type.String({
+      pattern: '^[A-Z]$',
+      description: 'The modified residue (one-letter code); protein_sequence has it at position',
+      examples: ['R'],
+    }),
+    modification: Type.String({
+      description: 'The modification, as UniProt names it',
+      examples: ['Omega-N-methylarginine'],
+    }),
+    source: Type.String({
+      description:
+        'Where the site comes from (e.g. PTM-POSE, transferred by sequence from the canonical UniProt isoform)',
+      examples: ['PTM-POSE'],
+    }),
     provenance: Type.Ref('Provenance'),
   },
   { $id: 'PtmSite', additionalProperties: false },
 );
 
-export const PtmSiteList = proteinFeatureList('PtmSiteList', 'PtmSite', 'Every PTM site of an isoform, by position then modification');
+export const PtmSiteList = proteinFeatureList(
+  'PtmSiteList',
+  'PtmSite',
+  'Every PTM site of an isoform, by position then modification',
+);
 
 export const TrackSource = Type.Object(
   {
@@ -318,7 +502,10 @@ export const TrackSource = Type.Object(
     records: Count,
     description: Nullable(Type.String()),
     files: Type.Array(
-      Type.Object({ name: Type.String(), sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }) }, { additionalProperties: false }),
+      Type.Object(
+        { name: Type.String(), sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }) },
+        { additionalProperties: false },
+      ),
       { description: 'The input files of this source, with their SHA-256' },
     ),
   },
@@ -337,10 +524,21 @@ export const Release = Type.Object(
     generated_tracks: Type.Array(Type.String()),
     coverage: Type.Object(
       {
-        description: Nullable(Type.String({ description: "The curator's statement of what the release covers", examples: ['Human chromosome 22 only (GRCh38): genes elsewhere, such as TP53, are not in it.'] })),
-        chromosomes: Type.Array(Type.String(), { description: 'The chromosomes (sequence names) the release has genes on', examples: [['chr22']] }),
+        description: Nullable(
+          Type.String({
+            description: "The curator's statement of what the release covers",
+            examples: ['Human chromosome 22 only (GRCh38): genes elsewhere, such as TP53, are not in it.'],
+          }),
+        ),
+        chromosomes: Type.Array(Type.String(), {
+          description: 'The chromosomes (sequence names) the release has genes on',
+          examples: [['chr22']],
+        }),
       },
-      { additionalProperties: false, description: 'What the release covers: a gene not found may simply be outside it' },
+      {
+        additionalProperties: false,
+        description: 'What the release covers: a gene not found may simply be outside it',
+      },
     ),
     counts: Type.Record(Type.String(), Count),
     links: Type.Record(Type.String(), Link),
@@ -352,8 +550,15 @@ export const PublishedRelease = Type.Object(
   {
     release: Type.String(),
     current: Type.Boolean(),
-    published_at: Nullable(Type.String({ format: 'date-time', description: 'When it was published; null for a tree served as it is' })),
-    manifest_sha256: Nullable(Type.String({ pattern: '^[0-9a-f]{64}$', description: "sha256 of the release's manifest, which lists every file's sha256" })),
+    published_at: Nullable(
+      Type.String({ format: 'date-time', description: 'When it was published; null for a tree served as it is' }),
+    ),
+    manifest_sha256: Nullable(
+      Type.String({
+        pattern: '^[0-9a-f]{64}$',
+        description: "sha256 of the release's manifest, which lists every file's sha256",
+      }),
+    ),
   },
   { $id: 'PublishedRelease', additionalProperties: false },
 );
@@ -395,18 +600,40 @@ const problemFields = {
   title: Type.String({ description: 'The status phrase' }),
   status: Type.Integer({ minimum: 100, maximum: 599 }),
   detail: Type.String({ description: 'What exactly went wrong, and how to fix it' }),
-  instance: Type.Optional(Type.String({ description: 'Path and query of the request, less `default_release` (absent from the CDN firewall’s 429, which cannot name the request)' })),
+  instance: Type.Optional(
+    Type.String({
+      description:
+        'Path and query of the request, less `default_release` (absent from the CDN firewall’s 429, which cannot name the request)',
+    }),
+  ),
 };
 
 export const Problem = Type.Object(
   {
     ...problemFields,
     parameter: Type.Optional(Type.String({ description: '400: the query parameter at fault' })),
-    search: Type.Optional(Type.String({ description: '404 for a gene or isoform: a search for what was asked', examples: ['/api/v1/search?query=CHEKK2'] })),
-    release: Type.Optional(Type.String({ description: '404 for a gene or isoform: the release metadata, which says what the release covers', examples: ['/api/v1/release'] })),
-    request_id: Type.Optional(Type.String({ description: '500: the id the server logged the failure under; quote it when reporting the failure' })),
+    search: Type.Optional(
+      Type.String({
+        description: '404 for a gene or isoform: a search for what was asked',
+        examples: ['/api/v1/search?query=CHEKK2'],
+      }),
+    ),
+    release: Type.Optional(
+      Type.String({
+        description: '404 for a gene or isoform: the release metadata, which says what the release covers',
+        examples: ['/api/v1/release'],
+      }),
+    ),
+    request_id: Type.Optional(
+      Type.String({
+        description: '500: the id the server logged the failure under; quote it when reporting the failure',
+      }),
+    ),
     limit: Type.Optional(
-      Type.Object({ quota: Type.Integer(), window_seconds: Type.Integer() }, { additionalProperties: false, description: '429: the limit that was reached' }),
+      Type.Object(
+        { quota: Type.Integer(), window_seconds: Type.Integer() },
+        { additionalProperties: false, description: '429: the limit that was reached' },
+      ),
     ),
   },
   { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details' },
@@ -416,9 +643,15 @@ export const Problem = Type.Object(
 export const MultipleChoices = Type.Object(
   {
     ...problemFields,
-    choices: Type.Array(Type.Object({ gene_id: Type.String(), link: Link }, { additionalProperties: false }), { minItems: 2 }),
+    choices: Type.Array(Type.Object({ gene_id: Type.String(), link: Link }, { additionalProperties: false }), {
+      minItems: 2,
+    }),
   },
-  { $id: 'MultipleChoices', additionalProperties: false, description: 'RFC 9457 problem details with the candidate genes of a shared symbol' },
+  {
+    $id: 'MultipleChoices',
+    additionalProperties: false,
+    description: 'RFC 9457 problem details with the candidate genes of a shared symbol',
+  },
 );
 
 /** The CDN firewall's 429 (WAF, before any function runs): a static body, so it names no request
@@ -428,9 +661,15 @@ export const WafRefusal = Type.Object(
     type: Type.Literal('about:blank'),
     title: Type.Literal('Too Many Requests'),
     status: Type.Literal(429),
-    detail: Type.String({ description: 'The limit, its window and who it counts (one IP address, one API key of a tier)' }),
+    detail: Type.String({
+      description: 'The limit, its window and who it counts (one IP address, one API key of a tier)',
+    }),
   },
-  { $id: 'WafRefusal', additionalProperties: false, description: "The CDN's WAF refusal: RFC 9457 problem members, sent as application/json" },
+  {
+    $id: 'WafRefusal',
+    additionalProperties: false,
+    description: "The CDN's WAF refusal: RFC 9457 problem members, sent as application/json",
+  },
 );
 
 /** Every named schema, for Ajv and for `components.schemas` of the OpenAPI document. */
@@ -468,7 +707,10 @@ export type MetricsBody = Static<typeof Metrics>;
 export type ReleaseListBody = { current: string; releases: Static<typeof PublishedRelease>[] };
 export type IsoformSummaryBody = Omit<Static<typeof IsoformSummary>, 'metrics'> & { metrics: MetricsBody };
 export type XrefBody = Static<typeof Xref>;
-export type GeneBody = Omit<Static<typeof Gene>, 'isoforms' | 'xrefs'> & { isoforms: IsoformSummaryBody[]; xrefs: XrefBody[] };
+export type GeneBody = Omit<Static<typeof Gene>, 'isoforms' | 'xrefs'> & {
+  isoforms: IsoformSummaryBody[];
+  xrefs: XrefBody[];
+};
 export type IsoformPageBody = Omit<Static<typeof IsoformPage>, 'items'> & { items: IsoformSummaryBody[] };
 export type ExonBody = Static<typeof Exon>;
 export type OrfBody = Static<typeof Orf>;

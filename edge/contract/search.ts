@@ -40,7 +40,15 @@ export interface SearchDocument {
 
 /** Indexed fields. The order is part of the index format (postings name a field by its index):
  * new fields go at the end. */
-export const SEARCH_FIELDS = ['symbol', 'gene_id', 'gene_id_versioned', 'transcript_id', 'transcript_id_unversioned', 'transcript_name', 'synonyms'] as const;
+export const SEARCH_FIELDS = [
+  'symbol',
+  'gene_id',
+  'gene_id_versioned',
+  'transcript_id',
+  'transcript_id_unversioned',
+  'transcript_name',
+  'synonyms',
+] as const;
 
 /** What a match through each field scores, as a share of a full match: a synonym (ERK2 for MAPK1)
  * ranks after the gene or isoform whose own symbol, id or name the query is. */

@@ -113,22 +113,51 @@ export interface EdgeRecord {
 }
 
 function validRelease(r: PublishedRelease): boolean {
-  return Boolean(r) && typeof r.release === 'string' && RELEASE_NAME.test(r.release) && typeof r.manifest_sha256 === 'string' && SHA256_HEX.test(r.manifest_sha256) && typeof r.published_at === 'string';
+  return (
+    Boolean(r) &&
+    typeof r.release === 'string' &&
+    RELEASE_NAME.test(r.release) &&
+    typeof r.manifest_sha256 === 'string' &&
+    SHA256_HEX.test(r.manifest_sha256) &&
+    typeof r.published_at === 'string'
+  );
 }
 
 export function parsePointer(text: string): ReleasePointer {
   const p = JSON.parse(text) as ReleasePointer;
-  if (!p || p.format !== STORE_FORMAT || !validRelease(p)) throw new Error(`not an isoatlas release pointer of format ${STORE_FORMAT}`);
+  if (!p || p.format !== STORE_FORMAT || !validRelease(p))
+    throw new Error(`not an isoatlas release pointer of format ${STORE_FORMAT}`);
   return p;
 }
 
 export function parseHistory(text: string): ReleaseHistory {
   const h = JSON.parse(text) as ReleaseHistory;
   const valid = (list: unknown) => Array.isArray(list) && list.every((r) => validRelease({ published_at: '', ...r }));
-  const unpinned = h?.unpinned === undefined || (Array.isArray(h.unpinned) && h.unpinned.every((u) => u && typeof u.release === 'string' && typeof u.unpinned_at === 'string'));
-  const names = h?.names === undefined || (typeof h.names === 'object' && h.names !== null && Object.values(h.names).every((sha) => typeof sha === 'string' && SHA256_HEX.test(sha)));
-  const gc = h?.gc === undefined || (typeof h.gc === 'object' && h.gc !== null && Number.isInteger(h.gc.epoch) && (h.gc.deleting_since === undefined || typeof h.gc.deleting_since === 'string'));
-  if (!h || h.format !== STORE_FORMAT || !valid(h.releases) || !valid(h.pending) || !valid(h.retired) || !unpinned || !names || !gc) {
+  const unpinned =
+    h?.unpinned === undefined ||
+    (Array.isArray(h.unpinned) &&
+      h.unpinned.every((u) => u && typeof u.release === 'string' && typeof u.unpinned_at === 'string'));
+  const names =
+    h?.names === undefined ||
+    (typeof h.names === 'object' &&
+      h.names !== null &&
+      Object.values(h.names).every((sha) => typeof sha === 'string' && SHA256_HEX.test(sha)));
+  const gc =
+    h?.gc === undefined ||
+    (typeof h.gc === 'object' &&
+      h.gc !== null &&
+      Number.isInteger(h.gc.epoch) &&
+      (h.gc.deleting_since === undefined || typeof h.gc.deleting_since === 'string'));
+  if (
+    !h ||
+    h.format !== STORE_FORMAT ||
+    !valid(h.releases) ||
+    !valid(h.pending) ||
+    !valid(h.retired) ||
+    !unpinned ||
+    !names ||
+    !gc
+  ) {
     throw new Error(`not an isoatlas release history of format ${STORE_FORMAT}`);
   }
   return h;
@@ -140,12 +169,14 @@ export const emptyHistory = (): ReleaseHistory => ({ format: STORE_FORMAT, relea
  * entries of stores written before it existed. */
 export function usedNames(h: ReleaseHistory): Map<string, string> {
   const names = new Map(Object.entries(h.names ?? {}));
-  for (const r of [...h.retired, ...h.pending, ...h.releases]) if (!names.has(r.release)) names.set(r.release, r.manifest_sha256);
+  for (const r of [...h.retired, ...h.pending, ...h.releases])
+    if (!names.has(r.release)) names.set(r.release, r.manifest_sha256);
   return names;
 }
 
 export function parseEdgeRecord(text: string): EdgeRecord {
   const e = JSON.parse(text) as EdgeRecord;
-  if (!e || e.format !== STORE_FORMAT || typeof e.kvs !== 'string' || typeof e.recorded_at !== 'string') throw new Error(`not an isoatlas edge record of format ${STORE_FORMAT}`);
+  if (!e || e.format !== STORE_FORMAT || typeof e.kvs !== 'string' || typeof e.recorded_at !== 'string')
+    throw new Error(`not an isoatlas edge record of format ${STORE_FORMAT}`);
   return e;
 }

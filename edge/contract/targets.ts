@@ -7,8 +7,7 @@
 import { PATH_SEGMENT_MAX } from './routes.js';
 
 /** Why a refused target is refused: the one detail of the 400 from the server and from the front. */
-export const REFUSED_TARGET_DETAIL =
-  `the request target must be an absolute path such as /api/v1/, without a backslash, a fragment, an encoded slash, backslash or NUL, a dot segment (. or ..), invalid percent-encoding, or a path segment over ${PATH_SEGMENT_MAX} characters`;
+export const REFUSED_TARGET_DETAIL = `the request target must be an absolute path such as /api/v1/, without a backslash, a fragment, an encoded slash, backslash or NUL, a dot segment (. or ..), invalid percent-encoding, or a path segment over ${PATH_SEGMENT_MAX} characters`;
 
 const HEX = '[0-9A-Fa-f]';
 /** The path: what precedes the query (a target holds no white space; in nginx's `$request` a space

@@ -7,7 +7,15 @@
 // the edge through the (sharded) alias maps before it reads a file.
 
 import { shardName } from './shards.js';
-import { RELEASE_PARAM, isKeyedFile, keyedFileRoutes, routes, type KeyedFileRoute, type Route, type RouteId } from './routes.js';
+import {
+  RELEASE_PARAM,
+  isKeyedFile,
+  keyedFileRoutes,
+  routes,
+  type KeyedFileRoute,
+  type Route,
+  type RouteId,
+} from './routes.js';
 
 export const API_VERSION = 'v1';
 export const API_PREFIX = '/api/v1';
@@ -37,11 +45,15 @@ const namedFile = (id: RouteId): string => {
   return namedFilePath(file);
 };
 
-type KeyedPath<R> = R extends { file: { window: 'pages' } } ? (id: string, page: number) => string : (id: string) => string;
+type KeyedPath<R> = R extends { file: { window: 'pages' } }
+  ? (id: string, page: number) => string
+  : (id: string) => string;
 /** The tree path of each keyed file route, by route id: `treePaths.<id>(canonicalId)`, and
  * `treePaths.<id>(canonicalId, page)` for a `pages` list. Derived from the route table, never written
  * by hand. */
-const keyedPaths = Object.fromEntries(keyedFileRoutes.map((r) => [r.id, (id: string, page?: number) => keyedFilePath(r, id, page)])) as {
+const keyedPaths = Object.fromEntries(
+  keyedFileRoutes.map((r) => [r.id, (id: string, page?: number) => keyedFilePath(r, id, page)]),
+) as {
   [R in KeyedFileRoute as R['id']]: KeyedPath<R>;
 };
 
@@ -139,7 +151,9 @@ export interface ManifestShard {
 
 /** Query parameters of a link, in the order given. */
 export type LinkQuery = Record<string, string | number>;
-type LinkOf<R> = R extends { pathParams: readonly [] } ? (query?: LinkQuery) => string : (id: string, query?: LinkQuery) => string;
+type LinkOf<R> = R extends { pathParams: readonly [] }
+  ? (query?: LinkQuery) => string
+  : (id: string, query?: LinkQuery) => string;
 
 /** A route's link, with the value of its path parameter when it has one. */
 export function linkTo(route: Pick<Route, 'path'>, id?: string, query?: LinkQuery): string {
@@ -149,12 +163,16 @@ export function linkTo(route: Pick<Route, 'path'>, id?: string, query?: LinkQuer
 }
 
 const linkFunction = (route: Route) =>
-  route.pathParams.length === 0 ? (query?: LinkQuery) => linkTo(route, undefined, query) : (id: string, query?: LinkQuery) => linkTo(route, id, query);
+  route.pathParams.length === 0
+    ? (query?: LinkQuery) => linkTo(route, undefined, query)
+    : (id: string, query?: LinkQuery) => linkTo(route, id, query);
 
 /** Root-relative links written into bodies (a static file cannot know the host it is served from), one
  * per route, by route id: `links.<id>(value of its path parameter, query?)`, or `links.<id>(query?)`
  * for a route without one. Derived from the route table. */
-export const links = Object.fromEntries(declared.map((r) => [r.id, linkFunction(r)])) as { [R in (typeof routes)[number] as R['id']]: LinkOf<R> };
+export const links = Object.fromEntries(declared.map((r) => [r.id, linkFunction(r)])) as {
+  [R in (typeof routes)[number] as R['id']]: LinkOf<R>;
+};
 
 /** The links of a record to the resources below it (the routes whose path is the record's plus one
  * literal segment), each named by that segment (a gene's `isoforms`), in the table's order. */
@@ -181,7 +199,9 @@ const treePatterns = declared.flatMap((route) => {
   if ('name' in route.file) return [{ route, pattern: new RegExp(`^${escapeRegex(namedFilePath(route.file))}$`) }];
   const [before, after] = route.path.split(/\{[^}]+\}/);
   const page = isKeyedFile(route) && route.file.window === 'pages' ? '/(\\d+)' : '';
-  return [{ route, pattern: new RegExp(`^${escapeRegex(API_TREE + before)}([^/]+)${escapeRegex(after)}${page}\\.json$`) }];
+  return [
+    { route, pattern: new RegExp(`^${escapeRegex(API_TREE + before)}([^/]+)${escapeRegex(after)}${page}\\.json$`) },
+  ];
 });
 
 /** The routes a file of the tree answers (release.json answers two), with the id and page it is for;

@@ -12,7 +12,12 @@ import { docs } from './docs-page.js';
 
 type FileRouteId = Extract<(typeof routes)[number], { file: object }>['id'];
 
-const computed: { readonly [id in Exclude<RouteId, FileRouteId>]: RouteHandler } = { releases, docs, structure, search };
+const computed: { readonly [id in Exclude<RouteId, FileRouteId>]: RouteHandler } = {
+  releases,
+  docs,
+  structure,
+  search,
+};
 
 export const routeHandlers = Object.fromEntries(
   routes.map((route) => [route.id, 'file' in route ? treeFileEndpoint(route) : computed[route.id]]),

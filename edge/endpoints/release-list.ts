@@ -3,4 +3,5 @@
 import { bodyResponse, jsonBody } from '../responses.js';
 import type { RouteHandler } from './route-request.js';
 
-export const releases: RouteHandler = async (route) => bodyResponse(route.request, jsonBody(await route.releases.list()), { cacheControl: route.cacheControl });
+export const releases: RouteHandler = async (route) =>
+  bodyResponse(route.request, jsonBody(await route.releases.list()), { cacheControl: route.cacheControl });

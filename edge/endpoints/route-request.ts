@@ -60,9 +60,18 @@ export async function mustRead(release: Release, path: string): Promise<OriginOb
 }
 
 /** The answer with a file of the tree as it is. */
-export async function fileAnswer(route: RouteRequest, path: string, headers?: Record<string, string>): Promise<Response> {
+export async function fileAnswer(
+  route: RouteRequest,
+  path: string,
+  headers?: Record<string, string>,
+): Promise<Response> {
   const file = await mustRead(route.release, path);
-  return bodyResponse(route.request, file.body, { cacheControl: route.cacheControl, headers, sha256: file.sha256, contentType: contentTypeOf(path) });
+  return bodyResponse(route.request, file.body, {
+    cacheControl: route.cacheControl,
+    headers,
+    sha256: file.sha256,
+    contentType: contentTypeOf(path),
+  });
 }
 
 /** The gene id a symbol or gene id names, or the answer to send instead: 404, or 409 with the

@@ -8,11 +8,14 @@ import { REDACTED_KEY, redactKeys } from '../access/key-format.js';
 
 export const search: RouteHandler = async (route) => {
   const text = route.query.strings.query;
-  if (text.trim() === '') throw new RequestProblem(400, '"query" must contain something other than white space', 'query');
+  if (text.trim() === '')
+    throw new RequestProblem(400, '"query" must contain something other than white space', 'query');
   const limit = route.query.integers.limit;
   const result = await searchRelease(route.release.data, text, limit);
   // The query is echoed as it was asked, unless a key was pasted into it by mistake.
   const redacted = redactKeys(text);
   const echoed = redacted.includes(REDACTED_KEY) ? redacted : text;
-  return bodyResponse(route.request, jsonBody({ query: echoed, limit, total: result.total, items: result.items }), { cacheControl: route.cacheControl });
+  return bodyResponse(route.request, jsonBody({ query: echoed, limit, total: result.total, items: result.items }), {
+    cacheControl: route.cacheControl,
+  });
 };

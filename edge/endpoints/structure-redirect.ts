@@ -15,29 +15,49 @@ export const structure: RouteHandler = async (route) => {
   const id = await resolveIsoform(route, route.params.transcript_id);
   if (typeof id !== 'string') return id;
   const entry = await route.release.data.structure(id);
-  if (!entry) return problem(route.request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });
+  if (!entry)
+    return problem(route.request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });
   const base = (route.structureBaseUrl ?? '').replace(/\/$/, '');
   const location = `${base}/${route.release.publicPath(entry.path)}`;
-  return new Response(null, { status: 307, headers: { ...CORS_HEADERS, Location: location, 'Cache-Control': route.cacheControl } });
+  return new Response(null, {
+    status: 307,
+    headers: { ...CORS_HEADERS, Location: location, 'Cache-Control': route.cacheControl },
+  });
 };
 
 /** `/structures/<name>`: the mmCIF file of a structure the release lists, or 404. */
 export async function structureFile(request: Request, release: Release, name: string): Promise<Response> {
   const id = name.endsWith('.cif') ? name.slice(0, -4) : null;
   const entry = id === null ? null : await release.data.structure(id);
-  if (!entry || entry.path !== treePaths.structureFile(id!)) return problem(request, { status: 404, detail: `no structure file ${name}` });
+  if (!entry || entry.path !== treePaths.structureFile(id!))
+    return problem(request, { status: 404, detail: `no structure file ${name}` });
   const file = await mustRead(release, entry.path);
-  return bodyResponse(request, file.body, { cacheControl: cacheControl.release, sha256: file.sha256, contentType: MMCIF_TYPE });
+  return bodyResponse(request, file.body, {
+    cacheControl: cacheControl.release,
+    sha256: file.sha256,
+    contentType: MMCIF_TYPE,
+  });
 }
 
 /** The object holding a pinned release's structure file (the dispatch table's structure_file at its
  * release path: its sha256 and size), or a problem answer: what
  * the CDN's origin-request function needs to let CloudFront fetch the file from the store itself. */
-export async function locateStructureFile(request: Request, releases: { get(release?: string): Promise<Release | null> }): Promise<{ sha256: string; size: number } | Response> {
+export async function locateStructureFile(
+  request: Request,
+  releases: { get(release?: string): Promise<Release | null> },
+): Promise<{ sha256: string; size: number } | Response> {
   const m = fileKinds.structure_file.match(new URL(request.url).pathname);
-  if (m?.release == null) return problem(request, { status: 404, detail: 'release files are served at /releases/<release>/structures/<id>.cif' });
+  if (m?.release == null)
+    return problem(request, {
+      status: 404,
+      detail: 'release files are served at /releases/<release>/structures/<id>.cif',
+    });
   const release = await releases.get(m.release);
-  if (!release) return problem(request, { status: 404, detail: `no release ${m.release} in this atlas; GET /api/v1/release names the current one` });
+  if (!release)
+    return problem(request, {
+      status: 404,
+      detail: `no release ${m.release} in this atlas; GET /api/v1/release names the current one`,
+    });
   const id = m.name.endsWith('.cif') ? m.name.slice(0, -4) : null;
   const entry = id === null ? null : await release.data.structure(id);
   const listed = entry && entry.path === treePaths.structureFile(id!) ? await release.origin.entry(entry.path) : null;

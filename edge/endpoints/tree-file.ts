@@ -7,7 +7,15 @@
 import { isKeyedFile, listSize, type FileBacking, type Route } from '../contract/routes.js';
 import { keyedFilePath, linkTo, namedFilePath } from '../contract/tree.js';
 import { bodyResponse, jsonBody } from '../responses.js';
-import { fileAnswer, mustRead, resolveGene, resolveIsoform, type Release, type RouteHandler, type RouteRequest } from './route-request.js';
+import {
+  fileAnswer,
+  mustRead,
+  resolveGene,
+  resolveIsoform,
+  type Release,
+  type RouteHandler,
+  type RouteRequest,
+} from './route-request.js';
 
 type KeyedRoute = Route & { file: Extract<FileBacking, { per: string }> };
 
@@ -50,7 +58,8 @@ function resolve(route: KeyedRoute, request: RouteRequest): Promise<string | Res
   return route.file.per === 'gene' ? resolveGene(request, key) : resolveIsoform(request, key);
 }
 
-const wholeAnswer = (route: KeyedRoute, request: RouteRequest, id: string) => fileAnswer(request, keyedFilePath(route, id));
+const wholeAnswer = (route: KeyedRoute, request: RouteRequest, id: string) =>
+  fileAnswer(request, keyedFilePath(route, id));
 
 async function prefixAnswer(route: KeyedRoute, request: RouteRequest, id: string): Promise<Response> {
   const path = keyedFilePath(route, id);
@@ -58,7 +67,9 @@ async function prefixAnswer(route: KeyedRoute, request: RouteRequest, id: string
   // A limit as large as the file's list is the file itself, served unparsed.
   if (limit >= listSize(route)) return fileAnswer(request, path);
   const list = parse<PrefixList>((await mustRead(request.release, path)).body);
-  return bodyResponse(request.request, jsonBody({ ...list, limit, items: list.items.slice(0, limit) }), { cacheControl: request.cacheControl });
+  return bodyResponse(request.request, jsonBody({ ...list, limit, items: list.items.slice(0, limit) }), {
+    cacheControl: request.cacheControl,
+  });
 }
 
 async function pageAnswer(route: KeyedRoute, request: RouteRequest, id: string): Promise<Response> {
@@ -71,7 +82,10 @@ async function pageAnswer(route: KeyedRoute, request: RouteRequest, id: string):
     if (file) return fileAnswer(request, path, nextLink(parse<Page>(file.body).next));
   }
   const body = await window(route, request.release, id, limit, offset);
-  return bodyResponse(request.request, jsonBody(body), { cacheControl: request.cacheControl, headers: nextLink(body.next) });
+  return bodyResponse(request.request, jsonBody(body), {
+    cacheControl: request.cacheControl,
+    headers: nextLink(body.next),
+  });
 }
 
 /** RFC 8288 Link to the next page, when there is one. */

@@ -19,7 +19,19 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { HISTORY_KEY, POINTER_KEY, PROBE_KEY, STORE_FORMAT, emptyHistory, objectKey, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store-layout.js';
+import {
+  HISTORY_KEY,
+  POINTER_KEY,
+  PROBE_KEY,
+  STORE_FORMAT,
+  emptyHistory,
+  objectKey,
+  parseHistory,
+  parsePointer,
+  type PublishedRelease,
+  type ReleaseHistory,
+  type ReleasePointer,
+} from '../contract/store-layout.js';
 import { DirectoryBackend } from '../store/directory-backend.js';
 import { ReleaseStore } from '../store/release-store.js';
 import { checkGrace, sweepStore } from '../../build/publish/sweep.js';
@@ -147,7 +159,8 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   const started = performance.now();
   const log = opts.log ?? (() => {});
   const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency ${concurrency}: expected a positive integer`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new UsageError(`--concurrency ${concurrency}: expected a positive integer`);
   const keep = opts.keep ?? DEFAULT_KEEP;
   if (!Number.isInteger(keep) || keep < 1) throw new UsageError(`--keep ${keep}: expected a positive integer`);
   const to = resolve(opts.to);
@@ -164,33 +177,49 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
 
   // 1. Which releases to hold: those held already, those asked for, the current one; the newest `keep`.
   const held = await store.history().catch(() => emptyHistory());
-  const known = new Map([...source.history.releases, ...source.history.retired, current].map((r) => [r.release, r] as const));
+  const known = new Map(
+    [...source.history.releases, ...source.history.retired, current].map((r) => [r.release, r] as const),
+  );
   for (const name of opts.releases ?? []) {
-    if (!known.has(name)) throw new UsageError(`release ${name} is not kept by ${opts.from}; it keeps: ${source.history.releases.map((r) => r.release).join(', ')}`);
+    if (!known.has(name))
+      throw new UsageError(
+        `release ${name} is not kept by ${opts.from}; it keeps: ${source.history.releases.map((r) => r.release).join(', ')}`,
+      );
   }
   // Asked-for releases are always held; earlier ones fill what room `keep` leaves, newest first.
   const asked = new Set(opts.releases ?? []);
   const order = [...new Set([...held.releases.map((r) => r.release), ...asked])].filter((n) => n !== current.release);
   const room = Math.max(keep - 1 - asked.size, 0);
   const rest = room === 0 ? [] : order.filter((n) => !asked.has(n)).slice(-room);
-  const wanted: PublishedRelease[] = order.filter((n) => asked.has(n) || rest.includes(n)).map((n) => held.releases.find((r) => r.release === n) ?? known.get(n)!);
-  wanted.push({ release: current.release, manifest_sha256: current.manifest_sha256, published_at: current.published_at });
+  const wanted: PublishedRelease[] = order
+    .filter((n) => asked.has(n) || rest.includes(n))
+    .map((n) => held.releases.find((r) => r.release === n) ?? known.get(n)!);
+  wanted.push({
+    release: current.release,
+    manifest_sha256: current.manifest_sha256,
+    published_at: current.published_at,
+  });
 
   // 2. Every object those releases list: their manifests first (from the mirror when it has them).
   const local = new LocalObjects(store, backend);
   const needed = new Map<string, { size: number; path: string }>();
   for (const r of wanted) {
-    const manifest = await loadManifest(async (path, listed) => {
-      const sha = path === treePaths.manifest ? r.manifest_sha256 : listed!.sha256;
-      const mine = local.verified(sha, listed?.size);
-      if (mine) return mine;
-      const body = await source.object(sha, path);
-      await local.put(sha, body);
-      return body;
-    }, `${source.description} (release ${r.release}) `, DAMAGED);
+    const manifest = await loadManifest(
+      async (path, listed) => {
+        const sha = path === treePaths.manifest ? r.manifest_sha256 : listed!.sha256;
+        const mine = local.verified(sha, listed?.size);
+        if (mine) return mine;
+        const body = await source.object(sha, path);
+        await local.put(sha, body);
+        return body;
+      },
+      `${source.description} (release ${r.release}) `,
+      DAMAGED,
+    );
     needed.set(r.manifest_sha256, { size: manifest.indexBody.length, path: treePaths.manifest });
     for (const { entry } of manifest.shards) needed.set(entry.sha256, { size: entry.size, path: entry.path });
-    for (const e of manifest.entries as ManifestEntry[]) if (!needed.has(e.sha256)) needed.set(e.sha256, { size: e.size, path: e.path });
+    for (const e of manifest.entries as ManifestEntry[])
+      if (!needed.has(e.sha256)) needed.set(e.sha256, { size: e.size, path: e.path });
   }
 
   // 3. What the mirror has (checked), and the rest, downloaded and checked.
@@ -210,7 +239,10 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   try {
     await forEachLimited(toFetch, concurrency, async ([sha, o]) => {
       const body = await source.object(sha, o.path);
-      if (body.length !== o.size) throw new BadInputError(`${o.path}: downloaded ${body.length} bytes with the right sha256 but the manifest lists ${o.size}; ${DAMAGED}`);
+      if (body.length !== o.size)
+        throw new BadInputError(
+          `${o.path}: downloaded ${body.length} bytes with the right sha256 but the manifest lists ${o.size}; ${DAMAGED}`,
+        );
       await local.put(sha, body);
       fetching.tick();
     });
@@ -223,15 +255,32 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   const syncedAt = new Date().toISOString();
   await store.updateHistory((h) => retire(h, wanted, syncedAt));
   await store.updatePointer(() => current);
-  const record: MirrorRecord = { source: opts.from, synced_at: syncedAt, current: current.release, releases: wanted.map((r) => r.release) };
-  await backend.write(MIRROR_RECORD, Buffer.from(`${JSON.stringify(record, null, 2)}\n`), { contentType: 'application/json', cacheControl: 'no-cache' });
+  const record: MirrorRecord = {
+    source: opts.from,
+    synced_at: syncedAt,
+    current: current.release,
+    releases: wanted.map((r) => r.release),
+  };
+  await backend.write(MIRROR_RECORD, Buffer.from(`${JSON.stringify(record, null, 2)}\n`), {
+    contentType: 'application/json',
+    cacheControl: 'no-cache',
+  });
 
   // 5. Objects no held release lists, once their grace period ended: gc over the mirror's store.
   const removed = await cleanUp(store, { graceHours, force: opts.force, now: opts.now, log });
   // Scratch files of a killed run (this run leaves none): a mirror's objects have one writer at a time.
   await backend.removeScratch('objects', 0);
   // Fetched: downloaded by this run (manifests included); reused: the rest of what the releases list.
-  const summary: MirrorSummary = { release: current.release, releases: record.releases, fetched: local.written, reused: needed.size - local.written, removed, bytes: counters.bytes, waited: counters.waited, seconds: (performance.now() - started) / 1000 };
+  const summary: MirrorSummary = {
+    release: current.release,
+    releases: record.releases,
+    fetched: local.written,
+    reused: needed.size - local.written,
+    removed,
+    bytes: counters.bytes,
+    waited: counters.waited,
+    seconds: (performance.now() - started) / 1000,
+  };
   log(mirrorSummaryLine(summary, opts.from, to));
   return summary;
 }
@@ -242,12 +291,19 @@ function checkMirrorDir(to: string): void {
   if (!existsSync(to)) return;
   if (!statSync(to).isDirectory()) throw new UsageError(`--to ${to} exists and is not a directory`);
   if (existsSync(join(to, treePaths.manifest))) {
-    throw new UsageError(`--to ${to} holds a rendered tree (a mirror made by an older isoatlas, or a build): mirror into a new directory, then remove it yourself`);
+    throw new UsageError(
+      `--to ${to} holds a rendered tree (a mirror made by an older isoatlas, or a build): mirror into a new directory, then remove it yourself`,
+    );
   }
   const entries = readdirSync(to).filter((name) => !name.startsWith('.'));
   const ours = new Set([POINTER_KEY, HISTORY_KEY, MIRROR_RECORD, PROBE_KEY, 'objects']);
   if (entries.some((name) => !ours.has(name) && !/\.tmp(-[0-9]+-[0-9a-f]+)?$|\.lock$/.test(name))) {
-    throw new UsageError(`--to ${to} is not empty and is not a mirror (it holds ${entries.filter((n) => !ours.has(n)).slice(0, 3).join(', ')}): refusing to write into it`);
+    throw new UsageError(
+      `--to ${to} is not empty and is not a mirror (it holds ${entries
+        .filter((n) => !ours.has(n))
+        .slice(0, 3)
+        .join(', ')}): refusing to write into it`,
+    );
   }
 }
 
@@ -256,18 +312,37 @@ function checkMirrorDir(to: string): void {
 function retire(h: ReleaseHistory, wanted: PublishedRelease[], at: string): ReleaseHistory {
   const holds = (r: { release: string }) => wanted.some((w) => w.release === r.release);
   const dropped = h.releases.filter((r) => !holds(r));
-  return { ...h, format: STORE_FORMAT, releases: wanted, retired: [...h.retired.filter((r) => !holds(r) && !dropped.some((d) => d.release === r.release)), ...dropped.map((r) => ({ ...r, retired_at: at }))] };
+  return {
+    ...h,
+    format: STORE_FORMAT,
+    releases: wanted,
+    retired: [
+      ...h.retired.filter((r) => !holds(r) && !dropped.some((d) => d.release === r.release)),
+      ...dropped.map((r) => ({ ...r, retired_at: at })),
+    ],
+  };
 }
 
 /** Deletes what gc would: the sync is done, so a clean-up that cannot finish (a retired release's
  * manifest gone by hand, say) is said and leaves the objects for the next sync. */
-async function cleanUp(store: ReleaseStore, o: { graceHours: number; force?: boolean; now?: () => Date; log: (line: string) => void }): Promise<number> {
+async function cleanUp(
+  store: ReleaseStore,
+  o: { graceHours: number; force?: boolean; now?: () => Date; log: (line: string) => void },
+): Promise<number> {
   try {
     // One machine's clock dates the retirements and the files: no skew between them to allow for.
-    const swept = await sweepStore(store, { graceHours: o.graceHours, force: o.force, now: o.now, log: o.log, clockSkewMs: 0 });
+    const swept = await sweepStore(store, {
+      graceHours: o.graceHours,
+      force: o.force,
+      now: o.now,
+      log: o.log,
+      clockSkewMs: 0,
+    });
     return swept.deleted;
   } catch (err) {
-    o.log(`the mirror is synced, but deleting the objects it no longer holds failed: ${(err as Error).message}. The next sync tries again`);
+    o.log(
+      `the mirror is synced, but deleting the objects it no longer holds failed: ${(err as Error).message}. The next sync tries again`,
+    );
     return 0;
   }
 }
@@ -292,12 +367,21 @@ class LocalObjects {
 }
 
 /** Reads raw files of the source (S3 or HTTP), waiting when it is busy and retrying once otherwise. */
-async function rawReader(opts: MirrorOptions, counters: { bytes: number; waited: number }): Promise<{ description: string; read(path: string): Promise<Buffer | null> }> {
+async function rawReader(
+  opts: MirrorOptions,
+  counters: { bytes: number; waited: number },
+): Promise<{ description: string; read(path: string): Promise<Buffer | null> }> {
   const parsed = parseMirrorSource(opts.from);
   // Trimmed: a key pasted or read from a file may carry whitespace, which the gate refuses.
   const apiKey = (opts.apiKey ?? process.env.ISOATLAS_API_KEY)?.trim();
   const raw: Origin =
-    parsed.kind === 's3' ? await s3Origin(parsed, opts) : new HttpOrigin(parsed.base, opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS, apiKey ? { Authorization: `Bearer ${apiKey}` } : {});
+    parsed.kind === 's3'
+      ? await s3Origin(parsed, opts)
+      : new HttpOrigin(
+          parsed.base,
+          opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+          apiKey ? { Authorization: `Bearer ${apiKey}` } : {},
+        );
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((ok) => setTimeout(ok, ms)));
   return {
     description: raw.description,
@@ -312,7 +396,12 @@ async function rawReader(opts: MirrorOptions, counters: { bytes: number; waited:
         } catch (err) {
           if (err instanceof OriginError && err.kind === 'overloaded' && ++busy < BUSY_ATTEMPTS) {
             counters.waited++;
-            await sleep(Math.min(MAX_WAIT_MS, err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : 1000 * 2 ** busy));
+            await sleep(
+              Math.min(
+                MAX_WAIT_MS,
+                err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : 1000 * 2 ** busy,
+              ),
+            );
             continue;
           }
           if (++failures >= ATTEMPTS) throw withAdvice(err as Error, opts);
@@ -323,12 +412,13 @@ async function rawReader(opts: MirrorOptions, counters: { bytes: number; waited:
 }
 
 function withAdvice(err: Error, opts: MirrorOptions): Error {
-  if (/answered 401/.test(err.message)) return new StorageError(`${err.message}: the source requires an API key; set ISOATLAS_API_KEY`);
+  if (/answered 401/.test(err.message))
+    return new StorageError(`${err.message}: the source requires an API key; set ISOATLAS_API_KEY`);
   if (err instanceof OriginError) return sourceError(err, opts.from, opts.endpoint);
   return err;
 }
 
-async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: string): Promise<Source> {
+async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, _from: string): Promise<Source> {
   const where = reader.description;
   const pointerBody = await reader.read(POINTER_KEY);
   if (pointerBody) {
@@ -341,7 +431,9 @@ async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: s
     };
     const pointer = parse(POINTER_KEY, pointerBody, parsePointer);
     const historyBody = await reader.read(HISTORY_KEY);
-    const history = historyBody ? parse(HISTORY_KEY, historyBody, parseHistory) : { format: STORE_FORMAT, releases: [pointer], pending: [], retired: [] };
+    const history = historyBody
+      ? parse(HISTORY_KEY, historyBody, parseHistory)
+      : { format: STORE_FORMAT, releases: [pointer], pending: [], retired: [] };
     return {
       description: where,
       pointer,
@@ -349,7 +441,10 @@ async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: s
       object: (sha, path) =>
         retriedIfWrong(async () => {
           const body = await reader.read(objectKey(sha));
-          if (!body) throw new BadInputError(`${path}: object ${objectKey(sha)} is missing from ${where}, though the release's manifest lists it; ${DAMAGED}`);
+          if (!body)
+            throw new BadInputError(
+              `${path}: object ${objectKey(sha)} is missing from ${where}, though the release's manifest lists it; ${DAMAGED}`,
+            );
           return checked(body, sha, path, 'the manifest');
         }),
     };
@@ -357,17 +452,24 @@ async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, from: s
   // No pointer: a rendered tree on a static host, mirrored as its one release.
   const manifest = await reader.read(treePaths.manifest);
   if (!manifest) {
-    throw new BadInputError(`${where} has neither ${POINTER_KEY} (a published store) nor ${treePaths.manifest} (a rendered tree): check --from (the base URL of the CDN, a mirror's server, or a tree root); a source that needs a key answers 403 without one (set ISOATLAS_API_KEY)`);
+    throw new BadInputError(
+      `${where} has neither ${POINTER_KEY} (a published store) nor ${treePaths.manifest} (a rendered tree): check --from (the base URL of the CDN, a mirror's server, or a tree root); a source that needs a key answers 403 without one (set ISOATLAS_API_KEY)`,
+    );
   }
   const index = parseManifestIndexAt(manifest, `${where}${treePaths.manifest}`);
-  const release: PublishedRelease = { release: String(index.release), manifest_sha256: sha256Of(manifest), published_at: new Date().toISOString() };
+  const release: PublishedRelease = {
+    release: String(index.release),
+    manifest_sha256: sha256Of(manifest),
+    published_at: new Date().toISOString(),
+  };
   return {
     description: where,
     pointer: { format: STORE_FORMAT, ...release, previous: null },
     history: { format: STORE_FORMAT, releases: [release], pending: [], retired: [] },
     object: (sha, path) =>
       retriedIfWrong(async () => {
-        const body = path === treePaths.manifest && sha === release.manifest_sha256 ? manifest : await reader.read(path);
+        const body =
+          path === treePaths.manifest && sha === release.manifest_sha256 ? manifest : await reader.read(path);
         if (!body) throw new BadInputError(`${path}: not found at ${where}, though the manifest lists it; ${DAMAGED}`);
         return checked(body, sha, path, 'the manifest');
       }),
@@ -384,13 +486,17 @@ function parseManifestIndexAt(body: Buffer, where: string) {
 }
 
 /** The source answers, but not with a whole release: bad input (exit 3), not storage that cannot be reached. */
-const DAMAGED = 'the source does not serve a whole isoatlas release: check --from, tell its operator, or sync from another source. The mirror still serves what it held';
+const DAMAGED =
+  'the source does not serve a whole isoatlas release: check --from, tell its operator, or sync from another source. The mirror still serves what it held';
 
 class WrongBytes extends BadInputError {}
 
 function checked(body: Buffer, sha: string, path: string, listedBy: string): Buffer {
   const actual = sha256Of(body);
-  if (actual !== sha) throw new WrongBytes(`${path}: downloaded ${body.length} bytes with sha256 ${actual}, but ${listedBy} lists sha256 ${sha}; ${DAMAGED}`);
+  if (actual !== sha)
+    throw new WrongBytes(
+      `${path}: downloaded ${body.length} bytes with sha256 ${actual}, but ${listedBy} lists sha256 ${sha}; ${DAMAGED}`,
+    );
   return body;
 }
 

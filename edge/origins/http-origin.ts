@@ -18,13 +18,21 @@ export class HttpOrigin implements Origin {
   async read(path: string): Promise<OriginObject | null> {
     let res: Response;
     try {
-      res = await fetch(new URL(path, this.base), { headers: this.headers, signal: AbortSignal.timeout(this.timeoutMs) });
+      res = await fetch(new URL(path, this.base), {
+        headers: this.headers,
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError';
       // fetch says only "fetch failed"; why (ECONNREFUSED, ENOTFOUND, a TLS error) is in its cause.
       const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
       const why = cause ? ` (${cause.code ?? cause.message})` : '';
-      throw new OriginError(`${this.base}${path}: ${timedOut ? `no answer within ${this.timeoutMs} ms` : `${(err as Error).message}${why}`}`, timedOut ? 'timeout' : 'unavailable', undefined, timedOut ? undefined : cause?.code);
+      throw new OriginError(
+        `${this.base}${path}: ${timedOut ? `no answer within ${this.timeoutMs} ms` : `${(err as Error).message}${why}`}`,
+        timedOut ? 'timeout' : 'unavailable',
+        undefined,
+        timedOut ? undefined : cause?.code,
+      );
     }
     // S3 answers 403 for a missing key when listing is not allowed.
     if (res.status === 404 || res.status === 403) {
@@ -35,14 +43,21 @@ export class HttpOrigin implements Origin {
       await res.body?.cancel().catch(() => {});
       const overloaded = res.status === 503 || res.status === 429;
       const retryAfter = Number(res.headers.get('retry-after'));
-      throw new OriginError(`${this.base}${path}: origin answered ${res.status}`, overloaded ? 'overloaded' : 'unavailable', Number.isFinite(retryAfter) && retryAfter >= 0 && res.headers.has('retry-after') ? retryAfter : undefined);
+      throw new OriginError(
+        `${this.base}${path}: origin answered ${res.status}`,
+        overloaded ? 'overloaded' : 'unavailable',
+        Number.isFinite(retryAfter) && retryAfter >= 0 && res.headers.has('retry-after') ? retryAfter : undefined,
+      );
     }
     try {
       return { body: new Uint8Array(await res.arrayBuffer()) };
     } catch (err) {
       // The body can fail after the status line: cut off (reset) or too slow (the same time budget).
       const timedOut = (err as Error).name === 'TimeoutError';
-      throw new OriginError(`${this.base}${path}: body ${timedOut ? `not received within ${this.timeoutMs} ms` : `cut off (${(err as Error).message})`}`, timedOut ? 'timeout' : 'unavailable');
+      throw new OriginError(
+        `${this.base}${path}: body ${timedOut ? `not received within ${this.timeoutMs} ms` : `cut off (${(err as Error).message})`}`,
+        timedOut ? 'timeout' : 'unavailable',
+      );
     }
   }
 }

@@ -22,7 +22,10 @@ export class LocalOrigin implements Origin {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return null;
-      throw new OriginError(`cannot read ${path} from ${this.description}: ${code ?? (err as Error).message}`, 'unavailable');
+      throw new OriginError(
+        `cannot read ${path} from ${this.description}: ${code ?? (err as Error).message}`,
+        'unavailable',
+      );
     }
   }
 }
@@ -50,9 +53,15 @@ export class LocalTreeOrigin implements VersionedOrigin {
       const s = await stat(resolve(this.root, treePaths.manifest));
       release = `${s.ino}:${s.mtimeMs}:${s.size}`;
     } catch (err) {
-      throw new OriginError(`${this.root} has no ${treePaths.manifest}: ${(err as NodeJS.ErrnoException).code}`, 'unavailable');
+      throw new OriginError(
+        `${this.root} has no ${treePaths.manifest}: ${(err as NodeJS.ErrnoException).code}`,
+        'unavailable',
+      );
     }
-    const pinned = this.cached?.pinned.release === release ? this.cached.pinned : { release, files: this.files, publicPath: (path: string) => path };
+    const pinned =
+      this.cached?.pinned.release === release
+        ? this.cached.pinned
+        : { release, files: this.files, publicPath: (path: string) => path };
     this.cached = { until: Date.now() + this.checkEveryMs, pinned };
     return pinned;
   }

@@ -28,14 +28,23 @@ export class S3RawOrigin implements Origin {
       const name = (err as Error).name;
       // Our budget ran out (while waiting or while reading the body). Not the error's name: the SDK
       // names a connection reset "TimeoutError" too.
-      if (budget.aborted) throw new OriginError(`${this.description}${path}: no answer within ${this.timeoutMs} ms`, 'timeout');
+      if (budget.aborted)
+        throw new OriginError(`${this.description}${path}: no answer within ${this.timeoutMs} ms`, 'timeout');
       // S3 throttling or a 503 after the SDK's own retries: the store is there but busy.
       const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      const overloaded = status === 503 || status === 429 || ['SlowDown', 'ServiceUnavailable', 'ThrottlingException', 'RequestLimitExceeded'].includes(name);
+      const overloaded =
+        status === 503 ||
+        status === 429 ||
+        ['SlowDown', 'ServiceUnavailable', 'ThrottlingException', 'RequestLimitExceeded'].includes(name);
       // A network failure is a plain Error whose code says why (ECONNREFUSED, ENOTFOUND, a TLS code).
       const e = err as Error & { code?: unknown; cause?: { code?: unknown } };
       const code = [e.code, e.cause?.code].find((c): c is string => typeof c === 'string');
-      throw new OriginError(`${this.description}${path}: ${code && name === 'Error' ? code : name}`, overloaded ? 'overloaded' : 'unavailable', undefined, code);
+      throw new OriginError(
+        `${this.description}${path}: ${code && name === 'Error' ? code : name}`,
+        overloaded ? 'overloaded' : 'unavailable',
+        undefined,
+        code,
+      );
     }
   }
 }

@@ -2,9 +2,26 @@
 // directory): the current release from the pointer, any other from the history, each cached for at
 // most `ttlMs` (so a publish or rollback reaches every reader within that time), and every file of a
 // release read by the sha256 its manifest lists.
-import { HISTORY_KEY, POINTER_KEY, objectKey, releasePublicPath, parseHistory, parsePointer, type PublishedRelease, type ReleaseHistory, type ReleasePointer } from '../contract/store-layout.js';
+import {
+  HISTORY_KEY,
+  POINTER_KEY,
+  objectKey,
+  releasePublicPath,
+  parseHistory,
+  parsePointer,
+  type PublishedRelease,
+  type ReleaseHistory,
+  type ReleasePointer,
+} from '../contract/store-layout.js';
 import { treePaths } from '../contract/tree.js';
-import { OriginError, type Origin, type OriginObject, type PinnedRelease, type ReleaseFiles, type VersionedOrigin } from '../origin.js';
+import {
+  OriginError,
+  type Origin,
+  type OriginObject,
+  type PinnedRelease,
+  type ReleaseFiles,
+  type VersionedOrigin,
+} from '../origin.js';
 
 /** One release of a store: manifest.json is the object its pointer or history names, every other
  * file the object named by the sha256 the manifest lists for it. */
@@ -36,7 +53,8 @@ class CachedObject<T> {
   ) {}
   /** `maxAgeMs`: read it again if the copy is older than this, whatever the TTL. */
   get(maxAgeMs = Infinity): Promise<T> {
-    if (this.cached && this.cached.until > this.now() && this.now() - this.cached.loadedAt <= maxAgeMs) return Promise.resolve(this.cached.value);
+    if (this.cached && this.cached.until > this.now() && this.now() - this.cached.loadedAt <= maxAgeMs)
+      return Promise.resolve(this.cached.value);
     return (this.loading ??= this.load()
       .then((value) => {
         this.cached = { value, until: this.now() + this.ttlMs, loadedAt: this.now() };
@@ -63,7 +81,11 @@ export class StoreOrigin implements VersionedOrigin {
     now: () => number = Date.now,
   ) {
     this.description = `${raw.description} (release from ${POINTER_KEY})`;
-    this.pointer = new CachedObject(() => this.readJson(POINTER_KEY, parsePointer, 'nothing has been published there'), ttlMs, now);
+    this.pointer = new CachedObject(
+      () => this.readJson(POINTER_KEY, parsePointer, 'nothing has been published there'),
+      ttlMs,
+      now,
+    );
     this.history = new CachedObject(() => this.readJson(HISTORY_KEY, parseHistory, 'it lists no releases'), ttlMs, now);
   }
 
@@ -87,7 +109,11 @@ export class StoreOrigin implements VersionedOrigin {
     const key = `${r.release}@${r.manifest_sha256}`;
     let pinned = this.pinned.get(key);
     if (!pinned) {
-      pinned = { release: r.release, files: new StoreReleaseFiles(this.raw, r.release, r.manifest_sha256), publicPath: (path) => releasePublicPath(r.release, path) };
+      pinned = {
+        release: r.release,
+        files: new StoreReleaseFiles(this.raw, r.release, r.manifest_sha256),
+        publicPath: (path) => releasePublicPath(r.release, path),
+      };
       this.pinned.set(key, pinned);
       if (this.pinned.size > 16) this.pinned.delete(this.pinned.keys().next().value!);
     }

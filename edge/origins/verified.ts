@@ -65,7 +65,9 @@ export class VerifiedOrigin implements Origin {
       recheck: async () => {
         const object = await this.raw.read(path, entry.sha256).catch(() => null);
         if (!object) return false;
-        const ok = (entry.sha256 === undefined || (await sha256Hex(object.body)) === entry.sha256) && (entry.size === undefined || object.body.length === entry.size);
+        const ok =
+          (entry.sha256 === undefined || (await sha256Hex(object.body)) === entry.sha256) &&
+          (entry.size === undefined || object.body.length === entry.size);
         // Verified again: a later read should not be refused from the reports of the old bytes.
         if (ok) this.reported.delete(path);
         return ok;
@@ -123,7 +125,9 @@ export class VerifiedOrigin implements Origin {
         throw new OriginError(`${listed.path} is missing from ${this.description}`, 'unavailable');
       }
       await this.check(listed.path, object.body, listed);
-      const entries = this.parsed(() => parseManifestShard(object.body, n, index.shards.length, `${this.description}${listed.path}`));
+      const entries = this.parsed(() =>
+        parseManifestShard(object.body, n, index.shards.length, `${this.description}${listed.path}`),
+      );
       // Parsed entries take a few times their JSON size in memory.
       return { value: new Map(entries.map((e) => [e.path, e])), weight: object.body.length * 3 };
     });
@@ -138,9 +142,14 @@ export class VerifiedOrigin implements Origin {
   private manifest(): Promise<{ index: ManifestIndex; sha256: string }> {
     return (this.index ??= (async () => {
       const object = await this.raw.read(treePaths.manifest);
-      if (!object) throw new OriginError(`the tree at ${this.description} has no ${treePaths.manifest}: is it a rendered isoatlas tree?`, 'unavailable');
+      if (!object)
+        throw new OriginError(
+          `the tree at ${this.description} has no ${treePaths.manifest}: is it a rendered isoatlas tree?`,
+          'unavailable',
+        );
       // In a store, the pointer or history vouches for the manifest, and through it for every file.
-      if (this.raw.manifestSha256) await this.check(treePaths.manifest, object.body, { sha256: this.raw.manifestSha256 });
+      if (this.raw.manifestSha256)
+        await this.check(treePaths.manifest, object.body, { sha256: this.raw.manifestSha256 });
       const index = this.parsed(() => parseManifestIndex(object.body, `${this.description}${treePaths.manifest}`));
       return { index, sha256: this.raw.manifestSha256 ?? (await sha256Hex(object.body)) };
     })().catch((err) => {
@@ -155,8 +164,14 @@ export class VerifiedOrigin implements Origin {
     this.failed(path, entry);
     if (!this.reported.has(path)) {
       this.reported.add(path);
-      const listed = entry.size === undefined ? `the edge index lists sha256 ${entry.sha256}` : `the manifest lists ${entry.size} bytes with sha256 ${entry.sha256}`;
-      this.log.warn({ event: 'file_refused', path, origin: this.description, bytes: body.length, sha256 }, `refusing ${path} from ${this.description}: ${body.length} bytes with sha256 ${sha256}, ${listed}`);
+      const listed =
+        entry.size === undefined
+          ? `the edge index lists sha256 ${entry.sha256}`
+          : `the manifest lists ${entry.size} bytes with sha256 ${entry.sha256}`;
+      this.log.warn(
+        { event: 'file_refused', path, origin: this.description, bytes: body.length, sha256 },
+        `refusing ${path} from ${this.description}: ${body.length} bytes with sha256 ${sha256}, ${listed}`,
+      );
     }
     throw new IntegrityError(`${path} does not match the manifest (or the edge index)`);
   }
@@ -169,5 +184,4 @@ export class VerifiedOrigin implements Origin {
       throw new OriginError((err as Error).message, 'unavailable');
     }
   }
-
 }

@@ -9,8 +9,13 @@ declare const ISOATLAS_VERSION: string;
 
 export function serverProgram(): Command {
   const cli = new Command('isoatlas-server')
-    .description('Serve an isoatlas tree or mirror, keep a mirror in sync, and write its nginx front (the one-file build of `isoatlas serve`, `isoatlas mirror` and `isoatlas nginx-config`).')
-    .addHelpText('after', '\nExit codes: 0 success, 1 unexpected failure, 2 usage error, 3 invalid input, 4 source or storage unreachable or refusing.')
+    .description(
+      'Serve an isoatlas tree or mirror, keep a mirror in sync, and write its nginx front (the one-file build of `isoatlas serve`, `isoatlas mirror` and `isoatlas nginx-config`).',
+    )
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 success, 1 unexpected failure, 2 usage error, 3 invalid input, 4 source or storage unreachable or refusing.',
+    )
     .version(typeof ISOATLAS_VERSION === 'string' ? ISOATLAS_VERSION : 'dev', '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();

@@ -31,19 +31,30 @@ export interface CompressedCopies {
  * MIN_COMPRESSED_BYTES that `dir` lacks, and removes the copies of files no longer listed (nginx, until
  * reloaded, falls back to the server for those). `read` gives a file's bytes, checked here against its
  * sha256. */
-export async function writeCompressedCopies(dir: string, files: Map<string, ManifestEntry>, read: (entry: ManifestEntry) => Promise<Buffer | null>): Promise<CompressedCopies> {
+export async function writeCompressedCopies(
+  dir: string,
+  files: Map<string, ManifestEntry>,
+  read: (entry: ManifestEntry) => Promise<Buffer | null>,
+): Promise<CompressedCopies> {
   const result = { written: 0, kept: 0, removed: 0 };
   const present = new Set<string>();
   mkdirSync(dir, { recursive: true });
   const mark = join(dir, COPIES_MARK);
   if (!existsSync(mark)) {
     // A directory this command did not make (a mirror's objects/, say) is never written into or pruned.
-    if (readdirSync(dir).length) throw new BadInputError(`${dir} holds files that \`isoatlas nginx-config\` did not write (no ${COPIES_MARK}): choose an empty or new --compressed-dir`);
-    writeFileSync(mark, 'Compressed copies written by `isoatlas nginx-config`; it removes the ones no longer served.\n');
+    if (readdirSync(dir).length)
+      throw new BadInputError(
+        `${dir} holds files that \`isoatlas nginx-config\` did not write (no ${COPIES_MARK}): choose an empty or new --compressed-dir`,
+      );
+    writeFileSync(
+      mark,
+      'Compressed copies written by `isoatlas nginx-config`; it removes the ones no longer served.\n',
+    );
   }
   for (const sub of readdirSync(dir)) {
     if (!/^[0-9a-f]{2}$/.test(sub)) continue;
-    for (const name of readdirSync(join(dir, sub))) if (COPY_NAME.test(name) && name.startsWith(sub)) present.add(`${sub}/${name}`);
+    for (const name of readdirSync(join(dir, sub)))
+      if (COPY_NAME.test(name) && name.startsWith(sub)) present.add(`${sub}/${name}`);
   }
   const wanted = new Set<string>();
   for (const entry of files.values()) {
@@ -56,9 +67,13 @@ export async function writeCompressedCopies(dir: string, files: Map<string, Mani
     result.kept += CODINGS.length - missing.length;
     if (!missing.length) continue;
     const body = await read(entry);
-    if (!body) throw new BadInputError(`${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`);
+    if (!body)
+      throw new BadInputError(
+        `${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`,
+      );
     // A damaged file must not become a copy named by the sha256 it does not have.
-    if (createHash('sha256').update(body).digest('hex') !== entry.sha256) throw new BadInputError(`${entry.path} does not match its manifest sha256: sync the mirror or rebuild the tree`);
+    if (createHash('sha256').update(body).digest('hex') !== entry.sha256)
+      throw new BadInputError(`${entry.path} does not match its manifest sha256: sync the mirror or rebuild the tree`);
     mkdirSync(join(dir, entry.sha256.slice(0, 2)), { recursive: true });
     for (const coding of missing) {
       const target = join(dir, codedPath(entry.sha256, CODING_SUFFIX[coding]));

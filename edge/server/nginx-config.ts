@@ -62,10 +62,14 @@ type Kind = keyof typeof KINDS;
  * the request a file of the tree is asked by, in the release served (`release`: null for a tree, which
  * is served as the current release): a kind given that rule without an entry here does not compile. */
 type FrontFileKind = { [K in FileKindId]: (typeof fileKinds)[K]['front'] extends 'files' ? K : never }[FileKindId];
-const fileKindRequests: { readonly [K in FrontFileKind]: (treePath: string, release: string | null) => { uri: string; kind: Kind } | null } = {
+const fileKindRequests: {
+  readonly [K in FrontFileKind]: (treePath: string, release: string | null) => { uri: string; kind: Kind } | null;
+} = {
   structure_file(treePath, release) {
     const file = fileKinds.structure_file.match(`/${treePath}`);
-    return file !== null && file.release === null && /^[^/]+\.cif$/.test(file.name) ? { uri: structureFilePath(treePath, release), kind: 'mmcif' } : null;
+    return file !== null && file.release === null && /^[^/]+\.cif$/.test(file.name)
+      ? { uri: structureFilePath(treePath, release), kind: 'mmcif' }
+      : null;
   },
 };
 
@@ -76,14 +80,20 @@ const fileKindRequests: { readonly [K in FrontFileKind]: (treePath: string, rele
  * default limit is the file's whole list; a page list's first page, only when it has no next page
  * (the server adds the Link header). The nginx-front test checks, for every path mapped, that the
  * server answers it with that very file. */
-export function requestsOfTreeFile(path: string, release: string | null): { uri: string; kind: Kind; pageSize?: number }[] {
+export function requestsOfTreeFile(
+  path: string,
+  release: string | null,
+): { uri: string; kind: Kind; pageSize?: number }[] {
   const files = Object.values(fileKindRequests).flatMap((request) => request(path, release) ?? []);
-  return [...files, ...routesOfTreeFile(path).flatMap(({ route, id, page }) => {
-    const uri = `${API_PREFIX}${id === undefined ? route.path : withId(route, id)}`;
-    if (!isKeyedFile(route) || route.file.window === undefined) return [{ uri, kind: 'json' as const }];
-    if (limitDefault(route) !== listSize(route) || (page ?? 0) !== 0) return [];
-    return [{ uri, kind: 'json' as const, ...(route.file.window === 'pages' ? { pageSize: listSize(route) } : {}) }];
-  })];
+  return [
+    ...files,
+    ...routesOfTreeFile(path).flatMap(({ route, id, page }) => {
+      const uri = `${API_PREFIX}${id === undefined ? route.path : withId(route, id)}`;
+      if (!isKeyedFile(route) || route.file.window === undefined) return [{ uri, kind: 'json' as const }];
+      if (limitDefault(route) !== listSize(route) || (page ?? 0) !== 0) return [];
+      return [{ uri, kind: 'json' as const, ...(route.file.window === 'pages' ? { pageSize: listSize(route) } : {}) }];
+    }),
+  ];
 }
 
 const limitDefault = (route: Route) => route.integerParams.find((p) => p.name === 'limit')?.default;
@@ -93,7 +103,8 @@ const limitDefault = (route: Route) => route.integerParams.find((p) => p.name ==
 async function openSource(dir: string) {
   const served = servedDir(dir);
   const raw = new LocalOrigin(dir);
-  const files = served.kind === 'mirror' ? new StoreReleaseFiles(raw, served.pointer.release, served.pointer.manifest_sha256) : raw;
+  const files =
+    served.kind === 'mirror' ? new StoreReleaseFiles(raw, served.pointer.release, served.pointer.manifest_sha256) : raw;
   const read = async (path: string, listed?: ManifestEntry) => {
     const file = await files.read(path, listed?.sha256);
     return file && Buffer.from(file.body);
@@ -113,7 +124,10 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   const compressedDir = resolve(opts.compressedDir ?? `${dir}.compressed`);
   // nginx reads `$` in a value as a variable, with no way to escape it.
   for (const d of [dir, compressedDir]) {
-    if (/[$"\\\n\r]/.test(d)) throw new BadInputError(`${JSON.stringify(d)}: nginx cannot name a directory whose path holds $, a quote, a backslash or a line break; choose another path`);
+    if (/[$"\\\n\r]/.test(d))
+      throw new BadInputError(
+        `${JSON.stringify(d)}: nginx cannot name a directory whose path holds $, a quote, a backslash or a line break; choose another path`,
+      );
   }
   const source = await openSource(dir);
   const { index, indexBody } = source.manifest;
@@ -128,7 +142,10 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
       // A first page with a next page carries a Link header: the server answers it.
       if (pageSize !== undefined) {
         const body = await source.read(entry.path, entry);
-        if (!body) throw new BadInputError(`${dir}: ${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`);
+        if (!body)
+          throw new BadInputError(
+            `${dir}: ${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`,
+          );
         const page = JSON.parse(body.toString('utf8')) as { next: string | null; limit: number };
         if (page.next !== null || page.limit !== pageSize) continue;
       }
@@ -139,8 +156,23 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
     }
   }
   const compressed = await writeCompressedCopies(compressedDir, served, (entry) => source.read(entry.path, entry));
-  const text = render({ ...opts, dir, compressedDir, release: index.release, manifestSha256, store: source.store, mapLines: lines, longestKey });
-  return { text, release: index.release, manifestSha256, files: lines.length, compressed: { ...compressed, dir: compressedDir } };
+  const text = render({
+    ...opts,
+    dir,
+    compressedDir,
+    release: index.release,
+    manifestSha256,
+    store: source.store,
+    mapLines: lines,
+    longestKey,
+  });
+  return {
+    text,
+    release: index.release,
+    manifestSha256,
+    files: lines.length,
+    compressed: { ...compressed, dir: compressedDir },
+  };
 }
 
 /** A string as an nginx quoted value (values written here hold no quote, backslash or `$` but the
@@ -151,9 +183,7 @@ const quotedRegex = (flag: '~' | '~*', source: string) => `"${flag}${source.repl
 
 /** Anything holding the key prefix, each of its characters as itself or percent-encoded (once or
  * more: `%2569` is an encoded `%69`), in any case: what the front never writes to a log or a body. */
-const KEY_SHAPED = [...KEY_PREFIX]
-  .map((c) => `(?:${c}|%(?:25)*${c.charCodeAt(0).toString(16)})`)
-  .join('');
+const KEY_SHAPED = [...KEY_PREFIX].map((c) => `(?:${c}|%(?:25)*${c.charCodeAt(0).toString(16)})`).join('');
 
 const RETRY = { 'Retry-After': '5' };
 
@@ -164,7 +194,10 @@ const CONNECTION_SHARE = connectionShareProblem(SERVER_LIMITS);
 /** The problem+json answers nginx gives itself, as the server would word them: for an error code of
  * nginx's, or (`name`) for a request the config sends there itself. */
 const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string, string>; name?: string }[] = [
-  { status: 400, detail: 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)' },
+  {
+    status: 400,
+    detail: 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)',
+  },
   { status: 400, detail: REFUSED_TARGET_DETAIL, name: 'target' },
   { status: 404, detail: 'no endpoint here; the API lives under /api/v1/ (see /api/v1/openapi.json)' },
   { status: 405, detail: `this API is read-only: the methods allowed are ${ALLOW}`, headers: { Allow: ALLOW } },
@@ -175,24 +208,51 @@ const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string,
   { status: 500, detail: 'an unexpected error occurred in the front; it has been logged' },
   { status: 502, detail: 'the isoatlas server behind this front did not answer; try again shortly', headers: RETRY },
   { status: 503, detail: 'the isoatlas server behind this front is busy; try again shortly', headers: RETRY },
-  { status: 504, detail: 'the isoatlas server behind this front did not answer in time; try again shortly', headers: RETRY },
+  {
+    status: 504,
+    detail: 'the isoatlas server behind this front did not answer in time; try again shortly',
+    headers: RETRY,
+  },
   CONNECTION_SHARE,
 ];
 /** nginx's own codes for some of them (494: header too large). */
 const NGINX_CODES: Record<number, number[]> = { 431: [494] };
 
-function render(o: NginxConfigOptions & { compressedDir: string; release: string; manifestSha256: string; store: boolean; mapLines: string[]; longestKey: number }): string {
+function render(
+  o: NginxConfigOptions & {
+    compressedDir: string;
+    release: string;
+    manifestSha256: string;
+    store: boolean;
+    mapLines: string[];
+    longestKey: number;
+  },
+): string {
   const INSTANCE = '\u0000instance\u0000';
   // At URIs, not named locations: nginx redirects to a named location only once it has a URI, and
   // a request line it refuses has none.
   const problems = '/.isoatlas/problem/';
   const problemUri = (p: (typeof NGINX_PROBLEMS)[number]) => `${problems}${p.name ?? p.status}`;
-  const errorPages = NGINX_PROBLEMS.filter((p) => !p.name).map((p) => `    error_page ${(NGINX_CODES[p.status] ?? [p.status]).join(' ')} ${problemUri(p)};`);
+  const errorPages = NGINX_PROBLEMS.filter((p) => !p.name).map(
+    (p) => `    error_page ${(NGINX_CODES[p.status] ?? [p.status]).join(' ')} ${problemUri(p)};`,
+  );
   const refusedTarget = NGINX_PROBLEMS.find((p) => p.name === 'target')!;
   const indent = (lines: string[], by = '    ') => lines.map((l) => by + l);
-  const proxyHeaders = ['proxy_set_header Host $host;', 'proxy_set_header Connection "";', 'proxy_set_header X-Forwarded-For $remote_addr;'];
+  const proxyHeaders = [
+    'proxy_set_header Host $host;',
+    'proxy_set_header Connection "";',
+    'proxy_set_header X-Forwarded-For $remote_addr;',
+  ];
   const cors = Object.entries(CORS_HEADERS).map(([name, value]) => `add_header ${name} ${quoted(value)} always;`);
-  const fromAdmission = ['Cache-Control', 'Vary', RELEASE_HEADER, 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  const fromAdmission = [
+    'Cache-Control',
+    'Vary',
+    RELEASE_HEADER,
+    'RateLimit-Limit',
+    'RateLimit-Remaining',
+    'RateLimit-Reset',
+    'RateLimit-Policy',
+  ];
   // A header's name as nginx writes it in variable names: `$upstream_http_ratelimit_limit`.
   const snake = (header: string) => header.toLowerCase().replace(/-/g, '_');
   const variable = (header: string) => `$isoatlas_${snake(header)}`;
@@ -211,7 +271,7 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     `    default_type ${quoted(KINDS[kind])};`,
     '    etag off;',
     '    max_ranges 0;',
-    '    # The maps name files by absolute path: the tree\'s and the compressed copies.',
+    "    # The maps name files by absolute path: the tree's and the compressed copies.",
     '    root /;',
     '    add_header Last-Modified "";',
     '    add_header ETag $isoatlas_etag;',
@@ -295,7 +355,9 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     '    default "";',
     '}',
     'map $isoatlas_file $isoatlas_path {',
-    o.store ? `    "~^\\w+ ([0-9a-f]{2})([0-9a-f]{62})$" "${o.dir}/objects/$1/$2";` : `    "~^\\w+ [0-9a-f]{64} (\\S+)$" "${o.dir}/$1";`,
+    o.store
+      ? `    "~^\\w+ ([0-9a-f]{2})([0-9a-f]{62})$" "${o.dir}/objects/$1/$2";`
+      : `    "~^\\w+ [0-9a-f]{64} (\\S+)$" "${o.dir}/$1";`,
     '    default "";',
     '}',
     `# The file's compressed copy in the coding asked for, in ${o.compressedDir} (edge/server/nginx-compressed.ts);`,
@@ -315,12 +377,12 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     `    "~^ (\\w+)$" '${representationTag('$1', null)}';`,
     '}',
     '',
-    '# Log lines in the shape of the server\'s (which logs what it answers): the answers nginx gives itself.',
+    "# Log lines in the shape of the server's (which logs what it answers): the answers nginx gives itself.",
     'map $request_time $isoatlas_ms {',
     '    "~^0\\.0*(\\d+)$" $1;',
     '    "~^(\\d+)\\.(\\d+)$" $1$2;',
     '}',
-    '# The request target as a problem\'s instance: only when it holds nothing JSON would need to escape',
+    "# The request target as a problem's instance: only when it holds nothing JSON would need to escape",
     '# and nothing shaped like an API key.',
     'map $request_uri $isoatlas_instance {',
     `    ${quotedRegex('~*', KEY_SHAPED)} "/";`,
@@ -342,7 +404,7 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     '    default "";',
     '}',
     '# Not again on the way to another problem answer (nginx runs the server-level rewrites once more',
-    '# there); nginx\'s own 400 for a refused target (it refuses some, such as %00, itself) is worded as the',
+    "# there); nginx's own 400 for a refused target (it refuses some, such as %00, itself) is worded as the",
     '# server words it.',
     'map $uri $isoatlas_refuse_target {',
     `    ${quotedRegex('~', `^${problems.replace(/\./g, '\\.')}(?!${refusedTarget.status}$)`)} "";`,
@@ -364,7 +426,7 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     '    # log cannot be masked: only what is critical is logged, not a refusal or a failed upstream (its',
     '    # 502 is in the access log).',
     `    error_log ${errorLogOf(o.accessLog)} crit;`,
-    '    # Answers are compressed already where they should be; nginx\'s own gzip would weaken their ETags.',
+    "    # Answers are compressed already where they should be; nginx's own gzip would weaken their ETags.",
     '    gzip off;',
     '    proxy_http_version 1.1;',
     ...indent(proxyHeaders),
@@ -380,7 +442,9 @@ function render(o: NginxConfigOptions & { compressedDir: string; release: string
     '',
     "    # The server's own paths the front refuses (edge/contract/dispatch.ts): admissions are nginx's to ask,",
     '    # metrics are scraped at the server itself.',
-    ...Object.values(systemPaths).flatMap((entry) => (entry.front === 'refuse' ? [`    location = ${entry.path} { return 404; }`] : [])),
+    ...Object.values(systemPaths).flatMap((entry) =>
+      entry.front === 'refuse' ? [`    location = ${entry.path} { return 404; }`] : [],
+    ),
     '',
     '    location @isoatlas {',
     '        proxy_pass http://isoatlas_server;',
@@ -411,7 +475,10 @@ const errorLogOf = (accessLog: string) => join(dirname(accessLog), 'error.log');
 export async function writeNginxConfig(out: string, text: string): Promise<void> {
   if (existsSync(out)) {
     const head = readFileSync(out, 'utf8').slice(0, GENERATED_MARK.length);
-    if (head !== GENERATED_MARK) throw new BadInputError(`${out} exists and was not written by \`isoatlas nginx-config\` (it does not start with "${GENERATED_MARK}"): choose another --out, or move that file away first`);
+    if (head !== GENERATED_MARK)
+      throw new BadInputError(
+        `${out} exists and was not written by \`isoatlas nginx-config\` (it does not start with "${GENERATED_MARK}"): choose another --out, or move that file away first`,
+      );
   }
   const tmp = join(dirname(out), `.${basename(out)}.${process.pid}.tmp`);
   await writeFile(tmp, text);

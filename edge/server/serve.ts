@@ -6,11 +6,11 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../contract/tree.js';
 import { parseManifestIndex } from '../contract/manifest.js';
-import { createHandler, keepPrivate, releasesOf, type Handler, type HandlerOptions, type RequestContext } from '../handler.js';
+import { createHandler, keepPrivate, releasesOf, type HandlerOptions, type RequestContext } from '../handler.js';
 import { TrustedFronts } from '../adapters/forwarded.js';
 import { cacheControl, RELEASE_HEADER } from '../contract/routes.js';
 import type { Releases } from '../endpoints/route-request.js';
-import { LocalOrigin, LocalTreeOrigin } from '../origins/local.js';
+import { LocalTreeOrigin } from '../origins/local.js';
 import { StoreOrigin } from '../origins/store-origin.js';
 import { DirectoryBackend } from '../store/directory-backend.js';
 import { POINTER_KEY, parsePointer, type ReleasePointer } from '../contract/store-layout.js';
@@ -83,16 +83,22 @@ export function servedDir(dir: string): ServedDir {
     try {
       return { kind: 'mirror', pointer: parsePointer(readFileSync(join(dir, POINTER_KEY), 'utf8')) };
     } catch (err) {
-      throw new NotATreeError(`${join(dir, POINTER_KEY)}: ${(err as Error).message}; sync the mirror again with \`isoatlas mirror\``);
+      throw new NotATreeError(
+        `${join(dir, POINTER_KEY)}: ${(err as Error).message}; sync the mirror again with \`isoatlas mirror\``,
+      );
     }
   }
   for (const path of [treePaths.manifest, treePaths.release]) {
     if (!existsSync(join(dir, path))) {
-      throw new NotATreeError(`${dir} is neither a rendered isoatlas tree (no ${path}) nor a mirror (no ${POINTER_KEY}); build one with \`isoatlas build\` or \`npm start\`, or sync one with \`isoatlas mirror\``);
+      throw new NotATreeError(
+        `${dir} is neither a rendered isoatlas tree (no ${path}) nor a mirror (no ${POINTER_KEY}); build one with \`isoatlas build\` or \`npm start\`, or sync one with \`isoatlas mirror\``,
+      );
     }
   }
   if (!treeIsCurrent(dir)) {
-    throw new NotATreeError(`${dir} was built by an older version of isoatlas (its manifest or edge index is of an older format): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`);
+    throw new NotATreeError(
+      `${dir} was built by an older version of isoatlas (its manifest or edge index is of an older format): rebuild it with \`isoatlas build\` (or \`npm start -- --rebuild\` for the demo)`,
+    );
   }
   return { kind: 'tree' };
 }
@@ -112,7 +118,10 @@ export const FRONT_MANIFEST_HEADER = 'X-Isoatlas-Front-Manifest';
 /** What /health says is wrong, by the step that failed: in words, never a path of this machine (the
  * server's log has the cause). */
 const UNHEALTHY = {
-  pointer: { tree: `the tree has no readable ${treePaths.manifest}`, mirror: `the mirror's release pointer (${POINTER_KEY}) is missing or unreadable` },
+  pointer: {
+    tree: `the tree has no readable ${treePaths.manifest}`,
+    mirror: `the mirror's release pointer (${POINTER_KEY}) is missing or unreadable`,
+  },
   manifest: "the current release's manifest is missing or unreadable",
   verification: "the current release's manifest does not match the sha256 the mirror's pointer names",
   record: `the mirror's sync record (${MIRROR_RECORD}) is unreadable`,
@@ -121,7 +130,10 @@ const UNHEALTHY = {
 /** What /health says of files that failed verification, and what to do about them. */
 function degradedDetail(d: Degraded, kind: ServedDir['kind']): string {
   const files = d.count === 1 ? '1 file failed' : `${d.count} files failed`;
-  const todo = kind === 'mirror' ? 'sync the mirror again (`isoatlas mirror`): it fetches them again' : 'build the tree again (`isoatlas build --force`), or put the files back as built';
+  const todo =
+    kind === 'mirror'
+      ? 'sync the mirror again (`isoatlas mirror`): it fetches them again'
+      : 'build the tree again (`isoatlas build --force`), or put the files back as built';
   return `${files} verification (corrupt, or listed and missing) and ${d.count === 1 ? 'is' : 'are'} answered 502, the first ${d.first}; ${todo}`;
 }
 
@@ -134,7 +146,13 @@ function writtenState(dir: string, synced: MirrorRecord | null): string {
 }
 
 /** `cause` hears of each check: what was said and why, or null when all is well. */
-async function health(dir: string, kind: ServedDir['kind'], releases: Releases, failures: VerificationFailures, cause: (said: string | null, err?: unknown) => void): Promise<Response> {
+async function health(
+  dir: string,
+  kind: ServedDir['kind'],
+  releases: Releases,
+  failures: VerificationFailures,
+  cause: (said: string | null, err?: unknown) => void,
+): Promise<Response> {
   const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
   let said: string = UNHEALTHY.pointer[kind];
   try {
@@ -154,13 +172,29 @@ async function health(dir: string, kind: ServedDir['kind'], releases: Releases, 
     if (degraded) {
       const detail = degradedDetail(degraded, kind);
       cause(detail, detail);
-      return new Response(JSON.stringify({ status: 'degraded', detail, release: name, manifest_sha256: manifest, mirror, failures: degraded }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });
+      return new Response(
+        JSON.stringify({
+          status: 'degraded',
+          detail,
+          release: name,
+          manifest_sha256: manifest,
+          mirror,
+          failures: degraded,
+        }),
+        { status: 503, headers: { ...headers, 'Retry-After': '5' } },
+      );
     }
     cause(null);
-    return new Response(JSON.stringify({ status: 'ok', release: name, manifest_sha256: manifest, mirror }), { status: 200, headers });
+    return new Response(JSON.stringify({ status: 'ok', release: name, manifest_sha256: manifest, mirror }), {
+      status: 200,
+      headers,
+    });
   } catch (err) {
     cause(said, err);
-    return new Response(JSON.stringify({ status: 'unavailable', detail: said }), { status: 503, headers: { ...headers, 'Retry-After': '5' } });
+    return new Response(JSON.stringify({ status: 'unavailable', detail: said }), {
+      status: 503,
+      headers: { ...headers, 'Retry-After': '5' },
+    });
   }
 }
 
@@ -170,13 +204,21 @@ async function health(dir: string, kind: ServedDir['kind'], releases: Releases, 
  * answers it in full and counts it there: when access control refuses it (so a refusal leaves the
  * counters untouched here, and the request is counted once) or when the front's file map is of
  * another release than the one served now. */
-async function admission(request: Request, context: RequestContext, releases: Releases, access: AccessControl): Promise<Response> {
+async function admission(
+  request: Request,
+  context: RequestContext,
+  releases: Releases,
+  access: AccessControl,
+): Promise<Response> {
   const refer = new Response(null, { status: 403, headers: { 'Cache-Control': 'no-store' } });
   const release = await releases.get();
   if (!release || (await release.origin.manifestSha256()) !== request.headers.get(FRONT_MANIFEST_HEADER)) return refer;
   const decision = await access.decide(request, context.clientIp, { countRefused: false });
   if (decision.denied) return refer;
-  const answer = new Response(null, { status: 204, headers: { ...decision.headers, 'Cache-Control': cacheControl.release, [RELEASE_HEADER]: await release.name() } });
+  const answer = new Response(null, {
+    status: 204,
+    headers: { ...decision.headers, 'Cache-Control': cacheControl.release, [RELEASE_HEADER]: await release.name() },
+  });
   if (access.mode === 'key-required') keepPrivate(answer);
   return answer;
 }
@@ -188,9 +230,16 @@ const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
  * address not of this machine, a port the user may not open), naming the address and what to do. */
 function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
   const at = `${urlHost(host)}:${port}`;
-  if (err.code === 'EADDRINUSE') return new UsageError(`${at} is already in use: choose another --port, or stop what listens there`);
-  if (err.code === 'EACCES') return new UsageError(`not permitted to listen on ${at}: choose a --port from 1024 up, or run with the right to bind low ports`);
-  if (err.code === 'EADDRNOTAVAIL') return new UsageError(`${host} is not an address of this machine: choose another --host (127.0.0.1 for this machine only, 0.0.0.0 for all)`);
+  if (err.code === 'EADDRINUSE')
+    return new UsageError(`${at} is already in use: choose another --port, or stop what listens there`);
+  if (err.code === 'EACCES')
+    return new UsageError(
+      `not permitted to listen on ${at}: choose a --port from 1024 up, or run with the right to bind low ports`,
+    );
+  if (err.code === 'EADDRNOTAVAIL')
+    return new UsageError(
+      `${host} is not an address of this machine: choose another --host (127.0.0.1 for this machine only, 0.0.0.0 for all)`,
+    );
   return err;
 }
 
@@ -203,7 +252,15 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
   // Files refused for failing verification: /health is degraded while any is known.
   const failures = new VerificationFailures();
-  const options = { ...served, structureBaseUrl: opts.structureBaseUrl, serveStructureFiles: true, access, bodyCacheBytes: 256 * 1024 * 1024, onVerificationFailure: failures.record, log };
+  const options = {
+    ...served,
+    structureBaseUrl: opts.structureBaseUrl,
+    serveStructureFiles: true,
+    access,
+    bodyCacheBytes: 256 * 1024 * 1024,
+    onVerificationFailure: failures.record,
+    log,
+  };
   const releases = releasesOf(options);
   // Compressed copies are a fraction of their bodies: a quarter of the verified-body budget holds them.
   const api = withCompression(createHandler(options, releases), options.bodyCacheBytes / 4);
@@ -221,7 +278,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const answers: SystemAnswers = {
     health: () => health(dir, kind, releases, failures, healthCause),
     // Asked only with --metrics (its access class), when `metrics` exists.
-    metrics: async () => new Response(metrics!.render(), { headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' } }),
+    metrics: async () =>
+      new Response(metrics!.render(), {
+        headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' },
+      }),
     admission: (request, context) => admission(request, context, releases, access),
   };
   const handler = withSystemPaths(api, answers, { metrics: metrics !== null });
@@ -240,14 +300,19 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // Each request has its boundary (createNodeServer); a promise rejected outside any request (none is
   // known) is logged rather than allowed to stop a server that can go on answering. An uncaught
   // exception still stops it (for the service manager to restart), logged as the last line.
-  const stray = (reason: unknown) => log.error({ event: 'unhandled_rejection', detail: String((reason as Error)?.stack ?? reason) }, 'a promise was rejected outside any request');
+  const stray = (reason: unknown) =>
+    log.error(
+      { event: 'unhandled_rejection', detail: String((reason as Error)?.stack ?? reason) },
+      'a promise was rejected outside any request',
+    );
   const fatal = (err: Error) => {
     log.fatal({ event: 'uncaught_exception', ...errorFields(err) }, 'uncaught exception: stopping');
     process.exit(1);
   };
   // Node's own warnings (deprecations, listeners) as log lines too, not text on stderr.
   const warnings = process.listeners('warning');
-  const warning = (w: Error) => log.warn({ event: 'node_warning', type: w.name, detail: w.message }, `${w.name}: ${w.message}`);
+  const warning = (w: Error) =>
+    log.warn({ event: 'node_warning', type: w.name, detail: w.message }, `${w.name}: ${w.message}`);
   process.on('unhandledRejection', stray);
   process.on('uncaughtException', fatal);
   process.removeAllListeners('warning').on('warning', warning);
@@ -260,8 +325,15 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // Say which release is served, and when a sync or rebuild switches it.
   let servedRelease: string | null = null;
   const watch = async () => {
-    const name = await releases.get().then((r) => r?.name() ?? null).catch(() => null);
-    if (name !== servedRelease) log.info({ event: 'release', release: name, previous: servedRelease }, name ? `serving release ${name}` : 'no release to serve');
+    const name = await releases
+      .get()
+      .then((r) => r?.name() ?? null)
+      .catch(() => null);
+    if (name !== servedRelease)
+      log.info(
+        { event: 'release', release: name, previous: servedRelease },
+        name ? `serving release ${name}` : 'no release to serve',
+      );
     servedRelease = name;
   };
   await watch();
@@ -277,7 +349,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${urlHost(opts.host)}:${port}/api/v1/`;
-  log.info({ event: 'listening', url, dir, access: opts.access.mode }, `isoatlas serving ${dir} at ${url} (access: ${opts.access.mode}; Ctrl-C to stop)`);
+  log.info(
+    { event: 'listening', url, dir, access: opts.access.mode },
+    `isoatlas serving ${dir} at ${url} (access: ${opts.access.mode}; Ctrl-C to stop)`,
+  );
 
   await new Promise<void>((done) => {
     const stop = (signal: string) => {

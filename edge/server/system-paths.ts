@@ -6,7 +6,9 @@ import { systemPathAnswered, systemPathAt, type SystemPathId } from '../contract
 
 /** One answer for each system path of the dispatch table: a path added there without one does not
  * compile. */
-export type SystemAnswers = { readonly [id in SystemPathId]: (request: Request, context: RequestContext) => Promise<Response> };
+export type SystemAnswers = {
+  readonly [id in SystemPathId]: (request: Request, context: RequestContext) => Promise<Response>;
+};
 
 /** The handler with the server's system paths in front of it, the first entries of the dispatch
  * table: a system path is answered here when its access class lets this request have it (before
@@ -14,9 +16,12 @@ export type SystemAnswers = { readonly [id in SystemPathId]: (request: Request, 
 export function withSystemPaths(api: Handler, answers: SystemAnswers, server: { metrics: boolean }): Handler {
   return (request, context = {}) => {
     const id = systemPathAt(new URL(request.url).pathname);
-    if (id === null || !systemPathAnswered(id, { method: request.method, viaFront: context.viaFront, metrics: server.metrics })) return api(request, context);
+    if (
+      id === null ||
+      !systemPathAnswered(id, { method: request.method, viaFront: context.viaFront, metrics: server.metrics })
+    )
+      return api(request, context);
     context.answeredBy = id;
     return answers[id](request, context);
   };
 }
-

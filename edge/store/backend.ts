@@ -60,7 +60,9 @@ export class ConditionFailed extends Error {
     readonly key: string,
     readonly status: 412 | 409,
   ) {
-    super(`conditional write of ${key} refused (${status === 412 ? 'it changed since it was read' : 'another write of it was under way'})`);
+    super(
+      `conditional write of ${key} refused (${status === 412 ? 'it changed since it was read' : 'another write of it was under way'})`,
+    );
     this.name = 'ConditionFailed';
   }
 }

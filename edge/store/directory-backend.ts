@@ -15,10 +15,17 @@
 // writes its pointer, history and edge record only so.
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
-import { readFileSync, statSync } from 'node:fs';
+import { type Dirent, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { OriginError } from '../origin.js';
-import { ConditionFailed, StorageError, type ListedObject, type StoreBackend, type StoredObject, type WriteOptions } from './backend.js';
+import {
+  ConditionFailed,
+  StorageError,
+  type ListedObject,
+  type StoreBackend,
+  type StoredObject,
+  type WriteOptions,
+} from './backend.js';
 
 /** Longer than any write holds a lock, by far: a lock this old belongs to a writer that died. */
 export const STALE_LOCK_MS = 30_000;
@@ -60,7 +67,10 @@ export class DirectoryBackend implements StoreBackend {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return null;
-      throw new OriginError(`cannot read ${key} from ${this.description}: ${code ?? (err as Error).message}`, 'unavailable');
+      throw new OriginError(
+        `cannot read ${key} from ${this.description}: ${code ?? (err as Error).message}`,
+        'unavailable',
+      );
     }
     let etag: string | undefined;
     // The tag is hashed only when asked for: serving reads objects by the million and never asks.
@@ -125,7 +135,7 @@ export class DirectoryBackend implements StoreBackend {
     const start = join(this.root, prefix.slice(0, prefix.lastIndexOf('/') + 1));
     const out: ListedObject[] = [];
     const walk = async (dir: string): Promise<void> => {
-      let entries;
+      let entries: Dirent[];
       try {
         entries = await readdir(dir, { withFileTypes: true });
       } catch (err) {
@@ -224,7 +234,12 @@ export class DirectoryBackend implements StoreBackend {
   private failed(what: string, key: string, err: unknown): never {
     if (err instanceof ConditionFailed || err instanceof StorageError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    const advice = code === 'EACCES' || code === 'EPERM' ? 'check that this user may write there' : code === 'ENOSPC' ? 'free some space on that disk' : 'check the disk and its permissions';
+    const advice =
+      code === 'EACCES' || code === 'EPERM'
+        ? 'check that this user may write there'
+        : code === 'ENOSPC'
+          ? 'free some space on that disk'
+          : 'check the disk and its permissions';
     throw new StorageError(`cannot ${what} ${this.where}${key} (${code}): ${advice}, then run the command again`);
   }
 }

@@ -4,7 +4,22 @@
 // read-modify-write conditional on the version read, so concurrent publishes, rollbacks, gc runs and
 // mirror syncs never lose each other's change; objects are written once under their sha256 and never
 // changed. publish, rollback, releases, gc (build/publish/) and mirror (edge/mirror/) all use it.
-import { EDGE_KEY, HISTORY_KEY, OBJECTS_PREFIX, POINTER_KEY, PROBE_KEY, emptyHistory, objectKey, objectSha, parseEdgeRecord, parseHistory, parsePointer, type EdgeRecord, type ReleaseHistory, type ReleasePointer } from '../contract/store-layout.js';
+import {
+  EDGE_KEY,
+  HISTORY_KEY,
+  OBJECTS_PREFIX,
+  POINTER_KEY,
+  PROBE_KEY,
+  emptyHistory,
+  objectKey,
+  objectSha,
+  parseEdgeRecord,
+  parseHistory,
+  parsePointer,
+  type EdgeRecord,
+  type ReleaseHistory,
+  type ReleasePointer,
+} from '../contract/store-layout.js';
 import { ConditionFailed, StorageError, type StoreBackend } from './backend.js';
 
 /** The pointer and history must stay fresh at the CDN; objects never change. */
@@ -26,7 +41,9 @@ export class ReleaseStore {
   /** A value's bytes and tag, or null when there is none. */
   async get(key: string): Promise<{ body: Buffer; etag: string } | null> {
     const got = await this.backend.read(key);
-    return got ? { body: Buffer.from(got.body.buffer, got.body.byteOffset, got.body.byteLength), etag: got.etag } : null;
+    return got
+      ? { body: Buffer.from(got.body.buffer, got.body.byteOffset, got.body.byteLength), etag: got.etag }
+      : null;
   }
 
   async pointer(): Promise<ReleasePointer | null> {
@@ -49,14 +66,22 @@ export class ReleaseStore {
    * the write fail, and the change is made again on what it wrote. `change` returns what to write,
    * or null to leave the history as it is. */
   updateHistory(change: Change<ReleaseHistory>): Promise<ReleaseHistory> {
-    return this.update(HISTORY_KEY, (body) => (body ? this.parsed(HISTORY_KEY, () => parseHistory(body)) : emptyHistory()), change);
+    return this.update(
+      HISTORY_KEY,
+      (body) => (body ? this.parsed(HISTORY_KEY, () => parseHistory(body)) : emptyHistory()),
+      change,
+    );
   }
 
   /** The same for the pointer. `change` may read the history: read after the pointer, so that a
    * history changed after it is read means a pointer changed after the pointer was read (publishes
    * write the history before the pointer), which makes this write fail and `change` run again. */
   updatePointer(change: Change<ReleasePointer | null>): Promise<ReleasePointer | null> {
-    return this.update(POINTER_KEY, (body) => (body ? this.parsed(POINTER_KEY, () => parsePointer(body)) : null), change);
+    return this.update(
+      POINTER_KEY,
+      (body) => (body ? this.parsed(POINTER_KEY, () => parsePointer(body)) : null),
+      change,
+    );
   }
 
   /** The same for the edge record: two first publishes naming different stores cannot both win. */
@@ -71,7 +96,11 @@ export class ReleaseStore {
       const next = await change(value);
       if (next === null) return value;
       try {
-        await this.backend.write(key, Buffer.from(JSON.stringify(next)), { contentType: 'application/json', cacheControl: POINTER_CACHE_CONTROL, ...(got ? { ifMatch: got.etag } : { ifNoneMatch: true }) });
+        await this.backend.write(key, Buffer.from(JSON.stringify(next)), {
+          contentType: 'application/json',
+          cacheControl: POINTER_CACHE_CONTROL,
+          ...(got ? { ifMatch: got.etag } : { ifNoneMatch: true }),
+        });
         return next;
       } catch (err) {
         if (!(err instanceof ConditionFailed) || attempt >= ATTEMPTS) throw err;
@@ -112,13 +141,19 @@ export class ReleaseStore {
    * it cannot have (refused too); a backend that accepts either ignores the condition. */
   async checkConditionalWrites(command: string): Promise<void> {
     const put = (condition: { ifNoneMatch?: boolean; ifMatch?: string }) =>
-      this.backend.write(PROBE_KEY, PROBE_BODY, { contentType: 'application/json', cacheControl: POINTER_CACHE_CONTROL, ...condition }).then(
-        () => true,
-        (err) => {
-          if (err instanceof ConditionFailed) return false;
-          throw err;
-        },
-      );
+      this.backend
+        .write(PROBE_KEY, PROBE_BODY, {
+          contentType: 'application/json',
+          cacheControl: POINTER_CACHE_CONTROL,
+          ...condition,
+        })
+        .then(
+          () => true,
+          (err) => {
+            if (err instanceof ConditionFailed) return false;
+            throw err;
+          },
+        );
     // The first run on a store creates the probe; the second write must then be refused.
     const created = await put({ ifNoneMatch: true });
     const ignored: string[] = [];
@@ -137,9 +172,15 @@ export class ReleaseStore {
     try {
       return parse();
     } catch (err) {
-      throw new Error(`${this.where}${key}: ${(err as Error).message}; is this ${this.backend.noun} an isoatlas store published by this version?`);
+      throw new Error(
+        `${this.where}${key}: ${(err as Error).message}; is this ${this.backend.noun} an isoatlas store published by this version?`,
+      );
     }
   }
 }
 
-const PROBE_BODY = Buffer.from(JSON.stringify({ purpose: 'isoatlas checks here that this server refuses a conditional write whose condition fails' }));
+const PROBE_BODY = Buffer.from(
+  JSON.stringify({
+    purpose: 'isoatlas checks here that this server refuses a conditional write whose condition fails',
+  }),
+);

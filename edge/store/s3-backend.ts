@@ -3,9 +3,22 @@
 // on PutObject) refuse a failed condition with 412, or 409 while another conditional write of the
 // key is in flight; both become ConditionFailed. Errors otherwise stay the SDK's own, so the CLI can
 // say which operation failed where (build/common/storage-errors.ts).
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
-import { ConditionFailed, StorageError, type ListedObject, type StoreBackend, type StoredObject, type WriteOptions } from './backend.js';
+import {
+  ConditionFailed,
+  StorageError,
+  type ListedObject,
+  type StoreBackend,
+  type StoredObject,
+  type WriteOptions,
+} from './backend.js';
 
 export const normalizePrefix = (prefix = '') => (prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`);
 
@@ -32,12 +45,15 @@ export class S3Backend implements StoreBackend {
   /** `signal` ends the request, reading the body included (the edge's time budget). */
   async read(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
     try {
-      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), { abortSignal: signal });
+      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), {
+        abortSignal: signal,
+      });
       return { body: await out.Body!.transformToByteArray(), etag: out.ETag ?? '' };
     } catch (err) {
       const name = (err as Error).name;
       // A missing bucket is a 404 too, but not an empty store: it is said, not taken for one.
-      if (name !== 'NoSuchBucket' && (name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404)) return null;
+      if (name !== 'NoSuchBucket' && (name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404))
+        return null;
       throw err;
     }
   }
@@ -59,7 +75,8 @@ export class S3Backend implements StoreBackend {
       );
     } catch (err) {
       const status = statusOf(err);
-      if ((o.ifNoneMatch || o.ifMatch !== undefined) && (status === 412 || status === 409)) throw new ConditionFailed(key, status);
+      if ((o.ifNoneMatch || o.ifMatch !== undefined) && (status === 412 || status === 409))
+        throw new ConditionFailed(key, status);
       throw err;
     }
   }
@@ -68,8 +85,15 @@ export class S3Backend implements StoreBackend {
     const out: ListedObject[] = [];
     let token: string | undefined;
     do {
-      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }));
-      for (const o of page.Contents ?? []) out.push({ key: o.Key!.slice(this.prefix.length), size: o.Size ?? -1, modified: o.LastModified ?? new Date(0) });
+      const page = await this.s3.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }),
+      );
+      for (const o of page.Contents ?? [])
+        out.push({
+          key: o.Key!.slice(this.prefix.length),
+          size: o.Size ?? -1,
+          modified: o.LastModified ?? new Date(0),
+        });
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return out;
@@ -78,11 +102,18 @@ export class S3Backend implements StoreBackend {
   async remove(keys: string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += DELETE_BATCH) {
       const batch = keys.slice(i, i + DELETE_BATCH);
-      const out = await this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((key) => ({ Key: this.prefix + key })), Quiet: true } }));
+      const out = await this.s3.send(
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((key) => ({ Key: this.prefix + key })), Quiet: true },
+        }),
+      );
       // DeleteObjects answers 200 with a list of the keys it could not delete.
       const failed = out.Errors ?? [];
       if (failed.length) {
-        throw new StorageError(`DeleteObjects in ${this.where} failed for ${failed.length} of ${batch.length} keys (first: ${failed[0].Key}: ${failed[0].Code} ${failed[0].Message ?? ''}); check that the credentials may delete in ${this.bucket}, then run the command again`);
+        throw new StorageError(
+          `DeleteObjects in ${this.where} failed for ${failed.length} of ${batch.length} keys (first: ${failed[0].Key}: ${failed[0].Code} ${failed[0].Message ?? ''}); check that the credentials may delete in ${this.bucket}, then run the command again`,
+        );
       }
     }
   }

@@ -35,9 +35,11 @@ export function runtimeProblems(source: string): string[] {
   const code = withoutComments(source);
   const problems = UNSUPPORTED.filter(([pattern]) => pattern.test(code)).map(([, what]) => `uses ${what}`);
   for (const m of code.matchAll(/^\s*import\s+(\w+)\s+from\s+'([^']+)';?\s*$/gm)) {
-    if (ALLOWED_IMPORTS.get(m[2]) !== m[1]) problems.push(`imports ${m[2]} as ${m[1]} (only cf from 'cloudfront' and crypto from 'crypto')`);
+    if (ALLOWED_IMPORTS.get(m[2]) !== m[1])
+      problems.push(`imports ${m[2]} as ${m[1]} (only cf from 'cloudfront' and crypto from 'crypto')`);
   }
-  if (!/^async function handler\(event\)/m.test(code) && !/^function handler\(event\)/m.test(code)) problems.push('has no top-level handler(event)');
+  if (!/^async function handler\(event\)/m.test(code) && !/^function handler\(event\)/m.test(code))
+    problems.push('has no top-level handler(event)');
   return problems;
 }
 
@@ -53,11 +55,21 @@ export interface ViewerRequestEvent {
   version: '1.0';
   context: { eventType: 'viewer-request'; distributionId: string; requestId: string };
   viewer: { ip: string };
-  request: { method: string; uri: string; querystring: Record<string, unknown>; headers: Record<string, { value: string; multiValue?: { value: string }[] }>; cookies: Record<string, unknown> };
+  request: {
+    method: string;
+    uri: string;
+    querystring: Record<string, unknown>;
+    headers: Record<string, { value: string; multiValue?: { value: string }[] }>;
+    cookies: Record<string, unknown>;
+  };
 }
 
 /** Loads the function against a store (the entries `keys publish` writes) and a clock. */
-export function loadCloudFrontFunction(source: string, store: Map<string, string>, now: () => number = Date.now): LoadedFunction {
+export function loadCloudFrontFunction(
+  source: string,
+  store: Map<string, string>,
+  now: () => number = Date.now,
+): LoadedFunction {
   const problems = runtimeProblems(source);
   if (problems.length) throw new Error(`not runnable on cloudfront-js-2.0: ${problems.join('; ')}`);
   const logs: string[] = [];
@@ -88,12 +100,27 @@ export function loadCloudFrontFunction(source: string, store: Map<string, string
     }
   }
   const body = source.replace(/^\s*import\s+\w+\s+from\s+'[^']+';?\s*$/gm, '');
-  const context = createContext({ cf, crypto, Buffer, Date: ClockDate, console: { log: (...args: unknown[]) => logs.push(args.join(' ')) } });
-  const handler = new Script(`${body}\n;handler`, { filename: 'cloudfront-function.js' }).runInContext(context) as LoadedFunction['handler'];
+  const context = createContext({
+    cf,
+    crypto,
+    Buffer,
+    Date: ClockDate,
+    console: { log: (...args: unknown[]) => logs.push(args.join(' ')) },
+  });
+  const handler = new Script(`${body}\n;handler`, { filename: 'cloudfront-function.js' }).runInContext(
+    context,
+  ) as LoadedFunction['handler'];
   return { handler: (event) => handler(structuredClone(event)), logs, hmacs: () => hmacs };
 }
 
-export function viewerRequest(init: { method?: string; uri?: string; authorization?: string | string[]; ip?: string; querystring?: Record<string, { value: string }>; headers?: Record<string, string> }): ViewerRequestEvent {
+export function viewerRequest(init: {
+  method?: string;
+  uri?: string;
+  authorization?: string | string[];
+  ip?: string;
+  querystring?: Record<string, { value: string }>;
+  headers?: Record<string, string>;
+}): ViewerRequestEvent {
   const headers: ViewerRequestEvent['request']['headers'] = { host: { value: 'd111111abcdef8.cloudfront.net' } };
   // Lowercase names, as CloudFront passes them to a function.
   for (const [name, value] of Object.entries(init.headers ?? {})) headers[name.toLowerCase()] = { value };
@@ -104,6 +131,12 @@ export function viewerRequest(init: { method?: string; uri?: string; authorizati
     version: '1.0',
     context: { eventType: 'viewer-request', distributionId: 'EDFDVBD6EXAMPLE', requestId: 'test' },
     viewer: { ip: init.ip ?? '198.51.100.7' },
-    request: { method: init.method ?? 'GET', uri: init.uri ?? '/api/v1/genes/ENSG00000100300', querystring: init.querystring ?? {}, headers, cookies: {} },
+    request: {
+      method: init.method ?? 'GET',
+      uri: init.uri ?? '/api/v1/genes/ENSG00000100300',
+      querystring: init.querystring ?? {},
+      headers,
+      cookies: {},
+    },
   };
 }

@@ -13,7 +13,17 @@ import fg from 'fast-glob';
 import { isKeyedFile, routes, type Route } from '../../edge/contract/routes.js';
 import { keyedFilePath, namedFilePath, treePaths, withId, type StructureMapEntry } from '../../edge/contract/tree.js';
 import { readAliases, readManifest, readStructureMap } from './tree.js';
-import type { DomainListBody, GeneBody, IsoformBody, IsoformPageBody, NeoantigenListBody, ProblemBody, PtmSiteListBody, ReleaseBody, SearchHitBody } from '../../edge/contract/schemas.js';
+import type {
+  DomainListBody,
+  GeneBody,
+  IsoformBody,
+  IsoformPageBody,
+  NeoantigenListBody,
+  ProblemBody,
+  PtmSiteListBody,
+  ReleaseBody,
+  SearchHitBody,
+} from '../../edge/contract/schemas.js';
 import { validate } from './schemas.js';
 import { startServer, type RunningServer } from './server.js';
 import { startNginxFront } from './nginx-front.js';
@@ -36,7 +46,6 @@ async function fetchRetryingClosed(url: string, init: RequestInit): Promise<Resp
 }
 
 export function contractSuite(front: 'server' | 'nginx'): void {
-
   // ---------------------------------------------------------------------------------------------------
   // The tree, as the expected side of every comparison.
 
@@ -107,15 +116,18 @@ export function contractSuite(front: 'server' | 'nginx'): void {
   function raw(target: string, method = 'GET', headers: Record<string, string> = {}): Promise<RawReply> {
     const { hostname, port } = new URL(server.base);
     return new Promise((resolve, reject) => {
-      const req = http.request({ host: hostname, port, path: target, method, headers: { Connection: 'close', ...headers } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          record(`${method} raw ${target}`, res.statusCode!, res.headers['content-type'] ?? null, text);
-          resolve({ status: res.statusCode!, headers: res.headers, text });
-        });
-      });
+      const req = http.request(
+        { host: hostname, port, path: target, method, headers: { Connection: 'close', ...headers } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            record(`${method} raw ${target}`, res.statusCode!, res.headers['content-type'] ?? null, text);
+            resolve({ status: res.statusCode!, headers: res.headers, text });
+          });
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -131,7 +143,10 @@ export function contractSuite(front: 'server' | 'nginx'): void {
   /** An RFC 9457 problem with the given status (and offending parameter, if given). */
   function expectProblem(r: Reply | RawReply, status: number, parameter?: string) {
     const contentType = r.headers instanceof Headers ? r.headers.get('content-type') : r.headers['content-type'];
-    const cors = r.headers instanceof Headers ? r.headers.get('access-control-allow-origin') : r.headers['access-control-allow-origin'];
+    const cors =
+      r.headers instanceof Headers
+        ? r.headers.get('access-control-allow-origin')
+        : r.headers['access-control-allow-origin'];
     expect(r.status, r.text.slice(0, 300)).toBe(status);
     expect(contentType).toBe('application/problem+json; charset=utf-8');
     expect(cors).toBe('*');
@@ -141,7 +156,15 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     expect(body.detail.length).toBeGreaterThan(0);
     if (parameter !== undefined) expect(body.parameter).toBe(parameter);
     expectNoLeak(r.text);
-    return body as { type: string; title: string; status: number; detail: string; instance: string; parameter?: string; [k: string]: unknown };
+    return body as {
+      type: string;
+      title: string;
+      status: number;
+      detail: string;
+      instance: string;
+      parameter?: string;
+      [k: string]: unknown;
+    };
   }
 
   /** No HTML error page, no stack trace, no source path. */
@@ -178,7 +201,10 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     manifest = new Map(readManifest(tree()).entries.map((e) => [e.path, e.sha256]));
     aliases = readAliases(tree());
     structures = readStructureMap(tree());
-    genes = fg.sync('api/v1/genes/*.json', { cwd: tree() }).sort().map((p) => treeJson<GeneBody>(p));
+    genes = fg
+      .sync('api/v1/genes/*.json', { cwd: tree() })
+      .sort()
+      .map((p) => treeJson<GeneBody>(p));
     server = front === 'nginx' ? await startNginxFront({ dir: tree() }) : await startServer({ dir: tree() });
   });
 
@@ -200,7 +226,12 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       }
       const gene = bodies[0].json as GeneBody;
       expect(validate('Gene', gene)).toEqual([]);
-      expect(gene).toMatchObject({ gene_id: PRR5.id, gene_id_versioned: PRR5.versioned, symbol: 'PRR5', isoform_count: PRR5.isoforms });
+      expect(gene).toMatchObject({
+        gene_id: PRR5.id,
+        gene_id_versioned: PRR5.versioned,
+        symbol: 'PRR5',
+        isoform_count: PRR5.isoforms,
+      });
       expect(gene.isoforms).toHaveLength(PRR5.isoforms);
       expect(gene.isoforms.map((i) => i.transcript_name)).toContain(PRR5_201.name);
     });
@@ -220,7 +251,8 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       for (const gene of genes.filter((_, i) => i % step === 0)) {
         const file = treeBytes(treePaths.gene(gene.gene_id));
         const keys = [gene.gene_id, ...(gene.gene_id_versioned ? [gene.gene_id_versioned] : [])];
-        if (typeof aliases.genes[gene.symbol.toLowerCase()] === 'string') keys.push(gene.symbol.toLowerCase(), gene.symbol.toUpperCase());
+        if (typeof aliases.genes[gene.symbol.toLowerCase()] === 'string')
+          keys.push(gene.symbol.toLowerCase(), gene.symbol.toUpperCase());
         for (const key of keys) {
           const r = await call(`/genes/${encodeURIComponent(key)}`);
           expectJson200(r);
@@ -272,7 +304,11 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     const sampleGenes = () => {
       // The largest genes, PRR5, a one-isoform gene and a novel long-read locus.
       const bySize = [...genes].sort((a, b) => b.isoform_count - a.isoform_count || (a.gene_id < b.gene_id ? -1 : 1));
-      const picks = [...bySize.slice(0, 3), genes.find((g) => g.gene_id === PRR5.id)!, bySize.find((g) => g.isoform_count === 1)!];
+      const picks = [
+        ...bySize.slice(0, 3),
+        genes.find((g) => g.gene_id === PRR5.id)!,
+        bySize.find((g) => g.isoform_count === 1)!,
+      ];
       const novel = genes.find((g) => g.source === 'long_read');
       if (novel) picks.push(novel);
       return picks;
@@ -283,7 +319,14 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       expectJson200(r);
       expect(r.bytes.equals(treeBytes(treePaths.geneIsoforms(PRR5.id, 0)))).toBe(true);
       expect(r.headers.get('etag')).toBe(etagOf(treePaths.geneIsoforms(PRR5.id, 0)));
-      expect(r.json).toMatchObject({ gene_id: PRR5.id, symbol: 'PRR5', total: PRR5.isoforms, limit: 100, offset: 0, next: null });
+      expect(r.json).toMatchObject({
+        gene_id: PRR5.id,
+        symbol: 'PRR5',
+        total: PRR5.isoforms,
+        limit: 100,
+        offset: 0,
+        next: null,
+      });
       expect(r.headers.get('link')).toBeNull();
       const gene = treeJson<GeneBody>(treePaths.gene(PRR5.id));
       expect((r.json as IsoformPageBody).items).toEqual(gene.isoforms);
@@ -313,21 +356,31 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       [1, 0],
       [7, 2],
       [100, 0],
-    ])('walking next links with limit=%i offset=%i lists each isoform exactly once, in gene order', async (limit, offset) => {
-      for (const gene of sampleGenes()) {
-        const { ids, pages } = await walk(`/genes/${encodeURIComponent(gene.gene_id)}/isoforms?limit=${limit}&offset=${offset}`);
-        const expected = gene.isoforms.map((i) => i.transcript_id).slice(offset);
-        expect(ids, gene.symbol).toEqual(expected);
-        expect(new Set(ids).size).toBe(ids.length);
-        expect(pages).toHaveLength(Math.max(1, Math.ceil(expected.length / limit)));
-        pages.forEach((p, n) => {
-          expect(p).toMatchObject({ gene_id: gene.gene_id, total: gene.isoform_count, limit, offset: offset + n * limit });
-          expect(p.items.length).toBeLessThanOrEqual(limit);
-        });
-        // Items are the gene record's summaries, not just the same ids.
-        expect(pages.flatMap((p) => p.items)).toEqual(gene.isoforms.slice(offset));
-      }
-    });
+    ])(
+      'walking next links with limit=%i offset=%i lists each isoform exactly once, in gene order',
+      async (limit, offset) => {
+        for (const gene of sampleGenes()) {
+          const { ids, pages } = await walk(
+            `/genes/${encodeURIComponent(gene.gene_id)}/isoforms?limit=${limit}&offset=${offset}`,
+          );
+          const expected = gene.isoforms.map((i) => i.transcript_id).slice(offset);
+          expect(ids, gene.symbol).toEqual(expected);
+          expect(new Set(ids).size).toBe(ids.length);
+          expect(pages).toHaveLength(Math.max(1, Math.ceil(expected.length / limit)));
+          pages.forEach((p, n) => {
+            expect(p).toMatchObject({
+              gene_id: gene.gene_id,
+              total: gene.isoform_count,
+              limit,
+              offset: offset + n * limit,
+            });
+            expect(p.items.length).toBeLessThanOrEqual(limit);
+          });
+          // Items are the gene record's summaries, not just the same ids.
+          expect(pages.flatMap((p) => p.items)).toEqual(gene.isoforms.slice(offset));
+        }
+      },
+    );
 
     it('answers 200 with no items when offset is at or past the total', async () => {
       for (const offset of [PRR5.isoforms, PRR5.isoforms + 1, 100, 1000, 999999999]) {
@@ -368,7 +421,15 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     it('answers byte-identical bodies for the versioned id, unversioned id and name in any case', async () => {
       const file = treeBytes(treePaths.isoform(PRR5_201.id));
       const etag = etagOf(treePaths.isoform(PRR5_201.id));
-      const keys = [PRR5_201.id, PRR5_201.id.toLowerCase(), PRR5_201.unversioned, PRR5_201.name, PRR5_201.name.toLowerCase(), 'Prr5-201', 'PRR5%2D201'];
+      const keys = [
+        PRR5_201.id,
+        PRR5_201.id.toLowerCase(),
+        PRR5_201.unversioned,
+        PRR5_201.name,
+        PRR5_201.name.toLowerCase(),
+        'Prr5-201',
+        'PRR5%2D201',
+      ];
       for (const key of keys) {
         const r = await call(`/isoforms/${key}`);
         expectJson200(r);
@@ -408,7 +469,14 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     });
 
     it('answers 404 for an unknown isoform, and does not decode twice', async () => {
-      for (const key of ['ENST00000000000', 'ENST00000000000.1', 'PRR5-999', 'PB.0.0', `${PRR5_201.unversioned}.999`, 'PRR5%252D201']) {
+      for (const key of [
+        'ENST00000000000',
+        'ENST00000000000.1',
+        'PRR5-999',
+        'PB.0.0',
+        `${PRR5_201.unversioned}.999`,
+        'PRR5%252D201',
+      ]) {
         expectProblem(await call(`/isoforms/${key}`), 404);
       }
     });
@@ -599,12 +667,17 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     });
 
     it('finds a gene by its synonyms, after records whose own symbol, id or name the query is', async () => {
-      for (const [query, symbol] of [['ERK2', 'MAPK1'], ['RAD53', 'CHEK2'], ['cds1', 'CHEK2']]) {
+      for (const [query, symbol] of [
+        ['ERK2', 'MAPK1'],
+        ['RAD53', 'CHEK2'],
+        ['cds1', 'CHEK2'],
+      ]) {
         const res = await search(query);
         const hit = res.items.find((h) => h.symbol === symbol && h.type === 'gene');
         expect(hit, query).toMatchObject({ match: 'exact', matched_field: 'synonyms', score: 0.5 });
         // Everything ranked above it matched through its own symbol, id or name.
-        for (const above of res.items.slice(0, res.items.indexOf(hit!))) expect(above.matched_field, query).not.toBe('synonyms');
+        for (const above of res.items.slice(0, res.items.indexOf(hit!)))
+          expect(above.matched_field, query).not.toBe('synonyms');
       }
       // A symbol that is also another gene's synonym finds that gene itself first.
       const gene = treeJson<GeneBody>(treePaths.gene('ENSG00000100030'));
@@ -709,7 +782,10 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       const r = await call('/openapi.json');
       expectJson200(r);
       expect(r.headers.get('etag')).toBe(etagOf(treePaths.openapi));
-      const doc = r.json as { openapi: string; paths: Record<string, Record<string, { parameters?: { name: string }[] }>> };
+      const doc = r.json as {
+        openapi: string;
+        paths: Record<string, Record<string, { parameters?: { name: string }[] }>>;
+      };
       expect(doc.openapi).toBe('3.1.0');
       expect(Object.keys(doc.paths).sort()).toEqual(routes.map((route) => route.path).sort());
       for (const route of routes) {
@@ -748,14 +824,28 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     });
 
     it('answers 404 problem+json outside /api/v1', async () => {
-      for (const path of ['/', '/api', '/api/v2/release', '/favicon.ico', '/index.html', '/manifest.json', '/edge/index.json', '/structures/', '/structures/nope.cif']) {
+      for (const path of [
+        '/',
+        '/api',
+        '/api/v2/release',
+        '/favicon.ico',
+        '/index.html',
+        '/manifest.json',
+        '/edge/index.json',
+        '/structures/',
+        '/structures/nope.cif',
+      ]) {
         expectProblem(await call(`${server.base}${path}`), 404);
       }
     });
 
     it.each(['POST', 'PUT', 'DELETE', 'PATCH'])('answers 405 with Allow to %s', async (method) => {
       for (const path of ['/genes/PRR5', '/search?query=PRR5', '/release', '/nope']) {
-        const r = await call(path, { method, body: method === 'DELETE' ? undefined : '{"x":1}', headers: { 'Content-Type': 'application/json' } });
+        const r = await call(path, {
+          method,
+          body: method === 'DELETE' ? undefined : '{"x":1}',
+          headers: { 'Content-Type': 'application/json' },
+        });
         const body = expectProblem(r, 405);
         expect(body.detail).toContain(method);
         const allow = (r.headers.get('allow') ?? '').split(',').map((m) => m.trim());
@@ -783,7 +873,11 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       [`/isoforms/${PRR5_201.id}/neoantigens`, treePaths.neoantigens(PRR5_201.id)],
       [`/isoforms/${DUXAP8_LR1.name}`, treePaths.isoform(DUXAP8_LR1.id)],
     ];
-    const computed = ['/search?query=PRR5', '/genes/PRR5/isoforms?limit=3&offset=3', `/isoforms/${PRR5_201.name}/neoantigens?limit=2`];
+    const computed = [
+      '/search?query=PRR5',
+      '/genes/PRR5/isoforms?limit=3&offset=3',
+      `/isoforms/${PRR5_201.name}/neoantigens?limit=2`,
+    ];
 
     it('file-backed routes carry the manifest sha256 as ETag and the file as body', async () => {
       for (const [path, file] of fileBacked()) {
@@ -840,7 +934,14 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       ];
       // Framing and per-message headers legitimately differ between a GET and a HEAD, and so does the
       // rate-limit budget, which the GET just spent from.
-      const perMessage = ['date', 'transfer-encoding', 'connection', 'keep-alive', 'ratelimit-remaining', 'ratelimit-reset'];
+      const perMessage = [
+        'date',
+        'transfer-encoding',
+        'connection',
+        'keep-alive',
+        'ratelimit-remaining',
+        'ratelimit-reset',
+      ];
       const comparable = (h: Headers) => Object.fromEntries([...h.entries()].filter(([k]) => !perMessage.includes(k)));
       for (const path of paths) {
         const get = await call(path);
@@ -867,7 +968,10 @@ export function contractSuite(front: 'server' | 'nginx'): void {
         [`${server.base}/nope`, {}],
       ];
       for (const [path, init] of requests) {
-        const r = await call(path, { ...init, headers: { Origin: 'https://example.org', ...(init.headers as Record<string, string>) } });
+        const r = await call(path, {
+          ...init,
+          headers: { Origin: 'https://example.org', ...(init.headers as Record<string, string>) },
+        });
         expect(r.headers.get('access-control-allow-origin'), `${init.method ?? 'GET'} ${path} → ${r.status}`).toBe('*');
       }
     });
@@ -876,20 +980,30 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       for (const path of ['/genes/PRR5', '/search?query=PRR5', '/isoforms/PRR5-201/structure']) {
         const r = await call(path, {
           method: 'OPTIONS',
-          headers: { Origin: 'https://example.org', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'authorization' },
+          headers: {
+            Origin: 'https://example.org',
+            'Access-Control-Request-Method': 'GET',
+            'Access-Control-Request-Headers': 'authorization',
+          },
         });
         expect(r.status).toBe(204);
         expect(r.bytes.length).toBe(0);
         expect(r.headers.get('access-control-allow-origin')).toBe('*');
-        const methods = (r.headers.get('access-control-allow-methods') ?? '').split(',').map((m) => m.trim().toUpperCase());
+        const methods = (r.headers.get('access-control-allow-methods') ?? '')
+          .split(',')
+          .map((m) => m.trim().toUpperCase());
         expect(methods).toContain('GET');
-        const allowed = (r.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim().toLowerCase());
+        const allowed = (r.headers.get('access-control-allow-headers') ?? '')
+          .split(',')
+          .map((h) => h.trim().toLowerCase());
         expect(allowed).toContain('authorization');
       }
     });
 
     it('exposes ETag, Link and Location to scripts', async () => {
-      const exposed = ((await call('/genes/PRR5/isoforms?limit=3')).headers.get('access-control-expose-headers') ?? '').toLowerCase();
+      const exposed = (
+        (await call('/genes/PRR5/isoforms?limit=3')).headers.get('access-control-expose-headers') ?? ''
+      ).toLowerCase();
       for (const header of ['etag', 'link', 'location']) expect(exposed).toContain(header);
     });
   });
@@ -994,7 +1108,10 @@ export function contractSuite(front: 'server' | 'nginx'): void {
     it('logs one JSON line per request (time, client, method, path, status, bytes, ms, release, route, request_id), never headers', async () => {
       // The server names what answered and the request's id; nginx's lines for what it answers itself do not.
       const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-      const tail = (route: string) => (front === 'server' ? `,"route":"${route}","request_id":"${UUID}"` : `(,"route":"${route}","request_id":"${UUID}")?`);
+      const tail = (route: string) =>
+        front === 'server'
+          ? `,"route":"${route}","request_id":"${UUID}"`
+          : `(,"route":"${route}","request_id":"${UUID}")?`;
       const marker = `logcheck${Date.now()}`;
       const secret = `secret-token-${marker}`;
       await call(`/genes/${marker}`, { headers: { Authorization: `Bearer ${secret}` } });
@@ -1004,14 +1121,21 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       await call(`/search?query=${marker}`);
       const expected = [
         // An unknown Bearer token is refused (401) before the path is answered; the line names the route asked.
-        new RegExp(`^\\{"level":"info","time":"[^"]+","client":"[^"]+","method":"GET","path":"/api/v1/genes/${marker}","status":401,"bytes":\\d+,"ms":[\\d.]+,"release":null${tail('gene')}\\}$`, 'm'),
+        new RegExp(
+          `^\\{"level":"info","time":"[^"]+","client":"[^"]+","method":"GET","path":"/api/v1/genes/${marker}","status":401,"bytes":\\d+,"ms":[\\d.]+,"release":null${tail('gene')}\\}$`,
+          'm',
+        ),
         /"method":"GET","path":"\/api\/v1\/genes\/PRR5\?log=1","status":400,/,
-        new RegExp(`"method":"HEAD","path":"/api/v1/release","status":200,"bytes":0,"ms":[\\d.]+,"release":"2026\\.11-chr22-demo"${tail('release')}\\}$`, 'm'),
+        new RegExp(
+          `"method":"HEAD","path":"/api/v1/release","status":200,"bytes":0,"ms":[\\d.]+,"release":"2026\\.11-chr22-demo"${tail('release')}\\}$`,
+          'm',
+        ),
         new RegExp(`"method":"POST","path":"/api/v1/search\\?query=${marker}","status":405,`),
         new RegExp(`"method":"GET","path":"/api/v1/search\\?query=${marker}","status":200,"bytes":\\d+,`),
       ];
       // The line reaches the pipe around the time the answer does: give it a moment.
-      for (let i = 0; i < 50 && !expected.every((re) => re.test(server.logs())); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 50 && !expected.every((re) => re.test(server.logs())); i++)
+        await new Promise((r) => setTimeout(r, 50));
       const logs = server.logs();
       for (const re of expected) expect(logs).toMatch(re);
       expect(logs.split('\n').filter((l) => l.includes(`/search?query=${marker}`))).toHaveLength(2);

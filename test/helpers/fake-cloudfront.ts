@@ -18,7 +18,9 @@ export async function startFakeCloudFront(): Promise<FakeCloudFront> {
     const m = /^\/2020-05-31\/distribution\/([^/]+)\/invalidation$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !m) {
       res.writeHead(400, { 'content-type': 'text/xml' });
-      return res.end(`<ErrorResponse><Error><Code>InvalidArgument</Code><Message>unexpected ${req.method} ${req.url}</Message></Error></ErrorResponse>`);
+      return res.end(
+        `<ErrorResponse><Error><Code>InvalidArgument</Code><Message>unexpected ${req.method} ${req.url}</Message></Error></ErrorResponse>`,
+      );
     }
     const paths = [...body.matchAll(/<Path>([^<]*)<\/Path>/g)].map((p) => p[1]);
     invalidations.push({ distributionId: decodeURIComponent(m[1]), paths });
@@ -31,5 +33,9 @@ export async function startFakeCloudFront(): Promise<FakeCloudFront> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, invalidations, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    invalidations,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }

@@ -27,7 +27,10 @@ export async function startFakeKvs(arn: string): Promise<FakeKvs> {
   };
   const fail = (res: ServerResponse, status: number, type: string, message: string) =>
     send(res, status, { Message: message }, { 'x-amzn-errortype': type });
-  const stats = () => ({ ItemCount: entries.size, TotalSizeInBytes: [...entries].reduce((n, [k, v]) => n + k.length + v.length, 0) });
+  const stats = () => ({
+    ItemCount: entries.size,
+    TotalSizeInBytes: [...entries].reduce((n, [k, v]) => n + k.length + v.length, 0),
+  });
   const conditional = (req: IncomingMessage, res: ServerResponse): boolean => {
     if (conflicts > 0) {
       conflicts--;
@@ -50,17 +53,26 @@ export async function startFakeKvs(arn: string): Promise<FakeKvs> {
     const path = url.pathname;
     const auth = String(req.headers.authorization ?? '');
     requests.push({ method: req.method!, path, algorithm: auth.split(' ')[0] });
-    if (!path.startsWith(base) && !path.startsWith(`/key-value-stores/${arn}`)) return fail(res, 404, 'ResourceNotFoundException', `no store at ${path}`);
+    if (!path.startsWith(base) && !path.startsWith(`/key-value-stores/${arn}`))
+      return fail(res, 404, 'ResourceNotFoundException', `no store at ${path}`);
     const rest = decodeURIComponent(path).slice(`/key-value-stores/${arn}`.length);
     if (req.method === 'GET' && rest === '') {
-      return send(res, 200, { ...stats(), KvsARN: arn, Created: 1_700_000_000, Status: 'READY' }, { etag: `v${version}` });
+      return send(
+        res,
+        200,
+        { ...stats(), KvsARN: arn, Created: 1_700_000_000, Status: 'READY' },
+        { etag: `v${version}` },
+      );
     }
     if (req.method === 'GET' && rest === '/keys') {
       const all = [...entries].sort(([a], [b]) => (a < b ? -1 : 1));
       const start = Number(url.searchParams.get('NextToken') ?? 0);
       const max = Number(url.searchParams.get('MaxResults') ?? 50);
       const page = all.slice(start, start + max);
-      return send(res, 200, { Items: page.map(([Key, Value]) => ({ Key, Value })), ...(start + max < all.length ? { NextToken: String(start + max) } : {}) });
+      return send(res, 200, {
+        Items: page.map(([Key, Value]) => ({ Key, Value })),
+        ...(start + max < all.length ? { NextToken: String(start + max) } : {}),
+      });
     }
     if (req.method === 'POST' && rest === '/keys') {
       if (!conditional(req, res)) return;

@@ -24,9 +24,16 @@ export interface HoldingProxy {
   close(): Promise<void>;
 }
 
-export async function startHoldingProxy(target: string, opts: { stripConditions?: boolean } = {}): Promise<HoldingProxy> {
+export async function startHoldingProxy(
+  target: string,
+  opts: { stripConditions?: boolean } = {},
+): Promise<HoldingProxy> {
   const upstream = new URL(target);
-  const holds: { match: (method: string, path: string) => boolean; gate: Promise<'release' | 'drop'>; heldOne: () => void }[] = [];
+  const holds: {
+    match: (method: string, path: string) => boolean;
+    gate: Promise<'release' | 'drop'>;
+    heldOne: () => void;
+  }[] = [];
   let inFlight = 0;
   let whenIdle: (() => void)[] = [];
   const forwarded: HoldingProxy['forwarded'] = [];
@@ -48,14 +55,17 @@ export async function startHoldingProxy(target: string, opts: { stripConditions?
     }
     inFlight++;
     // Sent on whole even if the client has gone: what reached the proxy reaches the server.
-    const out = http.request({ host: upstream.hostname, port: upstream.port, method, path: req.url, headers }, (answer) => {
-      forwarded.push({ method, path, status: answer.statusCode ?? 0 });
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-      answer.on('end', () => {
-        if (--inFlight === 0) for (const done of whenIdle.splice(0)) done();
-      });
-    });
+    const out = http.request(
+      { host: upstream.hostname, port: upstream.port, method, path: req.url, headers },
+      (answer) => {
+        forwarded.push({ method, path, status: answer.statusCode ?? 0 });
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.on('end', () => {
+          if (--inFlight === 0) for (const done of whenIdle.splice(0)) done();
+        });
+      },
+    );
     out.on('error', () => res.destroy());
     out.end(Buffer.concat(chunks));
   });

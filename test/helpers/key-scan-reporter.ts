@@ -5,6 +5,9 @@ import { appendTestLog } from './key-scan.js';
 
 export default class KeyScanReporter implements Reporter {
   onUserConsoleLog(log: { content: string; type: 'stdout' | 'stderr'; taskId?: string }) {
-    appendTestLog('console.log', `[${log.type} ${log.taskId ?? '-'}] ${log.content}${log.content.endsWith('\n') ? '' : '\n'}`);
+    appendTestLog(
+      'console.log',
+      `[${log.type} ${log.taskId ?? '-'}] ${log.content}${log.content.endsWith('\n') ? '' : '\n'}`,
+    );
   }
 }

@@ -11,7 +11,8 @@ const KEEP_MS = 24 * 3600_000;
 export default function setup() {
   mkdirSync(LOGS, { recursive: true });
   for (const d of readdirSync(LOGS).filter((d) => d.startsWith('run-'))) {
-    if (Date.now() - (statSync(join(LOGS, d), { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > KEEP_MS) rmSync(join(LOGS, d), { recursive: true, force: true });
+    if (Date.now() - (statSync(join(LOGS, d), { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > KEEP_MS)
+      rmSync(join(LOGS, d), { recursive: true, force: true });
   }
   const dir = join(LOGS, `run-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`);
   mkdirSync(dir);
@@ -22,8 +23,13 @@ export default function setup() {
     if (!existsSync(dir)) throw new Error(`the test run's logs at ${dir} were removed before the key scan`);
     const findings = scanForKeys(dir);
     if (findings.length) {
-      const where = findings.slice(0, 10).map((f) => `${f.file}:${f.line} (key id ${f.id})`).join(', ');
-      throw new Error(`key material in the test run's output: ${findings.length} occurrence(s) at ${where}; see ${dir}`);
+      const where = findings
+        .slice(0, 10)
+        .map((f) => `${f.file}:${f.line} (key id ${f.id})`)
+        .join(', ');
+      throw new Error(
+        `key material in the test run's output: ${findings.length} occurrence(s) at ${where}; see ${dir}`,
+      );
     }
   };
 }

@@ -45,20 +45,46 @@ async function untilListening(port: number, child: ChildProcess, why: () => stri
 /** `editConfig` changes the generated config before nginx reads it (to test what a stale one does). */
 /** `compressedDir`: where nginx-config keeps its compressed copies (default beside `dir`); a mirror of
  * the demo tree can share the tree's, whose files are the same. */
-export async function startNginxFront(args: { dir: string; serverArgs?: string[]; env?: NodeJS.ProcessEnv; editConfig?: (text: string) => string; compressedDir?: string }): Promise<RunningFront> {
-  if (!existsSync(NGINX)) throw new Error(`Debian's nginx is not installed (no ${NGINX}): apt-get install nginx (.ci/run does)`);
+export async function startNginxFront(args: {
+  dir: string;
+  serverArgs?: string[];
+  env?: NodeJS.ProcessEnv;
+  editConfig?: (text: string) => string;
+  compressedDir?: string;
+}): Promise<RunningFront> {
+  if (!existsSync(NGINX))
+    throw new Error(`Debian's nginx is not installed (no ${NGINX}): apt-get install nginx (.ci/run does)`);
   const work = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-'));
-  const server = await startServer({ dir: args.dir, extraArgs: ['--trust-proxy', '127.0.0.1', ...(args.serverArgs ?? [])], env: args.env });
+  const server = await startServer({
+    dir: args.dir,
+    extraArgs: ['--trust-proxy', '127.0.0.1', ...(args.serverArgs ?? [])],
+    env: args.env,
+  });
   try {
     const port = await freePort();
     const frontLogFile = join(work, 'front.log');
     const configFile = join(work, 'isoatlas.conf');
     const generated = spawnSync(
       process.execPath,
-      [join(ROOT, 'bin/isoatlas.mjs'), 'nginx-config', '--dir', args.dir, '--upstream', new URL(server.base).host, '--listen', `127.0.0.1:${port}`, '--access-log', frontLogFile, '--out', configFile, ...(args.compressedDir ? ['--compressed-dir', args.compressedDir] : [])],
+      [
+        join(ROOT, 'bin/isoatlas.mjs'),
+        'nginx-config',
+        '--dir',
+        args.dir,
+        '--upstream',
+        new URL(server.base).host,
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--access-log',
+        frontLogFile,
+        '--out',
+        configFile,
+        ...(args.compressedDir ? ['--compressed-dir', args.compressedDir] : []),
+      ],
       { cwd: ROOT, encoding: 'utf8' },
     );
-    if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed (${generated.status}): ${generated.stderr}`);
+    if (generated.status !== 0)
+      throw new Error(`isoatlas nginx-config failed (${generated.status}): ${generated.stderr}`);
     if (args.editConfig) writeFileSync(configFile, args.editConfig(readFileSync(configFile, 'utf8')));
     const { args: nginxArgs, errorLog: errorLogFile } = standaloneNginx(work, configFile);
     const child = spawn(NGINX, [...nginxArgs, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -67,7 +93,9 @@ export async function startNginxFront(args: { dir: string; serverArgs?: string[]
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (output += c));
     const errorLog = () => (existsSync(errorLogFile) ? readFileSync(errorLogFile, 'utf8') : '');
     await untilListening(port, child, () => `${output}\n${errorLog()}`);
-    const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+    const exited = new Promise<void>((resolve) =>
+      child.exitCode !== null ? resolve() : child.once('exit', () => resolve()),
+    );
     const frontLog = () => (existsSync(frontLogFile) ? readFileSync(frontLogFile, 'utf8') : '');
     const base = `http://127.0.0.1:${port}`;
     return {
@@ -100,7 +128,10 @@ export async function startNginxFront(args: { dir: string; serverArgs?: string[]
 
 /** A test file's fronts and temporary directories: `front` starts one, `temp` takes a directory, and
  * after the file's tests every front is stopped and every directory removed. */
-export function frontsOfSuite(): { front: (args: Parameters<typeof startNginxFront>[0]) => Promise<RunningFront>; temp: string[] } {
+export function frontsOfSuite(): {
+  front: (args: Parameters<typeof startNginxFront>[0]) => Promise<RunningFront>;
+  temp: string[];
+} {
   const fronts: RunningFront[] = [];
   const temp: string[] = [];
   afterAll(async () => {

@@ -16,7 +16,10 @@ export async function startS3rver(buckets: string[]): Promise<S3rverProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'isoatlas-s3rver-'));
   // s3rver with conditional writes, as the local try-out runs it (see bin/local-s3.cjs).
   const script = fileURLToPath(new URL('../../bin/local-s3.cjs', import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', script, dir, buckets.join(',')], { stdio: ['ignore', 'pipe', 'pipe'], cwd: fileURLToPath(new URL('../..', import.meta.url)) });
+  const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', script, dir, buckets.join(',')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+  });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {

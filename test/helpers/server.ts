@@ -33,10 +33,24 @@ export interface RunningServer {
   stop: () => Promise<number | null>;
 }
 
-export function startServer(args: { dir: string; extraArgs?: string[]; env?: NodeJS.ProcessEnv }): Promise<RunningServer> {
+export function startServer(args: {
+  dir: string;
+  extraArgs?: string[];
+  env?: NodeJS.ProcessEnv;
+}): Promise<RunningServer> {
   const child = spawn(
     process.execPath,
-    [join(ROOT, 'bin/isoatlas.mjs'), 'serve', '--dir', args.dir, '--port', '0', '--host', '127.0.0.1', ...(args.extraArgs ?? [])],
+    [
+      join(ROOT, 'bin/isoatlas.mjs'),
+      'serve',
+      '--dir',
+      args.dir,
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      ...(args.extraArgs ?? []),
+    ],
     { cwd: ROOT, env: { ...process.env, ...args.env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';
@@ -66,7 +80,10 @@ export function startServer(args: { dir: string; extraArgs?: string[]; env?: Nod
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       reject(new Error(`isoatlas serve ${why}\n--- stderr ---\n${stderr}\n--- stdout ---\n${stdout}`));
     };
-    const timer = setTimeout(() => fail(`did not log that it is listening within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(`did not log that it is listening within ${START_TIMEOUT_MS / 1000} s`),
+      START_TIMEOUT_MS,
+    );
 
     child.stdout!.on('data', (chunk: string) => {
       stdout += chunk;
@@ -74,7 +91,15 @@ export function startServer(args: { dir: string; extraArgs?: string[]; env?: Nod
       if (base) {
         settled = true;
         clearTimeout(timer);
-        resolve({ base, api: `${base}/api/v1`, logs: () => stdout + stderr, stdout: () => stdout, stderr: () => stderr, child, stop });
+        resolve({
+          base,
+          api: `${base}/api/v1`,
+          logs: () => stdout + stderr,
+          stdout: () => stdout,
+          stderr: () => stderr,
+          child,
+          stop,
+        });
       }
     });
     child.stderr!.on('data', (chunk: string) => (stderr += chunk));

@@ -4,7 +4,15 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeManifest } from '../../build/render/manifest.js';
 import { shardOf } from '../../edge/contract/shards.js';
-import { contentTypeOf, treePaths, type EdgeIndex, type ManifestEntry, type ManifestIndex, type ManifestShard, type StructureMapEntry } from '../../edge/contract/tree.js';
+import {
+  contentTypeOf,
+  treePaths,
+  type EdgeIndex,
+  type ManifestEntry,
+  type ManifestIndex,
+  type ManifestShard,
+  type StructureMapEntry,
+} from '../../edge/contract/tree.js';
 
 const json = <T>(root: string, path: string): T => JSON.parse(readFileSync(join(root, path), 'utf8')) as T;
 
@@ -19,7 +27,10 @@ function merged<T>(root: string, shards: number, pathOf: (shard: number) => stri
 }
 
 /** Both alias maps, every shard merged: lower-cased key → canonical id(s). */
-export function readAliases(root: string): { genes: Record<string, string | string[]>; isoforms: Record<string, string> } {
+export function readAliases(root: string): {
+  genes: Record<string, string | string[]>;
+  isoforms: Record<string, string>;
+} {
   const index = edgeIndex(root);
   return {
     genes: merged<string | string[]>(root, index.gene_aliases.shards, treePaths.geneAliases),
@@ -40,7 +51,11 @@ export function readManifest(root: string): { index: ManifestIndex; entries: Man
 /** Replaces (or, with null, deletes) files of a tree and rewrites its manifest (and the edge index's
  * hashes of changed edge shards) to match, as a rebuild would. Files are unlinked before writing, so
  * a hard-linked copy never writes through. */
-export async function rewriteTree(root: string, changes: Record<string, string | Buffer | null>, release?: string): Promise<void> {
+export async function rewriteTree(
+  root: string,
+  changes: Record<string, string | Buffer | null>,
+  release?: string,
+): Promise<void> {
   const edge = edgeIndex(root);
   const shardChanges = Object.entries(changes).filter(([path]) => path in edge.sha256);
   if (shardChanges.length > 0 && !(treePaths.edgeIndex in changes)) {
@@ -61,7 +76,12 @@ export async function rewriteTree(root: string, changes: Record<string, string |
     const data = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
     mkdirSync(dirname(join(root, path)), { recursive: true });
     writeFileSync(join(root, path), data);
-    byPath.set(path, { path, size: data.length, sha256: createHash('sha256').update(data).digest('hex'), content_type: contentTypeOf(path) });
+    byPath.set(path, {
+      path,
+      size: data.length,
+      sha256: createHash('sha256').update(data).digest('hex'),
+      content_type: contentTypeOf(path),
+    });
   }
   rmSync(join(root, 'manifest'), { recursive: true, force: true });
   rmSync(join(root, treePaths.manifest), { force: true });
@@ -71,6 +91,9 @@ export async function rewriteTree(root: string, changes: Record<string, string |
 /** The path and new body of the alias shard holding `key`, with `key` set to `value`. */
 export function withAlias(root: string, table: 'genes' | 'isoforms', key: string, value: string): [string, string] {
   const index = edgeIndex(root);
-  const path = table === 'genes' ? treePaths.geneAliases(shardOf(key, index.gene_aliases.shards)) : treePaths.isoformAliases(shardOf(key, index.isoform_aliases.shards));
+  const path =
+    table === 'genes'
+      ? treePaths.geneAliases(shardOf(key, index.gene_aliases.shards))
+      : treePaths.isoformAliases(shardOf(key, index.isoform_aliases.shards));
   return [path, JSON.stringify({ ...json<Record<string, unknown>>(root, path), [key]: value })];
 }

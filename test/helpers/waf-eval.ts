@@ -22,7 +22,8 @@ export function transform(text: string, transformations: Transformation[]): stri
 
 function singleHeader(field: any, headers: WafHeaders): string | undefined {
   const name = field?.SingleHeader?.Name;
-  if (typeof name !== 'string') throw new Error(`the WAF evaluator inspects single headers only, not ${JSON.stringify(field)}`);
+  if (typeof name !== 'string')
+    throw new Error(`the WAF evaluator inspects single headers only, not ${JSON.stringify(field)}`);
   // A header sent more than once: this evaluator takes the first value; the gate refuses such requests.
   return headers[name.toLowerCase()]?.[0];
 }
@@ -53,10 +54,12 @@ export function matches(statement: any, headers: WafHeaders): boolean {
 export function aggregationKey(rate: any, headers: WafHeaders, ip = '198.51.100.7'): string | null {
   if (rate.ScopeDownStatement && !matches(rate.ScopeDownStatement, headers)) return null;
   if (rate.AggregateKeyType === 'IP') return `ip:${ip}`;
-  if (rate.AggregateKeyType !== 'CUSTOM_KEYS') throw new Error(`the WAF evaluator does not know the aggregation ${rate.AggregateKeyType}`);
+  if (rate.AggregateKeyType !== 'CUSTOM_KEYS')
+    throw new Error(`the WAF evaluator does not know the aggregation ${rate.AggregateKeyType}`);
   const parts: string[] = [];
   for (const key of rate.CustomKeys) {
-    if (!key.Header) throw new Error(`the WAF evaluator aggregates on headers only, not ${Object.keys(key).join(', ')}`);
+    if (!key.Header)
+      throw new Error(`the WAF evaluator aggregates on headers only, not ${Object.keys(key).join(', ')}`);
     const value = headers[key.Header.Name.toLowerCase()]?.[0];
     if (value === undefined) return null; // WAF omits requests missing a key's component
     parts.push(transform(value, key.Header.TextTransformations));

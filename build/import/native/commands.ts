@@ -5,14 +5,30 @@ import { basename } from 'node:path';
 import type { Db } from '../../release-db/database.js';
 import { insertTrack, type Located, type TrackInput, type TrackRecords } from '../tracks.js';
 import type { Track } from '../../release-db/schema.js';
-import { mapDomains, parseDomtblout, parseTedChopping, parseTedConsensus, readIdMapping, releaseProteins, TED_LEVELS, type TedLevel } from './domains.js';
+import {
+  mapDomains,
+  parseDomtblout,
+  parseTedChopping,
+  parseTedConsensus,
+  readIdMapping,
+  releaseProteins,
+  TED_LEVELS,
+  type TedLevel,
+} from './domains.js';
 import { readStructureMapping, structureRecords } from './structures.js';
 import { UsageError } from '../../common/errors.js';
 import { nonNegativeNumber } from '../../common/cli-options.js';
 import { log } from '../../../edge/server/logger.js';
 import {
-  describeWildTypeCheck, pvacseqOnRelease, rankAndMap, readMhcflurry, readNetmhcpanIedb, readPvacseqAggregated, readPvacseqAllEpitopes,
-  readPvacspliceAllEpitopes, releaseResolver,
+  describeWildTypeCheck,
+  pvacseqOnRelease,
+  rankAndMap,
+  readMhcflurry,
+  readNetmhcpanIedb,
+  readPvacseqAggregated,
+  readPvacseqAllEpitopes,
+  readPvacspliceAllEpitopes,
+  releaseResolver,
 } from './neoantigens.js';
 import { readPtmPose, releaseProteins as ptmProteins, transferPtmSites, PTM_POSE_SOURCE } from './ptm.js';
 
@@ -34,9 +50,20 @@ async function importNative<T extends Track>(
   const { updateReleaseDb } = await import('../../release-db/database.js');
   await updateReleaseDb(opts.db, async (db) => {
     const { located, unmapped, note } = await collect(db);
-    const input: TrackInput = { track, file: opts.file, source: opts.source, version: opts.version, description: opts.description, generated: false, replace: opts.replace };
+    const input: TrackInput = {
+      track,
+      file: opts.file,
+      source: opts.source,
+      version: opts.version,
+      description: opts.description,
+      generated: false,
+      replace: opts.replace,
+    };
     const n = await insertTrack(db, input, located);
-    const missing = typeof unmapped === 'number' ? `${unmapped} records matched no isoform` : `${unmapped.length} ids matched no isoform${unmapped.length ? ` (e.g. ${unmapped.slice(0, 3).join(', ')})` : ''}`;
+    const missing =
+      typeof unmapped === 'number'
+        ? `${unmapped} records matched no isoform`
+        : `${unmapped.length} ids matched no isoform${unmapped.length ? ` (e.g. ${unmapped.slice(0, 3).join(', ')})` : ''}`;
     summary = `imported ${n} ${track} records from ${basename(opts.file)} into ${opts.db}${note ? ` (${note})` : ''}; ${missing}`;
   });
   log.info(summary);
@@ -47,13 +74,19 @@ const common = (c: Command) =>
     .requiredOption('--db <db>', 'release database to update (changed atomically)')
     .option('--version <version>', 'version of the tool or database')
     .option('--description <text>', 'one line on how the records were made')
-    .option('--replace', 'replace the records an earlier import of a file of the same name added (a corrected file)', false);
+    .option(
+      '--replace',
+      'replace the records an earlier import of a file of the same name added (a corrected file)',
+      false,
+    );
 
 export function addNativeImportCommands(imp: Command): void {
   common(
     imp
       .command('pfam')
-      .description('Pfam domains from HMMER --domtblout (hmmscan or hmmsearch), filtered by per-domain i-Evalue, envelope coordinates.')
+      .description(
+        'Pfam domains from HMMER --domtblout (hmmscan or hmmsearch), filtered by per-domain i-Evalue, envelope coordinates.',
+      )
       .requiredOption('--file <domtblout>', 'HMMER --domtblout output')
       .option('--mapping <tsv>', 'id mapping (query id → transcript id), when query ids are not transcript ids')
       .option('--max-ievalue <x>', 'keep domains with i-Evalue at most this', nonNegativeNumber, 1e-5)
@@ -61,7 +94,11 @@ export function addNativeImportCommands(imp: Command): void {
   ).action(async (o: Provenance & { file: string; mapping?: string; maxIevalue: number }) => {
     await importNative(o, 'domains', async (db) => {
       const parsed = await parseDomtblout(o.file, { maxIEvalue: o.maxIevalue });
-      const mapped = mapDomains(parsed.rows, o.mapping ? await readIdMapping(o.mapping) : new Map(), releaseProteins(db));
+      const mapped = mapDomains(
+        parsed.rows,
+        o.mapping ? await readIdMapping(o.mapping) : new Map(),
+        releaseProteins(db),
+      );
       return { ...mapped, note: `${parsed.total} hits, ${parsed.filtered} above the i-Evalue cut-off ${o.maxIevalue}` };
     });
   });
@@ -73,7 +110,10 @@ export function addNativeImportCommands(imp: Command): void {
       .requiredOption('--file <tsv>', 'TED consensus output')
       .requiredOption('--mapping <tsv>', 'id mapping (AFDB model id → transcript id)')
       .option('--levels <list>', 'consensus levels to import, comma-separated', 'high,medium')
-      .option('--method <name>', 'the file is one method\'s chopping file (chainsaw, merizo, unidoc) instead of the consensus')
+      .option(
+        '--method <name>',
+        "the file is one method's chopping file (chainsaw, merizo, unidoc) instead of the consensus",
+      )
       .option('--source <name>', 'source name', 'TED consensus'),
   ).action(async (o: Provenance & { file: string; mapping: string; levels: string; method?: string }) => {
     const levels = o.levels.split(',').map((l) => l.trim()) as TedLevel[];
@@ -87,7 +127,9 @@ export function addNativeImportCommands(imp: Command): void {
   common(
     imp
       .command('models')
-      .description('Predicted structures (AlphaFold DB / ColabFold mmCIF, ModelCIF, PDB; gzipped or not) listed in a mapping file; mapped by the given transcript id or by protein sequence identity.')
+      .description(
+        'Predicted structures (AlphaFold DB / ColabFold mmCIF, ModelCIF, PDB; gzipped or not) listed in a mapping file; mapped by the given transcript id or by protein sequence identity.',
+      )
       .requiredOption('--mapping <tsv>', 'model list: model_file [transcript_id], paths relative to the list')
       .option('--source <name>', 'model source', 'AlphaFold DB'),
   ).action(async (o: Provenance & { mapping: string }) => {
@@ -98,7 +140,11 @@ export function addNativeImportCommands(imp: Command): void {
     });
   });
 
-  const PVAC_FORMATS = { 'all-epitopes': readPvacseqAllEpitopes, aggregated: readPvacseqAggregated, pvacsplice: readPvacspliceAllEpitopes } as const;
+  const PVAC_FORMATS = {
+    'all-epitopes': readPvacseqAllEpitopes,
+    aggregated: readPvacseqAggregated,
+    pvacsplice: readPvacspliceAllEpitopes,
+  } as const;
   common(
     imp
       .command('pvacseq')
@@ -115,18 +161,27 @@ export function addNativeImportCommands(imp: Command): void {
       const note = `${parsed.skipped} rows without a computable position skipped`;
       // pVACsplice epitopes lie on the altered protein, with no wild-type epitope to check.
       if (o.format === 'pvacsplice') {
-        const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
+        const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as {
+          transcript_id: string;
+          transcript_id_unversioned: string | null;
+        }[];
         return { ...rankAndMap(parsed.rows, releaseResolver(isoforms)), note };
       }
       const placed = pvacseqOnRelease(db, parsed.rows);
-      return { located: placed.located, unmapped: placed.unmapped, note: `${note}; ${describeWildTypeCheck(placed.check)}` };
+      return {
+        located: placed.located,
+        unmapped: placed.unmapped,
+        note: `${note}; ${describeWildTypeCheck(placed.check)}`,
+      };
     });
   });
 
   common(
     imp
       .command('ptm-pose')
-      .description('PTM sites from a PTM-POSE site table: canonical-isoform positions checked, then carried to other isoforms by their ±7 residue window.')
+      .description(
+        'PTM sites from a PTM-POSE site table: canonical-isoform positions checked, then carried to other isoforms by their ±7 residue window.',
+      )
       .requiredOption('--file <csv>', 'PTM-POSE table (CSV)')
       .option('--source <name>', 'source name', PTM_POSE_SOURCE),
   ).action(async (o: Provenance & { file: string }) => {
@@ -134,7 +189,10 @@ export function addNativeImportCommands(imp: Command): void {
       const { sites } = await readPtmPose(o.file);
       const proteins = ptmProteins(db);
       const { located, skipped } = transferPtmSites(sites, proteins.canonical, proteins.isoforms);
-      const note = Object.entries(skipped).filter(([, n]) => n).map(([why, n]) => `${n} ${why.replace(/_/g, ' ')}`).join(', ');
+      const note = Object.entries(skipped)
+        .filter(([, n]) => n)
+        .map(([why, n]) => `${n} ${why.replace(/_/g, ' ')}`)
+        .join(', ');
       return { located, unmapped: [], note: note ? `skipped: ${note}` : undefined };
     });
   });
@@ -146,7 +204,9 @@ export function addNativeImportCommands(imp: Command): void {
     common(
       imp
         .command(name)
-        .description(`Neoantigens from ${what}; their seq_num names the input sequence, mapped to a transcript by --mapping.`)
+        .description(
+          `Neoantigens from ${what}; their seq_num names the input sequence, mapped to a transcript by --mapping.`,
+        )
         .requiredOption('--file <tsv>', 'prediction table')
         .requiredOption('--mapping <tsv>', 'id mapping: seq_num → transcript id')
         .option('--source <name>', 'source name', name === 'mhcflurry' ? 'MHCflurry' : 'NetMHCpan'),
@@ -155,8 +215,14 @@ export function addNativeImportCommands(imp: Command): void {
       await importNative(o, 'neoantigens', async (db) => {
         const parsed = await read(o.file, (seqNum) => bySeq.get(seqNum) ?? null);
         for (const w of parsed.warnings) log.warn(w);
-        const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[];
-        return { ...rankAndMap(parsed.rows, releaseResolver(isoforms)), note: `${parsed.skipped} rows with no mapped seq_num skipped` };
+        const isoforms = db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as {
+          transcript_id: string;
+          transcript_id_unversioned: string | null;
+        }[];
+        return {
+          ...rankAndMap(parsed.rows, releaseResolver(isoforms)),
+          note: `${parsed.skipped} rows with no mapped seq_num skipped`,
+        };
       });
     });
   }

@@ -48,9 +48,28 @@ export interface DomtbloutResult {
 }
 
 export const DOMTBLOUT_FIELDS = [
-  'target name', 'target accession', 'tlen', 'query name', 'query accession', 'qlen',
-  'full E-value', 'full score', 'full bias', 'dom #', 'dom of', 'c-Evalue', 'i-Evalue', 'dom score', 'dom bias',
-  'hmm from', 'hmm to', 'ali from', 'ali to', 'env from', 'env to', 'acc',
+  'target name',
+  'target accession',
+  'tlen',
+  'query name',
+  'query accession',
+  'qlen',
+  'full E-value',
+  'full score',
+  'full bias',
+  'dom #',
+  'dom of',
+  'c-Evalue',
+  'i-Evalue',
+  'dom score',
+  'dom bias',
+  'hmm from',
+  'hmm to',
+  'ali from',
+  'ali to',
+  'env from',
+  'env to',
+  'acc',
 ] as const;
 
 interface RawRow {
@@ -72,7 +91,8 @@ function splitDomtbloutRow(text: string): { fields: string[]; description: strin
 export async function parseDomtblout(path: string, opts: DomtbloutOptions = {}): Promise<DomtbloutResult> {
   const maxIEvalue = opts.maxIEvalue ?? 1e-5;
   const coordinates = opts.coordinates ?? 'envelope';
-  if (coordinates !== 'envelope' && coordinates !== 'alignment') throw new Error(`coordinates must be envelope or alignment, not ${String(coordinates)}`);
+  if (coordinates !== 'envelope' && coordinates !== 'alignment')
+    throw new Error(`coordinates must be envelope or alignment, not ${String(coordinates)}`);
   const raw: RawRow[] = [];
   let trailer: { line: number; program: string } | null = null;
   for await (const [line, text] of readLines(path)) {
@@ -84,7 +104,12 @@ export async function parseDomtblout(path: string, opts: DomtbloutOptions = {}):
     }
     const { fields, description } = splitDomtbloutRow(text);
     if (fields.length < 22) {
-      throw new InputError(path, line, `expected 22 whitespace-separated fields and a description, found ${fields.length} (missing "${DOMTBLOUT_FIELDS[fields.length]}")`, DOMTBLOUT_FIELDS[fields.length]);
+      throw new InputError(
+        path,
+        line,
+        `expected 22 whitespace-separated fields and a description, found ${fields.length} (missing "${DOMTBLOUT_FIELDS[fields.length]}")`,
+        DOMTBLOUT_FIELDS[fields.length],
+      );
     }
     raw.push({ line, fields, description });
   }
@@ -93,10 +118,18 @@ export async function parseDomtblout(path: string, opts: DomtbloutOptions = {}):
   let programFrom: DomtbloutResult['programFrom'] = opts.program ? 'option' : 'default';
   if (trailer) {
     if (trailer.program !== 'hmmscan' && trailer.program !== 'hmmsearch') {
-      throw new InputError(path, trailer.line, `the trailer says this is ${trailer.program} output; only hmmscan and hmmsearch --domtblout are supported`);
+      throw new InputError(
+        path,
+        trailer.line,
+        `the trailer says this is ${trailer.program} output; only hmmscan and hmmsearch --domtblout are supported`,
+      );
     }
     if (opts.program && opts.program !== trailer.program) {
-      throw new InputError(path, trailer.line, `read as ${opts.program} output, but the trailer says it was written by ${trailer.program}`);
+      throw new InputError(
+        path,
+        trailer.line,
+        `read as ${opts.program} output, but the trailer says it was written by ${trailer.program}`,
+      );
     }
     program = trailer.program;
     programFrom = 'trailer';
@@ -123,7 +156,11 @@ export async function parseDomtblout(path: string, opts: DomtbloutOptions = {}):
     const start = int(fromIndex);
     const end = int(toIndex);
     if (end < start) p.fail(field(toIndex), `${field(toIndex)} ${end} is before ${field(fromIndex)} ${start}`);
-    if (end > proteinLength) p.fail(field(toIndex), `${field(toIndex)} ${end} is beyond the protein length ${proteinLength} (${field(proteinLenIndex)})`);
+    if (end > proteinLength)
+      p.fail(
+        field(toIndex),
+        `${field(toIndex)} ${end} is beyond the protein length ${proteinLength} (${field(proteinLenIndex)})`,
+      );
     const versioned = f[familyAcc];
     const name = f[family];
     const accession = versioned === '-' ? name : versioned.replace(/\.\d+$/, '');
@@ -132,8 +169,21 @@ export async function parseDomtblout(path: string, opts: DomtbloutOptions = {}):
       file: path,
       line,
       record: {
-        query: f[proteinId], source: 'pfam', accession, accession_versioned: versioned, name, start, end, segments: [[start, end]],
-        score, score_kind: 'bit_score', evalue: iEvalue, description, protein_length: proteinLength, domain_number: domainNumber, domain_of: domainOf,
+        query: f[proteinId],
+        source: 'pfam',
+        accession,
+        accession_versioned: versioned,
+        name,
+        start,
+        end,
+        segments: [[start, end]],
+        score,
+        score_kind: 'bit_score',
+        evalue: iEvalue,
+        description,
+        protein_length: proteinLength,
+        domain_number: domainNumber,
+        domain_of: domainOf,
       },
     });
   }
@@ -170,12 +220,26 @@ const two = (n: number) => String(n).padStart(2, '0');
 function tedFields(path: string, line: number, text: string, expected: number, names: readonly string[]): string[] {
   const fields = text.split('\t');
   if (fields.length !== expected) {
-    throw new InputError(path, line, `expected ${expected} tab-separated fields (${names.join(', ')}), found ${fields.length}`);
+    throw new InputError(
+      path,
+      line,
+      `expected ${expected} tab-separated fields (${names.join(', ')}), found ${fields.length}`,
+    );
   }
   return fields;
 }
 
-const CONSENSUS_FIELDS = ['model id', 'md5', 'nres', '#high', '#medium', '#low', 'high chopping', 'medium chopping', 'low chopping'] as const;
+const CONSENSUS_FIELDS = [
+  'model id',
+  'md5',
+  'nres',
+  '#high',
+  '#medium',
+  '#low',
+  'high chopping',
+  'medium chopping',
+  'low chopping',
+] as const;
 
 /** Reads the TED consensus file (headerless TSV). Domains of the selected levels (default high and
  * medium, as in the TED database) get accessions `<model id>_TED<NN>`, numbered 01… per model across
@@ -199,7 +263,10 @@ export async function parseTedConsensus(path: string, opts: { levels?: TedLevel[
       const column = CONSENSUS_FIELDS[6 + i];
       const parsed = parseChopping(f[6 + i], nres, (problem) => p.fail(column, problem));
       if (parsed.length !== count) {
-        p.fail(CONSENSUS_FIELDS[3 + i], `${CONSENSUS_FIELDS[3 + i]} is ${count} but the ${column} "${f[6 + i]}" has ${parsed.length} domain(s)`);
+        p.fail(
+          CONSENSUS_FIELDS[3 + i],
+          `${CONSENSUS_FIELDS[3 + i]} is ${count} but the ${column} "${f[6 + i]}" has ${parsed.length} domain(s)`,
+        );
       }
       if (levels.includes(level)) for (const segments of parsed) domains.push({ level, segments });
     });
@@ -210,8 +277,22 @@ export async function parseTedConsensus(path: string, opts: { levels?: TedLevel[
         const start = segments[0][0];
         const end = segments[segments.length - 1][1];
         out.push({
-          file: path, line,
-          record: { query: model, source: 'ted', accession: `${model}_TED${two(i + 1)}`, name: `consensus:${level}`, start, end, segments, score: null, score_kind: null, evalue: null, level, nres },
+          file: path,
+          line,
+          record: {
+            query: model,
+            source: 'ted',
+            accession: `${model}_TED${two(i + 1)}`,
+            name: `consensus:${level}`,
+            start,
+            end,
+            segments,
+            score: null,
+            score_kind: null,
+            evalue: null,
+            level,
+            nres,
+          },
         });
       });
   }
@@ -221,7 +302,11 @@ export async function parseTedConsensus(path: string, opts: { levels?: TedLevel[
 const CHOPPING_FIELDS = ['chain id', 'md5', 'nres', 'ndom', 'chopping', 'score'] as const;
 
 /** What each TED method's score measures (TED's per-method chopping files). */
-export const TED_METHOD_SCORES: Record<string, ScoreKind> = { chainsaw: 'uncertainty', merizo: 'confidence', unidoc: 'confidence' };
+export const TED_METHOD_SCORES: Record<string, ScoreKind> = {
+  chainsaw: 'uncertainty',
+  merizo: 'confidence',
+  unidoc: 'confidence',
+};
 
 /** Reads a per-method TED chopping file (chainsaw, merizo, unidoc: headerless TSV with chain id, md5,
  * nres, ndom, chopping, score). Records are named `<method>`, carry the file's score (Chainsaw:
@@ -229,7 +314,10 @@ export const TED_METHOD_SCORES: Record<string, ScoreKind> = { chainsaw: 'uncerta
  * first residue. */
 export async function parseTedChopping(path: string, method: string): Promise<Located<TedHit>[]> {
   const kind = TED_METHOD_SCORES[method];
-  if (!kind) throw new UsageError(`unknown TED method "${method}": its score's meaning is known for ${Object.keys(TED_METHOD_SCORES).join(', ')}`);
+  if (!kind)
+    throw new UsageError(
+      `unknown TED method "${method}": its score's meaning is known for ${Object.keys(TED_METHOD_SCORES).join(', ')}`,
+    );
   const out: Located<TedHit>[] = [];
   for await (const [line, text] of readLines(path)) {
     if (text.trim() === '' || text.startsWith('#')) continue;
@@ -240,16 +328,28 @@ export async function parseTedChopping(path: string, method: string): Promise<Lo
     const ndom = p.int('ndom', f[3], { min: 0 })!;
     const score = p.num('score', f[5], { nullable: true });
     const parsed = parseChopping(f[4], nres, (problem) => p.fail('chopping', problem));
-    if (parsed.length !== ndom) p.fail('ndom', `ndom is ${ndom} but the chopping "${f[4]}" has ${parsed.length} domain(s)`);
+    if (parsed.length !== ndom)
+      p.fail('ndom', `ndom is ${ndom} but the chopping "${f[4]}" has ${parsed.length} domain(s)`);
     parsed
       .map((segments, order) => ({ segments, order }))
       .sort((a, b) => a.segments[0][0] - b.segments[0][0] || a.order - b.order)
       .forEach(({ segments }, i) => {
         out.push({
-          file: path, line,
+          file: path,
+          line,
           record: {
-            query: chain, source: 'ted', accession: `${chain}_${method}_D${two(i + 1)}`, name: method,
-            start: segments[0][0], end: segments[segments.length - 1][1], segments, score, score_kind: score === null ? null : kind, evalue: null, method, nres,
+            query: chain,
+            source: 'ted',
+            accession: `${chain}_${method}_D${two(i + 1)}`,
+            name: method,
+            start: segments[0][0],
+            end: segments[segments.length - 1][1],
+            segments,
+            score,
+            score_kind: score === null ? null : kind,
+            evalue: null,
+            method,
+            nres,
           },
         });
       });
@@ -274,11 +374,16 @@ export async function readIdMapping(path: string): Promise<Map<string, string>> 
     }
     first = false;
     if (fields.length !== 2 || !fields[0] || !fields[1]) {
-      throw new InputError(path, line, `expected 2 tab-separated fields (id, transcript_id), found ${fields.filter((x) => x !== '').length} non-empty of ${fields.length}`);
+      throw new InputError(
+        path,
+        line,
+        `expected 2 tab-separated fields (id, transcript_id), found ${fields.filter((x) => x !== '').length} non-empty of ${fields.length}`,
+      );
     }
     const [id, transcript] = fields;
     const before = mapping.get(id);
-    if (before !== undefined && before !== transcript) throw new InputError(path, line, `${id} is mapped to both ${before} and ${transcript}`, 'transcript_id');
+    if (before !== undefined && before !== transcript)
+      throw new InputError(path, line, `${id} is mapped to both ${before} and ${transcript}`, 'transcript_id');
     mapping.set(id, transcript);
   }
   return mapping;
@@ -286,7 +391,9 @@ export async function readIdMapping(path: string): Promise<Map<string, string>> 
 
 /** transcript_id → protein sequence for the coding isoforms of a release. */
 export function releaseProteins(db: Db): Map<string, string> {
-  const rows = db.prepare('SELECT transcript_id, protein_sequence FROM isoforms WHERE coding = 1 AND protein_sequence IS NOT NULL').all() as {
+  const rows = db
+    .prepare('SELECT transcript_id, protein_sequence FROM isoforms WHERE coding = 1 AND protein_sequence IS NOT NULL')
+    .all() as {
     transcript_id: string;
     protein_sequence: string;
   }[];
@@ -312,7 +419,11 @@ export function mapDomains(
       continue;
     }
     const { source, accession, name, start, end, segments, score, score_kind, evalue } = record;
-    located.push({ file, line, record: { transcript_id: transcript, source, accession, name, start, end, segments, score, score_kind, evalue } });
+    located.push({
+      file,
+      line,
+      record: { transcript_id: transcript, source, accession, name, start, end, segments, score, score_kind, evalue },
+    });
   }
   return { located, unmapped: [...unmapped] };
 }

@@ -62,25 +62,78 @@ const firstInt = (text: string): number | null => {
 };
 
 const PVAC_COMMON = [
-  'Chromosome', 'Start', 'Stop', 'Reference', 'Variant', 'Transcript', 'Transcript Support Level', 'Transcript Length', 'Canonical',
-  'MANE Select', 'Biotype', 'Transcript CDS Flags', 'Ensembl Gene ID', 'Variant Type', 'Protein Position', 'Gene Name', 'HGVSc', 'HGVSp',
-  'HLA Allele', 'Peptide Length', 'Tumor DNA Depth', 'Tumor DNA VAF', 'Tumor RNA Depth', 'Tumor RNA VAF', 'Normal Depth', 'Normal VAF',
-  'Gene Expression', 'Transcript Expression', 'Index', 'Gene of Interest', 'cterm_7mer_gravy_score', 'max_7mer_gravy_score',
-  'difficult_n_terminal_residue', 'c_terminal_cysteine', 'c_terminal_proline', 'cysteine_count', 'n_terminal_asparagine',
-  'asparagine_proline_bond_count', 'Problematic Positions',
+  'Chromosome',
+  'Start',
+  'Stop',
+  'Reference',
+  'Variant',
+  'Transcript',
+  'Transcript Support Level',
+  'Transcript Length',
+  'Canonical',
+  'MANE Select',
+  'Biotype',
+  'Transcript CDS Flags',
+  'Ensembl Gene ID',
+  'Variant Type',
+  'Protein Position',
+  'Gene Name',
+  'HGVSc',
+  'HGVSp',
+  'HLA Allele',
+  'Peptide Length',
+  'Tumor DNA Depth',
+  'Tumor DNA VAF',
+  'Tumor RNA Depth',
+  'Tumor RNA VAF',
+  'Normal Depth',
+  'Normal VAF',
+  'Gene Expression',
+  'Transcript Expression',
+  'Index',
+  'Gene of Interest',
+  'cterm_7mer_gravy_score',
+  'max_7mer_gravy_score',
+  'difficult_n_terminal_residue',
+  'c_terminal_cysteine',
+  'c_terminal_proline',
+  'cysteine_count',
+  'n_terminal_asparagine',
+  'asparagine_proline_bond_count',
+  'Problematic Positions',
 ];
 
 const affinity = (p: Cells, column: string, row: Row) => p.num(column, row[column]!, { min: 0, nullable: true });
-const percentile = (p: Cells, column: string, row: Row) => p.num(column, row[column]!, { min: 0, max: 100, nullable: true });
+const percentile = (p: Cells, column: string, row: Row) =>
+  p.num(column, row[column]!, { min: 0, max: 100, nullable: true });
 const peptide = (p: Cells, column: string, row: Row) => p.text(column, row[column]!)!.toUpperCase();
 
 const PVACSEQ: Format = {
   name: 'pVACseq all_epitopes',
-  required: ['Transcript', 'HLA Allele', 'MT Epitope Seq', 'Best MT IC50 Score', 'Best MT Percentile', 'Protein Position', 'Mutation Position'],
+  required: [
+    'Transcript',
+    'HLA Allele',
+    'MT Epitope Seq',
+    'Best MT IC50 Score',
+    'Best MT Percentile',
+    'Protein Position',
+    'Mutation Position',
+  ],
   known: [
-    ...PVAC_COMMON, 'Mutation', 'Sub-peptide Position', 'WT Epitope Seq', 'Best MT IC50 Score Method', 'Corresponding WT IC50 Score',
-    'Corresponding Fold Change', 'Best MT Percentile Method', 'Corresponding WT Percentile', 'Median MT IC50 Score', 'Median WT IC50 Score',
-    'Median Fold Change', 'Median MT Percentile', 'Median WT Percentile',
+    ...PVAC_COMMON,
+    'Mutation',
+    'Sub-peptide Position',
+    'WT Epitope Seq',
+    'Best MT IC50 Score Method',
+    'Corresponding WT IC50 Score',
+    'Corresponding Fold Change',
+    'Best MT Percentile Method',
+    'Corresponding WT Percentile',
+    'Median MT IC50 Score',
+    'Median WT IC50 Score',
+    'Median Fold Change',
+    'Median MT Percentile',
+    'Median WT Percentile',
   ],
   knownPattern: /^.+ (WT|MT) (IC50 Score|Percentile)$/,
   parse(row, p) {
@@ -88,10 +141,17 @@ const PVACSEQ: Format = {
     const within = p.isNull(row['Mutation Position']!) ? null : firstInt(row['Mutation Position']!);
     if (protein === null || within === null) return null;
     return {
-      transcript: p.text('Transcript', row.Transcript!)!, transcript_id: row.Transcript!, peptide: peptide(p, 'MT Epitope Seq', row),
-      allele: p.text('HLA Allele', row['HLA Allele']!)!, affinity_nm: affinity(p, 'Best MT IC50 Score', row),
-      percentile_rank: percentile(p, 'Best MT Percentile', row), start: protein - within + 1,
-      wt_peptide: row['WT Epitope Seq'] === undefined ? null : p.text('WT Epitope Seq', row['WT Epitope Seq'], { nullable: true })?.toUpperCase() ?? null,
+      transcript: p.text('Transcript', row.Transcript!)!,
+      transcript_id: row.Transcript!,
+      peptide: peptide(p, 'MT Epitope Seq', row),
+      allele: p.text('HLA Allele', row['HLA Allele']!)!,
+      affinity_nm: affinity(p, 'Best MT IC50 Score', row),
+      percentile_rank: percentile(p, 'Best MT Percentile', row),
+      start: protein - within + 1,
+      wt_peptide:
+        row['WT Epitope Seq'] === undefined
+          ? null
+          : (p.text('WT Epitope Seq', row['WT Epitope Seq'], { nullable: true })?.toUpperCase() ?? null),
     };
   },
 };
@@ -100,18 +160,35 @@ const PVACSPLICE: Format = {
   name: 'pVACsplice all_epitopes',
   required: ['Transcript', 'HLA Allele', 'Epitope Seq', 'Best IC50 Score', 'Best Percentile', 'Protein Position'],
   known: [
-    ...PVAC_COMMON, 'Junction', 'Junction Start', 'Junction Stop', 'Junction Score', 'Junction Anchor', 'Amino Acid Change',
-    'WT Protein Length', 'ALT Protein Length', 'Frameshift Event', 'Median IC50 Score', 'Best IC50 Score Method', 'Median Percentile',
-    'Best Percentile Method', 'Fasta Key',
+    ...PVAC_COMMON,
+    'Junction',
+    'Junction Start',
+    'Junction Stop',
+    'Junction Score',
+    'Junction Anchor',
+    'Amino Acid Change',
+    'WT Protein Length',
+    'ALT Protein Length',
+    'Frameshift Event',
+    'Median IC50 Score',
+    'Best IC50 Score Method',
+    'Median Percentile',
+    'Best Percentile Method',
+    'Fasta Key',
   ],
   knownPattern: /^.+ (IC50 Score|Percentile)$/,
   parse(row, p) {
     const anchor = p.isNull(row['Protein Position']!) ? null : firstInt(row['Protein Position']!);
     if (anchor === null) return null;
     return {
-      transcript: p.text('Transcript', row.Transcript!)!, transcript_id: row.Transcript!, peptide: peptide(p, 'Epitope Seq', row),
-      allele: p.text('HLA Allele', row['HLA Allele']!)!, affinity_nm: affinity(p, 'Best IC50 Score', row),
-      percentile_rank: percentile(p, 'Best Percentile', row), start: anchor, wt_peptide: null,
+      transcript: p.text('Transcript', row.Transcript!)!,
+      transcript_id: row.Transcript!,
+      peptide: peptide(p, 'Epitope Seq', row),
+      allele: p.text('HLA Allele', row['HLA Allele']!)!,
+      affinity_nm: affinity(p, 'Best IC50 Score', row),
+      percentile_rank: percentile(p, 'Best Percentile', row),
+      start: anchor,
+      wt_peptide: null,
     };
   },
 };
@@ -120,8 +197,27 @@ const AGGREGATED: Format = {
   name: 'pVACseq aggregated',
   required: ['Best Peptide', 'Best Transcript', 'Allele', 'IC50 MT', '%ile MT', 'AA Change'],
   known: [
-    'ID', 'Index', 'Gene', 'Num Passing Transcripts', 'MANE Select', 'Canonical', 'TSL', 'Pos', 'Prob Pos', 'Num Included Peptides',
-    'Num Passing Peptides', 'IC50 WT', '%ile WT', 'RNA Expr', 'RNA VAF', 'Allele Expr', 'RNA Depth', 'DNA VAF', 'Tier', 'Ref Match', 'Evaluation',
+    'ID',
+    'Index',
+    'Gene',
+    'Num Passing Transcripts',
+    'MANE Select',
+    'Canonical',
+    'TSL',
+    'Pos',
+    'Prob Pos',
+    'Num Included Peptides',
+    'Num Passing Peptides',
+    'IC50 WT',
+    '%ile WT',
+    'RNA Expr',
+    'RNA VAF',
+    'Allele Expr',
+    'RNA Depth',
+    'DNA VAF',
+    'Tier',
+    'Ref Match',
+    'Evaluation',
   ],
   knownPattern: /^(HLA-)?[A-Z0-9]+\*\d+:\d+/, // one column per HLA allele of the run, e.g. `E*01:01`
   parse(row, p) {
@@ -133,16 +229,28 @@ const AGGREGATED: Format = {
     // A missense change (`E510Q`) names the reference residue: the wild-type epitope is the best
     // peptide with it put back. Other changes (indels) leave it unknown.
     const missense = /^([A-Z])\d+([A-Z])$/.exec(row['AA Change']!);
-    const wt = missense && mt[within - 1] === missense[2] ? mt.slice(0, within - 1) + missense[1] + mt.slice(within) : null;
+    const wt =
+      missense && mt[within - 1] === missense[2] ? mt.slice(0, within - 1) + missense[1] + mt.slice(within) : null;
     return {
-      transcript: p.text('Best Transcript', row['Best Transcript']!)!, transcript_id: row['Best Transcript']!, peptide: mt,
-      allele: p.text('Allele', row.Allele!)!, affinity_nm: affinity(p, 'IC50 MT', row), percentile_rank: percentile(p, '%ile MT', row),
-      start: protein - within + 1, wt_peptide: wt,
+      transcript: p.text('Best Transcript', row['Best Transcript']!)!,
+      transcript_id: row['Best Transcript']!,
+      peptide: mt,
+      allele: p.text('Allele', row.Allele!)!,
+      affinity_nm: affinity(p, 'IC50 MT', row),
+      percentile_rank: percentile(p, '%ile MT', row),
+      start: protein - within + 1,
+      wt_peptide: wt,
     };
   },
 };
 
-function perSequence(name: string, required: string[], known: string[], percentileColumn: string, transcriptFor: (seqNum: string) => string | null): Format {
+function perSequence(
+  name: string,
+  required: string[],
+  known: string[],
+  percentileColumn: string,
+  transcriptFor: (seqNum: string) => string | null,
+): Format {
   return {
     name,
     required,
@@ -151,8 +259,13 @@ function perSequence(name: string, required: string[], known: string[], percenti
       const transcript = transcriptFor(p.text('seq_num', row.seq_num!)!);
       if (transcript === null) return null;
       return {
-        transcript, transcript_id: transcript, peptide: peptide(p, 'peptide', row), allele: p.text('allele', row.allele!)!,
-        affinity_nm: affinity(p, 'ic50', row), percentile_rank: percentile(p, percentileColumn, row), start: p.int('start', row.start!, { min: 1 })!,
+        transcript,
+        transcript_id: transcript,
+        peptide: peptide(p, 'peptide', row),
+        allele: p.text('allele', row.allele!)!,
+        affinity_nm: affinity(p, 'ic50', row),
+        percentile_rank: percentile(p, percentileColumn, row),
+        start: p.int('start', row.start!, { min: 1 })!,
         wt_peptide: null,
       };
     },
@@ -169,7 +282,10 @@ async function readFormat(file: string, format: Format): Promise<NativeNeoantige
     if (!checked) {
       checked = true;
       const unknown = Object.keys(row).filter((c) => !known.has(c) && !format.knownPattern?.test(c));
-      if (unknown.length) warnings.push(`${file}: ignoring ${unknown.length} column(s) unknown to the ${format.name} format: ${unknown.join(', ')}`);
+      if (unknown.length)
+        warnings.push(
+          `${file}: ignoring ${unknown.length} column(s) unknown to the ${format.name} format: ${unknown.join(', ')}`,
+        );
     }
     const record = format.parse(row, cellParsers(file, line));
     if (record === null || record.start < 1) {
@@ -189,7 +305,9 @@ export function readPvacseqAllEpitopes(file: string): Promise<NativeNeoantigenRe
 /** pVACsplice `*.all_epitopes.tsv`; `start` is the alteration's Protein Position anchor (see header). */
 export async function readPvacspliceAllEpitopes(file: string): Promise<NativeNeoantigenRead> {
   const read = await readFormat(file, PVACSPLICE);
-  read.warnings.push(`${file}: pVACsplice gives no epitope offset; start is the alteration's Protein Position on the reference protein, not the epitope's first residue`);
+  read.warnings.push(
+    `${file}: pVACsplice gives no epitope offset; start is the alteration's Protein Position on the reference protein, not the epitope's first residue`,
+  );
   return read;
 }
 
@@ -199,32 +317,52 @@ export function readPvacseqAggregated(file: string): Promise<NativeNeoantigenRea
 }
 
 /** MHCflurry predictions as written by pVACtools' wrapper (`allele peptide ic50 percentile … seq_num start`). */
-export function readMhcflurry(file: string, transcriptFor: (seqNum: string) => string | null): Promise<NativeNeoantigenRead> {
+export function readMhcflurry(
+  file: string,
+  transcriptFor: (seqNum: string) => string | null,
+): Promise<NativeNeoantigenRead> {
   return readFormat(
     file,
-    perSequence('MHCflurry', ['allele', 'peptide', 'ic50', 'percentile', 'seq_num', 'start'],
-      ['mhcflurry_processing_score', 'mhcflurry_presentation_score', 'mhcflurry_presentation_percentile'], 'percentile', transcriptFor),
+    perSequence(
+      'MHCflurry',
+      ['allele', 'peptide', 'ic50', 'percentile', 'seq_num', 'start'],
+      ['mhcflurry_processing_score', 'mhcflurry_presentation_score', 'mhcflurry_presentation_percentile'],
+      'percentile',
+      transcriptFor,
+    ),
   );
 }
 
 /** NetMHCpan predictions in IEDB-API tabular layout (`allele seq_num start end length peptide core icore ic50 rank`). */
-export function readNetmhcpanIedb(file: string, transcriptFor: (seqNum: string) => string | null): Promise<NativeNeoantigenRead> {
+export function readNetmhcpanIedb(
+  file: string,
+  transcriptFor: (seqNum: string) => string | null,
+): Promise<NativeNeoantigenRead> {
   return readFormat(
     file,
-    perSequence('NetMHCpan (IEDB)', ['allele', 'seq_num', 'start', 'peptide', 'ic50', 'rank'], ['end', 'length', 'core', 'icore'], 'rank', transcriptFor),
+    perSequence(
+      'NetMHCpan (IEDB)',
+      ['allele', 'seq_num', 'start', 'peptide', 'ic50', 'rank'],
+      ['end', 'length', 'core', 'icore'],
+      'rank',
+      transcriptFor,
+    ),
   );
 }
 
 /** A resolver from a file's transcript id (versioned or not) to the release's transcript id: exact
  * `transcript_id` match first, else the unversioned ENST id. */
-export function releaseResolver(isoforms: Iterable<{ transcript_id: string; transcript_id_unversioned: string | null }>): (transcript: string) => string | null {
+export function releaseResolver(
+  isoforms: Iterable<{ transcript_id: string; transcript_id_unversioned: string | null }>,
+): (transcript: string) => string | null {
   const exact = new Set<string>();
   const byUnversioned = new Map<string, string>();
   for (const i of isoforms) {
     exact.add(i.transcript_id);
     if (i.transcript_id_unversioned) byUnversioned.set(i.transcript_id_unversioned, i.transcript_id);
   }
-  return (transcript) => (exact.has(transcript) ? transcript : byUnversioned.get(transcript.replace(/\.\d+$/, '')) ?? null);
+  return (transcript) =>
+    exact.has(transcript) ? transcript : (byUnversioned.get(transcript.replace(/\.\d+$/, '')) ?? null);
 }
 
 /** Why placeByWildType() left a row out. */
@@ -244,7 +382,12 @@ export function placeByWildType(
   resolve: (transcript: string) => string | null,
   proteinOf: (transcriptId: string) => string | null,
 ): { rows: Located<NativeNeoantigen>[]; moved: number; skipped: Record<WildTypeSkip, number> } {
-  const skipped: Record<WildTypeSkip, number> = { mutant_in_release_protein: 0, wild_type_not_in_protein: 0, wild_type_ambiguous: 0, wild_type_unknown: 0 };
+  const skipped: Record<WildTypeSkip, number> = {
+    mutant_in_release_protein: 0,
+    wild_type_not_in_protein: 0,
+    wild_type_ambiguous: 0,
+    wild_type_unknown: 0,
+  };
   const kept: Located<NativeNeoantigen>[] = [];
   let moved = 0;
   for (const row of rows) {
@@ -256,7 +399,11 @@ export function placeByWildType(
     }
     const { peptide, wt_peptide: wt, start } = row.record;
     const why: WildTypeSkip | null =
-      protein.substr(start - 1, peptide.length) === peptide ? 'mutant_in_release_protein' : wt === null ? 'wild_type_unknown' : null;
+      protein.substr(start - 1, peptide.length) === peptide
+        ? 'mutant_in_release_protein'
+        : wt === null
+          ? 'wild_type_unknown'
+          : null;
     if (why) {
       skipped[why] += 1;
       continue;
@@ -278,14 +425,24 @@ export function placeByWildType(
 
 /** "38 moved to their wild-type epitope; skipped: 76 mutant epitope already in the release protein". */
 export function describeWildTypeCheck(check: { moved: number; skipped: Record<WildTypeSkip, number> }): string {
-  const skips = (Object.keys(check.skipped) as WildTypeSkip[]).filter((k) => check.skipped[k]).map((k) => `${check.skipped[k]} ${WILD_TYPE_SKIPS[k]}`);
+  const skips = (Object.keys(check.skipped) as WildTypeSkip[])
+    .filter((k) => check.skipped[k])
+    .map((k) => `${check.skipped[k]} ${WILD_TYPE_SKIPS[k]}`);
   return `${check.moved} moved to their wild-type epitope${skips.length ? `; skipped: ${skips.join(', ')}` : ''}`;
 }
 
 /** pVACseq rows (all-epitopes or aggregated) on a release: transcript ids resolved with or without
  * version, each row placed by its wild-type epitope on the release protein, then ranked. */
-export function pvacseqOnRelease(db: Db, rows: Located<NativeNeoantigen>[]): ReturnType<typeof rankAndMap> & { check: ReturnType<typeof placeByWildType> } {
-  const resolve = releaseResolver(db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as { transcript_id: string; transcript_id_unversioned: string | null }[]);
+export function pvacseqOnRelease(
+  db: Db,
+  rows: Located<NativeNeoantigen>[],
+): ReturnType<typeof rankAndMap> & { check: ReturnType<typeof placeByWildType> } {
+  const resolve = releaseResolver(
+    db.prepare('SELECT transcript_id, transcript_id_unversioned FROM isoforms').all() as {
+      transcript_id: string;
+      transcript_id_unversioned: string | null;
+    }[],
+  );
   const proteins = releaseProteins(db);
   const check = placeByWildType(rows, resolve, (id) => proteins.get(id) ?? null);
   return { ...rankAndMap(check.rows, resolve), check };
@@ -313,8 +470,12 @@ export function rankAndMap(
     const x = a.record;
     const y = b.record;
     if (x.transcript_id !== y.transcript_id) return x.transcript_id < y.transcript_id ? -1 : 1;
-    return x.start - y.start || key(x.affinity_nm) - key(y.affinity_nm) || key(x.percentile_rank) - key(y.percentile_rank) || (a.line ?? 0) - (b.line ?? 0);
+    return (
+      x.start - y.start ||
+      key(x.affinity_nm) - key(y.affinity_nm) ||
+      key(x.percentile_rank) - key(y.percentile_rank) ||
+      (a.line ?? 0) - (b.line ?? 0)
+    );
   });
   return { located, unmapped };
 }
-

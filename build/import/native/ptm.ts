@@ -74,10 +74,19 @@ export function parseCsvRecord(text: string): string[] | null {
   return fields;
 }
 
-const REQUIRED = ['Gene', 'UniProtKB Accession', 'Residue', 'PTM Position in Canonical Isoform', 'Modification', 'Modification Class'];
+const REQUIRED = [
+  'Gene',
+  'UniProtKB Accession',
+  'Residue',
+  'PTM Position in Canonical Isoform',
+  'Modification',
+  'Modification Class',
+];
 
 /** Reads a PTM-POSE site CSV into one located site per gene, position and modification. */
-export async function readPtmPose(file: string): Promise<{ sites: Located<PtmPoseSite>[]; rows: number; duplicates: number }> {
+export async function readPtmPose(
+  file: string,
+): Promise<{ sites: Located<PtmPoseSite>[]; rows: number; duplicates: number }> {
   let header: string[] | null = null;
   const sites: Located<PtmPoseSite>[] = [];
   const seen = new Set<string>();
@@ -99,11 +108,21 @@ export async function readPtmPose(file: string): Promise<{ sites: Located<PtmPos
       if (joined === '') continue;
       header = fields;
       const missing = REQUIRED.filter((c) => !header!.includes(c));
-      if (missing.length) throw new InputError(file, line, `missing required column(s): ${missing.join(', ')} (header has: ${header.join(', ')})`);
+      if (missing.length)
+        throw new InputError(
+          file,
+          line,
+          `missing required column(s): ${missing.join(', ')} (header has: ${header.join(', ')})`,
+        );
       continue;
     }
     if (joined === '') continue;
-    if (fields.length !== header.length) throw new InputError(file, line, `expected ${header.length} comma-separated fields (as in the header), found ${fields.length}`);
+    if (fields.length !== header.length)
+      throw new InputError(
+        file,
+        line,
+        `expected ${header.length} comma-separated fields (as in the header), found ${fields.length}`,
+      );
     const row: Record<string, string> = {};
     header.forEach((c, i) => (row[c] = fields[i]!));
     rows += 1;
@@ -115,8 +134,12 @@ export async function readPtmPose(file: string): Promise<{ sites: Located<PtmPos
     if (!/^[A-Z]$/.test(residue)) fail('Residue', `expected one amino-acid letter, found "${row.Residue}"`);
     const rawPosition = row['PTM Position in Canonical Isoform']!;
     const position = Number(rawPosition);
-    if (rawPosition.trim() === '' || !Number.isInteger(position) || position < 1) fail('PTM Position in Canonical Isoform', `expected a whole number ≥ 1, found "${rawPosition}"`);
-    const modifications = row.Modification!.split(';').map((m) => m.trim()).filter((m) => m);
+    if (rawPosition.trim() === '' || !Number.isInteger(position) || position < 1)
+      fail('PTM Position in Canonical Isoform', `expected a whole number ≥ 1, found "${rawPosition}"`);
+    const modifications = row
+      .Modification!.split(';')
+      .map((m) => m.trim())
+      .filter((m) => m);
     if (!modifications.length) fail('Modification', 'a value is required');
     for (const modification of modifications) {
       const key = `${gene}\u0000${position}\u0000${modification}`;
@@ -126,14 +149,22 @@ export async function readPtmPose(file: string): Promise<{ sites: Located<PtmPos
       }
       seen.add(key);
       sites.push({
-        record: { gene, accession: row['UniProtKB Accession']!, residue, position, modification,
+        record: {
+          gene,
+          accession: row['UniProtKB Accession']!,
+          residue,
+          position,
+          modification,
           // PTM-POSE repeats a multi-modification row once per class: the class is only unambiguous for one modification
-          modificationClass: modifications.length === 1 ? row['Modification Class'] || null : null },
-        file, line,
+          modificationClass: modifications.length === 1 ? row['Modification Class'] || null : null,
+        },
+        file,
+        line,
       });
     }
   }
-  if (pending !== '') throw new InputError(file, pendingLine, 'a quoted field is not closed before the end of the file');
+  if (pending !== '')
+    throw new InputError(file, pendingLine, 'a quoted field is not closed before the end of the file');
   if (header === null) throw new InputError(file, null, 'file is empty: expected a header row');
   return { sites, rows, duplicates };
 }
@@ -144,7 +175,12 @@ export function transferPtmSites(
   canonical: (gene: string) => IsoformProtein | null,
   isoforms: (gene: string) => IsoformProtein[],
 ): { located: Located<PtmRecord>[]; skipped: Record<PtmSkipReason, number> } {
-  const skipped: Record<PtmSkipReason, number> = { gene_not_in_release: 0, residue_mismatch: 0, window_absent: 0, window_repeated: 0 };
+  const skipped: Record<PtmSkipReason, number> = {
+    gene_not_in_release: 0,
+    residue_mismatch: 0,
+    window_absent: 0,
+    window_repeated: 0,
+  };
   const located: Located<PtmRecord>[] = [];
   for (const { record: site, file, line } of sites) {
     const canon = canonical(site.gene);
@@ -157,7 +193,17 @@ export function transferPtmSites(
       continue;
     }
     const emit = (transcript_id: string, position: number) =>
-      located.push({ record: { transcript_id, position, residue: site.residue, modification: site.modification, source: PTM_POSE_SOURCE }, file, line });
+      located.push({
+        record: {
+          transcript_id,
+          position,
+          residue: site.residue,
+          modification: site.modification,
+          source: PTM_POSE_SOURCE,
+        },
+        file,
+        line,
+      });
     emit(canon.transcript_id, site.position);
     const from = Math.max(0, site.position - 1 - WINDOW_FLANK);
     const to = Math.min(canon.sequence.length, site.position + WINDOW_FLANK);
@@ -176,7 +222,10 @@ export function transferPtmSites(
 
 /** The `canonical` and `isoforms` lookups of transferPtmSites from a release DB, by gene symbol
  * (case-insensitive); only coding isoforms with a protein sequence take part. */
-export function releaseProteins(db: Db): { canonical: (gene: string) => IsoformProtein | null; isoforms: (gene: string) => IsoformProtein[] } {
+export function releaseProteins(db: Db): {
+  canonical: (gene: string) => IsoformProtein | null;
+  isoforms: (gene: string) => IsoformProtein[];
+} {
   const canonicalOf = db.prepare(
     `SELECT i.transcript_id, i.protein_sequence AS sequence FROM genes g JOIN isoforms i ON i.transcript_id = g.canonical_transcript_id
      WHERE g.symbol = ? COLLATE NOCASE AND i.coding = 1 AND i.protein_sequence IS NOT NULL ORDER BY g.gene_id LIMIT 1`,

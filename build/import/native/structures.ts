@@ -38,9 +38,28 @@ export interface ParsedModel {
 }
 
 const THREE_TO_ONE: Record<string, string> = {
-  ALA: 'A', ARG: 'R', ASN: 'N', ASP: 'D', CYS: 'C', GLN: 'Q', GLU: 'E', GLY: 'G', HIS: 'H', ILE: 'I',
-  LEU: 'L', LYS: 'K', MET: 'M', PHE: 'F', PRO: 'P', SER: 'S', THR: 'T', TRP: 'W', TYR: 'Y', VAL: 'V',
-  MSE: 'M', UNK: 'X',
+  ALA: 'A',
+  ARG: 'R',
+  ASN: 'N',
+  ASP: 'D',
+  CYS: 'C',
+  GLN: 'Q',
+  GLU: 'E',
+  GLY: 'G',
+  HIS: 'H',
+  ILE: 'I',
+  LEU: 'L',
+  LYS: 'K',
+  MET: 'M',
+  PHE: 'F',
+  PRO: 'P',
+  SER: 'S',
+  THR: 'T',
+  TRP: 'W',
+  TYR: 'Y',
+  VAL: 'V',
+  MSE: 'M',
+  UNK: 'X',
 };
 
 const GZIP_MAGIC = [0x1f, 0x8b];
@@ -52,7 +71,11 @@ function readModelBytes(path: string): Buffer {
     raw = readFileSync(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new InputError(path, null, code === 'ENOENT' ? 'file not found' : `cannot read the model file (${code ?? String(err)})`);
+    throw new InputError(
+      path,
+      null,
+      code === 'ENOENT' ? 'file not found' : `cannot read the model file (${code ?? String(err)})`,
+    );
   }
   if (raw.length >= 2 && raw[0] === GZIP_MAGIC[0] && raw[1] === GZIP_MAGIC[1]) {
     try {
@@ -66,7 +89,9 @@ function readModelBytes(path: string): Buffer {
 
 /** File name without directories and without .gz / .cif / .pdb / .ent extensions. */
 function fileStem(path: string): string {
-  return basename(path).replace(/\.gz$/i, '').replace(/\.(cif|mmcif|bcif|pdb|ent)$/i, '');
+  return basename(path)
+    .replace(/\.gz$/i, '')
+    .replace(/\.(cif|mmcif|bcif|pdb|ent)$/i, '');
 }
 
 /** AFDB fragment number from an id such as `AF-Q15772-F3` or `AF-Q15772-F3-model_v4`. */
@@ -111,7 +136,8 @@ function tokenize(text: string, path: string): { tokens: Token[]; lastLine: numb
         if (t.startsWith(';')) break;
         parts.push(t);
       }
-      if (j >= lines.length) throw new InputError(path, lineNo, 'text field opened with ";" is never closed (truncated file?)');
+      if (j >= lines.length)
+        throw new InputError(path, lineNo, 'text field opened with ";" is never closed (truncated file?)');
       const value = parts.join('\n');
       tokens.push({ value, raw: value, quoted: true, line: lineNo });
       // anything after the closing ';' on its line is more tokens; AFDB/ModelCIF never put any there
@@ -177,14 +203,16 @@ function parseCif(text: string, path: string): CifBlock {
     if (!t.quoted && /^loop_$/i.test(t.raw)) {
       const loop: CifLoop = { names: [], rows: [], line: t.line };
       i++;
-      while (i < tokens.length && !tokens[i].quoted && tokens[i].raw.startsWith('_')) loop.names.push(tokens[i++].raw.toLowerCase());
+      while (i < tokens.length && !tokens[i].quoted && tokens[i].raw.startsWith('_'))
+        loop.names.push(tokens[i++].raw.toLowerCase());
       if (!loop.names.length) throw new InputError(path, t.line, 'loop_ without item names');
       const values: Token[] = [];
       while (i < tokens.length && !isKeyword(tokens[i])) values.push(tokens[i++]);
       if (values.length % loop.names.length !== 0) {
         const last = values[values.length - 1] ?? t;
         throw new InputError(
-          path, last.line,
+          path,
+          last.line,
           `loop ${loop.names[0].split('.')[0]} ends with an incomplete row: ${values.length} values for ${loop.names.length} columns (truncated file?)`,
           loop.names[values.length % loop.names.length]?.split('.')[1],
         );
@@ -234,7 +262,12 @@ function cifNumber(path: string, token: Token, column: string, opts: { integer?:
   const v = token.value;
   const n = v === null ? NaN : Number(v);
   if (v === null || !Number.isFinite(n) || v.trim() === '' || (opts.integer && !Number.isInteger(n))) {
-    throw new InputError(path, token.line, `expected ${opts.integer ? 'an integer' : 'a number'}, found "${token.raw}"`, column);
+    throw new InputError(
+      path,
+      token.line,
+      `expected ${opts.integer ? 'an integer' : 'a number'}, found "${token.raw}"`,
+      column,
+    );
   }
   return n;
 }
@@ -243,13 +276,23 @@ function parseMmcif(path: string, text: string, bytes: Buffer): ParsedModel {
   const block = parseCif(text, path);
   const atoms = category(block, '_atom_site');
   if (!atoms || !block.loops.some((l) => l.names[0].startsWith('_atom_site.'))) {
-    throw new InputError(path, block.lastLine, 'no _atom_site loop: the file has no atoms (truncated file?)', '_atom_site');
+    throw new InputError(
+      path,
+      block.lastLine,
+      'no _atom_site loop: the file has no atoms (truncated file?)',
+      '_atom_site',
+    );
   }
   const has = (name: string) => atoms.rows[0]?.has(name) ?? false;
   const atomCol = has('label_atom_id') ? 'label_atom_id' : has('auth_atom_id') ? 'auth_atom_id' : null;
   const compCol = has('label_comp_id') ? 'label_comp_id' : has('auth_comp_id') ? 'auth_comp_id' : null;
   const seqCol = has('auth_seq_id') ? 'auth_seq_id' : has('label_seq_id') ? 'label_seq_id' : null;
-  for (const [col, name] of [[atomCol, 'label_atom_id'], [compCol, 'label_comp_id'], [seqCol, 'label_seq_id'], [has('b_iso_or_equiv') ? 'x' : null, 'B_iso_or_equiv']] as const) {
+  for (const [col, name] of [
+    [atomCol, 'label_atom_id'],
+    [compCol, 'label_comp_id'],
+    [seqCol, 'label_seq_id'],
+    [has('b_iso_or_equiv') ? 'x' : null, 'B_iso_or_equiv'],
+  ] as const) {
     if (col === null) throw new InputError(path, atoms.line, `the _atom_site loop has no ${name} column`, name);
   }
 
@@ -289,16 +332,23 @@ function parseMmcif(path: string, text: string, bytes: Buffer): ParsedModel {
     if (firstResidue === null) firstResidue = cifNumber(path, seqToken, seqCol!, { integer: true });
     sequence += one;
     bFactors.push(b);
-    labelKeys.push(`${row.get('label_asym_id')?.value ?? chain}\u0000${row.get('label_seq_id')?.value ?? seqToken.raw}`);
+    labelKeys.push(
+      `${row.get('label_asym_id')?.value ?? chain}\u0000${row.get('label_seq_id')?.value ?? seqToken.raw}`,
+    );
   }
-  if (!sequence.length) throw new InputError(path, atoms.line, 'the _atom_site loop has no CA atoms of amino-acid residues', atomCol!);
+  if (!sequence.length)
+    throw new InputError(path, atoms.line, 'the _atom_site loop has no CA atoms of amino-acid residues', atomCol!);
 
   // pLDDT metrics (ModelCIF ma_qa_metric): which metric ids are pLDDT, global or local
   const metrics = category(block, '_ma_qa_metric');
   const plddtIds = (mode: string) =>
     new Set(
       (metrics?.rows ?? [])
-        .filter((r) => (r.get('mode')?.value ?? '').toLowerCase() === mode && /plddt/i.test(`${r.get('type')?.value ?? ''} ${r.get('name')?.value ?? ''}`))
+        .filter(
+          (r) =>
+            (r.get('mode')?.value ?? '').toLowerCase() === mode &&
+            /plddt/i.test(`${r.get('type')?.value ?? ''} ${r.get('name')?.value ?? ''}`),
+        )
         .map((r) => r.get('id')?.value),
     );
   const globalIds = plddtIds('global');
@@ -342,11 +392,28 @@ function parseMmcif(path: string, text: string, bytes: Buffer): ParsedModel {
     const end = ref?.get('seq_db_align_end');
     fragment =
       begin?.value && end?.value
-        ? { index, uniprotStart: cifNumber(path, begin, 'seq_db_align_begin', { integer: true }), uniprotEnd: cifNumber(path, end, 'seq_db_align_end', { integer: true }) }
+        ? {
+            index,
+            uniprotStart: cifNumber(path, begin, 'seq_db_align_begin', { integer: true }),
+            uniprotEnd: cifNumber(path, end, 'seq_db_align_end', { integer: true }),
+          }
         : fragmentFromIndex(index, sequence.length);
   }
 
-  return { format: 'mmcif', modelId, sequence, firstResidue: firstResidue!, plddt, bFactors, plddtSource, meanPlddt: mean(plddt), atomMeanBFactor: atomSum / atomCount, globalPlddt, fragment, bytes };
+  return {
+    format: 'mmcif',
+    modelId,
+    sequence,
+    firstResidue: firstResidue!,
+    plddt,
+    bFactors,
+    plddtSource,
+    meanPlddt: mean(plddt),
+    atomMeanBFactor: atomSum / atomCount,
+    globalPlddt,
+    fragment,
+    bytes,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -376,7 +443,8 @@ function parsePdb(path: string, text: string, bytes: Buffer): ParsedModel {
     if (record !== 'ATOM  ' && record !== 'HETATM') continue;
     const bText = s.slice(60, 66);
     const b = Number(bText);
-    if (bText.trim() === '' || !Number.isFinite(b)) throw new InputError(path, lineNo, `expected a number in columns 61–66, found "${bText}"`, 'B-factor');
+    if (bText.trim() === '' || !Number.isFinite(b))
+      throw new InputError(path, lineNo, `expected a number in columns 61–66, found "${bText}"`, 'B-factor');
     const alt = s[16] ?? ' ';
     if (alt !== ' ' && firstAlt === null) firstAlt = alt;
     if (alt !== ' ' && alt !== firstAlt) continue;
@@ -391,17 +459,42 @@ function parsePdb(path: string, text: string, bytes: Buffer): ParsedModel {
     seen.add(key);
     if (firstResidue === null) {
       const seqText = s.slice(22, 26).trim();
-      if (!/^-?\d+$/.test(seqText)) throw new InputError(path, lineNo, `expected an integer residue number in columns 23–26, found "${seqText}"`, 'resSeq');
+      if (!/^-?\d+$/.test(seqText))
+        throw new InputError(
+          path,
+          lineNo,
+          `expected an integer residue number in columns 23–26, found "${seqText}"`,
+          'resSeq',
+        );
       firstResidue = Number(seqText);
     }
     sequence += one;
     bFactors.push(b);
   }
-  if (!sequence.length) throw new InputError(path, lines.length, 'no CA atoms of amino-acid residues in ATOM/HETATM records', 'ATOM');
+  if (!sequence.length)
+    throw new InputError(path, lines.length, 'no CA atoms of amino-acid residues in ATOM/HETATM records', 'ATOM');
   const modelId = fileStem(path);
   const index = fragmentIndex(modelId);
-  const fragment = index === null ? null : dbref ? { index, uniprotStart: dbref.start, uniprotEnd: dbref.end } : fragmentFromIndex(index, sequence.length);
-  return { format: 'pdb', modelId, sequence, firstResidue: firstResidue!, plddt: bFactors, bFactors, plddtSource: 'b_factor', meanPlddt: mean(bFactors), atomMeanBFactor: atomSum / atomCount, globalPlddt: null, fragment, bytes };
+  const fragment =
+    index === null
+      ? null
+      : dbref
+        ? { index, uniprotStart: dbref.start, uniprotEnd: dbref.end }
+        : fragmentFromIndex(index, sequence.length);
+  return {
+    format: 'pdb',
+    modelId,
+    sequence,
+    firstResidue: firstResidue!,
+    plddt: bFactors,
+    bFactors,
+    plddtSource: 'b_factor',
+    meanPlddt: mean(bFactors),
+    atomMeanBFactor: atomSum / atomCount,
+    globalPlddt: null,
+    fragment,
+    bytes,
+  };
 }
 
 /** The records a PDB file may start with, by name: padded to six columns, as the files have them. */
@@ -450,7 +543,13 @@ export async function readStructureMapping(path: string): Promise<{ models: Stru
     const modelFile = row.model_file.trim();
     const transcriptId = (row.transcript_id ?? '').trim();
     if (!modelFile) throw new InputError(path, line, 'a model file is required', 'model_file');
-    if (/\s/.test(transcriptId)) throw new InputError(path, line, `"${transcriptId}" is not a transcript id (contains whitespace)`, 'transcript_id');
+    if (/\s/.test(transcriptId))
+      throw new InputError(
+        path,
+        line,
+        `"${transcriptId}" is not a transcript id (contains whitespace)`,
+        'transcript_id',
+      );
     models.push({ path: resolve(dirname(path), modelFile), transcriptId: transcriptId || undefined, file: path, line });
   }
   return { models, warnings };
@@ -511,24 +610,42 @@ export async function structureRecords(
     const model = await parseStructureModel(ref.path);
     // start: where the model's first residue sits on the isoform's protein (a fragment's UniProt window).
     const record = (transcript_id: string, start = 1): StructureRecord => ({
-      transcript_id, model_source: modelSource, mean_plddt: recordMeanPlddt(model), mmcif: model.bytes,
+      transcript_id,
+      model_source: modelSource,
+      mean_plddt: recordMeanPlddt(model),
+      mmcif: model.bytes,
       plddt_residues: { start, values: model.plddt },
     });
     if (ref.transcriptId) {
-      explicit.push({ record: record(ref.transcriptId, namedModelStart(ref, model, proteins.get(ref.transcriptId)?.replace(/\*$/, ''))), file: ref.file ?? ref.path, line: ref.line ?? null });
+      explicit.push({
+        record: record(
+          ref.transcriptId,
+          namedModelStart(ref, model, proteins.get(ref.transcriptId)?.replace(/\*$/, '')),
+        ),
+        file: ref.file ?? ref.path,
+        line: ref.line ?? null,
+      });
       continue;
     }
-    const candidates: { id: string; rank: number; start: number }[] = (byProtein.get(model.sequence) ?? []).map((id) => ({ id, rank: 0, start: 1 }));
+    const candidates: { id: string; rank: number; start: number }[] = (byProtein.get(model.sequence) ?? []).map(
+      (id) => ({ id, rank: 0, start: 1 }),
+    );
     const f = model.fragment;
     if (f && f.uniprotEnd - f.uniprotStart + 1 === model.sequence.length) {
       for (const [id, protein] of proteins) {
         const p = protein.replace(/\*$/, '');
-        if (p !== model.sequence && p.length >= f.uniprotEnd && p.slice(f.uniprotStart - 1, f.uniprotEnd) === model.sequence) candidates.push({ id, rank: 1, start: f.uniprotStart });
+        if (
+          p !== model.sequence &&
+          p.length >= f.uniprotEnd &&
+          p.slice(f.uniprotStart - 1, f.uniprotEnd) === model.sequence
+        )
+          candidates.push({ id, rank: 1, start: f.uniprotStart });
       }
     }
     for (const { id, rank, start } of candidates) {
       const prev = chosen.get(id);
-      if (!prev || rank < prev.rank) chosen.set(id, { rank, order, located: { record: record(id, start), file: ref.path, line: null } });
+      if (!prev || rank < prev.rank)
+        chosen.set(id, { rank, order, located: { record: record(id, start), file: ref.path, line: null } });
     }
     if (!candidates.length) unmapped.push(ref.path);
   }
@@ -538,6 +655,8 @@ export async function structureRecords(
     const ref = models[order];
     if (!ref.transcriptId && !matched.has(order) && !unmapped.includes(ref.path)) unmapped.push(ref.path);
   }
-  const bySequence = [...chosen.values()].sort((a, b) => a.order - b.order || a.located.record.transcript_id.localeCompare(b.located.record.transcript_id));
+  const bySequence = [...chosen.values()].sort(
+    (a, b) => a.order - b.order || a.located.record.transcript_id.localeCompare(b.located.record.transcript_id),
+  );
   return { located: [...explicit, ...bySequence.map((c) => c.located)], unmapped };
 }

@@ -37,7 +37,9 @@ export class FileKeyRegistry implements KeyRegistry {
     }
     if (mtime === this.loadedMtime) return;
     const parsed = JSON.parse(await readFile(this.path, 'utf8')) as { keys: EdgeKeyRecord[] };
-    this.records = new Map(parsed.keys.map((k) => [k.id, { id: k.id, hash: k.hash, tier: k.tier, revoked_at: k.revoked_at }]));
+    this.records = new Map(
+      parsed.keys.map((k) => [k.id, { id: k.id, hash: k.hash, tier: k.tier, revoked_at: k.revoked_at }]),
+    );
     this.loadedMtime = mtime;
   }
 }
