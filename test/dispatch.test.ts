@@ -35,6 +35,7 @@ import { FRONT_MANIFEST_HEADER } from '../edge/server/serve.js';
 import { nginxConfig } from '../edge/server/nginx-config.js';
 import { readStructureMap } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
+import { rawRequest as request } from './helpers/raw-request.js';
 
 const ROOT = join(__dirname, '..');
 const tree = () => inject('demoTree');
@@ -64,39 +65,6 @@ function cli(args: string[]): Promise<{ status: number | null; stdout: string; s
     child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     child.once('error', reject);
     child.once('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
-
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-function request(
-  base: string,
-  path: string,
-  opts: { from?: string; method?: string; headers?: Record<string, string> } = {},
-): Promise<Reply> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: hostname,
-        port,
-        path,
-        method: opts.method ?? 'GET',
-        headers: { Connection: 'close', ...opts.headers },
-        localAddress: opts.from,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
   });
 }
 
@@ -281,7 +249,7 @@ describe('isoatlas serve answers every entry as its access class says', () => {
   });
 
   it('counts each entry under its own label in the metrics, every label one of the table', async () => {
-    const text = (await request(full.base, '/metrics')).body;
+    const text = (await request(full.base, '/metrics')).text;
     const labels = [...text.matchAll(/^isoatlas_requests_total\{route="([^"]+)",status="(\d+|none)"\} (\d+)$/gm)].map(
       (m) => m[1],
     );

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { frontsOfSuite } from './helpers/nginx-front.js';
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
+import { rawRequest as request } from './helpers/raw-request.js';
 
 const { front, temp } = frontsOfSuite();
 
@@ -19,40 +20,6 @@ const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 async function until(done: () => boolean, what: string) {
   for (let i = 0; i < 600 && !done(); i++) await sleep(50);
   expect(done(), what).toBe(true);
-}
-
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A request from a chosen local address (127.0.0.x are all this machine): nginx sees distinct clients. */
-function request(
-  base: string,
-  path: string,
-  opts: { from?: string; headers?: Record<string, string> } = {},
-): Promise<Reply> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: hostname,
-        port,
-        path,
-        headers: { Connection: 'close', ...opts.headers },
-        localAddress: opts.from,
-        agent: false,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** The paths nginx answers from files, as the generated config maps them. */
@@ -113,7 +80,7 @@ describe('connections through the front', () => {
       expect(over.status).toBe(429);
       expect(over.headers['content-type']).toBe('application/problem+json; charset=utf-8');
       expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
-      expect(JSON.parse(over.body)).toMatchObject({
+      expect(JSON.parse(over.text)).toMatchObject({
         status: 429,
         detail: expect.stringContaining(`at most ${cap} at once`),
       });

@@ -15,6 +15,7 @@ import { createHandler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { contentTypeOf } from '../edge/contract/tree.js';
 import { frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
+import { rawRequest as request } from './helpers/raw-request.js';
 
 const ROOT = join(__dirname, '..');
 const tree = () => inject('demoTree');
@@ -44,41 +45,6 @@ function mapOf(config: string): Map<string, { kind: string; sha256: string }> {
   for (const m of config.matchAll(/^ {4}(\/\S+) "(\w+) ([0-9a-f]{64})(?: \S+)?";$/gm))
     map.set(m[1], { kind: m[2], sha256: m[3] });
   return map;
-}
-
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-/** A request from a chosen local address (127.0.0.x are all this machine), so that nginx sees
- * different clients. */
-function request(
-  base: string,
-  path: string,
-  opts: { from?: string; method?: string; headers?: Record<string, string> } = {},
-): Promise<Reply> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: hostname,
-        port,
-        path,
-        method: opts.method ?? 'GET',
-        headers: { Connection: 'close', ...opts.headers },
-        localAddress: opts.from,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** Headers that belong to one message, or to who sent it, not to the answer. */
