@@ -3,7 +3,9 @@
 // publish, rollback and gc require. A PUT with If-Match or If-None-Match is checked against the
 // object's ETag and refused with 412 PreconditionFailed as S3 does; conditional PUTs of one key, and
 // reads of it, are serialized, so a check and its write are one step and no reader sees a
-// half-written object.
+// half-written object. s3rver (3.x) also answers a PUT before the object's file is written and
+// writes the file in place; here an object is written whole to a scratch file and renamed over the
+// old one before the PUT is answered, as S3 shows a reader either the old object or the new one.
 //
 //   node --openssl-legacy-provider bin/local-s3.cjs <directory> <bucket>[,<bucket>…] [port]
 //   (or: npm run local-s3 -- <directory> <bucket> [port])
@@ -11,6 +13,9 @@
 // It prints S3RVER_PORT=<port> once it listens (port 0 or none: any free port). s3rver needs the
 // legacy OpenSSL provider for its listing tokens. Any credentials are accepted, but some must be set.
 const S3rver = require('s3rver');
+const fs = require('node:fs');
+const crypto = require('node:crypto');
+const { pipeline } = require('node:stream/promises');
 
 const [directory, bucketList, port = '0'] = process.argv.slice(2);
 if (!directory || !bucketList || !/^\d+$/.test(port)) {
@@ -25,6 +30,34 @@ const server = new S3rver({
   allowMismatchedSignatures: true,
   configureBuckets: bucketList.split(',').map((name) => ({ name, configs: [] })),
 });
+
+// The object's file written whole, then renamed into place, before its metadata and the answer.
+const store = server.store;
+store.putObject = async function putObject(object) {
+  const objectPath = this.getResourcePath(object.bucket, object.key, 'object');
+  await fs.promises.mkdir(require('node:path').dirname(objectPath), { recursive: true });
+  const scratch = `${objectPath}.${crypto.randomBytes(6).toString('hex')}.partial`;
+  const md5 = crypto.createHash('md5');
+  let size = 0;
+  const count = async function* (source) {
+    for await (const chunk of source) {
+      md5.update(chunk);
+      size += chunk.length;
+      yield chunk;
+    }
+  };
+  const content = Buffer.isBuffer(object.content) ? [object.content] : object.content;
+  try {
+    await pipeline(content, count, fs.createWriteStream(scratch));
+    await fs.promises.rename(scratch, objectPath);
+  } catch (err) {
+    await fs.promises.rm(scratch, { force: true });
+    throw err;
+  }
+  const digest = md5.digest('hex');
+  await this.putMetadata(object.bucket, object.key, object.metadata, digest);
+  return { size, md5: digest };
+};
 
 const locks = new Map();
 async function serialized(key, work) {
@@ -47,7 +80,19 @@ server.middleware.unshift(async (ctx, next) => {
   const key = decodeURIComponent(rest.join('/'));
   // s3rver writes an object in place; S3 never shows a reader half of one. Reads of a key wait for
   // the conditional writes of that key (the objects that are rewritten: pointer and history).
-  if ((ctx.method === 'GET' || ctx.method === 'HEAD') && key) return serialized(`${bucket}/${key}`, next);
+  // Such a read holds the key until its body is read whole: a write after it must not replace the
+  // file under a body still being sent.
+  if ((ctx.method === 'GET' || ctx.method === 'HEAD') && key) {
+    return serialized(`${bucket}/${key}`, async () => {
+      await next();
+      const body = ctx.body;
+      if (body && typeof body.pipe === 'function') {
+        const chunks = [];
+        for await (const chunk of body) chunks.push(chunk);
+        ctx.body = Buffer.concat(chunks);
+      }
+    });
+  }
   if (ctx.method !== 'PUT' || (!ifMatch && !ifNoneMatch) || ctx.get('x-amz-copy-source')) return next();
   return serialized(`${bucket}/${key}`, async () => {
     const metadata = await server.store.getMetadata(bucket, key).catch(() => null);
