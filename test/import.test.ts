@@ -238,6 +238,32 @@ describe('core import of GENCODE v49 (names and tags from the GTF)', () => {
     expect(located.some((r) => r.orf_completeness === 'complete')).toBe(true);
   });
 
+  it('states the GTF’s CDS with its stop codon as reference_cds, where the ORF is the same annotation', () => {
+    const rows = d
+      .prepare("SELECT transcript_id, orf_start, orf_end, reference_cds FROM isoforms WHERE orf_source = 'gtf'")
+      .all() as { transcript_id: string; orf_start: number; orf_end: number; reference_cds: string | null }[];
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) {
+      const cds = JSON.parse(r.reference_cds!);
+      expect([cds.start, cds.end, cds.source], r.transcript_id).toEqual([r.orf_start, r.orf_end, 'gtf']);
+    }
+    // RTL6-201: CDS features 54258–54974, stop_codon 54255–54257 (minus strand).
+    expect(
+      JSON.parse(
+        d
+          .prepare("SELECT reference_cds FROM isoforms WHERE transcript_id = 'ENST00000341255.4'")
+          .pluck()
+          .get() as string,
+      ),
+    ).toEqual({ start: 54255, end: 54974, start_status: 'complete', end_status: 'complete', source: 'gtf' });
+    expect(
+      d
+        .prepare("SELECT count(*) FROM isoforms WHERE transcript_type = 'lncRNA' AND reference_cds IS NOT NULL")
+        .pluck()
+        .get(),
+    ).toBe(0);
+  });
+
   it('calls NMD from transcript_type and measures proteins from CDS features', () => {
     expect(
       d

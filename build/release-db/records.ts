@@ -53,7 +53,25 @@ export interface IsoformRecord {
   /** [start, end] of each exon (genomic, 1-based, inclusive), 5′ to 3′. */
   exons: [number, number][];
   orf: OrfRecord | null;
+  /** The CDS the reference annotation states for this transcript (reference isoforms with an annotated
+   * CDS); absent or null otherwise. */
+  reference_cds?: ReferenceCds | null;
   qc: SqantiQc | null;
+}
+
+/** How an end of an annotated CDS is known: genePred's cmpl / incmpl / unk, GENCODE's start_codon /
+ * stop_codon features and cds_start_NF / cds_end_NF tags. */
+export type CdsEndStatus = 'complete' | 'incomplete' | 'unknown';
+
+/** The coding sequence a reference annotation states for a transcript. */
+export interface ReferenceCds {
+  /** Genomic bounds, 1-based inclusive, start ≤ end whatever the strand; the stop codon included. */
+  start: number;
+  end: number;
+  /** The start codon's end (5′ on the transcript) and the stop codon's end (3′). */
+  start_status: CdsEndStatus;
+  end_status: CdsEndStatus;
+  source: 'genepred' | 'gtf';
 }
 
 /** 5′ partial: no start codon (the protein does not begin with M); 3′ partial: no stop codon;

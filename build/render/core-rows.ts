@@ -7,6 +7,7 @@ import {
   type GeneRecord,
   type IsoformRecord,
   type OrfRecord,
+  type ReferenceCds,
   type SqantiQc,
 } from '../release-db/records.js';
 
@@ -17,7 +18,10 @@ export type GeneRow = GeneRecord & GeneInfo;
  * record shows (IsoformDetail, read one isoform at a time) and the NMD source, a name that is always
  * set by now, and what the renderer derives. */
 export interface IsoformRow
-  extends Omit<IsoformRecord, 'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source' | 'exons' | 'orf' | 'qc'> {
+  extends Omit<
+    IsoformRecord,
+    'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source' | 'exons' | 'orf' | 'reference_cds' | 'qc'
+  > {
   transcript_name: string;
   canonical: boolean;
   has_structure: boolean;
@@ -95,13 +99,14 @@ export interface IsoformDetail {
   protein_sequence: string | null;
   exons: [number, number][];
   orf: OrfRecord | null;
+  reference_cds: ReferenceCds | null;
   qc: SqantiQc | null;
 }
 
 /** Reads one isoform's detail at a time, so the whole release's sequences never sit in memory. */
 export function isoformDetails(db: Db): (transcriptId: string) => IsoformDetail {
   const stmt = db.prepare(
-    `SELECT protein_sequence, exons, orf_start, orf_end, orf_transcript_start, orf_transcript_end, orf_completeness, orf_source, qc
+    `SELECT protein_sequence, exons, orf_start, orf_end, orf_transcript_start, orf_transcript_end, orf_completeness, orf_source, reference_cds, qc
      FROM isoforms WHERE transcript_id = ?`,
   );
   return (transcriptId) => {
@@ -120,6 +125,7 @@ export function isoformDetails(db: Db): (transcriptId: string) => IsoformDetail 
               completeness: r.orf_completeness as OrfRecord['completeness'],
               source: r.orf_source as OrfRecord['source'],
             },
+      reference_cds: r.reference_cds === null ? null : JSON.parse(r.reference_cds as string),
       qc: r.qc === null ? null : JSON.parse(r.qc as string),
     };
   };

@@ -4,6 +4,7 @@ import { links, linksBelow } from '../../edge/contract/tree.js';
 import { routes } from '../../edge/contract/routes.js';
 import type { IsoformBody, IsoformSummaryBody } from '../../edge/contract/schemas.js';
 import type { GeneRow, IsoformDetail, IsoformRow } from './core-rows.js';
+import { compareWithReference } from './orf-vs-reference.js';
 
 const ISOFORM_ROUTE = routes.find((r) => r.id === 'isoform')!;
 
@@ -78,7 +79,18 @@ export function isoformRecord(iso: IsoformRow, gene: GeneRow, detail: IsoformDet
     coding: iso.coding,
     protein_length: iso.protein_length,
     protein_sequence: detail.protein_sequence,
-    orf: detail.orf && { ...detail.orf, noncoding_biotype: onNoncodingBiotype(iso, gene, detail.orf.source) },
+    orf: detail.orf && {
+      ...detail.orf,
+      ...compareWithReference(detail.orf, detail.reference_cds, iso.strand),
+      noncoding_biotype: onNoncodingBiotype(iso, gene, detail.orf.source),
+    },
+    reference_cds: detail.reference_cds && {
+      start: detail.reference_cds.start,
+      end: detail.reference_cds.end,
+      start_status: detail.reference_cds.start_status,
+      end_status: detail.reference_cds.end_status,
+      source: detail.reference_cds.source,
+    },
     canonical: iso.canonical,
     expression_tpm: iso.expression_tpm,
     expression_source: iso.expression_source,
