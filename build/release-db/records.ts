@@ -11,7 +11,13 @@ export interface GeneRecord {
   start: number;
   end: number;
   canonical_transcript_id: string | null;
-  canonical_rule: 'MANE_Select' | 'Ensembl_canonical' | 'longest_coding' | 'longest_transcript' | null;
+  canonical_rule:
+    | 'MANE_Select'
+    | 'Ensembl_canonical'
+    | 'longest_annotated_cds'
+    | 'longest_coding'
+    | 'longest_transcript'
+    | null;
 }
 
 /** What a gene-info source says about a gene (table gene_info; null / empty where it says nothing). */

@@ -35,7 +35,7 @@ CREATE TABLE genes (
   start             INTEGER NOT NULL CHECK (start >= 1),
   end               INTEGER NOT NULL CHECK (end >= start),
   canonical_transcript_id TEXT REFERENCES isoforms (transcript_id) DEFERRABLE INITIALLY DEFERRED,
-  canonical_rule    TEXT CHECK (canonical_rule IN ('MANE_Select', 'Ensembl_canonical', 'longest_coding', 'longest_transcript'))
+  canonical_rule    TEXT CHECK (canonical_rule IN ('MANE_Select', 'Ensembl_canonical', 'longest_annotated_cds', 'longest_coding', 'longest_transcript'))
 );
 CREATE INDEX genes_symbol ON genes (symbol COLLATE NOCASE);
 

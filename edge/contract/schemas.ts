@@ -74,10 +74,14 @@ export const CanonicalRule = Type.Union(
   [
     Type.Literal('MANE_Select'),
     Type.Literal('Ensembl_canonical'),
+    Type.Literal('longest_annotated_cds'),
     Type.Literal('longest_coding'),
     Type.Literal('longest_transcript'),
   ],
-  { description: 'Which rule chose the canonical isoform (see the README: canonical isoform).' },
+  {
+    description:
+      'Which rule chose the canonical isoform, tried in this order: MANE_Select, the transcript with that GTF tag; Ensembl_canonical, the one with that tag; longest_annotated_cds, the longest CDS the reference annotates with both its start and stop codon (reference_cds), whatever the ORF prediction says; longest_coding, the longest predicted protein, a complete ORF before a partial one; longest_transcript, the longest reference transcript of a gene with no protein. Long-read isoforms are never canonical.',
+  },
 );
 
 export const Xref = Type.Object(
