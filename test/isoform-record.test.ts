@@ -291,6 +291,33 @@ describe('isoform records of the demo release', () => {
     }
   });
 
+  it('the long-read TPM is the mean of two kallisto replicates, and expression_source says so', () => {
+    const rep1 = new Map(table(chr22('UHR_Rep1_chr22_abundance.tsv.gz')).map((r) => [r.target_id, Number(r.tpm)]));
+    let differ = 0;
+    for (const row of table(chr22(sets[1].cls))) {
+      const [mean, first] = [Number(row.iso_exp), rep1.get(row.isoform)!];
+      if (Math.abs(mean - first) > 1e-3) differ++;
+      // (Rep1 + Rep2) / 2 = iso_exp leaves a second replicate of 2 · iso_exp − Rep1, a TPM: never negative.
+      expect(2 * mean - first, row.isoform).toBeGreaterThan(-1e-3);
+    }
+    expect(differ).toBe(2593);
+    expect(record('PB.3796.1').expression_source).toMatch(/mean TPM of two kallisto quantifications/);
+  });
+
+  it('noncoding_biotype: a transcript whose gene GENCODE annotates a CDS is never flagged by NCBI’s gene type', () => {
+    // NCBI Gene files these GENCODE protein-coding readthroughs and USP41 as ncRNA or pseudo.
+    for (const id of ['ENST00000358654.2', 'ENST00000453634.5', 'ENST00000455843.5', 'ENST00000292729.12']) {
+      const iso = record(id);
+      expect(iso.reference_cds, id).not.toBeNull();
+      expect(iso.orf!.noncoding_biotype, id).toBe(false);
+    }
+    const flagged = fg
+      .sync('api/v1/isoforms/ENST*.json', { cwd: tree() })
+      .map((f) => JSON.parse(readFileSync(join(tree(), f), 'utf8')) as IsoformBody)
+      .filter((i) => i.orf?.noncoding_biotype === true);
+    expect(flagged.filter((i) => i.reference_cds !== null)).toEqual([]);
+  });
+
   it('chooses a complete ORF as canonical over a longer partial one (CENPM)', () => {
     const gene = JSON.parse(readFileSync(join(tree(), treePaths.gene('ENSG00000100162')), 'utf8')) as GeneBody;
     expect(gene.symbol).toBe('CENPM');

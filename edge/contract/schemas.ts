@@ -208,7 +208,7 @@ export const Orf = Type.Object(
     ),
     source: Type.Union([Type.Literal('sqanti3'), Type.Literal('gtf')], {
       description:
-        "sqanti3: SQANTI3's ORF prediction (GeneMarkS-T) on the transcript sequence; gtf: the annotation's CDS features",
+        "sqanti3: SQANTI3's ORF prediction on the transcript sequence (TransDecoder2 in the SQANTI3 version of the demo data; its protein FASTA headers carry TransDecoder's ID.p1 ORF names), which may differ from the annotated CDS (matches_reference); gtf: the annotation's CDS features",
       examples: ['sqanti3'],
     }),
     matches_reference: Nullable(
@@ -235,7 +235,7 @@ export const Orf = Type.Object(
     noncoding_biotype: Nullable(
       Type.Boolean({
         description:
-          'true: the ORF is a prediction on a transcript whose reference biotype (its transcript type, else its gene’s) is non-coding, such as a pseudogene or lncRNA; read the protein as a possibility, not an annotated product. null: the biotype is unknown.',
+          'true: the ORF is a prediction on a transcript whose reference biotype is non-coding, such as a pseudogene or lncRNA; read the protein as a possibility, not an annotated product. The biotype is the transcript’s GENCODE type, else its gene’s; where the GTF has no types, a CDS the reference annotates for the transcript (reference_cds) or for any transcript of its gene makes it coding, and only a gene with none takes the gene-info source’s type (NCBI Gene’s). false: coding, or the ORF is the annotation’s own. null: the biotype is unknown.',
         examples: [false],
       }),
     ),
@@ -410,7 +410,9 @@ export const Isoform = Type.Object(
       Type.String({
         description:
           'The quantification expression_tpm comes from. Each quantification is normalized on its own (its TPMs sum to 10^6), so compare TPMs only between isoforms with the same source.',
-        examples: ['UHR short reads (kallisto) against GENCODE v38 basic, via SQANTI3 iso_exp'],
+        examples: [
+          'long-read quantification: SQANTI3 iso_exp of the PacBio run, the mean TPM of two kallisto quantifications of UHR short-read replicates over the 3,925 PacBio isoforms',
+        ],
       }),
     ),
     tags: Type.Array(Type.String()),
