@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { readGenePred } from '../build/import/gene-pred.js';
 import { readGtf } from '../build/import/gtf.js';
 import { InputError } from '../build/import/input.js';
-import { referenceCdsFromGtf } from '../build/import/reference-cds.js';
+import { referenceCdsFromGenePred, referenceCdsFromGtf } from '../build/import/reference-cds.js';
 
 const GENE_PRED = join(__dirname, '../data/chr22/refAnnotation_gencode.v38.basic_chr22.genePred.gz');
 const V49 = join(__dirname, '../data/gencode-v49/gencode.v49.tusco_subset.gtf.gz');
@@ -77,6 +77,16 @@ describe('genePred-extended reader', () => {
     );
     // The CDS features end at 54258; the stop_codon feature adds 54255–54257.
     expect(fromGtf).toMatchObject({ start: 54255, end: 54974, start_status: 'complete', end_status: 'complete' });
+  });
+
+  it('refuses a genePred that lacks a GTF transcript or puts it on another strand, rather than calling it non-coding', async () => {
+    const [genePred, v49] = await Promise.all([readGenePred(GENE_PRED), readGtf(V49)]);
+    const rtl6 = v49.transcripts.get('ENST00000341255.4')!;
+    const file = { file: 'x.genePred', transcripts: genePred };
+    // The v49 region name is not chr22: the same transcript on another sequence is refused.
+    expect(() => referenceCdsFromGenePred(rtl6, file)).toThrow(/on chr22 - here and on chr22:44442583-44548233 -/);
+    const sdf4 = v49.transcripts.get('ENST00000900949.1')!;
+    expect(() => referenceCdsFromGenePred(sdf4, file)).toThrow(/ENST00000900949.1 of the GTF is not in it/);
   });
 
   it('the GTF reader reads cds_start_NF / cds_end_NF as incomplete and every coding v49 transcript has a CDS', async () => {

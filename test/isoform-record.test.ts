@@ -241,6 +241,21 @@ describe('isoform records of the demo release', () => {
       start_vs_reference: 'same',
       stop_vs_reference: 'early',
     });
+    // SELENOO-201: 666 aa predicted, 669 annotated (its CDS spans 670 codons with the stop).
+    const selenoo = record('ENST00000380903.7');
+    expect([selenoo.transcript_name, selenoo.protein_length]).toEqual(['SELENOO-201', 666]);
+    expect(selenoo.orf).toMatchObject({
+      matches_reference: false,
+      start_vs_reference: 'same',
+      stop_vs_reference: 'early',
+    });
+    // SELENOM-201 and -202: SQANTI3 finds no ORF, the annotation's CDS stays visible.
+    for (const id of ['ENST00000400299.6', 'ENST00000402395.5']) {
+      const selenom = record(id);
+      expect(selenom.transcript_name, id).toMatch(/^SELENOM-20[12]$/);
+      expect(selenom.orf, id).toBeNull();
+      expect(selenom.reference_cds, id).toMatchObject({ start: 31104970, end: 31107505, start_status: 'complete' });
+    }
     for (const id of ['ENST00000255882.11', 'ENST00000399562.9', 'ENST00000086933.3', 'ENST00000400521.7'])
       expect(validate('Isoform', record(id)), id).toEqual([]);
   });
