@@ -122,13 +122,39 @@ describe('core import of the demo release (real chr22 data)', () => {
     d.close();
   });
 
-  it('chooses the longest coding reference isoform as canonical when there are no tags (PRR5)', () => {
+  it('chooses the longest complete annotated CDS as canonical when there are no tags (PRR5, GSC2)', () => {
     const d = db();
-    const gene = d
-      .prepare("SELECT canonical_transcript_id, canonical_rule FROM genes WHERE gene_id = 'ENSG00000186654'")
-      .get();
-    // ENST00000403581.5 has ORF_length 412 (411 aa), the longest of PRR5's reference ORFs.
-    expect(gene).toEqual({ canonical_transcript_id: 'ENST00000403581.5', canonical_rule: 'longest_coding' });
+    const canonical = (geneId: string) =>
+      d.prepare('SELECT canonical_transcript_id, canonical_rule FROM genes WHERE gene_id = ?').get(geneId);
+    // ENST00000403581.5: GENCODE's CDS spans 1,236 nt of its exons (genePred), the longest of PRR5's.
+    expect(canonical('ENSG00000186654')).toEqual({
+      canonical_transcript_id: 'ENST00000403581.5',
+      canonical_rule: 'longest_annotated_cds',
+    });
+    // GSC2's only transcript has an annotated CDS that SQANTI3 calls non-coding: still the annotation's protein.
+    expect(canonical('ENSG00000063515')).toEqual({
+      canonical_transcript_id: 'ENST00000086933.3',
+      canonical_rule: 'longest_annotated_cds',
+    });
+    // 442 genes have a transcript with a complete annotated CDS (genePred cmpl/cmpl): all of them take
+    // the rule, and no gene with one falls back to a predicted or non-coding canonical.
+    const rules = Object.fromEntries(
+      (
+        d.prepare("SELECT canonical_rule, count(*) AS n FROM genes WHERE source = 'reference' GROUP BY 1").all() as {
+          canonical_rule: string;
+          n: number;
+        }[]
+      ).map((r) => [r.canonical_rule, r.n]),
+    );
+    expect(rules.longest_annotated_cds).toBe(442);
+    expect(
+      d
+        .prepare(
+          "SELECT count(*) FROM genes g JOIN isoforms i ON i.transcript_id = g.canonical_transcript_id WHERE g.canonical_rule != 'longest_annotated_cds' AND EXISTS (SELECT 1 FROM isoforms j WHERE j.gene_id = g.gene_id AND json_extract(j.reference_cds, '$.start_status') = 'complete' AND json_extract(j.reference_cds, '$.end_status') = 'complete')",
+        )
+        .pluck()
+        .get(),
+    ).toBe(0);
     expect(
       d
         .prepare("SELECT count(*) FROM genes WHERE source = 'reference' AND canonical_transcript_id IS NULL")
@@ -236,6 +262,32 @@ describe('core import of GENCODE v49 (names and tags from the GTF)', () => {
         expect(['3prime_partial', 'internal'], String(r.transcript_id)).toContain(r.orf_completeness);
     }
     expect(located.some((r) => r.orf_completeness === 'complete')).toBe(true);
+  });
+
+  it('states the GTF’s CDS with its stop codon as reference_cds, where the ORF is the same annotation', () => {
+    const rows = d
+      .prepare("SELECT transcript_id, orf_start, orf_end, reference_cds FROM isoforms WHERE orf_source = 'gtf'")
+      .all() as { transcript_id: string; orf_start: number; orf_end: number; reference_cds: string | null }[];
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) {
+      const cds = JSON.parse(r.reference_cds!);
+      expect([cds.start, cds.end, cds.source], r.transcript_id).toEqual([r.orf_start, r.orf_end, 'gtf']);
+    }
+    // RTL6-201: CDS features 54258–54974, stop_codon 54255–54257 (minus strand).
+    expect(
+      JSON.parse(
+        d
+          .prepare("SELECT reference_cds FROM isoforms WHERE transcript_id = 'ENST00000341255.4'")
+          .pluck()
+          .get() as string,
+      ),
+    ).toEqual({ start: 54255, end: 54974, start_status: 'complete', end_status: 'complete', source: 'gtf' });
+    expect(
+      d
+        .prepare("SELECT count(*) FROM isoforms WHERE transcript_type = 'lncRNA' AND reference_cds IS NOT NULL")
+        .pluck()
+        .get(),
+    ).toBe(0);
   });
 
   it('calls NMD from transcript_type and measures proteins from CDS features', () => {

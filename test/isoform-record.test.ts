@@ -79,7 +79,17 @@ describe('isoform records of the demo release', () => {
       transcript_end: 1288,
       completeness: 'complete',
       source: 'sqanti3',
+      matches_reference: true,
+      start_vs_reference: 'same',
+      stop_vs_reference: 'same',
       noncoding_biotype: false,
+    });
+    expect(iso.reference_cds).toEqual({
+      start: 21769204,
+      end: 21867440,
+      start_status: 'complete',
+      end_status: 'complete',
+      source: 'genepred',
     });
     expect(validate('Isoform', iso)).toEqual([]);
   });
@@ -129,6 +139,135 @@ describe('isoform records of the demo release', () => {
     expect((completeness.get('3prime_partial') ?? 0) + (completeness.get('internal') ?? 0)).toBe(109);
   });
 
+  it('every reference isoform states the genePred’s CDS; the ORF matches it exactly when their genomic ends are equal', () => {
+    const genePred = new Map<string, string[]>();
+    for (const l of lines(chr22('refAnnotation_gencode.v38.basic_chr22.genePred.gz'))) {
+      const f = l.split('\t');
+      genePred.set(f[0], f);
+    }
+    const status = { cmpl: 'complete', incmpl: 'incomplete', unk: 'unknown' } as Record<string, string>;
+    const counts = { annotated: 0, matching: 0, differing: 0, servedNoncoding: 0, predictedOnly: 0 };
+    const differing = new Map<string, number>();
+    for (const row of table(chr22(sets[0].cls))) {
+      const iso = record(row.isoform);
+      const f = genePred.get(row.isoform)!;
+      const [cdsStart, cdsEnd] = [Number(f[5]), Number(f[6])];
+      if (cdsStart === cdsEnd) {
+        expect(iso.reference_cds, row.isoform).toBeNull();
+        if (iso.orf) {
+          counts.predictedOnly++;
+          expect(iso.orf.matches_reference).toBeNull();
+        }
+        continue;
+      }
+      counts.annotated++;
+      const [left, right] = [status[f[12]], status[f[13]]];
+      expect(iso.reference_cds, row.isoform).toEqual({
+        start: cdsStart + 1,
+        end: cdsEnd,
+        start_status: f[2] === '+' ? left : right,
+        end_status: f[2] === '+' ? right : left,
+        source: 'genepred',
+      });
+      if (!iso.orf) {
+        counts.servedNoncoding++;
+        continue;
+      }
+      const same = iso.orf.start === cdsStart + 1 && iso.orf.end === cdsEnd;
+      expect(iso.orf.matches_reference, row.isoform).toBe(same);
+      if (same) counts.matching++;
+      else {
+        counts.differing++;
+        const key = `${iso.orf.start_vs_reference}/${iso.orf.stop_vs_reference}`;
+        differing.set(key, (differing.get(key) ?? 0) + 1);
+      }
+    }
+    // The issue's figures: 117 of the 1,295 transcripts coding in both differ, 59 are served non-coding.
+    expect(counts).toEqual({
+      annotated: 1354,
+      matching: 1178,
+      differing: 117,
+      servedNoncoding: 59,
+      predictedOnly: 294,
+    });
+    expect(Object.fromEntries(differing)).toEqual({
+      'upstream/same': 46,
+      'downstream/same': 15,
+      'downstream/late': 18,
+      'upstream/early': 17,
+      'same/early': 15,
+      'upstream/late': 5,
+      'downstream/early': 1,
+    });
+  });
+
+  it('the issue’s examples: extensions, a 5′-partial prediction, a served non-coding and selenoproteins cut early', () => {
+    const pi4ka = record('ENST00000255882.11');
+    expect(pi4ka.protein_length).toBe(2130);
+    expect(pi4ka.orf).toMatchObject({
+      matches_reference: false,
+      start_vs_reference: 'upstream',
+      stop_vs_reference: 'same',
+    });
+    // 2,102 aa annotated: the CDS with its stop codon spans 2,103 codons of the same exons.
+    const cds = pi4ka.reference_cds!;
+    expect(cds).toMatchObject({ start_status: 'complete', end_status: 'complete' });
+    const onExons = (s: number, e: number) =>
+      pi4ka.exons.reduce((n, x) => n + Math.max(0, Math.min(e, x.end) - Math.max(s, x.start) + 1), 0);
+    expect(onExons(cds.start, cds.end)).toBe(2103 * 3);
+
+    const c22orf39 = record('ENST00000399562.9');
+    expect(c22orf39.protein_length).toBe(175);
+    expect(c22orf39.orf).toMatchObject({ completeness: '5prime_partial', matches_reference: false });
+    expect(c22orf39.reference_cds).toMatchObject({ start_status: 'complete', end_status: 'complete' });
+
+    const gsc2 = record('ENST00000086933.3');
+    expect(gsc2.coding).toBe(false);
+    expect(gsc2.orf).toBeNull();
+    expect(gsc2.reference_cds).toEqual({
+      start: 19148991,
+      end: 19150283,
+      start_status: 'complete',
+      end_status: 'complete',
+      source: 'genepred',
+    });
+
+    // TXNRD2: 522 aa predicted, 524 annotated: the prediction stops at the selenocysteine codon.
+    const txnrd2 = record('ENST00000400521.7');
+    expect(txnrd2.protein_length).toBe(522);
+    expect(txnrd2.orf).toMatchObject({
+      completeness: 'complete',
+      matches_reference: false,
+      start_vs_reference: 'same',
+      stop_vs_reference: 'early',
+    });
+    // SELENOO-201: 666 aa predicted, 669 annotated (its CDS spans 670 codons with the stop).
+    const selenoo = record('ENST00000380903.7');
+    expect([selenoo.transcript_name, selenoo.protein_length]).toEqual(['SELENOO-201', 666]);
+    expect(selenoo.orf).toMatchObject({
+      matches_reference: false,
+      start_vs_reference: 'same',
+      stop_vs_reference: 'early',
+    });
+    // SELENOM-201 and -202: SQANTI3 finds no ORF, the annotation's CDS stays visible.
+    for (const id of ['ENST00000400299.6', 'ENST00000402395.5']) {
+      const selenom = record(id);
+      expect(selenom.transcript_name, id).toMatch(/^SELENOM-20[12]$/);
+      expect(selenom.orf, id).toBeNull();
+      expect(selenom.reference_cds, id).toMatchObject({ start: 31104970, end: 31107505, start_status: 'complete' });
+    }
+    for (const id of ['ENST00000255882.11', 'ENST00000399562.9', 'ENST00000086933.3', 'ENST00000400521.7'])
+      expect(validate('Isoform', record(id)), id).toEqual([]);
+  });
+
+  it('long-read isoforms state no reference CDS and no comparison with one', () => {
+    for (const row of table(chr22(sets[1].cls)).slice(0, 500)) {
+      const iso = record(row.isoform);
+      expect(iso.reference_cds, row.isoform).toBeNull();
+      if (iso.orf) expect(iso.orf.matches_reference, row.isoform).toBeNull();
+    }
+  });
+
   it('long-read isoforms carry SQANTI3 QC as the classification has it; reference isoforms none', () => {
     const flag = (v: string, yes = 'TRUE', no = 'FALSE') => (v === yes ? true : v === no ? false : null);
     const int = (v: string) => (v === 'NA' ? null : Number(v));
@@ -165,6 +304,33 @@ describe('isoform records of the demo release', () => {
       const iso = JSON.parse(readFileSync(join(tree(), f), 'utf8')) as IsoformBody;
       expect(iso.expression_source === null, f).toBe(iso.expression_tpm === null);
     }
+  });
+
+  it('the long-read TPM is the mean of two kallisto replicates, and expression_source says so', () => {
+    const rep1 = new Map(table(chr22('UHR_Rep1_chr22_abundance.tsv.gz')).map((r) => [r.target_id, Number(r.tpm)]));
+    let differ = 0;
+    for (const row of table(chr22(sets[1].cls))) {
+      const [mean, first] = [Number(row.iso_exp), rep1.get(row.isoform)!];
+      if (Math.abs(mean - first) > 1e-3) differ++;
+      // (Rep1 + Rep2) / 2 = iso_exp leaves a second replicate of 2 · iso_exp − Rep1, a TPM: never negative.
+      expect(2 * mean - first, row.isoform).toBeGreaterThan(-1e-3);
+    }
+    expect(differ).toBe(2593);
+    expect(record('PB.3796.1').expression_source).toMatch(/mean TPM of two kallisto quantifications/);
+  });
+
+  it('noncoding_biotype: a transcript whose gene GENCODE annotates a CDS is never flagged by NCBI’s gene type', () => {
+    // NCBI Gene files these GENCODE protein-coding readthroughs and USP41 as ncRNA or pseudo.
+    for (const id of ['ENST00000358654.2', 'ENST00000453634.5', 'ENST00000455843.5', 'ENST00000292729.12']) {
+      const iso = record(id);
+      expect(iso.reference_cds, id).not.toBeNull();
+      expect(iso.orf!.noncoding_biotype, id).toBe(false);
+    }
+    const flagged = fg
+      .sync('api/v1/isoforms/ENST*.json', { cwd: tree() })
+      .map((f) => JSON.parse(readFileSync(join(tree(), f), 'utf8')) as IsoformBody)
+      .filter((i) => i.orf?.noncoding_biotype === true);
+    expect(flagged.filter((i) => i.reference_cds !== null)).toEqual([]);
   });
 
   it('chooses a complete ORF as canonical over a longer partial one (CENPM)', () => {

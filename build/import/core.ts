@@ -6,6 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { readGtf } from './gtf.js';
 import { readSqantiClassification } from './sqanti.js';
 import { readProteinFasta } from './fasta.js';
+import { readGenePred } from './gene-pred.js';
 import { sha256File } from './input.js';
 import { readJsonConfig } from '../common/json-config.js';
 import { assembleReference } from './reference.js';
@@ -20,6 +21,8 @@ const InputSet = Type.Object(
     gtf: Type.String(),
     classification: Type.Optional(Type.String()),
     fasta: Type.Optional(Type.String()),
+    /** genePred-extended file of the same transcripts: the annotation's own CDS (reference set only). */
+    gene_pred: Type.Optional(Type.String()),
     source: Type.String(),
     version: Type.Optional(Type.String()),
     description: Type.Optional(Type.String()),
@@ -50,10 +53,11 @@ export type CoreConfig = Static<typeof CoreConfigSchema>;
 export function loadCoreConfig(path: string): CoreConfig {
   const config = readJsonConfig<CoreConfig>(path, CoreConfigSchema, 'release config');
   const base = dirname(resolve(path));
-  const fix = (set: { gtf: string; classification?: string; fasta?: string }) => {
+  const fix = (set: { gtf: string; classification?: string; fasta?: string; gene_pred?: string }) => {
     set.gtf = resolve(base, set.gtf);
     if (set.classification) set.classification = resolve(base, set.classification);
     if (set.fasta) set.fasta = resolve(base, set.fasta);
+    if (set.gene_pred) set.gene_pred = resolve(base, set.gene_pred);
   };
   fix(config.reference);
   if (config.long_read) fix(config.long_read);
@@ -70,15 +74,17 @@ export interface CoreSummary {
 }
 
 async function readSet(set: CoreConfig['reference']) {
-  const [gtf, classification, fasta] = await Promise.all([
+  const [gtf, classification, fasta, genePred] = await Promise.all([
     readGtf(set.gtf),
     set.classification ? readSqantiClassification(set.classification) : null,
     set.fasta ? readProteinFasta(set.fasta) : null,
+    set.gene_pred ? readGenePred(set.gene_pred) : null,
   ]);
   return {
     gtf,
     classification: classification && set.classification ? { file: set.classification, rows: classification } : null,
     fasta: fasta && set.fasta ? { file: set.fasta, sequences: fasta.sequences, stops: fasta.stops } : null,
+    genePred: genePred && set.gene_pred ? { file: set.gene_pred, transcripts: genePred } : null,
     expressionSource: set.classification ? (set.expression ?? `${set.source}: SQANTI3 iso_exp`) : null,
   };
 }
@@ -128,6 +134,7 @@ const ISOFORM_COLUMNS = [
   'orf_transcript_end',
   'orf_completeness',
   'orf_source',
+  'reference_cds',
   'qc',
 ] as const;
 
@@ -139,7 +146,7 @@ function insertStatement(db: Db, table: string, columns: readonly string[]) {
 
 function toRow(iso: IsoformRecord) {
   const bool = (b: boolean | null) => (b === null ? null : b ? 1 : 0);
-  const { orf, ...rest } = iso;
+  const { orf, reference_cds, ...rest } = iso;
   return {
     ...rest,
     associated_genes: JSON.stringify(iso.associated_genes),
@@ -153,6 +160,7 @@ function toRow(iso: IsoformRecord) {
     orf_transcript_end: orf?.transcript_end ?? null,
     orf_completeness: orf?.completeness ?? null,
     orf_source: orf?.source ?? null,
+    reference_cds: reference_cds ? JSON.stringify(reference_cds) : null,
     qc: iso.qc ? JSON.stringify(iso.qc) : null,
   };
 }
@@ -161,7 +169,7 @@ async function recordSources(db: Db, track: string, set: CoreConfig['reference']
   const insert = db.prepare(
     'INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   );
-  for (const file of [set.gtf, set.classification, set.fasta]) {
+  for (const file of [set.gtf, set.classification, set.fasta, set.gene_pred]) {
     if (file)
       insert.run(
         track,

@@ -22,8 +22,9 @@ export interface GtfTranscript {
   exons: [number, number][];
   /** Sum of CDS lengths (nt); GENCODE CDS features exclude the stop codon. */
   cdsLength: number;
-  /** Genomic span of the CDS features and the stop codon feature, when the GTF has them. */
-  cds: { start: number; end: number; stopCodon: boolean } | null;
+  /** Genomic span of the CDS features and the stop codon feature, when the GTF has them; whether it
+   * has a start_codon and a stop_codon feature. */
+  cds: { start: number; end: number; startCodon: boolean; stopCodon: boolean } | null;
   line: number;
 }
 
@@ -72,7 +73,14 @@ export async function readGtf(path: string): Promise<Gtf> {
   const genes = new Map<string, GtfGene>();
   const exons = new Map<
     string,
-    { exons: [number, number][]; cds: number; cdsSpan: [number, number] | null; stopCodon: boolean; line: number }
+    {
+      exons: [number, number][];
+      cds: number;
+      cdsSpan: [number, number] | null;
+      startCodon: boolean;
+      stopCodon: boolean;
+      line: number;
+    }
   >();
 
   for await (const [line, text] of readLines(path)) {
@@ -128,13 +136,18 @@ export async function readGtf(path: string): Promise<Gtf> {
         cds: null,
         line,
       });
-    } else if (feature === 'exon' || feature === 'CDS' || feature === 'stop_codon') {
+    } else if (feature === 'exon' || feature === 'CDS' || feature === 'start_codon' || feature === 'stop_codon') {
       const transcriptId = need('transcript_id');
       let acc = exons.get(transcriptId);
-      if (!acc) exons.set(transcriptId, (acc = { exons: [], cds: 0, cdsSpan: null, stopCodon: false, line }));
+      if (!acc)
+        exons.set(
+          transcriptId,
+          (acc = { exons: [], cds: 0, cdsSpan: null, startCodon: false, stopCodon: false, line }),
+        );
       if (feature === 'exon') acc.exons.push([start, end]);
       else {
         if (feature === 'CDS') acc.cds += end - start + 1;
+        else if (feature === 'start_codon') acc.startCodon = true;
         else acc.stopCodon = true;
         acc.cdsSpan = acc.cdsSpan ? [Math.min(acc.cdsSpan[0], start), Math.max(acc.cdsSpan[1], end)] : [start, end];
       }
@@ -159,7 +172,9 @@ export async function readGtf(path: string): Promise<Gtf> {
     t.exonCount = ordered.length;
     t.length = ordered.reduce((sum, [s, e]) => sum + e - s + 1, 0);
     t.cdsLength = acc.cds;
-    t.cds = acc.cdsSpan ? { start: acc.cdsSpan[0], end: acc.cdsSpan[1], stopCodon: acc.stopCodon } : null;
+    t.cds = acc.cdsSpan
+      ? { start: acc.cdsSpan[0], end: acc.cdsSpan[1], startCodon: acc.startCodon, stopCodon: acc.stopCodon }
+      : null;
   }
   // A transcript line without exon lines happens in region-clipped subsets (the GENCODE v49 sample
   // has 7): take the transcript as one exon spanning its line rather than dropping a real record.

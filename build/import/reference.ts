@@ -1,15 +1,19 @@
 // Reference isoforms (GENCODE): GTF for structure and names, optional SQANTI3 classification for the
-// ORF and NMD call, optional protein FASTA for the sequence.
+// ORF and NMD call, optional protein FASTA for the sequence, optional genePred for the annotated CDS.
+import type { GenePredTranscript } from './gene-pred.js';
 import type { Gtf, GtfTranscript } from './gtf.js';
 import { InputError } from './input.js';
 import type { SqantiRow } from './sqanti.js';
 import { orfFromGtf, orfFromSqanti } from './orf.js';
+import { referenceCdsFromGenePred, referenceCdsFromGtf } from './reference-cds.js';
 import { unversioned, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
 
 export interface ReferenceInputs {
   gtf: Gtf;
   classification: { file: string; rows: Map<string, SqantiRow> } | null;
   fasta: { file: string; sequences: Map<string, string>; stops: Set<string> } | null;
+  /** The annotation's own CDS of each transcript; without it, the GTF's CDS features give it. */
+  genePred?: { file: string; transcripts: Map<string, GenePredTranscript> } | null;
   /** What the classification's iso_exp is (the quantification); null without a classification. */
   expressionSource: string | null;
 }
@@ -31,7 +35,7 @@ function nmdCall(
 }
 
 export function assembleReference(inputs: ReferenceInputs, genes: Map<string, GeneRecord>): IsoformRecord[] {
-  const { gtf, classification, fasta, expressionSource } = inputs;
+  const { gtf, classification, fasta, expressionSource, genePred = null } = inputs;
   const gtfHasCds = [...gtf.transcripts.values()].some((t) => t.cdsLength > 0);
 
   for (const [id, row] of classification?.rows ?? []) {
@@ -47,6 +51,10 @@ export function assembleReference(inputs: ReferenceInputs, genes: Map<string, Ge
   for (const id of fasta?.sequences.keys() ?? []) {
     if (!gtf.transcripts.has(id))
       throw new InputError(fasta!.file, null, `sequence ${id} is not a transcript of ${gtf.file}`);
+  }
+  for (const [id, entry] of genePred?.transcripts ?? []) {
+    if (!gtf.transcripts.has(id))
+      throw new InputError(genePred!.file, entry.line, `transcript ${id} is not a transcript of ${gtf.file}`);
   }
 
   const isoforms: IsoformRecord[] = [];
@@ -122,6 +130,7 @@ export function assembleReference(inputs: ReferenceInputs, genes: Map<string, Ge
       tags: t.tags,
       exons: t.exons,
       orf,
+      reference_cds: genePred ? referenceCdsFromGenePred(t, genePred) : referenceCdsFromGtf(t),
       // SQANTI3's QC compares a long read with the reference; a reference transcript compared with
       // itself says nothing, so reference isoforms carry none.
       qc: null,

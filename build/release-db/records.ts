@@ -11,7 +11,13 @@ export interface GeneRecord {
   start: number;
   end: number;
   canonical_transcript_id: string | null;
-  canonical_rule: 'MANE_Select' | 'Ensembl_canonical' | 'longest_coding' | 'longest_transcript' | null;
+  canonical_rule:
+    | 'MANE_Select'
+    | 'Ensembl_canonical'
+    | 'longest_annotated_cds'
+    | 'longest_coding'
+    | 'longest_transcript'
+    | null;
 }
 
 /** What a gene-info source says about a gene (table gene_info; null / empty where it says nothing). */
@@ -53,7 +59,25 @@ export interface IsoformRecord {
   /** [start, end] of each exon (genomic, 1-based, inclusive), 5′ to 3′. */
   exons: [number, number][];
   orf: OrfRecord | null;
+  /** The CDS the reference annotation states for this transcript (reference isoforms with an annotated
+   * CDS); absent or null otherwise. */
+  reference_cds?: ReferenceCds | null;
   qc: SqantiQc | null;
+}
+
+/** How an end of an annotated CDS is known: genePred's cmpl / incmpl / unk, GENCODE's start_codon /
+ * stop_codon features and cds_start_NF / cds_end_NF tags. */
+export type CdsEndStatus = 'complete' | 'incomplete' | 'unknown';
+
+/** The coding sequence a reference annotation states for a transcript. */
+export interface ReferenceCds {
+  /** Genomic bounds, 1-based inclusive, start ≤ end whatever the strand; the stop codon included. */
+  start: number;
+  end: number;
+  /** The start codon's end (5′ on the transcript) and the stop codon's end (3′). */
+  start_status: CdsEndStatus;
+  end_status: CdsEndStatus;
+  source: 'genepred' | 'gtf';
 }
 
 /** 5′ partial: no start codon (the protein does not begin with M); 3′ partial: no stop codon;

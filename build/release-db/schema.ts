@@ -1,7 +1,7 @@
 // The release database: the one place where curated inputs meet. Importers write it, the renderer
 // reads it. Documented column by column in data/README.md.
 
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 export const DDL = `
 PRAGMA foreign_keys = ON;
@@ -35,7 +35,7 @@ CREATE TABLE genes (
   start             INTEGER NOT NULL CHECK (start >= 1),
   end               INTEGER NOT NULL CHECK (end >= start),
   canonical_transcript_id TEXT REFERENCES isoforms (transcript_id) DEFERRABLE INITIALLY DEFERRED,
-  canonical_rule    TEXT CHECK (canonical_rule IN ('MANE_Select', 'Ensembl_canonical', 'longest_coding', 'longest_transcript'))
+  canonical_rule    TEXT CHECK (canonical_rule IN ('MANE_Select', 'Ensembl_canonical', 'longest_annotated_cds', 'longest_coding', 'longest_transcript'))
 );
 CREATE INDEX genes_symbol ON genes (symbol COLLATE NOCASE);
 
@@ -82,6 +82,7 @@ CREATE TABLE isoforms (
   orf_transcript_end        INTEGER,
   orf_completeness          TEXT CHECK (orf_completeness IN ('complete', '5prime_partial', '3prime_partial', 'internal')),
   orf_source                TEXT CHECK (orf_source IN ('sqanti3', 'gtf')),
+  reference_cds             TEXT,                  -- JSON of the annotation's own CDS (records.ts ReferenceCds); reference isoforms
   qc                        TEXT,                  -- JSON of SQANTI3 quality attributes (long-read isoforms)
   CHECK ((orf_start IS NULL) = (orf_completeness IS NULL)),
   CHECK (orf_end >= orf_start AND orf_transcript_end >= orf_transcript_start),

@@ -7,17 +7,22 @@ import {
   type GeneRecord,
   type IsoformRecord,
   type OrfRecord,
+  type ReferenceCds,
   type SqantiQc,
 } from '../release-db/records.js';
 
-/** A gene with what the gene-info import says about it. */
-export type GeneRow = GeneRecord & GeneInfo;
+/** A gene with what the gene-info import says about it, and whether the reference annotates a CDS
+ * for any of its transcripts (GENCODE's word that it is protein-coding where the GTF has no types). */
+export type GeneRow = GeneRecord & GeneInfo & { has_annotated_cds?: boolean };
 
 /** An isoform as every renderer needs it: the stored columns less the bulky ones only the isoform
  * record shows (IsoformDetail, read one isoform at a time) and the NMD source, a name that is always
  * set by now, and what the renderer derives. */
 export interface IsoformRow
-  extends Omit<IsoformRecord, 'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source' | 'exons' | 'orf' | 'qc'> {
+  extends Omit<
+    IsoformRecord,
+    'transcript_name' | 'protein_sequence' | 'nmd' | 'nmd_source' | 'exons' | 'orf' | 'reference_cds' | 'qc'
+  > {
   transcript_name: string;
   canonical: boolean;
   has_structure: boolean;
@@ -36,11 +41,21 @@ const METRICS = Object.entries(Metrics.properties).map(([name, schema]) => ({
 export function loadGenes(db: Db): GeneRow[] {
   const rows = db
     .prepare(
-      `SELECT g.*, i.name, coalesce(i.synonyms, '[]') AS synonyms, i.gene_type, i.ncbi_gene_id, i.hgnc_id, coalesce(i.uniprot_ids, '[]') AS uniprot_ids
+      `SELECT g.*, i.name, coalesce(i.synonyms, '[]') AS synonyms, i.gene_type, i.ncbi_gene_id, i.hgnc_id, coalesce(i.uniprot_ids, '[]') AS uniprot_ids,
+              EXISTS (SELECT 1 FROM isoforms x WHERE x.gene_id = g.gene_id AND x.reference_cds IS NOT NULL) AS has_annotated_cds
        FROM genes g LEFT JOIN gene_info i USING (gene_id) ORDER BY gene_id`,
     )
-    .all() as (Omit<GeneRow, 'synonyms' | 'uniprot_ids'> & { synonyms: string; uniprot_ids: string })[];
-  return rows.map((g) => ({ ...g, synonyms: JSON.parse(g.synonyms), uniprot_ids: JSON.parse(g.uniprot_ids) }));
+    .all() as (Omit<GeneRow, 'synonyms' | 'uniprot_ids' | 'has_annotated_cds'> & {
+    synonyms: string;
+    uniprot_ids: string;
+    has_annotated_cds: number;
+  })[];
+  return rows.map((g) => ({
+    ...g,
+    synonyms: JSON.parse(g.synonyms),
+    uniprot_ids: JSON.parse(g.uniprot_ids),
+    has_annotated_cds: g.has_annotated_cds === 1,
+  }));
 }
 
 export function loadIsoforms(db: Db): IsoformRow[] {
@@ -95,13 +110,14 @@ export interface IsoformDetail {
   protein_sequence: string | null;
   exons: [number, number][];
   orf: OrfRecord | null;
+  reference_cds: ReferenceCds | null;
   qc: SqantiQc | null;
 }
 
 /** Reads one isoform's detail at a time, so the whole release's sequences never sit in memory. */
 export function isoformDetails(db: Db): (transcriptId: string) => IsoformDetail {
   const stmt = db.prepare(
-    `SELECT protein_sequence, exons, orf_start, orf_end, orf_transcript_start, orf_transcript_end, orf_completeness, orf_source, qc
+    `SELECT protein_sequence, exons, orf_start, orf_end, orf_transcript_start, orf_transcript_end, orf_completeness, orf_source, reference_cds, qc
      FROM isoforms WHERE transcript_id = ?`,
   );
   return (transcriptId) => {
@@ -120,6 +136,7 @@ export function isoformDetails(db: Db): (transcriptId: string) => IsoformDetail 
               completeness: r.orf_completeness as OrfRecord['completeness'],
               source: r.orf_source as OrfRecord['source'],
             },
+      reference_cds: r.reference_cds === null ? null : JSON.parse(r.reference_cds as string),
       qc: r.qc === null ? null : JSON.parse(r.qc as string),
     };
   };

@@ -4,6 +4,7 @@ import { links, linksBelow } from '../../edge/contract/tree.js';
 import { routes } from '../../edge/contract/routes.js';
 import type { IsoformBody, IsoformSummaryBody } from '../../edge/contract/schemas.js';
 import type { GeneRow, IsoformDetail, IsoformRow } from './core-rows.js';
+import { compareWithReference } from './orf-vs-reference.js';
 
 const ISOFORM_ROUTE = routes.find((r) => r.id === 'isoform')!;
 
@@ -43,15 +44,20 @@ const CODING_BIOTYPES = new Set([
 const UNSAYING_BIOTYPES = new Set(['other', 'unknown', 'biological-region']);
 
 /** Whether a predicted ORF sits on a non-coding biotype: the transcript's own type where the GTF
- * gives one, else its gene's (GENCODE's, else the gene-info source's); null when none is known. An ORF the annotation states is not a
- * prediction, so never flagged. */
+ * gives one, else its gene's GENCODE type; where the GTF has no types, a CDS the reference annotates
+ * for the transcript or its gene says coding, and only a gene without one falls back to the gene-info
+ * source's type (NCBI calls some GENCODE protein-coding readthroughs ncRNA); null when none is known.
+ * An ORF the annotation states is not a prediction, so never flagged. */
 export function onNoncodingBiotype(
   iso: Pick<IsoformRow, 'transcript_type'>,
-  gene: Pick<GeneRow, 'biotype' | 'gene_type'>,
+  gene: Pick<GeneRow, 'biotype' | 'gene_type' | 'has_annotated_cds'>,
   orfSource: 'sqanti3' | 'gtf',
+  annotatedCds = false,
 ): boolean | null {
   if (orfSource === 'gtf') return false;
-  const biotype = iso.transcript_type ?? gene.biotype ?? gene.gene_type;
+  const gencode = iso.transcript_type ?? gene.biotype;
+  if (gencode === null && (annotatedCds || gene.has_annotated_cds)) return false;
+  const biotype = gencode ?? gene.gene_type;
   return biotype === null || UNSAYING_BIOTYPES.has(biotype) ? null : !CODING_BIOTYPES.has(biotype);
 }
 
@@ -78,7 +84,18 @@ export function isoformRecord(iso: IsoformRow, gene: GeneRow, detail: IsoformDet
     coding: iso.coding,
     protein_length: iso.protein_length,
     protein_sequence: detail.protein_sequence,
-    orf: detail.orf && { ...detail.orf, noncoding_biotype: onNoncodingBiotype(iso, gene, detail.orf.source) },
+    orf: detail.orf && {
+      ...detail.orf,
+      ...compareWithReference(detail.orf, detail.reference_cds, iso.strand),
+      noncoding_biotype: onNoncodingBiotype(iso, gene, detail.orf.source, detail.reference_cds !== null),
+    },
+    reference_cds: detail.reference_cds && {
+      start: detail.reference_cds.start,
+      end: detail.reference_cds.end,
+      start_status: detail.reference_cds.start_status,
+      end_status: detail.reference_cds.end_status,
+      source: detail.reference_cds.source,
+    },
     canonical: iso.canonical,
     expression_tpm: iso.expression_tpm,
     expression_source: iso.expression_source,

@@ -74,10 +74,14 @@ export const CanonicalRule = Type.Union(
   [
     Type.Literal('MANE_Select'),
     Type.Literal('Ensembl_canonical'),
+    Type.Literal('longest_annotated_cds'),
     Type.Literal('longest_coding'),
     Type.Literal('longest_transcript'),
   ],
-  { description: 'Which rule chose the canonical isoform (see the README: canonical isoform).' },
+  {
+    description:
+      'Which rule chose the canonical isoform, tried in this order: MANE_Select, the transcript with that GTF tag; Ensembl_canonical, the one with that tag; longest_annotated_cds, the longest CDS the reference annotates with both its start and stop codon (reference_cds), whatever the ORF prediction says; longest_coding, the longest predicted protein, a complete ORF before a partial one; longest_transcript, the longest reference transcript of a gene with no protein. Long-read isoforms are never canonical.',
+  },
 );
 
 export const Xref = Type.Object(
@@ -204,18 +208,72 @@ export const Orf = Type.Object(
     ),
     source: Type.Union([Type.Literal('sqanti3'), Type.Literal('gtf')], {
       description:
-        "sqanti3: SQANTI3's ORF prediction (GeneMarkS-T) on the transcript sequence; gtf: the annotation's CDS features",
+        "sqanti3: SQANTI3's ORF prediction on the transcript sequence (TransDecoder2 in the SQANTI3 version of the demo data; its protein FASTA headers carry TransDecoder's ID.p1 ORF names), which may differ from the annotated CDS (matches_reference); gtf: the annotation's CDS features",
       examples: ['sqanti3'],
     }),
+    matches_reference: Nullable(
+      Type.Boolean({
+        description:
+          "true: this ORF's genomic start and end equal the isoform's reference_cds (both include the stop codon), so on this transcript's exons it is the annotated CDS, in the same frame, and encodes the annotated protein; false: they differ (start_vs_reference and stop_vs_reference say where). null: no reference_cds (long-read isoforms, or no CDS annotated).",
+        examples: [true],
+      }),
+    ),
+    start_vs_reference: Nullable(
+      Type.Union([Type.Literal('same'), Type.Literal('upstream'), Type.Literal('downstream')], {
+        description:
+          "Where this ORF's 5′ end (its start codon's first base) lies against reference_cds's, along the transcript 5′ to 3′: upstream, an N-terminal extension or a start further 5′; downstream, an N-terminal truncation. null without a reference_cds.",
+        examples: ['same'],
+      }),
+    ),
+    stop_vs_reference: Nullable(
+      Type.Union([Type.Literal('same'), Type.Literal('early'), Type.Literal('late')], {
+        description:
+          "Where this ORF's 3′ end lies against reference_cds's, along the transcript 5′ to 3′: early, the ORF ends before the annotated stop codon, as where a selenoprotein's selenocysteine UGA is read as a stop (such an ORF is complete on the transcript but not the annotated protein); late, it runs past it. null without a reference_cds.",
+        examples: ['same'],
+      }),
+    ),
     noncoding_biotype: Nullable(
       Type.Boolean({
         description:
-          'true: the ORF is a prediction on a transcript whose reference biotype (its transcript type, else its gene’s) is non-coding, such as a pseudogene or lncRNA; read the protein as a possibility, not an annotated product. null: the biotype is unknown.',
+          'true: the ORF is a prediction on a transcript whose reference biotype is non-coding, such as a pseudogene or lncRNA; read the protein as a possibility, not an annotated product. The biotype is the transcript’s GENCODE type, else its gene’s; where the GTF has no types, a CDS the reference annotates for the transcript (reference_cds) or for any transcript of its gene makes it coding, and only a gene with none takes the gene-info source’s type (NCBI Gene’s). false: coding, or the ORF is the annotation’s own. null: the biotype is unknown.',
         examples: [false],
       }),
     ),
   },
   { $id: 'Orf', additionalProperties: false, description: 'The open reading frame that encodes protein_sequence' },
+);
+
+export const ReferenceCds = Type.Object(
+  {
+    start: Type.Integer({
+      minimum: 1,
+      description:
+        'Genomic start of the annotated CDS, 1-based inclusive (start ≤ end on either strand); the stop codon is included, as a genePred states it (a GTF’s CDS features exclude it, its stop_codon feature adds it)',
+      examples: [21769204],
+    }),
+    end: Type.Integer({ minimum: 1, examples: [21867440] }),
+    start_status: Type.Union([Type.Literal('complete'), Type.Literal('incomplete'), Type.Literal('unknown')], {
+      description:
+        'Whether the annotation has the start codon (the 5′ end on the transcript, whatever the strand): genePred cdsStartStat/cdsEndStat cmpl, incmpl, unk; in a GTF, a start_codon feature (complete) or the cds_start_NF tag (incomplete)',
+      examples: ['complete'],
+    }),
+    end_status: Type.Union([Type.Literal('complete'), Type.Literal('incomplete'), Type.Literal('unknown')], {
+      description:
+        'Whether the annotation has the stop codon (the 3′ end): genePred cmpl, incmpl, unk; in a GTF, a stop_codon feature (complete) or the cds_end_NF tag (incomplete)',
+      examples: ['complete'],
+    }),
+    source: Type.Union([Type.Literal('genepred'), Type.Literal('gtf')], {
+      description:
+        "genepred: the reference's genePred-extended file (cdsStart, cdsEnd, cdsStartStat, cdsEndStat); gtf: its GTF's CDS, start_codon and stop_codon features",
+      examples: ['genepred'],
+    }),
+  },
+  {
+    $id: 'ReferenceCds',
+    additionalProperties: false,
+    description:
+      'The coding sequence the reference annotation states for this transcript, beside the predicted orf; it may differ from it (orf.matches_reference)',
+  },
 );
 
 export const SqantiQc = Type.Object(
@@ -340,13 +398,21 @@ export const Isoform = Type.Object(
       }),
     ),
     orf: Nullable(Type.Ref('Orf')),
+    reference_cds: Nullable(
+      Type.Ref('ReferenceCds', {
+        description:
+          'The CDS the reference annotation states for this transcript, kept where no ORF was predicted; null where it annotates none, and for long-read isoforms',
+      }),
+    ),
     canonical: Type.Boolean(),
     expression_tpm: Nullable(Type.Number({ minimum: 0 })),
     expression_source: Nullable(
       Type.String({
         description:
           'The quantification expression_tpm comes from. Each quantification is normalized on its own (its TPMs sum to 10^6), so compare TPMs only between isoforms with the same source.',
-        examples: ['UHR short reads (kallisto) against GENCODE v38 basic, via SQANTI3 iso_exp'],
+        examples: [
+          'long-read quantification: SQANTI3 iso_exp of the PacBio run, the mean TPM of two kallisto quantifications of UHR short-read replicates over the 3,925 PacBio isoforms',
+        ],
       }),
     ),
     tags: Type.Array(Type.String()),
@@ -683,6 +749,7 @@ export const schemas = {
   IsoformPage,
   Exon,
   Orf,
+  ReferenceCds,
   SqantiQc,
   Isoform,
   Domain,
@@ -715,10 +782,12 @@ export type IsoformPageBody = Omit<Static<typeof IsoformPage>, 'items'> & { item
 export type ExonBody = Static<typeof Exon>;
 export type OrfBody = Static<typeof Orf>;
 export type SqantiQcBody = Static<typeof SqantiQc>;
-export type IsoformBody = Omit<Static<typeof Isoform>, 'metrics' | 'exons' | 'orf' | 'qc'> & {
+export type ReferenceCdsBody = Static<typeof ReferenceCds>;
+export type IsoformBody = Omit<Static<typeof Isoform>, 'metrics' | 'exons' | 'orf' | 'reference_cds' | 'qc'> & {
   metrics: MetricsBody;
   exons: ExonBody[];
   orf: OrfBody | null;
+  reference_cds: ReferenceCdsBody | null;
   qc: SqantiQcBody | null;
 };
 export type DomainBody = Static<typeof Domain> & { provenance: 'real' | 'generated' };
