@@ -12,6 +12,9 @@ export interface GeneRecord {
   end: number;
   canonical_transcript_id: string | null;
   canonical_rule: 'MANE_Select' | 'Ensembl_canonical' | 'longest_coding' | 'longest_transcript' | null;
+  /** The HGNC id the reference annotation gives the gene (GENCODE GTF `hgnc_id`); set by the core
+   * import after assembly. */
+  hgnc_id?: string | null;
 }
 
 /** What a gene-info source says about a gene (table gene_info; null / empty where it says nothing). */
