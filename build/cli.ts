@@ -194,7 +194,14 @@ export function program(): Command {
       let line = '';
       await updateReleaseDb(o.db, async (db) => {
         const s = await importGeneInfo(db, o);
-        line = `imported gene info (${s.format} format) for ${s.genes} genes from ${o.file} into ${o.db}; ${s.unmatched} rows name no gene of the release${s.ambiguous.length ? `; ${s.ambiguous.length} genes named by several rows left without (e.g. ${s.ambiguous.slice(0, 3).join(', ')})` : ''}`;
+        line = `imported gene info (${s.format} format) for ${s.genes} genes from ${o.file} into ${o.db}; ${s.unmatched} rows name no gene of the release${s.ambiguous.length ? `; ${s.ambiguous.length} genes named by several rows left without (e.g. ${s.ambiguous.slice(0, 3).join(', ')})` : ''}${
+          s.refused.length
+            ? `; ${s.refused.length} rows refused for contradicting the annotation (e.g. ${s.refused
+                .slice(0, 3)
+                .map((r) => `${r.gene_id} ${r.symbol}: ${r.reason}`)
+                .join(', ')})`
+            : ''
+        }`;
       });
       log.info(line);
     });

@@ -76,10 +76,10 @@ export async function buildDemo(
       source: 'org.Hs.eg.db (Bioconductor)',
       version: '3.16.0 (NCBI Gene 2022-09-12, UniProt 2022-09-23)',
       description:
-        "Names, aliases, NCBI gene types and UniProt accessions of the demo's genes, by Ensembl id, else by symbol (data/gene-info/extract.sh)",
+        "Names, aliases, NCBI gene types and UniProt accessions of the demo's genes, by Ensembl id, else by symbol; records that contradict the annotation (another chromosome, linked to another gene, another gene's symbol) left out (data/gene-info/extract.sh)",
     });
     log.info(
-      `imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without)`,
+      `imported gene info for ${info.genes} genes (${info.ambiguous.length} named by several records left without; ${info.refused.length} records refused for contradicting the annotation)`,
     );
     log.info(
       `imported ${n} real pVACseq neoantigens (${real.unmapped} on transcripts not in the release; ${describeWildTypeCheck(real.check)})`,

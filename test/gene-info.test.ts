@@ -9,10 +9,12 @@ import Database from 'better-sqlite3';
 import type { GeneBody, IsoformBody } from '../edge/contract/schemas.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { importGeneInfo, readGeneInfo } from '../build/import/gene-info.js';
+import { checkAgreement } from '../build/import/xref-agreement.js';
 import { InputError } from '../build/import/input.js';
 import { validate } from './helpers/schemas.js';
 
 const EXTRACT = join(__dirname, '../data/gene-info/org.Hs.eg.db.chr22.tsv.gz');
+const GTF = join(__dirname, '../data/chr22/gencode.v38.basic_chr22_corrected.gtf.gz');
 const tree = () => inject('demoTree');
 const json = <T>(path: string) => JSON.parse(readFileSync(join(tree(), path), 'utf8')) as T;
 
@@ -24,6 +26,34 @@ function extractRows(): Record<string, string>[] {
     .split('\n')
     .map((l) => l.split('\t'));
   return rows.map((r) => Object.fromEntries(head.map((h, i) => [h, r[i]])));
+}
+
+/** Each gene of the demo GTF: its symbol, and how many genes carry each symbol. */
+function gtfGenes(): { symbols: Map<string, string>; carriers: Map<string, number> } {
+  const symbols = new Map<string, string>();
+  for (const line of gunzipSync(readFileSync(GTF)).toString('utf8').split('\n')) {
+    const m = /gene_id "(ENSG\d+)[^"]*"; gene_name "([^"]*)"/.exec(line);
+    if (m) symbols.set(m[1], m[2]);
+  }
+  const carriers = new Map<string, number>();
+  for (const s of symbols.values()) carriers.set(s, (carriers.get(s) ?? 0) + 1);
+  return { symbols, carriers };
+}
+
+/** Whether an extract row contradicts the annotation, stated over the inputs themselves: its NCBI record
+ * lies off chr22, or names Ensembl genes other than this one, or carries a symbol that GENCODE gives
+ * another gene (and not this one), or was matched by a symbol several genes carry. */
+function contradicts(row: Record<string, string>, symbols: Map<string, string>): boolean {
+  const own = symbols.get(row.ensembl_gene_id)!;
+  const chromosomes = row.record_chromosomes ? row.record_chromosomes.split('|') : [];
+  const links = row.record_ensembl_ids ? row.record_ensembl_ids.split('|') : [];
+  const carriers = [...symbols.values()].filter((s) => s === row.symbol).length;
+  return (
+    (chromosomes.length > 0 && !chromosomes.includes('22')) ||
+    (links.length > 0 && !links.includes(row.ensembl_gene_id)) ||
+    (row.symbol !== own && carriers > 0) ||
+    (row.matched_by === 'symbol' && carriers > 1)
+  );
 }
 
 describe('gene records of the demo release', () => {
@@ -48,14 +78,15 @@ describe('gene records of the demo release', () => {
     expect(gene.xrefs.find((x) => x.database === 'NCBI Gene')!.url).toBe('https://www.ncbi.nlm.nih.gov/gene/5594');
   });
 
-  it('every gene the extract names once carries its record; genes it does not name have none', () => {
+  it('every gene the extract names once carries its record, unless the record contradicts the annotation', () => {
     const rows = extractRows();
+    const { symbols } = gtfGenes();
     const counts = new Map<string, number>();
     for (const r of rows) counts.set(r.ensembl_gene_id, (counts.get(r.ensembl_gene_id) ?? 0) + 1);
     let checked = 0;
     for (const [id, n] of counts) {
       const gene = json<GeneBody>(treePaths.gene(id));
-      if (n === 1) {
+      if (n === 1 && !contradicts(rows.find((r) => r.ensembl_gene_id === id)!, symbols)) {
         const row = rows.find((r) => r.ensembl_gene_id === id)!;
         expect(gene.name, id).toBe(row.name);
         expect(gene.xrefs.find((x) => x.database === 'NCBI Gene')?.id, id).toBe(row.ncbi_gene_id);
@@ -85,6 +116,81 @@ describe('gene records of the demo release', () => {
     expect(json<IsoformBody>(treePaths.isoform('ENST00000215832.11')).orf!.noncoding_biotype).toBe(false);
     // NCBI files immunoglobulin segments under "other": that says nothing either way.
     expect(json<IsoformBody>(treePaths.isoform('ENST00000390285.4')).orf!.noncoding_biotype).toBeNull();
+  });
+});
+
+describe('cross-references that agree with the annotation (demo release)', () => {
+  const ncbiOf = (gene: GeneBody) => gene.xrefs.find((x) => x.database === 'NCBI Gene')?.id ?? null;
+  /** What the demo serves: gene id → NCBI Gene id, for every gene of the extract. */
+  function served(): Map<string, string | null> {
+    const out = new Map<string, string | null>();
+    for (const r of extractRows())
+      out.set(r.ensembl_gene_id, ncbiOf(json<GeneBody>(treePaths.gene(r.ensembl_gene_id))));
+    return out;
+  }
+  /** The rows a symbol-only choice (the importer before this check) would serve: a gene's only row,
+   * else its row with the gene's symbol. */
+  function symbolOnlyChoice(symbols: Map<string, string>): Record<string, string>[] {
+    const byGene = new Map<string, Record<string, string>[]>();
+    for (const r of extractRows()) byGene.set(r.ensembl_gene_id, [...(byGene.get(r.ensembl_gene_id) ?? []), r]);
+    return [...byGene].flatMap(([id, rows]) => {
+      const pick = rows.length === 1 ? rows : rows.filter((r) => r.symbol === symbols.get(id));
+      return pick.length === 1 ? pick : [];
+    });
+  }
+  /** NCBI ids on several genes, each with those genes. */
+  function shared(pairs: [string, string][]): Map<string, string[]> {
+    const genesOf = new Map<string, string[]>();
+    for (const [gene, ncbi] of pairs) genesOf.set(ncbi, [...(genesOf.get(ncbi) ?? []), gene]);
+    return new Map([...genesOf].filter(([, genes]) => genes.length > 1));
+  }
+
+  it('serves no record that contradicts its own links, chromosome or the gene names (the old choice served some)', () => {
+    const { symbols } = gtfGenes();
+    const rows = extractRows();
+    const old = symbolOnlyChoice(symbols).filter((r) => contradicts(r, symbols));
+    // The inputs hold contradictions a symbol-only choice serves, among them the issue's examples.
+    expect(old.length).toBeGreaterThan(0);
+    const oldPairs = old.map((r) => `${r.ensembl_gene_id} ${r.ncbi_gene_id}`);
+    expect(oldPairs).toContain('ENSG00000280263 440888'); // ACTR3BP6 ← ACTR3BP2, chromosome 2
+    expect(oldPairs).toContain('ENSG00000243519 84086'); // IGLVIVOR22-2 ← IGLCOR22-2
+    const now = served();
+    const contradicting = rows.filter((r) => now.get(r.ensembl_gene_id) === r.ncbi_gene_id && contradicts(r, symbols));
+    expect(contradicting.map((r) => `${r.ensembl_gene_id} ${r.symbol}`)).toEqual([]);
+  });
+
+  it('ACTR3BP6 carries nothing of ACTR3BP2; IGLVIVOR22-2 is not named as IGLCOR22-2', () => {
+    const actr = json<GeneBody>(treePaths.gene('ENSG00000280263'));
+    expect(actr.symbol).toBe('ACTR3BP6');
+    expect(ncbiOf(actr)).toBeNull();
+    expect(actr.name).toBeNull();
+    const iglv = json<GeneBody>(treePaths.gene('ENSG00000243519'));
+    expect(iglv.symbol).toBe('IGLVIVOR22-2');
+    expect(iglv.name).toBeNull();
+    expect(iglv.synonyms).toEqual([]);
+    expect(ncbiOf(iglv)).toBeNull();
+  });
+
+  it('an NCBI id sits on two genes only where its own Ensembl links name both', () => {
+    const { symbols } = gtfGenes();
+    const rows = extractRows();
+    const linksOf = new Map(rows.map((r) => [r.ncbi_gene_id, r.record_ensembl_ids.split('|')]));
+    // Before: the extract ties NCBI ids to two genes each, and the symbol-only choice serves some
+    // of them on genes their records' links do not name.
+    const before = shared(rows.map((r) => [r.ensembl_gene_id, r.ncbi_gene_id]));
+    const names = [...before.keys()].map((id) => rows.find((r) => r.ncbi_gene_id === id)!.symbol);
+    expect(names).toEqual(expect.arrayContaining(['DGCR5', 'RNU12', 'IGLCOR22-2', 'DUXAP8']));
+    const oldShared = shared(symbolOnlyChoice(symbols).map((r) => [r.ensembl_gene_id, r.ncbi_gene_id]));
+    const unlinked = (m: Map<string, string[]>) =>
+      [...m].filter(([id, genes]) => !genes.every((g) => linksOf.get(id)!.includes(g))).map(([id]) => id);
+    expect(unlinked(oldShared).length).toBeGreaterThan(0);
+    // Now: none is on a gene its links do not name.
+    const now = shared([...served()].filter((e): e is [string, string] => e[1] !== null));
+    expect(unlinked(now)).toEqual([]);
+    // DGCR5 goes to the DGCR5 gene NCBI links it to, not to the other gene GENCODE also names DGCR5.
+    expect(now.get('26220')).toBeUndefined();
+    expect(ncbiOf(json<GeneBody>(treePaths.gene('ENSG00000273032')))).toBe('26220');
+    expect(ncbiOf(json<GeneBody>(treePaths.gene('ENSG00000237517')))).toBeNull();
   });
 });
 
@@ -146,7 +252,7 @@ describe('import gene-info', () => {
       const db = new Database(copy);
       try {
         const s = await importGeneInfo(db, { file, source: 'HGNC complete set' });
-        expect(s).toEqual({ format: 'hgnc', genes: 1, unmatched: 0, ambiguous: [] });
+        expect(s).toEqual({ format: 'hgnc', genes: 1, unmatched: 0, ambiguous: [], refused: [] });
         expect(db.prepare('SELECT gene_id, hgnc_id, synonyms FROM gene_info').all()).toEqual([
           { gene_id: 'ENSG00000183765', hgnc_id: 'HGNC:16627', synonyms: '["CDS1","CHK2","RAD53"]' },
         ]);
@@ -159,6 +265,26 @@ describe('import gene-info', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("refuses a row whose HGNC id is not the GTF's; reads chromosomes with or without chr", () => {
+    const genes = new Map([
+      ['ENSG00000078808', { gene_id: 'ENSG00000078808', symbol: 'SDF4', chromosome: 'chr1', hgnc_id: 'HGNC:24188' }],
+    ]);
+    const row = {
+      gene_id: 'ENSG00000078808',
+      symbol: 'SDF4',
+      ncbi_gene_id: '51150',
+      hgnc_id: 'HGNC:24188',
+      matched_by: 'ensembl',
+      record_chromosomes: ['1'],
+      record_ensembl_ids: ['ENSG00000078808'],
+    };
+    expect(checkAgreement([row], genes).refused).toEqual([]);
+    expect(checkAgreement([{ ...row, hgnc_id: 'HGNC:1' }], genes).refused).toEqual([
+      { gene_id: 'ENSG00000078808', symbol: 'SDF4', ncbi_gene_id: '51150', reason: 'hgnc_disagrees' },
+    ]);
+    expect(checkAgreement([{ ...row, record_chromosomes: ['2'] }], genes).refused[0]?.reason).toBe('other_chromosome');
   });
 
   it('refuses a malformed id naming file, line and column', async () => {

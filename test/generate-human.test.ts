@@ -165,6 +165,99 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
     expect(body.items).toHaveLength(busiest.n);
   });
 
+  it('annotates each coding reference isoform with GTF CDS, start and stop codon features that match its ORF', () => {
+    // The generated GTF read line by line: per transcript, its CDS bases and the span of its
+    // CDS and stop_codon features, and its start and stop codons' lengths.
+    const features = new Map<string, { cds: number; start: number; stop: number; lo: number; hi: number }>();
+    for (const line of readFileSync(join(work, 'inputs', 'reference.gtf'), 'utf8').split('\n')) {
+      const f = line.split('\t');
+      if (f[2] !== 'CDS' && f[2] !== 'start_codon' && f[2] !== 'stop_codon') continue;
+      const id = /transcript_id "([^"]+)"/.exec(f[8]!)![1]!;
+      const [lo, hi] = [Number(f[3]), Number(f[4])];
+      const acc = features.get(id) ?? { cds: 0, start: 0, stop: 0, lo: Infinity, hi: 0 };
+      features.set(id, acc);
+      if (f[2] === 'start_codon') acc.start += hi - lo + 1;
+      else {
+        if (f[2] === 'CDS') acc.cds += hi - lo + 1;
+        else acc.stop += hi - lo + 1;
+        [acc.lo, acc.hi] = [Math.min(acc.lo, lo), Math.max(acc.hi, hi)];
+      }
+    }
+    const coding = db
+      .prepare(
+        "SELECT transcript_id, protein_length, orf_start, orf_end FROM isoforms WHERE source = 'reference' AND coding = 1",
+      )
+      .all() as { transcript_id: string; protein_length: number; orf_start: number; orf_end: number }[];
+    expect(coding.length).toBe(
+      summary.codingIsoforms -
+        Number(db.prepare("SELECT count(*) FROM isoforms WHERE source = 'long_read' AND coding = 1").pluck().get()),
+    );
+    expect(features.size).toBe(coding.length);
+    for (const i of coding) {
+      const f = features.get(i.transcript_id);
+      expect(f, i.transcript_id).toEqual({
+        cds: 3 * i.protein_length,
+        start: 3,
+        stop: 3,
+        lo: i.orf_start,
+        hi: i.orf_end,
+      });
+    }
+  });
+
+  it('serves every coding isoform with its ORF and every long-read isoform with its SQANTI3 QC', () => {
+    const rows = db.prepare('SELECT transcript_id, source, coding FROM isoforms').all() as {
+      transcript_id: string;
+      source: string;
+      coding: number;
+    }[];
+    let coding = 0;
+    let longRead = 0;
+    for (const r of rows) {
+      const body = json(treePaths.isoform(r.transcript_id));
+      if (r.coding) {
+        coding += 1;
+        expect(body.orf, r.transcript_id).not.toBeNull();
+        expect(body.orf.source, r.transcript_id).toBe('sqanti3');
+      }
+      if (r.source === 'long_read') {
+        longRead += 1;
+        expect(body.qc, r.transcript_id).not.toBeNull();
+      }
+    }
+    expect(coding).toBe(summary.codingIsoforms);
+    expect(longRead).toBe(summary.longReadIsoforms);
+  });
+
+  it("takes each gene's tagged transcript as canonical: MANE_Select, else Ensembl_canonical", () => {
+    const tagged = new Map<string, { mane?: string; ensembl?: string }>();
+    for (const line of readFileSync(join(work, 'inputs', 'reference.gtf'), 'utf8').split('\n')) {
+      const f = line.split('\t');
+      if (f[2] !== 'transcript') continue;
+      const gene = /gene_id "(ENSG\d+)/.exec(f[8]!)![1]!;
+      const id = /transcript_id "([^"]+)"/.exec(f[8]!)![1]!;
+      const t = tagged.get(gene) ?? {};
+      tagged.set(gene, t);
+      if (f[8]!.includes('tag "MANE_Select"')) t.mane = id;
+      if (f[8]!.includes('tag "Ensembl_canonical"')) t.ensembl = id;
+    }
+    const canonical = db.prepare(
+      'SELECT canonical_transcript_id AS id, canonical_rule AS rule FROM genes WHERE gene_id = ?',
+    );
+    let mane = 0;
+    for (const [gene, t] of tagged) {
+      if (t.mane) mane += 1;
+      const expected = t.mane
+        ? { id: t.mane, rule: 'MANE_Select' }
+        : t.ensembl
+          ? { id: t.ensembl, rule: 'Ensembl_canonical' }
+          : null;
+      if (expected) expect(canonical.get(gene), gene).toEqual(expected);
+    }
+    expect(mane).toBeGreaterThan(0);
+    expect(db.prepare("SELECT count(*) FROM genes WHERE canonical_rule = 'MANE_Select'").pluck().get()).toBe(mane);
+  });
+
   it('marks every source and record generated', () => {
     const release = json(treePaths.release);
     expect(release.title).toMatch(/GENERATED/);

@@ -2,13 +2,16 @@
 // Expected figures were counted independently from the raw files (awk over the GTF / classification).
 import { describe, expect, it, beforeAll, afterAll, inject } from 'vitest';
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readGtf } from '../build/import/gtf.js';
 import { readSqantiClassification } from '../build/import/sqanti.js';
 import { readProteinFasta } from '../build/import/fasta.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
+import { loadGenes } from '../build/render/core-rows.js';
+import { geneXrefs } from '../build/render/gene-record.js';
 
 const chr22 = (f: string) => join(__dirname, '../data/chr22', f);
 
@@ -38,12 +41,18 @@ describe('GTF reader', () => {
     expect(t.transcriptName).toBe('SDF4-209');
     expect(t.transcriptType).toBe('protein_coding');
     expect(t.tags).toEqual(['CCDS', 'TAGENE', 'appris_principal_3', 'basic']);
+    expect(t).toMatchObject({ proteinId: 'ENSP00000571008.1', hgncId: 'HGNC:24188', geneType: 'protein_coding' });
     expect(t.cdsLength).toBeGreaterThan(0);
+    // Counted from the file's transcript lines: 765 carry protein_id, 908 hgnc_id.
+    const all = [...gtf.transcripts.values()];
+    expect(all.filter((x) => x.proteinId !== null)).toHaveLength(765);
+    expect(all.filter((x) => x.hgncId !== null)).toHaveLength(908);
     expect(gtf.warnings).toHaveLength(7); // transcripts clipped out of the subset's regions, exons and all
     expect(gtf.transcripts.get('ENST00000721462.1')).toMatchObject({ exonCount: 1, length: 58027 - 45002 + 1 });
     expect(gtf.genes.get('ENSG00000078808.21')).toMatchObject({
       geneName: 'SDF4',
       geneType: 'protein_coding',
+      hgncId: 'HGNC:24188',
       start: 45002,
       end: 56634,
     });
@@ -202,6 +211,27 @@ describe('core import of the demo release (real chr22 data)', () => {
   });
 });
 
+const V49 = join(__dirname, '../data/gencode-v49/gencode.v49.tusco_subset.gtf.gz');
+
+/** The v49 subset's transcript and gene lines, read with regular expressions rather than the importer:
+ * each gene's transcripts tagged MANE_Select and Ensembl_canonical, and its hgnc_id. */
+function v49Genes(): Map<string, { mane: string[]; ensemblCanonical: string[]; hgnc: string | null }> {
+  const genes = new Map<string, { mane: string[]; ensemblCanonical: string[]; hgnc: string | null }>();
+  for (const line of gunzipSync(readFileSync(V49)).toString('utf8').split('\n')) {
+    const f = line.split('\t');
+    if (f[2] !== 'gene' && f[2] !== 'transcript') continue;
+    const geneId = /gene_id "(ENSG\d+)/.exec(f[8])![1];
+    const gene = genes.get(geneId) ?? { mane: [], ensemblCanonical: [], hgnc: null };
+    genes.set(geneId, gene);
+    gene.hgnc ??= /hgnc_id "([^"]+)"/.exec(f[8])?.[1] ?? null;
+    if (f[2] !== 'transcript') continue;
+    const id = /transcript_id "([^"]+)"/.exec(f[8])![1];
+    if (f[8].includes('tag "MANE_Select"')) gene.mane.push(id);
+    if (f[8].includes('tag "Ensembl_canonical"')) gene.ensemblCanonical.push(id);
+  }
+  return genes;
+}
+
 describe('core import of GENCODE v49 (names and tags from the GTF)', () => {
   let dir: string;
   let d: Database.Database;
@@ -243,6 +273,55 @@ describe('core import of GENCODE v49 (names and tags from the GTF)', () => {
       .pluck()
       .get() as number;
     expect(rules.find((r) => r.canonical_rule === 'MANE_Select')?.n).toBe(manes);
+  });
+
+  it("takes each gene's MANE Select transcript as canonical, else its Ensembl canonical, naming the rule", () => {
+    const file = v49Genes();
+    const withMane = [...file].filter(([, g]) => g.mane.length > 0);
+    const withoutMane = [...file].filter(([, g]) => g.mane.length === 0);
+    // MANE Select is one transcript per protein-coding gene: the file never tags two in a gene.
+    expect(withMane.every(([, g]) => g.mane.length === 1)).toBe(true);
+    expect(withMane.length).toBeGreaterThan(0);
+    expect(withoutMane.length).toBeGreaterThan(0);
+    const canonical = d.prepare(
+      'SELECT canonical_transcript_id AS id, canonical_rule AS rule FROM genes WHERE gene_id = ?',
+    );
+    for (const [geneId, g] of withMane)
+      expect(canonical.get(geneId), geneId).toEqual({ id: g.mane[0], rule: 'MANE_Select' });
+    for (const [geneId, g] of withoutMane) {
+      const got = canonical.get(geneId) as { id: string; rule: string };
+      if (g.ensemblCanonical.length)
+        expect(got, geneId).toEqual({ id: g.ensemblCanonical[0], rule: 'Ensembl_canonical' });
+      else expect(['longest_coding', 'longest_transcript'], geneId).toContain(got.rule);
+    }
+    const rules = Object.fromEntries(
+      (
+        d.prepare('SELECT canonical_rule, count(*) AS n FROM genes GROUP BY 1').all() as {
+          canonical_rule: string;
+          n: number;
+        }[]
+      ).map((r) => [r.canonical_rule, r.n]),
+    );
+    expect(rules.MANE_Select).toBe(withMane.length);
+    expect(rules.Ensembl_canonical).toBe(withoutMane.filter(([, g]) => g.ensemblCanonical.length > 0).length);
+  });
+
+  it("keeps each gene's hgnc_id and serves it as an HGNC cross-reference", () => {
+    const file = v49Genes();
+    const stored = new Map(
+      (d.prepare('SELECT gene_id, hgnc_id FROM genes').all() as { gene_id: string; hgnc_id: string | null }[]).map(
+        (g) => [g.gene_id, g.hgnc_id],
+      ),
+    );
+    expect(stored).toEqual(new Map([...file].map(([id, g]) => [id, g.hgnc])));
+    const withHgnc = [...file.values()].filter((g) => g.hgnc !== null).length;
+    expect(withHgnc).toBeGreaterThan(0);
+    const sdf4 = loadGenes(d).find((g) => g.symbol === 'SDF4')!;
+    expect(geneXrefs(sdf4).find((x) => x.database === 'HGNC')).toEqual({
+      database: 'HGNC',
+      id: 'HGNC:24188',
+      url: 'https://www.genenames.org/data/gene-symbol-report/#!/hgnc_id/HGNC:24188',
+    });
   });
 
   it('places the ORF from the CDS and stop codon features and reads cds_start_NF / cds_end_NF', () => {

@@ -1,7 +1,9 @@
 // A seeded synthetic release of human shape (issue #7): the *inputs* a real release is built from —
-// GENCODE-style GTF, SQANTI3 classifications, protein FASTA for reference and long-read isoforms, a
-// release config, and the four track TSVs — so it goes through the same import and build as real
-// data. At `--scale human`: 62,000 genes, 250,000 isoforms (100,000 long-read), ~1.5 M domains,
+// GENCODE-style GTF (with CDS, start and stop codon features and canonical tags), SQANTI3
+// classifications (ORF columns; QC columns for long reads), protein FASTA for reference and long-read
+// isoforms, a release config, and the four track TSVs — so it goes through the same import and build
+// as real data: its records carry an ORF and QC, and its GTF annotates each reference CDS as
+// GENCODE's does. At `--scale human`: 62,000 genes, 250,000 isoforms (100,000 long-read), ~1.5 M domains,
 // ~5 M neoantigens (at most 50 per isoform), PTM sites and 250,000 path-only structures.
 //
 // Everything is marked generated: the release title, every source in the config (`generated: true`)
@@ -12,6 +14,7 @@ import { closeSync, mkdirSync, openSync, rmSync, statSync, writeFileSync, writeS
 import { join } from 'node:path';
 import { Rng } from './random.js';
 import { HUMAN_GENES_DEFAULT } from './human-stages.js';
+import { codingRegion, type CodingRegion } from './coding-region.js';
 import { fixed } from './mmcif.js';
 import {
   CATH_LABELS,
@@ -151,6 +154,52 @@ const LONG_READ_CATEGORIES: readonly [string, number][] = [
   ['fusion', 1],
   ['genic', 4],
 ];
+
+const CDS_COLUMNS = ['CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end'];
+// SQANTI3's quality attributes of a long read against the reference (drawn from a stream of their own,
+// so adding them moved no other generated value).
+const QC_COLUMNS = [
+  'subcategory',
+  'FSM_class',
+  'all_canonical',
+  'RTS_stage',
+  'diff_to_TSS',
+  'diff_to_TTS',
+  'within_CAGE_peak',
+  'dist_to_CAGE_peak',
+  'polyA_motif',
+  'polyA_motif_found',
+  'polyA_dist',
+  'FL',
+];
+const SUBCATEGORIES: Record<string, readonly string[]> = {
+  'full-splice_match': ['reference_match', 'alternative_3end', 'alternative_5end', 'alternative_3end5end'],
+  'incomplete-splice_match': ['3prime_fragment', '5prime_fragment', 'internal_fragment', 'intron_retention'],
+  novel_in_catalog: ['combination_of_known_junctions', 'combination_of_known_splicesites', 'intron_retention'],
+  novel_not_in_catalog: ['at_least_one_novel_splicesite', 'intron_retention'],
+};
+
+function qcColumns(rng: Rng, category: string, matchesReference: boolean, exons: number): (string | number)[] {
+  const multi = exons > 1;
+  const subcategory = SUBCATEGORIES[category] ? rng.pick(SUBCATEGORIES[category]!) : multi ? 'multi-exon' : 'mono-exon';
+  const motif = rng.chance(0.7) ? 'AATAAA' : rng.chance(0.5) ? 'ATTAAA' : null;
+  const cage = rng.chance(0.6);
+  const distance = () => Math.round(60 * rng.normal());
+  return [
+    subcategory,
+    rng.pick(['A', 'B', 'C']),
+    multi ? (rng.chance(0.95) ? 'canonical' : 'non_canonical') : 'NA',
+    rng.chance(0.02) ? 'TRUE' : 'FALSE',
+    matchesReference ? distance() : 'NA',
+    matchesReference ? distance() : 'NA',
+    cage ? 'TRUE' : 'FALSE',
+    cage ? rng.int(-50, 0) : rng.int(-5000, 5000),
+    motif ?? 'NA',
+    motif ? 'TRUE' : 'FALSE',
+    motif ? -rng.int(10, 40) : 'NA',
+    Math.max(1, Math.round(Math.exp(1 + 1.2 * rng.normal()))),
+  ];
+}
 
 /** Buffered, synchronous line output: rows are appended as strings and written in ~1 MB chunks. */
 class Sink {
@@ -502,11 +551,12 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
     'ORF_length',
     'predicted_NMD',
     'iso_exp',
+    ...CDS_COLUMNS,
   ];
   out.refGtf.line(`##description: ${NOTE} seed ${seed}`);
   out.lrGtf.line(`##description: ${NOTE} seed ${seed}`);
   out.refClass.line(classColumns.join('\t'));
-  out.lrClass.line(classColumns.join('\t'));
+  out.lrClass.line([...classColumns, ...QC_COLUMNS].join('\t'));
   out.domains.line(DOMAINS_COLUMNS.join('\t'));
   out.neoantigens.line(NEOANTIGENS_COLUMNS.join('\t'));
   out.ptm.line(PTM_COLUMNS.join('\t'));
@@ -574,11 +624,12 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
     const layout = (
       proteinLength: number | null,
       tRng: Rng,
-    ): { start: number; end: number; exons: [number, number][]; length: number } => {
+    ): { start: number; end: number; exons: [number, number][]; length: number; utr5: number } => {
+      // The UTRs are drawn in the order the length always drew them, so adding the 5′ UTR to what
+      // layout returns changes no other generated value.
+      const utr5 = proteinLength !== null ? tRng.int(50, 300) : 0;
       const length =
-        proteinLength !== null
-          ? 3 * (proteinLength + 1) + tRng.int(50, 300) + tRng.int(100, 1500)
-          : tRng.int(300, 4000);
+        proteinLength !== null ? 3 * (proteinLength + 1) + utr5 + tRng.int(100, 1500) : tRng.int(300, 4000);
       const exonCount = Math.max(1, Math.min(Math.floor(length / 40), 1 + Math.floor(-Math.log(1 - tRng.next()) * 8)));
       const cuts = new Set<number>();
       while (cuts.size < exonCount - 1) cuts.add(tRng.int(1, length - 1));
@@ -594,8 +645,15 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
       const end = exons[exons.length - 1]![1];
       geneStart = Math.min(geneStart, start);
       geneEnd = Math.max(geneEnd, end);
-      return { start, end, exons, length };
+      return { start, end, exons, length, utr5 };
     };
+    // The coding region of a laid-out transcript; its exons run 5′ to 3′ on the gene's strand.
+    const orfOf = (t: { exons: [number, number][]; utr5: number }, sequence: string) =>
+      codingRegion(strand === '+' ? t.exons : [...t.exons].reverse(), strand, t.utr5, sequence.length);
+    const cdsColumns = (region: CodingRegion | null) =>
+      region
+        ? [region.transcriptStart, region.transcriptEnd, region.genomicStart, region.genomicEnd]
+        : ['NA', 'NA', 'NA', 'NA'];
 
     const isoformsOut: IsoformOut[] = [];
     const attrs = (pairs: [string, string | number][]) =>
@@ -658,6 +716,25 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
           ].join('\t'),
         ),
       );
+      // The annotated CDS, as GENCODE writes it: the generated reference annotates the ORF it predicts.
+      const region = sequence ? orfOf(t, sequence) : null;
+      for (const [feature, s, e, phase] of region?.features ?? [])
+        gtfLines.push(
+          [
+            chromosome,
+            'HAVANA',
+            feature,
+            s,
+            e,
+            '.',
+            strand,
+            phase,
+            attrs([
+              ['gene_id', `${geneId}.${geneVersion}`],
+              ['transcript_id', id],
+            ]),
+          ].join('\t'),
+        );
       out.refClass.row([
         id,
         chromosome,
@@ -671,8 +748,9 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
         sequence ? sequence.length + 1 : 'NA',
         coding ? (nmd ? 'TRUE' : 'FALSE') : 'NA',
         fixed(Math.exp(1.5 + 1.8 * tRng.normal()), 3),
+        ...cdsColumns(region),
       ]);
-      if (sequence) out.refFasta.line(`>${id}\n${sequence}`);
+      if (sequence) out.refFasta.line(`>${id}\n${sequence}*`);
       isoformsOut.push({ id, sequence, domains: sequence ? mapDomains(domains, edit) : [] });
       counts.reference += 1;
     }
@@ -751,8 +829,10 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
           sequence ? sequence.length + 1 : 'NA',
           sequence ? (nmd ? 'TRUE' : 'FALSE') : 'NA',
           fixed(Math.exp(0.5 + 1.8 * tRng.normal()), 3),
+          ...cdsColumns(sequence ? orfOf(t, sequence) : null),
+          ...qcColumns(Rng.for(seed, 'qc', id), category, associatedTranscript !== 'novel', t.exons.length),
         ]);
-        if (sequence) out.lrFasta.line(`>${id}\n${sequence}`);
+        if (sequence) out.lrFasta.line(`>${id}\n${sequence}*`);
         isoformsOut.push({ id, sequence, domains: sequence ? mapDomains(domains, edit) : [] });
         counts.longRead += 1;
       }

@@ -3,7 +3,7 @@
 // release is reproducible from what is written down.
 import { basename, dirname, resolve } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import { readGtf } from './gtf.js';
+import { readGtf, type Gtf } from './gtf.js';
 import { readSqantiClassification } from './sqanti.js';
 import { readProteinFasta } from './fasta.js';
 import { readGenePred } from './gene-pred.js';
@@ -13,7 +13,7 @@ import { assembleReference } from './reference.js';
 import { assembleLongRead } from './long-read.js';
 import { assignTranscriptNames } from './naming.js';
 import { chooseCanonical } from './canonical.js';
-import type { GeneRecord, IsoformRecord } from '../release-db/records.js';
+import { unversioned, type GeneRecord, type IsoformRecord } from '../release-db/records.js';
 import { checkNewDbPath, createReleaseDb, type Db } from '../release-db/database.js';
 
 const InputSet = Type.Object(
@@ -101,6 +101,7 @@ const GENE_COLUMNS = [
   'end',
   'canonical_transcript_id',
   'canonical_rule',
+  'hgnc_id',
 ] as const;
 const ISOFORM_COLUMNS = [
   'transcript_id',
@@ -165,6 +166,15 @@ function toRow(iso: IsoformRecord) {
   };
 }
 
+/** The HGNC id GENCODE gives each gene (on its gene line, else on its transcripts' lines), by
+ * unversioned gene id. */
+function annotatedHgncIds(gtf: Gtf): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const t of gtf.transcripts.values()) if (t.hgncId) out.set(unversioned(t.geneId), t.hgncId);
+  for (const g of gtf.genes.values()) if (g.hgncId) out.set(unversioned(g.geneId), g.hgncId);
+  return out;
+}
+
 async function recordSources(db: Db, track: string, set: CoreConfig['reference'], records: number) {
   const insert = db.prepare(
     'INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -205,6 +215,10 @@ export async function importCore(config: CoreConfig, outPath: string): Promise<C
     if (list) list.push(iso);
     else byGene.set(iso.gene_id, [iso]);
   }
+  for (const [geneId, hgnc] of annotatedHgncIds(reference.gtf)) {
+    const gene = genes.get(geneId);
+    if (gene) gene.hgnc_id = hgnc;
+  }
   for (const gene of genes.values()) {
     const choice = chooseCanonical(byGene.get(gene.gene_id) ?? []);
     gene.canonical_transcript_id = choice?.transcriptId ?? null;
@@ -224,13 +238,15 @@ export async function importCore(config: CoreConfig, outPath: string): Promise<C
     // (a scan of all genes per isoform: hours at 250,000 isoforms), while isoforms.gene_id has one.
     db.transaction(() => {
       for (const iso of referenceIsoforms) insertIsoform.run(toRow(iso));
-      for (const gene of sortedGenes) if (gene.source === 'reference') insertGene.run(gene);
+      for (const gene of sortedGenes)
+        if (gene.source === 'reference') insertGene.run({ ...gene, hgnc_id: gene.hgnc_id ?? null });
     })();
     await recordSources(db, 'reference', config.reference, referenceIsoforms.length);
     if (config.long_read) {
       db.transaction(() => {
         // Novel loci have no canonical isoform, so here genes go first and nothing is left pending.
-        for (const gene of sortedGenes) if (gene.source === 'long_read') insertGene.run(gene);
+        for (const gene of sortedGenes)
+          if (gene.source === 'long_read') insertGene.run({ ...gene, hgnc_id: gene.hgnc_id ?? null });
         for (const iso of lr.isoforms) insertIsoform.run(toRow(iso));
       })();
       await recordSources(db, 'long_read', config.long_read, lr.isoforms.length);

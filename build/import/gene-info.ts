@@ -1,22 +1,22 @@
 // `isoatlas import gene-info`: full names, synonyms, biotype and cross-references of the release's
 // genes, from one of two tab-separated formats (told apart by their header):
 //   - isoatlas gene-info TSV (data/README.md): ensembl_gene_id, ncbi_gene_id, hgnc_id, symbol, name,
-//     gene_type, synonyms, uniprot_ids [, matched_by] — what data/gene-info/extract.sh writes from
-//     Bioconductor's org.Hs.eg.db;
+//     gene_type, synonyms, uniprot_ids [, matched_by, record_chromosomes, record_ensembl_ids] — what
+//     data/gene-info/extract.sh writes from Bioconductor's org.Hs.eg.db;
 //   - HGNC's complete set (hgnc_complete_set.txt): hgnc_id, symbol, name, locus_group, alias_symbol,
 //     prev_symbol, entrez_id, ensembl_gene_id, uniprot_ids, … (others ignored).
 // Multi-valued cells are `|`-separated (HGNC quotes them: "A|B"). Rows are matched to genes by
-// unversioned Ensembl gene id. Where several rows name one gene, the row whose symbol is the gene's
-// symbol wins; otherwise the gene is left without and counted as ambiguous. The import replaces any
-// gene info the release had.
+// unversioned Ensembl gene id. A row that contradicts the annotation (xref-agreement.ts: the record
+// lies elsewhere, is linked to another gene, or carries another gene's name) is refused. Where several
+// rows name one gene, the row whose symbol is the gene's symbol wins; otherwise the gene is left
+// without and counted as ambiguous. The import replaces any gene info the release had.
 import { basename } from 'node:path';
 import { InputError, readLines, readTsv, sha256File } from './input.js';
 import type { Db } from '../release-db/database.js';
 import type { GeneInfo } from '../release-db/records.js';
+import { checkAgreement, type AnnotatedGene, type Refusal, type XrefRow } from './xref-agreement.js';
 
-export interface GeneInfoRecord extends GeneInfo {
-  gene_id: string;
-  symbol: string;
+export interface GeneInfoRecord extends GeneInfo, XrefRow {
   line: number;
 }
 
@@ -84,6 +84,10 @@ export async function readGeneInfo(path: string): Promise<{ format: 'isoatlas' |
     const hgnc = one(row.hgnc_id);
     if (hgnc !== null && !/^HGNC:\d+$/.test(hgnc))
       throw new InputError(path, line, `expected an HGNC id (HGNC:n), found "${hgnc}"`, 'hgnc_id');
+    const linked = list(row.record_ensembl_ids);
+    const badLink = linked.find((id) => !/^ENSG\d+(\.\d+)?$/.test(id));
+    if (badLink)
+      throw new InputError(path, line, `expected Ensembl gene ids (ENSG…), found "${badLink}"`, 'record_ensembl_ids');
     const synonyms = format === 'hgnc' ? [...list(row.alias_symbol), ...list(row.prev_symbol)] : list(row.synonyms);
     rows.push({
       gene_id: ensembl.replace(/\.\d+$/, ''),
@@ -94,6 +98,9 @@ export async function readGeneInfo(path: string): Promise<{ format: 'isoatlas' |
       ncbi_gene_id: ncbi,
       hgnc_id: hgnc,
       uniprot_ids: [...new Set(list(row.uniprot_ids))].sort(),
+      matched_by: one(row.matched_by),
+      record_chromosomes: list(row.record_chromosomes).map((c) => c.replace(/^chr/i, '')),
+      record_ensembl_ids: linked.map((id) => id.replace(/\.\d+$/, '')),
       line,
     });
   }
@@ -107,6 +114,8 @@ export interface GeneInfoSummary {
   unmatched: number;
   /** Genes named by several rows, none with the gene's symbol: left without. */
   ambiguous: string[];
+  /** Rows refused because they contradict the annotation, with why (gene id order). */
+  refused: Refusal[];
 }
 
 /** Replaces the release's gene info with the file's (one transaction, with the track source). */
@@ -115,25 +124,22 @@ export async function importGeneInfo(
   input: { file: string; source: string; version?: string; description?: string },
 ): Promise<GeneInfoSummary> {
   const { format, rows } = await readGeneInfo(input.file);
-  const symbols = new Map(
-    (db.prepare('SELECT gene_id, symbol FROM genes').all() as { gene_id: string; symbol: string }[]).map((g) => [
+  const genes = new Map(
+    (db.prepare('SELECT gene_id, symbol, chromosome, hgnc_id FROM genes').all() as AnnotatedGene[]).map((g) => [
       g.gene_id,
-      g.symbol,
+      g,
     ]),
   );
+  const named = rows.filter((r) => genes.has(r.gene_id));
+  const unmatched = rows.length - named.length;
+  const { agreeing, refused } = checkAgreement(named, genes);
   const byGene = new Map<string, GeneInfoRecord[]>();
-  let unmatched = 0;
-  for (const r of rows) {
-    if (!symbols.has(r.gene_id)) {
-      unmatched += 1;
-      continue;
-    }
-    byGene.set(r.gene_id, [...(byGene.get(r.gene_id) ?? []), r]);
-  }
+  for (const r of agreeing) byGene.set(r.gene_id, [...(byGene.get(r.gene_id) ?? []), r]);
   const chosen: GeneInfoRecord[] = [];
   const ambiguous: string[] = [];
   for (const [geneId, candidates] of byGene) {
-    const pick = candidates.length === 1 ? candidates : candidates.filter((c) => c.symbol === symbols.get(geneId));
+    const pick =
+      candidates.length === 1 ? candidates : candidates.filter((c) => c.symbol === genes.get(geneId)!.symbol);
     if (pick.length === 1) chosen.push(pick[0]);
     else ambiguous.push(geneId);
   }
@@ -167,5 +173,5 @@ export async function importGeneInfo(
       chosen.length,
     );
   })();
-  return { format, genes: chosen.length, unmatched, ambiguous: ambiguous.sort() };
+  return { format, genes: chosen.length, unmatched, ambiguous: ambiguous.sort(), refused };
 }

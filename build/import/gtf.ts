@@ -9,6 +9,10 @@ export interface GtfTranscript {
   geneType: string | null;
   transcriptType: string | null;
   transcriptName: string | null;
+  /** GENCODE's `protein_id` (ENSP…), on coding transcripts. */
+  proteinId: string | null;
+  /** GENCODE's `hgnc_id` (HGNC:n) of the transcript's gene, where the gene has one. */
+  hgncId: string | null;
   tags: string[];
   chromosome: string;
   strand: '+' | '-';
@@ -32,6 +36,8 @@ export interface GtfGene {
   geneId: string;
   geneName: string | null;
   geneType: string | null;
+  /** GENCODE's `hgnc_id` (HGNC:n), where the gene has one. */
+  hgncId: string | null;
   chromosome: string;
   strand: '+' | '-';
   start: number;
@@ -100,6 +106,11 @@ export async function readGtf(path: string): Promise<Gtf> {
     const attrs = parseAttributes(attributeText, fail);
     const one = (key: string) => attrs.get(key)?.[0] ?? null;
     const need = (key: string) => one(key) ?? fail(`${feature} line has no ${key} attribute`);
+    const hgnc = () => {
+      const id = one('hgnc_id');
+      if (id !== null && !/^HGNC:\d+$/.test(id)) fail(`hgnc_id must be HGNC:n, found "${id}"`);
+      return id;
+    };
 
     if (feature === 'gene') {
       const geneId = need('gene_id');
@@ -108,6 +119,7 @@ export async function readGtf(path: string): Promise<Gtf> {
         geneId,
         geneName: one('gene_name'),
         geneType: one('gene_type') ?? one('gene_biotype'),
+        hgncId: hgnc(),
         chromosome,
         strand: strand as '+' | '-',
         start,
@@ -124,6 +136,8 @@ export async function readGtf(path: string): Promise<Gtf> {
         geneType: one('gene_type') ?? one('gene_biotype'),
         transcriptType: one('transcript_type') ?? one('transcript_biotype'),
         transcriptName: one('transcript_name'),
+        proteinId: one('protein_id'),
+        hgncId: hgnc(),
         tags: [...(attrs.get('tag') ?? [])].sort(),
         chromosome,
         strand: strand as '+' | '-',

@@ -18,6 +18,9 @@ export interface GeneRecord {
     | 'longest_coding'
     | 'longest_transcript'
     | null;
+  /** The HGNC id the reference annotation gives the gene (GENCODE GTF `hgnc_id`); set by the core
+   * import after assembly. */
+  hgnc_id?: string | null;
 }
 
 /** What a gene-info source says about a gene (table gene_info; null / empty where it says nothing). */

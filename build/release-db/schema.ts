@@ -35,7 +35,8 @@ CREATE TABLE genes (
   start             INTEGER NOT NULL CHECK (start >= 1),
   end               INTEGER NOT NULL CHECK (end >= start),
   canonical_transcript_id TEXT REFERENCES isoforms (transcript_id) DEFERRABLE INITIALLY DEFERRED,
-  canonical_rule    TEXT CHECK (canonical_rule IN ('MANE_Select', 'Ensembl_canonical', 'longest_annotated_cds', 'longest_coding', 'longest_transcript'))
+  canonical_rule    TEXT CHECK (canonical_rule IN ('MANE_Select', 'Ensembl_canonical', 'longest_annotated_cds', 'longest_coding', 'longest_transcript')),
+  hgnc_id           TEXT CHECK (hgnc_id GLOB 'HGNC:[0-9]*')  -- the annotation's own (GENCODE GTF hgnc_id)
 );
 CREATE INDEX genes_symbol ON genes (symbol COLLATE NOCASE);
 

@@ -41,7 +41,9 @@ const METRICS = Object.entries(Metrics.properties).map(([name, schema]) => ({
 export function loadGenes(db: Db): GeneRow[] {
   const rows = db
     .prepare(
-      `SELECT g.*, i.name, coalesce(i.synonyms, '[]') AS synonyms, i.gene_type, i.ncbi_gene_id, i.hgnc_id, coalesce(i.uniprot_ids, '[]') AS uniprot_ids,
+      `SELECT g.gene_id, g.gene_id_versioned, g.symbol, g.biotype, g.source, g.chromosome, g.strand, g.start, g."end",
+              g.canonical_transcript_id, g.canonical_rule, i.name, coalesce(i.synonyms, '[]') AS synonyms, i.gene_type,
+              i.ncbi_gene_id, coalesce(g.hgnc_id, i.hgnc_id) AS hgnc_id, coalesce(i.uniprot_ids, '[]') AS uniprot_ids,
               EXISTS (SELECT 1 FROM isoforms x WHERE x.gene_id = g.gene_id AND x.reference_cds IS NOT NULL) AS has_annotated_cds
        FROM genes g LEFT JOIN gene_info i USING (gene_id) ORDER BY gene_id`,
     )

@@ -112,7 +112,7 @@ export const Gene = Type.Object(
     name: Nullable(
       Type.String({
         description:
-          'Full name (NCBI Gene or HGNC, per the release’s gene_info source); null where the source has none',
+          'Full name (NCBI Gene or HGNC, per the release’s gene_info source); null where the source has none or its record contradicts the annotation (see xrefs)',
         examples: ['mitogen-activated protein kinase 1'],
       }),
     ),
@@ -129,7 +129,8 @@ export const Gene = Type.Object(
       }),
     ),
     xrefs: Type.Array(Type.Ref('Xref'), {
-      description: 'Ensembl, NCBI Gene, HGNC, UniProt and AlphaFold DB (for each UniProt accession) where known',
+      description:
+        'Ensembl, NCBI Gene, HGNC, UniProt and AlphaFold DB (for each UniProt accession) where known. HGNC is the id the GTF gives the gene (GENCODE hgnc_id), else the gene-info source’s. A gene-info record is left out where it contradicts the annotation: it lies on another chromosome, its own Ensembl links name other genes only, or it carries another gene’s symbol.',
     }),
     source: Source,
     chromosome: Type.String(),
