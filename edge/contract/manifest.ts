@@ -46,6 +46,12 @@ export function parseManifestIndex(body: Uint8Array, where: string): ManifestInd
       `${where}: not an isoatlas manifest of format ${MANIFEST_FORMAT} (rebuild the tree with this version of isoatlas)`,
     );
   }
+  const packs = index.packs;
+  if (
+    packs !== undefined &&
+    (!packs || typeof packs.sha256 !== 'string' || !SHA256_HEX.test(packs.sha256) || !Number.isSafeInteger(packs.size))
+  )
+    throw new Error(`${where}: invalid packs member ${JSON.stringify(packs).slice(0, 200)}`);
   index.shards.forEach((s, i) => {
     if (!validEntry(s) || s.path !== treePaths.manifestShard(i))
       throw new Error(`${where}: invalid shard entry ${JSON.stringify(s).slice(0, 200)}`);

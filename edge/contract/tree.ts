@@ -143,6 +143,9 @@ export interface ManifestIndex {
   files: number;
   bytes: number;
   shards: ManifestEntry[];
+  /** In a published store only: the release's pack list (edge/contract/packs.ts), an object of the
+   * store, so a mirror fetches the release in a few large reads. A rendered tree has none. */
+  packs?: { sha256: string; size: number };
 }
 
 export interface ManifestShard {
