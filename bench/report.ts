@@ -38,6 +38,7 @@ export const SECTION_ORDER = [
   'front',
   'compression',
   'publish',
+  'packs',
   'bundle',
   'cli',
   'soak',

@@ -14,6 +14,7 @@ import { stopGcObserver } from './gc.js';
 import { benchHandler } from './handler.js';
 import { gitCommit, machine } from './machine.js';
 import { benchPublish } from './publish.js';
+import { benchPacks } from './packs.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
 import { benchServer } from './server.js';
 import { benchFront } from './front.js';
@@ -119,6 +120,7 @@ async function main(argv: string[]): Promise<number> {
     front: benchFront,
     compression: benchCompression,
     publish: benchPublish,
+    packs: benchPacks,
     bundle: benchBundle,
     cli: benchCli,
     soak: benchSoak,

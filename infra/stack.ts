@@ -32,6 +32,7 @@ import { RANDOM_ID_LENGTH } from '../edge/access/key-format.js';
 import { METER_MARK } from '../edge/cloudfront/kvs-layout.js';
 import { METER_ENV, METER_TABLE_KEY, METER_TABLE_SORT_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
+import { PACKS_PREFIX } from '../edge/contract/packs.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
 // The cache key's query names and the CORS values come from the contract, never restated here.
 import {
@@ -315,6 +316,23 @@ export class IsoatlasCdnStack extends Stack {
       enableAcceptEncodingGzip: true,
       enableAcceptEncodingBrotli: true,
     });
+    // Packs (edge/contract/packs.ts) are read whole or by byte range by mirrors. S3 answers Range
+    // GETs, and CloudFront passes a range it lacks on to the origin (perhaps widened) and caches the
+    // part it gets (https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/RangeGETs.html).
+    // A range counts bytes of the representation answered (RFC 9110 §14.1.2), so a mirror's offsets
+    // from a pack index hold only for the identity bytes: the behaviour never compresses (compress:
+    // false below), and Accept-Encoding stays out of the cache key, which would only split it.
+    const packsCachePolicy = new cloudfront.CachePolicy(this, 'PacksCachePolicy', {
+      comment: 'isoatlas /packs/*: immutable, content-addressed, never compressed (read by byte range)',
+      queryStringBehavior: cloudfront.CacheQueryStringBehavior.none(),
+      headerBehavior: cloudfront.CacheHeaderBehavior.none(),
+      cookieBehavior: cloudfront.CacheCookieBehavior.none(),
+      defaultTtl: Duration.days(365),
+      maxTtl: Duration.days(365),
+      minTtl: Duration.days(1),
+      enableAcceptEncodingGzip: false,
+      enableAcceptEncodingBrotli: false,
+    });
     // current.json (the release pointer) changes on every publish; 10 s keeps a switch visible fast
     // without sending every request to S3. Publish also invalidates it.
     const pointerCachePolicy = new cloudfront.CachePolicy(this, 'PointerCachePolicy', {
@@ -397,6 +415,16 @@ export class IsoatlasCdnStack extends Stack {
           cachePolicy: releaseCachePolicy,
           responseHeadersPolicy: dataHeaders,
           compress: true,
+          functionAssociations,
+        },
+        // The store's packs (what mirrors read in a few large reads): behind the same gate as objects.
+        [`${PACKS_PREFIX}*`]: {
+          origin,
+          viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+          ...methods,
+          cachePolicy: packsCachePolicy,
+          responseHeadersPolicy: dataHeaders,
+          compress: false,
           functionAssociations,
         },
       },

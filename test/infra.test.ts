@@ -267,15 +267,43 @@ describe('distribution', () => {
     expect(() => synth({ prefix: '/atlas/' })).toThrow(/prefix/);
   });
 
-  it('is HTTPS only, HTTP/2 and 3, compressed, on every behaviour', () => {
+  it('is HTTPS only, HTTP/2 and 3, compressed, on every behaviour but packs (read by byte range)', () => {
     const { resources } = synth();
     const c = config(resources);
     expect(c.HttpVersion).toBe('http2and3');
     const all = [c.DefaultCacheBehavior, ...c.CacheBehaviors];
-    expect(c.CacheBehaviors.map((b: any) => b.PathPattern).sort()).toEqual(['api/v1/*', 'objects/*', 'releases/*']);
+    expect(c.CacheBehaviors.map((b: any) => b.PathPattern).sort()).toEqual([
+      'api/v1/*',
+      'objects/*',
+      'packs/*',
+      'releases/*',
+    ]);
     for (const b of all) {
       expect(b.ViewerProtocolPolicy).toBe('redirect-to-https');
-      expect(b.Compress).toBe(true);
+      expect(b.Compress, b.PathPattern ?? 'default').toBe(b.PathPattern !== 'packs/*');
+    }
+  });
+
+  it('/packs/* is read from the bucket as objects/* is, behind the same gate, cached for a year, never compressed', () => {
+    for (const props of [{}, { access: ACCESS }]) {
+      const { resources } = synth(props);
+      const packs = behaviour(resources, 'packs/*');
+      const objects = behaviour(resources, 'objects/*');
+      expect(packs.TargetOriginId).toBe(objects.TargetOriginId);
+      expect(packs.FunctionAssociations).toEqual(objects.FunctionAssociations);
+      expect(packs.FunctionAssociations).toHaveLength(1);
+      expect(packs.LambdaFunctionAssociations).toBeUndefined();
+      expect(packs.AllowedMethods).toEqual(objects.AllowedMethods);
+      expect(packs.ResponseHeadersPolicyId).toEqual(objects.ResponseHeadersPolicyId);
+      const policy = byRef(resources, packs.CachePolicyId).Properties.CachePolicyConfig;
+      expect(policy.DefaultTTL).toBe(365 * 86400);
+      expect(policy.MinTTL).toBe(86400);
+      const key = policy.ParametersInCacheKeyAndForwardedToOrigin;
+      expect(key.QueryStringsConfig.QueryStringBehavior).toBe('none');
+      expect(key.HeadersConfig).toEqual({ HeaderBehavior: 'none' });
+      // A compressed answer's ranges would count compressed bytes, not the pack's.
+      expect(key.EnableAcceptEncodingGzip).toBe(false);
+      expect(key.EnableAcceptEncodingBrotli).toBe(false);
     }
   });
 
@@ -416,6 +444,7 @@ describe('distribution', () => {
           config(resources).DefaultCacheBehavior,
           behaviour(resources, 'releases/*'),
           behaviour(resources, 'objects/*'),
+          behaviour(resources, 'packs/*'),
         ]) {
           expect(viewerCacheControl(resources, b), b.PathPattern ?? 'default').toBeUndefined();
         }
@@ -710,9 +739,9 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       expect(gate.Properties.FunctionCode).toBe(keyGateCode(keyGateSettings(resolveAccessConfig({}, mode))));
       expect(Buffer.byteLength(gate.Properties.FunctionCode)).toBeLessThanOrEqual(KEY_GATE_MAX_BYTES);
       // No request path reaches the bucket without the gate: the default behaviour (current.json and
-      // releases.json and anything unmatched), releases/* (structures), objects/* and api/v1/*.
+      // releases.json and anything unmatched), releases/* (structures), objects/*, packs/* and api/v1/*.
       const all = [config(resources).DefaultCacheBehavior, ...config(resources).CacheBehaviors];
-      expect(all).toHaveLength(4);
+      expect(all).toHaveLength(5);
       for (const b of all) {
         expect(b.FunctionAssociations, b.PathPattern ?? 'default').toEqual([
           { EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [id, 'FunctionARN'] } },

@@ -34,6 +34,8 @@ import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-function.js';
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { treePaths } from '../edge/contract/tree.js';
+import { parseManifestIndex } from '../edge/contract/manifest.js';
+import { parsePackList } from '../edge/contract/packs.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
 import { startHoldingProxy, type HoldingProxy } from './helpers/holding-proxy.js';
 import { readManifest, readStructureMap, rewriteTree } from './helpers/tree.js';
@@ -98,18 +100,45 @@ async function deriveRelease(name: string, genes: string[], dirName = name): Pro
   return out;
 }
 
-/** The distinct objects a tree is published as: every file's sha256, its manifest shards', and its
- * manifest.json's. */
+/** The distinct objects of a tree that publish stores as they are: every file's sha256 and its
+ * manifest shards'. (manifest.json is published with its pack list named in it: see publishedOf.) */
 function objectsOf(root: string): Set<string> {
   const { index, entries } = readManifest(root);
-  return new Set([
-    ...entries.map((e) => e.sha256),
-    ...index.shards.map((s) => s.sha256),
-    createHash('sha256')
-      .update(readFileSync(join(root, treePaths.manifest)))
-      .digest('hex'),
-  ]);
+  return new Set([...entries.map((e) => e.sha256), ...index.shards.map((s) => s.sha256)]);
 }
+
+/** What publish wrote for a tree's release beside its objects, read from the bucket: manifest.json
+ * as published, the pack list it names and the pack indexes the list names, and the packs. */
+async function publishedOf(root: string, prefix = '') {
+  const release = readManifest(root).index.release;
+  const h = JSON.parse(
+    await (
+      await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}releases.json` }))
+    ).Body!.transformToString(),
+  );
+  const entry = [...h.pending, ...h.releases, ...h.retired].find((r: { release: string }) => r.release === release);
+  const get = async (sha: string) =>
+    Buffer.from(
+      await (
+        await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: prefix + objectKey(sha) }))
+      ).Body!.transformToByteArray(),
+    );
+  const manifest = parseManifestIndex(await get(entry.manifest_sha256), 'manifest.json');
+  const tree = readFileSync(join(root, treePaths.manifest), 'utf8');
+  expect(JSON.stringify({ ...JSON.parse(tree), packs: manifest.packs })).toBe(
+    (await get(entry.manifest_sha256)).toString(),
+  );
+  const list = parsePackList(await get(manifest.packs!.sha256), 'pack list');
+  return {
+    manifest: entry.manifest_sha256 as string,
+    objects: new Set<string>([entry.manifest_sha256, manifest.packs!.sha256, ...list.packs.map((p) => p.index.sha256)]),
+    packs: list.packs.map((p) => p.sha256),
+  };
+}
+
+/** Every object a published release references: its tree's and what publish wrote for it. */
+const referencedOf = async (root: string, prefix = '') =>
+  new Set([...objectsOf(root), ...(await publishedOf(root, prefix)).objects]);
 
 const gene = (root: string, id: string) => readFileSync(join(root, treePaths.gene(id)), 'utf8');
 
@@ -190,7 +219,11 @@ afterAll(async () => {
 describe('publish to S3 (s3rver)', () => {
   it('publishes release 1 as content-addressed objects, then the history and the pointer', async () => {
     const s = await publish({ dir: release1, bucket: BUCKET, s3, progress: false });
-    const objects = objectsOf(release1);
+    // The tree's objects, then manifest.json naming its pack list, the list and each pack's index.
+    const published = await publishedOf(release1);
+    const objects = new Set([...objectsOf(release1), ...published.objects]);
+    expect(published.objects.size).toBe(2 + s.packs);
+    expect(s.packs).toBeGreaterThan(0);
     expect(s).toMatchObject({
       release: '2026.11-chr22-demo',
       previous: null,
@@ -210,9 +243,7 @@ describe('publish to S3 (s3rver)', () => {
     expect((await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: objectKey(cifSha) }))).ContentType).toBe(
       'chemical/x-mmcif',
     );
-    const manifestSha = createHash('sha256')
-      .update(readFileSync(join(release1, treePaths.manifest)))
-      .digest('hex');
+    const manifestSha = published.manifest;
     const pointer = JSON.parse(
       await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'current.json' }))).Body!.transformToString(),
     );
@@ -332,15 +363,23 @@ describe('publish to S3 (s3rver)', () => {
     }
     const before = objectsOf(release1);
     const added = [...objectsOf(release2)].filter((sha) => !before.has(sha));
-    // 3 genes + release.json changed, so did the manifest shards listing them and manifest.json.
-    expect(added.length).toBeGreaterThanOrEqual(4 + 1 + 1);
+    // 3 genes + release.json changed, so did the manifest shards listing them.
+    expect(added.length).toBeGreaterThanOrEqual(4 + 1);
+    // Beside them: manifest.json, its pack list, the index of each new pack; the list also names
+    // release 1's packs that hold objects release 2 lists (their indexes are in the store).
+    const published = await publishedOf(release2);
+    const shared = published.packs.length - s.packs;
+    expect(shared).toBeGreaterThan(0);
     expect(s).toMatchObject({
       release: '2026.12-test',
       previous: '2026.11-chr22-demo',
-      uploaded: added.length,
-      present: objectsOf(release2).size - added.length,
+      uploaded: added.length + 2 + s.packs,
+      objects: objectsOf(release2).size + published.objects.size,
+      packs: 1,
     });
-    expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(added.length + 3 + 2); // + pending, kept, pointer; the two probes of conditional writes
+    expect(s.present).toBe(s.objects - s.uploaded);
+    // + pending, kept, pointer; the two probes of conditional writes; the new pack.
+    expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(s.uploaded + 3 + 2 + s.packs);
     // What the store holds is known from release 1's manifest: no copies, no HEAD per object, no listing.
     expect(commands.filter((c) => /Copy|Head|List/.test(c))).toEqual([]);
     expect(seen.other).toEqual([]);
@@ -383,16 +422,20 @@ describe('publish to S3 (s3rver)', () => {
   });
 
   it('leaves the current release serving when a publish dies mid-way, and a re-run uploads only the rest', async () => {
-    // A client whose object uploads fail after the first 3: the publish of release 3 dies part-way.
+    // A client whose object uploads fail after the first one once the release is pending: the
+    // publish of release 3 dies part-way through its files (it adds two: a gene and release.json).
     let writes = 0;
+    let pending = false;
     const flaky = new Proxy(s3, {
       get(target, prop, receiver) {
         if (prop !== 'send') return Reflect.get(target, prop, receiver);
         return async (command: { constructor: { name: string }; input: { Key?: string } }) => {
+          if (command.constructor.name === 'PutObjectCommand' && command.input.Key === 'releases.json') pending = true;
           if (
             command.constructor.name === 'PutObjectCommand' &&
             command.input.Key?.startsWith('objects/') &&
-            ++writes > 3
+            pending &&
+            ++writes > 1
           )
             throw Object.assign(new Error('connection reset'), { name: 'NetworkingError' });
           return target.send(command as never);
@@ -401,13 +444,16 @@ describe('publish to S3 (s3rver)', () => {
     });
     const objects3 = objectsOf(release3);
     const missingBefore = objects3.size - (await presentObjects(objects3));
-    expect(missingBefore).toBeGreaterThan(3);
+    expect(missingBefore).toBeGreaterThan(2);
     await expect(
       publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 1 }),
     ).rejects.toThrow(/connection reset/);
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
     expect(await currentRelease(handler)).toBe('2026.12-test'); // the pointer never moved
     expect((await listReleases({ s3, bucket: BUCKET })).pending.map((p) => p.release)).toEqual(['2027.01-test']);
+    const missingAfter = objects3.size - (await presentObjects(objects3));
+    expect(missingAfter).toBeGreaterThan(0);
+    expect(missingAfter).toBeLessThan(missingBefore);
 
     const cloudfront = await startFakeCloudFront();
     const resumed = await publish({
@@ -423,7 +469,8 @@ describe('publish to S3 (s3rver)', () => {
       { distributionId: 'E2PUBLISHTEST', paths: ['/api/v1/*', '/current.json'] },
     ]);
     expect(resumed.invalidated).toEqual(['/api/v1/*', '/current.json']);
-    expect(resumed.uploaded).toBe(missingBefore - 3); // what the dead run wrote is not written again
+    expect(resumed.uploaded).toBe(missingAfter); // what the dead run wrote is not written again
+    expect(resumed.packs).toBe(1);
     expect(await presentObjects(objects3)).toBe(objects3.size);
     expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(
       gene(release3, 'ENSG00000186654'),
@@ -541,8 +588,10 @@ describe('publish to S3 (s3rver)', () => {
     expect((await collectGarbage({ s3, bucket: BUCKET })).deleted).toBe(0);
     // Past it (a clock three days on), the objects only retired releases reference go.
     const later = () => new Date(Date.now() + 72 * 3_600_000);
-    const kept = new Set([release3, release4a, release4b].flatMap((r) => [...objectsOf(r)]));
-    const onlyRetired = new Set([...objectsOf(release1), ...objectsOf(release2)].filter((sha) => !kept.has(sha)));
+    const kept = new Set<string>();
+    for (const r of [release3, release4a, release4b]) for (const sha of await referencedOf(r)) kept.add(sha);
+    const retired = [...(await referencedOf(release1)), ...(await referencedOf(release2))];
+    const onlyRetired = new Set(retired.filter((sha) => !kept.has(sha)));
     expect(onlyRetired.size).toBeGreaterThan(0);
     const dry = await collectGarbage({ s3, bucket: BUCKET, now: later, dryRun: true });
     expect(dry.deleted).toBe(onlyRetired.size);
@@ -666,7 +715,7 @@ describe('mirror from s3://', () => {
       releases: ['2027.02-a'],
     });
     expect(s).toMatchObject({ release: '2027.01-test', releases: ['2027.02-a', '2027.01-test'], reused: 0 });
-    expect(s.fetched).toBe(new Set([...objectsOf(release3), ...objectsOf(release4a)]).size);
+    expect(s.fetched).toBe(new Set([...objectsOf(release3), ...objectsOf(release4a)]).size + 2); // + each manifest.json
     for (const sha of objectsOf(release3))
       expect(
         createHash('sha256')
@@ -862,9 +911,15 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     );
     expect(unpinnedAt).toBeGreaterThan(retiredAt);
 
-    const kept = new Set([release3, release4a].flatMap((r) => [...objectsOf(r)]));
-    const onlyDemo = new Set([...objectsOf(release1)].filter((sha) => !kept.has(sha) && !objectsOf(release2).has(sha)));
-    const onlyRetired = new Set([...objectsOf(release1), ...objectsOf(release2)].filter((sha) => !kept.has(sha)));
+    const [of1, of2, of3, of4a] = [
+      await referencedOf(release1, PREFIX),
+      await referencedOf(release2, PREFIX),
+      await referencedOf(release3, PREFIX),
+      await referencedOf(release4a, PREFIX),
+    ];
+    const kept = new Set([...of3, ...of4a]);
+    const onlyDemo = new Set([...of1].filter((sha) => !kept.has(sha) && !of2.has(sha)));
+    const onlyRetired = new Set([...of1, ...of2].filter((sha) => !kept.has(sha)));
     expect(onlyRetired.size).toBeGreaterThan(onlyDemo.size);
     const at = (t: number) => () => new Date(t);
 
@@ -1153,7 +1208,8 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     ]);
 
     const resumed = await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
-    expect(resumed.uploaded).toBeLessThanOrEqual(total - reached);
+    // (objects/ PUTs also carry manifest.json, the pack list and the pack indexes)
+    expect(resumed.uploaded).toBeLessThanOrEqual(total + (await publishedOf(release1, PREFIX)).objects.size - reached);
     expect(resumed.uploaded).toBeGreaterThan(0);
     await mirrorsWhole(PREFIX, '2026.11-chr22-demo', release1);
   });

@@ -93,7 +93,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
         });
         log(
           `published release ${s.release}${s.previous ? ` (was ${s.previous})` : ''}: ${s.objects} objects, ${s.uploaded} uploaded, ${s.present} already in the store; ` +
-            `${(s.bytesUploaded / 1e6).toFixed(2)} MB in ${s.seconds.toFixed(1)} s${s.retired.length ? `; retired ${s.retired.join(', ')}` : ''}${s.invalidated.length ? `; invalidated ${s.invalidated.join(' ')}` : ''}`,
+            `${(s.bytesUploaded / 1e6).toFixed(2)} MB, and ${s.packs} pack${s.packs === 1 ? '' : 's'} of ${(s.packBytes / 1e6).toFixed(2)} MB, in ${s.seconds.toFixed(1)} s${s.retired.length ? `; retired ${s.retired.join(', ')}` : ''}${s.invalidated.length ? `; invalidated ${s.invalidated.join(' ')}` : ''}`,
         );
       },
     );
@@ -228,7 +228,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
           unsafeSingleWriter: o.unsafeSingleWriter,
         });
         log(
-          `${o.dryRun ? 'would delete' : 'deleted'} ${s.deleted} objects (${(s.bytesDeleted / 1e6).toFixed(2)} MB) of s3://${o.bucket}/${o.prefix}; ${s.referenced} referenced, ${s.young} unreferenced but younger than ${o.graceHours} h` +
+          `${o.dryRun ? 'would delete' : 'deleted'} ${s.deleted} objects (${(s.bytesDeleted / 1e6).toFixed(2)} MB) and ${s.packs.deleted} packs (${(s.packs.bytesDeleted / 1e6).toFixed(2)} MB) of s3://${o.bucket}/${o.prefix}; ${s.referenced} objects and ${s.packs.referenced} packs referenced, ${s.young + s.packs.young} unreferenced but younger than ${o.graceHours} h` +
             (s.dropped.length ? `; dropped ${s.dropped.join(', ')} from the history` : '') +
             (s.pinned ? `; kept ${s.pinned}, pinned at the CDN` : ''),
         );

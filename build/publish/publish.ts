@@ -7,12 +7,15 @@
 // concurrent publishes cannot lose each other's entry.
 //
 // Order, so that a reader or a garbage collection never sees a release with a missing file:
-//   1. the manifest's objects (its shards, then manifest.json), and the release as `pending` in the
-//      history (gc keeps whatever a pending release references);
-//   2. every other file the store lacks;
+//   1. the manifest's objects (its shards, the pack list and pack indexes, manifest.json), and the
+//      release as `pending` in the history (gc keeps whatever a pending release references, packs
+//      included);
+//   2. the packs of what this release adds (packing.ts), and every other file the store lacks;
 //   3. the release moves from pending to the kept releases, and the pointer names it.
 // Re-running an interrupted publish (its release still pending) lists the store once and uploads
-// only what the first run did not.
+// only what the first run did not, packs included: it takes the manifest (so the pack list) the
+// store has for the release, since cutting packs again over a store that now holds the release's
+// objects would give others.
 //
 // What it knows of the store (which objects are there) is trusted at step 3 only if no gc deleted
 // anything since it looked: the history's gc epoch (edge/contract/store-layout.ts GcState) is the same, in
@@ -39,7 +42,7 @@ import {
   type PublishedRelease,
   type ReleaseHistory,
 } from '../../edge/contract/store-layout.js';
-import { contentTypeOf, treePaths } from '../../edge/contract/tree.js';
+import { contentTypeOf, treePaths, type ManifestIndex } from '../../edge/contract/tree.js';
 import { startProgress } from '../common/progress.js';
 import { BadInputError, UsageError } from '../common/errors.js';
 import { loadManifest, type LoadedManifest } from '../common/manifest-reader.js';
@@ -50,6 +53,7 @@ import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { movePin, readPin, recordPin, resolvePin, type KvsAccess } from './edge-pin.js';
 import { StorageError } from '../common/storage-errors.js';
 import { checkTree } from './tree-check.js';
+import { buildPack, cutPacks, earlierPacks, packListBody, readPacks, type Pack } from './packing.js';
 
 export { s3Client } from './s3-client.js';
 export { OBJECT_CACHE_CONTROL } from '../../edge/store/release-store.js';
@@ -72,6 +76,8 @@ export interface PublishOptions extends StoreLocation {
   unsafeSingleWriter?: boolean;
   /** How long to wait for a gc that is deleting objects of the store before giving up. */
   gcWaitMs?: number;
+  /** Where a pack is closed; PACK_TARGET_BYTES unless a test cuts small packs. */
+  packTargetBytes?: number;
 }
 
 export interface PublishSummary {
@@ -83,6 +89,9 @@ export interface PublishSummary {
   /** Objects the store already had (from other releases, or an interrupted run of this one). */
   present: number;
   bytesUploaded: number;
+  /** Packs uploaded (packing.ts), and their bytes (not counted in bytesUploaded). */
+  packs: number;
+  packBytes: number;
   seconds: number;
   retired: string[];
   invalidated: string[];
@@ -119,39 +128,99 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     throw new UsageError(
       `release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`,
     );
-  const manifestSha = sha256Of(manifest.indexBody);
   const store = openStore(opts);
 
   // Read before anything this publish learns about the store's objects: see the gc epoch above.
   const history = await store.history();
-  const nameTaken = (h: ReleaseHistory) => {
-    const used = usedNames(h).get(release);
-    if (used === undefined || used === manifestSha) return;
-    throw new UsageError(
-      `release ${release} is already in ${store.where} with other content (manifest ${used.slice(0, 12)}…, this tree's is ${manifestSha.slice(0, 12)}…), or was until gc collected it; ` +
-        'a release name always means the same data: build the new data under a new release name',
-    );
-  };
-  nameTaken(history);
+  // A name already used: the same tree again (an interrupted run, or a release already kept) takes
+  // the manifest the store has for it, pack list included; other content is refused.
+  const reused = await usedManifest(store, history, release, manifest.indexBody);
 
-  // The release's distinct objects: the manifest's shards and index first, then every other file.
-  const manifestObjects = new Map<string, ReleaseObject>();
+  // The release's distinct objects: the manifest's shards first, then every other file.
+  const shardObjects = new Map<string, ReleaseObject>();
   for (const { entry } of manifest.shards)
-    manifestObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path) });
-  manifestObjects.set(manifestSha, {
-    sha256: manifestSha,
-    size: manifest.indexBody.length,
-    path: treePaths.manifest,
-    content_type: contentTypeOf(treePaths.manifest),
-  });
+    shardObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path) });
   const fileObjects = new Map<string, ReleaseObject>();
   for (const e of manifest.entries)
-    if (!manifestObjects.has(e.sha256) && !fileObjects.has(e.sha256))
+    if (!shardObjects.has(e.sha256) && !fileObjects.has(e.sha256))
       fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
-  const total = manifestObjects.size + fileObjects.size;
+  const treeObjects = new Map([...shardObjects, ...fileObjects]);
 
   // Before any write: a deployment whose pin this publish could not move is left untouched.
   const pin = await resolvePin(store, opts.kvs, 'publish');
+
+  const known = await knownObjects(store, history, manifest, concurrency, log);
+  // An interrupted run of this release left objects and packs no kept release lists: one listing
+  // of each finds them.
+  let packsInStore: Map<string, unknown> | null = null;
+  if (reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === reused.sha256)) {
+    for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
+    packsInStore = await store.packs(concurrency);
+  }
+  const missing = (o: { sha256: string }) => !known.has(o.sha256);
+  // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
+  const tree = await checkTree({
+    dir: opts.dir,
+    manifest,
+    upload: [...treeObjects.values()].filter(missing),
+    where: store.where,
+    concurrency,
+    progress: opts.progress,
+  });
+  const treeBody = (sha256: string, keep?: boolean) => {
+    const o = treeObjects.get(sha256);
+    if (!o) throw new Error(`a pack of release ${release} holds object ${sha256}, which its tree does not list`);
+    return tree.body(o, keep);
+  };
+
+  // The packs (packing.ts): a new release packs what it adds; the same tree again takes the pack
+  // list its manifest names, and builds again only the packs of its own objects the store lacks.
+  let packs: Pack[];
+  let packList: Buffer | null;
+  let publishedIndex: Buffer;
+  let toPack: Pack[];
+  if (reused) {
+    const read = await readPacks(store, reused.index, `release ${release}'s ${treePaths.manifest}`);
+    packs = read?.packs ?? [];
+    packList = read?.listBody ?? null;
+    if (packList) known.add(sha256Of(packList));
+    for (const p of packs) known.add(p.ref.index.sha256);
+    publishedIndex = reused.body;
+    toPack = packsInStore
+      ? packs.filter((p) => !packsInStore.has(p.ref.sha256) && p.index.objects.every(([sha]) => treeObjects.has(sha)))
+      : [];
+  } else {
+    const added = [...treeObjects.values()].filter(missing);
+    toPack = await cutPacks(added, (o) => treeBody(o.sha256, true), concurrency, opts.packTargetBytes);
+    const earlier = await earlierPacks(store, history.releases, new Set(treeObjects.keys()), log);
+    for (const sha of earlier.objects) known.add(sha);
+    const made = new Set(toPack.map((p) => p.ref.sha256));
+    packs = [...toPack, ...earlier.packs.filter((p) => !made.has(p.ref.sha256))];
+    packList = packListBody(packs.map((p) => p.ref));
+    // Named in manifest.json, so the release's manifest sha256 covers its packs too.
+    publishedIndex = Buffer.from(
+      JSON.stringify({ ...manifest.index, packs: { sha256: sha256Of(packList), size: packList.length } }),
+    );
+  }
+  const manifestSha = sha256Of(publishedIndex);
+  const treeSha = sha256Of(manifest.indexBody);
+  const nameTaken = (h: ReleaseHistory) => {
+    const used = usedNames(h).get(release);
+    if (used !== undefined && used !== treeSha) throw nameUsed(store, release, used);
+  };
+  // What publish writes that is not a file of the tree: manifest.json with its packs, the pack list
+  // and the pack indexes.
+  const generated = new Map<string, { object: ReleaseObject; body: Buffer }>();
+  const generate = (body: Buffer, path: string) =>
+    generated.set(sha256Of(body), {
+      body,
+      object: { sha256: sha256Of(body), size: body.length, path, content_type: 'application/json' },
+    });
+  if (packList) generate(packList, 'pack list');
+  for (const p of packs) generate(p.indexBody, `index of pack ${p.ref.sha256}`);
+  generate(publishedIndex, treePaths.manifest);
+  const generatedObjects = [...generated.values()].map((g) => g.object);
+  const total = new Set([...treeObjects.keys(), ...generated.keys()]).size;
 
   const summary: PublishSummary = {
     release,
@@ -160,58 +229,69 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     uploaded: 0,
     present: 0,
     bytesUploaded: 0,
+    packs: 0,
+    packBytes: 0,
     seconds: 0,
     retired: [],
     invalidated: [],
   };
-  const known = await knownObjects(store, history, manifest, concurrency, log);
-  // An interrupted run of this release left objects no kept release lists: one listing finds them.
-  if (history.pending.some((p) => p.release === release && p.manifest_sha256 === manifestSha)) {
-    for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
-  }
-  const missing = (o: ReleaseObject) => !known.has(o.sha256);
-  // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
-  const tree = await checkTree({
-    dir: opts.dir,
-    manifest,
-    upload: [...manifestObjects.values(), ...fileObjects.values()].filter(missing),
-    where: store.where,
-    concurrency,
-    progress: opts.progress,
-  });
   // The first writes: a server without conditional writes is refused before any (its probe object
   // aside), and the store records its KeyValueStore.
   if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
-  const upload = async (o: ReleaseObject) => {
-    const body = await tree.body(o);
+  const put = async (o: ReleaseObject, body: Buffer) => {
     await store.putObject(o.sha256, body, o.content_type);
     summary.uploaded += 1;
     summary.bytesUploaded += body.length;
   };
+  const upload = async (o: ReleaseObject) => put(o, generated.get(o.sha256)?.body ?? (await tree.body(o)));
 
   // Before the first upload: gc keeps every object younger than a pending release's start.
   const startedAt = new Date().toISOString();
-  const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', total);
+  const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', total + toPack.length);
+  // Each pack is built from its objects' bodies, which uploads those the store lacks on the way.
+  const filesMissing = new Set([...fileObjects.values()].filter(missing).map((o) => o.sha256));
+  const uploadPacks = async (list: readonly Pack[], tick: () => void) => {
+    for (const p of list) {
+      const body = await buildPack(
+        p,
+        async ({ sha256 }) => {
+          const body = await treeBody(sha256);
+          if (filesMissing.delete(sha256)) {
+            await put(treeObjects.get(sha256)!, body);
+            tick();
+          }
+          return body;
+        },
+        concurrency,
+      );
+      await store.putPack(p.ref.sha256, body);
+      summary.packs += 1;
+      summary.packBytes += body.length;
+      tick();
+    }
+  };
   try {
-    // 1. The manifest, then the release as pending (its name recorded for good).
-    const manifestMissing = [...manifestObjects.values()].filter(missing);
-    await forEachLimited(manifestMissing, concurrency, upload);
-    bar.tick(manifestObjects.size);
+    // 1. The manifest with its pack list and pack indexes, then the release as pending (its name
+    //    recorded for good).
+    const manifestObjects = [...shardObjects.values(), ...generatedObjects];
+    await forEachLimited(manifestObjects.filter(missing), concurrency, upload);
+    bar.tick(manifestObjects.length);
     await store.updateHistory((h) => {
       nameTaken(h);
       const listed = h.releases.some((r) => r.release === release) || h.pending.some((r) => r.release === release);
-      if (listed && h.names?.[release] === manifestSha) return null;
+      if (listed && h.names?.[release] === treeSha) return null;
       const pending = listed
         ? h.pending
         : [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }];
-      return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: manifestSha } };
+      return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: treeSha } };
     });
-    // 2. Every other file the store lacks.
-    const filesMissing = [...fileObjects.values()].filter(missing);
-    bar.tick(fileObjects.size - filesMissing.length);
-    await forEachLimited(filesMissing, concurrency, async (o) => {
-      await upload(o);
+    // 2. The packs, and every other file the store lacks.
+    bar.tick(fileObjects.size - filesMissing.size);
+    await uploadPacks(toPack, () => bar.tick());
+    await forEachLimited([...filesMissing], concurrency, async (sha) => {
+      filesMissing.delete(sha);
+      await upload(fileObjects.get(sha)!);
       bar.tick();
     });
   } finally {
@@ -222,7 +302,8 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const publishedAt = new Date().toISOString();
   const entry: PublishedRelease = { release, manifest_sha256: manifestSha, published_at: publishedAt };
   const keep = opts.keep;
-  const releaseObjects = [...manifestObjects.values(), ...fileObjects.values()];
+  const releaseObjects = [...shardObjects.values(), ...generatedObjects, ...fileObjects.values()];
+  const buildable = packs.filter((p) => p.index.objects.every(([sha]) => treeObjects.has(sha)));
   let seen = history;
   for (let check = 1; ; check++) {
     let trusted = false;
@@ -240,6 +321,11 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
       log,
       waitMs: opts.gcWaitMs ?? GC_WAIT_MS,
     });
+    const listedPacks = await store.packs(concurrency);
+    await uploadPacks(
+      buildable.filter((p) => !listedPacks.has(p.ref.sha256)),
+      () => {},
+    );
   }
   summary.present = Math.max(0, total - summary.uploaded);
   await store.updatePointer(async (current) => {
@@ -258,6 +344,40 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   summary.seconds = (performance.now() - started) / 1000;
   return summary;
 }
+
+/** A release name means one tree for good: the history's names record the sha256 of the tree's
+ * manifest.json (the manifest published adds its pack list to it, and the pack list depends on the
+ * store). Another tree under a used name is refused; the same tree again takes the manifest the
+ * store has for the release (with its pack list), or null when gc collected it or the name is new. */
+async function usedManifest(
+  store: ReleaseStore,
+  history: ReleaseHistory,
+  release: string,
+  treeIndex: Buffer,
+): Promise<{ sha256: string; body: Buffer; index: ManifestIndex } | null> {
+  const treeSha = sha256Of(treeIndex);
+  const used = usedNames(history).get(release);
+  if (used === undefined) return null;
+  if (used !== treeSha) throw nameUsed(store, release, used);
+  const entry = [...history.pending, ...history.releases, ...history.retired].find((r) => r.release === release);
+  // gc dropped its entry and collected its manifest: the release is published afresh.
+  const got = entry && (await store.get(objectKey(entry.manifest_sha256)));
+  if (!entry || !got) return null;
+  const where = `${store.where}${objectKey(entry.manifest_sha256)} (release ${release})`;
+  const index = parseManifestIndex(got.body, where);
+  const { packs: _packs, ...tree } = index;
+  if (sha256Of(got.body) !== entry.manifest_sha256 || JSON.stringify(tree) !== treeIndex.toString('utf8'))
+    throw new StorageError(
+      `${where}: not the manifest the history names for ${release}, nor its tree's; the store is damaged`,
+    );
+  return { sha256: entry.manifest_sha256, body: got.body, index };
+}
+
+const nameUsed = (store: ReleaseStore, release: string, used: string) =>
+  new UsageError(
+    `release ${release} is already in ${store.where} with other content (manifest ${used.slice(0, 12)}…), or was until gc collected it; ` +
+      'a release name always means the same data: build the new data under a new release name',
+  );
 
 /** How long a publish waits for a gc that is deleting objects to finish. */
 const GC_WAIT_MS = 10 * 60_000;

@@ -30,6 +30,8 @@ import {
   type ReleasePointer,
 } from '../../edge/contract/store-layout.js';
 import { treePaths } from '../../edge/contract/tree.js';
+import { parseManifestIndex } from '../../edge/contract/manifest.js';
+import { parsePackList } from '../../edge/contract/packs.js';
 import { loadManifest } from '../common/manifest-reader.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { UsageError } from '../common/errors.js';
@@ -67,6 +69,9 @@ export interface CollectSummary {
   /** Unreferenced objects younger than the grace period (or than the oldest pending publish), left
    * for a later run. */
   young: number;
+  /** The same for packs (edge/contract/packs.ts): those a protected release's pack list names are
+   * referenced; the others are deleted after the grace period, as objects are. */
+  packs: { referenced: number; deleted: number; bytesDeleted: number; young: number };
   /** Retired (or abandoned pending) releases whose grace period ended, dropped from the history. */
   dropped: string[];
   /** The release the CDN's KeyValueStore pinned when gc read it (null without a KeyValueStore, or
@@ -111,7 +116,11 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
       ...(pointer ? [pointer] : []),
     ];
     const referenced = new Set<string>();
+    const referencedPacks = new Set<string>();
+    // A protected release whose pack list cannot be read may name any pack: none is deleted then.
+    const packsUnknown: string[] = [];
     const manifests = new Map<string, Set<string>>();
+    const packLists = new Map<string, PacksReferenced | null>();
     const addReferenced = async (r: { release: string; manifest_sha256: string }) => {
       let objects = manifests.get(r.manifest_sha256);
       if (!objects) {
@@ -119,6 +128,14 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
         manifests.set(r.manifest_sha256, objects);
       }
       for (const sha of objects) referenced.add(sha);
+      let packs = packLists.get(r.manifest_sha256);
+      if (packs === undefined) {
+        packs = await packsReferencedBy(store, r.manifest_sha256);
+        packLists.set(r.manifest_sha256, packs);
+      }
+      if (!packs) packsUnknown.push(r.release);
+      for (const sha of packs?.objects ?? []) referenced.add(sha);
+      for (const sha of packs?.packs ?? []) referencedPacks.add(sha);
     };
     for (const r of protectedReleases) await addReferenced(r);
     for (const p of history.pending.filter((p) => !expired(p.started_at) || pins.has(p.release))) {
@@ -134,22 +151,46 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
     const oldestPending = Math.min(
       ...history.pending.map((p) => Date.parse(p.started_at) - (opts.clockSkewMs ?? CLOCK_SKEW_MS)),
     );
+    const old = (o: { modified: Date }) => o.modified.getTime() < cutoff && o.modified.getTime() < oldestPending;
     const listed = await store.objects();
-    const doomed = [...listed].filter(
-      ([sha, o]) => !referenced.has(sha) && o.modified.getTime() < cutoff && o.modified.getTime() < oldestPending,
-    );
-    const young = [...listed.keys()].filter((sha) => !referenced.has(sha)).length - doomed.length;
+    const listedPacks = await store.packs();
+    if (packsUnknown.length && listedPacks.size)
+      log(
+        `the pack list of release ${packsUnknown.join(', ')} is missing from ${store.where}, so which packs it names is unknown: no pack is deleted this time`,
+      );
+    const doomed: Doomed[] = [
+      ...[...listed]
+        .filter(([sha, o]) => !referenced.has(sha) && old(o))
+        .map(([sha, o]) => ({ sha, ...o, pack: false })),
+      ...[...listedPacks]
+        .filter(([sha, o]) => !packsUnknown.length && !referencedPacks.has(sha) && old(o))
+        .map(([sha, o]) => ({ sha, ...o, pack: true })),
+    ];
+    const doomedPacks = doomed.filter((d) => d.pack).length;
+    const young = [...listed.keys()].filter((sha) => !referenced.has(sha)).length - (doomed.length - doomedPacks);
     const summary: CollectSummary = {
       referenced: referenced.size,
       deleted: 0,
       bytesDeleted: 0,
       young,
+      packs: {
+        referenced: referencedPacks.size,
+        deleted: 0,
+        bytesDeleted: 0,
+        young: [...listedPacks.keys()].filter((sha) => !referencedPacks.has(sha)).length - doomedPacks,
+      },
       dropped: [],
       pinned,
     };
+    const count = (batch: Doomed[]) => {
+      for (const d of batch) {
+        const to = d.pack ? summary.packs : summary;
+        to.deleted += 1;
+        to.bytesDeleted += d.size;
+      }
+    };
     if (opts.dryRun) {
-      summary.deleted = doomed.length;
-      summary.bytesDeleted = doomed.reduce((n, [, o]) => n + o.size, 0);
+      count(doomed);
       return summary;
     }
     let changed = false;
@@ -171,9 +212,9 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
           changed = true;
         if (changed) break;
         const batch = doomed.slice(i, i + 1000);
-        await store.deleteObjects(batch.map(([sha]) => sha));
-        summary.deleted += batch.length;
-        summary.bytesDeleted += batch.reduce((n, [, o]) => n + o.size, 0);
+        await store.deleteObjects(batch.filter((d) => !d.pack).map((d) => d.sha));
+        await store.deletePacks(batch.filter((d) => d.pack).map((d) => d.sha));
+        count(batch);
       }
     } finally {
       // The mark comes off whatever happened, once no deletion is in flight.
@@ -253,6 +294,33 @@ async function referencedBy(store: ReleaseStore, release: string, manifestSha: s
     ...manifest.shards.map((s) => s.entry.sha256),
     ...manifest.entries.map((e) => e.sha256),
   ]);
+}
+
+/** What a release's pack list references: the list and its pack indexes (objects), and its packs;
+ * nothing for a release published before packs; null when its pack list is missing. */
+interface PacksReferenced {
+  objects: string[];
+  packs: string[];
+}
+
+async function packsReferencedBy(store: ReleaseStore, manifestSha: string): Promise<PacksReferenced | null> {
+  // referencedBy read and checked the same manifest just before.
+  const manifest = await store.get(objectKey(manifestSha));
+  const packs = manifest
+    ? parseManifestIndex(manifest.body, `${store.where}${objectKey(manifestSha)}`).packs
+    : undefined;
+  if (!packs) return { objects: [], packs: [] };
+  const list = await store.get(objectKey(packs.sha256));
+  if (!list) return null;
+  const refs = parsePackList(list.body, `${store.where}${objectKey(packs.sha256)}`).packs;
+  return { objects: [packs.sha256, ...refs.map((p) => p.index.sha256)], packs: refs.map((p) => p.sha256) };
+}
+
+/** An object or a pack gc deletes. */
+interface Doomed {
+  sha: string;
+  size: number;
+  pack: boolean;
 }
 
 function sameHistory(a: ReleaseHistory, b: ReleaseHistory): boolean {

@@ -42,8 +42,9 @@ export interface TreeCheckOptions {
 }
 
 export interface CheckedTree {
-  /** The bytes of an object to upload: the verified body kept by the check, or read and hashed again. */
-  body(o: TreeObject): Promise<Buffer>;
+  /** The bytes of an object to upload: the verified body kept by the check, or read and hashed again.
+   * A body kept is handed over (its budget freed) unless `keep` (publish reads it once more to pack it). */
+  body(o: TreeObject, keep?: boolean): Promise<Buffer>;
 }
 
 /** How many problems the message names; the rest are counted. */
@@ -100,8 +101,9 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
     );
   }
   return {
-    async body(o) {
+    async body(o, keep) {
       const body = kept.get(o.sha256);
+      if (body && keep) return body;
       if (body) {
         // The upload holds it from here: the budget is freed for the next ones.
         kept.delete(o.sha256);

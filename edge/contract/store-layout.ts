@@ -6,6 +6,7 @@
 //   <prefix>releases.json             the history (ReleaseHistory): every kept release, oldest first
 //   <prefix>objects/<aa>/<rest>       a file whose sha256 is <aa><rest> (bodies, manifest shards and
 //                                     each release's manifest.json alike)
+//   <prefix>packs/<aa>/<rest>         a pack of objects whose sha256 is <aa><rest>, for mirrors (packs.ts)
 //   <prefix>edge.json                 the edge record (EdgeRecord): the CDN's KeyValueStore that pins
 //                                     the current release, once a publish or rollback has named one
 //   <prefix>conditional-write-probe   a constant object publish, rollback and gc write conditionally to
@@ -77,8 +78,9 @@ export interface ReleaseHistory {
    * edge may answer from them until then, and cached answers point into them for a while after, so
    * gc protects them for a grace period as it does retired ones. Absent in stores without one. */
   unpinned?: UnpinnedRelease[];
-  /** Every release name ever entered in this history, with its manifest sha256: never pruned, so a
-   * name keeps meaning the same data after gc has dropped its entry. Absent in older stores (their
+  /** Every release name ever entered in this history, with the sha256 of its tree's manifest.json
+   * (published before packs, the manifest's own; since, the manifest less its `packs`, which depend
+   * on the store): never pruned, so a name keeps meaning the same data after gc has dropped its entry. Absent in older stores (their
    * names are those of the lists above). */
   names?: Record<string, string>;
   /** What garbage collection is doing, so that a publish can tell whether objects it relies on may

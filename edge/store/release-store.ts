@@ -1,9 +1,9 @@
 // The store of releases (restic's repository) over any backend (backend.ts): the layout of
-// edge/contract/store-layout.ts — pointer, history, edge record, objects by sha256, the probe — and
-// the rules for changing it. The pointer, the history and the edge record are changed only by a
-// read-modify-write conditional on the version read, so concurrent publishes, rollbacks, gc runs and
-// mirror syncs never lose each other's change; objects are written once under their sha256 and never
-// changed. publish, rollback, releases, gc (build/publish/) and mirror (edge/mirror/) all use it.
+// edge/contract/store-layout.ts — pointer, history, edge record, objects and packs by sha256, the
+// probe — and the rules for changing it. The pointer, the history and the edge record are changed
+// only by a read-modify-write conditional on the version read, so concurrent publishes, rollbacks, gc
+// runs and mirror syncs never lose each other's change; objects and packs are written once under
+// their sha256 and never changed. publish, rollback, releases, gc (build/publish/) and mirror (edge/mirror/) all use it.
 import {
   EDGE_KEY,
   HISTORY_KEY,
@@ -20,6 +20,7 @@ import {
   type ReleaseHistory,
   type ReleasePointer,
 } from '../contract/store-layout.js';
+import { PACKS_PREFIX, packKey, packSha } from '../contract/packs.js';
 import { ConditionFailed, StorageError, type StoreBackend } from './backend.js';
 
 /** The pointer and history must stay fresh at the CDN; objects never change. */
@@ -118,15 +119,46 @@ export class ReleaseStore {
     return this.backend.remove(sha256s.map(objectKey));
   }
 
+  /** Stores a pack under its sha256 (the caller hashed the bytes), once: a pack already there has
+   * the same bytes, so a write refused because it exists is done. */
+  async putPack(sha256: string, body: Uint8Array): Promise<void> {
+    try {
+      await this.backend.write(packKey(sha256), body, {
+        contentType: 'application/octet-stream',
+        cacheControl: OBJECT_CACHE_CONTROL,
+        ifNoneMatch: true,
+      });
+    } catch (err) {
+      if (!(err instanceof ConditionFailed)) throw err;
+    }
+  }
+
+  deletePacks(sha256s: string[]): Promise<void> {
+    return this.backend.remove(sha256s.map(packKey));
+  }
+
   /** Every object of the store: sha256 → size and last modification. Listed in 16 slices (by the
    * first hex digit), `concurrency` at once, so a bucket of a million objects lists in about a minute. */
-  async objects(concurrency = 16): Promise<Map<string, { size: number; modified: Date }>> {
+  objects(concurrency = 16): Promise<Map<string, { size: number; modified: Date }>> {
+    return this.listed(OBJECTS_PREFIX, objectSha, concurrency);
+  }
+
+  /** Every pack of the store, as `objects` lists objects. */
+  packs(concurrency = 16): Promise<Map<string, { size: number; modified: Date }>> {
+    return this.listed(PACKS_PREFIX, packSha, concurrency);
+  }
+
+  private async listed(
+    prefix: string,
+    shaOf: (key: string) => string | null,
+    concurrency: number,
+  ): Promise<Map<string, { size: number; modified: Date }>> {
     const out = new Map<string, { size: number; modified: Date }>();
     const digits = [...'0123456789abcdef'];
     const worker = async () => {
       for (let digit = digits.shift(); digit !== undefined; digit = digits.shift()) {
-        for (const o of await this.backend.list(`${OBJECTS_PREFIX}${digit}`)) {
-          const sha = objectSha(o.key);
+        for (const o of await this.backend.list(`${prefix}${digit}`)) {
+          const sha = shaOf(o.key);
           if (sha) out.set(sha, { size: o.size, modified: o.modified });
         }
       }
