@@ -33,6 +33,9 @@ import { structureFile } from './endpoints/structure-redirect.js';
 import { docsAsset } from './endpoints/docs-page.js';
 import { objectSha } from './contract/store-layout.js';
 import { IntegrityError } from './origins/verified.js';
+import { StorePacks } from './origins/store-packs.js';
+import { packSha } from './contract/packs.js';
+import { packFile } from './endpoints/pack-file.js';
 
 export interface HandlerOptions {
   /** The tree: one release (a directory, a base URL) or a published bucket with a release pointer. */
@@ -44,7 +47,7 @@ export interface HandlerOptions {
    * of a store) itself: the local server and mirrors (the CDN gets them from the bucket). */
   serveStructureFiles?: boolean;
   /** A store's own files (current.json, releases.json, objects/…), served as they are so that other
-   * mirrors can sync from this server. */
+   * mirrors can sync from this server, and its releases' packs (packs/…), rebuilt from its objects. */
   storeFiles?: Origin;
   /** API keys and rate limits; without it every request is served. */
   access?: AccessControl;
@@ -74,10 +77,11 @@ export type Handler = (request: Request, context?: RequestContext) => Promise<Re
 
 export function createHandler(options: HandlerOptions, releases: Releases = releasesOf(options)): Handler {
   const keyRequired = options.access?.mode === 'key-required';
+  const packs = options.storeFiles && new StorePacks(options.storeFiles);
 
   return async (request, context = {}) => {
     try {
-      const target = targetOf(request, releases, options);
+      const target = targetOf(request, releases, options, packs);
       context.answeredBy = target.label;
       // Preflights carry no credentials (browsers never send Authorization with them): not counted.
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
@@ -110,14 +114,14 @@ interface Target {
   answer: () => Promise<Response>;
 }
 
-function targetOf(request: Request, releases: Releases, options: HandlerOptions): Target {
+function targetOf(request: Request, releases: Releases, options: HandlerOptions, packs?: StorePacks): Target {
   const url = new URL(request.url);
   const dispatched = dispatch(url.pathname, {
     structureFiles: options.serveStructureFiles === true,
     storeFiles: options.storeFiles !== undefined,
   });
   if (dispatched.group === 'file')
-    return { label: dispatched.id, answer: fileAnswer(request, url, releases, options, dispatched) };
+    return { label: dispatched.id, answer: fileAnswer(request, url, releases, options, dispatched, packs) };
   // A path the router refuses is answered after access control, like any other.
   if (dispatched.group === 'none' && dispatched.refusal !== undefined)
     return { label: 'other', answer: () => Promise.reject(dispatched.refusal) };
@@ -171,6 +175,7 @@ function fileAnswer(
   releases: Releases,
   options: HandlerOptions,
   file: FileDispatch,
+  packs?: StorePacks,
 ): () => Promise<Response> {
   switch (file.id) {
     case 'docs_file':
@@ -194,8 +199,12 @@ function fileAnswer(
           return problem(request, { status: 404, detail: `no structure file ${clip(url.pathname, 200)}` });
         return named(await structureFile(request, release, name), release);
       };
-    case 'store_file':
-      return () => storeFile(request, options.storeFiles!, file.match.key);
+    case 'store_file': {
+      const pack = packSha(file.match.key);
+      return pack === null
+        ? () => storeFile(request, options.storeFiles!, file.match.key)
+        : () => packFile(request, packs!, pack);
+    }
   }
 }
 

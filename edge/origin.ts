@@ -12,6 +12,9 @@ export interface Origin {
   /** The file's bytes, or null when the tree has no such file. Throws OriginError when the origin
    * itself fails (unreachable, times out, answers an error). */
   read(path: string): Promise<OriginObject | null>;
+  /** Bytes `start` to `end` (inclusive) of the file, exactly; null when there is no such file. An
+   * origin that cannot read ranges has none (a mirror then reads objects one by one). */
+  readRange?(path: string, start: number, end: number): Promise<OriginObject | null>;
   /** For log lines, e.g. `dir:/srv/tree` or `http://mirror/`. */
   readonly description: string;
 }

@@ -18,6 +18,7 @@ export const REASONS: Record<number, string> = {
   408: 'Request Timeout',
   413: 'Content Too Large',
   414: 'URI Too Long',
+  416: 'Range Not Satisfiable',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',

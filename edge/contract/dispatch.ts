@@ -8,6 +8,7 @@ import { routes, type RouteId } from './routes.js';
 import { links, treePaths } from './tree.js';
 import { HISTORY_KEY, POINTER_KEY, RELEASE_NAME, objectSha, releasePublicPath } from './store-layout.js';
 import { matchRoute, type Match } from '../router.js';
+import { packSha } from './packs.js';
 
 /** Who may ask for an entry, and whether access control (keys, limits) sees the request:
  * - `open`: answered before access control, to any method: never keyed or counted;
@@ -58,7 +59,8 @@ export interface FileScope {
   /** Structure files (`/structures/…` of a tree, `/releases/<r>/structures/…` of a store): the
    * local server and mirrors; at the CDN they come from the bucket. */
   structureFiles: boolean;
-  /** A mirror's store files (current.json, releases.json, objects/…), for other mirrors to sync from. */
+  /** A mirror's store files (current.json, releases.json, objects/…, and packs/…, rebuilt from its
+   * objects), for other mirrors to sync from. */
   storeFiles: boolean;
 }
 
@@ -104,12 +106,15 @@ export const fileKinds = {
     },
   },
   store_file: {
-    summary: "a mirror's store files as they are (the pointer, the history, the objects by their exact names)",
+    summary:
+      "a mirror's store files as they are (the pointer, the history, the objects by their exact names), and its releases' packs, rebuilt from the objects (one byte range or whole)",
     applies: 'storeFiles',
     front: 'pass',
     match(pathname: string): { key: string } | null {
       const key = pathname.slice(1);
-      return key === POINTER_KEY || key === HISTORY_KEY || objectSha(key) !== null ? { key } : null;
+      return key === POINTER_KEY || key === HISTORY_KEY || objectSha(key) !== null || packSha(key) !== null
+        ? { key }
+        : null;
     },
   },
 } as const satisfies Record<string, FileKind>;

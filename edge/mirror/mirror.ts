@@ -46,6 +46,7 @@ import { parseManifestIndex } from '../contract/manifest.js';
 import { startProgress, type Progress } from '../../build/common/progress.js';
 import { loadManifest } from '../../build/common/manifest-reader.js';
 import { forEachLimited } from '../../build/common/concurrency.js';
+import { PackedObjects, fetchRanges } from './pack-fetch.js';
 
 export interface MirrorOptions {
   /** An http(s) base URL (a published store, a serving mirror, or a tree root) or `s3://bucket[/prefix]`. */
@@ -94,6 +95,9 @@ export interface MirrorSummary {
   bytes: number;
   /** Requests the source refused with 429 or 503 and that were tried again later. */
   waited: number;
+  /** Packs read from, and the ranges read (edge/mirror/pack-fetch.ts). */
+  packs: number;
+  ranges: number;
   seconds: number;
 }
 
@@ -140,7 +144,7 @@ export function parseMirrorSource(from: string): MirrorSource {
 export function mirrorSummaryLine(s: MirrorSummary, from: string, to: string): string {
   return (
     `mirrored release ${s.release} (holding ${s.releases.join(', ')}): ${s.fetched} objects fetched, ${s.reused} reused, ${s.removed} removed, ` +
-    `${(s.bytes / 1e6).toFixed(1)} MB downloaded in ${s.seconds.toFixed(1)} s${s.waited ? ` (waited ${s.waited} times for a busy source)` : ''} (${from} → ${to})`
+    `${(s.bytes / 1e6).toFixed(1)} MB downloaded${s.ranges ? ` (${s.ranges} ranges of ${s.packs} packs)` : ''} in ${s.seconds.toFixed(1)} s${s.waited ? ` (waited ${s.waited} times for a busy source)` : ''} (${from} → ${to})`
   );
 }
 
@@ -153,6 +157,9 @@ interface Source {
   history: ReleaseHistory;
   /** A file of one of its releases: by sha256 in a store, by path in a tree. */
   object(sha256: string, path: string): Promise<Buffer>;
+  /** Bytes start..end of a pack (by key), or null when the source has no such pack; absent for a
+   * source without packs (a tree). */
+  range?(key: string, start: number, end: number): Promise<Buffer | null>;
 }
 
 export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
@@ -200,20 +207,57 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     published_at: current.published_at,
   });
 
-  // 2. Every object those releases list: their manifests first (from the mirror when it has them).
+  // 2. Every object those releases list: their manifests first (from the mirror when it has them),
+  // with their pack lists and pack indexes, and their shards read through the packs.
   const local = new LocalObjects(store, backend);
   const needed = new Map<string, { size: number; path: string }>();
-  for (const r of wanted) {
-    const manifest = await loadManifest(
-      async (path, listed) => {
-        const sha = path === treePaths.manifest ? r.manifest_sha256 : listed!.sha256;
-        const mine = local.verified(sha, listed?.size);
-        if (mine) return mine;
-        const body = await source.object(sha, path);
+  /** An object's bytes: the mirror's, else the source's (checked against its sha256), kept. */
+  const object = async (sha: string, size: number | undefined, path: string) => {
+    const mine = local.verified(sha, size);
+    if (mine) return mine;
+    const body = await source.object(sha, path);
+    await local.put(sha, body);
+    return body;
+  };
+  const packed = new PackedObjects();
+  const read = { packs: new Set<string>(), ranges: 0 };
+  /** Reads what it can of `wanted` (sha256 → size) from the packs; answers the rest. */
+  const fromPacks = async (wanted: Map<string, number>, progress?: Progress): Promise<Map<string, number>> => {
+    const range = source.range;
+    if (!range || wanted.size === 0) return wanted;
+    const { ranges, rest } = packed.plan(wanted);
+    const got = await fetchRanges(ranges, {
+      read: range,
+      put: async (sha, body) => {
         await local.put(sha, body);
-        return body;
+        progress?.tick();
       },
-      `${source.description} (release ${r.release}) `,
+      refused: log,
+    });
+    for (const r of ranges) read.packs.add(r.pack);
+    read.ranges += got.ranges;
+    for (const [sha, size] of got.refused) rest.set(sha, size);
+    return rest;
+  };
+  for (const r of wanted) {
+    const where = `${source.description} (release ${r.release}) `;
+    const indexBody = await object(r.manifest_sha256, undefined, treePaths.manifest);
+    const index = parseManifestIndexAt(indexBody, `${where}${treePaths.manifest}`);
+    if (index.packs && source.range) {
+      await packed
+        .add(index.packs, (sha, size, what) => object(sha, size, what))
+        .catch((err: Error) => {
+          throw err instanceof BadInputError || err instanceof StorageError || err instanceof OriginError
+            ? err
+            : new BadInputError(`${where}${err.message}; ${DAMAGED}`);
+        });
+      await fromPacks(
+        new Map(index.shards.filter((s) => !local.verified(s.sha256, s.size)).map((s) => [s.sha256, s.size])),
+      );
+    }
+    const manifest = await loadManifest(
+      async (path, listed) => (path === treePaths.manifest ? indexBody : object(listed!.sha256, listed!.size, path)),
+      where,
       DAMAGED,
     );
     needed.set(r.manifest_sha256, { size: manifest.indexBody.length, path: treePaths.manifest });
@@ -221,6 +265,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     for (const e of manifest.entries as ManifestEntry[])
       if (!needed.has(e.sha256)) needed.set(e.sha256, { size: e.size, path: e.path });
   }
+  for (const [sha, size] of packed.metadata) if (!needed.has(sha)) needed.set(sha, { size, path: 'a pack index' });
 
   // 3. What the mirror has (checked), and the rest, downloaded and checked.
   const toFetch: [string, { size: number; path: string }][] = [];
@@ -237,7 +282,9 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   }
   const fetching = bar(opts, 'mirroring', toFetch.length);
   try {
-    await forEachLimited(toFetch, concurrency, async ([sha, o]) => {
+    const rest = await fromPacks(new Map(toFetch.map(([sha, o]) => [sha, o.size])), fetching);
+    const oneByOne = toFetch.filter(([sha]) => rest.has(sha));
+    await forEachLimited(oneByOne, concurrency, async ([sha, o]) => {
       const body = await source.object(sha, o.path);
       if (body.length !== o.size)
         throw new BadInputError(
@@ -279,6 +326,8 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     removed,
     bytes: counters.bytes,
     waited: counters.waited,
+    packs: read.packs.size,
+    ranges: read.ranges,
     seconds: (performance.now() - started) / 1000,
   };
   log(mirrorSummaryLine(summary, opts.from, to));
@@ -370,7 +419,13 @@ class LocalObjects {
 async function rawReader(
   opts: MirrorOptions,
   counters: { bytes: number; waited: number },
-): Promise<{ description: string; read(path: string): Promise<Buffer | null> }> {
+): Promise<{
+  description: string;
+  /** The file, or with `range` bytes start..end of it; null when the source has no such file. */
+  read(path: string, range?: { start: number; end: number }): Promise<Buffer | null>;
+  /** Whether the source reads ranges. */
+  ranges: boolean;
+}> {
   const parsed = parseMirrorSource(opts.from);
   // Trimmed: a key pasted or read from a file may carry whitespace, which the gate refuses.
   const apiKey = (opts.apiKey ?? process.env.ISOATLAS_API_KEY)?.trim();
@@ -385,11 +440,12 @@ async function rawReader(
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((ok) => setTimeout(ok, ms)));
   return {
     description: raw.description,
-    async read(path) {
+    ranges: raw.readRange !== undefined,
+    async read(path, range) {
       let failures = 0;
       for (let busy = 0; ; ) {
         try {
-          const object = await raw.read(path);
+          const object = range ? await raw.readRange!(path, range.start, range.end) : await raw.read(path);
           if (!object) return null;
           counters.bytes += object.body.length;
           return Buffer.from(object.body.buffer, object.body.byteOffset, object.body.byteLength);
@@ -447,6 +503,7 @@ async function openSource(reader: Awaited<ReturnType<typeof rawReader>>, _from: 
             );
           return checked(body, sha, path, 'the manifest');
         }),
+      range: reader.ranges ? (key, start, end) => reader.read(key, { start, end }) : undefined,
     };
   }
   // No pointer: a rendered tree on a static host, mirrored as its one release.

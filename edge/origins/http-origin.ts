@@ -16,10 +16,33 @@ export class HttpOrigin implements Origin {
   }
 
   async read(path: string): Promise<OriginObject | null> {
+    const res = await this.get(path, {});
+    return res && { body: await this.bodyOf(res, path) };
+  }
+
+  /** Bytes `start` to `end` (inclusive) of a file: a 206 of exactly that range, or a 200 of the whole
+   * file (a server may ignore Range, RFC 9110 §14.2), which is cut. */
+  async readRange(path: string, start: number, end: number): Promise<OriginObject | null> {
+    const res = await this.get(path, { Range: `bytes=${start}-${end}` });
+    if (!res) return null;
+    const body = await this.bodyOf(res, path);
+    const length = end - start + 1;
+    if (res.status === 200 && body.length > end) return { body: body.subarray(start, end + 1) };
+    const said = res.headers.get('content-range');
+    if (res.status !== 206 || (said !== null && !said.startsWith(`bytes ${start}-${end}/`)) || body.length !== length)
+      throw new OriginError(
+        `${this.base}${path}: asked for bytes ${start}-${end}, got ${res.status} with ${body.length} bytes${said ? ` (Content-Range: ${said})` : ''}`,
+        'unavailable',
+      );
+    return { body };
+  }
+
+  /** The answer's status line and headers, or null for a file that is not there. */
+  private async get(path: string, headers: Record<string, string>): Promise<Response | null> {
     let res: Response;
     try {
       res = await fetch(new URL(path, this.base), {
-        headers: this.headers,
+        headers: { ...this.headers, ...headers },
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (err) {
@@ -49,8 +72,12 @@ export class HttpOrigin implements Origin {
         Number.isFinite(retryAfter) && retryAfter >= 0 && res.headers.has('retry-after') ? retryAfter : undefined,
       );
     }
+    return res;
+  }
+
+  private async bodyOf(res: Response, path: string): Promise<Uint8Array> {
     try {
-      return { body: new Uint8Array(await res.arrayBuffer()) };
+      return new Uint8Array(await res.arrayBuffer());
     } catch (err) {
       // The body can fail after the status line: cut off (reset) or too slow (the same time budget).
       const timedOut = (err as Error).name === 'TimeoutError';

@@ -19,10 +19,25 @@ export class S3RawOrigin implements Origin {
     this.description = `s3://${bucket}/${keyPrefix}`;
   }
 
-  async read(path: string): Promise<OriginObject | null> {
+  read(path: string): Promise<OriginObject | null> {
+    return this.get(path);
+  }
+
+  /** S3 answers a range of a key with exactly its bytes (a range past the end is cut to it). */
+  async readRange(path: string, start: number, end: number): Promise<OriginObject | null> {
+    const got = await this.get(path, { start, end });
+    if (got && got.body.length !== end - start + 1)
+      throw new OriginError(
+        `${this.description}${path}: asked for bytes ${start}-${end}, got ${got.body.length} bytes`,
+        'unavailable',
+      );
+    return got;
+  }
+
+  private async get(path: string, range?: { start: number; end: number }): Promise<OriginObject | null> {
     const budget = AbortSignal.timeout(this.timeoutMs);
     try {
-      const got = await this.backend.read(path, budget);
+      const got = await this.backend.read(path, budget, range);
       return got ? { body: got.body } : null;
     } catch (err) {
       const name = (err as Error).name;

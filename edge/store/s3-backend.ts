@@ -42,12 +42,19 @@ export class S3Backend implements StoreBackend {
     this.description = this.where;
   }
 
-  /** `signal` ends the request, reading the body included (the edge's time budget). */
-  async read(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
+  /** `signal` ends the request, reading the body included (the edge's time budget). `range`: only
+   * bytes `start` to `end` (inclusive), one range per GET as S3 allows
+   * (https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/s3/aws.sdk.kotlin.services.s3.model/-get-object-request/range.html). */
+  async read(key: string, signal?: AbortSignal, range?: { start: number; end: number }): Promise<StoredObject | null> {
     try {
-      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), {
-        abortSignal: signal,
-      });
+      const out = await this.s3.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: this.prefix + key,
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+        { abortSignal: signal },
+      );
       return { body: await out.Body!.transformToByteArray(), etag: out.ETag ?? '' };
     } catch (err) {
       const name = (err as Error).name;

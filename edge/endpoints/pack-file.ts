@@ -1,0 +1,63 @@
+// A pack of a mirror's store (edge/contract/packs.ts), for other mirrors: rebuilt from the objects the
+// mirror holds (edge/origins/store-packs.ts), whole or one byte range of it (RFC 9110 §14). The pack's
+// sha256 is its strong ETag, so a range and the whole share it, as RFC 9110 §14.2 asks.
+import { packKey } from '../contract/packs.js';
+import { CORS_HEADERS, bodyResponse, problem } from '../responses.js';
+import type { StorePacks } from '../origins/store-packs.js';
+
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+/** The one range a Range header asks of `size` bytes, as [start, end]; 'whole' when the header is
+ * absent, not of bytes, malformed or asks for several ranges (RFC 9110 §14.2 lets a server answer
+ * those with the whole representation); 'unsatisfiable' when it lies wholly past the end. */
+export function askedRange(header: string | null, size: number): [number, number] | 'whole' | 'unsatisfiable' {
+  if (header === null) return 'whole';
+  const m = /^bytes=(\d*)-(\d*)$/i.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'whole';
+  if (m[1] === '') {
+    // A suffix: the last n bytes.
+    const n = Number(m[2]);
+    if (!Number.isSafeInteger(n)) return 'whole';
+    return n === 0 || size === 0 ? 'unsatisfiable' : [Math.max(0, size - n), size - 1];
+  }
+  const start = Number(m[1]);
+  const last = m[2] === '' ? size - 1 : Number(m[2]);
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(last) || last < start) return 'whole';
+  return start >= size ? 'unsatisfiable' : [start, Math.min(last, size - 1)];
+}
+
+export async function packFile(request: Request, packs: StorePacks, sha: string): Promise<Response> {
+  const key = packKey(sha);
+  const index = await packs.index(sha);
+  if (!index) return problem(request, { status: 404, detail: `no ${key} in this mirror` });
+  const size = index.pack.size;
+  const etag = `"${sha}"`;
+  const ifRange = request.headers.get('if-range');
+  // A Range under an If-Range naming another representation is ignored: the whole pack is sent.
+  const range = ifRange === null || ifRange === etag ? askedRange(request.headers.get('range'), size) : 'whole';
+  if (range === 'unsatisfiable')
+    return problem(request, {
+      status: 416,
+      detail: `${key} has ${size} bytes; ask for a range that starts before its end (Range: bytes=0-${Math.max(size - 1, 0)})`,
+      headers: { 'Content-Range': `bytes */${size}`, 'Accept-Ranges': 'bytes' },
+    });
+  if (range === 'whole' || (range[0] === 0 && range[1] === size - 1))
+    return bodyResponse(request, size === 0 ? new Uint8Array() : await packs.bytes(index, 0, size - 1), {
+      cacheControl: IMMUTABLE,
+      sha256: sha,
+      contentType: 'application/octet-stream',
+      headers: { 'Accept-Ranges': 'bytes' },
+    });
+  const [start, end] = range;
+  const body = await packs.bytes(index, start, end);
+  const headers = new Headers({
+    ...CORS_HEADERS,
+    ETag: etag,
+    'Cache-Control': IMMUTABLE,
+    'Accept-Ranges': 'bytes',
+    'Content-Type': 'application/octet-stream',
+    'Content-Range': `bytes ${start}-${end}/${size}`,
+    'Content-Length': String(body.length),
+  });
+  return new Response(request.method === 'HEAD' ? null : (body as Uint8Array<ArrayBuffer>), { status: 206, headers });
+}

@@ -1,0 +1,150 @@
+// A mirror's objects read from the source's packs (edge/contract/packs.ts): a few large range reads
+// instead of one request per object. The release's pack list and the pack indexes are ordinary
+// objects, kept in the mirror like any other (a re-sync reads them from disk); the wanted objects are
+// grouped by pack, sorted by offset and read in ranges that join neighbours, and each object cut from
+// a range is checked (length and sha256, against the index) before it is written. Objects already held
+// are not wanted, so a sync that stopped part-way starts inside a pack where the last one stopped.
+// An object in no pack, or one whose bytes in the pack are wrong, is left to be read on its own.
+import { createHash } from 'node:crypto';
+import { packKey, parsePackIndex, parsePackList, type PackRef } from '../contract/packs.js';
+import { forEachLimited } from '../../build/common/concurrency.js';
+
+/** Two wanted objects of a pack are read in one range when at most this many unwanted bytes lie
+ * between them: reading them costs less than another request would (a round trip, and one of the few
+ * a rate-limited source allows a minute), whereas a larger gap, read for nothing, would cost more. */
+export const MAX_GAP_BYTES = 256 * 1024;
+/** A range is closed at this many bytes: what one read holds in memory, and what a sync cut off
+ * mid-range reads again. A larger object is a range alone. */
+export const MAX_RANGE_BYTES = 8 * 1024 * 1024;
+/** Ranges in flight at once: enough to keep a link busy, few enough to bound memory. */
+const RANGES_IN_FLIGHT = 4;
+
+interface Located {
+  pack: string;
+  offset: number;
+  length: number;
+}
+
+/** A range of one pack and the wanted objects it holds. */
+export interface PackRange {
+  pack: string;
+  start: number;
+  /** Inclusive, as in an HTTP Range. */
+  end: number;
+  objects: { sha256: string; offset: number; length: number }[];
+}
+
+/** Where each object of a release's packs lies. */
+export class PackedObjects {
+  private readonly at = new Map<string, Located>();
+  /** The pack list's and the indexes' sha256 and size: objects of the mirror like any other. */
+  readonly metadata = new Map<string, number>();
+
+  /** Reads the pack list `list` names, then each index it names, through `object` (the mirror's copy
+   * when it holds one, else the source's, checked against its sha256 and kept). A list or index that
+   * is not what it claims to be throws, naming it. */
+  async add(
+    list: { sha256: string; size: number },
+    object: (sha256: string, size: number, what: string) => Promise<Buffer>,
+  ): Promise<void> {
+    const what = `pack list ${list.sha256}`;
+    const packs = parsePackList(await object(list.sha256, list.size, what), what);
+    this.metadata.set(list.sha256, list.size);
+    for (const ref of packs.packs) {
+      if (this.metadata.has(ref.index.sha256)) continue;
+      const where = `index of pack ${ref.sha256}`;
+      const index = parsePackIndex(await object(ref.index.sha256, ref.index.size, where), where);
+      checkIndex(ref, index.pack, index.objects.length, where);
+      this.metadata.set(ref.index.sha256, ref.index.size);
+      for (const [sha, offset, length] of index.objects)
+        if (!this.at.has(sha)) this.at.set(sha, { pack: ref.sha256, offset, length });
+    }
+  }
+
+  /** The ranges that read `wanted` (sha256 → size), and the objects no pack holds with that size. */
+  plan(wanted: Iterable<[string, number]>): { ranges: PackRange[]; rest: Map<string, number> } {
+    const byPack = new Map<string, { sha256: string; offset: number; length: number }[]>();
+    const rest = new Map<string, number>();
+    for (const [sha, size] of wanted) {
+      const at = this.at.get(sha);
+      if (!at || at.length !== size) {
+        rest.set(sha, size);
+        continue;
+      }
+      const list = byPack.get(at.pack) ?? [];
+      list.push({ sha256: sha, offset: at.offset, length: at.length });
+      byPack.set(at.pack, list);
+    }
+    const ranges: PackRange[] = [];
+    for (const [pack, objects] of byPack) {
+      objects.sort((a, b) => a.offset - b.offset);
+      let range: PackRange | null = null;
+      for (const o of objects) {
+        const end = o.offset + o.length - 1;
+        if (range && o.offset - (range.end + 1) <= MAX_GAP_BYTES && end - range.start + 1 <= MAX_RANGE_BYTES) {
+          range.end = end;
+          range.objects.push(o);
+        } else {
+          range = { pack, start: o.offset, end, objects: [o] };
+          ranges.push(range);
+        }
+      }
+    }
+    return { ranges, rest };
+  }
+}
+
+function checkIndex(ref: PackRef, pack: { sha256: string; size: number }, count: number, where: string): void {
+  if (pack.sha256 !== ref.sha256 || pack.size !== ref.size || count !== ref.objects)
+    throw new Error(
+      `${where}: it describes pack ${pack.sha256} of ${pack.size} bytes and ${count} objects, but the pack list names pack ${ref.sha256} of ${ref.size} bytes and ${ref.objects} objects`,
+    );
+}
+
+export interface PackFetchResult {
+  /** Packs read from, and ranges read. */
+  packs: number;
+  ranges: number;
+  /** Objects not written, left to be read on their own (each said through `refused`): their bytes in
+   * the pack did not match their index, or the source does not have their pack (a server of an
+   * older version). */
+  refused: Map<string, number>;
+}
+
+/** Reads `ranges` (at most a few at once), cuts each object out, checks it and hands it to `put`.
+ * `read` answers bytes start..end of a pack key exactly, null when the source has no such pack, or throws. */
+export async function fetchRanges(
+  ranges: PackRange[],
+  io: {
+    read(key: string, start: number, end: number): Promise<Buffer | null>;
+    put(sha256: string, body: Buffer): Promise<void>;
+    refused(line: string): void;
+  },
+): Promise<PackFetchResult> {
+  const refused = new Map<string, number>();
+  const missing = new Set<string>();
+  await forEachLimited(ranges, RANGES_IN_FLIGHT, async (range) => {
+    const key = packKey(range.pack);
+    const body = missing.has(range.pack) ? null : await io.read(key, range.start, range.end);
+    if (!body) {
+      if (!missing.has(range.pack))
+        io.refused(`${key} is not at the source, though its pack list names it: its objects are read one by one`);
+      missing.add(range.pack);
+      for (const o of range.objects) refused.set(o.sha256, o.length);
+      return;
+    }
+    for (const o of range.objects) {
+      const bytes = body.subarray(o.offset - range.start, o.offset - range.start + o.length);
+      const actual = createHash('sha256').update(bytes).digest('hex');
+      if (bytes.length !== o.length || actual !== o.sha256) {
+        refused.set(o.sha256, o.length);
+        io.refused(
+          `${key} bytes ${o.offset}-${o.offset + o.length - 1}: hash to ${actual}, not to the sha256 ${o.sha256} its index lists; not written, read on its own`,
+        );
+        continue;
+      }
+      await io.put(o.sha256, bytes);
+    }
+  });
+  return { packs: new Set(ranges.map((r) => r.pack)).size, ranges: ranges.length, refused };
+}
