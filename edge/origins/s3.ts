@@ -44,6 +44,7 @@ export class S3RawOrigin implements Origin {
         overloaded ? 'overloaded' : 'unavailable',
         undefined,
         code,
+        status,
       );
     }
   }
