@@ -30,6 +30,7 @@ import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store-layout.js';
 import { readAliases, readManifest } from './helpers/tree.js';
 import { startServer } from './helpers/server.js';
+import { DEFAULT_GRACE_HOURS } from '../build/publish/grace.js';
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
@@ -149,6 +150,16 @@ describe('the verified index', () => {
     // The index holds exactly the objects the mirror holds.
     expect(indexRecords(dir)).toBe(objectsIn(dir).length);
     expect(objectsIn(dir).length).toBe(held + 3);
+
+    // Release 2026.01 dropped, then its objects deleted once their grace period ended: the index
+    // drops them too.
+    await sync(dir, { keep: 1 });
+    const later = () => new Date(Date.now() + (DEFAULT_GRACE_HOURS + 1) * 3_600_000);
+    const swept = await sync(dir, { keep: 1, now: later });
+    expect(swept.removed).toBe(3);
+    expect(objectsIn(dir).length).toBe(held);
+    expect(indexRecords(dir)).toBe(held);
+    expect(await sync(dir, { keep: 1 })).toMatchObject({ hashed: 0, trusted: held });
   });
 
   it('an object touched, replaced or truncated on disk is hashed again, and fetched again when wrong', async () => {
@@ -157,12 +168,16 @@ describe('the verified index', () => {
     await sync(dir);
     const file = (e: ManifestEntry) => join(dir, objectKey(e.sha256));
     const [touched, replaced, truncated] = [entriesA[1], entriesA[2], entriesA[3]];
-    // Touched: same bytes, another mtime. Replaced: other bytes of the same size, mtime put back.
+    // A whole second, which utimes can put back exactly (a stat has nanoseconds, a JS number not all).
+    const second = Math.floor(Date.now() / 1000) - 60;
+    utimesSync(file(replaced), second, second);
+    expect(await sync(dir)).toMatchObject({ fetched: 0, hashed: 1 });
+    // Touched: same bytes, another mtime. Replaced: other bytes of the same size, mtime put back
+    // (only its ctime tells). Truncated: fewer bytes.
     utimesSync(file(touched), new Date(), new Date(Date.now() - 3_600_000));
-    const { atime, mtime } = statSync(file(replaced));
-    const junk = Buffer.alloc(replaced.size, 'x');
-    writeFileSync(file(replaced), junk);
-    utimesSync(file(replaced), atime, mtime);
+    writeFileSync(file(replaced), Buffer.alloc(replaced.size, 'x'));
+    utimesSync(file(replaced), second, second);
+    expect(statSync(file(replaced)).mtimeMs).toBe(second * 1000);
     writeFileSync(file(truncated), readFileSync(file(truncated)).subarray(0, 5));
     source.requests.clear();
     const s = await sync(dir);
