@@ -257,16 +257,23 @@ describe('objects refused by `isoatlas serve`', () => {
     index.add(entry.sha256, stampOf(file)!);
     index.write(dir, (sha) => stampOf(join(dir, objectKey(sha))));
 
+    // The file of the release, and the object as served to mirrors downstream.
+    const paths = [`/api/v1/genes/${prr5}`, `/${objectKey(entry.sha256)}`];
     const get = async () => {
       const server = await startServer({ dir, extraArgs: ['--keys-dir', join(work, 'keys')] });
       try {
-        const res = await fetch(`${server.api}/genes/${prr5}`);
-        return { status: res.status, body: await res.text() };
+        const answers: { status: number; body: string }[] = [];
+        for (const path of paths) {
+          const res = await fetch(`${server.base}${path}`);
+          answers.push({ status: res.status, body: await res.text() });
+        }
+        return answers;
       } finally {
         await server.stop();
       }
     };
-    expect((await get()).status).toBe(502);
+    expect((await get()).map((a) => a.status)).toEqual([502, 502]);
+    // Noted once, whichever way it was asked for.
     expect(readFileSync(join(dir, REFUSED_RECORD), 'utf8')).toBe(`${entry.sha256}\n`);
 
     source.requests.clear();
@@ -277,7 +284,16 @@ describe('objects refused by `isoatlas serve`', () => {
     );
     expect(source.requests.get(entry.path)).toBe(1);
     expect(existsSync(join(dir, REFUSED_RECORD))).toBe(false);
-    expect(await get()).toEqual({ status: 200, body: good.toString('utf8') });
+    expect(await get()).toEqual([
+      { status: 200, body: good.toString('utf8') },
+      { status: 200, body: good.toString('utf8') },
+    ]);
+
+    // Asked for only as an object (by a mirror downstream), it is noted too.
+    writeFileSync(file, bad);
+    paths.splice(0, 1);
+    expect((await get()).map((a) => a.status)).toEqual([502]);
+    expect(readFileSync(join(dir, REFUSED_RECORD), 'utf8')).toBe(`${entry.sha256}\n`);
   });
 
   it('serve notes each refused object once until a sync takes the record; a directory it cannot write to is said once, never thrown', () => {
