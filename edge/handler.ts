@@ -202,7 +202,7 @@ function fileAnswer(
     case 'store_file': {
       const pack = packSha(file.match.key);
       return pack === null
-        ? () => storeFile(request, options.storeFiles!, file.match.key)
+        ? () => storeFile(request, options.storeFiles!, file.match.key, options.onVerificationFailure)
         : () => packFile(request, packs!, pack);
     }
   }
@@ -214,13 +214,25 @@ const noSuchRelease = (request: Request, name: string) =>
     detail: `no release "${clip(name, 100)}" in this atlas; GET ${API_PREFIX}/releases lists them`,
   });
 
-/** A store file as it is; an object only when its bytes hash to its name. */
-async function storeFile(request: Request, store: Origin, path: string): Promise<Response> {
+/** A store file as it is; an object only when its bytes hash to its name (else refused, and the
+ * listener told, as a file of a release is). */
+async function storeFile(
+  request: Request,
+  store: Origin,
+  path: string,
+  onFailure: HandlerOptions['onVerificationFailure'],
+): Promise<Response> {
   const file = await store.read(path);
   if (!file) return problem(request, { status: 404, detail: `no ${path} in this mirror` });
   const sha = objectSha(path);
-  if (sha !== null && (await sha256Hex(file.body)) !== sha)
+  if (sha !== null && (await sha256Hex(file.body)) !== sha) {
+    const recheck = async () => {
+      const again = await store.read(path).catch(() => null);
+      return again !== null && (await sha256Hex(again.body)) === sha;
+    };
+    onFailure?.({ path, sha256: sha, recheck });
     throw new IntegrityError(`${path} does not hash to its name`);
+  }
   const cache = sha === null ? 'no-cache' : 'public, max-age=31536000, immutable';
   return bodyResponse(request, file.body, {
     cacheControl: cache,

@@ -63,6 +63,8 @@ export class OriginError extends Error {
     readonly retryAfterSeconds?: number,
     /** Why it could not be reached, as the network said (ECONNREFUSED, ENOTFOUND, a TLS error code). */
     readonly code?: string,
+    /** The HTTP status it answered, when it answered one (429 and 503 say different things). */
+    readonly status?: number,
   ) {
     super(message);
     this.name = 'OriginError';

@@ -561,7 +561,7 @@ describe('isoatlas mirror', () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stderr).toMatch(
       new RegExp(
-        `^mirrored release ${manifestB.release} \\(holding ${manifestB.release}\\): 0 objects fetched, ${objectsB.size} reused, 0 removed, 0\\.\\d MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`,
+        `^mirrored release ${manifestB.release} \\(holding ${manifestB.release}\\): 0 objects fetched, ${objectsB.size} reused, 0 removed; 0 held objects checked by sha256, ${objectsB.size} trusted from the verified index; 0\\.\\d MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`,
         'm',
       ),
     );

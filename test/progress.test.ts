@@ -44,6 +44,34 @@ describe('progress off a terminal', () => {
     expect(lines.length).toBe(n);
   });
 
+  it('on a terminal, shows a note after the bar until it is cleared', () => {
+    const drawn: string[] = [];
+    const stream = Object.assign(
+      new Writable({
+        write(chunk, _enc, done) {
+          drawn.push(String(chunk));
+          done();
+        },
+      }),
+      { isTTY: true, columns: 200, cursorTo: () => true, clearLine: () => true, moveCursor: () => true },
+    );
+    // The bar redraws at most a few times a second, and always as it stops.
+    const p = startProgress('mirroring', 10, stream);
+    p.note!('waiting 37 s: the source limits this address (429, Retry-After 37)');
+    p.tick(1);
+    p.stop();
+    expect(drawn.join('')).toContain('1/10 | ');
+    expect(drawn.join('')).toContain('| waiting 37 s: the source limits this address (429, Retry-After 37)');
+    drawn.length = 0;
+    const q = startProgress('mirroring', 10, stream);
+    q.note!('waiting 37 s: the source limits this address (429, Retry-After 37)');
+    q.note!(null);
+    q.tick(2);
+    q.stop();
+    expect(drawn.join('')).toContain('2/10');
+    expect(drawn.join('')).not.toContain('waiting');
+  });
+
   it('estimates the time left from the rate so far', () => {
     expect(timeLeft(0, 100, 1000)).toBeNull();
     expect(timeLeft(50, 100, 10_000)).toBe('about 10 s left');

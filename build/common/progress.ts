@@ -8,6 +8,9 @@ import type { LogLine } from '../../edge/handler-log.js';
 export interface Progress {
   tick(n?: number): void;
   stop(): void;
+  /** On a terminal only: words shown after the bar until replaced (null clears them), e.g. why it
+   * stands still. Off a terminal the caller logs them as a line. */
+  note?(text: string | null): void;
 }
 
 /** How often a non-terminal gets a progress line. */
@@ -34,7 +37,7 @@ export function startProgress(
   if (stream.isTTY) {
     const bar = new cliProgress.SingleBar(
       {
-        format: `${label.padEnd(14)} [{bar}] {percentage}% {value}/{total} | {eta_formatted} left`,
+        format: `${label.padEnd(14)} [{bar}] {percentage}% {value}/{total} | {eta_formatted} left{note}`,
         stream: stream as NodeJS.WriteStream,
         hideCursor: true,
         clearOnComplete: false,
@@ -42,8 +45,12 @@ export function startProgress(
       },
       cliProgress.Presets.shades_classic,
     );
-    bar.start(total, 0);
-    return { tick: (n = 1) => bar.increment(n), stop: () => bar.stop() };
+    bar.start(total, 0, { note: '' });
+    return {
+      tick: (n = 1) => bar.increment(n),
+      stop: () => bar.stop(),
+      note: (text) => bar.update({ note: text ? ` | ${text}` : '' }),
+    };
   }
   // Off a terminal the bar's stream is not used: the lines go through the logger.
   const write = opts.log ?? log.info;

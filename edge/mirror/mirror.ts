@@ -5,11 +5,14 @@
 //     a running `isoatlas serve` of another mirror), or a rendered tree on a static host (one release).
 //   - Every object is stored once, whatever number of releases list it, and every download is checked
 //     against its sha256 before it is written (atomically, under its final name).
-//   - Objects already in the mirror are checked (size and sha256) and kept; what is missing or
-//     corrupted is downloaded. An interrupted sync leaves what it verified, and the next run goes on
-//     from there; the mirror's own pointer is rewritten last, so a server of the mirror switches from
-//     one whole release to the next.
-//   - A source that answers 429 or 503 is waited for (its Retry-After, else a growing backoff).
+//   - Objects already in the mirror are checked and kept; what is missing or corrupted is downloaded.
+//     Checked: by one stat when the verified index (verified-index.ts) recorded the object with the
+//     stat its file still has, else by size and sha256; objects `isoatlas serve` refused
+//     (refused-record.ts) are hashed again, and `verify` hashes everything. An interrupted sync leaves
+//     what it verified, and the next run goes on from there; the mirror's own pointer is rewritten
+//     last, so a server of the mirror switches from one whole release to the next.
+//   - A source that answers 429 or 503 is waited for (its Retry-After, else a growing backoff), and
+//     the wait is said with its reason (on the progress bar, or as a log line).
 //   - `mirror.json` records the source and the last sync.
 //   - The mirror's directory is a store (edge/store/: a ReleaseStore over a DirectoryBackend), written
 //     as publish writes a bucket: objects under their sha256, then the history and the pointer, each
@@ -47,6 +50,8 @@ import { startProgress, type Progress } from '../../build/common/progress.js';
 import { loadManifest } from '../../build/common/manifest-reader.js';
 import { forEachLimited } from '../../build/common/concurrency.js';
 import { PackedObjects, fetchRanges } from './pack-fetch.js';
+import { VERIFIED_INDEX, VerifiedIndex, stampOf } from './verified-index.js';
+import { REFUSED_RECORD, readRefused, takeRefused } from './refused-record.js';
 
 export interface MirrorOptions {
   /** An http(s) base URL (a published store, a serving mirror, or a tree root) or `s3://bucket[/prefix]`. */
@@ -78,6 +83,9 @@ export interface MirrorOptions {
   force?: boolean;
   /** The clock the clean-up reads (tests move it past the grace period). */
   now?: () => Date;
+  /** Hash every object the mirror holds, whatever its index of verified objects says; fetch again
+   * what fails, and write the index anew (`--verify`). */
+  verify?: boolean;
 }
 
 export interface MirrorSummary {
@@ -89,6 +97,11 @@ export interface MirrorSummary {
   fetched: number;
   /** Objects the mirror already had, checked. */
   reused: number;
+  /** Held objects checked by hashing their bytes (new to the index, changed on disk, refused by
+   * `isoatlas serve`, or all of them with `verify`). */
+  hashed: number;
+  /** Held objects trusted without reading them: unchanged on disk since the index recorded them. */
+  trusted: number;
   /** Objects no held release lists any more, deleted once their grace period ended. */
   removed: number;
   /** Bytes downloaded in all (objects, pointer, history). */
@@ -98,6 +111,8 @@ export interface MirrorSummary {
   /** Packs read from, and the ranges read (edge/mirror/pack-fetch.ts). */
   packs: number;
   ranges: number;
+  /** Seconds the sync spent waiting for a source that refused (overlapping waits counted once). */
+  waitedSeconds: number;
   seconds: number;
 }
 
@@ -142,9 +157,13 @@ export function parseMirrorSource(from: string): MirrorSource {
 }
 
 export function mirrorSummaryLine(s: MirrorSummary, from: string, to: string): string {
+  const waited = s.waited
+    ? ` (the source refused ${s.waited} time${s.waited === 1 ? '' : 's'}: waited ${Math.round(s.waitedSeconds)} s)`
+    : '';
   return (
-    `mirrored release ${s.release} (holding ${s.releases.join(', ')}): ${s.fetched} objects fetched, ${s.reused} reused, ${s.removed} removed, ` +
-    `${(s.bytes / 1e6).toFixed(1)} MB downloaded${s.ranges ? ` (${s.ranges} ranges of ${s.packs} packs)` : ''} in ${s.seconds.toFixed(1)} s${s.waited ? ` (waited ${s.waited} times for a busy source)` : ''} (${from} → ${to})`
+    `mirrored release ${s.release} (holding ${s.releases.join(', ')}): ${s.fetched} objects fetched, ${s.reused} reused, ${s.removed} removed; ` +
+    `${s.hashed} held objects checked by sha256, ${s.trusted} trusted from the verified index; ` +
+    `${(s.bytes / 1e6).toFixed(1)} MB downloaded${s.ranges ? ` (${s.ranges} ranges of ${s.packs} packs)` : ''} in ${s.seconds.toFixed(1)} s${waited} (${from} → ${to})`
   );
 }
 
@@ -163,6 +182,16 @@ interface Source {
 }
 
 export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
+  const objects: { local?: LocalObjects } = {};
+  try {
+    return await sync(opts, objects);
+  } finally {
+    // Whether the sync succeeded or not, what it verified is kept: the next one does not hash it again.
+    objects.local?.save(opts.log ?? (() => {}));
+  }
+}
+
+async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Promise<MirrorSummary> {
   const started = performance.now();
   const log = opts.log ?? (() => {});
   const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
@@ -178,7 +207,8 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
   const backend = new DirectoryBackend(to);
   const store = new ReleaseStore(backend);
   const counters = { bytes: 0, waited: 0 };
-  const reader = await rawReader(opts, counters);
+  const waits = new Waits(log);
+  const reader = await rawReader(opts, counters, waits);
   const source = await openSource(reader, opts.from);
   const current = source.pointer;
 
@@ -209,7 +239,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
 
   // 2. Every object those releases list: their manifests first (from the mirror when it has them),
   // with their pack lists and pack indexes, and their shards read through the packs.
-  const local = new LocalObjects(store, backend);
+  const local = (objects.local = new LocalObjects(store, backend, { verify: opts.verify === true, log }));
   const needed = new Map<string, { size: number; path: string }>();
   /** An object's bytes: the mirror's, else the source's (checked against its sha256), kept. */
   const object = async (sha: string, size: number | undefined, path: string) => {
@@ -252,7 +282,7 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
             : new BadInputError(`${where}${err.message}; ${DAMAGED}`);
         });
       await fromPacks(
-        new Map(index.shards.filter((s) => !local.verified(s.sha256, s.size)).map((s) => [s.sha256, s.size])),
+        new Map(index.shards.filter((s) => !local.held(s.sha256, s.size)).map((s) => [s.sha256, s.size])),
       );
     }
     const manifest = await loadManifest(
@@ -274,13 +304,13 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     let i = 0;
     for (const [sha, o] of needed) {
       if (i++ % 256 === 0) await new Promise(setImmediate); // let the progress bar draw
-      if (!local.verified(sha, o.size)) toFetch.push([sha, o]);
+      if (!local.held(sha, o.size)) toFetch.push([sha, o]);
       checking.tick();
     }
   } finally {
     checking.stop();
   }
-  const fetching = bar(opts, 'mirroring', toFetch.length);
+  const fetching = bar(opts, 'mirroring', toFetch.length, waits);
   try {
     const rest = await fromPacks(new Map(toFetch.map(([sha, o]) => [sha, o.size])), fetching);
     const oneByOne = toFetch.filter(([sha]) => rest.has(sha));
@@ -323,11 +353,14 @@ export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
     releases: record.releases,
     fetched: local.written,
     reused: needed.size - local.written,
+    hashed: local.hashed,
+    trusted: local.trusted,
     removed,
     bytes: counters.bytes,
     waited: counters.waited,
     packs: read.packs.size,
     ranges: read.ranges,
+    waitedSeconds: waits.seconds,
     seconds: (performance.now() - started) / 1000,
   };
   log(mirrorSummaryLine(summary, opts.from, to));
@@ -345,7 +378,7 @@ function checkMirrorDir(to: string): void {
     );
   }
   const entries = readdirSync(to).filter((name) => !name.startsWith('.'));
-  const ours = new Set([POINTER_KEY, HISTORY_KEY, MIRROR_RECORD, PROBE_KEY, 'objects']);
+  const ours = new Set([POINTER_KEY, HISTORY_KEY, MIRROR_RECORD, PROBE_KEY, VERIFIED_INDEX, REFUSED_RECORD, 'objects']);
   if (entries.some((name) => !ours.has(name) && !/\.tmp(-[0-9]+-[0-9a-f]+)?$|\.lock$/.test(name))) {
     throw new UsageError(
       `--to ${to} is not empty and is not a mirror (it holds ${entries
@@ -396,22 +429,91 @@ async function cleanUp(
   }
 }
 
-/** The mirror's objects. */
+/** The mirror's objects, and what it knows of them: an object is trusted without reading it when
+ * the verified index recorded it with the stat its file has now (verified-index.ts), else hashed. */
 class LocalObjects {
   /** Objects written by this run. */
   written = 0;
+  /** Held objects checked by hashing their bytes, and trusted from the index by a stat. */
+  hashed = 0;
+  trusted = 0;
+  private readonly index: VerifiedIndex;
+  /** Objects `isoatlas serve` refused since the last sync: hashed whatever the index says. */
+  private readonly refused: Set<string>;
   constructor(
     private readonly store: ReleaseStore,
     private readonly backend: DirectoryBackend,
-  ) {}
+    o: { verify: boolean; log: (line: string) => void },
+  ) {
+    this.index = o.verify ? VerifiedIndex.empty() : VerifiedIndex.read(backend.root, o.log);
+    this.refused = readRefused(backend.root);
+    if (this.refused.size > 0)
+      o.log(
+        `${this.refused.size} object${this.refused.size === 1 ? '' : 's'} refused by \`isoatlas serve\` since the last sync: hashed again, fetched again if corrupt`,
+      );
+  }
+
+  private file(sha: string): string {
+    return join(this.backend.root, objectKey(sha));
+  }
+
+  /** Whether the object is there with this sha256 (and size): by the index when its file is
+   * unchanged since it was verified, else by hashing it. */
+  held(sha: string, size?: number): boolean {
+    return this.check(sha, size, false) !== null;
+  }
+
   /** The object's bytes when it is there with this sha256 (and size), else null. */
   verified(sha: string, size?: number): Buffer | null {
-    const body = this.backend.readNow(objectKey(sha), size);
-    return body && sha256Of(body) === sha ? body : null;
+    const body = this.check(sha, size, true);
+    return body === true ? null : body;
   }
+
+  /** Null when the object is missing or wrong; its bytes when asked for (or hashed), else true. */
+  private check(sha: string, size: number | undefined, bytes: boolean): Buffer | true | null {
+    const stamp = stampOf(this.file(sha));
+    if (!stamp || (size !== undefined && stamp.size !== size)) return null;
+    const trusted = this.refused.has(sha) ? null : this.index.trusts(sha, stamp);
+    if (trusted) {
+      if (trusted === 'first') this.trusted++;
+      if (!bytes) return true;
+      // The stat vouches for these bytes: read, not hashed.
+      return this.backend.readNow(objectKey(sha), size);
+    }
+    const body = this.backend.readNow(objectKey(sha), size);
+    if (!body) return null;
+    this.hashed++;
+    if (sha256Of(body) !== sha) return null;
+    // The stamp taken before the read: a change during the read shows at the next stat.
+    this.index.add(sha, stamp);
+    this.refused.delete(sha);
+    return body;
+  }
+
   async put(sha: string, body: Buffer): Promise<void> {
     await this.store.putObject(sha, body);
     this.written++;
+    this.refused.delete(sha);
+    // Checked against its sha256 as it was downloaded.
+    const stamp = stampOf(this.file(sha));
+    if (stamp) this.index.add(sha, stamp);
+  }
+
+  /** Writes the index of what the mirror holds verified, and takes the record of refused objects.
+   * Never fails the sync: without an index the next one hashes everything. */
+  save(log: (line: string) => void): void {
+    try {
+      this.index.write(this.backend.root, (sha) => stampOf(this.file(sha)));
+    } catch (err) {
+      log(
+        `cannot write ${join(this.backend.root, VERIFIED_INDEX)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the next sync hashes every object again`,
+      );
+    }
+    try {
+      takeRefused(this.backend.root, (sha) => this.index.verifiedNow(sha) || stampOf(this.file(sha)) === null);
+    } catch (err) {
+      log(`cannot update ${join(this.backend.root, REFUSED_RECORD)}: ${(err as Error).message}`);
+    }
   }
 }
 
@@ -419,6 +521,7 @@ class LocalObjects {
 async function rawReader(
   opts: MirrorOptions,
   counters: { bytes: number; waited: number },
+  waits: Waits,
 ): Promise<{
   description: string;
   /** The file, or with `range` bytes start..end of it; null when the source has no such file. */
@@ -452,12 +555,16 @@ async function rawReader(
         } catch (err) {
           if (err instanceof OriginError && err.kind === 'overloaded' && ++busy < BUSY_ATTEMPTS) {
             counters.waited++;
-            await sleep(
-              Math.min(
-                MAX_WAIT_MS,
-                err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : 1000 * 2 ** busy,
-              ),
+            const ms = Math.min(
+              MAX_WAIT_MS,
+              err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : 1000 * 2 ** busy,
             );
+            waits.begin(ms, refusal(err, ms));
+            try {
+              await sleep(ms);
+            } finally {
+              waits.end();
+            }
             continue;
           }
           if (++failures >= ATTEMPTS) throw withAdvice(err as Error, opts);
@@ -465,6 +572,56 @@ async function rawReader(
       }
     },
   };
+}
+
+/** Why the sync waits, in words: "the source limits this address (429, Retry-After 37)". */
+function refusal(err: OriginError, ms: number): string {
+  const why = err.status === 429 ? 'the source limits this address' : 'the source is busy';
+  const code = err.status ?? err.code ?? 'busy';
+  const after =
+    err.retryAfterSeconds === undefined
+      ? 'no Retry-After: waiting longer each time'
+      : err.retryAfterSeconds * 1000 > ms
+        ? `Retry-After ${err.retryAfterSeconds}, waiting at most ${MAX_WAIT_MS / 1000} s at a time`
+        : `Retry-After ${err.retryAfterSeconds}`;
+  return `${why} (${code}, ${after})`;
+}
+
+/** The source's refusals: counted, each wait said as it begins (after the bar being drawn, else as
+ * a log line; once for requests refused together), and the time spent waiting. */
+class Waits {
+  /** Until when (performance.now()) the waits said so far last. */
+  private until = 0;
+  private waitedMs = 0;
+  private waiting = 0;
+  /** The bar being drawn: it shows the wait instead of a log line that would break it. */
+  bar: Progress | null = null;
+  constructor(private readonly log: (line: string) => void) {}
+
+  begin(ms: number, why: string): void {
+    const now = performance.now();
+    const end = now + ms;
+    this.waiting++;
+    if (end <= this.until) return;
+    this.waitedMs += end - Math.max(now, this.until);
+    const told = now < this.until;
+    this.until = end;
+    if (told) return;
+    const line = `waiting ${Math.ceil(ms / 1000)} s: ${why}`;
+    if (this.bar?.note) this.bar.note(line);
+    else this.log(line);
+  }
+
+  end(): void {
+    if (--this.waiting > 0) return;
+    // Every wait is over (sooner than said, when the sleep was shorter): the next one is news.
+    this.until = Math.min(this.until, performance.now());
+    this.bar?.note?.(null);
+  }
+
+  get seconds(): number {
+    return this.waitedMs / 1000;
+  }
 }
 
 function withAdvice(err: Error, opts: MirrorOptions): Error {
@@ -582,16 +739,19 @@ async function s3Origin(source: Extract<MirrorSource, { kind: 's3' }>, opts: Mir
   return new S3RawOrigin(client, source.bucket, source.prefix, opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS);
 }
 
-/** Progress (a bar on a terminal, periodic lines otherwise), unless opts.progress is false. */
-function bar(opts: MirrorOptions, label: string, total: number): Progress {
+/** Progress (a bar on a terminal, periodic lines otherwise), unless opts.progress is false; the
+ * bar shows the source's refusals (`waits`) while it is drawn. */
+function bar(opts: MirrorOptions, label: string, total: number, waits?: Waits): Progress {
   if (opts.progress === false) return { tick() {}, stop() {} };
   const progress = startProgress(label, total);
   let drawing = true;
+  if (waits) waits.bar = progress;
   return {
     tick: (n) => progress.tick(n),
     stop: () => {
       if (drawing) progress.stop();
       drawing = false;
+      if (waits?.bar === progress) waits.bar = null;
     },
   };
 }

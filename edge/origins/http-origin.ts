@@ -1,6 +1,16 @@
 // Reads a published tree through any base URL (a CDN, a static file server, a mirror).
 import { OriginError, type Origin, type OriginObject } from '../origin.js';
 
+/** A Retry-After header in seconds (RFC 9110 §10.2.3: a number of seconds, or an HTTP date, which
+ * counts from `now`); undefined when absent or neither. */
+export function retryAfterSeconds(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value);
+  // Date.parse takes almost anything ("1.5" is a date to it): only what names GMT, as HTTP dates do.
+  const at = /^[A-Za-z]{3},? .* GMT\s*$/.test(value) ? Date.parse(value) : Number.NaN;
+  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - now) / 1000)) : undefined;
+}
+
 export class HttpOrigin implements Origin {
   readonly description: string;
   private readonly base: string;
@@ -65,11 +75,12 @@ export class HttpOrigin implements Origin {
     if (!res.ok) {
       await res.body?.cancel().catch(() => {});
       const overloaded = res.status === 503 || res.status === 429;
-      const retryAfter = Number(res.headers.get('retry-after'));
       throw new OriginError(
         `${this.base}${path}: origin answered ${res.status}`,
         overloaded ? 'overloaded' : 'unavailable',
-        Number.isFinite(retryAfter) && retryAfter >= 0 && res.headers.has('retry-after') ? retryAfter : undefined,
+        retryAfterSeconds(res.headers.get('retry-after')),
+        undefined,
+        res.status,
       );
     }
     return res;

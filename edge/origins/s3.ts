@@ -59,6 +59,7 @@ export class S3RawOrigin implements Origin {
         overloaded ? 'overloaded' : 'unavailable',
         undefined,
         code,
+        status,
       );
     }
   }

@@ -26,6 +26,8 @@ export interface VerifiedOriginOptions {
 export interface VerificationFailure {
   /** The tree path (never a path of the machine). */
   path: string;
+  /** The sha256 the manifest (or the edge index) lists for it: in a store, the object's name. */
+  sha256?: string;
   recheck(): Promise<boolean>;
 }
 
@@ -62,6 +64,7 @@ export class VerifiedOrigin implements Origin {
   private failed(path: string, entry: { sha256?: string; size?: number }): void {
     this.onFailure?.({
       path,
+      sha256: entry.sha256,
       recheck: async () => {
         const object = await this.raw.read(path, entry.sha256).catch(() => null);
         if (!object) return false;

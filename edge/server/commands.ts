@@ -110,6 +110,10 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
       DEFAULT_GRACE_HOURS,
     )
     .option('--force', `accept a --grace-hours below ${SAFE_GRACE_HOURS}`)
+    .option(
+      '--verify',
+      'hash every object the mirror holds, not only those new or changed on disk since they were verified; fetch again what fails',
+    )
     .action(
       async (o: {
         from: string;
@@ -121,6 +125,7 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
         endpoint?: string;
         graceHours: number;
         force?: boolean;
+        verify?: boolean;
       }) => {
         const { mirror } = await import('../mirror/mirror.js');
         await mirror({ ...o, releases: o.release, log: infoLine });

@@ -26,7 +26,8 @@ import { processLogger, type Logger } from './logger.js';
 import { ServerMetrics } from './metrics.js';
 import { withSystemPaths, type SystemAnswers } from './system-paths.js';
 import { MIRROR_RECORD, type MirrorRecord } from '../mirror/mirror.js';
-import { IntegrityError } from '../origins/verified.js';
+import { IntegrityError, type VerificationFailure } from '../origins/verified.js';
+import { RefusedRecord } from '../mirror/refused-record.js';
 import { VerificationFailures, type Degraded } from './verification-failures.js';
 import { errorFields } from '../handler-log.js';
 
@@ -252,13 +253,19 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
   // Files refused for failing verification: /health is degraded while any is known.
   const failures = new VerificationFailures();
+  // A mirror notes the objects it refused, for its next sync to fetch again.
+  const refused =
+    kind === 'mirror' ? new RefusedRecord(dir, (line) => log.warn({ event: 'refused_record' }, line)) : null;
   const options = {
     ...served,
     structureBaseUrl: opts.structureBaseUrl,
     serveStructureFiles: true,
     access,
     bodyCacheBytes: 256 * 1024 * 1024,
-    onVerificationFailure: failures.record,
+    onVerificationFailure: (failure: VerificationFailure) => {
+      failures.record(failure);
+      if (refused && failure.sha256) refused.note(failure.sha256);
+    },
     log,
   };
   const releases = releasesOf(options);

@@ -1,8 +1,9 @@
 // The files the local server refused because they failed verification (corrupt, or listed and
 // missing), for /health: while any is known, the server is degraded. A file leaves the set when it
 // verifies again: /health checks a few of them at each probe (a file put back by hand), and all are
-// forgotten when what is served was written anew (a mirror's sync checks every object it holds and
-// fetches a corrupt one again; a rebuild writes a new tree).
+// forgotten when what is served was written anew (a mirror's sync hashes again the objects the server
+// refused, noted in the mirror by edge/mirror/refused-record.ts, and fetches a corrupt one again; a
+// rebuild writes a new tree).
 import type { VerificationFailure } from '../origins/verified.js';
 
 /** Files remembered one by one; beyond, only counted (a disk gone bad fails in bulk). */
