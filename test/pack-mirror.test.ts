@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fg from 'fast-glob';
 import http from 'node:http';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, normalize } from 'node:path';
+import { dirname, join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { mirror } from '../edge/mirror/mirror.js';
 import { MAX_GAP_BYTES, MAX_RANGE_BYTES, PackedObjects } from '../edge/mirror/pack-fetch.js';
@@ -20,6 +20,11 @@ import { S3Backend } from '../edge/store/s3-backend.js';
 import { DEFAULT_GRACE_HOURS } from '../build/publish/grace.js';
 import { s3Client } from '../build/publish/s3-client.js';
 import { writePackedStore, writeSmallTree, type PackedStore } from './helpers/pack-store.js';
+import { readManifest } from './helpers/tree.js';
+import { writeManifest } from '../build/render/manifest.js';
+import { publish } from '../build/publish/publish.js';
+import { ReleaseStore } from '../edge/store/release-store.js';
+import { DirectoryBackend } from '../edge/store/directory-backend.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { startS3rver } from './helpers/s3rver.js';
 import { rawRequest } from './helpers/raw-request.js';
@@ -433,9 +438,47 @@ describe('the first mirror, synced again', () => {
       expect(s).toMatchObject({ fetched: 0, ranges: 0 });
       expect(logged(server).map((r) => r.path)).toEqual(['/current.json', '/releases.json']);
     });
-    const survived = metadata.filter((sha) => existsSync(join(first, objectKey(sha))));
-    // The pack list and indexes are kept only if gc counts them as the release's (build/publish/sweep.ts).
-    console.log(`past the grace period, ${survived.length} of ${metadata.length} pack list and index objects survived`);
+    // The pack list and the indexes are the release's objects too (build/publish/sweep.ts).
+    expect(metadata.filter((sha) => !existsSync(join(first, objectKey(sha))))).toEqual([]);
     expect(damage(first, new Map([...packed.objects].filter(([sha]) => !metadata.includes(sha))))).toEqual(whole);
+  });
+});
+
+describe("a chained mirror of a release whose pack list names an earlier release's packs", () => {
+  it('asks for the wanted objects alone where a joined range covers objects the serving mirror does not hold, and ends whole', async () => {
+    // Release 1 is the small tree; release 2 changes every 7th file. publish (build/publish/packing.ts)
+    // packs release 2's new objects and names release 1's packs for the rest, which also hold release
+    // 1's versions of the changed files: a mirror keeping release 2 alone never fetches those.
+    const { entries } = readManifest(smallTree);
+    const tree2 = join(work, 'small-tree-2');
+    const changed: typeof entries = entries.map((e, i) => {
+      const body = readFileSync(join(smallTree, e.path));
+      const next = i % 7 === 3 ? Buffer.concat([body, Buffer.from('\n')]) : body;
+      mkdirSync(dirname(join(tree2, e.path)), { recursive: true });
+      writeFileSync(join(tree2, e.path), next);
+      return { ...e, size: next.length, sha256: sha256(next) };
+    });
+    await writeManifest(tree2, 'small-2', changed);
+    const published = join(work, 'two-releases');
+    const store = new ReleaseStore(new DirectoryBackend(published));
+    await publish({ dir: smallTree, store, progress: false, packTargetBytes: 64 * 1024 });
+    await publish({ dir: tree2, store, progress: false, packTargetBytes: 64 * 1024 });
+    const upstream = join(work, 'holds-release-2');
+    await withServer(published, (server) => mirror({ from: server.base, to: upstream, keep: 1, progress: false }));
+    const wanted = new Map(changed.map((e) => [e.sha256, e.size]));
+    const downstream = join(work, 'chained-release-2');
+    await withServer(upstream, async (server) => {
+      const s = await mirror({ from: server.base, to: downstream, keep: 1, progress: false });
+      expect(s.release).toBe('small-2');
+      const packAnswers = logged(server).filter((r) => r.path.startsWith('/packs/'));
+      // Some joined ranges covered release 1's objects and were refused (404), then read in runs.
+      expect(packAnswers.filter((r) => r.status === 404).length).toBeGreaterThan(0);
+      expect(packAnswers.filter((r) => r.status >= 500)).toEqual([]);
+      expect(packAnswers.length).toBeLessThan(wanted.size / 2);
+      // Objects requested one by one: the manifest, the pack list and the indexes, not the files.
+      const objectAnswers = logged(server).filter((r) => r.path.startsWith('/objects/'));
+      expect(objectAnswers.length).toBe(2 + s.packs);
+    });
+    expect(damage(downstream, wanted)).toEqual(whole);
   });
 });

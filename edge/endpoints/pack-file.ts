@@ -3,7 +3,7 @@
 // sha256 is its strong ETag, so a range and the whole share it, as RFC 9110 §14.2 asks.
 import { packKey } from '../contract/packs.js';
 import { CORS_HEADERS, bodyResponse, problem } from '../responses.js';
-import type { StorePacks } from '../origins/store-packs.js';
+import { ObjectNotHeld, type StorePacks } from '../origins/store-packs.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
@@ -41,15 +41,29 @@ export async function packFile(request: Request, packs: StorePacks, sha: string)
       detail: `${key} has ${size} bytes; ask for a range that starts before its end (Range: bytes=0-${Math.max(size - 1, 0)})`,
       headers: { 'Content-Range': `bytes */${size}`, 'Accept-Ranges': 'bytes' },
     });
-  if (range === 'whole' || (range[0] === 0 && range[1] === size - 1))
-    return bodyResponse(request, size === 0 ? new Uint8Array() : await packs.bytes(index, 0, size - 1), {
+  if (range === 'whole' || (range[0] === 0 && range[1] === size - 1)) {
+    let whole: Uint8Array;
+    try {
+      whole = size === 0 ? new Uint8Array() : await packs.bytes(index, 0, size - 1);
+    } catch (err) {
+      if (!(err instanceof ObjectNotHeld)) throw err;
+      return notHeld(request, key, 0, size - 1, err);
+    }
+    return bodyResponse(request, whole, {
       cacheControl: IMMUTABLE,
       sha256: sha,
       contentType: 'application/octet-stream',
       headers: { 'Accept-Ranges': 'bytes' },
     });
+  }
   const [start, end] = range;
-  const body = await packs.bytes(index, start, end);
+  let body: Uint8Array;
+  try {
+    body = await packs.bytes(index, start, end);
+  } catch (err) {
+    if (!(err instanceof ObjectNotHeld)) throw err;
+    return notHeld(request, key, start, end, err);
+  }
   const headers = new Headers({
     ...CORS_HEADERS,
     ETag: etag,
@@ -60,4 +74,13 @@ export async function packFile(request: Request, packs: StorePacks, sha: string)
     'Content-Length': String(body.length),
   });
   return new Response(request.method === 'HEAD' ? null : (body as Uint8Array<ArrayBuffer>), { status: 206, headers });
+}
+
+/** 404: the mirror holds the pack's index but not every object of this range (see ObjectNotHeld). */
+function notHeld(request: Request, key: string, start: number, end: number, err: ObjectNotHeld): Response {
+  return problem(request, {
+    status: 404,
+    detail: `${key} bytes ${start}-${end} cover object ${err.sha256}, which this mirror does not hold: ask for the ranges of the objects you want, or for those objects on their own`,
+    headers: { 'Accept-Ranges': 'bytes' },
+  });
 }

@@ -123,16 +123,29 @@ export async function fetchRanges(
 ): Promise<PackFetchResult> {
   const refused = new Map<string, number>();
   const missing = new Set<string>();
-  await forEachLimited(ranges, RANGES_IN_FLIGHT, async (range) => {
+  /** Packs the source answered a range of: it serves packs, so a later refusal is about a range. */
+  const answered = new Set<string>();
+  let read = 0;
+  const fetchRange = async (range: PackRange): Promise<void> => {
     const key = packKey(range.pack);
+    read++;
     const body = missing.has(range.pack) ? null : await io.read(key, range.start, range.end);
     if (!body) {
-      if (!missing.has(range.pack))
+      const runs = exactRuns(range);
+      // A joined range also covers objects between the wanted ones, which a mirror serving the pack
+      // may not hold (it keeps only its releases' objects): ask for the wanted runs alone.
+      if (runs.length > 1 && !missing.has(range.pack)) {
+        for (const run of runs) await fetchRange(run);
+        return;
+      }
+      if (!answered.has(range.pack) && !missing.has(range.pack)) {
         io.refused(`${key} is not at the source, though its pack list names it: its objects are read one by one`);
-      missing.add(range.pack);
+        missing.add(range.pack);
+      }
       for (const o of range.objects) refused.set(o.sha256, o.length);
       return;
     }
+    answered.add(range.pack);
     for (const o of range.objects) {
       const bytes = body.subarray(o.offset - range.start, o.offset - range.start + o.length);
       const actual = createHash('sha256').update(bytes).digest('hex');
@@ -145,6 +158,20 @@ export async function fetchRanges(
       }
       await io.put(o.sha256, bytes);
     }
-  });
-  return { packs: new Set(ranges.map((r) => r.pack)).size, ranges: ranges.length, refused };
+  };
+  await forEachLimited(ranges, RANGES_IN_FLIGHT, fetchRange);
+  return { packs: new Set(ranges.map((r) => r.pack)).size, ranges: read, refused };
+}
+
+/** A range split where its objects are not adjacent: each run holds only wanted objects. */
+function exactRuns(range: PackRange): PackRange[] {
+  const runs: PackRange[] = [];
+  for (const o of range.objects) {
+    const last = runs.at(-1);
+    if (last && last.end + 1 === o.offset) {
+      last.end = o.offset + o.length - 1;
+      last.objects.push(o);
+    } else runs.push({ pack: range.pack, start: o.offset, end: o.offset + o.length - 1, objects: [o] });
+  }
+  return runs;
 }

@@ -17,6 +17,18 @@ const RESCAN_MS = 2_000;
 /** Objects read at once while a range is rebuilt. */
 const READS_IN_FLIGHT = 32;
 
+/** A range of a pack that covers an object this store does not hold. A mirror holds only the objects
+ * of the releases it keeps, while a pack list may name earlier packs holding others (or objects gc
+ * has since deleted one by one), so this is not damage: the reader asks for the objects it wants. */
+export class ObjectNotHeld extends Error {
+  constructor(
+    readonly sha256: string,
+    what: string,
+  ) {
+    super(`${objectKey(sha256)} (${what}) is not held here`);
+  }
+}
+
 export class StorePacks {
   /** Pack sha256 → its index (sha256 and size), from every pack list read so far. */
   private readonly indexOf = new Map<string, { sha256: string; size: number }>();
@@ -86,7 +98,7 @@ export class StorePacks {
   /** An object of the store, checked against its name. */
   private async object(sha: string, what: string): Promise<Uint8Array> {
     const file = await this.files.read(objectKey(sha));
-    if (!file) throw new IntegrityError(`${objectKey(sha)} (${what}) is missing`);
+    if (!file) throw new ObjectNotHeld(sha, what);
     if ((await sha256Hex(file.body)) !== sha) throw new IntegrityError(`${objectKey(sha)} does not hash to its name`);
     return file.body;
   }
