@@ -12,7 +12,9 @@
 //
 // A pack has no header, so whoever holds its objects can rebuild the pack, or any byte range of it,
 // from its index (a mirror's `isoatlas serve` answers other mirrors that way without storing packs),
-// and the pack's sha256 checks the rebuilt bytes. A reader checks each object it cuts from a pack
+// and the pack's sha256 checks the rebuilt bytes. A mirror holds only the objects of its releases,
+// and a pack list names earlier packs that hold other releases' objects too, so a mirror can rebuild
+// the ranges of the objects it holds, not always the whole pack. A reader checks each object it cuts from a pack
 // against the sha256 the index gives, and the index against the sha256 the pack list gives.
 import { SHA256_HEX } from './manifest.js';
 
