@@ -21,7 +21,14 @@
 // tries again. The pointer then moves only to the newest kept release, in a write conditional on the
 // pointer it read before reading the history: a publish that a newer one overtook (or retired with
 // --keep) loses, says so and leaves current.json alone. A release name, once used, always means the
-// same manifest (the history's names record outlives gc).
+// same data (the history's names record, which outlives gc, holds the sha256 of the tree's own
+// manifest.json for each name).
+//
+// The manifest publish writes is not the tree's: its shards are encoded against the current release's
+// (manifest-encoding.ts), so a small change writes a small part of the manifest. Publishing a tree
+// whose release name the store already holds with the same data (a re-run of an interrupted publish,
+// or the same release published again) lists the manifest published for it then, when the store
+// still has it, so a release keeps its manifest sha256.
 //
 // A store whose deployment pins releases in the CDN's KeyValueStore (edge-pin.ts) is published only
 // with it: it is found in the store when --kvs is not given, and reached before anything is uploaded.
@@ -39,11 +46,18 @@ import {
   type PublishedRelease,
   type ReleaseHistory,
 } from '../../edge/contract/store-layout.js';
-import { contentTypeOf, treePaths } from '../../edge/contract/tree.js';
+import { contentTypeOf, treePaths, type ManifestEntry } from '../../edge/contract/tree.js';
 import { startProgress } from '../common/progress.js';
 import { BadInputError, UsageError } from '../common/errors.js';
-import { loadManifest, type LoadedManifest } from '../common/manifest-reader.js';
-import { parseManifestIndex, parseManifestShard } from '../../edge/contract/manifest.js';
+import {
+  loadManifest,
+  loadShard,
+  ManifestProblem,
+  type LoadedManifest,
+  type ManifestRead,
+} from '../common/manifest-reader.js';
+import { parseManifestIndex, type ShardRef } from '../../edge/contract/manifest.js';
+import { encodeManifest, type EncodedManifest } from './manifest-encoding.js';
 import { forEachLimited } from '../common/concurrency.js';
 import { openStore, type StoreLocation } from './s3-client.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
@@ -83,6 +97,8 @@ export interface PublishSummary {
   /** Objects the store already had (from other releases, or an interrupted run of this one). */
   present: number;
   bytesUploaded: number;
+  /** Bytes of the manifest's objects (manifest.json and shard objects) this publish uploaded. */
+  manifestBytesUploaded: number;
   seconds: number;
   retired: string[];
   invalidated: string[];
@@ -94,6 +110,8 @@ interface ReleaseObject {
   content_type: string;
   /** Where its bytes are in the tree (the first path listing them). */
   path: string;
+  /** Its bytes, for the manifest's objects, which publish holds (the encoded ones are in no tree). */
+  body?: Buffer;
 }
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
@@ -119,30 +137,35 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     throw new UsageError(
       `release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`,
     );
-  const manifestSha = sha256Of(manifest.indexBody);
+  // What the name stands for: the tree's own manifest.json (the published one depends on the store).
+  const treeSha = sha256Of(manifest.indexBody);
   const store = openStore(opts);
 
   // Read before anything this publish learns about the store's objects: see the gc epoch above.
   const history = await store.history();
   const nameTaken = (h: ReleaseHistory) => {
     const used = usedNames(h).get(release);
-    if (used === undefined || used === manifestSha) return;
+    if (used === undefined || used === treeSha) return;
     throw new UsageError(
-      `release ${release} is already in ${store.where} with other content (manifest ${used.slice(0, 12)}…, this tree's is ${manifestSha.slice(0, 12)}…), or was until gc collected it; ` +
+      `release ${release} is already in ${store.where} with other content (manifest ${used.slice(0, 12)}…, this tree's is ${treeSha.slice(0, 12)}…), or was until gc collected it; ` +
         'a release name always means the same data: build the new data under a new release name',
     );
   };
   nameTaken(history);
 
+  const { published, previous } = await publishedManifest(store, history, manifest, treeSha, log);
+  const manifestSha = published.sha256;
+
   // The release's distinct objects: the manifest's shards and index first, then every other file.
   const manifestObjects = new Map<string, ReleaseObject>();
-  for (const { entry } of manifest.shards)
-    manifestObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path) });
+  for (const { entry, body } of published.objects)
+    manifestObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path), body });
   manifestObjects.set(manifestSha, {
     sha256: manifestSha,
-    size: manifest.indexBody.length,
+    size: published.indexBody.length,
     path: treePaths.manifest,
     content_type: contentTypeOf(treePaths.manifest),
+    body: published.indexBody,
   });
   const fileObjects = new Map<string, ReleaseObject>();
   for (const e of manifest.entries)
@@ -160,11 +183,12 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     uploaded: 0,
     present: 0,
     bytesUploaded: 0,
+    manifestBytesUploaded: 0,
     seconds: 0,
     retired: [],
     invalidated: [],
   };
-  const known = await knownObjects(store, history, manifest, concurrency, log);
+  const known = await knownObjects(store, history, manifest, previous, concurrency, log);
   // An interrupted run of this release left objects no kept release lists: one listing finds them.
   if (history.pending.some((p) => p.release === release && p.manifest_sha256 === manifestSha)) {
     for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
@@ -174,7 +198,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const tree = await checkTree({
     dir: opts.dir,
     manifest,
-    upload: [...manifestObjects.values(), ...fileObjects.values()].filter(missing),
+    upload: [...fileObjects.values()].filter(missing),
     where: store.where,
     concurrency,
     progress: opts.progress,
@@ -184,10 +208,11 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
   if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
   const upload = async (o: ReleaseObject) => {
-    const body = await tree.body(o);
+    const body = o.body ?? (await tree.body(o));
     await store.putObject(o.sha256, body, o.content_type);
     summary.uploaded += 1;
     summary.bytesUploaded += body.length;
+    if (manifestObjects.has(o.sha256)) summary.manifestBytesUploaded += body.length;
   };
 
   // Before the first upload: gc keeps every object younger than a pending release's start.
@@ -200,12 +225,12 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     bar.tick(manifestObjects.size);
     await store.updateHistory((h) => {
       nameTaken(h);
-      const listed = h.releases.some((r) => r.release === release) || h.pending.some((r) => r.release === release);
-      if (listed && h.names?.[release] === manifestSha) return null;
+      const listed = protects(h, release, manifestSha);
+      if (listed && h.names?.[release] === treeSha) return null;
       const pending = listed
         ? h.pending
         : [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }];
-      return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: manifestSha } };
+      return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: treeSha } };
     });
     // 2. Every other file the store lacks.
     const filesMissing = [...fileObjects.values()].filter(missing);
@@ -270,9 +295,10 @@ function keepRelease(
   summary: PublishSummary,
 ): ReleaseHistory {
   const { release } = entry;
+  // A release kept already keeps its entry (its first publication), if it is this same manifest.
   const releases = [
     ...h.releases.filter((r) => r.release !== release),
-    h.releases.find((r) => r.release === release) ?? entry,
+    h.releases.find((r) => r.release === release && r.manifest_sha256 === entry.manifest_sha256) ?? entry,
   ];
   const kept = keep === undefined ? releases : releases.slice(-keep);
   const dropped = releases.filter((r) => !kept.includes(r));
@@ -487,24 +513,84 @@ export async function listReleases(opts: StoreLocation & { kvs?: KvsAccess }): P
   };
 }
 
-/** The objects the store holds for sure: everything its kept releases list. A kept release's
- * manifest shard with the same sha256 as one of the new release's lists the same files, so only the
- * shards that differ are read. A kept release whose manifest is gone (a gc forced below its safe
- * grace) is reported and left out: this publish uploads what it would have found there. */
+/** Reads a manifest object of the store, and what it lists, by the sha256s it names. */
+const storeRead =
+  (store: ReleaseStore, manifestSha: string): ManifestRead =>
+  async (path, listed) =>
+    (await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256)))?.body ?? null;
+
+const sameFiles = (a: LoadedManifest, b: LoadedManifest) =>
+  a.index.release === b.index.release &&
+  a.index.shards.length === b.index.shards.length &&
+  a.entries.length === b.entries.length &&
+  a.entries.every(
+    (e, i) =>
+      e.path === b.entries[i].path &&
+      e.size === b.entries[i].size &&
+      e.sha256 === b.entries[i].sha256 &&
+      e.content_type === b.entries[i].content_type,
+  );
+
+/** The manifest this publish writes, and the current release's (what it was encoded against; null
+ * when none was used). The same data under a name the store holds: the manifest published for it
+ * before, when the store still has it whole. Otherwise the tree's, encoded against the current
+ * release; a current release whose manifest cannot be read is said, and every shard is written full. */
+async function publishedManifest(
+  store: ReleaseStore,
+  history: ReleaseHistory,
+  tree: LoadedManifest,
+  treeSha: string,
+  log: (line: string) => void,
+): Promise<{ published: EncodedManifest; previous: LoadedManifest | null }> {
+  const release = tree.index.release;
+  const load = (r: { release: string; manifest_sha256: string }) =>
+    loadManifest(storeRead(store, r.manifest_sha256), `${store.where} (release ${r.release}) `);
+  if (usedNames(history).get(release) === treeSha) {
+    const earlier = [...history.retired, ...history.releases, ...history.pending].filter((r) => r.release === release);
+    for (const r of earlier.reverse()) {
+      const got = await load(r).catch((err) => {
+        if (err instanceof BadInputError) return null;
+        throw err;
+      });
+      if (got && sameFiles(got, tree)) {
+        const objects = got.shards.map(({ entry, body }) => ({ entry, body }));
+        const shards = { full: 0, delta: 0, reused: got.index.shards.length };
+        return {
+          published: { index: got.index, indexBody: got.indexBody, sha256: r.manifest_sha256, objects, shards },
+          previous: null,
+        };
+      }
+    }
+  }
+  const pointer = await store.pointer();
+  let previous: LoadedManifest | null = null;
+  if (pointer) {
+    previous = await load(pointer).catch((err) => {
+      if (!(err instanceof BadInputError)) throw err;
+      log(`${err.message}: the manifest of ${release} is written whole, not as a change from ${pointer.release}`);
+      return null;
+    });
+  }
+  return { published: encodeManifest(tree, previous), previous };
+}
+
+/** The objects the store holds for sure: everything its kept releases list. A kept release's shard
+ * whose head object is the tree's or the current release's lists what that one does, so only the
+ * shards that differ are read (a head and its chain of bases). A kept release whose manifest is gone
+ * (a gc forced below its safe grace) is reported and left out: this publish uploads what it would
+ * have found there. */
 async function knownObjects(
   store: ReleaseStore,
   history: ReleaseHistory,
-  manifest: LoadedManifest,
+  tree: LoadedManifest,
+  previous: LoadedManifest | null,
   concurrency: number,
   log: (line: string) => void,
 ): Promise<Set<string>> {
   const known = new Set<string>();
-  const ours = new Map(
-    manifest.shards.map(
-      ({ entry, body }, i) =>
-        [entry.sha256, () => parseManifestShard(body, i, manifest.shards.length, entry.path)] as const,
-    ),
-  );
+  // What a head object lists (its chain and files), for the heads this publish has read already.
+  const read = new Map<string, { entries: ManifestEntry[]; bases: ShardRef[] }>();
+  for (const m of [tree, previous]) for (const s of m?.byShard ?? []) read.set(s.head.sha256, s);
   const broken = (r: PublishedRelease, key: string, what: string) =>
     log(
       `${store.where}${key}: ${what} of kept release ${r.release} is missing from the store, so that release is broken; this publish does not rely on it. Publish ${r.release} again (or roll back past it)`,
@@ -519,33 +605,26 @@ async function knownObjects(
     // What this release lists counts only once all of its manifest was found.
     const listed = new Set([r.manifest_sha256]);
     let whole = true;
-    const index = parseManifestIndex(got.body, `${store.where} (release ${r.release}) ${treePaths.manifest}`);
-    await forEachLimited(
-      index.shards.filter((s) => !known.has(s.sha256)),
-      concurrency,
-      async (shard) => {
-        listed.add(shard.sha256);
-        const same = ours.get(shard.sha256);
-        if (same) {
-          for (const e of same()) listed.add(e.sha256);
-          return;
-        }
-        const body = await store.get(objectKey(shard.sha256));
-        if (!body) {
-          if (whole) broken(r, objectKey(shard.sha256), 'a manifest shard');
+    const where = `${store.where} (release ${r.release}) `;
+    const index = parseManifestIndex(got.body, `${where}${treePaths.manifest}`);
+    const shards = [...index.shards.keys()].filter((i) => !known.has(index.shards[i].sha256));
+    await forEachLimited(shards, concurrency, async (i) => {
+      const head = index.shards[i];
+      listed.add(head.sha256);
+      let shard = read.get(head.sha256);
+      if (!shard) {
+        try {
+          shard = (await loadShard(storeRead(store, r.manifest_sha256), index, i, where)).shard;
+        } catch (err) {
+          if (!(err instanceof ManifestProblem)) throw err;
+          if (whole) broken(r, objectKey(head.sha256), `a manifest shard (${err.message})`);
           whole = false;
           return;
         }
-        const n = index.shards.indexOf(shard);
-        for (const e of parseManifestShard(
-          body.body,
-          n,
-          index.shards.length,
-          `${store.where} (release ${r.release}) ${shard.path}`,
-        ))
-          listed.add(e.sha256);
-      },
-    );
+      }
+      for (const b of shard.bases) listed.add(b.sha256);
+      for (const e of shard.entries) listed.add(e.sha256);
+    });
     if (whole) for (const sha of listed) known.add(sha);
   }
   return known;
