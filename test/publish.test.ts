@@ -16,7 +16,8 @@ import { collectGarbage } from '../build/publish/collect.js';
 import { createHandler, releasesOf } from '../edge/handler.js';
 import { StoreOrigin } from '../edge/origins/store-origin.js';
 import { LocalOrigin } from '../edge/origins/local.js';
-import { objectKey } from '../edge/contract/store-layout.js';
+import { HISTORY_KEY, objectKey, parseHistory } from '../edge/contract/store-layout.js';
+import { loadManifest } from '../build/common/manifest-reader.js';
 import { locateStructureFile } from '../edge/endpoints/structure-redirect.js';
 import { DEFAULT_RELEASE_PARAM, RELEASE_HEADER } from '../edge/contract/routes.js';
 import { withoutRelease } from './helpers/pinned.js';
@@ -109,6 +110,29 @@ function objectsOf(root: string): Set<string> {
       .update(readFileSync(join(root, treePaths.manifest)))
       .digest('hex'),
   ]);
+}
+
+/** The objects a tree's release consists of in the bucket: its files, and the manifest publish wrote
+ * for it (encoded against the release current then, so not the tree's own), with every shard object
+ * it references. A release the bucket does not hold (yet, or any more) is its tree's objects. */
+async function publishedObjectsOf(root: string, prefix = ''): Promise<Set<string>> {
+  const release = readManifest(root).index.release;
+  const raw = new S3RawOrigin(s3, BUCKET, prefix);
+  const got = await raw.read(HISTORY_KEY);
+  const h = got ? parseHistory(new TextDecoder().decode(got.body)) : null;
+  for (const r of h ? [...h.releases, ...h.pending, ...h.retired].filter((x) => x.release === release) : []) {
+    const manifest = await loadManifest(async (path, listed) => {
+      const o = await raw.read(objectKey(path === treePaths.manifest ? r.manifest_sha256 : listed!.sha256));
+      return o && Buffer.from(o.body);
+    }, `${prefix}`).catch(() => null);
+    if (manifest)
+      return new Set([
+        r.manifest_sha256,
+        ...manifest.shards.map((x) => x.entry.sha256),
+        ...manifest.entries.map((e) => e.sha256),
+      ]);
+  }
+  return objectsOf(root);
 }
 
 const gene = (root: string, id: string) => readFileSync(join(root, treePaths.gene(id)), 'utf8');
@@ -330,15 +354,16 @@ describe('publish to S3 (s3rver)', () => {
       if (body === newGene) seen.new++;
       else await new Promise((r) => setTimeout(r, 100));
     }
-    const before = objectsOf(release1);
-    const added = [...objectsOf(release2)].filter((sha) => !before.has(sha));
+    const before = await publishedObjectsOf(release1);
+    const objects2 = await publishedObjectsOf(release2);
+    const added = [...objects2].filter((sha) => !before.has(sha));
     // 3 genes + release.json changed, so did the manifest shards listing them and manifest.json.
     expect(added.length).toBeGreaterThanOrEqual(4 + 1 + 1);
     expect(s).toMatchObject({
       release: '2026.12-test',
       previous: '2026.11-chr22-demo',
       uploaded: added.length,
-      present: objectsOf(release2).size - added.length,
+      present: objects2.size - added.length,
     });
     expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(added.length + 3 + 2); // + pending, kept, pointer; the two probes of conditional writes
     // What the store holds is known from release 1's manifest: no copies, no HEAD per object, no listing.
@@ -423,8 +448,10 @@ describe('publish to S3 (s3rver)', () => {
       { distributionId: 'E2PUBLISHTEST', paths: ['/api/v1/*', '/current.json'] },
     ]);
     expect(resumed.invalidated).toEqual(['/api/v1/*', '/current.json']);
+    // As many objects as the tree's: the changed shards' objects are deltas, one for one.
     expect(resumed.uploaded).toBe(missingBefore - 3); // what the dead run wrote is not written again
-    expect(await presentObjects(objects3)).toBe(objects3.size);
+    const published3 = await publishedObjectsOf(release3);
+    expect(await presentObjects(published3)).toBe(published3.size);
     expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(
       gene(release3, 'ENSG00000186654'),
     );
@@ -541,8 +568,10 @@ describe('publish to S3 (s3rver)', () => {
     expect((await collectGarbage({ s3, bucket: BUCKET })).deleted).toBe(0);
     // Past it (a clock three days on), the objects only retired releases reference go.
     const later = () => new Date(Date.now() + 72 * 3_600_000);
-    const kept = new Set([release3, release4a, release4b].flatMap((r) => [...objectsOf(r)]));
-    const onlyRetired = new Set([...objectsOf(release1), ...objectsOf(release2)].filter((sha) => !kept.has(sha)));
+    const of = async (roots: string[]) =>
+      new Set((await Promise.all(roots.map((r) => publishedObjectsOf(r)))).flatMap((o) => [...o]));
+    const kept = await of([release3, release4a, release4b]);
+    const onlyRetired = new Set([...(await of([release1, release2]))].filter((sha) => !kept.has(sha)));
     expect(onlyRetired.size).toBeGreaterThan(0);
     const dry = await collectGarbage({ s3, bucket: BUCKET, now: later, dryRun: true });
     expect(dry.deleted).toBe(onlyRetired.size);
@@ -666,8 +695,9 @@ describe('mirror from s3://', () => {
       releases: ['2027.02-a'],
     });
     expect(s).toMatchObject({ release: '2027.01-test', releases: ['2027.02-a', '2027.01-test'], reused: 0 });
-    expect(s.fetched).toBe(new Set([...objectsOf(release3), ...objectsOf(release4a)]).size);
-    for (const sha of objectsOf(release3))
+    const objects3 = await publishedObjectsOf(release3);
+    expect(s.fetched).toBe(new Set([...objects3, ...(await publishedObjectsOf(release4a))]).size);
+    for (const sha of objects3)
       expect(
         createHash('sha256')
           .update(readFileSync(join(to, objectKey(sha))))
@@ -862,9 +892,12 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     );
     expect(unpinnedAt).toBeGreaterThan(retiredAt);
 
-    const kept = new Set([release3, release4a].flatMap((r) => [...objectsOf(r)]));
-    const onlyDemo = new Set([...objectsOf(release1)].filter((sha) => !kept.has(sha) && !objectsOf(release2).has(sha)));
-    const onlyRetired = new Set([...objectsOf(release1), ...objectsOf(release2)].filter((sha) => !kept.has(sha)));
+    const [objects1, objects2, objects3, objects4a] = await Promise.all(
+      [release1, release2, release3, release4a].map((r) => publishedObjectsOf(r, PREFIX)),
+    );
+    const kept = new Set([...objects3, ...objects4a]);
+    const onlyDemo = new Set([...objects1].filter((sha) => !kept.has(sha) && !objects2.has(sha)));
+    const onlyRetired = new Set([...objects1, ...objects2].filter((sha) => !kept.has(sha)));
     expect(onlyRetired.size).toBeGreaterThan(onlyDemo.size);
     const at = (t: number) => () => new Date(t);
 
@@ -895,7 +928,7 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     const done = await collectGarbage({ ...store, now: at(later), kvs: await clientA() });
     expect(done).toMatchObject({ pinned: '2026.12-test', deleted: onlyDemo.size, dropped: ['2026.11-chr22-demo'] });
     expect(await presentObjects(onlyDemo, PREFIX)).toBe(0);
-    expect(await presentObjects(objectsOf(release2), PREFIX)).toBe(objectsOf(release2).size);
+    expect(await presentObjects(objects2, PREFIX)).toBe(objects2.size);
     expect((await history()).retired.map((r: { release: string }) => r.release)).toEqual(['2026.12-test']);
 
     // A KeyValueStore gc cannot read, or a pin it cannot resolve: nothing is deleted.
@@ -915,7 +948,7 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     await expect(unknownPin).rejects.toThrow(
       /pins release 1999\.01-none, which .* no longer lists, so its objects are unknown; gc deleted nothing/,
     );
-    expect(await presentObjects(objectsOf(release2), PREFIX)).toBe(objectsOf(release2).size);
+    expect(await presentObjects(objects2, PREFIX)).toBe(objects2.size);
     kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2027.02-a');
   });
 
@@ -1101,9 +1134,11 @@ describe('races between publish, rollback and gc, staged with held requests (iss
       clockSkewMs: 2_000,
     });
     expect(gc.dropped.sort()).toEqual(['2026.11-chr22-demo', '2027.02-a']);
-    const shared = [...objectsOf(release4a)].filter(
-      (sha) => objectsOf(release1).has(sha) && !objectsOf(release3).has(sha),
+    // 2027.02-a is pending, its manifest encoded against 2027.01-test (current).
+    const [objects1, objects3, objects4a] = await Promise.all(
+      [release1, release3, release4a].map((r) => publishedObjectsOf(r, PREFIX)),
     );
+    const shared = [...objects4a].filter((sha) => objects1.has(sha) && !objects3.has(sha));
     expect(shared.length).toBeGreaterThan(0);
     expect(await presentObjects(shared, PREFIX)).toBe(0);
     expect((await historyOf(PREFIX)).gc.epoch).toBeGreaterThan(0);
@@ -1111,7 +1146,8 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     const s = await running;
     expect(s.release).toBe('2027.02-a');
     expect((await pointerOf(PREFIX)).release).toBe('2027.02-a');
-    expect(await presentObjects(objectsOf(release4a), PREFIX)).toBe(objectsOf(release4a).size);
+    const whole4a = await publishedObjectsOf(release4a, PREFIX);
+    expect(await presentObjects(whole4a, PREFIX)).toBe(whole4a.size);
     await mirrorsWhole(PREFIX, '2027.02-a', release4a);
     expect((await historyOf(PREFIX)).pending).toEqual([]);
     expect(logs.join('\n')).toContain(`gc ran on s3://${BUCKET}/${PREFIX} while release 2027.02-a was being published`);

@@ -9,6 +9,8 @@
 //     shards with a chain, the ones with the deepest chains (ties by shard number), up to
 //     REBASES_PER_PUBLISH of the shard count: under a change spread over all shards the depths
 //     stagger, so every publish rewrites about the same small part, never all shards at once;
+//   - a changed shard whose content is a full shard object the store holds already (a kept release
+//     lists it: the change reverts to it) lists that object, writing nothing;
 //   - all full when there is no current release or its shard count differs.
 // The published manifest.json is the tree's with its shards' entries naming these objects (its other
 // members carried as they are), so it differs from the tree's own manifest.json.
@@ -22,8 +24,8 @@ export interface EncodedManifest {
   /** manifest.json as published, and its sha256. */
   indexBody: Buffer;
   sha256: string;
-  /** Every shard object the published manifest references (heads and their bases), once each; the
-   * bytes are given for the objects this encoding made or took from the tree. */
+  /** Every shard object the published manifest references (heads and their bases), once each, with
+   * its bytes (those of the tree, of the current release's manifest, or written by the encoding). */
   objects: { entry: ManifestEntry; body?: Buffer }[];
   /** How each shard was written. */
   shards: { full: number; delta: number; reused: number };
@@ -63,10 +65,15 @@ function diff(prev: ManifestEntry[], next: ManifestEntry[]): { entries: Manifest
 export const manifestBody = (index: ManifestIndex): Buffer => Buffer.from(JSON.stringify(index), 'utf8');
 
 /** Encodes the tree's manifest against `previous`, the store's current release's manifest (null when
- * there is none, or it cannot be used). */
-export function encodeManifest(tree: LoadedManifest, previous: LoadedManifest | null): EncodedManifest {
+ * there is none, or it cannot be used); `stored` tells which objects the store holds for sure. */
+export function encodeManifest(
+  tree: LoadedManifest,
+  previous: LoadedManifest | null,
+  stored: (sha256: string) => boolean = () => false,
+): EncodedManifest {
   const count = tree.index.shards.length;
-  const treeBodies = new Map(tree.shards.map((s) => [s.entry.sha256, s.body]));
+  // Bytes of every shard object at hand, so any of them can be uploaded again if gc took it meanwhile.
+  const bodies = new Map([...(previous?.shards ?? []), ...tree.shards].map((s) => [s.entry.sha256, s.body]));
   const prev = previous && previous.index.shards.length === count ? previous.byShard : null;
   const counts = { full: 0, delta: 0, reused: 0 };
 
@@ -84,9 +91,8 @@ export function encodeManifest(tree: LoadedManifest, previous: LoadedManifest | 
   for (const i of changes.keys()) if (prev![i].bases.length + 1 > MAX_CHAIN) rebased.add(i);
 
   const objects = new Map<string, { entry: ManifestEntry; body?: Buffer }>();
-  const add = (entry: ManifestEntry, body?: Buffer) => {
-    const had = objects.get(entry.sha256);
-    if (!had || (body && !had.body)) objects.set(entry.sha256, { entry, body: body ?? had?.body });
+  const add = (entry: ManifestEntry, body = bodies.get(entry.sha256)) => {
+    if (!objects.has(entry.sha256)) objects.set(entry.sha256, { entry, body });
   };
   const listed = (shard: LoadedShard, bases: ShardRef[]) =>
     bases.forEach((b) => add({ ...shard.head, sha256: b.sha256, size: b.size }));
@@ -99,6 +105,11 @@ export function encodeManifest(tree: LoadedManifest, previous: LoadedManifest | 
       listed(before, before.bases);
       return before.head;
     }
+    if (stored(shard.head.sha256)) {
+      counts.reused++;
+      add(shard.head);
+      return shard.head;
+    }
     if (before && change && !rebased.has(i)) {
       counts.delta++;
       const bases: ShardRef[] = [{ sha256: before.head.sha256, size: before.head.size }, ...before.bases];
@@ -110,7 +121,7 @@ export function encodeManifest(tree: LoadedManifest, previous: LoadedManifest | 
     }
     // Full: the tree's own shard object, which a rendered tree always has.
     counts.full++;
-    add(shard.head, treeBodies.get(shard.head.sha256));
+    add(shard.head);
     return shard.head;
   });
   const index: ManifestIndex = { ...tree.index, shards: heads };

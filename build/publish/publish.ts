@@ -153,7 +153,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   };
   nameTaken(history);
 
-  const { published, previous } = await publishedManifest(store, history, manifest, treeSha, log);
+  const { published, known } = await publishedManifest(store, history, manifest, treeSha, concurrency, log);
   const manifestSha = published.sha256;
 
   // The release's distinct objects: the manifest's shards and index first, then every other file.
@@ -188,7 +188,6 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     retired: [],
     invalidated: [],
   };
-  const known = await knownObjects(store, history, manifest, previous, concurrency, log);
   // An interrupted run of this release left objects no kept release lists: one listing finds them.
   if (history.pending.some((p) => p.release === release && p.manifest_sha256 === manifestSha)) {
     for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
@@ -531,17 +530,19 @@ const sameFiles = (a: LoadedManifest, b: LoadedManifest) =>
       e.content_type === b.entries[i].content_type,
   );
 
-/** The manifest this publish writes, and the current release's (what it was encoded against; null
- * when none was used). The same data under a name the store holds: the manifest published for it
- * before, when the store still has it whole. Otherwise the tree's, encoded against the current
- * release; a current release whose manifest cannot be read is said, and every shard is written full. */
+/** The manifest this publish writes, and the objects the store holds for sure (knownObjects). The
+ * same data under a name the store holds: the manifest published for it before, when the store still
+ * has it whole. Otherwise the tree's, encoded against the current release (a shard whose full object
+ * the store holds is listed as it is); a current release whose manifest cannot be read is said, and
+ * every shard is written full. */
 async function publishedManifest(
   store: ReleaseStore,
   history: ReleaseHistory,
   tree: LoadedManifest,
   treeSha: string,
+  concurrency: number,
   log: (line: string) => void,
-): Promise<{ published: EncodedManifest; previous: LoadedManifest | null }> {
+): Promise<{ published: EncodedManifest; known: Set<string> }> {
   const release = tree.index.release;
   const load = (r: { release: string; manifest_sha256: string }) =>
     loadManifest(storeRead(store, r.manifest_sha256), `${store.where} (release ${r.release}) `);
@@ -557,7 +558,7 @@ async function publishedManifest(
         const shards = { full: 0, delta: 0, reused: got.index.shards.length };
         return {
           published: { index: got.index, indexBody: got.indexBody, sha256: r.manifest_sha256, objects, shards },
-          previous: null,
+          known: await knownObjects(store, history, tree, got, concurrency, log),
         };
       }
     }
@@ -571,7 +572,8 @@ async function publishedManifest(
       return null;
     });
   }
-  return { published: encodeManifest(tree, previous), previous };
+  const known = await knownObjects(store, history, tree, previous, concurrency, log);
+  return { published: encodeManifest(tree, previous, (sha) => known.has(sha)), known };
 }
 
 /** The objects the store holds for sure: everything its kept releases list. A kept release's shard
@@ -591,6 +593,15 @@ async function knownObjects(
   // What a head object lists (its chain and files), for the heads this publish has read already.
   const read = new Map<string, { entries: ManifestEntry[]; bases: ShardRef[] }>();
   for (const m of [tree, previous]) for (const s of m?.byShard ?? []) read.set(s.head.sha256, s);
+  // Older releases' chains mostly share their bases with the current release's: those are read once.
+  const bodies = new Map((previous?.shards ?? []).map((s) => [s.entry.sha256, s.body]));
+  const readShared: ManifestRead = async (_path, listed) => {
+    const had = listed && bodies.get(listed.sha256);
+    if (had) return had;
+    const got = (await store.get(objectKey(listed!.sha256)))?.body ?? null;
+    if (got && listed) bodies.set(listed.sha256, got);
+    return got;
+  };
   const broken = (r: PublishedRelease, key: string, what: string) =>
     log(
       `${store.where}${key}: ${what} of kept release ${r.release} is missing from the store, so that release is broken; this publish does not rely on it. Publish ${r.release} again (or roll back past it)`,
@@ -614,7 +625,7 @@ async function knownObjects(
       let shard = read.get(head.sha256);
       if (!shard) {
         try {
-          shard = (await loadShard(storeRead(store, r.manifest_sha256), index, i, where)).shard;
+          shard = (await loadShard(readShared, index, i, where)).shard;
         } catch (err) {
           if (!(err instanceof ManifestProblem)) throw err;
           if (whole) broken(r, objectKey(head.sha256), `a manifest shard (${err.message})`);

@@ -77,9 +77,10 @@ export interface ReleaseHistory {
    * edge may answer from them until then, and cached answers point into them for a while after, so
    * gc protects them for a grace period as it does retired ones. Absent in stores without one. */
   unpinned?: UnpinnedRelease[];
-  /** Every release name ever entered in this history, with its manifest sha256: never pruned, so a
+  /** Every release name ever entered in this history, with the sha256 of its tree's own manifest.json
+   * (the published one depends on the store: build/publish/manifest-encoding.ts): never pruned, so a
    * name keeps meaning the same data after gc has dropped its entry. Absent in older stores (their
-   * names are those of the lists above). */
+   * names are those of the lists above, whose manifests were the trees'). */
   names?: Record<string, string>;
   /** What garbage collection is doing, so that a publish can tell whether objects it relies on may
    * have been deleted since it looked (absent until the first gc that deletes anything). */
