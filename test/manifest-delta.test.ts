@@ -30,6 +30,8 @@ import { shardOf } from '../edge/contract/shards.js';
 import { contentTypeOf, treePaths, type ManifestEntry } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store-layout.js';
 import type { HandlerLog } from '../edge/handler-log.js';
+import { mirror } from '../edge/mirror/mirror.js';
+import { startServer } from './helpers/server.js';
 
 const quiet: HandlerLog = { info() {}, warn() {}, error() {} };
 const sha256Of = (body: string | Buffer) => createHash('sha256').update(body).digest('hex');
@@ -332,5 +334,22 @@ describe('release names and interrupted publishes', () => {
     trees.c.put(pathOf(0), bodyOf(0, 9));
     await trees.c.render('n-a');
     await expect(publish({ dir: trees.c.dir, store: s, progress: false })).rejects.toThrow(/with other content/);
+
+    // A chained mirror of this store (served by isoatlas serve) holds b's chain and reads b exactly.
+    const server = await startServer({ dir: join(small, 'store') });
+    const to = join(small, 'mirror');
+    try {
+      await mirror({ from: server.base, to, releases: ['n-b'], progress: false });
+    } finally {
+      await server.stop();
+    }
+    const mirrored = new ReleaseStore(new DirectoryBackend(to));
+    const b = (await mirrored.history()).releases.find((r) => r.release === 'n-b')!;
+    expect(b.manifest_sha256).toBe(pending.manifest_sha256);
+    const read = async (path: string, listed?: ManifestEntry) =>
+      (await mirrored.get(objectKey(path === treePaths.manifest ? b.manifest_sha256 : listed!.sha256)))?.body ?? null;
+    const loaded = await loadManifest(read, 'mirror ');
+    expect(loaded.byShard.some((x) => x.bases.length > 0)).toBe(true);
+    expect(loaded.entries).toEqual(trees.b.entries());
   });
 });
