@@ -7,13 +7,14 @@
 // release with 1% of isoforms changed. Then two of s3rver's behaviours that decide how rclone fares
 // against it are checked (bench/s3rver-probe.ts) and reported with the figures.
 import Database from 'better-sqlite3';
-import { copyFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { publish, s3Client, type PublishSummary } from '../build/publish/publish.js';
 import { mirror, type MirrorSummary } from '../edge/mirror/mirror.js';
 import { renderTree } from '../build/render/index.js';
 import { startS3rver } from './s3rver.js';
+import { treePaths, type ManifestIndex } from '../edge/contract/tree.js';
 import { probeListing, probePutHead, type ListingProbe, type PutHeadProbe } from './s3rver-probe.js';
 import { run, type BenchContext } from './context.js';
 import type { SectionReport, Target } from './report.js';
@@ -259,6 +260,8 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     return sum.n === 1 ? ratio(sum.median) : `${ratio(sum.median)} (${ratio(sum.min)}–${ratio(sum.max)})`;
   };
   const share = (100 * second.uploaded) / second.objects;
+  const manifestFull = fullManifestBytes(tree2);
+  const manifestShare = (100 * second.manifestBytesUploaded) / manifestFull;
   const ratio1Median = ratio1.length ? summarize(ratio1).median : null;
   const ratio2Median = ratio2.length ? summarize(ratio2).median : null;
   const below = (xs: number[], limit: number) => xs.filter((x) => x < limit).length;
@@ -269,6 +272,12 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
       target: '≤ 2% of the release',
       measured: `${share.toFixed(2)}% (${fmt(second.uploaded)} of ${fmt(second.objects)})`,
       met: share <= 2,
+    },
+    {
+      what: '1% change: manifest bytes rewritten',
+      target: '≤ 10%',
+      measured: `${manifestShare.toFixed(2)}% (${fmt(second.manifestBytesUploaded)} of ${fmt(manifestFull)} bytes of manifest.json and its shards)`,
+      met: manifestShare <= 10,
     },
     {
       what: '1% change: publish vs `rclone sync` of the same change (median of the per-run ratios)',
@@ -424,6 +433,13 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
     notes,
     headline: `${scale} scale, ${runs.length} runs: first publish ${ratio1.length ? `${fmtRatios(ratio1)} of rclone's speed` : s(pub1) + ' s'}, 1% change ${ratio2.length ? `${fmtRatios(ratio2)} faster than rclone` : `${s(pub2)} s`}`,
   };
+}
+
+/** Bytes of a rendered tree's whole manifest: manifest.json and every shard it lists. */
+function fullManifestBytes(dir: string): number {
+  const body = readFileSync(join(dir, treePaths.manifest));
+  const index = JSON.parse(body.toString('utf8')) as ManifestIndex;
+  return body.length + index.shards.reduce((n, s) => n + s.size, 0);
 }
 
 function countFiles(dir: string): number {

@@ -17,6 +17,8 @@ import {
 } from './origin.js';
 import { ReleaseData } from './release-data.js';
 import { VerifiedOrigin, type VerifiedOriginOptions } from './origins/verified.js';
+import { LoadingCache } from './loading-cache.js';
+import type { IndexedShardObject } from './contract/manifest.js';
 import { parseQuery, RequestProblem } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
@@ -253,9 +255,12 @@ async function named(response: Response, release: Release): Promise<Response> {
 export function releasesOf(
   options: Pick<HandlerOptions, 'origin' | 'bodyCacheBytes' | 'onVerificationFailure' | 'log'>,
 ): Releases {
+  // Releases of a store share manifest shard objects (delta chains): one cache holds them for all.
+  const shardObjects = new LoadingCache<IndexedShardObject>(16 * 1024 * 1024);
   const open = (files: ReleaseFiles, publicPath: (path: string) => string): Release => {
     // Every file, edge data included, is checked against the manifest before it is used.
     const verified = new VerifiedOrigin(files, {
+      shardObjects,
       bodyCacheBytes: options.bodyCacheBytes,
       onFailure: options.onVerificationFailure,
       log: options.log,

@@ -16,7 +16,8 @@ import { collectGarbage } from '../build/publish/collect.js';
 import { createHandler, releasesOf } from '../edge/handler.js';
 import { StoreOrigin } from '../edge/origins/store-origin.js';
 import { LocalOrigin } from '../edge/origins/local.js';
-import { objectKey } from '../edge/contract/store-layout.js';
+import { HISTORY_KEY, objectKey, parseHistory } from '../edge/contract/store-layout.js';
+import { loadManifest } from '../build/common/manifest-reader.js';
 import { locateStructureFile } from '../edge/endpoints/structure-redirect.js';
 import { DEFAULT_RELEASE_PARAM, RELEASE_HEADER } from '../edge/contract/routes.js';
 import { withoutRelease } from './helpers/pinned.js';
@@ -34,7 +35,6 @@ import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-function.js';
 import { S3RawOrigin } from '../edge/origins/s3.js';
 import { treePaths } from '../edge/contract/tree.js';
-import { parseManifestIndex } from '../edge/contract/manifest.js';
 import { parsePackList } from '../edge/contract/packs.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
 import { startHoldingProxy, type HoldingProxy } from './helpers/holding-proxy.js';
@@ -107,38 +107,49 @@ function objectsOf(root: string): Set<string> {
   return new Set([...entries.map((e) => e.sha256), ...index.shards.map((s) => s.sha256)]);
 }
 
-/** What publish wrote for a tree's release beside its objects, read from the bucket: manifest.json
- * as published, the pack list it names and the pack indexes the list names, and the packs. */
-async function publishedOf(root: string, prefix = '') {
+/** The objects a tree's release consists of in the bucket: its files; the manifest publish wrote for
+ * it (encoded against the release current then, so not the tree's own) with every shard object it
+ * references; the pack list it names and the pack indexes that list names. Also its packs. A release
+ * the bucket does not hold (yet, or any more) is its tree's objects. */
+async function publishedOf(
+  root: string,
+  prefix = '',
+): Promise<{ manifest: string | null; objects: Set<string>; packs: string[] }> {
   const release = readManifest(root).index.release;
-  const h = JSON.parse(
-    await (
-      await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${prefix}releases.json` }))
-    ).Body!.transformToString(),
-  );
-  const entry = [...h.pending, ...h.releases, ...h.retired].find((r: { release: string }) => r.release === release);
-  const get = async (sha: string) =>
-    Buffer.from(
-      await (
-        await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: prefix + objectKey(sha) }))
-      ).Body!.transformToByteArray(),
-    );
-  const manifest = parseManifestIndex(await get(entry.manifest_sha256), 'manifest.json');
-  const tree = readFileSync(join(root, treePaths.manifest), 'utf8');
-  expect(JSON.stringify({ ...JSON.parse(tree), packs: manifest.packs })).toBe(
-    (await get(entry.manifest_sha256)).toString(),
-  );
-  const list = parsePackList(await get(manifest.packs!.sha256), 'pack list');
-  return {
-    manifest: entry.manifest_sha256 as string,
-    objects: new Set<string>([entry.manifest_sha256, manifest.packs!.sha256, ...list.packs.map((p) => p.index.sha256)]),
-    packs: list.packs.map((p) => p.sha256),
+  const raw = new S3RawOrigin(s3, BUCKET, prefix);
+  const got = await raw.read(HISTORY_KEY);
+  const h = got ? parseHistory(new TextDecoder().decode(got.body)) : null;
+  const object = async (sha: string) => {
+    const o = await raw.read(objectKey(sha));
+    return o && Buffer.from(o.body);
   };
+  for (const r of h ? [...h.releases, ...h.pending, ...h.retired].filter((x) => x.release === release) : []) {
+    const manifest = await loadManifest(
+      (path, listed) => object(path === treePaths.manifest ? r.manifest_sha256 : listed!.sha256),
+      `${prefix}`,
+    ).catch(() => null);
+    if (!manifest) continue;
+    const objects = new Set([
+      r.manifest_sha256,
+      ...manifest.shards.map((x) => x.entry.sha256),
+      ...manifest.entries.map((e) => e.sha256),
+    ]);
+    const packs: string[] = [];
+    if (manifest.index.packs) {
+      const list = parsePackList((await object(manifest.index.packs.sha256))!, 'pack list');
+      objects.add(manifest.index.packs.sha256);
+      for (const p of list.packs) {
+        objects.add(p.index.sha256);
+        packs.push(p.sha256);
+      }
+    }
+    return { manifest: r.manifest_sha256, objects, packs };
+  }
+  return { manifest: null, objects: objectsOf(root), packs: [] };
 }
 
-/** Every object a published release references: its tree's and what publish wrote for it. */
-const referencedOf = async (root: string, prefix = '') =>
-  new Set([...objectsOf(root), ...(await publishedOf(root, prefix)).objects]);
+/** Every object a published release references (publishedOf). */
+const referencedOf = async (root: string, prefix = '') => (await publishedOf(root, prefix)).objects;
 
 const gene = (root: string, id: string) => readFileSync(join(root, treePaths.gene(id)), 'utf8');
 
@@ -222,7 +233,8 @@ describe('publish to S3 (s3rver)', () => {
     // The tree's objects, then manifest.json naming its pack list, the list and each pack's index.
     const published = await publishedOf(release1);
     const objects = new Set([...objectsOf(release1), ...published.objects]);
-    expect(published.objects.size).toBe(2 + s.packs);
+    // The first release has no release to be encoded against: its shards are the tree's.
+    expect(objects.size - objectsOf(release1).size).toBe(2 + s.packs);
     expect(s.packs).toBeGreaterThan(0);
     expect(s).toMatchObject({
       release: '2026.11-chr22-demo',
@@ -361,20 +373,20 @@ describe('publish to S3 (s3rver)', () => {
       if (body === newGene) seen.new++;
       else await new Promise((r) => setTimeout(r, 100));
     }
-    const before = objectsOf(release1);
-    const added = [...objectsOf(release2)].filter((sha) => !before.has(sha));
-    // 3 genes + release.json changed, so did the manifest shards listing them.
-    expect(added.length).toBeGreaterThanOrEqual(4 + 1);
-    // Beside them: manifest.json, its pack list, the index of each new pack; the list also names
-    // release 1's packs that hold objects release 2 lists (their indexes are in the store).
+    const before = await referencedOf(release1);
     const published = await publishedOf(release2);
+    const added = [...published.objects].filter((sha) => !before.has(sha));
+    // 3 genes + release.json changed, so did the manifest shards listing them, manifest.json, its pack
+    // list and the index of the new pack. The list also names release 1's packs that hold objects
+    // release 2 lists (their indexes are in the store).
+    expect(added.length).toBeGreaterThanOrEqual(4 + 1 + 1 + 2);
     const shared = published.packs.length - s.packs;
     expect(shared).toBeGreaterThan(0);
     expect(s).toMatchObject({
       release: '2026.12-test',
       previous: '2026.11-chr22-demo',
-      uploaded: added.length + 2 + s.packs,
-      objects: objectsOf(release2).size + published.objects.size,
+      uploaded: added.length,
+      objects: published.objects.size,
       packs: 1,
     });
     expect(s.present).toBe(s.objects - s.uploaded);
@@ -442,9 +454,10 @@ describe('publish to S3 (s3rver)', () => {
         };
       },
     });
-    const objects3 = objectsOf(release3);
+    // The tree's files (its shards are published as deltas, not as they are in the tree).
+    const objects3 = new Set(readManifest(release3).entries.map((e) => e.sha256));
     const missingBefore = objects3.size - (await presentObjects(objects3));
-    expect(missingBefore).toBeGreaterThan(2);
+    expect(missingBefore).toBeGreaterThan(1);
     await expect(
       publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 1 }),
     ).rejects.toThrow(/connection reset/);
@@ -471,7 +484,8 @@ describe('publish to S3 (s3rver)', () => {
     expect(resumed.invalidated).toEqual(['/api/v1/*', '/current.json']);
     expect(resumed.uploaded).toBe(missingAfter); // what the dead run wrote is not written again
     expect(resumed.packs).toBe(1);
-    expect(await presentObjects(objects3)).toBe(objects3.size);
+    const published3 = await referencedOf(release3);
+    expect(await presentObjects(published3)).toBe(published3.size);
     expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(
       gene(release3, 'ENSG00000186654'),
     );
@@ -715,8 +729,9 @@ describe('mirror from s3://', () => {
       releases: ['2027.02-a'],
     });
     expect(s).toMatchObject({ release: '2027.01-test', releases: ['2027.02-a', '2027.01-test'], reused: 0 });
-    expect(s.fetched).toBe(new Set([...objectsOf(release3), ...objectsOf(release4a)]).size + 2); // + each manifest.json
-    for (const sha of objectsOf(release3))
+    const objects3 = await referencedOf(release3);
+    expect(s.fetched).toBe(new Set([...objects3, ...(await referencedOf(release4a))]).size);
+    for (const sha of objects3)
       expect(
         createHash('sha256')
           .update(readFileSync(join(to, objectKey(sha))))
@@ -911,15 +926,12 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     );
     expect(unpinnedAt).toBeGreaterThan(retiredAt);
 
-    const [of1, of2, of3, of4a] = [
-      await referencedOf(release1, PREFIX),
-      await referencedOf(release2, PREFIX),
-      await referencedOf(release3, PREFIX),
-      await referencedOf(release4a, PREFIX),
-    ];
-    const kept = new Set([...of3, ...of4a]);
-    const onlyDemo = new Set([...of1].filter((sha) => !kept.has(sha) && !of2.has(sha)));
-    const onlyRetired = new Set([...of1, ...of2].filter((sha) => !kept.has(sha)));
+    const [objects1, objects2, objects3, objects4a] = await Promise.all(
+      [release1, release2, release3, release4a].map((r) => referencedOf(r, PREFIX)),
+    );
+    const kept = new Set([...objects3, ...objects4a]);
+    const onlyDemo = new Set([...objects1].filter((sha) => !kept.has(sha) && !objects2.has(sha)));
+    const onlyRetired = new Set([...objects1, ...objects2].filter((sha) => !kept.has(sha)));
     expect(onlyRetired.size).toBeGreaterThan(onlyDemo.size);
     const at = (t: number) => () => new Date(t);
 
@@ -950,7 +962,7 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     const done = await collectGarbage({ ...store, now: at(later), kvs: await clientA() });
     expect(done).toMatchObject({ pinned: '2026.12-test', deleted: onlyDemo.size, dropped: ['2026.11-chr22-demo'] });
     expect(await presentObjects(onlyDemo, PREFIX)).toBe(0);
-    expect(await presentObjects(objectsOf(release2), PREFIX)).toBe(objectsOf(release2).size);
+    expect(await presentObjects(objects2, PREFIX)).toBe(objects2.size);
     expect((await history()).retired.map((r: { release: string }) => r.release)).toEqual(['2026.12-test']);
 
     // A KeyValueStore gc cannot read, or a pin it cannot resolve: nothing is deleted.
@@ -970,7 +982,7 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     await expect(unknownPin).rejects.toThrow(
       /pins release 1999\.01-none, which .* no longer lists, so its objects are unknown; gc deleted nothing/,
     );
-    expect(await presentObjects(objectsOf(release2), PREFIX)).toBe(objectsOf(release2).size);
+    expect(await presentObjects(objects2, PREFIX)).toBe(objects2.size);
     kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2027.02-a');
   });
 
@@ -1156,9 +1168,11 @@ describe('races between publish, rollback and gc, staged with held requests (iss
       clockSkewMs: 2_000,
     });
     expect(gc.dropped.sort()).toEqual(['2026.11-chr22-demo', '2027.02-a']);
-    const shared = [...objectsOf(release4a)].filter(
-      (sha) => objectsOf(release1).has(sha) && !objectsOf(release3).has(sha),
+    // 2027.02-a is pending, its manifest encoded against 2027.01-test (current).
+    const [objects1, objects3, objects4a] = await Promise.all(
+      [release1, release3, release4a].map((r) => referencedOf(r, PREFIX)),
     );
+    const shared = [...objects4a].filter((sha) => objects1.has(sha) && !objects3.has(sha));
     expect(shared.length).toBeGreaterThan(0);
     expect(await presentObjects(shared, PREFIX)).toBe(0);
     expect((await historyOf(PREFIX)).gc.epoch).toBeGreaterThan(0);
@@ -1166,7 +1180,8 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     const s = await running;
     expect(s.release).toBe('2027.02-a');
     expect((await pointerOf(PREFIX)).release).toBe('2027.02-a');
-    expect(await presentObjects(objectsOf(release4a), PREFIX)).toBe(objectsOf(release4a).size);
+    const whole4a = await referencedOf(release4a, PREFIX);
+    expect(await presentObjects(whole4a, PREFIX)).toBe(whole4a.size);
     await mirrorsWhole(PREFIX, '2027.02-a', release4a);
     expect((await historyOf(PREFIX)).pending).toEqual([]);
     expect(logs.join('\n')).toContain(`gc ran on s3://${BUCKET}/${PREFIX} while release 2027.02-a was being published`);

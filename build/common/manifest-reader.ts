@@ -1,59 +1,138 @@
 // Reads a tree's whole manifest (index + shards) from anywhere (a directory, a bucket, a base URL),
-// checking each shard against the hash the index lists; the shape of each file is checked by the
-// contract's parser. A manifest that is missing, malformed or does not match its files is bad input
-// (exit 3), named with where it was read and what to do about it.
+// checking each shard object against the hash the index (or, for a delta's bases, its head) lists;
+// the shape of each file is checked by the contract's parser, and a delta shard is resolved through
+// its chain of bases (edge/contract/manifest.ts). A manifest that is missing, malformed or does not
+// match its files is bad input (exit 3), named with where it was read and what to do about it.
 import { createHash } from 'node:crypto';
 import { BadInputError } from './errors.js';
+import { forEachLimited } from './concurrency.js';
 import { treePaths, type ManifestEntry, type ManifestIndex } from '../../edge/contract/tree.js';
-import { parseManifestIndex, parseManifestShard } from '../../edge/contract/manifest.js';
+import {
+  parseManifestIndex,
+  parseShardObject,
+  resolveChain,
+  type ShardObject,
+  type ShardRef,
+} from '../../edge/contract/manifest.js';
+
+/** Answers a tree path with its bytes, or null; for a shard object it is told the entry listing it
+ * (a base of shard i is asked for as `manifest/<i>.json` with the base's sha256 and size): a store
+ * reads it by that sha256, a mirror may take a verified local copy. */
+export type ManifestRead = (path: string, listed?: ManifestEntry) => Promise<Buffer | null>;
+
+/** One shard of a loaded manifest. */
+export interface LoadedShard {
+  /** The object manifest.json lists for it (full, or the head of a chain). */
+  head: ManifestEntry;
+  /** The head's chain of bases, nearest first (none for a full shard). */
+  bases: ShardRef[];
+  /** Its files, resolved through the chain, sorted by path. */
+  entries: ManifestEntry[];
+}
 
 export interface LoadedManifest {
   index: ManifestIndex;
   /** manifest.json as read. */
   indexBody: Buffer;
-  /** The shard files, as listed by the index and as read. */
+  /** Every shard object read, once each: the heads the index lists and their bases. */
   shards: { entry: ManifestEntry; body: Buffer }[];
+  /** Shard i of the index, resolved. */
+  byShard: LoadedShard[];
   /** Every other file of the tree, in path order. */
   entries: ManifestEntry[];
 }
 
 const sha256 = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
-/** Reads and checks the whole manifest. `read` answers a tree path with its bytes, or null; for a
- * shard it is told the entry the index lists (a mirror may then take a verified local copy). Its own
- * failures (storage, network) pass through; what is wrong with the manifest is a BadInputError, ending
- * with `advice` when the caller knows what to do about it (e.g. rebuild the tree). */
-export async function loadManifest(
-  read: (path: string, listed?: ManifestEntry) => Promise<Buffer | null>,
+/** Shard chains read at once: a chain is read in one parallel round trip after its head. */
+const SHARDS_IN_FLIGHT = 8;
+
+/** What is wrong with a manifest's shard object (not a failure to read it). */
+export class ManifestProblem extends Error {}
+
+/** Reads and checks one shard: its head (as the index lists it), then its bases in parallel, each
+ * against the sha256 and size the head lists. What is wrong with them is a ManifestProblem naming the
+ * object; failures of `read` pass through. */
+export async function loadShard(
+  read: ManifestRead,
+  index: ManifestIndex,
+  i: number,
   where: string,
-  advice?: string,
-): Promise<LoadedManifest> {
-  const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
-  const parsed = <T>(parse: () => T): T => {
+): Promise<{ shard: LoadedShard; objects: { entry: ManifestEntry; body: Buffer }[] }> {
+  const head = index.shards[i];
+  const count = index.shards.length;
+  const fetch = async (listed: ManifestEntry, what: string) => {
+    const body = await read(listed.path, listed);
+    if (!body)
+      throw new ManifestProblem(
+        `${where}${listed.path}: ${what} ${listed.sha256} is missing, though ${treePaths.manifest} lists it`,
+      );
+    if (body.length !== listed.size || sha256(body) !== listed.sha256)
+      throw new ManifestProblem(
+        `${where}${listed.path}: ${what} does not match the sha256 ${treePaths.manifest} lists`,
+      );
+    return body;
+  };
+  const checked = <T>(parse: () => T): T => {
     try {
       return parse();
     } catch (err) {
-      throw bad((err as Error).message);
+      throw new ManifestProblem((err as Error).message);
     }
   };
+  const headBody = await fetch(head, 'shard object');
+  const deltas = index.format !== 2;
+  const parsedHead = checked(() => parseShardObject(headBody, i, count, `${where}${head.path}`, deltas));
+  const baseEntries = parsedHead.bases.map((b) => ({ ...head, sha256: b.sha256, size: b.size }));
+  const baseBodies = await Promise.all(baseEntries.map((b) => fetch(b, 'base shard object')));
+  const bases: ShardObject[] = baseBodies.map((body, k) =>
+    checked(() => parseShardObject(body, i, count, `${where}${head.path} (base ${baseEntries[k].sha256})`, deltas)),
+  );
+  const entries = checked(() => resolveChain(parsedHead, bases, `${where}${head.path}`));
+  return {
+    shard: { head, bases: parsedHead.bases, entries },
+    objects: [{ entry: head, body: headBody }, ...baseEntries.map((entry, k) => ({ entry, body: baseBodies[k] }))],
+  };
+}
+
+/** Reads and checks the whole manifest. Its own failures (storage, network) pass through; what is
+ * wrong with the manifest is a BadInputError, ending with `advice` when the caller knows what to do
+ * about it (e.g. rebuild the tree). */
+export async function loadManifest(read: ManifestRead, where: string, advice?: string): Promise<LoadedManifest> {
+  const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
   const indexBody = await read(treePaths.manifest);
   if (!indexBody) throw bad(`${where} has no ${treePaths.manifest}: not a rendered isoatlas tree`);
-  const index = parsed(() => parseManifestIndex(indexBody, `${where}${treePaths.manifest}`));
+  let index: ManifestIndex;
+  try {
+    index = parseManifestIndex(indexBody, `${where}${treePaths.manifest}`);
+  } catch (err) {
+    throw bad((err as Error).message);
+  }
+  const loaded: Awaited<ReturnType<typeof loadShard>>[] = [];
+  await forEachLimited([...index.shards.keys()], SHARDS_IN_FLIGHT, async (i) => {
+    try {
+      loaded[i] = await loadShard(read, index, i, where);
+    } catch (err) {
+      // A failure to read (storage, network) is the caller's to report.
+      throw err instanceof ManifestProblem ? bad(err.message) : err;
+    }
+  });
   const shards: LoadedManifest['shards'] = [];
+  const held = new Set<string>();
+  for (const { objects } of loaded)
+    for (const o of objects)
+      if (!held.has(o.entry.sha256)) {
+        held.add(o.entry.sha256);
+        shards.push(o);
+      }
   const entries: ManifestEntry[] = [];
   const seen = new Set<string>();
-  for (const [i, entry] of index.shards.entries()) {
-    const body = await read(entry.path, entry);
-    if (!body) throw bad(`${where}${entry.path}: missing, though ${treePaths.manifest} lists it`);
-    if (body.length !== entry.size || sha256(body) !== entry.sha256)
-      throw bad(`${where}${entry.path}: does not match the sha256 ${treePaths.manifest} lists`);
-    shards.push({ entry, body });
-    for (const e of parsed(() => parseManifestShard(body, i, index.shards.length, `${where}${entry.path}`))) {
+  for (const { shard } of loaded)
+    for (const e of shard.entries) {
       if (seen.has(e.path)) throw bad(`${where}: ${e.path} is listed twice`);
       seen.add(e.path);
       entries.push(e);
     }
-  }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { index, indexBody, shards, entries };
+  return { index, indexBody, shards, byShard: loaded.map((l) => l.shard), entries };
 }

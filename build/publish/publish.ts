@@ -24,7 +24,14 @@
 // tries again. The pointer then moves only to the newest kept release, in a write conditional on the
 // pointer it read before reading the history: a publish that a newer one overtook (or retired with
 // --keep) loses, says so and leaves current.json alone. A release name, once used, always means the
-// same manifest (the history's names record outlives gc).
+// same data (the history's names record, which outlives gc, holds the sha256 of the tree's own
+// manifest.json for each name).
+//
+// The manifest publish writes is not the tree's: its shards are encoded against the current release's
+// (manifest-encoding.ts), so a small change writes a small part of the manifest. Publishing a tree
+// whose release name the store already holds with the same data (a re-run of an interrupted publish,
+// or the same release published again) lists the manifest published for it then, when the store
+// still has it, so a release keeps its manifest sha256.
 //
 // A store whose deployment pins releases in the CDN's KeyValueStore (edge-pin.ts) is published only
 // with it: it is found in the store when --kvs is not given, and reached before anything is uploaded.
@@ -42,11 +49,18 @@ import {
   type PublishedRelease,
   type ReleaseHistory,
 } from '../../edge/contract/store-layout.js';
-import { contentTypeOf, treePaths, type ManifestIndex } from '../../edge/contract/tree.js';
+import { contentTypeOf, treePaths, type ManifestEntry } from '../../edge/contract/tree.js';
 import { startProgress } from '../common/progress.js';
 import { BadInputError, UsageError } from '../common/errors.js';
-import { loadManifest, type LoadedManifest } from '../common/manifest-reader.js';
-import { parseManifestIndex, parseManifestShard } from '../../edge/contract/manifest.js';
+import {
+  loadManifest,
+  loadShard,
+  ManifestProblem,
+  type LoadedManifest,
+  type ManifestRead,
+} from '../common/manifest-reader.js';
+import { parseManifestIndex, type ShardRef } from '../../edge/contract/manifest.js';
+import { encodeManifest, manifestBody, type EncodedManifest } from './manifest-encoding.js';
 import { forEachLimited } from '../common/concurrency.js';
 import { openStore, type StoreLocation } from './s3-client.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
@@ -89,6 +103,8 @@ export interface PublishSummary {
   /** Objects the store already had (from other releases, or an interrupted run of this one). */
   present: number;
   bytesUploaded: number;
+  /** Bytes of the manifest's objects (manifest.json and shard objects) this publish uploaded. */
+  manifestBytesUploaded: number;
   /** Packs uploaded (packing.ts), and their bytes (not counted in bytesUploaded). */
   packs: number;
   packBytes: number;
@@ -103,6 +119,8 @@ interface ReleaseObject {
   content_type: string;
   /** Where its bytes are in the tree (the first path listing them). */
   path: string;
+  /** Its bytes, for the manifest's objects, which publish holds (the encoded ones are in no tree). */
+  body?: Buffer;
 }
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
@@ -128,18 +146,27 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     throw new UsageError(
       `release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`,
     );
+  // What the name stands for: the tree's own manifest.json (the published one depends on the store).
+  const treeSha = sha256Of(manifest.indexBody);
   const store = openStore(opts);
 
   // Read before anything this publish learns about the store's objects: see the gc epoch above.
   const history = await store.history();
-  // A name already used: the same tree again (an interrupted run, or a release already kept) takes
-  // the manifest the store has for it, pack list included; other content is refused.
-  const reused = await usedManifest(store, history, release, manifest.indexBody);
+  const nameTaken = (h: ReleaseHistory) => {
+    const used = usedNames(h).get(release);
+    if (used !== undefined && used !== treeSha) throw nameUsed(store, release, used);
+  };
+  nameTaken(history);
 
-  // The release's distinct objects: the manifest's shards first, then every other file.
+  // The manifest as this store gets it (manifest-encoding.ts): the same tree again takes the manifest
+  // the store has for it, pack list included; a new one is encoded against the current release.
+  const { published, known, reused } = await publishedManifest(store, history, manifest, treeSha, concurrency, log);
+
+  // The release's distinct objects: the manifest's shard objects first (heads and bases, with their
+  // bytes: the encoded ones are in no tree), then every other file.
   const shardObjects = new Map<string, ReleaseObject>();
-  for (const { entry } of manifest.shards)
-    shardObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path) });
+  for (const { entry, body } of published.objects)
+    shardObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path), body });
   const fileObjects = new Map<string, ReleaseObject>();
   for (const e of manifest.entries)
     if (!shardObjects.has(e.sha256) && !fileObjects.has(e.sha256))
@@ -149,11 +176,10 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   // Before any write: a deployment whose pin this publish could not move is left untouched.
   const pin = await resolvePin(store, opts.kvs, 'publish');
 
-  const known = await knownObjects(store, history, manifest, concurrency, log);
   // An interrupted run of this release left objects and packs no kept release lists: one listing
   // of each finds them.
   let packsInStore: Map<string, unknown> | null = null;
-  if (reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === reused.sha256)) {
+  if (reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === published.sha256)) {
     for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
     packsInStore = await store.packs(concurrency);
   }
@@ -162,15 +188,16 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const tree = await checkTree({
     dir: opts.dir,
     manifest,
-    upload: [...treeObjects.values()].filter(missing),
+    upload: [...fileObjects.values()].filter(missing),
     where: store.where,
     concurrency,
     progress: opts.progress,
   });
+  const bodyOf = async (o: ReleaseObject, keep?: boolean) => o.body ?? (await tree.body(o, keep));
   const treeBody = (sha256: string, keep?: boolean) => {
     const o = treeObjects.get(sha256);
     if (!o) throw new Error(`a pack of release ${release} holds object ${sha256}, which its tree does not list`);
-    return tree.body(o, keep);
+    return bodyOf(o, keep);
   };
 
   // The packs (packing.ts): a new release packs what it adds; the same tree again takes the pack
@@ -180,12 +207,12 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   let publishedIndex: Buffer;
   let toPack: Pack[];
   if (reused) {
-    const read = await readPacks(store, reused.index, `release ${release}'s ${treePaths.manifest}`);
+    const read = await readPacks(store, published.index, `release ${release}'s ${treePaths.manifest}`);
     packs = read?.packs ?? [];
     packList = read?.listBody ?? null;
     if (packList) known.add(sha256Of(packList));
     for (const p of packs) known.add(p.ref.index.sha256);
-    publishedIndex = reused.body;
+    publishedIndex = published.indexBody;
     toPack = packsInStore
       ? packs.filter((p) => !packsInStore.has(p.ref.sha256) && p.index.objects.every(([sha]) => treeObjects.has(sha)))
       : [];
@@ -198,16 +225,12 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     packs = [...toPack, ...earlier.packs.filter((p) => !made.has(p.ref.sha256))];
     packList = packListBody(packs.map((p) => p.ref));
     // Named in manifest.json, so the release's manifest sha256 covers its packs too.
-    publishedIndex = Buffer.from(
-      JSON.stringify({ ...manifest.index, packs: { sha256: sha256Of(packList), size: packList.length } }),
-    );
+    publishedIndex = manifestBody({
+      ...published.index,
+      packs: { sha256: sha256Of(packList), size: packList.length },
+    });
   }
   const manifestSha = sha256Of(publishedIndex);
-  const treeSha = sha256Of(manifest.indexBody);
-  const nameTaken = (h: ReleaseHistory) => {
-    const used = usedNames(h).get(release);
-    if (used !== undefined && used !== treeSha) throw nameUsed(store, release, used);
-  };
   // What publish writes that is not a file of the tree: manifest.json with its packs, the pack list
   // and the pack indexes.
   const generated = new Map<string, { object: ReleaseObject; body: Buffer }>();
@@ -229,6 +252,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     uploaded: 0,
     present: 0,
     bytesUploaded: 0,
+    manifestBytesUploaded: 0,
     packs: 0,
     packBytes: 0,
     seconds: 0,
@@ -243,8 +267,9 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     await store.putObject(o.sha256, body, o.content_type);
     summary.uploaded += 1;
     summary.bytesUploaded += body.length;
+    if (shardObjects.has(o.sha256) || o.sha256 === manifestSha) summary.manifestBytesUploaded += body.length;
   };
-  const upload = async (o: ReleaseObject) => put(o, generated.get(o.sha256)?.body ?? (await tree.body(o)));
+  const upload = async (o: ReleaseObject) => put(o, generated.get(o.sha256)?.body ?? (await bodyOf(o)));
 
   // Before the first upload: gc keeps every object younger than a pending release's start.
   const startedAt = new Date().toISOString();
@@ -272,14 +297,14 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     }
   };
   try {
-    // 1. The manifest with its pack list and pack indexes, then the release as pending (its name
-    //    recorded for good).
+    // 1. The manifest (its shard objects, then manifest.json with its pack list and pack indexes),
+    //    then the release as pending (its name recorded for good).
     const manifestObjects = [...shardObjects.values(), ...generatedObjects];
     await forEachLimited(manifestObjects.filter(missing), concurrency, upload);
     bar.tick(manifestObjects.length);
     await store.updateHistory((h) => {
       nameTaken(h);
-      const listed = h.releases.some((r) => r.release === release) || h.pending.some((r) => r.release === release);
+      const listed = protects(h, release, manifestSha);
       if (listed && h.names?.[release] === treeSha) return null;
       const pending = listed
         ? h.pending
@@ -345,34 +370,7 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   return summary;
 }
 
-/** A release name means one tree for good: the history's names record the sha256 of the tree's
- * manifest.json (the manifest published adds its pack list to it, and the pack list depends on the
- * store). Another tree under a used name is refused; the same tree again takes the manifest the
- * store has for the release (with its pack list), or null when gc collected it or the name is new. */
-async function usedManifest(
-  store: ReleaseStore,
-  history: ReleaseHistory,
-  release: string,
-  treeIndex: Buffer,
-): Promise<{ sha256: string; body: Buffer; index: ManifestIndex } | null> {
-  const treeSha = sha256Of(treeIndex);
-  const used = usedNames(history).get(release);
-  if (used === undefined) return null;
-  if (used !== treeSha) throw nameUsed(store, release, used);
-  const entry = [...history.pending, ...history.releases, ...history.retired].find((r) => r.release === release);
-  // gc dropped its entry and collected its manifest: the release is published afresh.
-  const got = entry && (await store.get(objectKey(entry.manifest_sha256)));
-  if (!entry || !got) return null;
-  const where = `${store.where}${objectKey(entry.manifest_sha256)} (release ${release})`;
-  const index = parseManifestIndex(got.body, where);
-  const { packs: _packs, ...tree } = index;
-  if (sha256Of(got.body) !== entry.manifest_sha256 || JSON.stringify(tree) !== treeIndex.toString('utf8'))
-    throw new StorageError(
-      `${where}: not the manifest the history names for ${release}, nor its tree's; the store is damaged`,
-    );
-  return { sha256: entry.manifest_sha256, body: got.body, index };
-}
-
+/** A release name means one tree for good (the history's names record its tree's manifest sha256). */
 const nameUsed = (store: ReleaseStore, release: string, used: string) =>
   new UsageError(
     `release ${release} is already in ${store.where} with other content (manifest ${used.slice(0, 12)}…), or was until gc collected it; ` +
@@ -390,9 +388,10 @@ function keepRelease(
   summary: PublishSummary,
 ): ReleaseHistory {
   const { release } = entry;
+  // A release kept already keeps its entry (its first publication), if it is this same manifest.
   const releases = [
     ...h.releases.filter((r) => r.release !== release),
-    h.releases.find((r) => r.release === release) ?? entry,
+    h.releases.find((r) => r.release === release && r.manifest_sha256 === entry.manifest_sha256) ?? entry,
   ];
   const kept = keep === undefined ? releases : releases.slice(-keep);
   const dropped = releases.filter((r) => !kept.includes(r));
@@ -607,24 +606,97 @@ export async function listReleases(opts: StoreLocation & { kvs?: KvsAccess }): P
   };
 }
 
-/** The objects the store holds for sure: everything its kept releases list. A kept release's
- * manifest shard with the same sha256 as one of the new release's lists the same files, so only the
- * shards that differ are read. A kept release whose manifest is gone (a gc forced below its safe
- * grace) is reported and left out: this publish uploads what it would have found there. */
+/** Reads a manifest object of the store, and what it lists, by the sha256s it names. */
+const storeRead =
+  (store: ReleaseStore, manifestSha: string): ManifestRead =>
+  async (path, listed) =>
+    (await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256)))?.body ?? null;
+
+const sameFiles = (a: LoadedManifest, b: LoadedManifest) =>
+  a.index.release === b.index.release &&
+  a.index.shards.length === b.index.shards.length &&
+  a.entries.length === b.entries.length &&
+  a.entries.every(
+    (e, i) =>
+      e.path === b.entries[i].path &&
+      e.size === b.entries[i].size &&
+      e.sha256 === b.entries[i].sha256 &&
+      e.content_type === b.entries[i].content_type,
+  );
+
+/** The manifest this publish writes, and the objects the store holds for sure (knownObjects). The
+ * same data under a name the store holds: the manifest published for it before, when the store still
+ * has it whole. Otherwise the tree's, encoded against the current release (a shard whose full object
+ * the store holds is listed as it is); a current release whose manifest cannot be read is said, and
+ * every shard is written full. */
+async function publishedManifest(
+  store: ReleaseStore,
+  history: ReleaseHistory,
+  tree: LoadedManifest,
+  treeSha: string,
+  concurrency: number,
+  log: (line: string) => void,
+): Promise<{ published: EncodedManifest; known: Set<string>; reused: boolean }> {
+  const release = tree.index.release;
+  const load = (r: { release: string; manifest_sha256: string }) =>
+    loadManifest(storeRead(store, r.manifest_sha256), `${store.where} (release ${r.release}) `);
+  if (usedNames(history).get(release) === treeSha) {
+    const earlier = [...history.retired, ...history.releases, ...history.pending].filter((r) => r.release === release);
+    for (const r of earlier.reverse()) {
+      const got = await load(r).catch((err) => {
+        if (err instanceof BadInputError) return null;
+        throw err;
+      });
+      if (got && sameFiles(got, tree)) {
+        const objects = got.shards.map(({ entry, body }) => ({ entry, body }));
+        const shards = { full: 0, delta: 0, reused: got.index.shards.length };
+        return {
+          published: { index: got.index, indexBody: got.indexBody, sha256: r.manifest_sha256, objects, shards },
+          known: await knownObjects(store, history, tree, got, concurrency, log),
+          reused: true,
+        };
+      }
+    }
+  }
+  const pointer = await store.pointer();
+  let previous: LoadedManifest | null = null;
+  if (pointer) {
+    previous = await load(pointer).catch((err) => {
+      if (!(err instanceof BadInputError)) throw err;
+      log(`${err.message}: the manifest of ${release} is written whole, not as a change from ${pointer.release}`);
+      return null;
+    });
+  }
+  const known = await knownObjects(store, history, tree, previous, concurrency, log);
+  return { published: encodeManifest(tree, previous, (sha) => known.has(sha)), known, reused: false };
+}
+
+/** The objects the store holds for sure: everything its kept releases list. A kept release's shard
+ * whose head object is the tree's or the current release's lists what that one does, so only the
+ * shards that differ are read (a head and its chain of bases). A kept release whose manifest is gone
+ * (a gc forced below its safe grace) is reported and left out: this publish uploads what it would
+ * have found there. */
 async function knownObjects(
   store: ReleaseStore,
   history: ReleaseHistory,
-  manifest: LoadedManifest,
+  tree: LoadedManifest,
+  previous: LoadedManifest | null,
   concurrency: number,
   log: (line: string) => void,
 ): Promise<Set<string>> {
   const known = new Set<string>();
-  const ours = new Map(
-    manifest.shards.map(
-      ({ entry, body }, i) =>
-        [entry.sha256, () => parseManifestShard(body, i, manifest.shards.length, entry.path)] as const,
-    ),
-  );
+  // What a head object lists (its chain and files), for the heads this publish has read already.
+  const read = new Map<string, { entries: ManifestEntry[]; bases: ShardRef[] }>();
+  for (const m of [tree, previous]) for (const s of m?.byShard ?? []) read.set(s.head.sha256, s);
+  // Older releases' chains mostly share their bases with the current release's: those are read once.
+  const bodies = new Map((previous?.shards ?? []).map((s) => [s.entry.sha256, s.body]));
+  const readShared: ManifestRead = async (_path, listed) => {
+    const had = listed && bodies.get(listed.sha256);
+    if (had) return had;
+    const got = (await store.get(objectKey(listed!.sha256)))?.body ?? null;
+    if (got && listed) bodies.set(listed.sha256, got);
+    return got;
+  };
   const broken = (r: PublishedRelease, key: string, what: string) =>
     log(
       `${store.where}${key}: ${what} of kept release ${r.release} is missing from the store, so that release is broken; this publish does not rely on it. Publish ${r.release} again (or roll back past it)`,
@@ -639,33 +711,26 @@ async function knownObjects(
     // What this release lists counts only once all of its manifest was found.
     const listed = new Set([r.manifest_sha256]);
     let whole = true;
-    const index = parseManifestIndex(got.body, `${store.where} (release ${r.release}) ${treePaths.manifest}`);
-    await forEachLimited(
-      index.shards.filter((s) => !known.has(s.sha256)),
-      concurrency,
-      async (shard) => {
-        listed.add(shard.sha256);
-        const same = ours.get(shard.sha256);
-        if (same) {
-          for (const e of same()) listed.add(e.sha256);
-          return;
-        }
-        const body = await store.get(objectKey(shard.sha256));
-        if (!body) {
-          if (whole) broken(r, objectKey(shard.sha256), 'a manifest shard');
+    const where = `${store.where} (release ${r.release}) `;
+    const index = parseManifestIndex(got.body, `${where}${treePaths.manifest}`);
+    const shards = [...index.shards.keys()].filter((i) => !known.has(index.shards[i].sha256));
+    await forEachLimited(shards, concurrency, async (i) => {
+      const head = index.shards[i];
+      listed.add(head.sha256);
+      let shard = read.get(head.sha256);
+      if (!shard) {
+        try {
+          shard = (await loadShard(readShared, index, i, where)).shard;
+        } catch (err) {
+          if (!(err instanceof ManifestProblem)) throw err;
+          if (whole) broken(r, objectKey(head.sha256), `a manifest shard (${err.message})`);
           whole = false;
           return;
         }
-        const n = index.shards.indexOf(shard);
-        for (const e of parseManifestShard(
-          body.body,
-          n,
-          index.shards.length,
-          `${store.where} (release ${r.release}) ${shard.path}`,
-        ))
-          listed.add(e.sha256);
-      },
-    );
+      }
+      for (const b of shard.bases) listed.add(b.sha256);
+      for (const e of shard.entries) listed.add(e.sha256);
+    });
     if (whole) for (const sha of listed) known.add(sha);
   }
   return known;

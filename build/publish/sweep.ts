@@ -280,7 +280,8 @@ function pinnedReleases(
   return pins;
 }
 
-/** Every object a release's manifest references: the manifest itself, its shards, its files. */
+/** Every object a release's manifest references: the manifest itself, its shard objects (each head
+ * and the chain of bases it lists, manifest-reader.ts), its files. */
 async function referencedBy(store: ReleaseStore, release: string, manifestSha: string): Promise<Set<string>> {
   const manifest = await loadManifest(async (path, listed) => {
     const got = await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256));

@@ -2,6 +2,13 @@
 // manifest lists), `isoatlas serve`, publish and mirror. It checks shape only; each reader checks the
 // bytes against the listed sha256 with the hash function its runtime has. Manifest paths become
 // local file names in a mirror, so none may point outside the tree.
+//
+// A shard object is full (`{"entries":[…]}`, as a rendered tree has them) or, in a published store
+// since format 3, a delta: `{"entries":[added or changed],"removed":[paths],"bases":[…]}` on the
+// chain of shard objects `bases` lists, nearest first, ending with a full one (build/publish/
+// manifest-encoding.ts writes them, docs/ARCHITECTURE.md "Manifests that grow with the change").
+// The head lists its whole chain, so a reader fetches every base in one parallel round trip; each
+// base is an object of the store, checked against the sha256 the head lists for it.
 import { MANIFEST_FORMAT, treePaths, type ManifestEntry, type ManifestIndex, type ManifestShard } from './tree.js';
 import { isShardCount, shardOf } from './shards.js';
 
@@ -38,7 +45,7 @@ export function parseManifestIndex(body: Uint8Array, where: string): ManifestInd
   if (
     !index ||
     typeof index.release !== 'string' ||
-    index.format !== MANIFEST_FORMAT ||
+    (index.format !== MANIFEST_FORMAT && index.format !== 2) ||
     !Array.isArray(index.shards) ||
     !isShardCount(index.shards.length)
   ) {
@@ -59,8 +66,38 @@ export function parseManifestIndex(body: Uint8Array, where: string): ManifestInd
   return index;
 }
 
-/** Shard `n` of `count`: its entries, each valid and hashed to this shard. */
-export function parseManifestShard(body: Uint8Array, n: number, count: number, where: string): ManifestEntry[] {
+/** The longest chain of bases a delta shard may have. */
+export const MAX_CHAIN = 16;
+
+/** A shard object as its head lists it (a base of a delta). */
+export interface ShardRef {
+  sha256: string;
+  size: number;
+}
+
+/** A shard object, parsed: full when `bases` is empty (then `removed` is too). */
+export interface ShardObject {
+  entries: ManifestEntry[];
+  removed: string[];
+  bases: ShardRef[];
+}
+
+const byPath = (a: { path: string } | string, b: { path: string } | string) => {
+  const x = typeof a === 'string' ? a : a.path;
+  const y = typeof b === 'string' ? b : b.path;
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+/** Shard object `n` of `count`, full or (when `deltas`: a manifest of format 3) a delta: its entries
+ * valid and hashed to this shard; a delta's entries and removed paths sorted, distinct and disjoint,
+ * its bases at most MAX_CHAIN, distinct. */
+export function parseShardObject(
+  body: Uint8Array,
+  n: number,
+  count: number,
+  where: string,
+  deltas = true,
+): ShardObject {
   const shard = parse<ManifestShard>(body, where);
   if (!shard || !Array.isArray(shard.entries)) throw new Error(`${where}: not a manifest shard`);
   for (const e of shard.entries) {
@@ -68,5 +105,84 @@ export function parseManifestShard(body: Uint8Array, n: number, count: number, w
       throw new Error(`${where}: invalid entry ${JSON.stringify(e).slice(0, 200)}`);
     if (shardOf(e.path, count) !== n) throw new Error(`${where}: lists ${e.path}, which belongs to another shard`);
   }
-  return shard.entries;
+  if (shard.bases === undefined && shard.removed === undefined)
+    return { entries: shard.entries, removed: [], bases: [] };
+  if (!deltas) throw new Error(`${where}: a delta shard in a manifest of format 2`);
+  const { bases, removed } = shard;
+  if (
+    !Array.isArray(bases) ||
+    bases.length < 1 ||
+    bases.length > MAX_CHAIN ||
+    !bases.every(
+      (b) =>
+        b && typeof b.sha256 === 'string' && SHA256_HEX.test(b.sha256) && Number.isSafeInteger(b.size) && b.size >= 0,
+    ) ||
+    new Set(bases.map((b) => b.sha256)).size !== bases.length
+  )
+    throw new Error(`${where}: a delta shard needs 1 to ${MAX_CHAIN} distinct bases, each with its sha256 and size`);
+  if (!Array.isArray(removed) || !removed.every((p) => typeof p === 'string' && SAFE_TREE_PATH.test(p)))
+    throw new Error(`${where}: a delta shard's removed member must list tree paths`);
+  for (const p of removed)
+    if (shardOf(p, count) !== n) throw new Error(`${where}: removes ${p}, which belongs to another shard`);
+  const sortedDistinct = (list: ({ path: string } | string)[]) =>
+    list.every((x, i) => i === 0 || byPath(list[i - 1], x) < 0);
+  if (!sortedDistinct(shard.entries) || !sortedDistinct(removed))
+    throw new Error(`${where}: a delta shard's entries and removed paths must be sorted by path, each once`);
+  const changed = new Set(shard.entries.map((e) => e.path));
+  const both = removed.find((p) => changed.has(p));
+  if (both !== undefined) throw new Error(`${where}: ${both} is both removed and listed`);
+  return { entries: shard.entries, removed, bases: bases.map((b) => ({ sha256: b.sha256, size: b.size })) };
+}
+
+/** Checks that `bases` are the chain `head` lists (each already checked against its sha256): base k
+ * lists the rest of the head's chain after it as its own, and the last is full. */
+export function checkChain(head: ShardObject, bases: ShardObject[], where: string): void {
+  if (bases.length !== head.bases.length)
+    throw new Error(`${where}: ${bases.length} bases for ${head.bases.length} listed`);
+  bases.forEach((base, k) => {
+    const rest = head.bases.slice(k + 1);
+    if (
+      base.bases.length !== rest.length ||
+      base.bases.some((b, j) => b.sha256 !== rest[j].sha256 || b.size !== rest[j].size)
+    )
+      throw new Error(
+        `${where}: its base ${head.bases[k].sha256} does not continue its chain (a base lists the rest of the chain after it, the last is full)`,
+      );
+  });
+}
+
+/** The entries of the shard a chain stands for, sorted by path: the full base's, then each delta
+ * from the oldest to the head applied (its removed paths dropped, its entries put). */
+export function resolveChain(head: ShardObject, bases: ShardObject[], where: string): ManifestEntry[] {
+  checkChain(head, bases, where);
+  const chain = [head, ...bases];
+  const files = new Map<string, ManifestEntry>();
+  for (let k = chain.length - 1; k >= 0; k--) {
+    for (const p of chain[k].removed) files.delete(p);
+    for (const e of chain[k].entries) files.set(e.path, e);
+  }
+  return [...files.values()].sort(byPath);
+}
+
+/** A shard object indexed for lookups by path (the edge keeps these, by sha256). */
+export interface IndexedShardObject {
+  object: ShardObject;
+  files: Map<string, ManifestEntry>;
+  removed: Set<string>;
+}
+
+export const indexShardObject = (object: ShardObject): IndexedShardObject => ({
+  object,
+  files: new Map(object.entries.map((e) => [e.path, e])),
+  removed: new Set(object.removed),
+});
+
+/** A path's entry in a checked chain (head first): the nearest object naming it decides. */
+export function lookupChain(chain: IndexedShardObject[], path: string): ManifestEntry | null {
+  for (const o of chain) {
+    const e = o.files.get(path);
+    if (e) return e;
+    if (o.removed.has(path)) return null;
+  }
+  return null;
 }

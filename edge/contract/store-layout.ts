@@ -78,10 +78,11 @@ export interface ReleaseHistory {
    * edge may answer from them until then, and cached answers point into them for a while after, so
    * gc protects them for a grace period as it does retired ones. Absent in stores without one. */
   unpinned?: UnpinnedRelease[];
-  /** Every release name ever entered in this history, with the sha256 of its tree's manifest.json
-   * (published before packs, the manifest's own; since, the manifest less its `packs`, which depend
-   * on the store): never pruned, so a name keeps meaning the same data after gc has dropped its entry. Absent in older stores (their
-   * names are those of the lists above). */
+  /** Every release name ever entered in this history, with the sha256 of its tree's own manifest.json
+   * (the published one depends on the store: its manifest shards are encoded against the current release,
+   * build/publish/manifest-encoding.ts, and it names the release's packs): never pruned, so a
+   * name keeps meaning the same data after gc has dropped its entry. Absent in older stores (their
+   * names are those of the lists above, whose manifests were the trees'). */
   names?: Record<string, string>;
   /** What garbage collection is doing, so that a publish can tell whether objects it relies on may
    * have been deleted since it looked (absent until the first gc that deletes anything). */

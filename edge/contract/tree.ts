@@ -82,8 +82,9 @@ export const treePaths = {
 /** Format of edge/index.json and the edge data it describes: 3 since term shards are sorted term lists
  * (2 had MiniSearch term shards). An edge refuses any other. */
 export const EDGE_INDEX_FORMAT = 3;
-/** Format of manifest.json and its shards; edge/contract/manifest.ts parses them. */
-export const MANIFEST_FORMAT = 2;
+/** Format of manifest.json and its shards; edge/contract/manifest.ts parses them. 3 since a published
+ * shard may be a delta on earlier shard objects (readers still accept 2, whose shards are all full). */
+export const MANIFEST_FORMAT = 3;
 
 /** `edge/index.json`: the shard counts of the edge's tables and the search index's directory. */
 export interface EdgeIndex {
@@ -138,7 +139,7 @@ export interface ManifestEntry {
 export interface ManifestIndex {
   release: string;
   api_version: string;
-  format: typeof MANIFEST_FORMAT;
+  format: typeof MANIFEST_FORMAT | 2;
   /** Files listed in the shards (the tree less manifest.json and its shards), and their bytes. */
   files: number;
   bytes: number;
@@ -148,8 +149,13 @@ export interface ManifestIndex {
   packs?: { sha256: string; size: number };
 }
 
+/** A shard object. Full (as a rendered tree has them): `entries` is the shard. A delta (written by
+ * publish, edge/contract/manifest.ts): `entries` added or changed and `removed` paths since its first
+ * base, and `bases`, the chain of shard objects it applies to, nearest first, ending with a full one. */
 export interface ManifestShard {
   entries: ManifestEntry[];
+  removed?: string[];
+  bases?: { sha256: string; size: number }[];
 }
 
 /** Query parameters of a link, in the order given. */

@@ -2,10 +2,20 @@
 // hash to the listed sha256. A corrupted or truncated file (a bad disk, a partial sync, a tampered
 // bucket) is refused with an OriginError (the client gets 502 and retries) instead of being served,
 // and reported once in the log for the operator. Verified bodies are kept in a bounded cache, so a
-// warm file costs neither a read nor a hash, and the ETag is the manifest's sha256.
+// warm file costs neither a read nor a hash, and the ETag is the manifest's sha256. A path's manifest
+// entry is found in the one shard its path hashes to: the object manifest.json lists for it and, when
+// that is a delta, the chain of bases it lists (edge/contract/manifest.ts), read in parallel, each
+// checked against its sha256. Shard objects are kept by sha256, so releases sharing a chain share it.
 import { treePaths, type ManifestEntry, type ManifestIndex } from '../contract/tree.js';
 import { shardOf } from '../contract/shards.js';
-import { parseManifestIndex, parseManifestShard } from '../contract/manifest.js';
+import {
+  checkChain,
+  indexShardObject,
+  lookupChain,
+  parseManifestIndex,
+  parseShardObject,
+  type IndexedShardObject,
+} from '../contract/manifest.js';
 import { LoadingCache } from '../loading-cache.js';
 import { OriginError, type Origin, type OriginObject, type ReleaseFiles } from '../origin.js';
 import { sha256Hex } from '../responses.js';
@@ -16,6 +26,9 @@ export interface VerifiedOriginOptions {
   bodyCacheBytes?: number;
   /** Bytes of manifest shards kept in memory (default 16 MiB). */
   manifestCacheBytes?: number;
+  /** The cache of parsed shard objects, to share between the releases of a store (their chains
+   * share objects); by default one of manifestCacheBytes of its own. */
+  shardObjects?: LoadingCache<IndexedShardObject>;
   /** Hears of every file that failed verification (corrupt, or listed and missing), with a way to
    * check it again later (true once it reads and verifies): the local server's /health. */
   onFailure?: (failure: VerificationFailure) => void;
@@ -41,7 +54,7 @@ export class IntegrityError extends OriginError {
 export class VerifiedOrigin implements Origin {
   readonly description: string;
   private index: Promise<{ index: ManifestIndex; sha256: string }> | null = null;
-  private readonly shards: LoadingCache<Map<string, ManifestEntry>>;
+  private readonly shards: LoadingCache<IndexedShardObject>;
   private readonly bodies: LoadingCache<OriginObject | null>;
   private readonly reported = new Set<string>();
 
@@ -50,7 +63,7 @@ export class VerifiedOrigin implements Origin {
     options: VerifiedOriginOptions = {},
   ) {
     this.description = raw.description;
-    this.shards = new LoadingCache(options.manifestCacheBytes ?? 16 * 1024 * 1024);
+    this.shards = options.shardObjects ?? new LoadingCache(options.manifestCacheBytes ?? 16 * 1024 * 1024);
     this.bodies = new LoadingCache(options.bodyCacheBytes ?? 16 * 1024 * 1024);
     this.onFailure = options.onFailure;
     this.log = options.log ?? consoleLog;
@@ -120,21 +133,45 @@ export class VerifiedOrigin implements Origin {
   async entry(path: string): Promise<ManifestEntry | null> {
     const index = await this.manifestIndex();
     const n = shardOf(path, index.shards.length);
-    const shard = await this.shards.get(String(n), async () => {
-      const listed = index.shards[n];
+    const listed = index.shards[n];
+    const head = await this.shardObject(listed, n, index, listed.path);
+    const bases = await Promise.all(
+      head.object.bases.map((b) =>
+        this.shardObject({ ...listed, ...b }, n, index, `${listed.path} (base ${b.sha256})`),
+      ),
+    );
+    this.parsed(() =>
+      checkChain(
+        head.object,
+        bases.map((b) => b.object),
+        `${this.description}${listed.path}`,
+      ),
+    );
+    return lookupChain([head, ...bases], path);
+  }
+
+  /** Shard object `n` (a head, or a base of one), read, checked against its sha256 and parsed; kept
+   * by sha256 and shard (an object's bytes fix its content, the shard fixes what it may list). */
+  private shardObject(
+    listed: { path: string; sha256: string; size: number },
+    n: number,
+    index: ManifestIndex,
+    what: string,
+  ): Promise<IndexedShardObject> {
+    const count = index.shards.length;
+    return this.shards.get(`${count}/${n}/${listed.sha256}`, async () => {
       const object = await this.raw.read(listed.path, listed.sha256);
       if (!object) {
         this.failed(listed.path, listed);
-        throw new OriginError(`${listed.path} is missing from ${this.description}`, 'unavailable');
+        throw new OriginError(`${what} is missing from ${this.description}`, 'unavailable');
       }
       await this.check(listed.path, object.body, listed);
-      const entries = this.parsed(() =>
-        parseManifestShard(object.body, n, index.shards.length, `${this.description}${listed.path}`),
+      const parsed = this.parsed(() =>
+        parseShardObject(object.body, n, count, `${this.description}${what}`, index.format !== 2),
       );
       // Parsed entries take a few times their JSON size in memory.
-      return { value: new Map(entries.map((e) => [e.path, e])), weight: object.body.length * 3 };
+      return { value: indexShardObject(parsed), weight: object.body.length * 3 };
     });
-    return shard.get(path) ?? null;
   }
 
   private async manifestIndex(): Promise<ManifestIndex> {
