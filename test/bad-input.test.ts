@@ -1,7 +1,6 @@
 // Malformed input stops the import with a message naming the file, the line and the problem, exit
 // code 3, and leaves no half-written database. Fixtures are real lines of the chr22 inputs, damaged.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -18,6 +17,7 @@ import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
+import { runCli } from './helpers/run.js';
 
 const ROOT = join(__dirname, '..');
 const realLines = (file: string, n: number) =>
@@ -26,11 +26,8 @@ const realLines = (file: string, n: number) =>
     .split('\n')
     .slice(0, n);
 
-function isoatlas(...args: string[]) {
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, ISOATLAS_DEBUG: '' },
-  });
+async function isoatlas(...args: string[]) {
+  const r = await runCli(args, { env: { ...process.env, ISOATLAS_DEBUG: '' } });
   return { code: r.status, stderr: r.stderr };
 }
 
@@ -61,29 +58,29 @@ function configFor(gtfLines: string[], name: string) {
 describe('core import of malformed inputs', () => {
   const good = realLines('gencode.v38.basic_chr22_corrected.gtf.gz', 40);
 
-  it('accepts the undamaged lines (the fixture itself is valid)', () => {
+  it('accepts the undamaged lines (the fixture itself is valid)', async () => {
     const { config } = configFor(good, 'good');
-    const r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'good.sqlite'));
+    const r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'good.sqlite'));
     expect(r.stderr).toMatch(/imported \d+ genes/);
     expect(r.code).toBe(0);
   });
 
-  it('rejects a truncated GTF line, naming file and line', () => {
+  it('rejects a truncated GTF line, naming file and line', async () => {
     const lines = [...good];
     lines[6] = lines[6].split('\t').slice(0, 5).join('\t');
     const { gtf, config } = configFor(lines, 'truncated');
     const out = join(dir, 'truncated.sqlite');
-    const r = isoatlas('import', 'core', '--config', config, '--out', out);
+    const r = await isoatlas('import', 'core', '--config', config, '--out', out);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`${gtf}:7: expected 9 tab-separated GTF fields, found 5`);
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]);
   });
 
-  it('rejects a duplicate transcript id, naming both lines', () => {
+  it('rejects a duplicate transcript id, naming both lines', async () => {
     const transcriptLine = good.findIndex((l) => l.split('\t')[2] === 'transcript');
     const { gtf, config } = configFor([...good, good[transcriptLine]], 'duplicate');
-    const r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'duplicate.sqlite'));
+    const r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'duplicate.sqlite'));
     expect(r.code).toBe(3);
     const id = /transcript_id "([^"]+)"/.exec(good[transcriptLine])![1];
     expect(r.stderr).toContain(
@@ -91,20 +88,34 @@ describe('core import of malformed inputs', () => {
     );
   });
 
-  it('rejects a malformed attribute and a bad coordinate', () => {
+  it('rejects a malformed attribute and a bad coordinate', async () => {
     const broken = [...good];
     broken[2] = broken[2].replace('transcript_id "', 'transcript_id ="');
-    let r = isoatlas('import', 'core', '--config', configFor(broken, 'attr').config, '--out', join(dir, 'attr.sqlite'));
+    let r = await isoatlas(
+      'import',
+      'core',
+      '--config',
+      configFor(broken, 'attr').config,
+      '--out',
+      join(dir, 'attr.sqlite'),
+    );
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/attr\.gtf:3: malformed attribute/);
     const coords = [...good];
     coords[3] = coords[3].replace(/\t(\d+)\t(\d+)\t/, '\t$2\tabc\t');
-    r = isoatlas('import', 'core', '--config', configFor(coords, 'coords').config, '--out', join(dir, 'coords.sqlite'));
+    r = await isoatlas(
+      'import',
+      'core',
+      '--config',
+      configFor(coords, 'coords').config,
+      '--out',
+      join(dir, 'coords.sqlite'),
+    );
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/coords\.gtf:4: start and end must be integers/);
   });
 
-  it('rejects a classification without a required column and with a bad value', () => {
+  it('rejects a classification without a required column and with a bad value', async () => {
     const cls = realLines('gencode.v38.basic_chr22_classification.txt.gz', 5);
     const { gtf } = configFor(good, 'for-cls');
     const write = (name: string, lines: string[]) => {
@@ -124,19 +135,19 @@ describe('core import of malformed inputs', () => {
       return { file, config };
     };
     const missing = write('missing-col.txt', [cls[0].replace('predicted_NMD', 'predicted_nmd'), ...cls.slice(1)]);
-    let r = isoatlas('import', 'core', '--config', missing.config, '--out', join(dir, 'c1.sqlite'));
+    let r = await isoatlas('import', 'core', '--config', missing.config, '--out', join(dir, 'c1.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`${missing.file}:1: missing required column(s): predicted_NMD`);
     const header = cls[0].split('\t');
     const row = cls[2].split('\t');
     row[header.indexOf('coding')] = 'maybe';
     const bad = write('bad-value.txt', [cls[0], cls[1], row.join('\t')]);
-    r = isoatlas('import', 'core', '--config', bad.config, '--out', join(dir, 'c2.sqlite'));
+    r = await isoatlas('import', 'core', '--config', bad.config, '--out', join(dir, 'c2.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`${bad.file}:3: column "coding": expected coding or non_coding, found "maybe"`);
   });
 
-  it('rejects an invalid release config and a missing input file with exit code 3', () => {
+  it('rejects an invalid release config and a missing input file with exit code 3', async () => {
     const config = join(dir, 'bad-config.json');
     writeFileSync(
       config,
@@ -148,7 +159,7 @@ describe('core import of malformed inputs', () => {
         reference: { gtf: 'none.gtf', source: 's' },
       }),
     );
-    let r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
+    let r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/invalid release config: line 1: \/date expected string to match/);
     writeFileSync(
@@ -161,12 +172,12 @@ describe('core import of malformed inputs', () => {
         reference: { gtf: 'none.gtf', source: 's' },
       }),
     );
-    r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
+    r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('none.gtf: file not found');
   });
 
-  it('names each config problem once, with its line; a JSON syntax error with its line and column; a missing --out directory', () => {
+  it('names each config problem once, with its line; a JSON syntax error with its line and column; a missing --out directory', async () => {
     const config = join(dir, 'lined-config.json');
     writeFileSync(
       config,
@@ -181,14 +192,14 @@ describe('core import of malformed inputs', () => {
         '',
       ].join('\n'),
     );
-    let r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
+    let r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(
       `${config}:3: invalid release config: line 3: /date expected string; line 6: /reference/gtf is required`,
     );
     expect(r.stderr.match(/\/reference\/gtf/g)).toHaveLength(1);
     writeFileSync(config, ['{', '  "release": "x",', '  "date": "2026-11-22"', '  "title": "t"', '}', ''].join('\n'));
-    r = isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
+    r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`${config}:4: the release config is not valid JSON: CommaExpected at column 3`);
     writeFileSync(
@@ -201,15 +212,15 @@ describe('core import of malformed inputs', () => {
         reference: { gtf: 'none.gtf', source: 's' },
       }),
     );
-    r = isoatlas('import', 'core', '--config', config, '--out', '/nonexistent/x.sqlite');
+    r = await isoatlas('import', 'core', '--config', config, '--out', '/nonexistent/x.sqlite');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--out /nonexistent/x.sqlite: the directory /nonexistent does not exist');
   });
 
-  it('answers usage errors with exit code 2 and help with 0', () => {
-    expect(isoatlas('import', 'core').code).toBe(2);
-    expect(isoatlas('import', 'track', 'colours', '--db', 'x', '--file', 'y', '--source', 'z').code).toBe(2);
-    const help = isoatlas('--help');
+  it('answers usage errors with exit code 2 and help with 0', async () => {
+    expect((await isoatlas('import', 'core')).code).toBe(2);
+    expect((await isoatlas('import', 'track', 'colours', '--db', 'x', '--file', 'y', '--source', 'z')).code).toBe(2);
+    const help = await isoatlas('--help');
     expect(help.code).toBe(0);
   });
 });
@@ -224,14 +235,14 @@ describe('track import of malformed TSVs', () => {
     before = sha(db);
   });
 
-  const track = (kind: string, name: string, lines: string[]) => {
+  const track = async (kind: string, name: string, lines: string[]) => {
     const file = join(dir, name);
     writeFileSync(file, lines.join('\n') + '\n');
-    return { file, ...isoatlas('import', 'track', kind, '--db', db, '--file', file, '--source', 'test') };
+    return { file, ...(await isoatlas('import', 'track', kind, '--db', db, '--file', file, '--source', 'test')) };
   };
 
-  it('rejects an unknown column', () => {
-    const r = track('ptm', 'unknown-col.tsv', [
+  it('rejects an unknown column', async () => {
+    const r = await track('ptm', 'unknown-col.tsv', [
       'transcript_id\tposition\tresidue\tmodification\tcolour',
       'ENST00000006251.11\t1\tM\tx\tred',
     ]);
@@ -239,9 +250,9 @@ describe('track import of malformed TSVs', () => {
     expect(r.stderr).toContain(`${r.file}:1: unknown column(s): colour`);
   });
 
-  it('rejects a position beyond the protein and a residue that is not there', () => {
+  it('rejects a position beyond the protein and a residue that is not there', async () => {
     // ENST00000006251.11 (PRR5-201) is 379 aa and starts MSSPS…
-    let r = track('neoantigens', 'beyond.tsv', [
+    let r = await track('neoantigens', 'beyond.tsv', [
       'transcript_id\tpeptide\tallele\taffinity_nm\tstart',
       'ENST00000006251.11\tMSSPSLSDL\tHLA-A*02:01\t50\t400',
     ]);
@@ -249,7 +260,7 @@ describe('track import of malformed TSVs', () => {
     expect(r.stderr).toContain(
       `${r.file}:2: column "start": position 400 is beyond the end of ENST00000006251.11's protein (379 aa)`,
     );
-    r = track('ptm', 'residue.tsv', [
+    r = await track('ptm', 'residue.tsv', [
       'transcript_id\tposition\tresidue\tmodification',
       'ENST00000006251.11\t2\tT\tPhosphothreonine',
     ]);
@@ -257,14 +268,14 @@ describe('track import of malformed TSVs', () => {
     expect(r.stderr).toContain('ENST00000006251.11 has S at position 2, not T');
   });
 
-  it('rejects an unknown transcript and a non-coding one', () => {
-    let r = track('domains', 'unknown-tx.tsv', [
+  it('rejects an unknown transcript and a non-coding one', async () => {
+    let r = await track('domains', 'unknown-tx.tsv', [
       'transcript_id\tsource\taccession\tstart\tend',
       'ENST00000000000.1\tpfam\tPF00069\t1\t50',
     ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('ENST00000000000.1 is not an isoform of this release');
-    r = track('domains', 'noncoding.tsv', [
+    r = await track('domains', 'noncoding.tsv', [
       'transcript_id\tsource\taccession\tstart\tend',
       'PB.3797.1\tpfam\tPF00069\t1\t50',
     ]);
@@ -277,8 +288,8 @@ describe('track import of malformed TSVs', () => {
     expect(readdirSync(dir).filter((f) => f.startsWith('tracks.sqlite.tmp'))).toEqual([]);
   });
 
-  it('imports a valid track atomically and counts it in the metrics', () => {
-    const r = track('ptm', 'valid.tsv', [
+  it('imports a valid track atomically and counts it in the metrics', async () => {
+    const r = await track('ptm', 'valid.tsv', [
       'transcript_id\tposition\tresidue\tmodification\tsource',
       'ENST00000006251.11\t3\tS\tPhosphoserine\tcurated',
     ]);
@@ -286,7 +297,7 @@ describe('track import of malformed TSVs', () => {
     expect(r.code).toBe(0);
     expect(sha(db)).not.toBe(before);
     // Importing the same file twice is refused.
-    const again = isoatlas('import', 'track', 'ptm', '--db', db, '--file', r.file, '--source', 'test');
+    const again = await isoatlas('import', 'track', 'ptm', '--db', db, '--file', r.file, '--source', 'test');
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('was already imported');
   });
@@ -295,18 +306,20 @@ describe('track import of malformed TSVs', () => {
 describe('build --out never deletes what it did not make', () => {
   const good = realLines('gencode.v38.basic_chr22_corrected.gtf.gz', 40);
   let db: string;
-  beforeAll(() => {
+  beforeAll(async () => {
     db = join(dir, 'small-build.sqlite');
-    expect(isoatlas('import', 'core', '--config', configFor(good, 'small-build').config, '--out', db).code).toBe(0);
+    expect(
+      (await isoatlas('import', 'core', '--config', configFor(good, 'small-build').config, '--out', db)).code,
+    ).toBe(0);
   });
 
-  it('refuses a non-empty directory that is not a tree, with or without --force, and leaves it as it was', () => {
+  it('refuses a non-empty directory that is not a tree, with or without --force, and leaves it as it was', async () => {
     const precious = join(dir, 'precious');
     rmSync(precious, { recursive: true, force: true });
     mkdirSync(precious);
     writeFileSync(join(precious, 'notes.txt'), 'my notes');
     for (const extra of [[], ['--force']]) {
-      const r = isoatlas('build', '--db', db, '--out', precious, ...extra);
+      const r = await isoatlas('build', '--db', db, '--out', precious, ...extra);
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(`--out ${precious} is not empty and is not an isoatlas tree (no manifest.json)`);
       expect(r.stderr).toContain('nothing was changed');
@@ -315,16 +328,16 @@ describe('build --out never deletes what it did not make', () => {
     }
   });
 
-  it('replaces an earlier tree only with --force, and never one holding files its manifest does not list', () => {
+  it('replaces an earlier tree only with --force, and never one holding files its manifest does not list', async () => {
     const tree = join(dir, 'tree-out');
     rmSync(tree, { recursive: true, force: true });
-    expect(isoatlas('build', '--db', db, '--out', tree).code).toBe(0);
-    const again = isoatlas('build', '--db', db, '--out', tree);
+    expect((await isoatlas('build', '--db', db, '--out', tree)).code).toBe(0);
+    const again = await isoatlas('build', '--db', db, '--out', tree);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('holds a tree from an earlier build: pass --force to replace it');
-    expect(isoatlas('build', '--db', db, '--out', tree, '--force').code).toBe(0);
+    expect((await isoatlas('build', '--db', db, '--out', tree, '--force')).code).toBe(0);
     writeFileSync(join(tree, 'api/v1/mine.txt'), 'not rendered');
-    const foreign = isoatlas('build', '--db', db, '--out', tree, '--force');
+    const foreign = await isoatlas('build', '--db', db, '--out', tree, '--force');
     expect(foreign.code).toBe(2);
     expect(foreign.stderr).toContain('1 file(s) its manifest does not list, e.g. api/v1/mine.txt');
     expect(readFileSync(join(tree, 'api/v1/mine.txt'), 'utf8')).toBe('not rendered');
@@ -340,11 +353,11 @@ describe('compressed inputs cut short', () => {
     writeFileSync(truncated, whole.subarray(0, Math.floor(whole.length / 2)));
   });
 
-  it('import gene-info on a truncated .gz exits 3 naming the file, and leaves the release as it was', () => {
+  it('import gene-info on a truncated .gz exits 3 naming the file, and leaves the release as it was', async () => {
     const db = join(dir, 'gene-info.sqlite');
     copyFileSync(inject('demoDb'), db);
     const before = readFileSync(db);
-    const r = isoatlas('import', 'gene-info', '--db', db, '--file', truncated, '--source', 'test');
+    const r = await isoatlas('import', 'gene-info', '--db', db, '--file', truncated, '--source', 'test');
     expect(r.stderr).toMatch(
       new RegExp(
         `^isoatlas: invalid input: ${truncated.replace(/[.\\/]/g, '\\$&')}:\\d+: not valid gzip data \\(truncated or corrupt file\\?\\)\\n$`,

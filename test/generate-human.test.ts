@@ -3,7 +3,6 @@
 // every record marked generated. The full 62,000-gene run belongs to the benchmark, not here.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createHash } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import { TRACKS } from '../build/release-db/schema.js';
 import { updateReleaseDb } from '../build/release-db/database.js';
 import { renderTree } from '../build/render/index.js';
 import { treePaths } from '../edge/contract/tree.js';
+import { runCli } from './helpers/run.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 
 const GENES = 300;
@@ -338,21 +338,20 @@ describe('generateHumanInputs at 300 genes, imported and built', () => {
 });
 
 describe('isoatlas generate --scale', () => {
-  const cli = (...args: string[]) =>
-    spawnSync(process.execPath, [join(__dirname, '..', 'bin', 'isoatlas.mjs'), ...args], { encoding: 'utf8' });
+  const cli = (...args: string[]) => runCli(args);
 
-  it('is a usage error (exit 2) for an unknown scale, and for --scale demo without --db', () => {
-    const unknown = cli('generate', '--scale', 'mouse', '--out', join(work, 'x'));
+  it('is a usage error (exit 2) for an unknown scale, and for --scale demo without --db', async () => {
+    const unknown = await cli('generate', '--scale', 'mouse', '--out', join(work, 'x'));
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toMatch(/expected demo or human/);
-    const noDb = cli('generate', '--out', join(work, 'x'));
+    const noDb = await cli('generate', '--out', join(work, 'x'));
     expect(noDb.status).toBe(2);
     expect(noDb.stderr).toMatch(/--scale demo needs --db/);
   });
 
-  it('writes the same input set from the command line as from the API', () => {
+  it('writes the same input set from the command line as from the API', async () => {
     const out = join(work, 'cli');
-    const r = cli('generate', '--scale', 'human', '--genes', String(GENES), '--seed', '5', '--out', out);
+    const r = await cli('generate', '--scale', 'human', '--genes', String(GENES), '--seed', '5', '--out', out);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/generated a synthetic human-scale input set \(seed 5\): 300 genes/);
     expect(digestDir(out)).toEqual(digestDir(join(work, 'inputs')));

@@ -1,7 +1,7 @@
 // The CDN stack (infra/stack.ts) as CloudFormation: synthesized in-process from a real edge bundle
 // and checked resource by resource, plus `npm run synth` (infra/app.ts) run as a child process.
 // Everything is offline: no AWS account, no lookups.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +49,10 @@ beforeAll(async () => {
 });
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
+// A synthesis holds the event loop; the worker answers vitest between them, so that synchronous
+// tests run back to back do not add up to a stretch past vitest's RPC timeout (vitest#8164).
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+beforeEach(yieldToLoop);
 
 function synth(props: Partial<IsoatlasCdnProps> = {}): {
   stack: IsoatlasCdnStack;
@@ -142,6 +146,7 @@ describe('CloudFormation validation', () => {
 
   it('passes every arrangement: none, A, B, and B with the bucket in another region and a custom domain', async () => {
     for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+      await yieldToLoop();
       const { template } = synth(props);
       expect(Object.keys(template.toJSON().Resources).length).toBeGreaterThan(0);
     }

@@ -2,7 +2,6 @@
 // with a 502, never served; the rest of the tree keeps being served, and a file the manifest does not
 // list is not reachable even if it sits in the tree.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { createHandler, type Handler } from '../edge/handler.js';
 import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { validate } from './helpers/schemas.js';
+import { run } from './helpers/run.js';
 import { readAliases, rewriteTree, withAlias } from './helpers/tree.js';
 
 let dir: string;
@@ -17,10 +17,10 @@ let handler: Handler;
 let errors: string[];
 const originalError = console.error;
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-integrity-'));
   // A hard-linked copy: files are replaced (unlinked, then written), never written through.
-  const r = spawnSync('cp', ['-al', inject('demoTree'), join(dir, 'tree')]);
+  const r = await run('cp', ['-al', inject('demoTree'), join(dir, 'tree')]);
   expect(r.status, String(r.stderr)).toBe(0);
   handler = createHandler({ origin: new LocalTreeOrigin(join(dir, 'tree')), serveStructureFiles: true });
   errors = [];
@@ -71,7 +71,7 @@ describe('files that do not match the manifest', () => {
 
   it('refuses an edge shard the manifest lists but the edge index does not vouch for', async () => {
     const other = join(dir, 'other');
-    expect(spawnSync('cp', ['-al', inject('demoTree'), other]).status).toBe(0);
+    expect((await run('cp', ['-al', inject('demoTree'), other])).status).toBe(0);
     // The shard and the manifest are rewritten, the edge index (and the hash it lists) left as it was.
     const [path, body] = withAlias(other, 'isoforms', 'planted-name', 'ENST00000006251.11');
     await rewriteTree(other, {

@@ -46,6 +46,8 @@ beforeAll(async () => {
   await bundleEdge({ outDir: edge, ...edgeBundleConfig({ bucketName: 'isoatlas-spelling' }) });
   await bundleMeter({ outDir: meter });
   for (const mode of ['open', 'key-required'] as const) {
+    // Each synthesis holds the event loop: let the worker answer vitest between them (vitest#8164).
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
     const stack = new IsoatlasCdnStack(app, `Spelling-${mode}`, {
       bucketName: 'isoatlas-spelling',

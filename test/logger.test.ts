@@ -3,13 +3,13 @@
 // one-shot commands' text on stderr (or JSON with --log-format json); and the Lambda@Edge bundle,
 // which must not carry it.
 import { describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { createLogger } from '../edge/server/logger.js';
 import { consoleLog } from '../edge/handler-log.js';
+import { runCli } from './helpers/run.js';
 
 const ROOT = join(__dirname, '..');
 const KEY = 'isoatlas_abcdefgh_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ab';
@@ -106,28 +106,24 @@ describe("the handler's default logger (Lambda@Edge)", () => {
 });
 
 describe('one-shot commands', () => {
-  const keys = (args: string[]) => {
+  const keys = async (args: string[]) => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-log-format-'));
     try {
-      return spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), 'keys', 'list', '--keys-dir', dir, ...args], {
-        cwd: ROOT,
-        encoding: 'utf8',
-        timeout: 60_000,
-      });
+      return await runCli(['keys', 'list', '--keys-dir', dir, ...args], { cwd: ROOT, timeout: 60_000 });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   };
 
-  it('write their messages as text on stderr by default, terminal or not; stdout stays for data', () => {
-    const r = keys([]);
+  it('write their messages as text on stderr by default, terminal or not; stdout stays for data', async () => {
+    const r = await keys([]);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^no keys in \S+registry\.json\n$/);
   });
 
-  it('--log-format json: the same message as a JSON line on stderr', () => {
-    const r = keys(['--log-format', 'json']);
+  it('--log-format json: the same message as a JSON line on stderr', async () => {
+    const r = await keys(['--log-format', 'json']);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('');
     const lines = r.stderr
@@ -139,8 +135,8 @@ describe('one-shot commands', () => {
     ]);
   });
 
-  it('--log-level warn: info messages are dropped', () => {
-    const r = keys(['--log-level', 'warn']);
+  it('--log-level warn: info messages are dropped', async () => {
+    const r = await keys(['--log-level', 'warn']);
     expect(r.status).toBe(0);
     expect(r.stderr).toBe('');
   });

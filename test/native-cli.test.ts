@@ -2,17 +2,15 @@
 // id file, and a structure model mapped by protein sequence identity.
 import { beforeAll, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { demoReleaseCopy } from './helpers/demo-copy.js';
+import { runCli } from './helpers/run.js';
 
-const ROOT = join(__dirname, '..');
 const FIXTURES = join(__dirname, 'fixtures/native');
 let dir: string;
 let db: string;
-const isoatlas = (...args: string[]) =>
-  spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8' });
+const isoatlas = (...args: string[]) => runCli(args);
 
 const copy = demoReleaseCopy('native-cli');
 beforeAll(() => {
@@ -20,14 +18,14 @@ beforeAll(() => {
   db = copy.db();
 });
 
-it('imports Pfam domains from domtblout through an id mapping, as real records', () => {
+it('imports Pfam domains from domtblout through an id mapping, as real records', async () => {
   const domtblout = join(FIXTURES, 'domains/transdecoder_cufflinks_example_pfam.domtblout');
   const first = readFileSync(domtblout, 'utf8')
     .split('\n')
     .find((l) => l && !l.startsWith('#'))!
     .split(/\s+/);
   writeFileSync(join(dir, 'map.tsv'), `id\ttranscript_id\n${first[3]}\tENST00000006251.11\n`);
-  const r = isoatlas(
+  const r = await isoatlas(
     'import',
     'pfam',
     '--db',
@@ -63,7 +61,7 @@ it('imports Pfam domains from domtblout through an id mapping, as real records',
   d.close();
 });
 
-it('imports a structure model mapped by protein sequence identity', () => {
+it('imports a structure model mapped by protein sequence identity', async () => {
   // A PDB model of PRR5-201's real protein: one CA per residue, pLDDT 70 throughout.
   const d = new Database(db, { readonly: true });
   const protein = d
@@ -99,7 +97,16 @@ it('imports a structure model mapped by protein sequence identity', () => {
   );
   writeFileSync(join(dir, 'model.pdb'), `${atoms.join('\n')}\nEND\n`);
   writeFileSync(join(dir, 'models.tsv'), 'model_file\nmodel.pdb\n');
-  const r = isoatlas('import', 'models', '--db', db, '--mapping', join(dir, 'models.tsv'), '--source', 'test model');
+  const r = await isoatlas(
+    'import',
+    'models',
+    '--db',
+    db,
+    '--mapping',
+    join(dir, 'models.tsv'),
+    '--source',
+    'test model',
+  );
   expect(r.status, r.stderr).toBe(0);
   const s = new Database(db, { readonly: true });
   const mapped = s
@@ -111,8 +118,8 @@ it('imports a structure model mapped by protein sequence identity', () => {
   expect(mapped[0]).toMatchObject({ mean_plddt: 70, provenance: 'real' });
 });
 
-it('imports pVACseq aggregated results mapped by transcript id, and TED per-method choppings', () => {
-  const agg = isoatlas(
+it('imports pVACseq aggregated results mapped by transcript id, and TED per-method choppings', async () => {
+  const agg = await isoatlas(
     'import',
     'pvacseq',
     '--db',
@@ -147,7 +154,7 @@ it('imports pVACseq aggregated results mapped by transcript id, and TED per-meth
     ),
   ];
   writeFileSync(join(dir, 'ted-map.tsv'), `id\ttranscript_id\n${ids.map((id) => `${id}\t${longest}`).join('\n')}\n`);
-  const ted = isoatlas(
+  const ted = await isoatlas(
     'import',
     'ted',
     '--db',
@@ -171,13 +178,13 @@ it('imports pVACseq aggregated results mapped by transcript id, and TED per-meth
   after.close();
 });
 
-it('prints its version, and marks required options in help', () => {
-  const version = isoatlas('--version');
+it('prints its version, and marks required options in help', async () => {
+  const version = await isoatlas('--version');
   expect(version.status).toBe(0);
   expect(version.stdout.trim()).toBe(
     (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version,
   );
-  const help = isoatlas('import', 'core', '--help');
+  const help = await isoatlas('import', 'core', '--help');
   expect(help.status).toBe(0);
   expect(help.stdout).toMatch(/--config <file>[\s\S]*\(required\)/);
   // Up to the next option: the logging options widen the column, so a description may wrap.

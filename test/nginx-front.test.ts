@@ -4,7 +4,7 @@
 // front); a stale config or a server that is down never yields a wrong answer. The whole v1 contract
 // also runs through the front (contract-nginx.test.ts).
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
@@ -16,6 +16,7 @@ import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { contentTypeOf } from '../edge/contract/tree.js';
 import { frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
 import { rawRequest as request } from './helpers/raw-request.js';
+import { runCli, type RunResult } from './helpers/run.js';
 
 const ROOT = join(__dirname, '..');
 const tree = () => inject('demoTree');
@@ -35,8 +36,8 @@ function cliAsync(args: string[]): Promise<{ status: number | null; stderr: stri
   });
 }
 
-function cli(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { cwd: ROOT, encoding: 'utf8' });
+function cli(args: string[]): Promise<RunResult> {
+  return runCli(args, { cwd: ROOT });
 }
 
 /** The map of the generated config: request path → kind, sha256 and (in a tree) file. */
@@ -252,7 +253,7 @@ describe('limits through the front', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-keys-'));
     temp.push(dir);
     const keysDir = join(dir, 'keys');
-    const issued = cli([
+    const issued = await cli([
       'keys',
       'issue',
       '--name',
@@ -374,20 +375,20 @@ describe('isoatlas nginx-config', () => {
   it('refuses what is not a tree, values that would break the config, and files it did not write', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-cli-'));
     temp.push(dir);
-    const notTree = cli(['nginx-config', '--dir', dir]);
+    const notTree = await cli(['nginx-config', '--dir', dir]);
     expect(notTree.status).toBe(3);
     expect(notTree.stderr).toContain('neither a rendered isoatlas tree');
     const dollar = join(dir, 'a$b');
     mkdirSync(dollar);
-    const unnameable = cli(['nginx-config', '--dir', dollar]);
+    const unnameable = await cli(['nginx-config', '--dir', dollar]);
     expect(unnameable.status).toBe(3);
     expect(unnameable.stderr).toContain('nginx cannot name a directory whose path holds $');
-    const injected = cli(['nginx-config', '--dir', tree(), '--listen', '80; include /etc/passwd']);
+    const injected = await cli(['nginx-config', '--dir', tree(), '--listen', '80; include /etc/passwd']);
     expect(injected.status).toBe(2);
     expect(injected.stderr).toContain('--listen');
     const foreign = join(dir, 'other.conf');
     writeFileSync(foreign, 'server { listen 80; }\n');
-    const refused = cli(['nginx-config', '--dir', tree(), '--out', foreign]);
+    const refused = await cli(['nginx-config', '--dir', tree(), '--out', foreign]);
     expect(refused.status).toBe(3);
     expect(refused.stderr).toContain('was not written by `isoatlas nginx-config`');
     // A --compressed-dir it did not make (here shaped like a mirror's objects/) is neither written nor pruned.
@@ -395,14 +396,14 @@ describe('isoatlas nginx-config', () => {
     mkdirSync(join(objects, 'ab'), { recursive: true });
     const object = join(objects, 'ab', `${'c'.repeat(62)}`);
     writeFileSync(object, 'held by a mirror');
-    const notOurs = cli(['nginx-config', '--dir', tree(), '--compressed-dir', objects]);
+    const notOurs = await cli(['nginx-config', '--dir', tree(), '--compressed-dir', objects]);
     expect(notOurs.status).toBe(3);
     expect(notOurs.stderr).toContain('did not write');
     expect(readdirSync(objects).sort()).toEqual(['ab']);
     expect(readFileSync(object, 'utf8')).toBe('held by a mirror');
     const ours = join(dir, 'isoatlas.conf');
     for (let i = 0; i < 2; i++) {
-      const written = cli(['nginx-config', '--dir', tree(), '--out', ours]);
+      const written = await cli(['nginx-config', '--dir', tree(), '--out', ours]);
       expect(written.status, written.stderr).toBe(0);
       expect(written.stderr).toMatch(/^nginx front for release \S+: \d+ requests answered from files/m);
     }

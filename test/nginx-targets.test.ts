@@ -2,7 +2,6 @@
 // /admission cannot be reached through the front by any spelling, and no key character reaches an
 // answer or a log line of either, with the server up or down.
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { REFUSED_TARGET_DETAIL, refusedTarget } from '../edge/contract/targets.j
 import { frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
 import { REFUSED, leaksSecret } from './helpers/targets.js';
 import { rawRequest as send, type RawReply } from './helpers/raw-request.js';
+import { runCli } from './helpers/run.js';
 
 const ROOT = join(__dirname, '..');
 const PROBLEM = 'application/problem+json; charset=utf-8';
@@ -125,10 +125,8 @@ describe('no key character in any answer or log', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-keyscan-'));
     temp.push(dir);
     const keysDir = join(dir, 'keys');
-    const issued = spawnSync(
-      process.execPath,
+    const issued = await runCli(
       [
-        join(ROOT, 'bin/isoatlas.mjs'),
         'keys',
         'issue',
         '--name',
@@ -140,7 +138,7 @@ describe('no key character in any answer or log', () => {
         '--keys-dir',
         keysDir,
       ],
-      { cwd: ROOT, encoding: 'utf8' },
+      { cwd: ROOT },
     );
     expect(issued.status, issued.stderr).toBe(0);
     const key = issued.stdout.trim();

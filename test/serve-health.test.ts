@@ -2,10 +2,10 @@
 // copy of the demo tree, with keys required, so a health check that were keyed or counted would fail.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runCli } from './helpers/run.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 
 let dir: string;
@@ -81,23 +81,11 @@ describe('GET /health', () => {
     expect((await fetch(`${server.base}/health`)).status).toBe(200);
   });
 
-  it('a second server on the same port says which port is in use and what to do, exit 2 (usage)', () => {
+  it('a second server on the same port says which port is in use and what to do, exit 2 (usage)', async () => {
     const port = new URL(server.base).port;
-    const r = spawnSync(
-      process.execPath,
-      [
-        join(__dirname, '../bin/isoatlas.mjs'),
-        'serve',
-        '--dir',
-        join(dir, 'tree'),
-        '--port',
-        port,
-        '--host',
-        '127.0.0.1',
-        '--keys-dir',
-        join(dir, 'keys'),
-      ],
-      { encoding: 'utf8', timeout: 60_000 },
+    const r = await runCli(
+      ['serve', '--dir', join(dir, 'tree'), '--port', port, '--host', '127.0.0.1', '--keys-dir', join(dir, 'keys')],
+      { timeout: 60_000 },
     );
     // Like every line serve writes, a JSON line on standard output; the last one.
     expect(r.stderr).toBe('');
@@ -122,23 +110,18 @@ describe('GET /health', () => {
 describe('GET /metrics (--metrics)', () => {
   it('counts requests by route and status, times them, and reports the caches', async () => {
     await fetch(`${server.api}/genes/PRR5`); // 401: keys are required
-    const issued = spawnSync(
-      process.execPath,
-      [
-        join(__dirname, '../bin/isoatlas.mjs'),
-        'keys',
-        'issue',
-        '--keys-dir',
-        join(dir, 'keys'),
-        '--name',
-        'metrics test',
-        '--affiliation',
-        'isoatlas',
-        '--use',
-        'reads one gene',
-      ],
-      { encoding: 'utf8' },
-    );
+    const issued = await runCli([
+      'keys',
+      'issue',
+      '--keys-dir',
+      join(dir, 'keys'),
+      '--name',
+      'metrics test',
+      '--affiliation',
+      'isoatlas',
+      '--use',
+      'reads one gene',
+    ]);
     expect(issued.status, issued.stderr).toBe(0);
     const key = issued.stdout.trim().split('\n').pop()!;
     let ok = 0;

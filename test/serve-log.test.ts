@@ -3,7 +3,7 @@
 // release, and a stop; `--log-level warn` keeps warnings and drops the info lines; a key sent in
 // Authorization never reaches a line.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { startServer, type RunningServer } from './helpers/server.js';
 import { rewriteTree } from './helpers/tree.js';
 import { freePort } from './helpers/ports.js';
 import { appendTestLog } from './helpers/key-scan.js';
+import { run, runCli } from './helpers/run.js';
 
 const ROOT = join(__dirname, '..');
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -22,8 +23,8 @@ let keysDir: string;
 let key: string;
 
 /** A hard-linked copy of the demo tree (cheap), in which files are replaced, never written through. */
-function linkedCopy(to: string) {
-  const r = spawnSync('cp', ['-al', inject('demoTree'), to]);
+async function linkedCopy(to: string) {
+  const r = await run('cp', ['-al', inject('demoTree'), to]);
   expect(r.status, String(r.stderr)).toBe(0);
 }
 
@@ -61,7 +62,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('isoatlas serve writes JSON lines only', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    linkedCopy(join(dir, 'live'));
+    await linkedCopy(join(dir, 'live'));
     server = await startServer({ dir: join(dir, 'live'), extraArgs: ['--keys-dir', keysDir] });
   });
   afterAll(async () => {
@@ -82,7 +83,7 @@ describe('isoatlas serve writes JSON lines only', () => {
 
     // A reload: the served directory is swapped for a tree of another release, as a rebuild does.
     const next = join(dir, 'next');
-    linkedCopy(next);
+    await linkedCopy(next);
     const release = JSON.parse(readFileSync(join(next, treePaths.release), 'utf8')) as { release: string };
     await rewriteTree(
       next,
@@ -115,7 +116,7 @@ describe('isoatlas serve writes JSON lines only', () => {
 describe('--log-level', () => {
   it('warn: keeps the warnings (an unhealthy tree) and drops every info line (start-up, requests)', async () => {
     const live = join(dir, 'warn');
-    linkedCopy(live);
+    await linkedCopy(live);
     const port = await freePort();
     const child = spawn(
       process.execPath,
@@ -173,12 +174,11 @@ describe('--log-level', () => {
     expect(lines.map((o) => o.event)).toContain('unhealthy');
   }, 60_000);
 
-  it('refuses a level it does not know, naming the choices (exit 2)', () => {
-    const r = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bin/isoatlas.mjs'), 'serve', '--dir', inject('demoTree'), '--log-level', 'loud'],
-      { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
-    );
+  it('refuses a level it does not know, naming the choices (exit 2)', async () => {
+    const r = await runCli(['serve', '--dir', inject('demoTree'), '--log-level', 'loud'], {
+      cwd: ROOT,
+      timeout: 60_000,
+    });
     expect(r.status).toBe(2);
     const lines = jsonLines(r.stdout, 'stdout');
     expect(r.stderr).toBe('');

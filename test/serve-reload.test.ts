@@ -1,11 +1,11 @@
 // A served directory replaced by another tree (what `isoatlas mirror` does with its staging swap) is
 // picked up without a restart: the local server pins releases by the manifest's identity.
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { treePaths } from '../edge/contract/tree.js';
+import { run } from './helpers/run.js';
 import { startServer } from './helpers/server.js';
 import { rewriteTree, withAlias } from './helpers/tree.js';
 
@@ -13,14 +13,14 @@ let dir: string;
 let server: Awaited<ReturnType<typeof startServer>>;
 
 /** A hard-linked copy of the demo tree (cheap), in which files are replaced, never written through. */
-function linkedCopy(to: string) {
-  const r = spawnSync('cp', ['-al', inject('demoTree'), to]);
+async function linkedCopy(to: string) {
+  const r = await run('cp', ['-al', inject('demoTree'), to]);
   expect(r.status, String(r.stderr)).toBe(0);
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-reload-'));
-  linkedCopy(join(dir, 'live'));
+  await linkedCopy(join(dir, 'live'));
   server = await startServer({ dir: join(dir, 'live') });
 });
 afterAll(async () => {
@@ -34,7 +34,7 @@ it('serves the new tree within seconds of the directory being swapped', async ()
   expect(before).toBe(readFileSync(join(inject('demoTree'), path), 'utf8'));
 
   const next = join(dir, 'next');
-  linkedCopy(next);
+  await linkedCopy(next);
   const changed = JSON.stringify({ ...JSON.parse(before), biotype: 'swapped in' });
   // What the server caches (the alias maps) changes too: a name only the new tree knows. The new
   // tree's manifest is rewritten to match, as every build or sync writes one.

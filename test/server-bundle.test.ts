@@ -2,30 +2,27 @@
 // empty directory (no node_modules, no checkout) and run there with Node: it serves the demo tree,
 // and its mirror command loads the S3 client it carries.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { treePaths } from '../edge/contract/tree.js';
 import { SERVER_BUNDLE_BUDGET } from '../build/bundle/server.js';
+import { run, runCli } from './helpers/run.js';
 
 const ROOT = join(__dirname, '..');
 let dir: string;
 let bundle: string;
 let child: ChildProcess | undefined;
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-server-bundle-'));
-  const built = spawnSync(
-    process.execPath,
-    [join(ROOT, 'bin/isoatlas.mjs'), 'bundle-server', '--out', join(dir, 'build/isoatlas-server.mjs')],
-    { encoding: 'utf8' },
-  );
+  const built = await runCli(['bundle-server', '--out', join(dir, 'build/isoatlas-server.mjs')]);
   expect(built.status, built.stderr).toBe(0);
   // "Download": the file alone, into a directory with nothing else.
   bundle = join(dir, 'opt/isoatlas-server.mjs');
-  spawnSync('mkdir', ['-p', join(dir, 'opt')]);
+  await run('mkdir', ['-p', join(dir, 'opt')]);
   copyFileSync(join(dir, 'build/isoatlas-server.mjs'), bundle);
 }, 60_000);
 
@@ -35,10 +32,10 @@ afterAll(() => {
 });
 
 describe('isoatlas-server.mjs', () => {
-  it('is one file within its budget, alone in its directory', () => {
+  it('is one file within its budget, alone in its directory', async () => {
     expect(readdirSync(join(dir, 'opt'))).toEqual(['isoatlas-server.mjs']);
     expect(statSync(bundle).size).toBeLessThanOrEqual(SERVER_BUNDLE_BUDGET);
-    const version = spawnSync(process.execPath, [bundle, '--version'], { cwd: join(dir, 'opt'), encoding: 'utf8' });
+    const version = await run(process.execPath, [bundle, '--version'], { cwd: join(dir, 'opt') });
     expect(version.stdout.trim()).toBe(
       (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version,
     );
@@ -92,10 +89,10 @@ describe('isoatlas-server.mjs', () => {
     await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
     const port = (holder.address() as { port: number }).port;
     try {
-      const r = spawnSync(
+      const r = await run(
         process.execPath,
         [bundle, 'serve', '--dir', inject('demoTree'), '--port', String(port), '--keys-dir', join(dir, 'keys')],
-        { cwd: join(dir, 'opt'), encoding: 'utf8', timeout: 60_000 },
+        { cwd: join(dir, 'opt'), timeout: 60_000 },
       );
       expect(r.stderr).toBe('');
       const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
@@ -115,7 +112,7 @@ describe('isoatlas-server.mjs', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
     await new Promise((r) => server.close(r));
-    const r = spawnSync(
+    const r = await run(
       process.execPath,
       [
         bundle,
@@ -129,7 +126,6 @@ describe('isoatlas-server.mjs', () => {
       ],
       {
         cwd: join(dir, 'opt'),
-        encoding: 'utf8',
         env: { ...process.env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' },
       },
     );

@@ -3,14 +3,12 @@
 // and the metrics (a view over the track tables) follow.
 import { beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { demoReleaseCopy } from './helpers/demo-copy.js';
+import { runCli } from './helpers/run.js';
 
-const ROOT = join(__dirname, '..');
-const isoatlas = (...args: string[]) =>
-  spawnSync(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], { encoding: 'utf8' });
+const isoatlas = (...args: string[]) => runCli(args);
 let dir: string;
 let db: string;
 const query = <T>(sql: string, ...params: unknown[]) => {
@@ -29,7 +27,7 @@ beforeAll(() => {
 });
 
 describe('import track --replace and remove-track', () => {
-  it('replaces the records of an earlier input of the same name, leaves the other inputs alone, and the metrics follow', () => {
+  it('replaces the records of an earlier input of the same name, leaves the other inputs alone, and the metrics follow', async () => {
     const before = query<{ input_file: string; n: number }>(
       'SELECT input_file, count(*) AS n FROM neoantigens GROUP BY 1 ORDER BY 1',
     );
@@ -45,7 +43,7 @@ describe('import track --replace and remove-track', () => {
       `transcript_id\tpeptide\tallele\taffinity_nm\tstart\nENST00000215832.11\t${protein.slice(9, 18)}\tHLA-A*02:01\t50\t10\nENST00000215832.11\t${protein.slice(99, 108)}\tHLA-A*02:01\t80\t100\n`,
     );
 
-    const refused = isoatlas(
+    const refused = await isoatlas(
       'import',
       'track',
       'neoantigens',
@@ -62,7 +60,7 @@ describe('import track --replace and remove-track', () => {
       'neoantigens.tsv was already imported as the neoantigens track of this release: import it with --replace',
     );
 
-    const r = isoatlas(
+    const r = await isoatlas(
       'import',
       'track',
       'neoantigens',
@@ -92,19 +90,19 @@ describe('import track --replace and remove-track', () => {
     expect(metric('ENST00000215832.11')).toBe(2 + realOnMapk1);
   });
 
-  it('removes one input of a track, then the whole track (metrics become null: no track), and says what a missing input is', () => {
-    const one = isoatlas('remove-track', 'neoantigens', '--db', db, '--input', 'neoantigens.tsv');
+  it('removes one input of a track, then the whole track (metrics become null: no track), and says what a missing input is', async () => {
+    const one = await isoatlas('remove-track', 'neoantigens', '--db', db, '--input', 'neoantigens.tsv');
     expect(one.status, one.stderr).toBe(0);
     expect(one.stderr).toContain('removed 2 neoantigens records (neoantigens.tsv)');
     expect(query('SELECT DISTINCT input_file FROM neoantigens')).toEqual([
       { input_file: 'pvacseq_Test.MHC_I.all_epitopes.tsv.gz' },
     ]);
 
-    const missing = isoatlas('remove-track', 'neoantigens', '--db', db, '--input', 'nope.tsv');
+    const missing = await isoatlas('remove-track', 'neoantigens', '--db', db, '--input', 'nope.tsv');
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain('has no input named nope.tsv; its inputs: pvacseq_Test.MHC_I.all_epitopes.tsv.gz');
 
-    const all = isoatlas('remove-track', 'neoantigens', '--db', db);
+    const all = await isoatlas('remove-track', 'neoantigens', '--db', db);
     expect(all.status, all.stderr).toBe(0);
     expect(query('SELECT count(*) AS n FROM neoantigens')).toEqual([{ n: 0 }]);
     expect(query('SELECT count(*) AS n FROM isoform_metrics WHERE neoantigens IS NOT NULL')).toEqual([{ n: 0 }]);

@@ -3,13 +3,14 @@
 // in a temporary directory (edge/server/nginx-config.ts standaloneNginx): nginx's main config, which
 // includes the generated one, its pid, temporary files and logs.
 import { afterAll } from 'vitest';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from './server.js';
 import { appendTestLog } from './key-scan.js';
+import { runCli } from './run.js';
 import { standaloneNginx } from '../../edge/server/nginx-config.js';
 import { freePort } from './ports.js';
 
@@ -64,10 +65,8 @@ export async function startNginxFront(args: {
     const port = await freePort();
     const frontLogFile = join(work, 'front.log');
     const configFile = join(work, 'isoatlas.conf');
-    const generated = spawnSync(
-      process.execPath,
+    const generated = await runCli(
       [
-        join(ROOT, 'bin/isoatlas.mjs'),
         'nginx-config',
         '--dir',
         args.dir,
@@ -81,7 +80,7 @@ export async function startNginxFront(args: {
         configFile,
         ...(args.compressedDir ? ['--compressed-dir', args.compressedDir] : []),
       ],
-      { cwd: ROOT, encoding: 'utf8' },
+      { cwd: ROOT },
     );
     if (generated.status !== 0)
       throw new Error(`isoatlas nginx-config failed (${generated.status}): ${generated.stderr}`);
