@@ -305,14 +305,17 @@ export class IsoatlasCdnStack extends Stack {
     // CloudFront sends anyway. Structure redirects are root-relative or the configured base, never
     // built from a Host, so the viewer's Host is not forwarded.
     // Release files never change under their versioned path, objects never under their sha256.
-    const releaseCachePolicy = new cloudfront.CachePolicy(this, 'ReleaseFilesCachePolicy', {
-      comment: 'isoatlas /releases/* and /objects/*: immutable, versioned or content-addressed files',
+    const immutableFiles = {
       queryStringBehavior: cloudfront.CacheQueryStringBehavior.none(),
       headerBehavior: cloudfront.CacheHeaderBehavior.none(),
       cookieBehavior: cloudfront.CacheCookieBehavior.none(),
       defaultTtl: Duration.days(365),
       maxTtl: Duration.days(365),
       minTtl: Duration.days(1),
+    };
+    const releaseCachePolicy = new cloudfront.CachePolicy(this, 'ReleaseFilesCachePolicy', {
+      comment: 'isoatlas /releases/* and /objects/*: immutable, versioned or content-addressed files',
+      ...immutableFiles,
       enableAcceptEncodingGzip: true,
       enableAcceptEncodingBrotli: true,
     });
@@ -324,12 +327,7 @@ export class IsoatlasCdnStack extends Stack {
     // false below), and Accept-Encoding stays out of the cache key, which would only split it.
     const packsCachePolicy = new cloudfront.CachePolicy(this, 'PacksCachePolicy', {
       comment: 'isoatlas /packs/*: immutable, content-addressed, never compressed (read by byte range)',
-      queryStringBehavior: cloudfront.CacheQueryStringBehavior.none(),
-      headerBehavior: cloudfront.CacheHeaderBehavior.none(),
-      cookieBehavior: cloudfront.CacheCookieBehavior.none(),
-      defaultTtl: Duration.days(365),
-      maxTtl: Duration.days(365),
-      minTtl: Duration.days(1),
+      ...immutableFiles,
       enableAcceptEncodingGzip: false,
       enableAcceptEncodingBrotli: false,
     });

@@ -3,7 +3,8 @@
 // the next sync), and a sync that says why it waits for a source that refuses it. Small synthetic
 // trees behind a counting HTTP server, and the demo tree for the round trip through `isoatlas serve`.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import http from 'node:http';
+import { LocalHttpServer } from './helpers/local-http-server.js';
+import type http from 'node:http';
 import { createHash } from 'node:crypto';
 import {
   copyFileSync,
@@ -20,7 +21,6 @@ import {
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { mirror, type MirrorOptions } from '../edge/mirror/mirror.js';
 import { VERIFIED_INDEX, VerifiedIndex, stampOf } from '../edge/mirror/verified-index.js';
 import { REFUSED_RECORD, RefusedRecord, readRefused, takeRefused } from '../edge/mirror/refused-record.js';
@@ -36,22 +36,11 @@ const sha256 = (data: Buffer | string) => createHash('sha256').update(data).dige
 
 /** A static server over a directory, counting requests per path; paths can be refused with a status
  * and headers a given number of times. */
-class Source {
+class Source extends LocalHttpServer {
   root = '';
-  base = '';
   readonly requests = new Map<string, number>();
   readonly refuse = new Map<string, { times: number; status: number; headers: () => Record<string, string> }>();
-  private readonly server = http.createServer((req, res) => void this.answer(req, res));
-  async start() {
-    await new Promise<void>((ok) => this.server.listen(0, '127.0.0.1', ok));
-    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-  async stop() {
-    const closed = new Promise((ok) => this.server.close(ok));
-    this.server.closeAllConnections();
-    await closed;
-  }
-  private async answer(req: http.IncomingMessage, res: http.ServerResponse) {
+  protected async answer(req: http.IncomingMessage, res: http.ServerResponse) {
     const path = normalize(decodeURIComponent(new URL(req.url!, 'http://x').pathname)).replace(/^\/+/, '');
     this.requests.set(path, (this.requests.get(path) ?? 0) + 1);
     const refusal = this.refuse.get(path);

@@ -3,15 +3,15 @@
 // a sync killed mid-way and resumed, a published store (pointer, history, objects), a busy source, a
 // chained mirror of a running server, and the CLI.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LocalHttpServer } from './helpers/local-http-server.js';
 import fg from 'fast-glob';
-import http from 'node:http';
+import type http from 'node:http';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { mirror, parseMirrorSource, type MirrorRecord } from '../edge/mirror/mirror.js';
 import { writeManifest } from '../build/render/manifest.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
@@ -42,7 +42,7 @@ const _sizeOf = (entries: ManifestEntry[]) => entries.reduce((sum, e) => sum + e
 
 /** A static file server over a stack of directories (the first holding a path wins), counting
  * requests per path; paths can be made to fail (500), hang (never answered) or serve a wrong body. */
-class StaticOrigin {
+class StaticOrigin extends LocalHttpServer {
   roots: string[] = [];
   readonly requests = new Map<string, number>();
   readonly statuses = new Map<string, number[]>();
@@ -53,22 +53,6 @@ class StaticOrigin {
   readonly corrupt = new Map<string, Buffer>();
   /** Paths answered 429 with Retry-After: 1 this many more times. */
   readonly busy = new Map<string, number>();
-  base = '';
-  private readonly server = http.createServer((req, res) => void this.answer(req, res));
-
-  async start() {
-    await new Promise<void>((ok) => this.server.listen(0, '127.0.0.1', ok));
-    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  async stop() {
-    // Stop accepting first, then drop what is open: the other order leaves a window in which a
-    // client's new connection keeps close() waiting.
-    const closed = new Promise((ok) => this.server.close(ok));
-    this.server.closeAllConnections();
-    await closed;
-  }
-
   reset() {
     this.requests.clear();
     this.statuses.clear();
@@ -84,7 +68,7 @@ class StaticOrigin {
     return [...this.requests.values()].reduce((a, b) => a + b, 0);
   }
 
-  private async answer(req: http.IncomingMessage, res: http.ServerResponse) {
+  protected async answer(req: http.IncomingMessage, res: http.ServerResponse) {
     const path = normalize(decodeURIComponent(new URL(req.url!, 'http://x').pathname)).replace(/^\/+/, '');
     this.requests.set(path, (this.requests.get(path) ?? 0) + 1);
     const reply = (status: number, body?: Buffer) => {

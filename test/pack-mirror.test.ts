@@ -5,13 +5,12 @@
 // resumed, a pack with a flipped byte; and each kind of pack answer.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fg from 'fast-glob';
-import http from 'node:http';
+import type http from 'node:http';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { mirror } from '../edge/mirror/mirror.js';
 import { MAX_GAP_BYTES, MAX_RANGE_BYTES, PackedObjects } from '../edge/mirror/pack-fetch.js';
 import { packKey, type PackIndex } from '../edge/contract/packs.js';
@@ -27,6 +26,7 @@ import { ReleaseStore } from '../edge/store/release-store.js';
 import { DirectoryBackend } from '../edge/store/directory-backend.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { startS3rver } from './helpers/s3rver.js';
+import { LocalHttpServer } from './helpers/local-http-server.js';
 import { rawRequest } from './helpers/raw-request.js';
 
 const demo = () => inject('demoTree');
@@ -72,24 +72,15 @@ async function withServer<T>(dir: string, use: (server: RunningServer) => Promis
 
 /** A static source over a store directory that answers single ranges (206), and can be told to cut
  * off the body of range answers after the first `cutAfter`, or to flip a byte at a pack offset. */
-class RangeSource {
-  base = '';
+class RangeSource extends LocalHttpServer {
   cutAfter = Number.POSITIVE_INFINITY;
   flip: { pack: string; at: number } | null = null;
   requests: { path: string; range?: [number, number] }[] = [];
   private ranges = 0;
-  private readonly server = http.createServer((req, res) => void this.answer(req, res));
-  constructor(private readonly dir: string) {}
-  async start() {
-    await new Promise<void>((ok) => this.server.listen(0, '127.0.0.1', ok));
-    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  constructor(private readonly dir: string) {
+    super();
   }
-  async stop() {
-    const closed = new Promise((ok) => this.server.close(ok));
-    this.server.closeAllConnections();
-    await closed;
-  }
-  private async answer(req: http.IncomingMessage, res: http.ServerResponse) {
+  protected async answer(req: http.IncomingMessage, res: http.ServerResponse) {
     const path = normalize(new URL(req.url!, 'http://x').pathname).replace(/^\/+/, '');
     let body: Buffer;
     try {

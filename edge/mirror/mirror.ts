@@ -39,13 +39,13 @@ import { DirectoryBackend } from '../store/directory-backend.js';
 import { ReleaseStore } from '../store/release-store.js';
 import { checkGrace, sweepStore } from '../../build/publish/sweep.js';
 import { DEFAULT_GRACE_HOURS } from '../../build/publish/grace.js';
-import { treePaths, type ManifestEntry } from '../contract/tree.js';
+import { treePaths, type ManifestEntry, type ManifestIndex } from '../contract/tree.js';
 import { OriginError, type Origin } from '../origin.js';
 import { HttpOrigin } from '../origins/http-origin.js';
 import { BadInputError, UsageError } from '../../build/common/errors.js';
 import { StorageError } from '../../build/common/storage-errors.js';
 import { sourceError } from './source-errors.js';
-import { parseManifestIndex } from '../contract/manifest.js';
+import { parseManifestIndex, parseShardObject } from '../contract/manifest.js';
 import { startProgress, type Progress } from '../../build/common/progress.js';
 import { loadManifest } from '../../build/common/manifest-reader.js';
 import { forEachLimited } from '../../build/common/concurrency.js';
@@ -284,6 +284,8 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
       await fromPacks(
         new Map(index.shards.filter((s) => !local.held(s.sha256, s.size)).map((s) => [s.sha256, s.size])),
       );
+      // Then the bases the heads name (manifest shards are delta chains), through the packs too.
+      await fromPacks(missingBases(index, local, where));
     }
     const manifest = await loadManifest(
       async (path, listed) => (path === treePaths.manifest ? indexBody : object(listed!.sha256, listed!.size, path)),
@@ -365,6 +367,21 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
   };
   log(mirrorSummaryLine(summary, opts.from, to));
   return summary;
+}
+
+/** The bases of the release's shard heads (held already) that the mirror lacks, sha256 → size. What
+ * is wrong with a head is left for loadManifest to say. */
+function missingBases(index: ManifestIndex, local: LocalObjects, where: string): Map<string, number> {
+  const bases = new Map<string, number>();
+  index.shards.forEach((s, i) => {
+    const body = local.verified(s.sha256, s.size);
+    if (!body) return;
+    try {
+      for (const b of parseShardObject(body, i, index.shards.length, `${where}${s.path}`).bases)
+        if (!local.held(b.sha256, b.size)) bases.set(b.sha256, b.size);
+    } catch {}
+  });
+  return bases;
 }
 
 /** Refuses a directory that is neither empty, nor missing, nor a mirror: nothing here deletes what
