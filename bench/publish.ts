@@ -33,7 +33,7 @@ const PROBE_PARALLEL = 32;
 export const RCLONE_FLAGS = ['--fast-list', '--checksum', '--s3-no-head'];
 
 /** A copy of the release database with a new release name and 1% of isoforms' expression changed. */
-function changedRelease(baseDb: string, file: string): { release: string; isoforms: number; changed: number } {
+export function changedRelease(baseDb: string, file: string): { release: string; isoforms: number; changed: number } {
   copyFileSync(baseDb, file);
   const db = new Database(file);
   try {
@@ -52,19 +52,21 @@ function changedRelease(baseDb: string, file: string): { release: string; isofor
 
 /** rclone's version when Debian's rclone is installed (null without it: the comparison is then left
  * out, and said so). */
-async function rcloneInstalled(): Promise<string | null> {
+export async function rcloneInstalled(): Promise<string | null> {
   return run('env', ['-u', 'AWS_CA_BUNDLE', 'rclone', 'version']).then(
     (out) => out.stdout.split('\n')[0].trim(),
     () => null,
   );
 }
 
-/** `rclone sync <tree> bench:<bucket>`, timed. rclone from Debian refuses to start while
- * AWS_CA_BUNDLE is set, so it runs without it; the remote is configured through the environment. */
-async function rcloneSync(
-  tree: string,
+/** `rclone <verb> <from> <to>`, timed, where `bench:<bucket>` names a bucket of the s3rver at
+ * `endpoint`. rclone from Debian refuses to start while AWS_CA_BUNDLE is set, so it runs without it;
+ * the remote is configured through the environment. */
+export async function rclone(
+  verb: 'sync' | 'copy',
+  from: string,
+  to: string,
   endpoint: string,
-  bucket: string,
 ): Promise<{ seconds: number; failure: string | null }> {
   const env: NodeJS.ProcessEnv = {
     RCLONE_CONFIG_BENCH_TYPE: 's3',
@@ -81,9 +83,9 @@ async function rcloneSync(
     '-u',
     'AWS_CA_BUNDLE',
     'rclone',
-    'sync',
-    tree,
-    `bench:${bucket}`,
+    verb,
+    from,
+    to,
     ...RCLONE_FLAGS,
     '--transfers',
     String(PARALLEL),
@@ -114,7 +116,7 @@ interface RunResult {
   rcloneSecond: number | null;
 }
 
-const RCLONE_DOCS = {
+export const RCLONE_DOCS = {
   fastList: 'https://rclone.org/s3/#avoiding-get-requests-to-read-directory-listings',
   checksum: 'https://rclone.org/s3/#avoiding-head-requests-to-read-the-modification-time',
   noHead: 'https://rclone.org/s3/#avoiding-head-requests-after-put',
@@ -172,7 +174,7 @@ export async function benchPublish(ctx: BenchContext): Promise<SectionReport> {
       const doPublish = () => publish({ dir, bucket, s3, progress: false, concurrency: PARALLEL });
       const doRclone = async () => {
         if (!rcloneVersion) return null;
-        const r = await rcloneSync(dir, s3rver.endpoint, rcloneBucket);
+        const r = await rclone('sync', dir, `bench:${rcloneBucket}`, s3rver.endpoint);
         if (r.failure) rcloneFailures.push(`run ${n}, ${which}: ${r.failure}`);
         return r.seconds;
       };

@@ -39,6 +39,7 @@ export const SECTION_ORDER = [
   'compression',
   'publish',
   'packs',
+  'mirror',
   'bundle',
   'cli',
   'soak',

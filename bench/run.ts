@@ -15,6 +15,7 @@ import { benchHandler } from './handler.js';
 import { gitCommit, machine } from './machine.js';
 import { benchPublish } from './publish.js';
 import { benchPacks } from './packs.js';
+import { benchMirror } from './mirror.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
 import { benchServer } from './server.js';
 import { benchFront } from './front.js';
@@ -121,6 +122,7 @@ async function main(argv: string[]): Promise<number> {
     compression: benchCompression,
     publish: benchPublish,
     packs: benchPacks,
+    mirror: benchMirror,
     bundle: benchBundle,
     cli: benchCli,
     soak: benchSoak,

@@ -78,11 +78,12 @@ function writeBenchAccessConfig(dir: string): string {
   return file;
 }
 
-/** `isoatlas serve` on the tree, its request log to /dev/null; `nodeArgs` e.g. --cpu-prof. */
+/** `isoatlas serve` on the tree, its request log to /dev/null; `nodeArgs` e.g. --cpu-prof. Its limits are
+ * raised out of the way unless `defaultLimits`. */
 export async function startLocalServer(
   tree: string,
   tmp: string,
-  opts: { nodeArgs?: string[]; serveArgs?: string[] } = {},
+  opts: { nodeArgs?: string[]; serveArgs?: string[]; defaultLimits?: boolean } = {},
 ): Promise<RunningServer> {
   const dir = join(tmp, `local-server-${Date.now()}`);
   mkdirSync(join(dir, 'keys'), { recursive: true });
@@ -99,8 +100,7 @@ export async function startLocalServer(
     '127.0.0.1',
     '--keys-dir',
     join(dir, 'keys'),
-    '--access-config',
-    writeBenchAccessConfig(dir),
+    ...(opts.defaultLimits ? [] : ['--access-config', writeBenchAccessConfig(dir)]),
     ...(opts.serveArgs ?? []),
   ];
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] }));

@@ -231,6 +231,7 @@ describe('a mirror through packs', () => {
         `chained demo sync through default limits: ${requests.length} requests, ${(s.bytes / 1e6).toFixed(1)} MB, ${s.seconds.toFixed(1)} s, ${s.ranges} ranges of ${s.packs} packs`,
       );
       expect(requests.length).toBeLessThanOrEqual(300);
+      expect(s.requests).toBe(requests.length);
       expect(requests.filter((r) => r.status === 429)).toEqual([]);
       expect(s.waited).toBe(0);
       expect(s.seconds).toBeLessThan(120);
@@ -302,6 +303,19 @@ describe('a sync from a pack source that fails', () => {
     const read = source.requests.reduce((n, r) => n + (r.range ? r.range[1] - r.range[0] + 1 : 0), 0);
     expect(read).toBeLessThan(packBytes);
     expect(source.requests.filter((r) => r.path.startsWith('objects/') && !r.range).length).toBe(0);
+  });
+
+  it('with packs off (how the bench compares), reads every object on its own; the summary counts each request', async () => {
+    const to = join(work, 'no-packs');
+    source.requests = [];
+    const s = await mirror({ from: source.base, to, progress: false, packs: false });
+    // Every object of the release; the pack list and the indexes are not read without packs.
+    const packed = new Set(small.packs.flatMap((p) => p.objects.map(([sha]) => sha)));
+    const files = new Map([...small.objects].filter(([sha]) => packed.has(sha) || sha === small.manifestSha));
+    expect(damage(to, files)).toEqual(whole);
+    expect(source.requests.filter((r) => r.range || r.path.startsWith('packs/'))).toEqual([]);
+    expect(s.requests).toBe(source.requests.length);
+    expect(s.requests).toBeGreaterThanOrEqual(files.size);
   });
 
   it('a pack range with a flipped byte: the object is refused and said, not written, then read on its own', async () => {

@@ -83,6 +83,8 @@ export interface MirrorOptions {
   force?: boolean;
   /** The clock the clean-up reads (tests move it past the grace period). */
   now?: () => Date;
+  /** Read every object on its own, not through packs (benchmarks compare the two; default true). */
+  packs?: boolean;
   /** Hash every object the mirror holds, whatever its index of verified objects says; fetch again
    * what fails, and write the index anew (`--verify`). */
   verify?: boolean;
@@ -106,6 +108,8 @@ export interface MirrorSummary {
   removed: number;
   /** Bytes downloaded in all (objects, pointer, history). */
   bytes: number;
+  /** Requests sent to the source, refused ones and retries included. */
+  requests: number;
   /** Requests the source refused with 429 or 503 and that were tried again later. */
   waited: number;
   /** Packs read from, and the ranges read (edge/mirror/pack-fetch.ts). */
@@ -206,7 +210,7 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
   checkGrace(graceHours, opts.force, () => {});
   const backend = new DirectoryBackend(to);
   const store = new ReleaseStore(backend);
-  const counters = { bytes: 0, waited: 0 };
+  const counters = { bytes: 0, waited: 0, requests: 0 };
   const waits = new Waits(log);
   const reader = await rawReader(opts, counters, waits);
   const source = await openSource(reader, opts.from);
@@ -253,7 +257,7 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
   const read = { packs: new Set<string>(), ranges: 0 };
   /** Reads what it can of `wanted` (sha256 → size) from the packs; answers the rest. */
   const fromPacks = async (wanted: Map<string, number>, progress?: Progress): Promise<Map<string, number>> => {
-    const range = source.range;
+    const range = opts.packs === false ? undefined : source.range;
     if (!range || wanted.size === 0) return wanted;
     const { ranges, rest } = packed.plan(wanted);
     const got = await fetchRanges(ranges, {
@@ -273,7 +277,7 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
     const where = `${source.description} (release ${r.release}) `;
     const indexBody = await object(r.manifest_sha256, undefined, treePaths.manifest);
     const index = parseManifestIndexAt(indexBody, `${where}${treePaths.manifest}`);
-    if (index.packs && source.range) {
+    if (index.packs && source.range && opts.packs !== false) {
       await packed
         .add(index.packs, (sha, size, what) => object(sha, size, what))
         .catch((err: Error) => {
@@ -359,6 +363,7 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
     trusted: local.trusted,
     removed,
     bytes: counters.bytes,
+    requests: counters.requests,
     waited: counters.waited,
     packs: read.packs.size,
     ranges: read.ranges,
@@ -537,7 +542,7 @@ class LocalObjects {
 /** Reads raw files of the source (S3 or HTTP), waiting when it is busy and retrying once otherwise. */
 async function rawReader(
   opts: MirrorOptions,
-  counters: { bytes: number; waited: number },
+  counters: { bytes: number; waited: number; requests: number },
   waits: Waits,
 ): Promise<{
   description: string;
@@ -565,6 +570,7 @@ async function rawReader(
       let failures = 0;
       for (let busy = 0; ; ) {
         try {
+          counters.requests++;
           const object = range ? await raw.readRange!(path, range.start, range.end) : await raw.read(path);
           if (!object) return null;
           counters.bytes += object.body.length;
