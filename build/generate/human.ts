@@ -10,6 +10,7 @@
 // and the track imports. Output is byte-identical for the same seed and sizes: one sequential stream
 // of draws per gene, fixed decimals, and rows written in a fixed order. Files are written as they are
 // generated (one gene at a time), so memory stays flat however many rows there are.
+import { CDS_COLUMNS, QC_COLUMNS } from '../import/sqanti.js';
 import { closeSync, mkdirSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from './random.js';
@@ -155,23 +156,8 @@ const LONG_READ_CATEGORIES: readonly [string, number][] = [
   ['genic', 4],
 ];
 
-const CDS_COLUMNS = ['CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end'];
-// SQANTI3's quality attributes of a long read against the reference (drawn from a stream of their own,
-// so adding them moved no other generated value).
-const QC_COLUMNS = [
-  'subcategory',
-  'FSM_class',
-  'all_canonical',
-  'RTS_stage',
-  'diff_to_TSS',
-  'diff_to_TTS',
-  'within_CAGE_peak',
-  'dist_to_CAGE_peak',
-  'polyA_motif',
-  'polyA_motif_found',
-  'polyA_dist',
-  'FL',
-];
+// SQANTI3's CDS columns and quality attributes of a long read against the reference, as the importer
+// reads them (QC values are drawn from a stream of their own, so adding them moved no other value).
 const SUBCATEGORIES: Record<string, readonly string[]> = {
   'full-splice_match': ['reference_match', 'alternative_3end', 'alternative_5end', 'alternative_3end5end'],
   'incomplete-splice_match': ['3prime_fragment', '5prime_fragment', 'internal_fragment', 'intron_retention'],

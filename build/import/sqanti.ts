@@ -40,8 +40,9 @@ const REQUIRED = [
   'predicted_NMD',
 ] as const;
 
-const CDS_COLUMNS = ['CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end'] as const;
-const QC_COLUMNS = [
+/** Columns the generator writes too (build/generate/human.ts), so the two cannot drift. */
+export const CDS_COLUMNS = ['CDS_start', 'CDS_end', 'CDS_genomic_start', 'CDS_genomic_end'] as const;
+export const QC_COLUMNS = [
   'subcategory',
   'FSM_class',
   'all_canonical',
