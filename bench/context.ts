@@ -20,6 +20,8 @@ export interface BenchOptions {
   skipHuman: boolean;
   /** Work directory of the human-scale build (kept); default a scratch directory. */
   humanTree?: string;
+  /** Genes of the smaller release of the scale section (the larger has four times as many). */
+  scaleGenes: number;
   /** An already built demo work directory (release.sqlite, tree/) to use instead of building one. */
   demoWork?: string;
 }

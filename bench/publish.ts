@@ -59,23 +59,27 @@ export async function rcloneInstalled(): Promise<string | null> {
   );
 }
 
-/** `rclone <verb> <from> <to>`, timed, where `bench:<bucket>` names a bucket of the s3rver at
- * `endpoint`. rclone from Debian refuses to start while AWS_CA_BUNDLE is set, so it runs without it;
- * the remote is configured through the environment. */
+/** `rclone <verb> <from> <to>`, timed. With `endpoint`, `bench:<bucket>` names a bucket of the
+ * s3rver there (the remote is configured through the environment, and S3's flags apply); without,
+ * both ends are local directories. rclone from Debian refuses to start while AWS_CA_BUNDLE is set,
+ * so it runs without it. */
 export async function rclone(
   verb: 'sync' | 'copy',
   from: string,
   to: string,
-  endpoint: string,
+  endpoint?: string,
+  extraArgs: string[] = [],
 ): Promise<{ seconds: number; failure: string | null }> {
-  const env: NodeJS.ProcessEnv = {
-    RCLONE_CONFIG_BENCH_TYPE: 's3',
-    RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
-    RCLONE_CONFIG_BENCH_ENDPOINT: endpoint,
-    RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: 'S3RVER',
-    RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: 'S3RVER',
-    RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
-  };
+  const env: NodeJS.ProcessEnv = endpoint
+    ? {
+        RCLONE_CONFIG_BENCH_TYPE: 's3',
+        RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
+        RCLONE_CONFIG_BENCH_ENDPOINT: endpoint,
+        RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: 'S3RVER',
+        RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: 'S3RVER',
+        RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
+      }
+    : {};
   const started = performance.now();
   // One attempt (`--retries 1`): by default rclone repeats a sync that had errors up to 3 times; one
   // attempt is the least a user waits, so it can only flatter rclone. A failure is reported, not fatal.
@@ -86,7 +90,8 @@ export async function rclone(
     verb,
     from,
     to,
-    ...RCLONE_FLAGS,
+    ...(endpoint ? RCLONE_FLAGS : []),
+    ...extraArgs,
     '--transfers',
     String(PARALLEL),
     '--checkers',

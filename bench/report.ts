@@ -43,6 +43,7 @@ export const SECTION_ORDER = [
   'bundle',
   'cli',
   'soak',
+  'scale',
 ] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
 /** Sections measured by hand (their text says how), after the bench's own: a bench run keeps them. */

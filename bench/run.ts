@@ -16,6 +16,7 @@ import { gitCommit, machine } from './machine.js';
 import { benchPublish } from './publish.js';
 import { benchPacks } from './packs.js';
 import { benchMirror } from './mirror.js';
+import { benchScale } from './scale.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
 import { benchServer } from './server.js';
 import { benchFront } from './front.js';
@@ -80,6 +81,12 @@ async function main(argv: string[]): Promise<number> {
       '--human-tree <dir>',
       'work directory of the human-scale build (kept afterwards; with --skip-human, an existing human tree there is used by sections that want one, e.g. search)',
     )
+    .option(
+      '--scale-genes <n>',
+      'genes of the smaller release the scale section builds (the larger has four times as many)',
+      positive,
+      4000,
+    )
     .option('--demo-work <dir>', 'use this already built demo release (release.sqlite, tree/) instead of building one')
     .option('--out <file>', 'report to write', join(ROOT, 'BENCHMARKS.md'))
     .option('--keep-tmp', 'keep the scratch directory', false);
@@ -95,6 +102,7 @@ async function main(argv: string[]): Promise<number> {
     skipHuman: boolean;
     humanTree?: string;
     demoWork?: string;
+    scaleGenes: number;
     out: string;
     keepTmp: boolean;
   }>();
@@ -108,6 +116,7 @@ async function main(argv: string[]): Promise<number> {
     skipHuman: o.skipHuman,
     humanTree: o.humanTree,
     demoWork: o.demoWork,
+    scaleGenes: o.scaleGenes,
   };
 
   const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -126,6 +135,7 @@ async function main(argv: string[]): Promise<number> {
     bundle: benchBundle,
     cli: benchCli,
     soak: benchSoak,
+    scale: benchScale,
   };
   const wanted = o.only ?? SECTION_ORDER.filter((id) => sections[id]);
   const reports: SectionReport[] = [];
