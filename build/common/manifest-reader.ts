@@ -95,28 +95,61 @@ export async function loadShard(
   };
 }
 
+/** Reads and checks manifest.json alone. Its own failures pass through; what is wrong with it is a
+ * BadInputError, ending with `advice` (as loadManifest's). */
+export async function readManifestIndex(
+  read: ManifestRead,
+  where: string,
+  advice?: string,
+): Promise<{ index: ManifestIndex; indexBody: Buffer }> {
+  const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
+  const indexBody = await read(treePaths.manifest);
+  if (!indexBody) throw bad(`${where} has no ${treePaths.manifest}: not a rendered isoatlas tree`);
+  try {
+    return { index: parseManifestIndex(indexBody, `${where}${treePaths.manifest}`), indexBody };
+  } catch (err) {
+    throw bad((err as Error).message);
+  }
+}
+
+/** Reads and checks a manifest's shards, a few at a time, handing each to `each` as it is read and
+ * keeping none: what streams a manifest of any size in bounded memory (gc). Errors as loadManifest's. */
+export async function eachShard(
+  read: ManifestRead,
+  index: ManifestIndex,
+  where: string,
+  each: (i: number, loaded: Awaited<ReturnType<typeof loadShard>>) => void | Promise<void>,
+  advice?: string,
+): Promise<void> {
+  const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
+  await forEachLimited([...index.shards.keys()], SHARDS_IN_FLIGHT, async (i) => {
+    let loaded: Awaited<ReturnType<typeof loadShard>>;
+    try {
+      loaded = await loadShard(read, index, i, where);
+    } catch (err) {
+      // A failure to read (storage, network) is the caller's to report.
+      throw err instanceof ManifestProblem ? bad(err.message) : err;
+    }
+    await each(i, loaded);
+  });
+}
+
 /** Reads and checks the whole manifest. Its own failures (storage, network) pass through; what is
  * wrong with the manifest is a BadInputError, ending with `advice` when the caller knows what to do
  * about it (e.g. rebuild the tree). */
 export async function loadManifest(read: ManifestRead, where: string, advice?: string): Promise<LoadedManifest> {
   const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
-  const indexBody = await read(treePaths.manifest);
-  if (!indexBody) throw bad(`${where} has no ${treePaths.manifest}: not a rendered isoatlas tree`);
-  let index: ManifestIndex;
-  try {
-    index = parseManifestIndex(indexBody, `${where}${treePaths.manifest}`);
-  } catch (err) {
-    throw bad((err as Error).message);
-  }
+  const { index, indexBody } = await readManifestIndex(read, where, advice);
   const loaded: Awaited<ReturnType<typeof loadShard>>[] = [];
-  await forEachLimited([...index.shards.keys()], SHARDS_IN_FLIGHT, async (i) => {
-    try {
-      loaded[i] = await loadShard(read, index, i, where);
-    } catch (err) {
-      // A failure to read (storage, network) is the caller's to report.
-      throw err instanceof ManifestProblem ? bad(err.message) : err;
-    }
-  });
+  await eachShard(
+    read,
+    index,
+    where,
+    (i, shard) => {
+      loaded[i] = shard;
+    },
+    advice,
+  );
   const shards: LoadedManifest['shards'] = [];
   const held = new Set<string>();
   for (const { objects } of loaded)

@@ -32,11 +32,12 @@ import {
 import { treePaths } from '../../edge/contract/tree.js';
 import { parseManifestIndex } from '../../edge/contract/manifest.js';
 import { parsePackList } from '../../edge/contract/packs.js';
-import { loadManifest } from '../common/manifest-reader.js';
+import { eachShard, readManifestIndex, type ManifestRead } from '../common/manifest-reader.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { UsageError } from '../common/errors.js';
 import { StorageError } from '../common/storage-errors.js';
 import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
+import { SweepLedger, type Doomed } from './sweep-ledger.js';
 
 /** S3 refuses signed requests whose clock is further than this from its own, so a publisher's
  * clock (a pending entry's start) and S3's (LastModified) differ by less. */
@@ -81,6 +82,9 @@ export interface CollectSummary {
 
 const MAX_ROUNDS = 5;
 
+/** Deletions per request (S3's DeleteObjects takes at most 1,000 keys), between checks of the history. */
+const DELETE_BATCH = 1000;
+
 /** Refuses a grace period that is not a number ≥ 0, or shorter than the safe one without `force`. */
 export function checkGrace(graceHours: number, force: boolean | undefined, log: (line: string) => void): void {
   if (!(graceHours >= 0)) throw new UsageError('--grace-hours must be a number ≥ 0');
@@ -105,150 +109,152 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
   if (!opts.unsafeSingleWriter && !opts.dryRun) await store.checkConditionalWrites('gc');
   const readPinned = async () => (readPin ? readPin() : null);
 
-  for (let round = 1; round <= MAX_ROUNDS; round++) {
-    const pointer = await store.pointer();
-    let history = await store.history();
-    const pinned = await readPinned();
-    const pins = pinnedReleases(history, pinned, expired, store.where, log);
-    const protectedReleases: PublishedRelease[] = [
-      ...history.releases,
-      ...history.retired.filter((r) => !expired(r.retired_at) || pins.has(r.release)),
-      ...(pointer ? [pointer] : []),
-    ];
-    const referenced = new Set<string>();
-    const referencedPacks = new Set<string>();
-    // A protected release whose pack list cannot be read may name any pack: none is deleted then.
-    const packsUnknown: string[] = [];
-    const manifests = new Map<string, Set<string>>();
-    const packLists = new Map<string, PacksReferenced | null>();
-    const addReferenced = async (r: { release: string; manifest_sha256: string }) => {
-      let objects = manifests.get(r.manifest_sha256);
-      if (!objects) {
-        objects = await referencedBy(store, r.release, r.manifest_sha256);
-        manifests.set(r.manifest_sha256, objects);
+  const ledger = new SweepLedger();
+  try {
+    for (let round = 1; round <= MAX_ROUNDS; round++) {
+      const pointer = await store.pointer();
+      let history = await store.history();
+      const pinned = await readPinned();
+      const pins = pinnedReleases(history, pinned, expired, store.where, log);
+      const protectedReleases: PublishedRelease[] = [
+        ...history.releases,
+        ...history.retired.filter((r) => !expired(r.retired_at) || pins.has(r.release)),
+        ...(pointer ? [pointer] : []),
+      ];
+      // What the protected releases reference, and what is to go, are counted on disk (sweep-ledger.ts).
+      ledger.clear();
+      // A protected release whose pack list cannot be read may name any pack: none is deleted then.
+      const packsUnknown: string[] = [];
+      const manifestsRead = new Set<string>();
+      const addReferenced = async (r: { release: string; manifest_sha256: string }) => {
+        if (manifestsRead.has(r.manifest_sha256)) return;
+        await referenceRelease(store, ledger, r.release, r.manifest_sha256);
+        const packs = await packsReferencedBy(store, r.manifest_sha256);
+        manifestsRead.add(r.manifest_sha256);
+        if (!packs) packsUnknown.push(r.release);
+        ledger.reference('object', packs?.objects ?? []);
+        ledger.reference('pack', packs?.packs ?? []);
+      };
+      for (const r of protectedReleases) await addReferenced(r);
+      for (const p of history.pending.filter((p) => !expired(p.started_at) || pins.has(p.release))) {
+        // A pending release whose manifest is gone cannot say what it references: its publish finds
+        // that out itself (the gc epoch) and uploads again what it lacks.
+        await addReferenced(p).catch((err: Error) =>
+          log(
+            `pending release ${p.release} cannot be read (${err.message.replace(/; nothing was deleted$/, '')}): its publish will check its objects again`,
+          ),
+        );
       }
-      for (const sha of objects) referenced.add(sha);
-      let packs = packLists.get(r.manifest_sha256);
-      if (packs === undefined) {
-        packs = await packsReferencedBy(store, r.manifest_sha256);
-        packLists.set(r.manifest_sha256, packs);
-      }
-      if (!packs) packsUnknown.push(r.release);
-      for (const sha of packs?.objects ?? []) referenced.add(sha);
-      for (const sha of packs?.packs ?? []) referencedPacks.add(sha);
-    };
-    for (const r of protectedReleases) await addReferenced(r);
-    for (const p of history.pending.filter((p) => !expired(p.started_at) || pins.has(p.release))) {
-      // A pending release whose manifest is gone cannot say what it references: its publish finds
-      // that out itself (the gc epoch) and uploads again what it lacks.
-      await addReferenced(p).catch((err: Error) =>
+      // Objects written since the oldest pending publish started may be that publish's.
+      const oldestPending = Math.min(
+        ...history.pending.map((p) => Date.parse(p.started_at) - (opts.clockSkewMs ?? CLOCK_SKEW_MS)),
+      );
+      const old = (o: { modified: Date }) => o.modified.getTime() < cutoff && o.modified.getTime() < oldestPending;
+      let young = 0;
+      let youngPacks = 0;
+      let listedPacks = 0;
+      await store.eachObjectSlice((slice) => {
+        const unreferenced = slice.filter((o) => !ledger.isReferenced('object', o.sha));
+        const doomed = unreferenced.filter(old);
+        young += unreferenced.length - doomed.length;
+        ledger.doom(doomed.map((o) => ({ sha: o.sha, size: o.size, pack: false })));
+      });
+      await store.eachPackSlice((slice) => {
+        listedPacks += slice.length;
+        const unreferenced = slice.filter((o) => !ledger.isReferenced('pack', o.sha));
+        const doomed = packsUnknown.length ? [] : unreferenced.filter(old);
+        youngPacks += unreferenced.length - doomed.length;
+        ledger.doom(doomed.map((o) => ({ sha: o.sha, size: o.size, pack: true })));
+      });
+      if (packsUnknown.length && listedPacks)
         log(
-          `pending release ${p.release} cannot be read (${err.message.replace(/; nothing was deleted$/, '')}): its publish will check its objects again`,
-        ),
-      );
-    }
-    // Objects written since the oldest pending publish started may be that publish's.
-    const oldestPending = Math.min(
-      ...history.pending.map((p) => Date.parse(p.started_at) - (opts.clockSkewMs ?? CLOCK_SKEW_MS)),
-    );
-    const old = (o: { modified: Date }) => o.modified.getTime() < cutoff && o.modified.getTime() < oldestPending;
-    const listed = await store.objects();
-    const listedPacks = await store.packs();
-    if (packsUnknown.length && listedPacks.size)
-      log(
-        `the pack list of release ${packsUnknown.join(', ')} is missing from ${store.where}, so which packs it names is unknown: no pack is deleted this time`,
-      );
-    const doomed: Doomed[] = [
-      ...[...listed]
-        .filter(([sha, o]) => !referenced.has(sha) && old(o))
-        .map(([sha, o]) => ({ sha, ...o, pack: false })),
-      ...[...listedPacks]
-        .filter(([sha, o]) => !packsUnknown.length && !referencedPacks.has(sha) && old(o))
-        .map(([sha, o]) => ({ sha, ...o, pack: true })),
-    ];
-    const doomedPacks = doomed.filter((d) => d.pack).length;
-    const young = [...listed.keys()].filter((sha) => !referenced.has(sha)).length - (doomed.length - doomedPacks);
-    const summary: CollectSummary = {
-      referenced: referenced.size,
-      deleted: 0,
-      bytesDeleted: 0,
-      young,
-      packs: {
-        referenced: referencedPacks.size,
+          `the pack list of release ${packsUnknown.join(', ')} is missing from ${store.where}, so which packs it names is unknown: no pack is deleted this time`,
+        );
+      const summary: CollectSummary = {
+        referenced: ledger.referencedCount('object'),
         deleted: 0,
         bytesDeleted: 0,
-        young: [...listedPacks.keys()].filter((sha) => !referencedPacks.has(sha)).length - doomedPacks,
-      },
-      dropped: [],
-      pinned,
-    };
-    const count = (batch: Doomed[]) => {
-      for (const d of batch) {
-        const to = d.pack ? summary.packs : summary;
-        to.deleted += 1;
-        to.bytesDeleted += d.size;
+        young,
+        packs: {
+          referenced: ledger.referencedCount('pack'),
+          deleted: 0,
+          bytesDeleted: 0,
+          young: youngPacks,
+        },
+        dropped: [],
+        pinned,
+      };
+      const count = (batch: Doomed[]) => {
+        for (const d of batch) {
+          const to = d.pack ? summary.packs : summary;
+          to.deleted += 1;
+          to.bytesDeleted += d.size;
+        }
+      };
+      if (opts.dryRun) {
+        for (const batch of ledger.doomedBatches(DELETE_BATCH)) count(batch);
+        return summary;
       }
-    };
-    if (opts.dryRun) {
-      count(doomed);
+      let changed = false;
+      let marked = false;
+      try {
+        for (const batch of ledger.doomedBatches(DELETE_BATCH)) {
+          // Someone published, retired or rolled back meanwhile, or moved the pin: count again.
+          const unchanged = (h: ReleaseHistory) => sameHistory(h, history);
+          if (!marked) {
+            // The mark is written only on the history counted from, so no publish slips in between.
+            const before = history;
+            history = await store.updateHistory((h) =>
+              unchanged(h)
+                ? { ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1, deleting_since: now().toISOString() } }
+                : null,
+            );
+            marked = history !== before && !sameHistory(history, before);
+            if (!marked) changed = true;
+          } else if (!unchanged(await store.history())) changed = true;
+          if (!changed && (!samePointer(await store.pointer(), pointer) || (await readPinned()) !== pinned))
+            changed = true;
+          if (changed) break;
+          await store.deleteObjects(batch.filter((d) => !d.pack).map((d) => d.sha));
+          await store.deletePacks(batch.filter((d) => d.pack).map((d) => d.sha));
+          count(batch);
+        }
+      } finally {
+        // The mark comes off whatever happened, once no deletion is in flight.
+        if (marked) await store.updateHistory((h) => ({ ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1 } }));
+      }
+      if (changed) {
+        log(`the history changed while collecting (round ${round}); counting again`);
+        continue;
+      }
+      await store.updateHistory((h) => {
+        // A pinned release keeps its entry: its manifest is how a later gc knows what to keep.
+        const pending = h.pending.filter((p) => !expired(p.started_at) || pins.has(p.release));
+        const retired = h.retired.filter(
+          (r) => !expired(r.retired_at) || pins.has(r.release) || r.release === pointer?.release,
+        );
+        const unpinned = h.unpinned?.filter((u) => !expired(u.unpinned_at));
+        summary.dropped = [
+          ...h.pending.filter((p) => !pending.includes(p)),
+          ...h.retired.filter((r) => !retired.includes(r)),
+        ].map((r) => r.release);
+        const unpinnedDropped = (h.unpinned?.length ?? 0) !== (unpinned?.length ?? 0);
+        // A mark left by a gc that was killed while deleting would make every publish wait for it.
+        const stale = Boolean(h.gc?.deleting_since);
+        if (!summary.dropped.length && !unpinnedDropped && !stale) return null;
+        if (stale) log(`cleared the mark of a gc that started deleting at ${h.gc!.deleting_since} and did not finish`);
+        // Dropping a pending entry ends its protection: a new epoch tells its publish to check again.
+        const gc = pending.length !== h.pending.length || stale ? { gc: { epoch: (h.gc?.epoch ?? 0) + 1 } } : {};
+        return { ...h, pending, retired, ...(unpinned ? { unpinned } : {}), ...gc };
+      });
       return summary;
     }
-    let changed = false;
-    let marked = false;
-    try {
-      for (let i = 0; i < doomed.length; i += 1000) {
-        // Someone published, retired or rolled back meanwhile, or moved the pin: count again.
-        const unchanged = (h: ReleaseHistory) => sameHistory(h, history);
-        if (!marked) {
-          // The mark is written only on the history counted from, so no publish slips in between.
-          const before = history;
-          history = await store.updateHistory((h) =>
-            unchanged(h) ? { ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1, deleting_since: now().toISOString() } } : null,
-          );
-          marked = history !== before && !sameHistory(history, before);
-          if (!marked) changed = true;
-        } else if (!unchanged(await store.history())) changed = true;
-        if (!changed && (!samePointer(await store.pointer(), pointer) || (await readPinned()) !== pinned))
-          changed = true;
-        if (changed) break;
-        const batch = doomed.slice(i, i + 1000);
-        await store.deleteObjects(batch.filter((d) => !d.pack).map((d) => d.sha));
-        await store.deletePacks(batch.filter((d) => d.pack).map((d) => d.sha));
-        count(batch);
-      }
-    } finally {
-      // The mark comes off whatever happened, once no deletion is in flight.
-      if (marked) await store.updateHistory((h) => ({ ...h, gc: { epoch: (h.gc?.epoch ?? 0) + 1 } }));
-    }
-    if (changed) {
-      log(`the history changed while collecting (round ${round}); counting again`);
-      continue;
-    }
-    await store.updateHistory((h) => {
-      // A pinned release keeps its entry: its manifest is how a later gc knows what to keep.
-      const pending = h.pending.filter((p) => !expired(p.started_at) || pins.has(p.release));
-      const retired = h.retired.filter(
-        (r) => !expired(r.retired_at) || pins.has(r.release) || r.release === pointer?.release,
-      );
-      const unpinned = h.unpinned?.filter((u) => !expired(u.unpinned_at));
-      summary.dropped = [
-        ...h.pending.filter((p) => !pending.includes(p)),
-        ...h.retired.filter((r) => !retired.includes(r)),
-      ].map((r) => r.release);
-      const unpinnedDropped = (h.unpinned?.length ?? 0) !== (unpinned?.length ?? 0);
-      // A mark left by a gc that was killed while deleting would make every publish wait for it.
-      const stale = Boolean(h.gc?.deleting_since);
-      if (!summary.dropped.length && !unpinnedDropped && !stale) return null;
-      if (stale) log(`cleared the mark of a gc that started deleting at ${h.gc!.deleting_since} and did not finish`);
-      // Dropping a pending entry ends its protection: a new epoch tells its publish to check again.
-      const gc = pending.length !== h.pending.length || stale ? { gc: { epoch: (h.gc?.epoch ?? 0) + 1 } } : {};
-      return { ...h, pending, retired, ...(unpinned ? { unpinned } : {}), ...gc };
-    });
-    return summary;
+    throw new Error(
+      `the history of ${store.where} kept changing while collecting (${MAX_ROUNDS} rounds); run gc again when publishing is quiet`,
+    );
+  } finally {
+    ledger.close();
   }
-  throw new Error(
-    `the history of ${store.where} kept changing while collecting (${MAX_ROUNDS} rounds); run gc again when publishing is quiet`,
-  );
 }
 
 /** The releases the CDN pins now or pinned within the grace period. The one pinned now must be in
@@ -280,21 +286,36 @@ function pinnedReleases(
   return pins;
 }
 
-/** Every object a release's manifest references: the manifest itself, its shard objects (each head
- * and the chain of bases it lists, manifest-reader.ts), its files. */
-async function referencedBy(store: ReleaseStore, release: string, manifestSha: string): Promise<Set<string>> {
-  const manifest = await loadManifest(async (path, listed) => {
+/** Records every object a release's manifest references: the manifest itself, its shard objects (each
+ * head and the chain of bases it lists, manifest-reader.ts), its files; a shard at a time. */
+async function referenceRelease(
+  store: ReleaseStore,
+  ledger: SweepLedger,
+  release: string,
+  manifestSha: string,
+): Promise<void> {
+  const read: ManifestRead = async (path, listed) => {
     const got = await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256));
     return got?.body ?? null;
-  }, `${store.where} (release ${release}) `).catch((err: Error) => {
+  };
+  const where = `${store.where} (release ${release}) `;
+  try {
+    const { index } = await readManifestIndex(read, where);
+    ledger.reference('object', [manifestSha]);
+    await eachShard(read, index, where, (_i, { shard, objects }) => {
+      ledger.reference(
+        'object',
+        objects.map((o) => o.entry.sha256),
+      );
+      ledger.reference(
+        'object',
+        shard.entries.map((e) => e.sha256),
+      );
+    });
+  } catch (err) {
     // Refuse to collect anything when a protected release cannot be read: its objects are unknown.
-    throw new Error(`${err.message}; nothing was deleted`);
-  });
-  return new Set([
-    manifestSha,
-    ...manifest.shards.map((s) => s.entry.sha256),
-    ...manifest.entries.map((e) => e.sha256),
-  ]);
+    throw new Error(`${(err as Error).message}; nothing was deleted`);
+  }
 }
 
 /** What a release's pack list references: the list and its pack indexes (objects), and its packs;
@@ -315,13 +336,6 @@ async function packsReferencedBy(store: ReleaseStore, manifestSha: string): Prom
   if (!list) return null;
   const refs = parsePackList(list.body, `${store.where}${objectKey(packs.sha256)}`).packs;
   return { objects: [packs.sha256, ...refs.map((p) => p.index.sha256)], packs: refs.map((p) => p.sha256) };
-}
-
-/** An object or a pack gc deletes. */
-interface Doomed {
-  sha: string;
-  size: number;
-  pack: boolean;
 }
 
 function sameHistory(a: ReleaseHistory, b: ReleaseHistory): boolean {

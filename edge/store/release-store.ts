@@ -27,6 +27,13 @@ import { ConditionFailed, StorageError, type StoreBackend } from './backend.js';
 export const POINTER_CACHE_CONTROL = 'public, max-age=10, must-revalidate';
 export const OBJECT_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
+/** An object or pack a listing found. */
+export interface ListedSha {
+  sha: string;
+  size: number;
+  modified: Date;
+}
+
 /** What a read-modify-write does with the value it read: the value to write, or null for none. */
 export type Change<T> = (value: T) => T | null | Promise<T | null>;
 
@@ -143,6 +150,18 @@ export class ReleaseStore {
     return this.listed(OBJECTS_PREFIX, objectSha, concurrency);
   }
 
+  /** Every object of the store, one slice at a time: `each` gets the objects whose sha256 begins with
+   * one pair of hex digits (256 slices, `concurrency` listed at once), so a caller that keeps no
+   * slice holds a bounded share of the store however large it grows (gc). */
+  eachObjectSlice(each: (slice: ListedSha[]) => void | Promise<void>, concurrency = 4): Promise<void> {
+    return this.sliced(OBJECTS_PREFIX, objectSha, each, concurrency);
+  }
+
+  /** Every pack of the store, as `eachObjectSlice` gives objects. */
+  eachPackSlice(each: (slice: ListedSha[]) => void | Promise<void>, concurrency = 4): Promise<void> {
+    return this.sliced(PACKS_PREFIX, packSha, each, concurrency);
+  }
+
   /** Every pack of the store, as `objects` lists objects. */
   packs(concurrency = 16): Promise<Map<string, { size: number; modified: Date }>> {
     return this.listed(PACKS_PREFIX, packSha, concurrency);
@@ -165,6 +184,26 @@ export class ReleaseStore {
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, 16)) }, worker));
     return out;
+  }
+
+  private async sliced(
+    prefix: string,
+    shaOf: (key: string) => string | null,
+    each: (slice: ListedSha[]) => void | Promise<void>,
+    concurrency: number,
+  ): Promise<void> {
+    const pairs = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+    const worker = async () => {
+      for (let pair = pairs.shift(); pair !== undefined; pair = pairs.shift()) {
+        const slice: ListedSha[] = [];
+        for (const o of await this.backend.list(`${prefix}${pair}`)) {
+          const sha = shaOf(o.key);
+          if (sha) slice.push({ sha, size: o.size, modified: o.modified });
+        }
+        await each(slice);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, 16)) }, worker));
   }
 
   /** Refuses a backend that ignores conditional writes: publish, rollback and gc rely on them to
