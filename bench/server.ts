@@ -1,7 +1,7 @@
 // The local server (`isoatlas serve`) on loopback at a fixed request rate per route, p50/p99 latency
 // with coordinated omission corrected (autocannon's overallRate), and the same requests through its
-// nginx front (`isoatlas nginx-config`), which answers canonical-id files itself after the server's
-// admission and passes the rest on; then each at full speed on the file-backed routes.
+// nginx front (`isoatlas nginx-config`), which answers from the file the server names at its admission
+// and passes the rest on; then each at full speed on the file-backed routes.
 import type { BenchContext } from './context.js';
 import { load, type LoadResult } from './load.js';
 import type { SectionReport } from './report.js';
@@ -30,7 +30,8 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
     { name: 'gene record by id', path: `${api}/genes/${s.geneId}`, fromFile: true },
     { name: 'isoform by id', path: `${api}/isoforms/${s.transcriptId}`, fromFile: true },
     { name: 'structure file', path: `/structures/${s.structureTranscriptId}.cif`, fromFile: true },
-    { name: 'isoform by name', path: `${api}/isoforms/${s.transcriptName}`, fromFile: false },
+    // The server resolves the name at admission: the front sends the isoform's file.
+    { name: 'isoform by name', path: `${api}/isoforms/${s.transcriptName}`, fromFile: true },
     { name: 'isoform page limit=10', path: `${api}/genes/${s.geneId}/isoforms?limit=10`, fromFile: false },
     { name: 'search', path: `${api}/search?query=${encodeURIComponent(s.symbol)}`, fromFile: false },
   ];

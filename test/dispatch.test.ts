@@ -24,7 +24,7 @@ import {
   type SystemPathId,
 } from '../edge/contract/dispatch.js';
 import { routes } from '../edge/contract/routes.js';
-import { DOCS_ASSETS } from '../edge/contract/tree.js';
+import { DOCS_ASSETS, contentTypeOf } from '../edge/contract/tree.js';
 import { HISTORY_KEY, POINTER_KEY, objectKey, parsePointer } from '../edge/contract/store-layout.js';
 import { createHandler, releasesOf, type RequestContext } from '../edge/handler.js';
 import { LocalOrigin } from '../edge/origins/local.js';
@@ -33,6 +33,7 @@ import { createLambdaEdgeHandler, type CloudFrontRequestEvent } from '../edge/ad
 import { locateStructureFile } from '../edge/endpoints/structure-redirect.js';
 import { FRONT_MANIFEST_HEADER } from '../edge/server/serve.js';
 import { nginxConfig } from '../edge/server/nginx-config.js';
+import { FRONT_FILE_HEADERS, FRONT_TARGET_HEADER, FRONT_TYPE_HEADER } from '../edge/server/front-file.js';
 import { readStructureMap } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { rawRequest as request } from './helpers/raw-request.js';
@@ -221,10 +222,19 @@ describe('isoatlas serve answers every entry as its access class says', () => {
             break;
           }
           case 'front': {
-            const asked = { headers: { [FRONT_MANIFEST_HEADER]: manifestSha, ...bearer } };
+            const asked = {
+              headers: {
+                [FRONT_MANIFEST_HEADER]: manifestSha,
+                [FRONT_TARGET_HEADER]: '/api/v1/release',
+                [FRONT_TYPE_HEADER]: contentTypeOf('x.json'),
+                ...bearer,
+              },
+            };
             const admitted = await request(full.base, path, { from: FRONT, ...asked });
             expect(admitted.status, what).toBe(204);
             expect(admitted.headers['ratelimit-remaining'], what).toBeDefined();
+            // The file nginx sends, in the mirror's store.
+            expect(admitted.headers[FRONT_FILE_HEADERS.file.toLowerCase()], what).toMatch(/^\/objects\/[0-9a-f]{2}\//);
             // Not from the front, or not a GET: no endpoint, as for the handler.
             const notFront = await request(full.base, path, asked);
             expect(notFront.status, what).toBe(404);
@@ -315,11 +325,8 @@ describe('the handler alone, as at the CDN', () => {
 });
 
 describe('the nginx front written from the table', () => {
-  it('has a location for every entry the front refuses, a map line for every file kind it serves from files, and maps only paths of such entries', async () => {
-    for (const [dir, pinnedRelease] of [
-      [tree(), null],
-      [mirror, release],
-    ] as const) {
+  it('has a location for every entry the front refuses, and a path shape, of its kind, for every file kind and file route it may serve from files, and for no other entry', async () => {
+    for (const dir of [tree(), mirror]) {
       const { text } = await nginxConfig({
         dir,
         upstream: '127.0.0.1:9',
@@ -329,7 +336,12 @@ describe('the nginx front written from the table', () => {
         compressedDir: `${tree()}.compressed`,
         version: 'test',
       });
-      const mapped = [...text.matchAll(/^ {4}(\/\S+) "\w+ [0-9a-f]{64}(?: \S+)?";$/gm)].map((m) => m[1]);
+      // The kind map's keys: `"~^1 <path pattern>" <kind>;`, nginx's `\\` read as `\`.
+      const shapes = [...text.matchAll(/^ {4}"~\^1 (\S+)" (json|mmcif);$/gm)].map((m) => ({
+        re: new RegExp(`^${m[1].replace(/\\\\/g, '\\')}`),
+        kind: m[2],
+      }));
+      const kindOf = (path: string) => shapes.find((s) => s.re.test(path))?.kind ?? null;
       const exact = [...text.matchAll(/^ {4}location = (\S+) \{ return 404; \}$/gm)].map((m) => m[1]);
       for (const entry of dispatchTable) {
         const paths = samples().find((s) => s.label === entry.label)!.paths;
@@ -337,11 +349,14 @@ describe('the nginx front written from the table', () => {
           expect(exact.includes(systemPaths[entry.label as SystemPathId].path), entry.label).toBe(
             entry.front === 'refuse',
           );
-        if (entry.group === 'file' && entry.front === 'files') {
-          // The structure file at the path the served release gives it: the current one for a tree, pinned for a mirror.
-          const path = paths.find((p) => p.startsWith('/releases/') === (pinnedRelease !== null))!;
-          expect(mapped, `${entry.label} ${dir}`).toContain(path);
-        }
+        const route = routes.find((r) => r.id === entry.label);
+        const expected =
+          entry.group === 'file' && entry.front === 'files'
+            ? 'mmcif'
+            : entry.group === 'route' && route && 'file' in route
+              ? 'json'
+              : null;
+        for (const path of paths) expect(kindOf(path.split('?')[0]), `${entry.label} ${path} ${dir}`).toBe(expected);
       }
       expect(exact.sort()).toEqual(
         dispatchTable
@@ -349,11 +364,6 @@ describe('the nginx front written from the table', () => {
           .map((e) => systemPaths[e.label as SystemPathId].path)
           .sort(),
       );
-      // Every path the front answers from a file is an entry the table says it may.
-      for (const path of mapped) {
-        const d = dispatch(path, { structureFiles: true, storeFiles: true });
-        expect(d.group === 'none' ? null : dispatchTable.find((e) => e.label === d.id)!.front, path).toBe('files');
-      }
     }
   });
 });

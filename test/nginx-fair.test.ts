@@ -8,7 +8,7 @@ import net from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { frontsOfSuite } from './helpers/nginx-front.js';
+import { frontRequests, frontsOfSuite } from './helpers/nginx-front.js';
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
 import { rawRequest as request } from './helpers/raw-request.js';
 
@@ -22,8 +22,9 @@ async function until(done: () => boolean, what: string) {
   expect(done(), what).toBe(true);
 }
 
-/** The paths nginx answers from files, as the generated config maps them. */
-const filePaths = (config: string) => [...config.matchAll(/^ {4}(\/api\/v1\/isoforms\/\S+) "json /gm)].map((m) => m[1]);
+/** Requests of isoforms nginx answers from files. */
+const filePaths = async () =>
+  [...(await frontRequests(inject('demoTree'))).keys()].filter((k) => k.startsWith('/api/v1/isoforms/'));
 
 /** Waits, when less than `ms` is left of the current minute, for the next one (limits count in
  * fixed minute windows). */
@@ -46,7 +47,7 @@ describe('connections through the front', () => {
         held.push(socket);
       }
       await until(() => connected === held.length, 'all 1,100 connected');
-      const [file] = filePaths(f.config);
+      const [file] = await filePaths();
       const answers = [];
       for (let i = 0; i < 10; i++)
         answers.push((await request(f.base, i % 2 ? file : '/api/v1/genes/PRR5', { from: '127.0.0.3' })).status);
@@ -118,7 +119,7 @@ describe('counting through the front', () => {
         dir: inject('demoTree'),
         serverArgs: ['--access', mode, '--access-config', join(dir, 'access.json'), '--keys-dir', join(dir, 'keys')],
       });
-      const [file] = filePaths(f.config);
+      const [file] = await filePaths();
       await roomInMinute(15_000);
       for (const [from, path] of [
         ['127.0.0.2', file],

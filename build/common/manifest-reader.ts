@@ -169,3 +169,33 @@ export async function loadManifest(read: ManifestRead, where: string, advice?: s
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { index, indexBody, shards, byShard: loaded.map((l) => l.shard), entries };
 }
+
+/** Reads and checks a manifest shard by shard, in index order, handing each shard's resolved entries
+ * (sorted by path) to `visit` before the next is read: what a reader holds is one shard, whatever the
+ * release's size. Failures are reported as loadManifest reports them. Returns the index and its bytes. */
+export async function forEachManifestShard(
+  read: ManifestRead,
+  where: string,
+  visit: (entries: ManifestEntry[], shard: number) => Promise<void> | void,
+  advice?: string,
+): Promise<{ index: ManifestIndex; indexBody: Buffer }> {
+  const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
+  const indexBody = await read(treePaths.manifest);
+  if (!indexBody) throw bad(`${where} has no ${treePaths.manifest}: not a rendered isoatlas tree`);
+  let index: ManifestIndex;
+  try {
+    index = parseManifestIndex(indexBody, `${where}${treePaths.manifest}`);
+  } catch (err) {
+    throw bad((err as Error).message);
+  }
+  for (let i = 0; i < index.shards.length; i++) {
+    let entries: ManifestEntry[];
+    try {
+      entries = (await loadShard(read, index, i, where)).shard.entries;
+    } catch (err) {
+      throw err instanceof ManifestProblem ? bad(err.message) : err;
+    }
+    await visit(entries, i);
+  }
+  return { index, indexBody };
+}

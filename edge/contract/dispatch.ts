@@ -20,7 +20,7 @@ export type AccessClass = 'open' | 'metrics' | 'front' | 'checked';
 /** What the nginx front (edge/server/nginx-config.ts) does with a request for an entry:
  * - `pass`: passes it to the server;
  * - `refuse`: answers 404 itself (the server's own paths, never reached through the front);
- * - `files`: answers it from the file the manifest maps it to once the server admitted it, else passes it. */
+ * - `files`: answers it from the file the server names when it admits it (edge/server/front-file.ts), else passes it. */
 export type FrontRule = 'pass' | 'refuse' | 'files';
 
 interface SystemPath {
@@ -131,7 +131,7 @@ export const structureFilePath = (treePath: string, release: string | null) =>
 export type AnswerLabel = SystemPathId | FileKindId | RouteId | 'other';
 
 /** Every entry in dispatch order, with its access class and what the front does with it. Routes are
- * answered from files by the front when the manifest maps their path to one (nginx-config.ts). */
+ * answered from files by the front when the server names a file for the request (front-file.ts). */
 export const dispatchTable: readonly {
   label: Exclude<AnswerLabel, 'other'>;
   group: 'system' | 'file' | 'route';

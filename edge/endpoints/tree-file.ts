@@ -36,19 +36,39 @@ interface Page {
 const decoder = new TextDecoder();
 const parse = <T>(bytes: Uint8Array) => JSON.parse(decoder.decode(bytes)) as T;
 
-/** The endpoint of a route declared as a file. */
-export function treeFileEndpoint(route: Route): RouteHandler {
+/** A file of the tree that answers a request as it is, and the headers its answer adds (a page's Link). */
+export interface FileAsIs {
+  path: string;
+  headers?: Record<string, string>;
+}
+
+/** How a route declared as a file answers a request: with a file as it is, or (`answer`) otherwise: a
+ * window cut from a list file, or the 404 or 409 of a key that names no one gene or isoform. The
+ * endpoint answers either; the nginx front's admission (edge/server/front-file.ts) lets nginx send
+ * the file itself, so both choose it here. */
+export type TreeFileChoice = FileAsIs | { answer: () => Promise<Response> };
+
+export function treeFileOf(route: Route): (request: RouteRequest) => Promise<TreeFileChoice> {
   if (!route.file) throw new Error(`route ${route.id} is not declared as a file of the tree`);
   if ('name' in route.file) {
     const path = namedFilePath(route.file);
-    return (request) => fileAnswer(request, path);
+    return async () => ({ path });
   }
   if (!isKeyedFile(route)) throw new Error(`route ${route.id}: a file is named or keyed`);
   const window = route.file.window;
-  const answer = window === 'pages' ? pageAnswer : window === 'prefix' ? prefixAnswer : wholeAnswer;
+  const choose = window === 'pages' ? pageChoice : window === 'prefix' ? prefixChoice : wholeChoice;
   return async (request) => {
     const id = await resolve(route, request);
-    return typeof id === 'string' ? answer(route, request, id) : id;
+    return typeof id === 'string' ? choose(route, request, id) : { answer: async () => id };
+  };
+}
+
+/** The endpoint of a route declared as a file. */
+export function treeFileEndpoint(route: Route): RouteHandler {
+  const choose = treeFileOf(route);
+  return async (request) => {
+    const choice = await choose(request);
+    return 'answer' in choice ? choice.answer() : fileAnswer(request, choice.path, choice.headers);
   };
 }
 
@@ -58,34 +78,43 @@ function resolve(route: KeyedRoute, request: RouteRequest): Promise<string | Res
   return route.file.per === 'gene' ? resolveGene(request, key) : resolveIsoform(request, key);
 }
 
-const wholeAnswer = (route: KeyedRoute, request: RouteRequest, id: string) =>
-  fileAnswer(request, keyedFilePath(route, id));
+const wholeChoice = async (route: KeyedRoute, _request: RouteRequest, id: string): Promise<TreeFileChoice> => ({
+  path: keyedFilePath(route, id),
+});
 
-async function prefixAnswer(route: KeyedRoute, request: RouteRequest, id: string): Promise<Response> {
+async function prefixChoice(route: KeyedRoute, request: RouteRequest, id: string): Promise<TreeFileChoice> {
   const path = keyedFilePath(route, id);
   const limit = request.query.integers.limit;
   // A limit as large as the file's list is the file itself, served unparsed.
-  if (limit >= listSize(route)) return fileAnswer(request, path);
-  const list = parse<PrefixList>((await mustRead(request.release, path)).body);
-  return bodyResponse(request.request, jsonBody({ ...list, limit, items: list.items.slice(0, limit) }), {
-    cacheControl: request.cacheControl,
-  });
+  if (limit >= listSize(route)) return { path };
+  return {
+    async answer() {
+      const list = parse<PrefixList>((await mustRead(request.release, path)).body);
+      return bodyResponse(request.request, jsonBody({ ...list, limit, items: list.items.slice(0, limit) }), {
+        cacheControl: request.cacheControl,
+      });
+    },
+  };
 }
 
-async function pageAnswer(route: KeyedRoute, request: RouteRequest, id: string): Promise<Response> {
+async function pageChoice(route: KeyedRoute, request: RouteRequest, id: string): Promise<TreeFileChoice> {
   const size = listSize(route);
   const { limit, offset } = request.query.integers;
   if (limit === size && offset % size === 0) {
     const path = keyedFilePath(route, id, offset / size);
     const file = await request.release.origin.read(path);
     // Past the last page there is no file: the window is cut (empty) like any other.
-    if (file) return fileAnswer(request, path, nextLink(parse<Page>(file.body).next));
+    if (file) return { path, headers: nextLink(parse<Page>(file.body).next) };
   }
-  const body = await window(route, request.release, id, limit, offset);
-  return bodyResponse(request.request, jsonBody(body), {
-    cacheControl: request.cacheControl,
-    headers: nextLink(body.next),
-  });
+  return {
+    async answer() {
+      const body = await window(route, request.release, id, limit, offset);
+      return bodyResponse(request.request, jsonBody(body), {
+        cacheControl: request.cacheControl,
+        headers: nextLink(body.next),
+      });
+    },
+  };
 }
 
 /** RFC 8288 Link to the next page, when there is one. */

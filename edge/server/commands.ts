@@ -201,7 +201,7 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
         if (o.out) await writeNginxConfig(o.out, config.text);
         else process.stdout.write(config.text);
         log.info(
-          `nginx front for release ${config.release}: ${config.files} requests answered from files, the rest passed to ${o.upstream}; compressed copies in ${config.compressed.dir} (${config.compressed.written} written, ${config.compressed.removed} removed)${o.out ? `; written to ${o.out}` : ''} (check and reload: nginx -t && nginx -s reload)`,
+          `nginx front for release ${config.release}: ${config.files} files nginx may answer from, named by ${o.upstream} at admission, every other request passed to it; compressed copies in ${config.compressed.dir} (${config.compressed.written} written, ${config.compressed.removed} removed)${o.out ? `; written to ${o.out}` : ''} (check and reload: nginx -t && nginx -s reload)`,
         );
       },
     );

@@ -1,31 +1,42 @@
 // `isoatlas nginx-config`: an nginx front for `isoatlas serve`, generated from the tree or mirror it
-// fronts. nginx answers requests for a resource by its canonical id from the file itself (sendfile,
-// many connections, TLS where the operator adds it) once the server has counted and admitted them
-// (GET /admission, edge/server/serve.ts); everything else (names, search, keys, redirects, conditional
-// requests, refusals) is passed to the server. The answers nginx gives are the server's, header for
-// header: the ETag is the manifest's sha256 (a map from path to file, written here) or, for a br or
-// gzip copy (edge/server/nginx-compressed.ts), that representation's own tag; the rest comes from the
-// contract's constants and from the admission's answer.
+// fronts. nginx answers requests for a resource from the file itself (sendfile, many connections, TLS
+// where the operator adds it) once the server has counted and admitted them (GET /admission,
+// edge/server/serve.ts); everything else (search, keys, redirects, conditional requests, refusals) is
+// passed to the server. The admission also names the file nginx sends, the server's own choice for that
+// request (edge/server/front-file.ts): the config holds no list of files, so neither it nor nginx's
+// memory grows with the release, and the manifest is read here one shard at a time, for the compressed
+// copies (edge/server/nginx-compressed.ts). The answers nginx gives are the server's, header for
+// header: the ETag, coding and Link come from the admission's answer, the rest from the contract's
+// constants and the admission's limits, cache policy and release.
 import { createHash } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { API_PREFIX, contentTypeOf, routesOfTreeFile, withId, type ManifestEntry } from '../contract/tree.js';
+import {
+  API_PREFIX,
+  contentTypeOf,
+  routesOfTreeFile,
+  treePaths,
+  withId,
+  type ManifestEntry,
+  type ManifestIndex,
+} from '../contract/tree.js';
 import { LocalOrigin } from '../origins/local.js';
 import { StoreReleaseFiles } from '../origins/store-origin.js';
-import { RELEASE_HEADER, isKeyedFile, listSize, type Route } from '../contract/routes.js';
+import { RELEASE_HEADER, isKeyedFile, listSize, routes, type Route } from '../contract/routes.js';
 import { CORS_HEADERS } from '../contract/http-headers.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../responses.js';
 import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../contract/targets.js';
 import { KEY_PREFIX } from '../access/key-format.js';
 import { SERVER_LIMITS, connectionShareProblem } from '../adapters/server-limits.js';
-import { loadManifest } from '../../build/common/manifest-reader.js';
+import { forEachManifestShard } from '../../build/common/manifest-reader.js';
 import { FRONT_MANIFEST_HEADER, servedDir } from './serve.js';
 import { fileKinds, structureFilePath, systemPaths, type FileKindId } from '../contract/dispatch.js';
+import { releasePublicPath } from '../contract/store-layout.js';
 import { BadInputError } from '../../build/common/errors.js';
-import { writeCompressedCopies, type CompressedCopies } from './nginx-compressed.js';
-import { CODINGS, CODING_SUFFIX, representationTag } from '../compression.js';
+import { CopiesWriter, type CompressedCopies } from './nginx-compressed.js';
+import { FRONT_FILE_HEADERS, FRONT_TARGET_HEADER, FRONT_TYPE_HEADER } from './front-file.js';
 
 export interface NginxConfigOptions {
   /** The rendered tree or mirror `isoatlas serve --dir` serves. */
@@ -46,7 +57,7 @@ export interface NginxConfig {
   text: string;
   release: string;
   manifestSha256: string;
-  /** Requests nginx answers from a file. */
+  /** Files of the release nginx may answer a request with (those the server names at admission). */
   files: number;
   compressed: CompressedCopies & { dir: string };
 }
@@ -77,13 +88,10 @@ const fileKindRequests: {
  * from the dispatch table's file kinds the front answers from files, and from the route table every
  * route declared as a file (edge/contract/tree.ts routesOfTreeFile is
  * the inverse of its paths). A list answers a request without a query as the file only when its
- * default limit is the file's whole list; a page list's first page, only when it has no next page
- * (the server adds the Link header). The nginx-front test checks, for every path mapped, that the
- * server answers it with that very file. */
-export function requestsOfTreeFile(
-  path: string,
-  release: string | null,
-): { uri: string; kind: Kind; pageSize?: number }[] {
+ * default limit is the file's whole list; a page list by its first page (with the Link header the
+ * server adds when there is a next one). test/front-file.test.ts checks, for every such request,
+ * that the admission names the very file the server answers it with. */
+export function requestsOfTreeFile(path: string, release: string | null): { uri: string; kind: Kind }[] {
   const files = Object.values(fileKindRequests).flatMap((request) => request(path, release) ?? []);
   return [
     ...files,
@@ -91,16 +99,41 @@ export function requestsOfTreeFile(
       const uri = `${API_PREFIX}${id === undefined ? route.path : withId(route, id)}`;
       if (!isKeyedFile(route) || route.file.window === undefined) return [{ uri, kind: 'json' as const }];
       if (limitDefault(route) !== listSize(route) || (page ?? 0) !== 0) return [];
-      return [{ uri, kind: 'json' as const, ...(route.file.window === 'pages' ? { pageSize: listSize(route) } : {}) }];
+      return [{ uri, kind: 'json' as const }];
     }),
   ];
 }
 
 const limitDefault = (route: Route) => route.integerParams.find((p) => p.name === 'limit')?.default;
 
+/** A path template as a regular expression: `marker` stands for one path segment's characters. */
+const pathPattern = (path: string, marker: string) =>
+  `^${path
+    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    .split(marker)
+    .join('[^/]+')}$`;
+
+/** The shapes of the paths the front may answer from a file, by the kind of file (nginx's decoded,
+ * normalized `$uri`): every route declared as a file, with any id (a name resolves to the same file)
+ * and the trailing slash the router forgives, and the structure files of the current release and of
+ * a pinned one. The server decides, at admission, whether a file answers the request as it is. */
+export const FRONT_SHAPES: readonly { kind: Kind; pattern: string }[] = (() => {
+  const marker = '\u0000';
+  const structure = treePaths.structureFile(marker);
+  return [
+    ...routes.flatMap((route) => {
+      if (!('file' in route)) return [];
+      const path = `${API_PREFIX}${route.path.replace(/\{[^}]+\}/g, marker)}`.replace(/\/$/, '');
+      return [{ kind: 'json' as const, pattern: pathPattern(path, marker).replace(/\$$/, '/?$') }];
+    }),
+    { kind: 'mmcif' as const, pattern: pathPattern(`/${structure}`, marker) },
+    { kind: 'mmcif' as const, pattern: pathPattern(`/${releasePublicPath(marker, structure)}`, marker) },
+  ];
+})();
+
 /** The release `isoatlas serve --dir` would serve from `dir` (the same directories are refused), read
  * as the edge reads it: a mirror's files by the sha256 its manifest lists. */
-async function openSource(dir: string) {
+function openSource(dir: string) {
   const served = servedDir(dir);
   const raw = new LocalOrigin(dir);
   const files =
@@ -109,14 +142,26 @@ async function openSource(dir: string) {
     const file = await files.read(path, listed?.sha256);
     return file && Buffer.from(file.body);
   };
-  const release = served.kind === 'mirror' ? served.pointer.release : null;
-  return {
-    manifest: await loadManifest(read, `${dir}/`),
-    read,
-    /** How the map names a file: a mirror's by its sha256 (objects/…), a tree's by its path too. */
-    store: release !== null,
-    release,
-  };
+  return { read, release: served.kind === 'mirror' ? served.pointer.release : null };
+}
+
+/** Every file of the release `dir` serves (as `isoatlas serve --dir` would) that nginx may answer a
+ * request with, read shard by shard, with the requests that ask for it by its canonical id (a name
+ * resolves to the same file): those of a kind nginx sends files of with the file's content type. */
+export async function forEachFrontFile(
+  dir: string,
+  visit: (entry: ManifestEntry, uris: string[]) => void,
+): Promise<{ index: ManifestIndex; indexBody: Buffer }> {
+  const source = openSource(dir);
+  const { index, indexBody } = await forEachManifestShard(source.read, `${dir}/`, (entries) => {
+    for (const entry of entries) {
+      const uris = requestsOfTreeFile(entry.path, source.release)
+        .filter(({ kind }) => entry.content_type === KINDS[kind])
+        .map(({ uri }) => uri);
+      if (uris.length) visit(entry, uris);
+    }
+  });
+  return { index, indexBody };
 }
 
 export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig> {
@@ -129,50 +174,19 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
         `${JSON.stringify(d)}: nginx cannot name a directory whose path holds $, a quote, a backslash or a line break; choose another path`,
       );
   }
-  const source = await openSource(dir);
-  const { index, indexBody } = source.manifest;
-  const manifestSha256 = createHash('sha256').update(indexBody).digest('hex');
-
-  const lines: string[] = [];
-  const served = new Map<string, ManifestEntry>();
-  let longestKey = 0;
-  for (const entry of source.manifest.entries) {
-    for (const { uri, kind, pageSize } of requestsOfTreeFile(entry.path, source.release)) {
-      if (entry.content_type !== KINDS[kind]) continue;
-      // A first page with a next page carries a Link header: the server answers it.
-      if (pageSize !== undefined) {
-        const body = await source.read(entry.path, entry);
-        if (!body)
-          throw new BadInputError(
-            `${dir}: ${entry.path} is listed in the manifest but missing: sync the mirror or rebuild the tree`,
-          );
-        const page = JSON.parse(body.toString('utf8')) as { next: string | null; limit: number };
-        if (page.next !== null || page.limit !== pageSize) continue;
-      }
-      const file = source.store ? entry.sha256 : `${entry.sha256} ${entry.path}`;
-      lines.push(`    ${uri} "${kind} ${file}";`);
-      served.set(entry.sha256, entry);
-      longestKey = Math.max(longestKey, uri.length);
-    }
-  }
-  const compressed = await writeCompressedCopies(compressedDir, served, (entry) => source.read(entry.path, entry));
-  const text = render({
-    ...opts,
-    dir,
-    compressedDir,
-    release: index.release,
-    manifestSha256,
-    store: source.store,
-    mapLines: lines,
-    longestKey,
+  // The copies are written once every file is known, group by group (nginx-compressed.ts); a file
+  // is read only for a copy missing.
+  const { read } = openSource(dir);
+  const copies = new CopiesWriter(compressedDir, (entry) => read(entry.path, entry));
+  let files = 0;
+  const { index, indexBody } = await forEachFrontFile(dir, (entry) => {
+    files++;
+    copies.want(entry);
   });
-  return {
-    text,
-    release: index.release,
-    manifestSha256,
-    files: lines.length,
-    compressed: { ...compressed, dir: compressedDir },
-  };
+  const compressed = await copies.finish();
+  const manifestSha256 = createHash('sha256').update(indexBody).digest('hex');
+  const text = render({ ...opts, dir, compressedDir, release: index.release, manifestSha256 });
+  return { text, release: index.release, manifestSha256, files, compressed: { ...compressed, dir: compressedDir } };
 }
 
 /** A string as an nginx quoted value (values written here hold no quote, backslash or `$` but the
@@ -223,9 +237,6 @@ function render(
     compressedDir: string;
     release: string;
     manifestSha256: string;
-    store: boolean;
-    mapLines: string[];
-    longestKey: number;
   },
 ): string {
   const INSTANCE = '\u0000instance\u0000';
@@ -258,32 +269,33 @@ function render(
   const variable = (header: string) => `$isoatlas_${snake(header)}`;
   // `location /` jumps to a kind's file location by answering a status of its own.
   const jumps = (Object.keys(KINDS) as Kind[]).map((kind, i) => ({ kind, status: 418 + i }));
-  // nginx's exact-match hash: twice as many buckets as keys, each with room for eight of the
-  // longest, so it is built at the first size tried whatever the keys hash to.
-  const element = 8 * Math.ceil((o.longestKey + 10) / 8);
-  const bucket = 2 ** Math.ceil(Math.log2(8 * element));
+  const admissionUri = (kind: Kind) => `/.isoatlas${systemPaths.admission.path}/${kind}`;
+  // What the admission names: the file nginx sends, and the headers that go with it.
+  const named = Object.values(FRONT_FILE_HEADERS);
 
   const fileLocation = (kind: Kind) => [
     `location @isoatlas_${kind} {`,
-    `    auth_request /.isoatlas${systemPaths.admission.path};`,
-    ...fromAdmission.map((h) => `    auth_request_set ${variable(h)} $upstream_http_${snake(h)};`),
+    `    auth_request ${admissionUri(kind)};`,
+    ...[...fromAdmission, ...named].map((h) => `    auth_request_set ${variable(h)} $upstream_http_${snake(h)};`),
     '    types { }',
     `    default_type ${quoted(KINDS[kind])};`,
     '    etag off;',
     '    max_ranges 0;',
-    "    # The maps name files by absolute path: the tree's and the compressed copies.",
+    "    # $isoatlas_path names the file by absolute path: the tree's or mirror's, or a compressed copy.",
     '    root /;',
     '    add_header Last-Modified "";',
-    '    add_header ETag $isoatlas_etag;',
-    '    add_header Content-Encoding $isoatlas_served_coding;',
+    `    add_header ETag ${variable(FRONT_FILE_HEADERS.etag)};`,
+    '    # An empty value adds no header: identity has no Content-Encoding, a last page no Link.',
+    `    add_header Content-Encoding ${variable(FRONT_FILE_HEADERS.coding)};`,
+    `    add_header Link ${variable(FRONT_FILE_HEADERS.link)};`,
     ...fromAdmission.map((h) => `    add_header ${h} ${variable(h)};`),
     '    add_header Vary Accept-Encoding;',
     ...indent(cors),
     `    access_log ${o.accessLog} isoatlas_file;`,
-    '    # Refused by the server, or a file missing: the server answers the request itself.',
+    '    # Refused or not a file as it is (the server says so), or a file missing: the server answers it.',
     '    error_page 403 500 = @isoatlas;',
     ...errorPages.filter((l) => !/ 500 /.test(l)),
-    '    try_files $isoatlas_coded_path $isoatlas_path @isoatlas;',
+    '    try_files $isoatlas_path @isoatlas;',
     '}',
   ];
 
@@ -306,17 +318,15 @@ function render(
 
   return [
     `${GENERATED_MARK}, written by \`isoatlas nginx-config\` (isoatlas ${o.version}) on ${new Date().toISOString()}`,
-    `# from ${o.dir}: release ${o.release}, manifest sha256 ${o.manifestSha256}; ${o.mapLines.length} requests answered from files.`,
+    `# from ${o.dir}: release ${o.release}, manifest sha256 ${o.manifestSha256}.`,
     '#',
     '# Include it in the http block of nginx.conf (Debian: /etc/nginx/conf.d/isoatlas.conf). GET and HEAD',
-    '# requests for a resource by its canonical id, with no query and no conditional or range header, are',
-    `# answered from the file once \`isoatlas serve\` at ${o.upstream} has counted and admitted them; every`,
-    '# other request (names, search, keys, redirects, refusals) is passed to that server, which must run',
-    '# with --trust-proxy <the address nginx connects from> and listen where only nginx reaches it.',
-    '# Regenerate it and reload nginx after each sync or rebuild: until then the server answers everything.',
-    '',
-    `map_hash_max_size ${Math.max(2048, 2 * o.mapLines.length)};`,
-    `map_hash_bucket_size ${bucket};`,
+    '# requests for a resource a file answers (a gene, an isoform, their lists, a structure file), with no',
+    `# query and no conditional or range header, are answered from the file \`isoatlas serve\` at ${o.upstream}`,
+    '# names when it counts and admits them; every other request (search, keys, redirects, refusals) is',
+    '# passed to that server, which must run with --trust-proxy <the address nginx connects from> and',
+    '# listen where only nginx reaches it. Regenerate it and reload nginx after each sync or rebuild (it',
+    "# writes the new release's compressed copies): until then the server answers everything.",
     '',
     'upstream isoatlas_server {',
     `    server ${o.upstream};`,
@@ -327,54 +337,23 @@ function render(
     "# worker_connections and nginx's timeouts instead (docs/OPERATIONS.md).",
     'limit_conn_zone $binary_remote_addr zone=isoatlas_clients:10m;',
     '',
-    `# The file that answers a request, by decoded path: "<kind> <sha256>${o.store ? '' : ' <path in the tree>'}".`,
-    'map $uri $isoatlas_file {',
-    '    default "";',
-    ...o.mapLines,
-    '}',
-    '',
     '# Only a GET or HEAD with no query, no conditional header and no range is answered from a file.',
     'map "$request_method $is_args$http_if_none_match$http_if_match$http_if_modified_since$http_if_unmodified_since$http_if_range$http_range" $isoatlas_plain {',
     '    "GET " 1;',
     '    "HEAD " 1;',
     '    default "";',
     '}',
-    '# The coding nginx answers with (edge/compression.ts negotiates alike): brotli, else gzip, else',
-    '# identity; an Accept-Encoding with parameters (q-values) is weighed by the server.',
-    'map $http_accept_encoding $isoatlas_coding {',
-    '    "~;" "";',
-    ...CODINGS.map((c) => `    "~*(^|[\\s,])(${c === 'gzip' ? '(x-)?gzip' : `${c}|\\*`})\\s*(,|$)" ${c};`),
-    '    default identity;',
-    '}',
-    'map "$isoatlas_plain $isoatlas_coding $isoatlas_file" $isoatlas_kind {',
-    `    "~^1 \\w+ (${Object.keys(KINDS).join('|')}) " $1;`,
+    '# The kind of file such a request may be answered with, by the shape of its path (a route declared',
+    '# as a file, a structure file); the server names the file, or none, when it admits the request.',
+    'map "$isoatlas_plain $uri" $isoatlas_kind {',
+    ...FRONT_SHAPES.map(({ kind, pattern }) => `    ${quotedRegex('~', `^1 ${pattern.slice(1)}`)} ${kind};`),
     '    default "";',
     '}',
-    'map $isoatlas_file $isoatlas_sha256 {',
-    '    "~^\\w+ ([0-9a-f]{64})" $1;',
-    '    default "";',
-    '}',
-    'map $isoatlas_file $isoatlas_path {',
-    o.store
-      ? `    "~^\\w+ ([0-9a-f]{2})([0-9a-f]{62})$" "${o.dir}/objects/$1/$2";`
-      : `    "~^\\w+ [0-9a-f]{64} (\\S+)$" "${o.dir}/$1";`,
-    '    default "";',
-    '}',
-    `# The file's compressed copy in the coding asked for, in ${o.compressedDir} (edge/server/nginx-compressed.ts);`,
-    '# a small file has none, and its own file answers.',
-    'map "$isoatlas_coding $isoatlas_sha256" $isoatlas_coded_path {',
-    // $2/$1<suffix>: codedPath's layout.
-    ...CODINGS.map((c) => `    "~^${c} (([0-9a-f]{2})[0-9a-f]{62})$" "${o.compressedDir}/$2/$1${CODING_SUFFIX[c]}";`),
-    '    default $isoatlas_path;',
-    '}',
-    '# What try_files found: a compressed copy (by its suffix) or the file itself, and its ETag.',
-    'map $uri $isoatlas_served_coding {',
-    ...CODINGS.map((c) => `    "~\\${CODING_SUFFIX[c]}$" ${c};`),
-    '    default "";',
-    '}',
-    'map "$isoatlas_served_coding $isoatlas_sha256" $isoatlas_etag {',
-    ...CODINGS.map((c) => `    "~^${c} (\\w+)$" '${representationTag('$1', c)}';`),
-    `    "~^ (\\w+)$" '${representationTag('$1', null)}';`,
+    `# The file the admission named: in ${o.dir}, or its compressed copy in ${o.compressedDir}`,
+    '# (edge/server/nginx-compressed.ts).',
+    `map ${variable(FRONT_FILE_HEADERS.copy)} $isoatlas_path {`,
+    `    "" "${o.dir}${variable(FRONT_FILE_HEADERS.file)}";`,
+    `    default "${o.compressedDir}${variable(FRONT_FILE_HEADERS.copy)}";`,
     '}',
     '',
     "# Log lines in the shape of the server's (which logs what it answers): the answers nginx gives itself.",
@@ -450,15 +429,20 @@ function render(
     '        proxy_pass http://isoatlas_server;',
     '    }',
     '',
-    `    location = /.isoatlas${systemPaths.admission.path} {`,
-    '        internal;',
-    `        proxy_pass http://isoatlas_server${systemPaths.admission.path};`,
-    '        proxy_pass_request_body off;',
-    ...indent(proxyHeaders, '        '),
-    '        proxy_set_header Content-Length "";',
-    `        proxy_set_header ${FRONT_MANIFEST_HEADER} "${o.manifestSha256}";`,
-    '    }',
-    '',
+    '    # One admission per kind: the server names a file only of the content type nginx sends it with.',
+    ...(Object.keys(KINDS) as Kind[]).flatMap((kind) => [
+      `    location = ${admissionUri(kind)} {`,
+      '        internal;',
+      `        proxy_pass http://isoatlas_server${systemPaths.admission.path};`,
+      '        proxy_pass_request_body off;',
+      ...indent(proxyHeaders, '        '),
+      '        proxy_set_header Content-Length "";',
+      `        proxy_set_header ${FRONT_MANIFEST_HEADER} "${o.manifestSha256}";`,
+      `        proxy_set_header ${FRONT_TARGET_HEADER} $request_uri;`,
+      `        proxy_set_header ${FRONT_TYPE_HEADER} ${quoted(KINDS[kind])};`,
+      '    }',
+      '',
+    ]),
     ...jumps.flatMap(({ kind }) => [...indent(fileLocation(kind)), '']),
     ...NGINX_PROBLEMS.flatMap((p) => [...indent(problemLocation(p)), '']),
     '}',

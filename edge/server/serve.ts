@@ -8,7 +8,7 @@ import { EDGE_INDEX_FORMAT, treePaths } from '../contract/tree.js';
 import { parseManifestIndex } from '../contract/manifest.js';
 import { createHandler, keepPrivate, releasesOf, type HandlerOptions, type RequestContext } from '../handler.js';
 import { TrustedFronts } from '../adapters/forwarded.js';
-import { cacheControl, RELEASE_HEADER } from '../contract/routes.js';
+import { RELEASE_HEADER } from '../contract/routes.js';
 import type { Releases } from '../endpoints/route-request.js';
 import { LocalTreeOrigin } from '../origins/local.js';
 import { StoreOrigin } from '../origins/store-origin.js';
@@ -30,6 +30,7 @@ import { IntegrityError, type VerificationFailure } from '../origins/verified.js
 import { RefusedRecord } from '../mirror/refused-record.js';
 import { VerificationFailures, type Degraded } from './verification-failures.js';
 import { errorFields } from '../handler-log.js';
+import { FRONT_TARGET_HEADER, FRONT_TYPE_HEADER, frontFile } from './front-file.js';
 
 export interface ServeOptions {
   dir: string;
@@ -113,7 +114,7 @@ function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> &
 }
 
 /** The request header in which the front names, asking for an admission (the dispatch table's
- * system path `admission`), the manifest its file map was made from. */
+ * system path `admission`), the manifest its config and compressed copies were made from. */
 export const FRONT_MANIFEST_HEADER = 'X-Isoatlas-Front-Manifest';
 
 /** What /health says is wrong, by the step that failed: in words, never a path of this machine (the
@@ -199,26 +200,41 @@ async function health(
   }
 }
 
-/** The answer to a front's `GET /admission`: the request it stands for (same headers, same client)
- * is checked as if it were served here. 204 admits it, counted, with the headers the server would
- * add to the file's answer (limits, cache policy, release); 403 sends it on to the server, which
- * answers it in full and counts it there: when access control refuses it (so a refusal leaves the
- * counters untouched here, and the request is counted once) or when the front's file map is of
- * another release than the one served now. */
+/** The answer to a front's `GET /admission`: the request it stands for (its target in
+ * FRONT_TARGET_HEADER; same headers, same client) is checked as if it were served here. 204 admits
+ * it, counted, naming the file nginx sends (edge/server/front-file.ts) with the headers the server
+ * would add to the file's answer (limits, cache policy, release); 403 sends it on to the server, which
+ * answers it in full and counts it there: when the server would not answer it with a file as it is,
+ * when access control refuses it (so a refusal leaves the counters untouched here, and the request
+ * is counted once), or when the front's config is of another release than the one served now (its
+ * compressed copies are that release's). */
 async function admission(
   request: Request,
   context: RequestContext,
   releases: Releases,
   access: AccessControl,
+  store: boolean,
 ): Promise<Response> {
   const refer = new Response(null, { status: 403, headers: { 'Cache-Control': 'no-store' } });
   const release = await releases.get();
   if (!release || (await release.origin.manifestSha256()) !== request.headers.get(FRONT_MANIFEST_HEADER)) return refer;
+  const target = request.headers.get(FRONT_TARGET_HEADER);
+  const type = request.headers.get(FRONT_TYPE_HEADER);
+  if (target === null || type === null) return refer;
+  // What the handler would fail to read, it answers itself (a 502 for a file the manifest lists and
+  // the disk lacks), as the request is passed on.
+  const file = await frontFile(target, request.headers, type, release, releases, store).catch(() => null);
+  if (file === null) return refer;
   const decision = await access.decide(request, context.clientIp, { countRefused: false });
   if (decision.denied) return refer;
   const answer = new Response(null, {
     status: 204,
-    headers: { ...decision.headers, 'Cache-Control': cacheControl.release, [RELEASE_HEADER]: await release.name() },
+    headers: {
+      ...decision.headers,
+      ...file.headers,
+      'Cache-Control': file.cacheControl,
+      [RELEASE_HEADER]: await release.name(),
+    },
   });
   if (access.mode === 'key-required') keepPrivate(answer);
   return answer;
@@ -289,7 +305,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       new Response(metrics!.render(), {
         headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' },
       }),
-    admission: (request, context) => admission(request, context, releases, access),
+    admission: (request, context) => admission(request, context, releases, access, kind === 'mirror'),
   };
   const handler = withSystemPaths(api, answers, { metrics: metrics !== null });
   // One line per request, at info level.

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { startServer, type RunningServer } from './server.js';
 import { appendTestLog } from './key-scan.js';
 import { runCli } from './run.js';
-import { standaloneNginx } from '../../edge/server/nginx-config.js';
+import { forEachFrontFile, standaloneNginx } from '../../edge/server/nginx-config.js';
 import { freePort } from './ports.js';
 
 const ROOT = join(__dirname, '..', '..');
@@ -145,4 +145,15 @@ export function frontsOfSuite(): {
       return f;
     },
   };
+}
+
+/** The requests nginx may answer from a file of the release `dir` serves, each by its canonical id:
+ * the kind of file and its sha256 (the server names the file at admission; the config lists none). */
+export async function frontRequests(dir: string): Promise<Map<string, { kind: 'json' | 'mmcif'; sha256: string }>> {
+  const requests = new Map<string, { kind: 'json' | 'mmcif'; sha256: string }>();
+  await forEachFrontFile(dir, (entry, uris) => {
+    const kind = entry.path.endsWith('.cif') ? 'mmcif' : 'json';
+    for (const uri of uris) requests.set(uri, { kind, sha256: entry.sha256 });
+  });
+  return requests;
 }
