@@ -112,17 +112,19 @@ export async function readManifestIndex(
   }
 }
 
-/** Reads and checks a manifest's shards, a few at a time, handing each to `each` as it is read and
- * keeping none: what streams a manifest of any size in bounded memory (gc). Errors as loadManifest's. */
+/** Reads and checks a manifest's shards, `inFlight` at a time, handing each to `each` as it is read
+ * and keeping none: what streams a manifest of any size in bounded memory (gc, nginx-config). With
+ * one in flight, shards come in index order. Errors as loadManifest's. */
 export async function eachShard(
   read: ManifestRead,
   index: ManifestIndex,
   where: string,
   each: (i: number, loaded: Awaited<ReturnType<typeof loadShard>>) => void | Promise<void>,
   advice?: string,
+  inFlight = SHARDS_IN_FLIGHT,
 ): Promise<void> {
   const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
-  await forEachLimited([...index.shards.keys()], SHARDS_IN_FLIGHT, async (i) => {
+  await forEachLimited([...index.shards.keys()], inFlight, async (i) => {
     let loaded: Awaited<ReturnType<typeof loadShard>>;
     try {
       loaded = await loadShard(read, index, i, where);
@@ -179,23 +181,7 @@ export async function forEachManifestShard(
   visit: (entries: ManifestEntry[], shard: number) => Promise<void> | void,
   advice?: string,
 ): Promise<{ index: ManifestIndex; indexBody: Buffer }> {
-  const bad = (problem: string) => new BadInputError(advice ? `${problem}; ${advice}` : problem);
-  const indexBody = await read(treePaths.manifest);
-  if (!indexBody) throw bad(`${where} has no ${treePaths.manifest}: not a rendered isoatlas tree`);
-  let index: ManifestIndex;
-  try {
-    index = parseManifestIndex(indexBody, `${where}${treePaths.manifest}`);
-  } catch (err) {
-    throw bad((err as Error).message);
-  }
-  for (let i = 0; i < index.shards.length; i++) {
-    let entries: ManifestEntry[];
-    try {
-      entries = (await loadShard(read, index, i, where)).shard.entries;
-    } catch (err) {
-      throw err instanceof ManifestProblem ? bad(err.message) : err;
-    }
-    await visit(entries, i);
-  }
+  const { index, indexBody } = await readManifestIndex(read, where, advice);
+  await eachShard(read, index, where, (i, loaded) => visit(loaded.shard.entries, i), advice, 1);
   return { index, indexBody };
 }
