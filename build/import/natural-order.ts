@@ -4,8 +4,8 @@
 import { compareNatural } from '../release-db/records.js';
 import type { Staging } from './staging.js';
 
-/** Ids sorted in memory at once. */
-const RUN_IDS = 50_000;
+/** Ids sorted in memory at once, in batches of the staging file's: a fixed number. */
+const RUN_BATCHES = 25;
 
 /** Min-heap of run cursors by their current id. */
 class Heap<T> {
@@ -70,7 +70,7 @@ export function* naturalOrder(staging: Staging, table: string, column: string, f
   )) {
     for (const { id } of page) {
       pending.push(id);
-      if (pending.length >= RUN_IDS) flush();
+      if (pending.length >= staging.batchRows * RUN_BATCHES) flush();
     }
   }
   flush();
