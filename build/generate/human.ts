@@ -569,7 +569,7 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
     reference: 0,
     longRead: 0,
   };
-  const referenceGeneIds: string[] = []; // for fusion partners: the previous reference gene
+  let previousReferenceGene: string | null = null; // a fusion's partner
 
   for (const g of plan) {
     const rng = Rng.for(seed, 'gene', String(g.index));
@@ -758,7 +758,7 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
           : LONG_READ_CATEGORIES[tRng.weighted(LONG_READ_CATEGORIES.map(([, w]) => w))]![0];
         let associatedGene = g.novel ? geneId : `${geneId}.${geneVersion}`;
         if (category === 'fusion') {
-          const partner = referenceGeneIds[referenceGeneIds.length - 1];
+          const partner = previousReferenceGene;
           if (partner) associatedGene = `${associatedGene}_${partner}`;
           else category = 'genic';
         }
@@ -824,7 +824,7 @@ export function generateHumanInputs(outDir: string, opts: HumanInputsOptions): H
       }
     }
     if (g.novel) counts.novel += 1;
-    else referenceGeneIds.push(`${geneId}.${geneVersion}`);
+    else previousReferenceGene = `${geneId}.${geneVersion}`;
 
     // GTF: the gene line, then its transcripts and exons (reference genes only have gene lines).
     if (!g.novel && g.reference > 0) {

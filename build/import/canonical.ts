@@ -11,6 +11,12 @@
 // Long-read isoforms are never canonical: canonical means the reference annotation's choice.
 import type { IsoformRecord, ReferenceCds } from '../release-db/records.js';
 
+/** What the rule reads of an isoform. */
+export type CanonicalCandidate = Pick<
+  IsoformRecord,
+  'transcript_id' | 'source' | 'tags' | 'reference_cds' | 'exons' | 'coding' | 'protein_length' | 'length'
+> & { orf: { completeness: string } | null };
+
 export type CanonicalRule =
   | 'MANE_Select'
   | 'Ensembl_canonical'
@@ -19,16 +25,16 @@ export type CanonicalRule =
   | 'longest_transcript';
 
 /** Nucleotides of the annotated CDS on the transcript's exons. */
-function cdsLengthOnExons(iso: IsoformRecord, cds: ReferenceCds): number {
+function cdsLengthOnExons(iso: CanonicalCandidate, cds: ReferenceCds): number {
   let n = 0;
   for (const [start, end] of iso.exons) n += Math.max(0, Math.min(end, cds.end) - Math.max(start, cds.start) + 1);
   return n;
 }
 
-export function chooseCanonical(isoforms: IsoformRecord[]): { transcriptId: string; rule: CanonicalRule } | null {
+export function chooseCanonical(isoforms: CanonicalCandidate[]): { transcriptId: string; rule: CanonicalRule } | null {
   const reference = isoforms.filter((i) => i.source === 'reference');
   if (reference.length === 0) return null;
-  const byId = (a: IsoformRecord, b: IsoformRecord) => (a.transcript_id < b.transcript_id ? -1 : 1);
+  const byId = (a: CanonicalCandidate, b: CanonicalCandidate) => (a.transcript_id < b.transcript_id ? -1 : 1);
   for (const tag of ['MANE_Select', 'Ensembl_canonical'] as const) {
     const tagged = reference.filter((i) => i.tags.includes(tag)).sort(byId);
     if (tagged.length) return { transcriptId: tagged[0].transcript_id, rule: tag };
@@ -42,7 +48,7 @@ export function chooseCanonical(isoforms: IsoformRecord[]): { transcriptId: stri
   }
   const coding = reference.filter((i) => i.coding && i.protein_length !== null);
   if (coding.length) {
-    const partial = (i: IsoformRecord) => (i.orf !== null && i.orf.completeness !== 'complete' ? 1 : 0);
+    const partial = (i: CanonicalCandidate) => (i.orf !== null && i.orf.completeness !== 'complete' ? 1 : 0);
     coding.sort(
       (a, b) => partial(a) - partial(b) || b.protein_length! - a.protein_length! || b.length - a.length || byId(a, b),
     );

@@ -14,7 +14,13 @@ import { basename } from 'node:path';
 import { InputError, readLines, readTsv, sha256File } from './input.js';
 import type { Db } from '../release-db/database.js';
 import type { GeneInfo } from '../release-db/records.js';
-import { checkAgreement, type AnnotatedGene, type Refusal, type XrefRow } from './xref-agreement.js';
+import {
+  checkAgreement,
+  type AnnotatedGene,
+  type AnnotatedGenes,
+  type Refusal,
+  type XrefRow,
+} from './xref-agreement.js';
 
 export interface GeneInfoRecord extends GeneInfo, XrefRow {
   line: number;
@@ -124,13 +130,16 @@ export async function importGeneInfo(
   input: { file: string; source: string; version?: string; description?: string },
 ): Promise<GeneInfoSummary> {
   const { format, rows } = await readGeneInfo(input.file);
-  const genes = new Map(
-    (db.prepare('SELECT gene_id, symbol, chromosome, hgnc_id FROM genes').all() as AnnotatedGene[]).map((g) => [
-      g.gene_id,
-      g,
-    ]),
-  );
-  const named = rows.filter((r) => genes.has(r.gene_id));
+  // The release's genes are looked up, not loaded: a release can have many more than the file has rows.
+  const byId = db.prepare('SELECT gene_id, symbol, chromosome, hgnc_id FROM genes WHERE gene_id = ?');
+  const symbolCount = db
+    .prepare('SELECT count(*) FROM genes WHERE symbol = @symbol COLLATE NOCASE AND symbol = @symbol')
+    .pluck();
+  const genes: AnnotatedGenes = {
+    get: (id) => byId.get(id) as AnnotatedGene | undefined,
+    withSymbol: (symbol) => symbolCount.get({ symbol }) as number,
+  };
+  const named = rows.filter((r) => genes.get(r.gene_id) !== undefined);
   const unmatched = rows.length - named.length;
   const { agreeing, refused } = checkAgreement(named, genes);
   const byGene = new Map<string, GeneInfoRecord[]>();

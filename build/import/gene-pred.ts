@@ -20,8 +20,19 @@ const STATUS: Record<string, CdsEndStatus | 'none'> = {
   none: 'none',
 };
 
+/** Reads a whole genePred into memory (for tools and tests; the core import stages it). */
 export async function readGenePred(path: string): Promise<Map<string, GenePredTranscript>> {
   const out = new Map<string, GenePredTranscript>();
+  for await (const entry of genePredEntries(path, (name) => out.get(name)?.line ?? null)) out.set(entry.name, entry);
+  return out;
+}
+
+/** The transcripts of a genePred one at a time, each checked as it is read. `firstLine` says where a
+ * transcript was already read (null where it was not): a second line of it is an error. */
+export async function* genePredEntries(
+  path: string,
+  firstLine: (name: string) => number | null,
+): AsyncGenerator<GenePredTranscript & { name: string }> {
   for await (const [line, text] of readLines(path)) {
     if (text.trim() === '' || text.startsWith('#')) continue;
     const f = text.split('\t');
@@ -45,8 +56,8 @@ export async function readGenePred(path: string): Promise<Map<string, GenePredTr
         line,
         `cdsStartStat "${f[12]}" / cdsEndStat "${f[13]}": expected none, unk, incmpl or cmpl`,
       );
-    if (out.has(name))
-      throw new InputError(path, line, `transcript ${name} appears twice (first at line ${out.get(name)!.line})`);
+    const first = firstLine(name);
+    if (first !== null) throw new InputError(path, line, `transcript ${name} appears twice (first at line ${first})`);
     let cds: ReferenceCds | null = null;
     if (cdsEnd > cdsStart) {
       if (startStat === 'none' || endStat === 'none')
@@ -56,7 +67,6 @@ export async function readGenePred(path: string): Promise<Map<string, GenePredTr
       const [fivePrime, threePrime] = strand === '+' ? [startStat, endStat] : [endStat, startStat];
       cds = { start: cdsStart + 1, end: cdsEnd, start_status: fivePrime, end_status: threePrime, source: 'genepred' };
     }
-    out.set(name, { chromosome, strand, cds, line });
+    yield { name, chromosome, strand, cds, line };
   }
-  return out;
 }

@@ -74,21 +74,18 @@ export function parseAttributes(text: string, fail: (problem: string) => never):
   return out;
 }
 
-export async function readGtf(path: string): Promise<Gtf> {
-  const transcripts = new Map<string, GtfTranscript>();
-  const genes = new Map<string, GtfGene>();
-  const exons = new Map<
-    string,
-    {
-      exons: [number, number][];
-      cds: number;
-      cdsSpan: [number, number] | null;
-      startCodon: boolean;
-      stopCodon: boolean;
-      line: number;
-    }
-  >();
+/** What one GTF line says, as the readers store it. */
+export type GtfEvent =
+  | { kind: 'gene'; gene: GtfGene; line: number }
+  | { kind: 'transcript'; transcript: GtfTranscript; line: number }
+  | { kind: 'feature'; transcriptId: string; feature: FeatureKind; start: number; end: number; line: number };
 
+/** The features a transcript's structure is read from. */
+export type FeatureKind = 'exon' | 'CDS' | 'start_codon' | 'stop_codon';
+
+/** The lines of a GTF one at a time, checked line by line; what needs the whole file (duplicate
+ * ids, exons without a transcript, overlaps) is for the reader that stores them. */
+export async function* gtfEvents(path: string): AsyncGenerator<GtfEvent> {
   for await (const [line, text] of readLines(path)) {
     if (text === '' || text.startsWith('#')) continue;
     const fail = (problem: string): never => {
@@ -114,47 +111,117 @@ export async function readGtf(path: string): Promise<Gtf> {
 
     if (feature === 'gene') {
       const geneId = need('gene_id');
-      if (genes.has(geneId)) fail(`duplicate gene id ${geneId}`);
-      genes.set(geneId, {
-        geneId,
-        geneName: one('gene_name'),
-        geneType: one('gene_type') ?? one('gene_biotype'),
-        hgncId: hgnc(),
-        chromosome,
-        strand: strand as '+' | '-',
-        start,
-        end,
-      });
+      yield {
+        kind: 'gene',
+        gene: {
+          geneId,
+          geneName: one('gene_name'),
+          geneType: one('gene_type') ?? one('gene_biotype'),
+          hgncId: hgnc(),
+          chromosome,
+          strand: strand as '+' | '-',
+          start,
+          end,
+        },
+        line,
+      };
     } else if (feature === 'transcript') {
       const transcriptId = need('transcript_id');
-      const previous = transcripts.get(transcriptId);
-      if (previous) fail(`duplicate transcript id ${transcriptId} (first defined at line ${previous.line})`);
-      transcripts.set(transcriptId, {
-        transcriptId,
-        geneId: need('gene_id'),
-        geneName: one('gene_name'),
-        geneType: one('gene_type') ?? one('gene_biotype'),
-        transcriptType: one('transcript_type') ?? one('transcript_biotype'),
-        transcriptName: one('transcript_name'),
-        proteinId: one('protein_id'),
-        hgncId: hgnc(),
-        tags: [...(attrs.get('tag') ?? [])].sort(),
-        chromosome,
-        strand: strand as '+' | '-',
-        start,
-        end,
-        exonCount: 0,
-        length: 0,
-        exons: [],
-        cdsLength: 0,
-        cds: null,
+      yield {
+        kind: 'transcript',
+        transcript: {
+          transcriptId,
+          geneId: need('gene_id'),
+          geneName: one('gene_name'),
+          geneType: one('gene_type') ?? one('gene_biotype'),
+          transcriptType: one('transcript_type') ?? one('transcript_biotype'),
+          transcriptName: one('transcript_name'),
+          proteinId: one('protein_id'),
+          hgncId: hgnc(),
+          tags: [...(attrs.get('tag') ?? [])].sort(),
+          chromosome,
+          strand: strand as '+' | '-',
+          start,
+          end,
+          exonCount: 0,
+          length: 0,
+          exons: [],
+          cdsLength: 0,
+          cds: null,
+          line,
+        },
         line,
-      });
+      };
     } else if (feature === 'exon' || feature === 'CDS' || feature === 'start_codon' || feature === 'stop_codon') {
-      const transcriptId = need('transcript_id');
-      let acc = exons.get(transcriptId);
+      yield { kind: 'feature', transcriptId: need('transcript_id'), feature, start, end, line };
+    }
+  }
+}
+
+/** A transcript's features, as read. */
+export interface FeatureSummary {
+  /** Exons as [start, end], ascending by start (file order among equal starts). */
+  exons: [number, number][];
+  cds: number;
+  cdsSpan: [number, number] | null;
+  startCodon: boolean;
+  stopCodon: boolean;
+}
+
+/** Sets a transcript's structure from its features: exons 5′ to 3′, their count and length, its CDS. */
+export function setStructure(t: GtfTranscript, f: FeatureSummary): void {
+  const ordered = f.exons;
+  if (t.strand === '-') ordered.reverse();
+  t.exons = ordered;
+  t.exonCount = ordered.length;
+  t.length = ordered.reduce((sum, [s, e]) => sum + e - s + 1, 0);
+  t.cdsLength = f.cds;
+  t.cds = f.cdsSpan
+    ? { start: f.cdsSpan[0], end: f.cdsSpan[1], startCodon: f.startCodon, stopCodon: f.stopCodon }
+    : null;
+}
+
+/** A transcript line without exon lines happens in region-clipped subsets (the GENCODE v49 sample
+ * has 7): the transcript is taken as one exon spanning its line rather than dropping a real record.
+ * Returns the warning that says so, or null for a transcript with exons. */
+export function oneExonIfNone(path: string, t: GtfTranscript): string | null {
+  if (t.exonCount > 0) return null;
+  t.exonCount = 1;
+  t.length = t.end - t.start + 1;
+  t.exons = [[t.start, t.end]];
+  return `${path}:${t.line}: transcript ${t.transcriptId} has no exon lines; taken as one exon spanning ${t.start}-${t.end}`;
+}
+
+/** The problem of two exons, ascending by start, that overlap. */
+export const overlapProblem = (transcriptId: string, a: [number, number], b: [number, number]) =>
+  `transcript ${transcriptId} has overlapping exons ${a.join('-')} and ${b.join('-')}`;
+
+/** Reads a whole GTF into memory (for tools and tests on small files; the core import stages it). */
+export async function readGtf(path: string): Promise<Gtf> {
+  const transcripts = new Map<string, GtfTranscript>();
+  const genes = new Map<string, GtfGene>();
+  const features = new Map<string, FeatureSummary & { line: number }>();
+
+  for await (const event of gtfEvents(path)) {
+    if (event.kind === 'gene') {
+      const { geneId } = event.gene;
+      if (genes.has(geneId)) throw new InputError(path, event.line, `duplicate gene id ${geneId}`);
+      genes.set(geneId, event.gene);
+    } else if (event.kind === 'transcript') {
+      const { transcriptId } = event.transcript;
+      const previous = transcripts.get(transcriptId);
+      if (previous)
+        throw new InputError(
+          path,
+          event.line,
+          `duplicate transcript id ${transcriptId} (first defined at line ${previous.line})`,
+        );
+      transcripts.set(transcriptId, event.transcript);
+    } else {
+      const { transcriptId, feature, start, end, line } = event;
+      let acc = features.get(transcriptId);
       if (!acc)
-        exons.set(
+        features.set(
           transcriptId,
           (acc = { exons: [], cds: 0, cdsSpan: null, startCodon: false, stopCodon: false, line }),
         );
@@ -168,41 +235,23 @@ export async function readGtf(path: string): Promise<Gtf> {
     }
   }
 
-  for (const [transcriptId, acc] of exons) {
+  for (const [transcriptId, acc] of features) {
     const t = transcripts.get(transcriptId);
     if (!t) throw new InputError(path, acc.line, `exon of transcript ${transcriptId}, which has no transcript line`);
     const ordered = acc.exons.sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < ordered.length; i++) {
-      if (ordered[i][0] <= ordered[i - 1][1]) {
-        throw new InputError(
-          path,
-          acc.line,
-          `transcript ${transcriptId} has overlapping exons ${ordered[i - 1].join('-')} and ${ordered[i].join('-')}`,
-        );
-      }
+      if (ordered[i][0] <= ordered[i - 1][1])
+        throw new InputError(path, acc.line, overlapProblem(transcriptId, ordered[i - 1], ordered[i]));
     }
-    if (t.strand === '-') ordered.reverse();
-    t.exons = ordered;
-    t.exonCount = ordered.length;
-    t.length = ordered.reduce((sum, [s, e]) => sum + e - s + 1, 0);
-    t.cdsLength = acc.cds;
-    t.cds = acc.cdsSpan
-      ? { start: acc.cdsSpan[0], end: acc.cdsSpan[1], startCodon: acc.startCodon, stopCodon: acc.stopCodon }
-      : null;
+    setStructure(t, acc);
   }
-  // A transcript line without exon lines happens in region-clipped subsets (the GENCODE v49 sample
-  // has 7): take the transcript as one exon spanning its line rather than dropping a real record.
   const warnings: string[] = [];
   for (const t of transcripts.values()) {
-    if (t.exonCount === 0) {
-      t.exonCount = 1;
-      t.length = t.end - t.start + 1;
-      t.exons = [[t.start, t.end]];
-      warnings.push(
-        `${path}:${t.line}: transcript ${t.transcriptId} has no exon lines; taken as one exon spanning ${t.start}-${t.end}`,
-      );
-    }
+    const warning = oneExonIfNone(path, t);
+    if (warning) warnings.push(warning);
   }
-  if (transcripts.size === 0) throw new InputError(path, null, 'no transcript lines found: is this a GTF file?');
+  if (transcripts.size === 0) throw new InputError(path, null, NO_TRANSCRIPTS);
   return { file: path, warnings, transcripts, genes };
 }
+
+export const NO_TRANSCRIPTS = 'no transcript lines found: is this a GTF file?';

@@ -57,14 +57,26 @@ export const QC_COLUMNS = [
   'FL',
 ] as const;
 
+/** Reads a whole classification into memory (for tools and tests; the core import stages it). */
 export async function readSqantiClassification(path: string): Promise<Map<string, SqantiRow>> {
   const rows = new Map<string, SqantiRow>();
+  const firstLine = (isoform: string) => rows.get(isoform)?.line ?? null;
+  for await (const row of sqantiRows(path, firstLine)) rows.set(row.isoform, row);
+  return rows;
+}
+
+/** The rows of a classification one at a time, each checked as it is read. `firstLine` says where an
+ * isoform was already read (null where it was not): a second row of it is an error. */
+export async function* sqantiRows(
+  path: string,
+  firstLine: (isoform: string) => number | null,
+): AsyncGenerator<SqantiRow> {
   for await (const { line, row } of readTsv(path, { required: REQUIRED })) {
     const p = cellParsers(path, line);
     const isoform = p.text('isoform', row.isoform)!;
-    const previous = rows.get(isoform);
-    if (previous)
-      throw new InputError(path, line, `duplicate isoform ${isoform} (first at line ${previous.line})`, 'isoform');
+    const previous = firstLine(isoform);
+    if (previous !== null)
+      throw new InputError(path, line, `duplicate isoform ${isoform} (first at line ${previous})`, 'isoform');
     if (row.strand !== '+' && row.strand !== '-') p.fail('strand', `expected + or -, found "${row.strand}"`);
     if (row.coding !== 'coding' && row.coding !== 'non_coding')
       p.fail('coding', `expected coding or non_coding, found "${row.coding}"`);
@@ -108,7 +120,7 @@ export async function readSqantiClassification(path: string): Promise<Map<string
           full_length_reads: p.int('FL', cell('FL'), { min: 0, nullable: true }),
         }
       : null;
-    rows.set(isoform, {
+    yield {
       isoform,
       chromosome: p.text('chrom', row.chrom)!,
       strand: row.strand as '+' | '-',
@@ -128,7 +140,6 @@ export async function readSqantiClassification(path: string): Promise<Map<string
       isoExp: 'iso_exp' in row ? p.num('iso_exp', row.iso_exp, { min: 0, nullable: true }) : null,
       qc,
       line,
-    });
+    };
   }
-  return rows;
 }

@@ -264,7 +264,16 @@ export async function insertTrack<T extends Track>(
   const { track, file } = input;
   const proteinOf = db.prepare('SELECT coding, protein_length, protein_sequence FROM isoforms WHERE transcript_id = ?');
   const provenance = input.generated ? 'generated' : 'real';
-  const seen = new Set<string>();
+  // Duplicates within this input are looked up among the rows it has inserted so far (ids above those
+  // the table had when it began), not kept in memory: an input can have millions of rows.
+  let firstNew = 0;
+  const lastId = db.prepare(`SELECT coalesce(max(rowid), 0) FROM ${TRACK_TABLES[track]}`).pluck();
+  const siteInserted =
+    track === 'ptm'
+      ? db.prepare('SELECT 1 FROM ptm_sites WHERE transcript_id = ? AND position = ? AND modification = ? AND id > ?')
+      : null;
+  const structureInserted =
+    track === 'structures' ? db.prepare('SELECT 1 FROM structures WHERE transcript_id = ? AND rowid > ?') : null;
   const statement = db.prepare(INSERT_SQL[track]);
   const existing = track === 'structures' ? db.prepare('SELECT 1 FROM structures WHERE transcript_id = ?') : null;
   // Rows arrive grouped by isoform in practice: keep the last protein rather than look it up per row.
@@ -314,14 +323,12 @@ export async function insertTrack<T extends Track>(
       const actual = protein!.protein_sequence?.[r.position - 1];
       if (actual !== undefined && actual !== r.residue)
         fail('residue', `${id} has ${actual} at position ${r.position}, not ${r.residue}`);
-      const key = `${id}\u0000${r.position}\u0000${r.modification}`;
-      if (seen.has(key)) fail('position', `duplicate site ${id} ${r.residue}${r.position} ${r.modification}`);
-      seen.add(key);
+      if (siteInserted!.get(id, r.position, r.modification, firstNew))
+        fail('position', `duplicate site ${id} ${r.residue}${r.position} ${r.modification}`);
       return [id, r.position, r.residue, r.modification, r.source ?? input.source, provenance];
     }
     const r = record as StructureRecord;
-    if (seen.has(id)) fail('transcript_id', `${id} has more than one structure`);
-    seen.add(id);
+    if (structureInserted!.get(id, firstNew)) fail('transcript_id', `${id} has more than one structure`);
     if (r.plddt_residues && r.plddt_residues.start + r.plddt_residues.values.length - 1 > length) {
       fail(
         'transcript_id',
@@ -339,14 +346,16 @@ export async function insertTrack<T extends Track>(
   };
 
   const inputName = basename(file);
-  // Rolling back needs a journal; a release database being written has none (store.ts), so keep
-  // one in memory while this input is inserted.
+  // Rolling back needs a journal; a release database being written has none (sqlite-settings.ts), so
+  // keep one while this input is inserted: on file, as one in memory would hold every page a
+  // replacement's deletions free and its inserts reuse.
   const journal = db.pragma('journal_mode', { simple: true }) as string;
-  if (journal === 'off') db.pragma('journal_mode = MEMORY');
+  if (journal === 'off') db.pragma('journal_mode = DELETE');
   db.exec('SAVEPOINT insert_track');
   try {
     // Inside the savepoint: a replacement that fails leaves the earlier records in place.
     if (input.replace) removeTrackRecords(db, track, inputName);
+    firstNew = lastId.get() as number;
     const already = db.prepare('SELECT 1 FROM track_sources WHERE track = ? AND input_file = ?').get(track, inputName);
     let misfit: InputError | null = null;
     let present: InputError | null = null;

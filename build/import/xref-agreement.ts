@@ -43,15 +43,28 @@ export interface Refusal {
   reason: RefusalReason;
 }
 
+/** The release's genes, as the rules read them: one by id, and how many carry a symbol. */
+export interface AnnotatedGenes {
+  get(geneId: string): AnnotatedGene | undefined;
+  withSymbol(symbol: string): number;
+}
+
+/** Genes held in a map (tests, small releases); the import looks them up in the release instead. */
+function genesOfMap(genes: Map<string, AnnotatedGene>): AnnotatedGenes {
+  const bySymbol = new Map<string, number>();
+  for (const g of genes.values()) bySymbol.set(g.symbol, (bySymbol.get(g.symbol) ?? 0) + 1);
+  return { get: (id) => genes.get(id), withSymbol: (symbol) => bySymbol.get(symbol) ?? 0 };
+}
+
 const bareChromosome = (name: string) => name.replace(/^chr/i, '');
 
 /** The first rule a row breaks, or null when it agrees with the annotation. */
-function disagreement(row: XrefRow, gene: AnnotatedGene, genesBySymbol: Map<string, number>): RefusalReason | null {
+function disagreement(row: XrefRow, gene: AnnotatedGene, genes: AnnotatedGenes): RefusalReason | null {
   if (row.record_chromosomes.length && !row.record_chromosomes.includes(bareChromosome(gene.chromosome)))
     return 'other_chromosome';
   if (row.record_ensembl_ids.length && !row.record_ensembl_ids.includes(gene.gene_id)) return 'linked_elsewhere';
-  if (row.symbol !== gene.symbol && genesBySymbol.has(row.symbol)) return 'symbol_of_another_gene';
-  if (row.matched_by === 'symbol' && (genesBySymbol.get(row.symbol) ?? 0) > 1) return 'symbol_ambiguous';
+  if (row.symbol !== gene.symbol && genes.withSymbol(row.symbol) > 0) return 'symbol_of_another_gene';
+  if (row.matched_by === 'symbol' && genes.withSymbol(row.symbol) > 1) return 'symbol_ambiguous';
   if (row.hgnc_id && gene.hgnc_id && row.hgnc_id !== gene.hgnc_id) return 'hgnc_disagrees';
   return null;
 }
@@ -59,16 +72,15 @@ function disagreement(row: XrefRow, gene: AnnotatedGene, genesBySymbol: Map<stri
 /** Splits rows (each naming a gene of `genes`) into those that agree and those refused, with why. */
 export function checkAgreement<R extends XrefRow>(
   rows: R[],
-  genes: Map<string, AnnotatedGene>,
+  release: Map<string, AnnotatedGene> | AnnotatedGenes,
 ): { agreeing: R[]; refused: Refusal[] } {
-  const genesBySymbol = new Map<string, number>();
-  for (const g of genes.values()) genesBySymbol.set(g.symbol, (genesBySymbol.get(g.symbol) ?? 0) + 1);
+  const genes = release instanceof Map ? genesOfMap(release) : release;
   const agreeing: R[] = [];
   const refused: Refusal[] = [];
   for (const row of rows) {
     const gene = genes.get(row.gene_id);
     if (!gene) throw new Error(`checkAgreement: ${row.gene_id} is not a gene of the release`);
-    const reason = disagreement(row, gene, genesBySymbol);
+    const reason = disagreement(row, gene, genes);
     if (reason) refused.push({ gene_id: row.gene_id, symbol: row.symbol, ncbi_gene_id: row.ncbi_gene_id, reason });
     else agreeing.push(row);
   }

@@ -6,6 +6,7 @@ import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { UsageError } from '../common/errors.js';
 import { DDL, SCHEMA_VERSION } from './schema.js';
+import { applyImportSettings } from './sqlite-settings.js';
 
 export type Db = Database.Database;
 
@@ -18,11 +19,8 @@ function tempPathFor(path: string) {
 async function commitOrDiscard(tmp: string, path: string, work: (db: Db) => Promise<void>): Promise<void> {
   const db = new Database(tmp);
   try {
-    db.pragma('journal_mode = OFF'); // the temp file is thrown away on failure; no journal needed
+    applyImportSettings(db); // the temp file is thrown away on failure (sqlite-settings.ts)
     db.pragma('foreign_keys = ON');
-    // Millions of rows go into indexes in transcript-id order, not insertion order: with SQLite's
-    // default 2 MB page cache every insert re-reads index pages. 256 MB keeps them in memory.
-    db.pragma('cache_size = -262144');
     await work(db);
     const violations = db.pragma('foreign_key_check') as unknown[];
     if (violations.length) throw new Error(`release database violates a foreign key: ${JSON.stringify(violations[0])}`);
