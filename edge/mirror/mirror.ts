@@ -467,7 +467,7 @@ class LocalObjects {
     private readonly backend: DirectoryBackend,
     o: { verify: boolean; log: (line: string) => void },
   ) {
-    this.index = o.verify ? VerifiedIndex.empty() : VerifiedIndex.read(backend.root, o.log);
+    this.index = o.verify ? VerifiedIndex.empty(backend.root) : VerifiedIndex.read(backend.root, o.log);
     this.refused = readRefused(backend.root);
     if (this.refused.size > 0)
       o.log(
@@ -524,17 +524,19 @@ class LocalObjects {
   /** Writes the index of what the mirror holds verified, and takes the record of refused objects.
    * Never fails the sync: without an index the next one hashes everything. */
   save(log: (line: string) => void): void {
-    try {
-      this.index.write(this.backend.root, (sha) => stampOf(this.file(sha)));
-    } catch (err) {
-      log(
-        `cannot write ${join(this.backend.root, VERIFIED_INDEX)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the next sync hashes every object again`,
-      );
-    }
+    // Before the index is written: writing lets go of what it read.
     try {
       takeRefused(this.backend.root, (sha) => this.index.verifiedNow(sha) || stampOf(this.file(sha)) === null);
     } catch (err) {
       log(`cannot update ${join(this.backend.root, REFUSED_RECORD)}: ${(err as Error).message}`);
+    }
+    try {
+      this.index.write(this.backend.root, (sha) => stampOf(this.file(sha)));
+    } catch (err) {
+      this.index.close();
+      log(
+        `cannot write ${join(this.backend.root, VERIFIED_INDEX)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the next sync hashes every object again`,
+      );
     }
   }
 }
