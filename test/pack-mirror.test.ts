@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { mirror } from '../edge/mirror/mirror.js';
 import { MAX_GAP_BYTES, MAX_RANGE_BYTES, PackedObjects } from '../edge/mirror/pack-fetch.js';
+import { SyncScratch } from '../edge/mirror/sync-scratch.js';
 import { packKey, type PackIndex } from '../edge/contract/packs.js';
 import { objectKey } from '../edge/contract/store-layout.js';
 import { S3Backend } from '../edge/store/s3-backend.js';
@@ -127,6 +128,8 @@ afterAll(() => {
 
 describe('planning range reads', () => {
   const hex = (i: number) => i.toString(16).padStart(64, '0');
+  /** Scratch tables where a sync keeps the places of packed objects (removed with `work`). */
+  const scratch = () => SyncScratch.open(mkdtempSync(join(work, 'scratch-')));
   /** One pack of objects of these lengths, as PackedObjects reads it. */
   async function packOf(lengths: number[]): Promise<{ objects: PackedObjects; index: PackIndex }> {
     let offset = 0;
@@ -154,7 +157,7 @@ describe('planning range reads', () => {
         ],
       }),
     );
-    const objects = new PackedObjects();
+    const objects = new PackedObjects(scratch());
     await objects.add({ sha256: 'd'.repeat(64), size: list.length }, async (sha) =>
       sha === 'd'.repeat(64) ? list : indexBody,
     );
@@ -194,7 +197,7 @@ describe('planning range reads', () => {
     );
     const indexBody = Buffer.from(JSON.stringify(index));
     await expect(
-      new PackedObjects().add({ sha256: 'd'.repeat(64), size: 1 }, async (sha) =>
+      new PackedObjects(scratch()).add({ sha256: 'd'.repeat(64), size: 1 }, async (sha) =>
         sha === 'd'.repeat(64) ? list : indexBody,
       ),
     ).rejects.toThrow(

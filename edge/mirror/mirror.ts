@@ -17,8 +17,11 @@
 //   - The mirror's directory is a store (edge/store/: a ReleaseStore over a DirectoryBackend), written
 //     as publish writes a bucket: objects under their sha256, then the history and the pointer, each
 //     a conditional write. Releases it no longer holds are retired in its history, and their objects
-//     are deleted by the same garbage collection as `isoatlas gc` (build/publish/sweep.ts): only
-//     after the grace period, since a client of the mirror may still follow links into them.
+//     are deleted as `isoatlas gc` (build/publish/sweep.ts) deletes them (clean-up.ts): only after
+//     the grace period, since a client of the mirror may still follow links into them.
+//   - Memory does not grow with the release: what the releases list, where packs hold it and what
+//     is missing are scratch tables on disk (sync-scratch.ts), read back in bounded pages; the
+//     verified index is searched and merged on disk (verified-index.ts).
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -37,9 +40,10 @@ import {
 } from '../contract/store-layout.js';
 import { DirectoryBackend } from '../store/directory-backend.js';
 import { ReleaseStore } from '../store/release-store.js';
-import { checkGrace, sweepStore } from '../../build/publish/sweep.js';
+import { checkGrace } from '../../build/publish/sweep.js';
+import { cleanUpMirror, type CleanUpOptions } from './clean-up.js';
 import { DEFAULT_GRACE_HOURS } from '../../build/publish/grace.js';
-import { treePaths, type ManifestEntry, type ManifestIndex } from '../contract/tree.js';
+import { treePaths, type ManifestIndex } from '../contract/tree.js';
 import { OriginError, type Origin } from '../origin.js';
 import { HttpOrigin } from '../origins/http-origin.js';
 import { BadInputError, UsageError } from '../../build/common/errors.js';
@@ -47,9 +51,10 @@ import { StorageError } from '../../build/common/storage-errors.js';
 import { sourceError } from './source-errors.js';
 import { parseManifestIndex, parseShardObject } from '../contract/manifest.js';
 import { startProgress, type Progress } from '../../build/common/progress.js';
-import { loadManifest } from '../../build/common/manifest-reader.js';
+import { ManifestProblem, loadShard, type ManifestRead } from '../../build/common/manifest-reader.js';
 import { forEachLimited } from '../../build/common/concurrency.js';
-import { PackedObjects, fetchRanges } from './pack-fetch.js';
+import { PackedObjects, RangePlanner, fetchRanges, type PackRange } from './pack-fetch.js';
+import { SyncScratch, type Wanted } from './sync-scratch.js';
 import { VERIFIED_INDEX, VerifiedIndex, stampOf } from './verified-index.js';
 import { REFUSED_RECORD, readRefused, takeRefused } from './refused-record.js';
 
@@ -140,6 +145,10 @@ const ATTEMPTS = 2;
 /** Attempts of a request the source answered 429 or 503, and the longest wait between them. */
 const BUSY_ATTEMPTS = 8;
 const MAX_WAIT_MS = 120_000;
+/** Shards of a manifest read at once. */
+const SHARDS_IN_FLIGHT = 8;
+/** Missing objects planned into ranges before those ranges are read: what the plan holds in memory. */
+const FETCH_BATCH = 16_384;
 
 /** Parses `--from`; a UsageError (exit 2) when it is neither an http(s) URL nor `s3://bucket[/prefix]`. */
 export function parseMirrorSource(from: string): MirrorSource {
@@ -186,16 +195,23 @@ interface Source {
 }
 
 export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
-  const objects: { local?: LocalObjects } = {};
+  const objects: { local?: LocalObjects; scratch?: SyncScratch } = {};
   try {
     return await sync(opts, objects);
   } finally {
     // Whether the sync succeeded or not, what it verified is kept: the next one does not hash it again.
-    objects.local?.save(opts.log ?? (() => {}));
+    try {
+      objects.local?.save(opts.log ?? (() => {}));
+    } finally {
+      objects.scratch?.close();
+    }
   }
 }
 
-async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Promise<MirrorSummary> {
+async function sync(
+  opts: MirrorOptions,
+  objects: { local?: LocalObjects; scratch?: SyncScratch },
+): Promise<MirrorSummary> {
   const started = performance.now();
   const log = opts.log ?? (() => {});
   const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
@@ -241,10 +257,11 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
     published_at: current.published_at,
   });
 
-  // 2. Every object those releases list: their manifests first (from the mirror when it has them),
-  // with their pack lists and pack indexes, and their shards read through the packs.
+  // 2. Every object those releases list, into the sync's scratch tables (sync-scratch.ts): their
+  // manifests first (from the mirror when it has them), with their pack lists and pack indexes, and
+  // their shards read through the packs; then each shard's files, one shard at a time.
+  const scratch = (objects.scratch = SyncScratch.open(to));
   const local = (objects.local = new LocalObjects(store, backend, { verify: opts.verify === true, log }));
-  const needed = new Map<string, { size: number; path: string }>();
   /** An object's bytes: the mirror's, else the source's (checked against its sha256), kept. */
   const object = async (sha: string, size: number | undefined, path: string) => {
     const mine = local.verified(sha, size);
@@ -253,15 +270,13 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
     await local.put(sha, body);
     return body;
   };
-  const packed = new PackedObjects();
+  const packed = new PackedObjects(scratch);
+  const range = opts.packs === false ? undefined : source.range;
   const read = { packs: new Set<string>(), ranges: 0 };
-  /** Reads what it can of `wanted` (sha256 → size) from the packs; answers the rest. */
-  const fromPacks = async (wanted: Map<string, number>, progress?: Progress): Promise<Map<string, number>> => {
-    const range = opts.packs === false ? undefined : source.range;
-    if (!range || wanted.size === 0) return wanted;
-    const { ranges, rest } = packed.plan(wanted);
+  /** Reads `ranges` and writes what they hold; answers the objects left to be read on their own. */
+  const fetchPlanned = async (ranges: PackRange[], progress?: Progress): Promise<Map<string, number>> => {
     const got = await fetchRanges(ranges, {
-      read: range,
+      read: range!,
       put: async (sha, body) => {
         await local.put(sha, body);
         progress?.tick();
@@ -270,14 +285,18 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
     });
     for (const r of ranges) read.packs.add(r.pack);
     read.ranges += got.ranges;
-    for (const [sha, size] of got.refused) rest.set(sha, size);
-    return rest;
+    return got.refused;
+  };
+  /** Reads what it can of `wanted` (sha256 → size; a release's shard objects) from the packs. */
+  const fromPacks = async (wanted: Map<string, number>): Promise<void> => {
+    if (!range || wanted.size === 0) return;
+    await fetchPlanned(packed.plan(wanted).ranges);
   };
   for (const r of wanted) {
     const where = `${source.description} (release ${r.release}) `;
     const indexBody = await object(r.manifest_sha256, undefined, treePaths.manifest);
     const index = parseManifestIndexAt(indexBody, `${where}${treePaths.manifest}`);
-    if (index.packs && source.range && opts.packs !== false) {
+    if (index.packs && range) {
       await packed
         .add(index.packs, (sha, size, what) => object(sha, size, what))
         .catch((err: Error) => {
@@ -291,44 +310,70 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
       // Then the bases the heads name (manifest shards are delta chains), through the packs too.
       await fromPacks(missingBases(index, local, where));
     }
-    const manifest = await loadManifest(
-      async (path, listed) => (path === treePaths.manifest ? indexBody : object(listed!.sha256, listed!.size, path)),
+    scratch.addWanted(r.manifest_sha256, indexBody.length, treePaths.manifest);
+    await forEachShard(
+      index,
       where,
-      DAMAGED,
+      (path, listed) => object(listed!.sha256, listed!.size, path),
+      (shard) => {
+        for (const { entry } of shard.objects) scratch.addWanted(entry.sha256, entry.size, entry.path);
+        for (const e of shard.shard.entries) scratch.addWanted(e.sha256, e.size, e.path);
+      },
     );
-    needed.set(r.manifest_sha256, { size: manifest.indexBody.length, path: treePaths.manifest });
-    for (const { entry } of manifest.shards) needed.set(entry.sha256, { size: entry.size, path: entry.path });
-    for (const e of manifest.entries as ManifestEntry[])
-      if (!needed.has(e.sha256)) needed.set(e.sha256, { size: e.size, path: e.path });
   }
-  for (const [sha, size] of packed.metadata) if (!needed.has(sha)) needed.set(sha, { size, path: 'a pack index' });
+  for (const [sha, size] of packed.metadata) scratch.addWanted(sha, size, 'a pack index');
 
-  // 3. What the mirror has (checked), and the rest, downloaded and checked.
-  const toFetch: [string, { size: number; path: string }][] = [];
-  const checking = bar(opts, 'checking', needed.size);
+  // 3. What the mirror has (checked, in sha256 order), and the rest, downloaded and checked: first
+  // what the packs hold, in pack order, then the rest one by one.
+  const needed = scratch.wantedCount();
+  const checking = bar(opts, 'checking', needed);
   try {
-    let i = 0;
-    for (const [sha, o] of needed) {
-      if (i++ % 256 === 0) await new Promise(setImmediate); // let the progress bar draw
-      if (!local.held(sha, o.size)) toFetch.push([sha, o]);
-      checking.tick();
+    for (const page of scratch.wanted()) {
+      for (const o of page) {
+        if (!local.held(o.sha256, o.size)) scratch.addMissing(o, range ? packed.where(o.sha256, o.size) : null);
+        checking.tick();
+      }
+      await new Promise(setImmediate); // let the progress bar draw
     }
   } finally {
     checking.stop();
   }
-  const fetching = bar(opts, 'mirroring', toFetch.length, waits);
+  const missing = scratch.missingCounts();
+  const fetching = bar(opts, 'mirroring', missing.packed + missing.alone, waits);
   try {
-    const rest = await fromPacks(new Map(toFetch.map(([sha, o]) => [sha, o.size])), fetching);
-    const oneByOne = toFetch.filter(([sha]) => rest.has(sha));
-    await forEachLimited(oneByOne, concurrency, async ([sha, o]) => {
-      const body = await source.object(sha, o.path);
-      if (body.length !== o.size)
-        throw new BadInputError(
-          `${o.path}: downloaded ${body.length} bytes with the right sha256 but the manifest lists ${o.size}; ${DAMAGED}`,
-        );
-      await local.put(sha, body);
-      fetching.tick();
-    });
+    if (missing.packed > 0) {
+      /** The objects of the ranges planned and not yet read: what a refused one is read alone by. */
+      const planned = new Map<string, Wanted>();
+      let ranges: PackRange[] = [];
+      const planner = new RangePlanner((r) => ranges.push(r));
+      const send = async () => {
+        const batch = ranges;
+        ranges = [];
+        const refused = await fetchPlanned(batch, fetching);
+        for (const sha of refused.keys()) scratch.addAlone(planned.get(sha)!);
+        for (const r of batch) for (const o of r.objects) planned.delete(o.sha256);
+      };
+      for (const page of scratch.missingPacked()) {
+        for (const o of page) {
+          planner.add(scratch.packs[o.pack], o);
+          planned.set(o.sha256, o);
+        }
+        if (planned.size >= FETCH_BATCH) await send();
+      }
+      planner.end();
+      await send();
+    }
+    for (const page of scratch.alone()) {
+      await forEachLimited(page, concurrency, async (o) => {
+        const body = await source.object(o.sha256, o.path);
+        if (body.length !== o.size)
+          throw new BadInputError(
+            `${o.path}: downloaded ${body.length} bytes with the right sha256 but the manifest lists ${o.size}; ${DAMAGED}`,
+          );
+        await local.put(o.sha256, body);
+        fetching.tick();
+      });
+    }
   } finally {
     fetching.stop();
   }
@@ -350,7 +395,7 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
   });
 
   // 5. Objects no held release lists, once their grace period ended: gc over the mirror's store.
-  const removed = await cleanUp(store, { graceHours, force: opts.force, now: opts.now, log });
+  const removed = await cleanUp(store, backend, scratch, { graceHours, force: opts.force, now: opts.now, log });
   // Scratch files of a killed run (this run leaves none): a mirror's objects have one writer at a time.
   await backend.removeScratch('objects', 0);
   // Fetched: downloaded by this run (manifests included); reused: the rest of what the releases list.
@@ -358,7 +403,7 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
     release: current.release,
     releases: record.releases,
     fetched: local.written,
-    reused: needed.size - local.written,
+    reused: needed - local.written,
     hashed: local.hashed,
     trusted: local.trusted,
     removed,
@@ -375,7 +420,7 @@ async function sync(opts: MirrorOptions, objects: { local?: LocalObjects }): Pro
 }
 
 /** The bases of the release's shard heads (held already) that the mirror lacks, sha256 → size. What
- * is wrong with a head is left for loadManifest to say. */
+ * is wrong with a head is left for forEachShard to say. */
 function missingBases(index: ManifestIndex, local: LocalObjects, where: string): Map<string, number> {
   const bases = new Map<string, number>();
   index.shards.forEach((s, i) => {
@@ -387,6 +432,23 @@ function missingBases(index: ManifestIndex, local: LocalObjects, where: string):
     } catch {}
   });
   return bases;
+}
+
+/** Reads and checks each shard of a release's manifest (its head, then its chain of bases), a few at
+ * once, and hands each to `take`: what is wrong with a shard is the source's fault (exit 3). */
+async function forEachShard(
+  index: ManifestIndex,
+  where: string,
+  read: ManifestRead,
+  take: (shard: Awaited<ReturnType<typeof loadShard>>) => void,
+): Promise<void> {
+  await forEachLimited([...index.shards.keys()], SHARDS_IN_FLIGHT, async (i) => {
+    try {
+      take(await loadShard(read, index, i, where));
+    } catch (err) {
+      throw err instanceof ManifestProblem ? new BadInputError(`${err.message}; ${DAMAGED}`) : err;
+    }
+  });
 }
 
 /** Refuses a directory that is neither empty, nor missing, nor a mirror: nothing here deletes what
@@ -427,22 +489,16 @@ function retire(h: ReleaseHistory, wanted: PublishedRelease[], at: string): Rele
   };
 }
 
-/** Deletes what gc would: the sync is done, so a clean-up that cannot finish (a retired release's
- * manifest gone by hand, say) is said and leaves the objects for the next sync. */
+/** Deletes what gc would (clean-up.ts): the sync is done, so a clean-up that cannot finish (a
+ * retired release's manifest gone by hand, say) is said and leaves the objects for the next sync. */
 async function cleanUp(
   store: ReleaseStore,
-  o: { graceHours: number; force?: boolean; now?: () => Date; log: (line: string) => void },
+  backend: DirectoryBackend,
+  scratch: SyncScratch,
+  o: CleanUpOptions,
 ): Promise<number> {
   try {
-    // One machine's clock dates the retirements and the files: no skew between them to allow for.
-    const swept = await sweepStore(store, {
-      graceHours: o.graceHours,
-      force: o.force,
-      now: o.now,
-      log: o.log,
-      clockSkewMs: 0,
-    });
-    return swept.deleted;
+    return await cleanUpMirror(store, backend, scratch, o);
   } catch (err) {
     o.log(
       `the mirror is synced, but deleting the objects it no longer holds failed: ${(err as Error).message}. The next sync tries again`,
@@ -467,7 +523,7 @@ class LocalObjects {
     private readonly backend: DirectoryBackend,
     o: { verify: boolean; log: (line: string) => void },
   ) {
-    this.index = o.verify ? VerifiedIndex.empty() : VerifiedIndex.read(backend.root, o.log);
+    this.index = o.verify ? VerifiedIndex.empty(backend.root) : VerifiedIndex.read(backend.root, o.log);
     this.refused = readRefused(backend.root);
     if (this.refused.size > 0)
       o.log(
@@ -524,17 +580,19 @@ class LocalObjects {
   /** Writes the index of what the mirror holds verified, and takes the record of refused objects.
    * Never fails the sync: without an index the next one hashes everything. */
   save(log: (line: string) => void): void {
-    try {
-      this.index.write(this.backend.root, (sha) => stampOf(this.file(sha)));
-    } catch (err) {
-      log(
-        `cannot write ${join(this.backend.root, VERIFIED_INDEX)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the next sync hashes every object again`,
-      );
-    }
+    // Before the index is written: writing lets go of what it read.
     try {
       takeRefused(this.backend.root, (sha) => this.index.verifiedNow(sha) || stampOf(this.file(sha)) === null);
     } catch (err) {
       log(`cannot update ${join(this.backend.root, REFUSED_RECORD)}: ${(err as Error).message}`);
+    }
+    try {
+      this.index.write(this.backend.root, (sha) => stampOf(this.file(sha)));
+    } catch (err) {
+      this.index.close();
+      log(
+        `cannot write ${join(this.backend.root, VERIFIED_INDEX)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the next sync hashes every object again`,
+      );
     }
   }
 }

@@ -5,9 +5,12 @@
 // a range is checked (length and sha256, against the index) before it is written. Objects already held
 // are not wanted, so a sync that stopped part-way starts inside a pack where the last one stopped.
 // An object in no pack, or one whose bytes in the pack are wrong, is left to be read on its own.
+// Where each object lies is kept in the sync's scratch tables, and the ranges of a large sync are
+// planned as its missing objects are read back from them in pack order, so neither grows memory.
 import { createHash } from 'node:crypto';
 import { packKey, parsePackIndex, parsePackList, type PackRef } from '../contract/packs.js';
 import { forEachLimited } from '../../build/common/concurrency.js';
+import type { SyncScratch } from './sync-scratch.js';
 
 /** Two wanted objects of a pack are read in one range when at most this many unwanted bytes lie
  * between them: reading them costs less than another request would (a round trip, and one of the few
@@ -19,12 +22,6 @@ export const MAX_RANGE_BYTES = 8 * 1024 * 1024;
 /** Ranges in flight at once: enough to keep a link busy, few enough to bound memory. */
 const RANGES_IN_FLIGHT = 4;
 
-interface Located {
-  pack: string;
-  offset: number;
-  length: number;
-}
-
 /** A range of one pack and the wanted objects it holds. */
 export interface PackRange {
   pack: string;
@@ -34,11 +31,12 @@ export interface PackRange {
   objects: { sha256: string; offset: number; length: number }[];
 }
 
-/** Where each object of a release's packs lies. */
+/** Where each object of the releases' packs lies: in the sync's scratch tables (sync-scratch.ts),
+ * so that a release of millions of objects costs disk, not memory. */
 export class PackedObjects {
-  private readonly at = new Map<string, Located>();
-  /** The pack list's and the indexes' sha256 and size: objects of the mirror like any other. */
+  /** The pack lists' and the indexes' sha256 and size: objects of the mirror like any other. */
   readonly metadata = new Map<string, number>();
+  constructor(private readonly scratch: SyncScratch) {}
 
   /** Reads the pack list `list` names, then each index it names, through `object` (the mirror's copy
    * when it holds one, else the source's, checked against its sha256 and kept). A list or index that
@@ -56,41 +54,61 @@ export class PackedObjects {
       const index = parsePackIndex(await object(ref.index.sha256, ref.index.size, where), where);
       checkIndex(ref, index.pack, index.objects.length, where);
       this.metadata.set(ref.index.sha256, ref.index.size);
-      for (const [sha, offset, length] of index.objects)
-        if (!this.at.has(sha)) this.at.set(sha, { pack: ref.sha256, offset, length });
+      const pack = this.scratch.packNumber(ref.sha256);
+      for (const [sha, offset, length] of index.objects) this.scratch.addPacked(sha, pack, offset, length);
     }
   }
 
-  /** The ranges that read `wanted` (sha256 → size), and the objects no pack holds with that size. */
+  /** Where an object lies, when a pack holds it with this size. */
+  where(sha: string, size: number): { pack: number; offset: number; length: number } | null {
+    const at = this.scratch.where(sha);
+    return at && at.length === size ? at : null;
+  }
+
+  /** The ranges that read `wanted` (sha256 → size; a few, held in memory), and the objects no pack
+   * holds with that size. */
   plan(wanted: Iterable<[string, number]>): { ranges: PackRange[]; rest: Map<string, number> } {
-    const byPack = new Map<string, { sha256: string; offset: number; length: number }[]>();
+    const found: { sha256: string; pack: number; offset: number; length: number }[] = [];
     const rest = new Map<string, number>();
     for (const [sha, size] of wanted) {
-      const at = this.at.get(sha);
-      if (!at || at.length !== size) {
-        rest.set(sha, size);
-        continue;
-      }
-      const list = byPack.get(at.pack) ?? [];
-      list.push({ sha256: sha, offset: at.offset, length: at.length });
-      byPack.set(at.pack, list);
+      const at = this.where(sha, size);
+      if (at) found.push({ sha256: sha, ...at });
+      else rest.set(sha, size);
     }
+    found.sort((a, b) => a.pack - b.pack || a.offset - b.offset);
     const ranges: PackRange[] = [];
-    for (const [pack, objects] of byPack) {
-      objects.sort((a, b) => a.offset - b.offset);
-      let range: PackRange | null = null;
-      for (const o of objects) {
-        const end = o.offset + o.length - 1;
-        if (range && o.offset - (range.end + 1) <= MAX_GAP_BYTES && end - range.start + 1 <= MAX_RANGE_BYTES) {
-          range.end = end;
-          range.objects.push(o);
-        } else {
-          range = { pack, start: o.offset, end, objects: [o] };
-          ranges.push(range);
-        }
-      }
-    }
+    const planner = new RangePlanner((r) => ranges.push(r));
+    for (const o of found) planner.add(this.scratch.packs[o.pack], o);
+    planner.end();
     return { ranges, rest };
+  }
+}
+
+/** Joins objects handed to it in pack and offset order into ranges, each handed on once closed. */
+export class RangePlanner {
+  private range: PackRange | null = null;
+  constructor(private readonly closed: (range: PackRange) => void) {}
+
+  add(pack: string, o: { sha256: string; offset: number; length: number }): void {
+    const end = o.offset + o.length - 1;
+    const range = this.range;
+    if (
+      range &&
+      range.pack === pack &&
+      o.offset - (range.end + 1) <= MAX_GAP_BYTES &&
+      end - range.start + 1 <= MAX_RANGE_BYTES
+    ) {
+      range.end = Math.max(range.end, end);
+      range.objects.push({ sha256: o.sha256, offset: o.offset, length: o.length });
+      return;
+    }
+    if (range) this.closed(range);
+    this.range = { pack, start: o.offset, end, objects: [{ sha256: o.sha256, offset: o.offset, length: o.length }] };
+  }
+
+  end(): void {
+    if (this.range) this.closed(this.range);
+    this.range = null;
   }
 }
 
