@@ -17,7 +17,7 @@
 //   - The mirror's directory is a store (edge/store/: a ReleaseStore over a DirectoryBackend), written
 //     as publish writes a bucket: objects under their sha256, then the history and the pointer, each
 //     a conditional write. Releases it no longer holds are retired in its history, and their objects
-//     are deleted as `isoatlas gc` (build/publish/sweep.ts) deletes them (clean-up.ts): only after
+//     are deleted as `isoatlas gc` deletes them (build/publish/sweep.ts, in bounded memory): only after
 //     the grace period, since a client of the mirror may still follow links into them.
 //   - Memory does not grow with the release: what the releases list, where packs hold it and what
 //     is missing are scratch tables on disk (sync-scratch.ts), read back in bounded pages; the
@@ -40,8 +40,7 @@ import {
 } from '../contract/store-layout.js';
 import { DirectoryBackend } from '../store/directory-backend.js';
 import { ReleaseStore } from '../store/release-store.js';
-import { checkGrace } from '../../build/publish/sweep.js';
-import { cleanUpMirror, type CleanUpOptions } from './clean-up.js';
+import { checkGrace, sweepStore } from '../../build/publish/sweep.js';
 import { DEFAULT_GRACE_HOURS } from '../../build/publish/grace.js';
 import { treePaths, type ManifestIndex } from '../contract/tree.js';
 import { OriginError, type Origin } from '../origin.js';
@@ -395,7 +394,7 @@ async function sync(
   });
 
   // 5. Objects no held release lists, once their grace period ended: gc over the mirror's store.
-  const removed = await cleanUp(store, backend, scratch, { graceHours, force: opts.force, now: opts.now, log });
+  const removed = await cleanUp(store, { graceHours, force: opts.force, now: opts.now, log });
   // Scratch files of a killed run (this run leaves none): a mirror's objects have one writer at a time.
   await backend.removeScratch('objects', 0);
   // Fetched: downloaded by this run (manifests included); reused: the rest of what the releases list.
@@ -489,16 +488,22 @@ function retire(h: ReleaseHistory, wanted: PublishedRelease[], at: string): Rele
   };
 }
 
-/** Deletes what gc would (clean-up.ts): the sync is done, so a clean-up that cannot finish (a
- * retired release's manifest gone by hand, say) is said and leaves the objects for the next sync. */
+/** Deletes what gc would (build/publish/sweep.ts): the sync is done, so a clean-up that cannot finish
+ * (a retired release's manifest gone by hand, say) is said and leaves the objects for the next sync. */
 async function cleanUp(
   store: ReleaseStore,
-  backend: DirectoryBackend,
-  scratch: SyncScratch,
-  o: CleanUpOptions,
+  o: { graceHours: number; force?: boolean; now?: () => Date; log: (line: string) => void },
 ): Promise<number> {
   try {
-    return await cleanUpMirror(store, backend, scratch, o);
+    // One machine's clock dates the retirements and the files: no skew between them to allow for.
+    const swept = await sweepStore(store, {
+      graceHours: o.graceHours,
+      force: o.force,
+      now: o.now,
+      log: o.log,
+      clockSkewMs: 0,
+    });
+    return swept.deleted;
   } catch (err) {
     o.log(
       `the mirror is synced, but deleting the objects it no longer holds failed: ${(err as Error).message}. The next sync tries again`,

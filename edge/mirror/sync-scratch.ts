@@ -54,7 +54,6 @@ export class SyncScratch {
       CREATE TABLE packed (sha BLOB NOT NULL, pack INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL);
       CREATE TABLE missing (sha BLOB NOT NULL, size INTEGER NOT NULL, path TEXT NOT NULL, pack INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL);
       CREATE TABLE alone (sha BLOB NOT NULL, size INTEGER NOT NULL, path TEXT NOT NULL);
-      CREATE TABLE referenced (sha BLOB NOT NULL);
       CREATE INDEX packed_sha ON packed (sha);
     `);
     const s = (sql: string) => this.db.prepare(sql);
@@ -63,7 +62,6 @@ export class SyncScratch {
       packed: s('INSERT INTO packed VALUES (?, ?, ?, ?)'),
       missing: s('INSERT INTO missing VALUES (?, ?, ?, ?, ?, ?)'),
       alone: s('INSERT INTO alone VALUES (?, ?, ?)'),
-      referenced: s('INSERT INTO referenced VALUES (?)'),
       where: s('SELECT pack, offset, length FROM packed WHERE sha = ? ORDER BY rowid LIMIT 1'),
     };
   }
@@ -117,11 +115,6 @@ export class SyncScratch {
   /** A missing object read on its own (in no pack, or refused from one). */
   addAlone(o: Wanted): void {
     this.queue(() => this.statements.alone.run(raw(o.sha256), o.size, o.path));
-  }
-
-  /** An object a release the clean-up protects lists, besides the held ones' (wanted). */
-  addReferenced(sha: string): void {
-    this.queue(() => this.statements.referenced.run(raw(sha)));
   }
 
   /** Where an object lies in a pack, or null. */
@@ -201,22 +194,6 @@ export class SyncScratch {
       after = rows[rows.length - 1].id;
       yield rows.map((r) => ({ sha256: hex(r.sha), size: r.size, path: r.path }));
     }
-  }
-
-  /** Which of `shas` (of one object folder) a held or protected release lists. */
-  listed(shas: string[]): Set<string> {
-    this.indexWanted();
-    this.db.exec('CREATE INDEX IF NOT EXISTS referenced_sha ON referenced (sha)');
-    const one = this.db.prepare(
-      'SELECT EXISTS (SELECT 1 FROM wanted WHERE sha = ?) OR EXISTS (SELECT 1 FROM referenced WHERE sha = ?) AS yes',
-    );
-    one.pluck();
-    return new Set(
-      shas.filter((sha) => {
-        const key = raw(sha);
-        return one.get(key, key) === 1;
-      }),
-    );
   }
 
   /** Inserts run in transactions of BATCH rows; a read flushes what is queued. */
