@@ -134,20 +134,30 @@ function* isoformKeys(scratch: Scratch, count: number): Iterable<[number, string
   }
 }
 
-/** Writes both alias tables; returns their shard counts for edge/index.json. */
-export async function renderAliases(
-  w: TreeWriter,
-  db: Db,
-  scratch: Scratch,
-): Promise<{ genes: number; isoforms: number }> {
+export interface AliasShards {
+  genes: number;
+  isoforms: number;
+}
+
+/** Gathers both alias tables into `scratch`; returns their shard counts. Throws on a clash, so a
+ * release whose names collide fails before anything is rendered. */
+export function gatherAliases(db: Db, scratch: Scratch): AliasShards {
   spillGeneKeys(db, scratch);
-  const geneCount = shardCountFor(
-    scratch.db.prepare('SELECT count(DISTINCT key) FROM gene_alias').pluck().get() as number,
-  );
+  const genes = shardCountFor(scratch.db.prepare('SELECT count(DISTINCT key) FROM gene_alias').pluck().get() as number);
   spillIsoformKeys(db, scratch);
-  const isoformCount = shardCountFor(checkIsoformKeys(scratch));
+  return { genes, isoforms: shardCountFor(checkIsoformKeys(scratch)) };
+}
+
+/** Writes both alias tables that gatherAliases gathered; returns their shard counts for
+ * edge/index.json. */
+export async function renderAliases(w: TreeWriter, scratch: Scratch, shards: AliasShards): Promise<AliasShards> {
   return {
-    genes: await writeShardedRows(w, geneCount, geneKeys(scratch, geneCount), treePaths.geneAliases),
-    isoforms: await writeShardedRows(w, isoformCount, isoformKeys(scratch, isoformCount), treePaths.isoformAliases),
+    genes: await writeShardedRows(w, shards.genes, geneKeys(scratch, shards.genes), treePaths.geneAliases),
+    isoforms: await writeShardedRows(
+      w,
+      shards.isoforms,
+      isoformKeys(scratch, shards.isoforms),
+      treePaths.isoformAliases,
+    ),
   };
 }

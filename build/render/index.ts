@@ -13,7 +13,7 @@ import { geneBatches, type GeneRow, type GeneWithIsoforms, type IsoformRow } fro
 import { renderSpecs, type RenderInput, type RenderSpec } from './resources.js';
 import { renderStructures } from './structures.js';
 import { renderSearchIndex } from './search-index.js';
-import { renderAliases } from './aliases.js';
+import { gatherAliases, renderAliases } from './aliases.js';
 import { renderRelease } from './release.js';
 import { renderOpenApi } from './openapi-examples.js';
 import { renderDocs } from './docs.js';
@@ -122,10 +122,11 @@ export async function renderTree(
       isoforms: count('SELECT count(*) FROM isoforms i JOIN genes g USING (gene_id)'),
     };
 
+    const aliasShards = gatherAliases(db, tableScratch);
     const release = await renderRelease(db, w);
     await renderKeyedFiles(db, w, counts, opts);
     const structures = await renderStructures(db, w, tableScratch);
-    const aliases = await renderAliases(w, db, tableScratch);
+    const aliases = await renderAliases(w, tableScratch, aliasShards);
     const search = await renderSearchIndex(w, db, tableScratch);
     const edgeIndex: EdgeIndex = {
       format: EDGE_INDEX_FORMAT,
