@@ -1,5 +1,8 @@
-// Reads the core rows every renderer needs: genes, and isoforms joined with their metrics, a batch of
-// genes at a time in gene id order, each with its isoforms, so memory holds one batch, not the release.
+// Reads the core rows every renderer needs, a batch at a time so memory holds one batch, not the
+// release: genes in gene id order, each with its isoforms (joined with their metrics), for the gene
+// routes; isoforms in transcript id order, each with its gene, for the isoform routes. The isoform
+// routes read their tracks by transcript id, in the order those tables are stored and indexed, so
+// their pages are read once rather than once per gene that has rows on them.
 import type { Db } from '../release-db/database.js';
 import { Metrics, type MetricsBody } from '../../edge/contract/schemas.js';
 import {
@@ -118,6 +121,32 @@ export function* geneBatches(db: Db, size: number): Generator<GeneWithIsoforms[]
     after = genes[genes.length - 1].gene_id;
     const byGene = groupByGene((isoformsOf.all(genes[0].gene_id, after) as Record<string, unknown>[]).map(isoformRow));
     yield genes.map((gene) => ({ gene, isoforms: byGene.get(gene.gene_id) ?? [] }));
+  }
+}
+
+/** An isoform and its gene. */
+export interface IsoformWithGene {
+  isoform: IsoformRow;
+  gene: GeneRow;
+}
+
+/** Every isoform of a gene of the release in transcript id order, `size` at a time, each with its
+ * gene. Each batch is read whole before it is yielded, as in geneBatches. */
+export function* isoformBatches(db: Db, size: number): Generator<IsoformWithGene[]> {
+  const isoformsAfter = db.prepare(`${ISOFORMS} WHERE i.transcript_id > ? ORDER BY i.transcript_id LIMIT ?`);
+  const geneById = db.prepare(`${GENES} WHERE g.gene_id = ?`);
+  let after = '';
+  for (;;) {
+    const isoforms = (isoformsAfter.all(after, size) as Record<string, unknown>[]).map(isoformRow);
+    if (!isoforms.length) return;
+    after = isoforms[isoforms.length - 1].transcript_id;
+    const genes = new Map<string, GeneRow>();
+    const geneOf = (id: string) => {
+      let gene = genes.get(id);
+      if (!gene) genes.set(id, (gene = geneRow(geneById.get(id) as StoredGene)));
+      return gene;
+    };
+    yield isoforms.map((isoform) => ({ isoform, gene: geneOf(isoform.gene_id) }));
   }
 }
 

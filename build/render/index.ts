@@ -9,7 +9,7 @@ import { EDGE_INDEX_FORMAT, keyedFilePath, treePaths, type EdgeIndex } from '../
 import { keyedFileRoutes, type KeyedFileRoute } from '../../edge/contract/routes.js';
 import { openReleaseDb } from '../release-db/database.js';
 import { startProgress } from '../common/progress.js';
-import { geneBatches, type GeneRow, type GeneWithIsoforms, type IsoformRow } from './core-rows.js';
+import { geneBatches, isoformBatches, type GeneRow, type GeneWithIsoforms, type IsoformRow } from './core-rows.js';
 import { renderSpecs, type RenderInput, type RenderSpec } from './resources.js';
 import { renderStructures } from './structures.js';
 import { renderSearchIndex } from './search-index.js';
@@ -34,9 +34,10 @@ export interface BuildSummary {
   structures: number;
 }
 
-/** Genes per batch: enough that per-batch queries cost little, few enough that a batch (with its
- * isoforms and their files in flight) is a small fraction of the build's memory. */
+/** Rows per batch: enough that per-batch queries cost little, few enough that a batch (with its
+ * files in flight) is a small fraction of the build's memory. */
 const GENES_PER_BATCH = 256;
+const ISOFORMS_PER_BATCH = 1024;
 
 /** The renderer of one keyed file route: writes a row's file (a `pages` list, one per page), named by
  * the row's canonical id. */
@@ -53,32 +54,44 @@ function fileRenderer(w: TreeWriter, route: KeyedFileRoute, input: RenderInput) 
   };
 }
 
-/** Writes every keyed file route's files, a batch of genes (and their isoforms) at a time. */
+/** Writes every keyed file route's files: the gene routes' a batch of genes (with their isoforms) at
+ * a time, then the isoform routes' a batch of isoforms (with their genes) at a time. */
 async function renderKeyedFiles(
   db: Db,
   w: TreeWriter,
   counts: { genes: number; isoforms: number },
   opts: { progress?: boolean; genesPerBatch?: number },
 ): Promise<void> {
-  let batch = new Map<string, GeneWithIsoforms>();
+  let genes = new Map<string, GeneWithIsoforms>();
+  let genesOfIsoforms = new Map<string, GeneRow>();
   const input: RenderInput = {
     db,
-    isoformsOf: (id) => batch.get(id)?.isoforms ?? [],
-    geneOf: (id) => batch.get(id)!.gene,
+    isoformsOf: (id) => genes.get(id)?.isoforms ?? [],
+    geneOf: (id) => genesOfIsoforms.get(id)!,
   };
-  const renderers = keyedFileRoutes.map((route) => ({ per: route.file.per, render: fileRenderer(w, route, input) }));
+  const renderers = (per: 'gene' | 'isoform') =>
+    keyedFileRoutes.filter((r) => r.file.per === per).map((route) => fileRenderer(w, route, input));
   const total = keyedFileRoutes.reduce((n, r) => n + (r.file.per === 'gene' ? counts.genes : counts.isoforms), 0);
   const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('rendering', total);
-  for (const genes of geneBatches(db, opts.genesPerBatch ?? GENES_PER_BATCH)) {
-    batch = new Map(genes.map((g) => [g.gene.gene_id, g]));
-    for (const { per, render } of renderers) {
-      for (const { gene, isoforms } of genes) {
-        for (const row of per === 'gene' ? [gene] : isoforms) {
-          await render(row);
-          bar.tick();
-        }
+  const geneRenderers = renderers('gene');
+  for (const batch of geneBatches(db, opts.genesPerBatch ?? GENES_PER_BATCH)) {
+    genes = new Map(batch.map((g) => [g.gene.gene_id, g]));
+    for (const render of geneRenderers)
+      for (const { gene } of batch) {
+        await render(gene);
+        bar.tick();
       }
-    }
+  }
+  const isoformRenderers = renderers('isoform');
+  // A batch of isoforms per batch of genes asked for: a smaller batch of either gives the same tree.
+  const isoformsPerBatch = opts.genesPerBatch ?? ISOFORMS_PER_BATCH;
+  for (const batch of isoformBatches(db, isoformsPerBatch)) {
+    genesOfIsoforms = new Map(batch.map((i) => [i.gene.gene_id, i.gene]));
+    for (const render of isoformRenderers)
+      for (const { isoform } of batch) {
+        await render(isoform);
+        bar.tick();
+      }
   }
   bar.stop();
 }
@@ -99,7 +112,7 @@ export async function renderTree(
   // The release is read in key order, a batch at a time; a page cache of this size holds the index
   // pages those reads revisit, and sorts beyond it spill to temporary files. No mmap: mapped pages of
   // a release file of several GB would count in the build's resident memory as they are touched.
-  db.pragma('cache_size = -32768');
+  db.pragma('cache_size = -16384');
   db.pragma('mmap_size = 0');
   db.pragma('temp_store = FILE');
   let manifestScratch: Scratch | undefined;

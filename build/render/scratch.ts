@@ -26,7 +26,7 @@ export class Scratch {
     // An ORDER BY keeps in memory about the page cache's size and merges the rest from temporary
     // files; with temp_store = MEMORY it would keep everything.
     this.db.pragma('temp_store = FILE');
-    this.db.pragma('cache_size = -32768');
+    this.db.pragma('cache_size = -8192');
     // Mapped pages of this file would count in the process's resident memory.
     this.db.pragma('mmap_size = 0');
   }
