@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fg from 'fast-glob';
 import MiniSearch from 'minisearch';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildDemo } from '../build/demo.js';
@@ -315,6 +316,40 @@ describe('determinism', () => {
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
+  });
+});
+
+describe('bounded batches', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'isoatlas-batches-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('renders the same tree one gene at a time as in the default batches', async () => {
+    const out = join(dir, 'one-gene-batches');
+    await renderTree(inject('demoDb'), out, { progress: false, genesPerBatch: 1 });
+    const a = readFileSync(join(tree(), treePaths.manifest));
+    expect(readFileSync(join(out, treePaths.manifest)).equals(a)).toBe(true);
+    // The scratch tables beside the output are gone.
+    expect(readdirSync(dir)).toEqual(['one-gene-batches']);
+  });
+
+  it('reports the first isoform alias clash in transcript id order, and leaves nothing behind', async () => {
+    const db = join(dir, 'clash.sqlite');
+    copyFileSync(inject('demoDb'), db);
+    const conn = new Database(db);
+    const ids = conn.prepare('SELECT transcript_id FROM isoforms ORDER BY transcript_id').pluck().all() as string[];
+    const rename = conn.prepare('UPDATE isoforms SET transcript_name = ? WHERE transcript_id = ?');
+    // Two clashes: the last isoform named like the first, and the fifth like the fourth (met first).
+    rename.run(ids[0], ids[ids.length - 1]);
+    rename.run(ids[3], ids[4]);
+    conn.close();
+    const out = join(dir, 'clash-tree');
+    await expect(renderTree(db, out, { progress: false })).rejects.toThrow(
+      `isoform alias "${ids[3]}" (name of ${ids[4]}) already names ${ids[3]}; isoform ids and names must not collide`,
+    );
+    expect(readdirSync(dir).sort()).toEqual(['clash.sqlite', 'one-gene-batches']);
   });
 });
 

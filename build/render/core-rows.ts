@@ -1,4 +1,8 @@
-// Reads the core rows every renderer needs, once: genes, and isoforms joined with their metrics.
+// Reads the core rows every renderer needs, a batch at a time so memory holds one batch, not the
+// release: genes in gene id order, each with its isoforms (joined with their metrics), for the gene
+// routes; isoforms in transcript id order, each with its gene, for the isoform routes. The isoform
+// routes read their tracks by transcript id, in the order those tables are stored and indexed, so
+// their pages are read once rather than once per gene that has rows on them.
 import type { Db } from '../release-db/database.js';
 import { Metrics, type MetricsBody } from '../../edge/contract/schemas.js';
 import {
@@ -38,73 +42,112 @@ const METRICS = Object.entries(Metrics.properties).map(([name, schema]) => ({
   boolean: (schema as { anyOf?: { type?: string }[] }).anyOf?.some((s) => s.type === 'boolean') ?? false,
 }));
 
-export function loadGenes(db: Db): GeneRow[] {
-  const rows = db
-    .prepare(
-      `SELECT g.gene_id, g.gene_id_versioned, g.symbol, g.biotype, g.source, g.chromosome, g.strand, g.start, g."end",
+const GENES = `SELECT g.gene_id, g.gene_id_versioned, g.symbol, g.biotype, g.source, g.chromosome, g.strand, g.start, g."end",
               g.canonical_transcript_id, g.canonical_rule, i.name, coalesce(i.synonyms, '[]') AS synonyms, i.gene_type,
               i.ncbi_gene_id, coalesce(g.hgnc_id, i.hgnc_id) AS hgnc_id, coalesce(i.uniprot_ids, '[]') AS uniprot_ids,
               EXISTS (SELECT 1 FROM isoforms x WHERE x.gene_id = g.gene_id AND x.reference_cds IS NOT NULL) AS has_annotated_cds
-       FROM genes g LEFT JOIN gene_info i USING (gene_id) ORDER BY gene_id`,
-    )
-    .all() as (Omit<GeneRow, 'synonyms' | 'uniprot_ids' | 'has_annotated_cds'> & {
-    synonyms: string;
-    uniprot_ids: string;
-    has_annotated_cds: number;
-  })[];
-  return rows.map((g) => ({
-    ...g,
-    synonyms: JSON.parse(g.synonyms),
-    uniprot_ids: JSON.parse(g.uniprot_ids),
-    has_annotated_cds: g.has_annotated_cds === 1,
-  }));
+       FROM genes g LEFT JOIN gene_info i USING (gene_id)`;
+
+type StoredGene = Omit<GeneRow, 'synonyms' | 'uniprot_ids' | 'has_annotated_cds'> & {
+  synonyms: string;
+  uniprot_ids: string;
+  has_annotated_cds: number;
+};
+
+const geneRow = (g: StoredGene): GeneRow => ({
+  ...g,
+  synonyms: JSON.parse(g.synonyms),
+  uniprot_ids: JSON.parse(g.uniprot_ids),
+  has_annotated_cds: g.has_annotated_cds === 1,
+});
+
+export function loadGenes(db: Db): GeneRow[] {
+  return (db.prepare(`${GENES} ORDER BY gene_id`).all() as StoredGene[]).map(geneRow);
 }
 
-export function loadIsoforms(db: Db): IsoformRow[] {
-  const rows = db
-    .prepare(
-      `SELECT i.transcript_id, i.transcript_id_unversioned, i.transcript_name, i.transcript_name_source, i.gene_id,
+const ISOFORMS = `SELECT i.transcript_id, i.transcript_id_unversioned, i.transcript_name, i.transcript_name_source, i.gene_id,
               i.source, i.transcript_type, i.structural_category, i.associated_transcript, i.associated_genes,
               i.chromosome, i.strand, i.start, i.end, i.length, i.exon_count, i.coding, i.protein_length,
               (g.canonical_transcript_id = i.transcript_id) AS canonical, i.expression_tpm, i.expression_source, i.tags,
               EXISTS (SELECT 1 FROM structures s WHERE s.transcript_id = i.transcript_id) AS has_structure,
               ${METRICS.map((m) => `m.${m.name}`).join(', ')}
-       FROM isoforms i JOIN genes g USING (gene_id) JOIN isoform_metrics m USING (transcript_id)
-       ORDER BY i.transcript_id`,
-    )
-    .iterate() as Iterable<Record<string, unknown>>;
-  // Row by row: at 250,000 isoforms the raw rows and the mapped ones need not coexist.
-  const out: IsoformRow[] = [];
-  for (const r of rows)
-    out.push({
-      transcript_id: r.transcript_id as string,
-      transcript_id_unversioned: r.transcript_id_unversioned as string | null,
-      transcript_name: r.transcript_name as string,
-      transcript_name_source: r.transcript_name_source as 'gtf' | 'generated',
-      gene_id: r.gene_id as string,
-      source: r.source as 'reference' | 'long_read',
-      transcript_type: r.transcript_type as string | null,
-      structural_category: r.structural_category as string | null,
-      associated_transcript: r.associated_transcript as string | null,
-      associated_genes: JSON.parse(r.associated_genes as string),
-      chromosome: r.chromosome as string,
-      strand: r.strand as '+' | '-',
-      start: r.start as number,
-      end: r.end as number,
-      length: r.length as number,
-      exon_count: r.exon_count as number,
-      coding: bool(r.coding as number | null),
-      protein_length: r.protein_length as number | null,
-      canonical: r.canonical === 1,
-      expression_tpm: r.expression_tpm as number | null,
-      expression_source: r.expression_source as string | null,
-      tags: JSON.parse(r.tags as string),
-      has_structure: r.has_structure === 1,
-      metrics: Object.fromEntries(
-        METRICS.map((m) => [m.name, m.boolean ? bool(r[m.name] as number | null) : r[m.name]]),
-      ) as MetricsBody,
-    });
-  return out;
+       FROM isoforms i JOIN genes g USING (gene_id) JOIN isoform_metrics m USING (transcript_id)`;
+
+const isoformRow = (r: Record<string, unknown>): IsoformRow => ({
+  transcript_id: r.transcript_id as string,
+  transcript_id_unversioned: r.transcript_id_unversioned as string | null,
+  transcript_name: r.transcript_name as string,
+  transcript_name_source: r.transcript_name_source as 'gtf' | 'generated',
+  gene_id: r.gene_id as string,
+  source: r.source as 'reference' | 'long_read',
+  transcript_type: r.transcript_type as string | null,
+  structural_category: r.structural_category as string | null,
+  associated_transcript: r.associated_transcript as string | null,
+  associated_genes: JSON.parse(r.associated_genes as string),
+  chromosome: r.chromosome as string,
+  strand: r.strand as '+' | '-',
+  start: r.start as number,
+  end: r.end as number,
+  length: r.length as number,
+  exon_count: r.exon_count as number,
+  coding: bool(r.coding as number | null),
+  protein_length: r.protein_length as number | null,
+  canonical: r.canonical === 1,
+  expression_tpm: r.expression_tpm as number | null,
+  expression_source: r.expression_source as string | null,
+  tags: JSON.parse(r.tags as string),
+  has_structure: r.has_structure === 1,
+  metrics: Object.fromEntries(
+    METRICS.map((m) => [m.name, m.boolean ? bool(r[m.name] as number | null) : r[m.name]]),
+  ) as MetricsBody,
+});
+
+/** A gene and its isoforms, in the order its record lists them. */
+export interface GeneWithIsoforms {
+  gene: GeneRow;
+  isoforms: IsoformRow[];
+}
+
+/** Every gene in gene id order, `size` genes at a time, each with its isoforms. Each batch is read
+ * whole before it is yielded, so the caller may run other statements on `db` between batches. */
+export function* geneBatches(db: Db, size: number): Generator<GeneWithIsoforms[]> {
+  const genesAfter = db.prepare(`${GENES} WHERE g.gene_id > ? ORDER BY g.gene_id LIMIT ?`);
+  // In transcript id order, so isoforms that compare equal keep one order whatever the batch.
+  const isoformsOf = db.prepare(`${ISOFORMS} WHERE i.gene_id BETWEEN ? AND ? ORDER BY i.transcript_id`);
+  let after = '';
+  for (;;) {
+    const genes = (genesAfter.all(after, size) as StoredGene[]).map(geneRow);
+    if (!genes.length) return;
+    after = genes[genes.length - 1].gene_id;
+    const byGene = groupByGene((isoformsOf.all(genes[0].gene_id, after) as Record<string, unknown>[]).map(isoformRow));
+    yield genes.map((gene) => ({ gene, isoforms: byGene.get(gene.gene_id) ?? [] }));
+  }
+}
+
+/** An isoform and its gene. */
+export interface IsoformWithGene {
+  isoform: IsoformRow;
+  gene: GeneRow;
+}
+
+/** Every isoform of a gene of the release in transcript id order, `size` at a time, each with its
+ * gene. Each batch is read whole before it is yielded, as in geneBatches. */
+export function* isoformBatches(db: Db, size: number): Generator<IsoformWithGene[]> {
+  const isoformsAfter = db.prepare(`${ISOFORMS} WHERE i.transcript_id > ? ORDER BY i.transcript_id LIMIT ?`);
+  const geneById = db.prepare(`${GENES} WHERE g.gene_id = ?`);
+  let after = '';
+  for (;;) {
+    const isoforms = (isoformsAfter.all(after, size) as Record<string, unknown>[]).map(isoformRow);
+    if (!isoforms.length) return;
+    after = isoforms[isoforms.length - 1].transcript_id;
+    const genes = new Map<string, GeneRow>();
+    const geneOf = (id: string) => {
+      let gene = genes.get(id);
+      if (!gene) genes.set(id, (gene = geneRow(geneById.get(id) as StoredGene)));
+      return gene;
+    };
+    yield isoforms.map((isoform) => ({ isoform, gene: geneOf(isoform.gene_id) }));
+  }
 }
 
 /** What only the isoform record shows. */
@@ -154,7 +197,7 @@ export function compareIsoformsInGene(a: IsoformRow, b: IsoformRow): number {
     : compareNatural(a.transcript_id, b.transcript_id);
 }
 
-export function groupByGene(isoforms: IsoformRow[]): Map<string, IsoformRow[]> {
+function groupByGene(isoforms: IsoformRow[]): Map<string, IsoformRow[]> {
   const byGene = new Map<string, IsoformRow[]>();
   for (const iso of isoforms) {
     const list = byGene.get(iso.gene_id);

@@ -1,6 +1,7 @@
 // The search index over gene symbols, gene ids, transcript ids and names, split into term shards
 // (sorted term lists) and typo shards (MiniSearch indexes of gene symbols) as contract/search.ts
-// describes.
+// describes. Documents, postings and typo keys go to scratch tables as the release is read; each
+// shard is then written from them in order, so no more than one shard is ever in memory.
 import MiniSearch from 'minisearch';
 import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
 import {
@@ -16,105 +17,157 @@ import {
   type TermShardBody,
   type TypoDocument,
 } from '../../edge/contract/search.js';
-import { shardCountFor, shardOf } from '../../edge/contract/shards.js';
-import type { GeneRow, IsoformRow } from './core-rows.js';
+import { shardCountFor } from '../../edge/contract/shards.js';
+import type { Db } from '../release-db/database.js';
+import { bucketOf, type Scratch } from './scratch.js';
 import type { TreeWriter } from './tree-writer.js';
 
-export function searchDocuments(genes: GeneRow[], isoforms: IsoformRow[]): SearchDocument[] {
-  const symbolOf = new Map(genes.map((g) => [g.gene_id, g.symbol]));
-  const geneDocs: SearchDocument[] = genes.map((g) => ({
-    id: `g:${g.gene_id}`,
-    type: 'gene',
-    symbol: g.symbol,
-    gene_id: g.gene_id,
-    gene_id_versioned: g.gene_id_versioned,
-    transcript_id: null,
-    transcript_id_unversioned: null,
-    transcript_name: null,
-    gene_symbol: g.symbol,
-    name: null,
-    synonyms: g.synonyms.length ? g.synonyms.join(' ') : null,
-  }));
-  const isoformDocs: SearchDocument[] = isoforms.map((i) => ({
-    id: `i:${i.transcript_id}`,
-    type: 'isoform',
-    symbol: null,
-    gene_id: null,
-    gene_id_versioned: null,
-    transcript_id: i.transcript_id,
-    transcript_id_unversioned: i.transcript_id_unversioned,
-    transcript_name: i.transcript_name,
-    gene_symbol: symbolOf.get(i.gene_id)!,
-    name: i.transcript_name,
-    synonyms: null,
-  }));
-  return [...geneDocs, ...isoformDocs];
+/** Every document, numbered: genes in id order, then isoforms in id order. */
+function* searchDocuments(db: Db): Iterable<SearchDocument> {
+  const genes = db
+    .prepare(
+      `SELECT g.gene_id, g.gene_id_versioned, g.symbol, coalesce(i.synonyms, '[]')
+       FROM genes g LEFT JOIN gene_info i USING (gene_id) ORDER BY gene_id`,
+    )
+    .raw()
+    .iterate() as Iterable<[string, string | null, string, string]>;
+  for (const [geneId, versioned, symbol, synonymsText] of genes) {
+    const synonyms = JSON.parse(synonymsText) as string[];
+    yield {
+      id: `g:${geneId}`,
+      type: 'gene',
+      symbol,
+      gene_id: geneId,
+      gene_id_versioned: versioned,
+      transcript_id: null,
+      transcript_id_unversioned: null,
+      transcript_name: null,
+      gene_symbol: symbol,
+      name: null,
+      synonyms: synonyms.length ? synonyms.join(' ') : null,
+    };
+  }
+  const isoforms = db
+    .prepare(
+      `SELECT i.transcript_id, i.transcript_id_unversioned, i.transcript_name, g.symbol
+       FROM isoforms i JOIN genes g USING (gene_id) ORDER BY i.transcript_id`,
+    )
+    .raw()
+    .iterate() as Iterable<[string, string | null, string, string]>;
+  for (const [transcriptId, unversioned, name, geneSymbol] of isoforms)
+    yield {
+      id: `i:${transcriptId}`,
+      type: 'isoform',
+      symbol: null,
+      gene_id: null,
+      gene_id_versioned: null,
+      transcript_id: transcriptId,
+      transcript_id_unversioned: unversioned,
+      transcript_name: name,
+      gene_symbol: geneSymbol,
+      name,
+      synonyms: null,
+    };
 }
 
-const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+// Terms are stored as UTF-16BE blobs: SQLite compares blobs bytewise, which for UTF-16BE is the
+// code-unit order the term shards are sorted in (TEXT would compare in UTF-8 order).
+const termKey = (term: string) => Buffer.from(term, 'utf16le').swap16();
+const termOf = (key: Buffer) => key.swap16().toString('utf16le');
 
-/** Writes the term and fuzzy shards; returns their directory for edge/index.json. */
-export async function renderSearchIndex(
-  w: TreeWriter,
-  genes: GeneRow[],
-  isoforms: IsoformRow[],
-): Promise<SearchDirectory> {
-  const docs = searchDocuments(genes, isoforms);
-
-  // Term shards: every (term, document, field), in term order, cut between distinct terms.
-  const postings: { term: string; doc: number; field: number }[] = [];
-  docs.forEach((doc, i) => {
+/** Reads every document into the scratch tables; returns how many there are. */
+function spillDocuments(db: Db, scratch: Scratch): number {
+  scratch.db.exec(`
+    CREATE TABLE search_docs (n INTEGER PRIMARY KEY, id TEXT NOT NULL, gene_symbol TEXT NOT NULL, name TEXT);
+    CREATE TABLE search_postings (term BLOB NOT NULL, doc INTEGER NOT NULL, field INTEGER NOT NULL);
+    CREATE TABLE search_typo (bucket INTEGER NOT NULL, n INTEGER NOT NULL, id TEXT NOT NULL, symbol TEXT NOT NULL);
+  `);
+  const docs = scratch.spill('INSERT INTO search_docs (n, id, gene_symbol, name) VALUES (?, ?, ?, ?)');
+  const postings = scratch.spill('INSERT INTO search_postings (term, doc, field) VALUES (?, ?, ?)');
+  const typo = scratch.spill('INSERT INTO search_typo (bucket, n, id, symbol) VALUES (?, ?, ?, ?)');
+  let n = 0;
+  for (const doc of searchDocuments(db)) {
+    docs.add(n, doc.id, doc.gene_symbol, doc.name);
     SEARCH_FIELDS.forEach((field, f) => {
       const value = doc[field];
-      if (value !== null) for (const term of searchTerms(value)) postings.push({ term, doc: i, field: f });
+      if (value !== null) for (const term of searchTerms(value)) postings.add(termKey(term), n, f);
     });
-  });
-  postings.sort((a, b) => byString(a.term, b.term) || a.doc - b.doc || a.field - b.field);
-  const directory: SearchDirectory = { terms: [], typo: { shards: 0 }, documents: docs.length };
-  let start = 0;
-  while (start < postings.length) {
-    const body: TermShardBody = { docs: [], terms: [], postings: [] };
-    const local = new Map<number, number>();
-    let end = start;
-    while (end < postings.length && body.terms.length < TERMS_PER_SHARD) {
-      const term = postings[end].term;
-      const list: number[] = [];
-      for (; end < postings.length && postings[end].term === term; end++) {
-        const { doc, field } = postings[end];
-        let d = local.get(doc);
-        if (d === undefined) {
-          local.set(doc, (d = body.docs.length));
-          body.docs.push(termDoc(docs[doc], doc));
-        }
-        list.push(d, field);
-      }
-      body.terms.push(term);
-      body.postings.push(list);
-    }
-    await w.json(treePaths.searchTerms(directory.terms.length), body);
-    directory.terms.push({ from: body.terms[0], terms: body.terms.length });
-    start = end;
+    // Typo shards: each gene symbol long enough for typos, under its head key and its tail key.
+    if (doc.type === 'gene' && doc.symbol !== null && allowedEdits(doc.symbol.toLowerCase()) > 0)
+      for (const key of typoKeys(doc.symbol.toLowerCase())) typo.add(bucketOf(key), n, doc.id, doc.symbol);
+    n += 1;
   }
-
-  // Typo shards: each gene symbol long enough for typos, under its head key and its tail key.
-  const typoDocs: TypoDocument[] = [];
-  docs.forEach((d, n) => {
-    if (d.type === 'gene' && d.symbol !== null && allowedEdits(d.symbol.toLowerCase()) > 0)
-      typoDocs.push({ id: d.id, symbol: d.symbol, n });
-  });
-  const count = shardCountFor(typoDocs.length * 2, TYPO_KEYS_PER_SHARD);
-  const shards: Set<TypoDocument>[] = Array.from({ length: count }, () => new Set());
-  for (const doc of typoDocs)
-    for (const key of typoKeys(doc.symbol.toLowerCase())) shards[shardOf(key, count)].add(doc);
-  for (const [i, shard] of shards.entries()) {
-    const index = new MiniSearch<TypoDocument>(typoIndexOptions);
-    index.addAll([...shard]);
-    await w.json(treePaths.searchTypo(i), index);
-  }
-  directory.typo.shards = count;
-  return directory;
+  for (const spill of [docs, postings, typo]) spill.flush();
+  return n;
 }
 
-function termDoc(doc: SearchDocument, n: number): TermDoc {
-  return [doc.id, doc.gene_symbol, doc.name, n];
+/** Term shards: every (term, document, field), in term order, cut between distinct terms. */
+async function writeTermShards(w: TreeWriter, scratch: Scratch, directory: SearchDirectory): Promise<void> {
+  const rows = scratch.db
+    .prepare(
+      `SELECT p.term, p.doc, p.field, d.id, d.gene_symbol, d.name
+       FROM search_postings p JOIN search_docs d ON d.n = p.doc ORDER BY p.term, p.doc, p.field`,
+    )
+    .raw()
+    .iterate() as Iterable<[Buffer, number, number, string, string, string | null]>;
+  let body: TermShardBody = { docs: [], terms: [], postings: [] };
+  let local = new Map<number, number>();
+  let list: number[] = [];
+  let last: Buffer | null = null;
+  const write = async () => {
+    await w.json(treePaths.searchTerms(directory.terms.length), body);
+    directory.terms.push({ from: body.terms[0], terms: body.terms.length });
+    body = { docs: [], terms: [], postings: [] };
+    local = new Map();
+  };
+  for (const [key, doc, field, id, geneSymbol, name] of rows) {
+    if (last === null || !key.equals(last)) {
+      if (body.terms.length === TERMS_PER_SHARD) await write();
+      last = key;
+      body.terms.push(termOf(Buffer.from(key)));
+      body.postings.push((list = []));
+    }
+    let d = local.get(doc);
+    if (d === undefined) {
+      local.set(doc, (d = body.docs.length));
+      body.docs.push([id, geneSymbol, name, doc] satisfies TermDoc);
+    }
+    list.push(d, field);
+  }
+  if (body.terms.length) await write();
+}
+
+/** Typo shards: MiniSearch indexes of the symbols filed under the shard's keys, in document order. */
+async function writeTypoShards(w: TreeWriter, scratch: Scratch): Promise<number> {
+  const symbols = scratch.db.prepare('SELECT count(DISTINCT n) FROM search_typo').pluck().get() as number;
+  const count = shardCountFor(symbols * 2, TYPO_KEYS_PER_SHARD);
+  const rows = scratch.db
+    .prepare('SELECT bucket & ? AS shard, n, id, symbol FROM search_typo ORDER BY shard, n')
+    .raw()
+    .iterate(count - 1) as Iterable<[number, number, string, string]>;
+  let shard = 0;
+  let docs: TypoDocument[] = [];
+  const write = async () => {
+    const index = new MiniSearch<TypoDocument>(typoIndexOptions);
+    index.addAll(docs);
+    await w.json(treePaths.searchTypo(shard), index);
+    docs = [];
+    shard += 1;
+  };
+  for (const [s, n, id, symbol] of rows) {
+    while (shard < s) await write();
+    // A symbol whose head and tail keys share a shard is filed there once.
+    if (docs.at(-1)?.n !== n) docs.push({ id, symbol, n });
+  }
+  while (shard < count) await write();
+  return count;
+}
+
+/** Writes the term and fuzzy shards; returns their directory for edge/index.json. */
+export async function renderSearchIndex(w: TreeWriter, db: Db, scratch: Scratch): Promise<SearchDirectory> {
+  const documents = spillDocuments(db, scratch);
+  const directory: SearchDirectory = { terms: [], typo: { shards: 0 }, documents };
+  await writeTermShards(w, scratch, directory);
+  directory.typo.shards = await writeTypoShards(w, scratch);
+  return directory;
 }

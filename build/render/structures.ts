@@ -4,8 +4,9 @@
 import { createHash } from 'node:crypto';
 import { treePaths, type StructureMapEntry } from '../../edge/contract/tree.js';
 import type { Db } from '../release-db/database.js';
+import type { Scratch } from './scratch.js';
 import { TreeWriter } from './tree-writer.js';
-import { writeSharded } from './sharded-table.js';
+import { ShardedSpill } from './sharded-table.js';
 
 interface StructureRow {
   transcript_id: string;
@@ -19,8 +20,9 @@ interface StructureRow {
 export async function renderStructures(
   db: Db,
   w: TreeWriter,
+  scratch: Scratch,
 ): Promise<{ files: number; entries: number; shards: number }> {
-  const map = new Map<string, StructureMapEntry>();
+  const map = new ShardedSpill<StructureMapEntry>(scratch, 'structure_map');
   const rows = db.prepare('SELECT * FROM structures ORDER BY transcript_id').iterate() as Iterable<StructureRow>;
   let files = 0;
   for (const r of rows) {
@@ -32,7 +34,7 @@ export async function renderStructures(
       await w.bytesAt(path, r.mmcif);
       files += 1;
     }
-    map.set(r.transcript_id, {
+    map.add(r.transcript_id, {
       path,
       sha256: r.mmcif_sha256,
       mean_plddt: r.mean_plddt,
@@ -40,5 +42,5 @@ export async function renderStructures(
       provenance: r.provenance,
     });
   }
-  return { files, entries: map.size, shards: await writeSharded(w, map, treePaths.structureMap) };
+  return { files, entries: map.keys, shards: await map.write(w, treePaths.structureMap) };
 }

@@ -1,6 +1,7 @@
 // Writes the rendered tree and records every file for the manifest. Writes are asynchronous with a
 // bound on how many are in flight, so large releases neither serialize on disk latency nor open
-// thousands of files at once.
+// thousands of files at once. Each file's manifest entry goes to `record`: by default the `entries`
+// array, for a large tree a spill (manifest-spill.ts).
 import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -8,19 +9,28 @@ import { contentTypeOf, SAFE_ID, type ManifestEntry } from '../../edge/contract/
 
 export type { ManifestEntry };
 
+/** Directories remembered as made: files are written in key order, so the recent ones are the ones
+ * written to again; forgetting older ones costs a mkdir, remembering all grows with the tree. */
+const REMEMBERED_DIRS = 4096;
+
 export class TreeWriter {
   readonly entries: ManifestEntry[] = [];
+  private readonly record: (entry: ManifestEntry) => void;
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly madeDirs = new Set<string>();
+  private madeDirs = new Set<string>();
   /** The first write that failed: the next json()/bytesAt() and flush() reject with it, so the
    * render stops and cleans its staging directory instead of an unhandled rejection. */
   private failure: Error | null = null;
+  files = 0;
   bytes = 0;
 
   constructor(
     readonly root: string,
     private readonly concurrency = 64,
-  ) {}
+    record?: (entry: ManifestEntry) => void,
+  ) {
+    this.record = record ?? ((entry) => this.entries.push(entry));
+  }
 
   /** Checks an identifier before it becomes part of a file name. */
   static safeId(id: string): string {
@@ -36,7 +46,8 @@ export class TreeWriter {
   async bytesAt(path: string, data: Buffer): Promise<void> {
     if (this.failure) throw this.failure;
     const sha256 = createHash('sha256').update(data).digest('hex');
-    this.entries.push({ path, size: data.length, sha256, content_type: contentTypeOf(path) });
+    this.record({ path, size: data.length, sha256, content_type: contentTypeOf(path) });
+    this.files += 1;
     this.bytes += data.length;
     while (this.inFlight.size >= this.concurrency) await Promise.race(this.inFlight);
     const write = this.write(path, data)
@@ -52,6 +63,7 @@ export class TreeWriter {
     const dir = dirname(full);
     if (!this.madeDirs.has(dir)) {
       await mkdir(dir, { recursive: true });
+      if (this.madeDirs.size >= REMEMBERED_DIRS) this.madeDirs = new Set();
       this.madeDirs.add(dir);
     }
     await writeFile(full, data);

@@ -5,7 +5,7 @@
 
 /** How many keys a shard aims at: small enough to fetch and parse in a few milliseconds. */
 export const KEYS_PER_SHARD = 4096;
-const MAX_SHARDS = 4096;
+export const MAX_SHARDS = 4096;
 
 /** FNV-1a (32-bit) over UTF-16 code units: fast, stable, and the same in every JavaScript runtime. */
 export function fnv1a(text: string): number {
