@@ -12,7 +12,7 @@ import { forEachFrontFile, standaloneNginx } from '../edge/server/nginx-config.j
 import type { SectionReport } from './report.js';
 import { fmt, mib, quantile } from './stats.js';
 import { NGINX_BIN } from './machine.js';
-import { freePort, startLocalServer } from './servers.js';
+import { freePort, nginxConfigArgs, startLocalServer } from './servers.js';
 
 /** Requests for files asked one after another, each file once, through the front and of the server. */
 const LATENCY_REQUESTS = 2_000;
@@ -87,23 +87,7 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
   try {
     const port = await freePort();
     const config = join(dir, 'isoatlas.conf');
-    const generated = await measureCli(
-      [
-        'nginx-config',
-        '--dir',
-        tree,
-        '--upstream',
-        new URL(server.base).host,
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--access-log',
-        '/dev/null',
-        '--out',
-        config,
-      ],
-      ctx.tmp,
-      `front-${label}`,
-    );
+    const generated = await measureCli(nginxConfigArgs(tree, server, port, config), ctx.tmp, `front-${label}`);
     const files = Number(/(\d+) files nginx may answer from/.exec(generated.stderr)?.[1] ?? NaN);
     const { args } = standaloneNginx(dir, config);
     const check = spawnSync(NGINX_BIN, [...args, '-t'], { encoding: 'utf8' });

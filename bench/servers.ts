@@ -112,6 +112,24 @@ export async function startLocalServer(
   return { name: 'isoatlas serve', base, pid: child.pid!, stop: stopper(child, 'SIGINT') };
 }
 
+/** `isoatlas nginx-config`'s arguments for a front on 127.0.0.1:`port` before `server`, its log to
+ * /dev/null, its config written to `out`. */
+export function nginxConfigArgs(tree: string, server: RunningServer, port: number, out: string): string[] {
+  return [
+    'nginx-config',
+    '--dir',
+    tree,
+    '--upstream',
+    new URL(server.base).host,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--access-log',
+    '/dev/null',
+    '--out',
+    out,
+  ];
+}
+
 /** The nginx front of `isoatlas nginx-config` (one worker, its log to /dev/null) before `server`,
  * which must trust 127.0.0.1 (`--trust-proxy`). */
 export async function startNginxFront(tree: string, tmp: string, server: RunningServer): Promise<RunningServer> {
@@ -119,24 +137,10 @@ export async function startNginxFront(tree: string, tmp: string, server: Running
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const front = join(dir, 'isoatlas.conf');
-  const generated = spawnSync(
-    process.execPath,
-    [
-      CLI,
-      'nginx-config',
-      '--dir',
-      tree,
-      '--upstream',
-      new URL(server.base).host,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--access-log',
-      '/dev/null',
-      '--out',
-      front,
-    ],
-    { cwd: ROOT, encoding: 'utf8' },
-  );
+  const generated = spawnSync(process.execPath, [CLI, ...nginxConfigArgs(tree, server, port, front)], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   if (generated.status !== 0) throw new Error(`isoatlas nginx-config failed: ${generated.stderr}`);
   const { args, errorLog } = standaloneNginx(dir, front);
   const child = track(spawn(NGINX_BIN, [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }));
