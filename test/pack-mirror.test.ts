@@ -347,6 +347,17 @@ describe('a sync from a pack source that fails', () => {
 });
 
 describe("`isoatlas serve`'s pack answers, rebuilt from a mirror's objects", () => {
+  it('a server just started answers the first pack requests, sent together, each with its range (not 404 while another reads the pack lists)', async () => {
+    const asked = packed.packs.flatMap((p) => [0, 1, 2].map(() => p));
+    expect(asked.length).toBeGreaterThan(2);
+    await withServer(first, async (server) => {
+      const answers = await Promise.all(
+        asked.map((p) => rawRequest(server.base, `/${packKey(p.pack.sha256)}`, { headers: { Range: 'bytes=0-99' } })),
+      );
+      expect(answers.map((a) => a.status)).toEqual(asked.map(() => 206));
+    });
+  });
+
   it('whole, a range, a suffix range, HEAD, If-Range, 416 past the end, 404 for a pack no release names, 502 for a corrupt object', async () => {
     const pack = packed.packs[0];
     const key = `/${packKey(pack.pack.sha256)}`;

@@ -45,9 +45,11 @@ export class StorePacks {
 
   /** The index of the pack with this sha256, or null when no release of the store names it. */
   async index(pack: string): Promise<PackIndex | null> {
-    if (!this.indexOf.has(pack) && this.now() - this.scannedAt >= RESCAN_MS) {
-      this.scanning ??= this.scan().finally(() => (this.scanning = null));
-      await this.scanning;
+    if (!this.indexOf.has(pack)) {
+      if (!this.scanning && this.now() - this.scannedAt >= RESCAN_MS)
+        this.scanning = this.scan().finally(() => (this.scanning = null));
+      // A scan under way may be the one that finds it: the first requests of a sync come together.
+      if (this.scanning) await this.scanning;
     }
     const ref = this.indexOf.get(pack);
     if (!ref) return null;
