@@ -13,6 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { mirror, parseMirrorSource, type MirrorRecord } from '../edge/mirror/mirror.js';
+import { SWEPT_MARK } from '../edge/mirror/clean-up-due.js';
 import { writeManifest } from '../build/render/manifest.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store-layout.js';
@@ -496,6 +497,34 @@ describe('isoatlas mirror', () => {
     );
   });
 
+  it('the clean-up runs only when it may delete something: not after finished syncs, but after one that did not finish, or once a retired release is past its grace period', async () => {
+    const dir = join(work, 'mirror-clean-up');
+    origin.roots = [treeB, demo()];
+    const later = () => new Date(Date.now() + DEFAULT_GRACE_HOURS * 3_600_000 + 60_000);
+    const first = await mirror({ from: origin.base, to: dir, progress: false, keep: 1 });
+    expect([first.swept, existsSync(join(dir, SWEPT_MARK))]).toEqual([false, true]);
+    // An object no release lists, which only a sync that did not finish could have left.
+    const stray = objectKey('ab'.repeat(32));
+    mkdirSync(dirname(join(dir, stray)), { recursive: true });
+    writeFileSync(join(dir, stray), 'left by a sync that did not finish');
+    const again = await mirror({ from: origin.base, to: dir, progress: false, keep: 1, now: later });
+    expect([again.swept, again.removed, existsSync(join(dir, stray))]).toEqual([false, 0, true]);
+    // Without the mark (a sync that stopped removed it and never wrote it again), the next one sweeps.
+    rmSync(join(dir, SWEPT_MARK));
+    const swept = await mirror({ from: origin.base, to: dir, progress: false, keep: 1, now: later });
+    expect([swept.swept, swept.removed, existsSync(join(dir, stray))]).toEqual([true, 1, false]);
+    expect(existsSync(join(dir, SWEPT_MARK))).toBe(true);
+    // A release retired by a finished sync: kept while in its grace period, swept after it.
+    origin.roots = [demo()];
+    const moved = await mirror({ from: origin.base, to: dir, progress: false, keep: 1 });
+    expect([moved.release, moved.swept, retired(dir)]).toEqual([manifestA.release, false, [manifestB.release]]);
+    const expired = await mirror({ from: origin.base, to: dir, progress: false, keep: 1, now: later });
+    expect(expired.swept).toBe(true);
+    expect(expired.removed).toBe([...objectsB.keys()].filter((sha) => !objectsA.has(sha)).length);
+    expect(retired(dir)).toEqual([]);
+    expect(verifyStore(dir, objectsA)).toEqual(whole);
+  });
+
   it('a sync killed mid-way leaves the mirror serving its release; the next run fetches only what is left', async () => {
     const dir = join(work, 'mirror-killed');
     origin.roots = [treeB, demo()];
@@ -511,6 +540,7 @@ describe('isoatlas mirror', () => {
     );
     origin.hang.clear();
     expect(run.signal).toBe('SIGKILL');
+    expect(existsSync(join(dir, SWEPT_MARK))).toBe(false);
     expect(held(dir)).toEqual([manifestB.release]); // not switched
     await withServer(dir, async (server) => {
       const res = await fetch(`${server.api}/genes/PRR5`);
@@ -519,7 +549,7 @@ describe('isoatlas mirror', () => {
     });
     origin.reset();
     const s = await mirror({ from: origin.base, to: dir, progress: false, keep: 1 });
-    expect(s.release).toBe(manifestA.release);
+    expect([s.release, s.swept]).toEqual([manifestA.release, true]);
     expect(origin.requests.get(hung)).toBe(1);
     // No scratch file of the killed run is left; release B, retired, stays for the grace period.
     expect(verifyStore(dir, objectsA, objectsB)).toEqual(whole);

@@ -40,7 +40,7 @@ import {
 } from '../contract/store-layout.js';
 import { DirectoryBackend } from '../store/directory-backend.js';
 import { ReleaseStore } from '../store/release-store.js';
-import { checkGrace, sweepStore } from '../../build/publish/sweep.js';
+import { checkGrace, sweepStore, type CollectSummary } from '../../build/publish/sweep.js';
 import { DEFAULT_GRACE_HOURS } from '../../build/publish/grace.js';
 import { treePaths, type ManifestIndex } from '../contract/tree.js';
 import { OriginError, type Origin } from '../origin.js';
@@ -56,6 +56,7 @@ import { PackedObjects, RangePlanner, fetchRanges, type PackRange } from './pack
 import { SyncScratch, type Wanted } from './sync-scratch.js';
 import { VERIFIED_INDEX, VerifiedIndex, stampOf } from './verified-index.js';
 import { REFUSED_RECORD, readRefused, takeRefused } from './refused-record.js';
+import { CleanUpState } from './clean-up-due.js';
 
 export interface MirrorOptions {
   /** An http(s) base URL (a published store, a serving mirror, or a tree root) or `s3://bucket[/prefix]`. */
@@ -110,6 +111,8 @@ export interface MirrorSummary {
   trusted: number;
   /** Objects no held release lists any more, deleted once their grace period ended. */
   removed: number;
+  /** Whether the clean-up ran: only when it may delete something (clean-up-due.ts). */
+  swept: boolean;
   /** Bytes downloaded in all (objects, pointer, history). */
   bytes: number;
   /** Requests sent to the source, refused ones and retries included. */
@@ -259,6 +262,7 @@ async function sync(
   // 2. Every object those releases list, into the sync's scratch tables (sync-scratch.ts): their
   // manifests first (from the mirror when it has them), with their pack lists and pack indexes, and
   // their shards read through the packs; then each shard's files, one shard at a time.
+  const cleanUpState = CleanUpState.begin(to);
   const scratch = (objects.scratch = SyncScratch.open(to));
   const local = (objects.local = new LocalObjects(store, backend, { verify: opts.verify === true, log }));
   /** An object's bytes: the mirror's, else the source's (checked against its sha256), kept. */
@@ -393,8 +397,15 @@ async function sync(
     cacheControl: 'no-cache',
   });
 
-  // 5. Objects no held release lists, once their grace period ended: gc over the mirror's store.
-  const removed = await cleanUp(store, { graceHours, force: opts.force, now: opts.now, log });
+  // 5. Objects no held release lists, once their grace period ended: gc over the mirror's store, when
+  // it may find any (clean-up-due.ts).
+  let removed = 0;
+  const swept = cleanUpState.due(await store.history(), graceHours, (opts.now ?? (() => new Date()))());
+  if (swept) {
+    const collected = await cleanUp(store, { graceHours, force: opts.force, now: opts.now, log });
+    removed = collected?.deleted ?? 0;
+    if (collected && collected.young === 0 && collected.packs.young === 0) cleanUpState.done();
+  } else cleanUpState.done();
   // Scratch files of a killed run (this run leaves none): a mirror's objects have one writer at a time.
   await backend.removeScratch('objects', 0);
   // Fetched: downloaded by this run (manifests included); reused: the rest of what the releases list.
@@ -406,6 +417,7 @@ async function sync(
     hashed: local.hashed,
     trusted: local.trusted,
     removed,
+    swept,
     bytes: counters.bytes,
     requests: counters.requests,
     waited: counters.waited,
@@ -493,22 +505,21 @@ function retire(h: ReleaseHistory, wanted: PublishedRelease[], at: string): Rele
 async function cleanUp(
   store: ReleaseStore,
   o: { graceHours: number; force?: boolean; now?: () => Date; log: (line: string) => void },
-): Promise<number> {
+): Promise<CollectSummary | null> {
   try {
     // One machine's clock dates the retirements and the files: no skew between them to allow for.
-    const swept = await sweepStore(store, {
+    return await sweepStore(store, {
       graceHours: o.graceHours,
       force: o.force,
       now: o.now,
       log: o.log,
       clockSkewMs: 0,
     });
-    return swept.deleted;
   } catch (err) {
     o.log(
       `the mirror is synced, but deleting the objects it no longer holds failed: ${(err as Error).message}. The next sync tries again`,
     );
-    return 0;
+    return null;
   }
 }
 
