@@ -2,7 +2,7 @@
 // sweep ledger, publish's ledger). It lives in a directory of its own under the system's temporary
 // directory, made for the run, so removing it can only remove what the run made; and it has the
 // settings of a file thrown away on any failure (sqlite-settings.ts): no journal, no sync, a fixed
-// page cache, sorts spilled to disk.
+// page cache, sorts spilled to disk, and the file's lock held by its one connection.
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,9 @@ export function openScratchDatabase(name: string): ScratchDatabase {
   try {
     db = new Database(join(dir, 'ledger.sqlite'));
     applyImportSettings(db);
+    // One connection only ever opens it: holding the lock spares every statement taking it again
+    // (and checking whether another writer changed the file).
+    db.pragma('locking_mode = EXCLUSIVE');
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;

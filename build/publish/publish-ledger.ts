@@ -93,7 +93,7 @@ export class PublishLedger {
       const prepare = (sql: string) => this.db.prepare(sql);
       this.stmt = {
         treeFile: prepare(
-          'INSERT INTO tree_files (path, shard, sha, size, content_type, entry) VALUES (?, ?, ?, ?, ?, ?)',
+          'INSERT OR IGNORE INTO tree_files (path, shard, sha, size, content_type, entry) VALUES (?, ?, ?, ?, ?, ?)',
         ),
         treeShard: prepare('SELECT entry FROM tree_files WHERE shard = ? ORDER BY path').pluck(),
         body: prepare('INSERT OR IGNORE INTO bodies (sha, from_tree, body) VALUES (?, ?, ?)'),
@@ -153,17 +153,23 @@ export class PublishLedger {
 
   // The tree.
 
-  /** Records a shard of the tree's files; returns a path listed before, if any (nothing is recorded then). */
+  /** Records a shard of the tree's files; returns a path listed before, if any (the manifest is
+   * refused then, and the rest of the shard is not recorded). */
   addTreeShard(shard: number, entries: readonly ManifestEntry[]): string | null {
     let twice: string | null = null;
     this.inTransaction(() => {
       for (const e of entries) {
-        try {
-          this.stmt.treeFile.run(e.path, shard, e.sha256, e.size, e.content_type ?? null, JSON.stringify(e));
-        } catch (err) {
-          if ((err as { code?: string }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw err;
+        const added = this.stmt.treeFile.run(
+          e.path,
+          shard,
+          e.sha256,
+          e.size,
+          e.content_type ?? null,
+          JSON.stringify(e),
+        );
+        if (added.changes === 0) {
           twice = e.path;
-          throw err;
+          return;
         }
       }
     });
