@@ -35,6 +35,11 @@
 //
 // A store whose deployment pins releases in the CDN's KeyValueStore (edge-pin.ts) is published only
 // with it: it is found in the store when --kvs is not given, and reached before anything is uploaded.
+//
+// Publish holds no whole release: the manifests are read a shard at a time (published-manifest.ts)
+// and what spans the release (its objects, what the store holds, the packs) is counted in a scratch
+// SQLite ledger (publish-ledger.ts), read back in pages in a fixed order, so the packs and the
+// manifest are what they were when this was counted in memory.
 import { CloudFrontClient, CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
