@@ -14,7 +14,7 @@ import { startS3rver } from './s3rver.js';
 import { fmt, fmtSummary, mib, summarize } from './stats.js';
 import { publish, s3Client } from '../build/publish/publish.js';
 import { openStore } from '../build/publish/s3-client.js';
-import { readPacks } from '../build/publish/packing.js';
+import { readPacks, type Pack } from '../build/publish/packing.js';
 import { parseManifestIndex } from '../edge/contract/manifest.js';
 import { objectKey } from '../edge/contract/store-layout.js';
 import { packKey, parsePackIndex } from '../edge/contract/packs.js';
@@ -45,7 +45,8 @@ export async function benchPacks(ctx: BenchContext): Promise<SectionReport> {
     const packBytes = [...packsListed.values()].reduce((n, o) => n + o.size, 0);
     const pointer = (await store.pointer())!;
     const index = parseManifestIndex((await store.get(objectKey(pointer.manifest_sha256)))!.body, 'manifest.json');
-    const packs = (await readPacks(store, index, 'the demo release'))!.packs;
+    const packs: Pack[] = [];
+    await readPacks(store, index, 'the demo release', (p) => void packs.push(p));
     // A first sync reads the pointer, the history and manifest.json either way; then one request per
     // object, or the pack list, each index and each pack.
     const perObject = 3 + objects.size - 1;

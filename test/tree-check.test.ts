@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkTree, type TreeObject } from '../build/publish/tree-check.js';
 import { BadInputError } from '../build/common/errors.js';
-import type { LoadedManifest } from '../build/common/manifest-reader.js';
 
 let dir: string;
 const files: Record<string, string> = { 'api/v1/a.json': '{"a":1}', 'api/v1/b.json': '{"b":22}' };
@@ -18,12 +17,10 @@ const objects: TreeObject[] = Object.entries(files).map(([path, body]) => ({
   size: body.length,
   sha256: createHash('sha256').update(body).digest('hex'),
 }));
-const manifest = {
-  index: { release: 'r', shards: [] },
-  indexBody: Buffer.from('{}'),
-  shards: [],
-  entries: objects.map((o) => ({ ...o })),
-} as unknown as LoadedManifest;
+/** Items as publish's ledger hands them over: a page (here of one) at a time. */
+const paged = <T>(items: readonly T[]) => ({ count: items.length, pages: () => items.map((item) => [item]) });
+const treeFiles = paged(objects);
+const upload = paged(objects);
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-tree-check-'));
@@ -42,8 +39,8 @@ describe('checkTree', () => {
     const root = writeTree('kept');
     const tree = await checkTree({
       dir: root,
-      manifest,
-      upload: objects,
+      files: treeFiles,
+      upload,
       where: 's3://test/',
       concurrency: 2,
       progress: false,
@@ -56,8 +53,8 @@ describe('checkTree', () => {
     const root = writeTree('reread');
     const tree = await checkTree({
       dir: root,
-      manifest,
-      upload: objects,
+      files: treeFiles,
+      upload,
       where: 's3://test/',
       concurrency: 2,
       progress: false,
@@ -79,11 +76,10 @@ describe('checkTree', () => {
       size: 1,
       sha256: 'f'.repeat(64),
     }));
-    const withGone = { ...manifest, entries: [...manifest.entries, ...many] } as LoadedManifest;
     const err = await checkTree({
       dir: root,
-      manifest: withGone,
-      upload: objects,
+      files: paged([...objects, ...many]),
+      upload,
       where: 's3://test/',
       concurrency: 2,
       progress: false,
@@ -96,7 +92,24 @@ describe('checkTree', () => {
     expect((err as Error).message).not.toContain('extra.json');
     // Without the missing files, the extra one is no problem.
     await expect(
-      checkTree({ dir: root, manifest, upload: objects, where: 's3://test/', concurrency: 2, progress: false }),
+      checkTree({ dir: root, files: treeFiles, upload, where: 's3://test/', concurrency: 2, progress: false }),
     ).resolves.toBeDefined();
+  });
+
+  it("takes the tree's own manifest objects from what it holds, not from the files", async () => {
+    const root = writeTree('held');
+    const body = Buffer.from(files[objects[0].path]);
+    rmSync(join(root, objects[0].path));
+    const tree = await checkTree({
+      dir: root,
+      files: paged([objects[1]]),
+      upload,
+      held: (sha) => (sha === objects[0].sha256 ? body : null),
+      where: 's3://test/',
+      concurrency: 2,
+      progress: false,
+      keepBytes: 0,
+    });
+    expect(await tree.body(objects[0])).toBe(body);
   });
 });

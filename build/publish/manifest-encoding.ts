@@ -14,22 +14,13 @@
 //   - all full when there is no current release or its shard count differs.
 // The published manifest.json is the tree's with its shards' entries naming these objects (its other
 // members carried as they are), so it differs from the tree's own manifest.json.
+// A shard at a time (publish holds no whole manifest): planShard compares one shard of the tree with
+// the current release's, rebasedShards chooses from what the plans say, and encodeShard lists each.
 import { createHash } from 'node:crypto';
 import { MAX_CHAIN, type ShardRef } from '../../edge/contract/manifest.js';
 import type { ManifestEntry, ManifestIndex } from '../../edge/contract/tree.js';
-import type { LoadedManifest, LoadedShard } from '../common/manifest-reader.js';
-
-export interface EncodedManifest {
-  index: ManifestIndex;
-  /** manifest.json as published, and its sha256. */
-  indexBody: Buffer;
-  sha256: string;
-  /** Every shard object the published manifest references (heads and their bases), once each, with
-   * its bytes (those of the tree, of the current release's manifest, or written by the encoding). */
-  objects: { entry: ManifestEntry; body?: Buffer }[];
-  /** How each shard was written. */
-  shards: { full: number; delta: number; reused: number };
-}
+import type { LoadedShard } from '../common/manifest-reader.js';
+import type { ShardPlan } from './publish-ledger.js';
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
@@ -64,67 +55,64 @@ function diff(prev: ManifestEntry[], next: ManifestEntry[]): { entries: Manifest
 /** The published manifest.json of an index. */
 export const manifestBody = (index: ManifestIndex): Buffer => Buffer.from(JSON.stringify(index), 'utf8');
 
-/** Encodes the tree's manifest against `previous`, the store's current release's manifest (null when
- * there is none, or it cannot be used); `stored` tells which objects the store holds for sure. */
-export function encodeManifest(
-  tree: LoadedManifest,
-  previous: LoadedManifest | null,
-  stored: (sha256: string) => boolean = () => false,
-): EncodedManifest {
-  const count = tree.index.shards.length;
-  // Bytes of every shard object at hand, so any of them can be uploaded again if gc took it meanwhile.
-  const bodies = new Map([...(previous?.shards ?? []), ...tree.shards].map((s) => [s.entry.sha256, s.body]));
-  const prev = previous && previous.index.shards.length === count ? previous.byShard : null;
-  const counts = { full: 0, delta: 0, reused: 0 };
-
-  // Changed shards, and which of them are written full: those past the chain bound, and the deepest.
-  const changes = new Map<number, { entries: ManifestEntry[]; removed: string[] }>();
-  if (prev)
-    tree.byShard.forEach((shard, i) => {
-      const d = diff(prev[i].entries, shard.entries);
-      if (d.entries.length || d.removed.length) changes.set(i, d);
-    });
-  const deepest = [...changes.keys()]
-    .filter((i) => prev![i].bases.length > 0)
-    .sort((a, b) => prev![b].bases.length - prev![a].bases.length || a - b);
-  const rebased = new Set(deepest.slice(0, Math.ceil(count / MAX_CHAIN)));
-  for (const i of changes.keys()) if (prev![i].bases.length + 1 > MAX_CHAIN) rebased.add(i);
-
-  const objects = new Map<string, { entry: ManifestEntry; body?: Buffer }>();
-  const add = (entry: ManifestEntry, body = bodies.get(entry.sha256)) => {
-    if (!objects.has(entry.sha256)) objects.set(entry.sha256, { entry, body });
+/** Shard `shard` of the current release (`before`) against the tree's (`entries`, sorted by path):
+ * whether it changed, and if so the delta on its chain that says how, with the delta's bytes. */
+export function planShard(
+  shard: number,
+  before: LoadedShard,
+  entries: ManifestEntry[],
+): { plan: ShardPlan; deltaBody: Buffer | null } {
+  const change = diff(before.entries, entries);
+  const changed = change.entries.length > 0 || change.removed.length > 0;
+  let deltaBody: Buffer | null = null;
+  if (changed) {
+    const bases: ShardRef[] = [{ sha256: before.head.sha256, size: before.head.size }, ...before.bases];
+    deltaBody = Buffer.from(JSON.stringify({ entries: change.entries, removed: change.removed, bases }), 'utf8');
+  }
+  return {
+    plan: {
+      shard,
+      head: before.head,
+      bases: before.bases,
+      changed,
+      delta: deltaBody ? { sha256: sha256Of(deltaBody), size: deltaBody.length } : null,
+    },
+    deltaBody,
   };
-  const listed = (shard: LoadedShard, bases: ShardRef[]) =>
-    bases.forEach((b) => add({ ...shard.head, sha256: b.sha256, size: b.size }));
-  const heads = tree.byShard.map((shard, i): ManifestEntry => {
-    const before = prev?.[i];
-    const change = changes.get(i);
-    if (before && !change) {
-      counts.reused++;
-      add(before.head);
-      listed(before, before.bases);
-      return before.head;
-    }
-    if (stored(shard.head.sha256)) {
-      counts.reused++;
-      add(shard.head);
-      return shard.head;
-    }
-    if (before && change && !rebased.has(i)) {
-      counts.delta++;
-      const bases: ShardRef[] = [{ sha256: before.head.sha256, size: before.head.size }, ...before.bases];
-      const body = Buffer.from(JSON.stringify({ entries: change.entries, removed: change.removed, bases }), 'utf8');
-      const head = { ...shard.head, sha256: sha256Of(body), size: body.length };
-      add(head, body);
-      listed(shard, bases);
-      return head;
-    }
-    // Full: the tree's own shard object, which a rendered tree always has.
-    counts.full++;
-    add(shard.head);
-    return shard.head;
-  });
-  const index: ManifestIndex = { ...tree.index, shards: heads };
-  const indexBody = manifestBody(index);
-  return { index, indexBody, sha256: sha256Of(indexBody), objects: [...objects.values()], shards: counts };
+}
+
+/** The changed shards written full: those whose chain would grow past the bound, and of those with
+ * a chain the deepest (ties by shard number), up to REBASES_PER_PUBLISH of the `count` shards. */
+export function rebasedShards(changed: readonly { shard: number; depth: number }[], count: number): Set<number> {
+  const deepest = changed
+    .filter((c) => c.depth > 0)
+    .sort((a, b) => b.depth - a.depth || a.shard - b.shard)
+    .map((c) => c.shard);
+  const rebased = new Set(deepest.slice(0, Math.ceil(count / MAX_CHAIN)));
+  for (const c of changed) if (c.depth + 1 > MAX_CHAIN) rebased.add(c.shard);
+  return rebased;
+}
+
+/** How the published manifest lists one shard: its head, and every shard object it names (head
+ * first, then its chain). `treeHead`: the tree's shard object; `plan`: the current release's shard
+ * against it (null without a usable current release); `stored`: the store holds the tree's object. */
+export function encodeShard(
+  treeHead: ManifestEntry,
+  plan: ShardPlan | null,
+  rebased: boolean,
+  stored: boolean,
+): { head: ManifestEntry; objects: ManifestEntry[] } {
+  const chain = (like: ManifestEntry, bases: ShardRef[]) =>
+    bases.map((b): ManifestEntry => ({ ...like, sha256: b.sha256, size: b.size }));
+  // Unchanged content: the current release's shard object, listed again.
+  if (plan && !plan.changed) return { head: plan.head, objects: [plan.head, ...chain(plan.head, plan.bases)] };
+  // The change reverts to a full shard object the store holds.
+  if (stored) return { head: treeHead, objects: [treeHead] };
+  if (plan?.delta && !rebased) {
+    const head = { ...treeHead, sha256: plan.delta.sha256, size: plan.delta.size };
+    const bases: ShardRef[] = [{ sha256: plan.head.sha256, size: plan.head.size }, ...plan.bases];
+    return { head, objects: [head, ...chain(treeHead, bases)] };
+  }
+  // Full: the tree's own shard object, which a rendered tree always has.
+  return { head: treeHead, objects: [treeHead] };
 }

@@ -36,29 +36,18 @@ export interface Pack {
 
 const sha256Of = (body: Uint8Array) => createHash('sha256').update(body).digest('hex');
 
-/** Cuts `items`, in their order, into packs of at most `target` bytes (an item larger than that is
- * a pack alone) and hashes each. Reads each pack's bodies `concurrency` at once and hashes them in
- * order, so one pack's bodies at most are held. The same items give the same packs. */
+/** Cuts the items `pages` give, in their order, into packs of at most `target` bytes (an item larger
+ * than that is a pack alone), hashes each and hands it to `each` before the next is cut. Reads a
+ * pack's bodies `concurrency` at once and hashes them in order, so one pack's bodies at most are
+ * held. The same items give the same packs. */
 export async function cutPacks(
-  items: readonly PackedItem[],
+  pages: Iterable<readonly PackedItem[]>,
   read: (item: PackedItem) => Promise<Uint8Array>,
   concurrency: number,
+  each: (pack: Pack) => void | Promise<void>,
   target = PACK_TARGET_BYTES,
-): Promise<Pack[]> {
-  const groups: PackedItem[][] = [];
-  let bytes = 0;
-  for (const item of items) {
-    const open = groups.at(-1);
-    if (open && open.length > 0 && bytes + item.size <= target) {
-      open.push(item);
-      bytes += item.size;
-    } else {
-      groups.push([item]);
-      bytes = item.size;
-    }
-  }
-  const packs: Pack[] = [];
-  for (const group of groups) {
+): Promise<void> {
+  const hashed = async (group: PackedItem[]) => {
     const bodies = new Map<string, Uint8Array>();
     await forEachLimited(group, concurrency, async (item) => void bodies.set(item.sha256, await read(item)));
     const hash = createHash('sha256');
@@ -70,9 +59,22 @@ export async function cutPacks(
       objects.push([item.sha256, offset, body.length]);
       offset += body.length;
     }
-    packs.push(packOf({ format: PACK_FORMAT, pack: { sha256: hash.digest('hex'), size: offset }, objects }));
-  }
-  return packs;
+    return packOf({ format: PACK_FORMAT, pack: { sha256: hash.digest('hex'), size: offset }, objects });
+  };
+  let open: PackedItem[] = [];
+  let bytes = 0;
+  for (const page of pages)
+    for (const item of page) {
+      if (open.length > 0 && bytes + item.size <= target) {
+        open.push(item);
+        bytes += item.size;
+        continue;
+      }
+      if (open.length > 0) await each(await hashed(open));
+      open = [item];
+      bytes = item.size;
+    }
+  if (open.length > 0) await each(await hashed(open));
 }
 
 function packOf(index: PackIndex): Pack {
@@ -123,13 +125,15 @@ async function readObject(store: ReleaseStore, sha256: string, what: string): Pr
   return got.body;
 }
 
-/** The packs a published manifest's pack list names, each with its index, read from the store.
- * Null for a manifest without packs (published before packs existed); missing objects are named. */
+/** The packs a published manifest's pack list names, each with its index, read from the store one
+ * at a time and handed to `each`; returns the pack list's bytes. Null for a manifest without packs
+ * (published before packs existed); missing objects are named. */
 export async function readPacks(
   store: ReleaseStore,
   index: ManifestIndex,
   where: string,
-): Promise<{ listBody: Buffer; packs: Pack[] } | null> {
+  each: (pack: Pack) => void | Promise<void>,
+): Promise<Buffer | null> {
   if (!index.packs) return null;
   const listBody = await readObject(store, index.packs.sha256, `the pack list of ${where}`);
   if (!listBody)
@@ -137,53 +141,54 @@ export async function readPacks(
       `${store.where}${objectKey(index.packs.sha256)}: the pack list ${where} names is missing from the store`,
     );
   const list = parsePackList(listBody, `${store.where}${objectKey(index.packs.sha256)}`);
-  const packs: Pack[] = [];
   for (const ref of list.packs) {
     const body = await readObject(store, ref.index.sha256, `the index of pack ${ref.sha256}`);
     if (!body)
       throw new StorageError(
         `${store.where}${objectKey(ref.index.sha256)}: the index of pack ${ref.sha256}, which ${where} names, is missing from the store`,
       );
-    packs.push({ ref, index: parsePackIndex(body, `${store.where}${objectKey(ref.index.sha256)}`), indexBody: body });
+    await each({ ref, index: parsePackIndex(body, `${store.where}${objectKey(ref.index.sha256)}`), indexBody: body });
   }
-  return { listBody, packs };
+  return listBody;
 }
 
-/** The packs of the kept releases that hold an object of `listed`, in the history's order, and the
- * pack list and index objects read to find them (the store has those). A release whose manifest or
+/** Where earlierPacks puts what it reads of one kept release, which counts only once all of that
+ * release's pack list was read (publish-ledger.ts keeps it on disk). */
+export interface EarlierPacksSink {
+  /** A release's reading starts. */
+  start(): void;
+  /** A pack its list names, in order. */
+  pack(pack: Pack): void;
+  /** All of it was read: its pack list (whose sha256 is given) and pack indexes count. */
+  count(listSha: string): void;
+}
+
+/** The packs of the kept releases, in the history's order, and the pack list and index objects read
+ * to find them (the store has those), each release's handed to `sink`. A release whose manifest or
  * pack list cannot be read is left out, said in the log: its objects are then read one by one. */
 export async function earlierPacks(
   store: ReleaseStore,
   releases: readonly PublishedRelease[],
-  listed: ReadonlySet<string>,
+  sink: EarlierPacksSink,
   log: (line: string) => void,
-): Promise<{ packs: Pack[]; objects: Set<string> }> {
-  const packs: Pack[] = [];
-  const objects = new Set<string>();
-  const seen = new Set<string>();
+): Promise<void> {
   for (const r of releases) {
     const where = `release ${r.release}'s ${treePaths.manifest}`;
     try {
       const body = await readObject(store, r.manifest_sha256, where);
       if (!body) continue; // knownObjects says so already
-      const read = await readPacks(
+      sink.start();
+      const listBody = await readPacks(
         store,
         parseManifestIndex(body, `${store.where}${objectKey(r.manifest_sha256)}`),
         where,
+        (p) => sink.pack(p),
       );
-      if (!read) continue;
-      objects.add(sha256Of(read.listBody));
-      for (const p of read.packs) {
-        objects.add(p.ref.index.sha256);
-        if (seen.has(p.ref.sha256)) continue;
-        seen.add(p.ref.sha256);
-        if (p.index.objects.some(([sha]) => listed.has(sha))) packs.push(p);
-      }
+      if (listBody) sink.count(sha256Of(listBody));
     } catch (err) {
       log(
         `${(err as Error).message}; the new release's pack list leaves out ${r.release}'s packs, so mirrors read the objects they hold one by one`,
       );
     }
   }
-  return { packs, objects };
 }

@@ -35,39 +35,36 @@
 //
 // A store whose deployment pins releases in the CDN's KeyValueStore (edge-pin.ts) is published only
 // with it: it is found in the store when --kvs is not given, and reached before anything is uploaded.
+//
+// Publish holds no whole release: the manifests are read a shard at a time (published-manifest.ts)
+// and what spans the release (its objects, what the store holds, the packs) is counted in a scratch
+// SQLite ledger (publish-ledger.ts), read back in pages in a fixed order, so the packs and the
+// manifest are what they were when this was counted in memory.
 import { CloudFrontClient, CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   HISTORY_KEY,
   POINTER_KEY,
   RELEASE_NAME,
-  objectKey,
   usedNames,
   type PublishedRelease,
   type ReleaseHistory,
 } from '../../edge/contract/store-layout.js';
-import { contentTypeOf, treePaths, type ManifestEntry } from '../../edge/contract/tree.js';
+import { treePaths } from '../../edge/contract/tree.js';
 import { startProgress } from '../common/progress.js';
 import { BadInputError, UsageError } from '../common/errors.js';
-import {
-  loadManifest,
-  loadShard,
-  ManifestProblem,
-  type LoadedManifest,
-  type ManifestRead,
-} from '../common/manifest-reader.js';
-import { parseManifestIndex, type ShardRef } from '../../edge/contract/manifest.js';
-import { encodeManifest, manifestBody, type EncodedManifest } from './manifest-encoding.js';
+import { manifestBody } from './manifest-encoding.js';
 import { forEachLimited } from '../common/concurrency.js';
 import { openStore, type StoreLocation } from './s3-client.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { movePin, readPin, recordPin, resolvePin, type KvsAccess } from './edge-pin.js';
 import { StorageError } from '../common/storage-errors.js';
 import { checkTree } from './tree-check.js';
-import { buildPack, cutPacks, earlierPacks, packListBody, readPacks, type Pack } from './packing.js';
+import { buildPack, cutPacks, earlierPacks, packListBody, readPacks } from './packing.js';
+import { PublishLedger, type GeneratedObject, type LedgerObject } from './publish-ledger.js';
+import { publishedManifest, readTree } from './published-manifest.js';
 
 export { s3Client } from './s3-client.js';
 export { OBJECT_CACHE_CONTROL } from '../../edge/store/release-store.js';
@@ -113,22 +110,13 @@ export interface PublishSummary {
   invalidated: string[];
 }
 
-interface ReleaseObject {
-  sha256: string;
-  size: number;
-  content_type: string;
-  /** Where its bytes are in the tree (the first path listing them). */
-  path: string;
-  /** Its bytes, for the manifest's objects, which publish holds (the encoded ones are in no tree). */
-  body?: Buffer;
-}
+/** An object publish uploads: one of the release's (a shard object or a file), or one it generates. */
+type ReleaseObject = LedgerObject | GeneratedObject;
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
 export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const started = performance.now();
-  const log = opts.log ?? (() => {});
-  const concurrency = opts.concurrency ?? 16;
   if (opts.keep !== undefined && (!Number.isInteger(opts.keep) || opts.keep < 1))
     throw new UsageError('--keep must be a whole number ≥ 1');
   if (!existsSync(join(opts.dir, treePaths.manifest))) {
@@ -136,18 +124,32 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
       `${opts.dir} is not a rendered isoatlas tree (no ${treePaths.manifest}); build one with \`isoatlas build\`, or check --dir`,
     );
   }
-  const manifest = await loadManifest(
-    async (path) => readFile(join(opts.dir, path)).catch(() => null),
-    `${opts.dir}/`,
+  // What publish counts (the tree's files, the store's objects, the packs) is kept on disk, in a
+  // scratch file removed however publish ends (publish-ledger.ts).
+  const ledger = new PublishLedger();
+  try {
+    return await publishTree(opts, ledger, started);
+  } finally {
+    ledger.close();
+  }
+}
+
+async function publishTree(opts: PublishOptions, ledger: PublishLedger, started: number): Promise<PublishSummary> {
+  const log = opts.log ?? (() => {});
+  const concurrency = opts.concurrency ?? 16;
+  const tree = await readTree(
+    opts.dir,
+    ledger,
     'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store',
   );
-  const release = manifest.index.release;
+  const release = tree.index.release;
   if (!RELEASE_NAME.test(release))
     throw new UsageError(
       `release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`,
     );
   // What the name stands for: the tree's own manifest.json (the published one depends on the store).
-  const treeSha = sha256Of(manifest.indexBody);
+  const treeSha = sha256Of(tree.indexBody);
+  ledger.keepBody(treeSha, tree.indexBody, true);
   const store = openStore(opts);
 
   // Read before anything this publish learns about the store's objects: see the gc epoch above.
@@ -159,71 +161,78 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   nameTaken(history);
 
   // The manifest as this store gets it (manifest-encoding.ts): the same tree again takes the manifest
-  // the store has for it, pack list included; a new one is encoded against the current release.
-  const { published, known, reused } = await publishedManifest(store, history, manifest, treeSha, concurrency, log);
+  // the store has for it, pack list included; a new one is encoded against the current release. What
+  // the store holds for sure is in the ledger after it.
+  const published = await publishedManifest(store, history, tree, treeSha, ledger, concurrency, log);
+  const { reused } = published;
 
-  // The release's distinct objects: the manifest's shard objects first (heads and bases, with their
-  // bytes: the encoded ones are in no tree), then every other file.
-  const shardObjects = new Map<string, ReleaseObject>();
-  for (const { entry, body } of published.objects)
-    shardObjects.set(entry.sha256, { ...entry, content_type: contentTypeOf(entry.path), body });
-  const fileObjects = new Map<string, ReleaseObject>();
-  for (const e of manifest.entries)
-    if (!shardObjects.has(e.sha256) && !fileObjects.has(e.sha256))
-      fileObjects.set(e.sha256, { ...e, content_type: e.content_type ?? contentTypeOf(e.path) });
-  const treeObjects = new Map([...shardObjects, ...fileObjects]);
+  // The release's distinct objects: the manifest's shard objects first (heads and bases), then every
+  // other file.
+  ledger.fixObjects();
 
   // Before any write: a deployment whose pin this publish could not move is left untouched.
   const pin = await resolvePin(store, opts.kvs, 'publish');
 
   // An interrupted run of this release left objects and packs no kept release lists: one listing
   // of each finds them.
-  let packsInStore: Map<string, unknown> | null = null;
-  if (reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === published.sha256)) {
-    for (const [sha, o] of await store.objects(concurrency)) if (o.size >= 0) known.add(sha);
-    packsInStore = await store.packs(concurrency);
+  const interrupted =
+    reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === published.sha256);
+  if (interrupted) {
+    await store.eachObjectSlice(
+      (slice) => ledger.know(slice.filter((o) => o.size >= 0).map((o) => o.sha)),
+      concurrency,
+    );
+    await store.eachPackSlice(
+      (slice) =>
+        ledger.listedInStore(
+          'pack',
+          slice.map((o) => o.sha),
+        ),
+      concurrency,
+    );
   }
-  const missing = (o: { sha256: string }) => !known.has(o.sha256);
+  ledger.markMissing();
   // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
-  const tree = await checkTree({
+  const checked = await checkTree({
     dir: opts.dir,
-    manifest,
-    upload: [...fileObjects.values()].filter(missing),
+    files: { count: ledger.treeFileCount(), pages: () => ledger.treeFiles() },
+    upload: { count: ledger.missingCount('file'), pages: () => ledger.objects({ kind: 'file', missing: true }) },
+    held: (sha) => ledger.treeBody(sha),
     where: store.where,
     concurrency,
     progress: opts.progress,
   });
-  const bodyOf = async (o: ReleaseObject, keep?: boolean) => o.body ?? (await tree.body(o, keep));
+  // A shard object's bytes are in the ledger (the encoded ones are in no tree); a file's in the tree.
+  const bodyOf = async (o: ReleaseObject, keep?: boolean) =>
+    (o.kind === 'file' ? null : ledger.body(o.sha256)) ?? (await checked.body(o, keep));
   const treeBody = (sha256: string, keep?: boolean) => {
-    const o = treeObjects.get(sha256);
+    const o = ledger.object(sha256);
     if (!o) throw new Error(`a pack of release ${release} holds object ${sha256}, which its tree does not list`);
     return bodyOf(o, keep);
   };
 
   // The packs (packing.ts): a new release packs what it adds; the same tree again takes the pack
   // list its manifest names, and builds again only the packs of its own objects the store lacks.
-  let packs: Pack[];
   let packList: Buffer | null;
   let publishedIndex: Buffer;
-  let toPack: Pack[];
   if (reused) {
-    const read = await readPacks(store, published.index, `release ${release}'s ${treePaths.manifest}`);
-    packs = read?.packs ?? [];
-    packList = read?.listBody ?? null;
-    if (packList) known.add(sha256Of(packList));
-    for (const p of packs) known.add(p.ref.index.sha256);
+    packList = await readPacks(store, published.index, `release ${release}'s ${treePaths.manifest}`, (p) =>
+      ledger.addPack(p, false),
+    );
+    if (packList) ledger.know([sha256Of(packList)]);
+    ledger.knowPackIndexes();
     publishedIndex = published.indexBody;
-    toPack = packsInStore
-      ? packs.filter((p) => !packsInStore.has(p.ref.sha256) && p.index.objects.every(([sha]) => treeObjects.has(sha)))
-      : [];
+    if (interrupted) ledger.buildUnlisted();
   } else {
-    const added = [...treeObjects.values()].filter(missing);
-    toPack = await cutPacks(added, (o) => treeBody(o.sha256, true), concurrency, opts.packTargetBytes);
-    const earlier = await earlierPacks(store, history.releases, new Set(treeObjects.keys()), log);
-    for (const sha of earlier.objects) known.add(sha);
-    const made = new Set(toPack.map((p) => p.ref.sha256));
-    packs = [...toPack, ...earlier.packs.filter((p) => !made.has(p.ref.sha256))];
-    packList = packListBody(packs.map((p) => p.ref));
+    await cutPacks(
+      ledger.objects({ missing: true }),
+      (o) => treeBody(o.sha256, true),
+      concurrency,
+      (p) => ledger.addPack(p, true),
+      opts.packTargetBytes,
+    );
+    await earlierPacks(store, history.releases, ledger.earlierPacksSink(), log);
+    packList = packListBody(ledger.packRefs());
     // Named in manifest.json, so the release's manifest sha256 covers its packs too.
     publishedIndex = manifestBody({
       ...published.index,
@@ -232,18 +241,10 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   }
   const manifestSha = sha256Of(publishedIndex);
   // What publish writes that is not a file of the tree: manifest.json with its packs, the pack list
-  // and the pack indexes.
-  const generated = new Map<string, { object: ReleaseObject; body: Buffer }>();
-  const generate = (body: Buffer, path: string) =>
-    generated.set(sha256Of(body), {
-      body,
-      object: { sha256: sha256Of(body), size: body.length, path, content_type: 'application/json' },
-    });
-  if (packList) generate(packList, 'pack list');
-  for (const p of packs) generate(p.indexBody, `index of pack ${p.ref.sha256}`);
-  generate(publishedIndex, treePaths.manifest);
-  const generatedObjects = [...generated.values()].map((g) => g.object);
-  const total = new Set([...treeObjects.keys(), ...generated.keys()]).size;
+  // and the pack indexes (recorded with their packs).
+  if (packList) ledger.generate(packList, sha256Of(packList), 'pack list');
+  ledger.generate(publishedIndex, manifestSha, treePaths.manifest);
+  const total = ledger.totalObjects();
 
   const summary: PublishSummary = {
     release,
@@ -267,23 +268,29 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
     await store.putObject(o.sha256, body, o.content_type);
     summary.uploaded += 1;
     summary.bytesUploaded += body.length;
-    if (shardObjects.has(o.sha256) || o.sha256 === manifestSha) summary.manifestBytesUploaded += body.length;
+    if (o.kind === 'shard' || o.sha256 === manifestSha) summary.manifestBytesUploaded += body.length;
   };
-  const upload = async (o: ReleaseObject) => put(o, generated.get(o.sha256)?.body ?? (await bodyOf(o)));
+  const upload = async (o: ReleaseObject) => put(o, ledger.generatedBody(o.sha256) ?? (await bodyOf(o)));
+  const uploadEach = async (pages: Iterable<readonly ReleaseObject[]>) => {
+    for (const page of pages) await forEachLimited(page, concurrency, upload);
+  };
 
   // Before the first upload: gc keeps every object younger than a pending release's start.
   const startedAt = new Date().toISOString();
-  const bar = opts.progress === false ? { tick() {}, stop() {} } : startProgress('publishing', total + toPack.length);
-  // Each pack is built from its objects' bodies, which uploads those the store lacks on the way.
-  const filesMissing = new Set([...fileObjects.values()].filter(missing).map((o) => o.sha256));
-  const uploadPacks = async (list: readonly Pack[], tick: () => void) => {
-    for (const p of list) {
+  const bar =
+    opts.progress === false
+      ? { tick() {}, stop() {} }
+      : startProgress('publishing', total + ledger.packsToBuildCount());
+  // Each pack is built from its objects' bodies, which uploads the files the store lacks on the way
+  // (each pending file once).
+  const uploadPacks = async (tick: () => void) => {
+    for (const p of ledger.packsToBuild()) {
       const body = await buildPack(
         p,
         async ({ sha256 }) => {
           const body = await treeBody(sha256);
-          if (filesMissing.delete(sha256)) {
-            await put(treeObjects.get(sha256)!, body);
+          if (ledger.claimPending(sha256)) {
+            await put(ledger.object(sha256)!, body);
             tick();
           }
           return body;
@@ -299,9 +306,9 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   try {
     // 1. The manifest (its shard objects, then manifest.json with its pack list and pack indexes),
     //    then the release as pending (its name recorded for good).
-    const manifestObjects = [...shardObjects.values(), ...generatedObjects];
-    await forEachLimited(manifestObjects.filter(missing), concurrency, upload);
-    bar.tick(manifestObjects.length);
+    await uploadEach(ledger.objects({ kind: 'shard', unknown: true }));
+    await uploadEach(ledger.generatedObjects({ unknown: true }));
+    bar.tick(ledger.objectCount('shard') + ledger.generatedCount());
     await store.updateHistory((h) => {
       nameTaken(h);
       const listed = protects(h, release, manifestSha);
@@ -312,13 +319,15 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
       return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: treeSha } };
     });
     // 2. The packs, and every other file the store lacks.
-    bar.tick(fileObjects.size - filesMissing.size);
-    await uploadPacks(toPack, () => bar.tick());
-    await forEachLimited([...filesMissing], concurrency, async (sha) => {
-      filesMissing.delete(sha);
-      await upload(fileObjects.get(sha)!);
-      bar.tick();
-    });
+    const pending = ledger.markPending();
+    bar.tick(ledger.objectCount('file') - pending);
+    await uploadPacks(() => bar.tick());
+    for (const page of ledger.pendingFiles())
+      await forEachLimited(page, concurrency, async (o) => {
+        if (!ledger.claimPending(o.sha256)) return;
+        await upload(o);
+        bar.tick();
+      });
   } finally {
     bar.stop();
   }
@@ -327,8 +336,6 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
   const publishedAt = new Date().toISOString();
   const entry: PublishedRelease = { release, manifest_sha256: manifestSha, published_at: publishedAt };
   const keep = opts.keep;
-  const releaseObjects = [...shardObjects.values(), ...generatedObjects, ...fileObjects.values()];
-  const buildable = packs.filter((p) => p.index.objects.every(([sha]) => treeObjects.has(sha)));
   let seen = history;
   for (let check = 1; ; check++) {
     let trusted = false;
@@ -341,16 +348,22 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
       throw new StorageError(
         `gc kept deleting objects of ${store.where} while this publish checked them; publish again when gc has finished (it uploads only what is missing)`,
       );
-    seen = await recheck(store, release, manifestSha, releaseObjects, (o) => upload(o), {
+    seen = await recheck(store, release, manifestSha, ledger, uploadEach, {
       concurrency,
       log,
       waitMs: opts.gcWaitMs ?? GC_WAIT_MS,
     });
-    const listedPacks = await store.packs(concurrency);
-    await uploadPacks(
-      buildable.filter((p) => !listedPacks.has(p.ref.sha256)),
-      () => {},
+    // The packs built from the release's own objects that the store lacks now.
+    await store.eachPackSlice(
+      (slice) =>
+        ledger.listedInStore(
+          'pack',
+          slice.map((o) => o.sha),
+        ),
+      concurrency,
     );
+    ledger.buildUnlisted();
+    await uploadPacks(() => {});
   }
   summary.present = Math.max(0, total - summary.uploaded);
   await store.updatePointer(async (current) => {
@@ -423,8 +436,8 @@ async function recheck(
   store: ReleaseStore,
   release: string,
   manifestSha: string,
-  objects: ReleaseObject[],
-  upload: (o: ReleaseObject) => Promise<void>,
+  ledger: PublishLedger,
+  uploadEach: (pages: Iterable<readonly ReleaseObject[]>) => Promise<void>,
   o: { concurrency: number; log: (line: string) => void; waitMs: number },
 ): Promise<ReleaseHistory> {
   const deadline = Date.now() + o.waitMs;
@@ -456,14 +469,19 @@ async function recheck(
           },
     );
   }
-  const listed = await store.objects(o.concurrency);
-  const lost = objects.filter((obj) => !listed.has(obj.sha256));
-  if (lost.length) o.log(`${lost.length} objects of ${release} were deleted by gc: uploading them again`);
-  // The manifest's objects first: gc reads a pending release's manifest to know what it references.
-  const manifestFirst = [...lost].sort(
-    (a, b) => Number(b.path === treePaths.manifest) - Number(a.path === treePaths.manifest),
+  ledger.clearStoreListing();
+  await store.eachObjectSlice(
+    (slice) =>
+      ledger.listedInStore(
+        'object',
+        slice.map((s) => s.sha),
+      ),
+    o.concurrency,
   );
-  await forEachLimited(manifestFirst, o.concurrency, upload);
+  const lost = ledger.lostCount();
+  if (lost) o.log(`${lost} objects of ${release} were deleted by gc: uploading them again`);
+  // The manifest's objects first: gc reads a pending release's manifest to know what it references.
+  await uploadEach(ledger.lostObjects(manifestSha));
   return h;
 }
 
@@ -604,134 +622,4 @@ export async function listReleases(opts: StoreLocation & { kvs?: KvsAccess }): P
     retired: history.retired,
     pin,
   };
-}
-
-/** Reads a manifest object of the store, and what it lists, by the sha256s it names. */
-const storeRead =
-  (store: ReleaseStore, manifestSha: string): ManifestRead =>
-  async (path, listed) =>
-    (await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256)))?.body ?? null;
-
-const sameFiles = (a: LoadedManifest, b: LoadedManifest) =>
-  a.index.release === b.index.release &&
-  a.index.shards.length === b.index.shards.length &&
-  a.entries.length === b.entries.length &&
-  a.entries.every(
-    (e, i) =>
-      e.path === b.entries[i].path &&
-      e.size === b.entries[i].size &&
-      e.sha256 === b.entries[i].sha256 &&
-      e.content_type === b.entries[i].content_type,
-  );
-
-/** The manifest this publish writes, and the objects the store holds for sure (knownObjects). The
- * same data under a name the store holds: the manifest published for it before, when the store still
- * has it whole. Otherwise the tree's, encoded against the current release (a shard whose full object
- * the store holds is listed as it is); a current release whose manifest cannot be read is said, and
- * every shard is written full. */
-async function publishedManifest(
-  store: ReleaseStore,
-  history: ReleaseHistory,
-  tree: LoadedManifest,
-  treeSha: string,
-  concurrency: number,
-  log: (line: string) => void,
-): Promise<{ published: EncodedManifest; known: Set<string>; reused: boolean }> {
-  const release = tree.index.release;
-  const load = (r: { release: string; manifest_sha256: string }) =>
-    loadManifest(storeRead(store, r.manifest_sha256), `${store.where} (release ${r.release}) `);
-  if (usedNames(history).get(release) === treeSha) {
-    const earlier = [...history.retired, ...history.releases, ...history.pending].filter((r) => r.release === release);
-    for (const r of earlier.reverse()) {
-      const got = await load(r).catch((err) => {
-        if (err instanceof BadInputError) return null;
-        throw err;
-      });
-      if (got && sameFiles(got, tree)) {
-        const objects = got.shards.map(({ entry, body }) => ({ entry, body }));
-        const shards = { full: 0, delta: 0, reused: got.index.shards.length };
-        return {
-          published: { index: got.index, indexBody: got.indexBody, sha256: r.manifest_sha256, objects, shards },
-          known: await knownObjects(store, history, tree, got, concurrency, log),
-          reused: true,
-        };
-      }
-    }
-  }
-  const pointer = await store.pointer();
-  let previous: LoadedManifest | null = null;
-  if (pointer) {
-    previous = await load(pointer).catch((err) => {
-      if (!(err instanceof BadInputError)) throw err;
-      log(`${err.message}: the manifest of ${release} is written whole, not as a change from ${pointer.release}`);
-      return null;
-    });
-  }
-  const known = await knownObjects(store, history, tree, previous, concurrency, log);
-  return { published: encodeManifest(tree, previous, (sha) => known.has(sha)), known, reused: false };
-}
-
-/** The objects the store holds for sure: everything its kept releases list. A kept release's shard
- * whose head object is the tree's or the current release's lists what that one does, so only the
- * shards that differ are read (a head and its chain of bases). A kept release whose manifest is gone
- * (a gc forced below its safe grace) is reported and left out: this publish uploads what it would
- * have found there. */
-async function knownObjects(
-  store: ReleaseStore,
-  history: ReleaseHistory,
-  tree: LoadedManifest,
-  previous: LoadedManifest | null,
-  concurrency: number,
-  log: (line: string) => void,
-): Promise<Set<string>> {
-  const known = new Set<string>();
-  // What a head object lists (its chain and files), for the heads this publish has read already.
-  const read = new Map<string, { entries: ManifestEntry[]; bases: ShardRef[] }>();
-  for (const m of [tree, previous]) for (const s of m?.byShard ?? []) read.set(s.head.sha256, s);
-  // Older releases' chains mostly share their bases with the current release's: those are read once.
-  const bodies = new Map((previous?.shards ?? []).map((s) => [s.entry.sha256, s.body]));
-  const readShared: ManifestRead = async (_path, listed) => {
-    const had = listed && bodies.get(listed.sha256);
-    if (had) return had;
-    const got = (await store.get(objectKey(listed!.sha256)))?.body ?? null;
-    if (got && listed) bodies.set(listed.sha256, got);
-    return got;
-  };
-  const broken = (r: PublishedRelease, key: string, what: string) =>
-    log(
-      `${store.where}${key}: ${what} of kept release ${r.release} is missing from the store, so that release is broken; this publish does not rely on it. Publish ${r.release} again (or roll back past it)`,
-    );
-  for (const r of history.releases) {
-    if (known.has(r.manifest_sha256)) continue;
-    const got = await store.get(objectKey(r.manifest_sha256));
-    if (!got) {
-      broken(r, objectKey(r.manifest_sha256), 'the manifest');
-      continue;
-    }
-    // What this release lists counts only once all of its manifest was found.
-    const listed = new Set([r.manifest_sha256]);
-    let whole = true;
-    const where = `${store.where} (release ${r.release}) `;
-    const index = parseManifestIndex(got.body, `${where}${treePaths.manifest}`);
-    const shards = [...index.shards.keys()].filter((i) => !known.has(index.shards[i].sha256));
-    await forEachLimited(shards, concurrency, async (i) => {
-      const head = index.shards[i];
-      listed.add(head.sha256);
-      let shard = read.get(head.sha256);
-      if (!shard) {
-        try {
-          shard = (await loadShard(readShared, index, i, where)).shard;
-        } catch (err) {
-          if (!(err instanceof ManifestProblem)) throw err;
-          if (whole) broken(r, objectKey(head.sha256), `a manifest shard (${err.message})`);
-          whole = false;
-          return;
-        }
-      }
-      for (const b of shard.bases) listed.add(b.sha256);
-      for (const e of shard.entries) listed.add(e.sha256);
-    });
-    if (whole) for (const sha of listed) known.add(sha);
-  }
-  return known;
 }

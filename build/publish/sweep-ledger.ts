@@ -3,10 +3,8 @@
 // ten million objects; as JavaScript sets and maps they would take gigabytes, and gc would need more
 // memory the larger the store grows. A scratch SQLite file beside nothing else (a directory of its
 // own under the system's temporary directory, removed when the run ends) keeps gc's memory flat.
-import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { openScratchDatabase, type ScratchDatabase } from '../common/scratch-database.js';
 
 /** Which namespace of the store a sha256 names: an object (objects/…) or a pack (packs/…). */
 export type Kind = 'object' | 'pack';
@@ -18,22 +16,17 @@ export interface Doomed {
 }
 
 export class SweepLedger {
-  private readonly dir: string;
+  private readonly scratch: ScratchDatabase;
   private readonly db: Database.Database;
   private readonly insertReferenced: Database.Statement;
   private readonly selectReferenced: Database.Statement;
   private readonly insertDoomed: Database.Statement;
 
   constructor() {
-    this.dir = mkdtempSync(join(tmpdir(), 'isoatlas-gc-'));
-    this.db = new Database(join(this.dir, 'ledger.sqlite'));
-    // A scratch file no one else reads and that is thrown away on any failure: no journal, no sync.
-    // A small page cache: lookups follow the listing's order (by sha256), so recent pages are the
-    // ones asked for again.
-    this.db.pragma('journal_mode = OFF');
-    this.db.pragma('synchronous = OFF');
-    this.db.pragma('cache_size = -16384');
-    this.db.pragma('temp_store = FILE');
+    // A small page cache is enough: lookups follow the listing's order (by sha256), so recent pages
+    // are the ones asked for again.
+    this.scratch = openScratchDatabase('gc');
+    this.db = this.scratch.db;
     this.db.exec(`
       CREATE TABLE referenced (kind TEXT NOT NULL, sha TEXT NOT NULL, PRIMARY KEY (kind, sha)) WITHOUT ROWID;
       CREATE TABLE doomed (sha TEXT NOT NULL, size INTEGER NOT NULL, pack INTEGER NOT NULL);
@@ -86,7 +79,6 @@ export class SweepLedger {
   }
 
   close(): void {
-    this.db.close();
-    rmSync(this.dir, { recursive: true, force: true });
+    this.scratch.remove();
   }
 }

@@ -7,15 +7,18 @@
 //   - A file present in the tree but not in its manifest is ignored: publish uploads only what the
 //     manifest lists and readers are served only that, and finding such files would mean walking
 //     the whole tree.
-//   - Verified bodies are kept, up to a budget, for the upload to use: a publish that uploads a part
-//     of the tree (the usual case: a release shares most objects with the last) reads each file once.
-//     Beyond the budget, memory matters more than a second read: the upload reads the file again and
-//     hashes it again, so a file changed between the check and its upload is still never uploaded.
+//   - Verified bodies are kept, up to a budget, for the upload to use: a publish that uploads a small
+//     part of the tree (the usual case: a release shares most objects with the last) reads each file
+//     once. Beyond the budget, memory matters more than a second read: the upload reads the file
+//     again and hashes it again, so a file changed between the check and its upload is still never
+//     uploaded.
+//   - The tree's files and the upload come a page at a time (publish-ledger.ts), so the check holds
+//     a page of them, not the whole manifest.
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { treePaths } from '../../edge/contract/tree.js';
-import type { LoadedManifest } from '../common/manifest-reader.js';
+import { PACK_TARGET_BYTES } from '../../edge/contract/packs.js';
 import { BadInputError } from '../common/errors.js';
 import { forEachLimited } from '../common/concurrency.js';
 import { startProgress } from '../common/progress.js';
@@ -27,12 +30,21 @@ export interface TreeObject {
   path: string;
 }
 
+/** Items a page at a time, and how many in all (for the progress bar). */
+export interface Paged<T> {
+  count: number;
+  pages(): Iterable<readonly T[]>;
+}
+
 export interface TreeCheckOptions {
   dir: string;
-  /** The tree's manifest, read and checked (manifest.json and its shards are in memory). */
-  manifest: LoadedManifest;
+  /** Every file the tree's manifest lists. */
+  files: Paged<{ path: string; size: number }>;
   /** What publish will upload (objects the store lacks). */
-  upload: readonly TreeObject[];
+  upload: Paged<TreeObject>;
+  /** The bytes of the tree's own manifest objects (manifest.json and its shards), checked when the
+   * manifest was read: those are the ones to upload. */
+  held?: (sha256: string) => Buffer | null;
   /** The store, for the message: nothing was written to it. */
   where: string;
   concurrency: number;
@@ -50,42 +62,41 @@ export interface CheckedTree {
 /** How many problems the message names; the rest are counted. */
 const NAMED = 5;
 const STATS_IN_FLIGHT = 64;
-const KEEP_BYTES = 256 * 1024 * 1024;
+/** A pack's worth (edge/contract/packs.ts): what publish holds of bodies at once anyway. */
+const KEEP_BYTES = PACK_TARGET_BYTES;
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   const problems = new Map<string, string>();
-  const { manifest } = opts;
   const bar =
     opts.progress === false
       ? { tick() {}, stop() {} }
-      : startProgress('checking the tree', manifest.entries.length + opts.upload.length);
-  // The manifest's own files were checked when it was read: their bodies are the ones to upload.
-  const kept = new Map<string, Buffer>([
-    [sha256Of(manifest.indexBody), manifest.indexBody],
-    ...manifest.shards.map(({ entry, body }) => [entry.sha256, body] as const),
-  ]);
+      : startProgress('checking the tree', opts.files.count + opts.upload.count);
+  const held = opts.held ?? (() => null);
+  const kept = new Map<string, Buffer>();
   let keptBytes = 0;
   try {
-    await forEachLimited(manifest.entries, STATS_IN_FLIGHT, async (e) => {
-      const s = await stat(join(opts.dir, e.path)).catch(() => null);
-      if (!s?.isFile()) problems.set(e.path, 'missing');
-      else if (s.size !== e.size) problems.set(e.path, `${s.size} bytes, the manifest lists ${e.size}`);
-      bar.tick();
-    });
-    await forEachLimited(opts.upload, opts.concurrency, async (o) => {
-      bar.tick();
-      if (kept.has(o.sha256) || problems.has(o.path)) return;
-      const body = await readFile(join(opts.dir, o.path)).catch(() => null);
-      if (!body) return void problems.set(o.path, 'missing');
-      if (body.length !== o.size || sha256Of(body) !== o.sha256)
-        return void problems.set(o.path, 'its sha256 is not the one the manifest lists (edited since the build)');
-      if (keptBytes + body.length <= (opts.keepBytes ?? KEEP_BYTES)) {
-        kept.set(o.sha256, body);
-        keptBytes += body.length;
-      }
-    });
+    for (const page of opts.files.pages())
+      await forEachLimited(page, STATS_IN_FLIGHT, async (e) => {
+        const s = await stat(join(opts.dir, e.path)).catch(() => null);
+        if (!s?.isFile()) problems.set(e.path, 'missing');
+        else if (s.size !== e.size) problems.set(e.path, `${s.size} bytes, the manifest lists ${e.size}`);
+        bar.tick();
+      });
+    for (const page of opts.upload.pages())
+      await forEachLimited(page, opts.concurrency, async (o) => {
+        bar.tick();
+        if (kept.has(o.sha256) || held(o.sha256) || problems.has(o.path)) return;
+        const body = await readFile(join(opts.dir, o.path)).catch(() => null);
+        if (!body) return void problems.set(o.path, 'missing');
+        if (body.length !== o.size || sha256Of(body) !== o.sha256)
+          return void problems.set(o.path, 'its sha256 is not the one the manifest lists (edited since the build)');
+        if (keptBytes + body.length <= (opts.keepBytes ?? KEEP_BYTES)) {
+          kept.set(o.sha256, body);
+          keptBytes += body.length;
+        }
+      });
   } finally {
     bar.stop();
   }
@@ -102,6 +113,8 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   }
   return {
     async body(o, keep) {
+      const heldBody = held(o.sha256);
+      if (heldBody) return heldBody;
       const body = kept.get(o.sha256);
       if (body && keep) return body;
       if (body) {

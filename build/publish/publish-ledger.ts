@@ -1,0 +1,552 @@
+// What a publish counts, kept on disk rather than in memory (publish.ts): the tree's files, the
+// objects the release consists of, the objects the store holds for sure, the packs and the other
+// objects publish generates. A release at human scale lists over a million files, and the store's
+// kept releases more; as JavaScript maps and sets they make publish's memory grow with the release.
+// Here they are rows of a scratch SQLite file (scratch-database.ts, removed when the run ends), the
+// set logic (distinct objects, what the store lacks) is SQL, and everything is read back in pages
+// in a fixed order, so publish holds a shard's entries, a pack's bodies and a page at a time.
+import type Database from 'better-sqlite3';
+import { contentTypeOf, type ManifestEntry } from '../../edge/contract/tree.js';
+import type { ShardRef } from '../../edge/contract/manifest.js';
+import { parsePackIndex, type PackRef } from '../../edge/contract/packs.js';
+import { openScratchDatabase, type ScratchDatabase } from '../common/scratch-database.js';
+import type { EarlierPacksSink, Pack } from './packing.js';
+
+/** An object of the release: a shard object of the published manifest, or a file of the tree (at
+ * the first path, in path order, listing its bytes). */
+export interface LedgerObject {
+  sha256: string;
+  size: number;
+  path: string;
+  content_type: string;
+  kind: 'shard' | 'file';
+}
+
+/** An object publish writes that is in no tree: manifest.json, the pack list, a pack's index. */
+export interface GeneratedObject {
+  sha256: string;
+  size: number;
+  path: string;
+  content_type: string;
+  kind: 'generated';
+}
+
+/** What the encoding learnt of one shard of the current release against the tree's (manifest-
+ * encoding.ts): its head and chain, and, when the tree's shard differs, the delta that would say so. */
+export interface ShardPlan {
+  shard: number;
+  head: ManifestEntry;
+  bases: ShardRef[];
+  changed: boolean;
+  delta: ShardRef | null;
+}
+
+/** Rows read back per page. */
+const PAGE = 2048;
+
+export class PublishLedger {
+  private readonly scratch: ScratchDatabase;
+  private readonly db: Database.Database;
+  private readonly stmt: Record<string, Database.Statement>;
+
+  constructor() {
+    this.scratch = openScratchDatabase('publish');
+    this.db = this.scratch.db;
+    try {
+      this.db.function('content_type_of', { deterministic: true }, (path) => contentTypeOf(String(path)));
+      this.db.exec(`
+        -- Every file the tree's manifest lists, as its shard lists it (entry: the JSON as read).
+        CREATE TABLE tree_files (path TEXT PRIMARY KEY, shard INTEGER NOT NULL, sha TEXT NOT NULL,
+          size INTEGER NOT NULL, content_type TEXT, entry TEXT NOT NULL);
+        CREATE INDEX tree_files_shard ON tree_files (shard, path);
+        CREATE INDEX tree_files_sha ON tree_files (sha, path);
+        -- Bytes of manifest objects at hand (the tree's, the store's, the encoding's), by sha256.
+        CREATE TABLE bodies (sha TEXT PRIMARY KEY, from_tree INTEGER NOT NULL, body BLOB NOT NULL);
+        -- What a shard head of the current release lists (its bases and files).
+        CREATE TABLE head_lists (head TEXT NOT NULL, sha TEXT NOT NULL, from_tree INTEGER NOT NULL);
+        CREATE INDEX head_lists_head ON head_lists (head);
+        CREATE TABLE shard_plans (shard INTEGER PRIMARY KEY, head TEXT NOT NULL, bases TEXT NOT NULL,
+          changed INTEGER NOT NULL, delta TEXT);
+        -- The published manifest's shard objects, in the order it names them (k within a shard).
+        CREATE TABLE manifest_objects (shard INTEGER NOT NULL, k INTEGER NOT NULL, sha TEXT NOT NULL,
+          size INTEGER NOT NULL, path TEXT NOT NULL, PRIMARY KEY (shard, k));
+        -- What the store holds for sure, and one release's listing before it counts.
+        CREATE TABLE known (sha TEXT PRIMARY KEY) WITHOUT ROWID;
+        CREATE TABLE listing (sha TEXT PRIMARY KEY) WITHOUT ROWID;
+        -- What a listing of the store found.
+        CREATE TABLE store_objects (sha TEXT PRIMARY KEY) WITHOUT ROWID;
+        CREATE TABLE store_packs (sha TEXT PRIMARY KEY) WITHOUT ROWID;
+        -- The release's distinct objects: shard objects first, then files in path order.
+        CREATE TABLE objects (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, size INTEGER NOT NULL,
+          path TEXT NOT NULL, content_type TEXT NOT NULL, kind TEXT NOT NULL,
+          missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0);
+        CREATE INDEX objects_pending ON objects (pending, ord);
+        -- The pack list, in its order; build: this publish uploads the pack.
+        CREATE TABLE packs (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, ref TEXT NOT NULL,
+          index_sha TEXT NOT NULL, build INTEGER NOT NULL, buildable INTEGER NOT NULL);
+        -- One kept release's packs, while its pack list is read (earlierPacks).
+        CREATE TABLE staged_packs (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL, ref TEXT NOT NULL,
+          index_sha TEXT NOT NULL, index_body BLOB NOT NULL, holds INTEGER NOT NULL, buildable INTEGER NOT NULL);
+        CREATE TABLE generated (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, size INTEGER NOT NULL,
+          path TEXT NOT NULL, body BLOB NOT NULL);
+      `);
+      const prepare = (sql: string) => this.db.prepare(sql);
+      this.stmt = {
+        treeFile: prepare(
+          'INSERT OR IGNORE INTO tree_files (path, shard, sha, size, content_type, entry) VALUES (?, ?, ?, ?, ?, ?)',
+        ),
+        treeShard: prepare('SELECT entry FROM tree_files WHERE shard = ? ORDER BY path').pluck(),
+        body: prepare('INSERT OR IGNORE INTO bodies (sha, from_tree, body) VALUES (?, ?, ?)'),
+        getBody: prepare('SELECT body FROM bodies WHERE sha = ?').pluck(),
+        getTreeBody: prepare('SELECT body FROM bodies WHERE sha = ? AND from_tree = 1').pluck(),
+        headList: prepare('INSERT INTO head_lists (head, sha, from_tree) VALUES (?, ?, ?)'),
+        hasHead: prepare('SELECT 1 FROM head_lists WHERE head = ? LIMIT 1').pluck(),
+        getPlan: prepare('SELECT head, bases, changed, delta FROM shard_plans WHERE shard = ?'),
+        plan: prepare('INSERT OR REPLACE INTO shard_plans (shard, head, bases, changed, delta) VALUES (?, ?, ?, ?, ?)'),
+        manifestObject: prepare('INSERT INTO manifest_objects (shard, k, sha, size, path) VALUES (?, ?, ?, ?, ?)'),
+        know: prepare('INSERT OR IGNORE INTO known (sha) VALUES (?)'),
+        isKnown: prepare('SELECT 1 FROM known WHERE sha = ?').pluck(),
+        list: prepare('INSERT OR IGNORE INTO listing (sha) VALUES (?)'),
+        listHead: prepare('INSERT OR IGNORE INTO listing (sha) SELECT sha FROM head_lists WHERE head = ?'),
+        storeObject: prepare('INSERT OR IGNORE INTO store_objects (sha) VALUES (?)'),
+        storePack: prepare('INSERT OR IGNORE INTO store_packs (sha) VALUES (?)'),
+        object: prepare('SELECT sha AS sha256, size, path, content_type, kind FROM objects WHERE sha = ?'),
+        claim: prepare('UPDATE objects SET pending = 0 WHERE sha = ? AND pending = 1'),
+        pack: prepare('INSERT OR IGNORE INTO packs (sha, ref, index_sha, build, buildable) VALUES (?, ?, ?, ?, ?)'),
+        generate: prepare('INSERT OR IGNORE INTO generated (sha, size, path, body) VALUES (?, ?, ?, ?)'),
+        generatedBody: prepare('SELECT body FROM generated WHERE sha = ?').pluck(),
+      };
+    } catch (err) {
+      this.scratch.remove();
+      throw err;
+    }
+  }
+
+  /** Closes the ledger and removes its scratch file. */
+  close(): void {
+    this.scratch.remove();
+  }
+
+  private inTransaction(work: () => void): void {
+    this.db.transaction(work)();
+  }
+
+  private count(sql: string, ...params: unknown[]): number {
+    return this.db
+      .prepare(sql)
+      .pluck()
+      .get(...params) as number;
+  }
+
+  /** Rows of `sql` (which takes the last key read and a page size, and orders by that key) a page
+   * at a time. */
+  private *pages<T>(sql: string, key: (row: T) => number | string, start: number | string, params: unknown[] = []) {
+    const page = this.db.prepare(sql);
+    let after = start;
+    for (;;) {
+      const rows = page.all(...params, after, PAGE) as T[];
+      if (!rows.length) return;
+      after = key(rows.at(-1)!);
+      yield rows;
+    }
+  }
+
+  // The tree.
+
+  /** Records a shard of the tree's files; returns a path listed before, if any (the manifest is
+   * refused then, and the rest of the shard is not recorded). */
+  addTreeShard(shard: number, entries: readonly ManifestEntry[]): string | null {
+    let twice: string | null = null;
+    this.inTransaction(() => {
+      for (const e of entries) {
+        const added = this.stmt.treeFile.run(
+          e.path,
+          shard,
+          e.sha256,
+          e.size,
+          e.content_type ?? null,
+          JSON.stringify(e),
+        );
+        if (added.changes === 0) {
+          twice = e.path;
+          return;
+        }
+      }
+    });
+    return twice;
+  }
+
+  /** Shard `shard` of the tree's files, sorted by path, each entry as its shard listed it. */
+  treeShard(shard: number): ManifestEntry[] {
+    return (this.stmt.treeShard.all(shard) as string[]).map((e) => JSON.parse(e) as ManifestEntry);
+  }
+
+  treeFileCount(): number {
+    return this.count('SELECT count(*) FROM tree_files');
+  }
+
+  /** Every file the tree lists, in path order, a page at a time. */
+  treeFiles(): Generator<{ path: string; size: number }[]> {
+    return this.pages<{ path: string; size: number }>(
+      'SELECT path, size FROM tree_files WHERE path > ? ORDER BY path LIMIT ?',
+      (r) => r.path,
+      '',
+    );
+  }
+
+  // Bytes of manifest objects.
+
+  keepBody(sha: string, body: Buffer, fromTree = false): void {
+    this.stmt.body.run(sha, fromTree ? 1 : 0, body);
+  }
+
+  body(sha: string): Buffer | null {
+    return (this.stmt.getBody.get(sha) as Buffer | undefined) ?? null;
+  }
+
+  /** The bytes of a manifest object of the tree itself (manifest.json or a shard object). */
+  treeBody(sha: string): Buffer | null {
+    return (this.stmt.getTreeBody.get(sha) as Buffer | undefined) ?? null;
+  }
+
+  // The current release's shards.
+
+  /** Records what shard head `head` lists (its bases and files), of the tree or the current release. */
+  recordHead(head: string, shas: readonly string[], fromTree = false): void {
+    this.inTransaction(() => {
+      for (const sha of shas) this.stmt.headList.run(head, sha, fromTree ? 1 : 0);
+    });
+  }
+
+  hasHead(head: string): boolean {
+    return this.stmt.hasHead.get(head) !== undefined;
+  }
+
+  recordPlan(plan: ShardPlan): void {
+    this.stmt.plan.run(
+      plan.shard,
+      JSON.stringify(plan.head),
+      JSON.stringify(plan.bases),
+      plan.changed ? 1 : 0,
+      plan.delta ? JSON.stringify(plan.delta) : null,
+    );
+  }
+
+  /** The plan recorded for a shard, if any. */
+  plan(shard: number): ShardPlan | null {
+    const r = this.stmt.getPlan.get(shard) as
+      | { head: string; bases: string; changed: number; delta: string | null }
+      | undefined;
+    if (!r) return null;
+    return {
+      shard,
+      head: JSON.parse(r.head) as ManifestEntry,
+      bases: JSON.parse(r.bases) as ShardRef[],
+      changed: r.changed === 1,
+      delta: r.delta === null ? null : (JSON.parse(r.delta) as ShardRef),
+    };
+  }
+
+  /** The shards whose plan says they changed, each with the length of its current chain. */
+  changedShards(): { shard: number; depth: number }[] {
+    return this.db
+      .prepare('SELECT shard, json_array_length(bases) AS depth FROM shard_plans WHERE changed = 1 ORDER BY shard')
+      .all() as { shard: number; depth: number }[];
+  }
+
+  /** Forgets the current release's shards (it could not be read whole). */
+  forgetCurrentRelease(): void {
+    this.db.exec('DELETE FROM shard_plans; DELETE FROM head_lists WHERE from_tree = 0;');
+  }
+
+  // The published manifest's shard objects.
+
+  /** Records the objects shard `shard` of the published manifest names, in order (head first). */
+  addManifestObjects(shard: number, entries: readonly ManifestEntry[]): void {
+    this.inTransaction(() => {
+      entries.forEach((e, k) => this.stmt.manifestObject.run(shard, k, e.sha256, e.size, e.path));
+    });
+  }
+
+  clearManifestObjects(): void {
+    this.db.exec('DELETE FROM manifest_objects');
+  }
+
+  // What the store holds for sure.
+
+  know(shas: Iterable<string>): void {
+    this.inTransaction(() => {
+      for (const sha of shas) this.stmt.know.run(sha);
+    });
+  }
+
+  isKnown(sha: string): boolean {
+    return this.stmt.isKnown.get(sha) !== undefined;
+  }
+
+  /** Starts a release's listing: what it lists counts (`countListing`) only once all of it was read. */
+  startListing(): void {
+    this.db.exec('DELETE FROM listing');
+  }
+
+  list(shas: Iterable<string>): void {
+    this.inTransaction(() => {
+      for (const sha of shas) this.stmt.list.run(sha);
+    });
+  }
+
+  /** Lists what a recorded head lists (recordHead). */
+  listHead(head: string): void {
+    this.stmt.listHead.run(head);
+  }
+
+  /** Lists what shard `shard` of the tree lists. */
+  listTreeShard(shard: number): void {
+    this.db.prepare('INSERT OR IGNORE INTO listing (sha) SELECT sha FROM tree_files WHERE shard = ?').run(shard);
+  }
+
+  countListing(): void {
+    this.db.exec('INSERT OR IGNORE INTO known (sha) SELECT sha FROM listing');
+  }
+
+  // What a listing of the store found.
+
+  clearStoreListing(): void {
+    this.db.exec('DELETE FROM store_objects; DELETE FROM store_packs;');
+  }
+
+  listedInStore(kind: 'object' | 'pack', shas: Iterable<string>): void {
+    const insert = kind === 'object' ? this.stmt.storeObject : this.stmt.storePack;
+    this.inTransaction(() => {
+      for (const sha of shas) insert.run(sha);
+    });
+  }
+
+  // The release's objects.
+
+  /** Fixes the release's distinct objects, once the manifest's are recorded: its shard objects in the
+   * order the manifest names them (each once), then every other file, in path order, at the first
+   * path listing its bytes. */
+  fixObjects(): void {
+    this.db.exec(`
+      INSERT INTO objects (ord, sha, size, path, content_type, kind)
+        SELECT row_number() OVER (ORDER BY shard, k), sha, size, path, content_type_of(path), 'shard'
+        FROM (SELECT *, row_number() OVER (PARTITION BY sha ORDER BY shard, k) AS nth FROM manifest_objects)
+        WHERE nth = 1 ORDER BY shard, k;
+      INSERT INTO objects (ord, sha, size, path, content_type, kind)
+        SELECT (SELECT count(*) FROM objects) + row_number() OVER (ORDER BY f.path), f.sha, f.size, f.path,
+          coalesce(f.content_type, content_type_of(f.path)), 'file'
+        FROM tree_files f
+        WHERE f.path = (SELECT min(path) FROM tree_files g WHERE g.sha = f.sha)
+          AND NOT EXISTS (SELECT 1 FROM objects o WHERE o.sha = f.sha)
+        ORDER BY f.path;
+    `);
+  }
+
+  /** Marks the objects the store does not hold for sure now as missing: those publish uploads. */
+  markMissing(): void {
+    this.db.exec('UPDATE objects SET missing = NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = objects.sha)');
+  }
+
+  missingCount(kind: LedgerObject['kind']): number {
+    return this.count('SELECT count(*) FROM objects WHERE missing = 1 AND kind = ?', kind);
+  }
+
+  object(sha: string): LedgerObject | undefined {
+    return this.stmt.object.get(sha) as LedgerObject | undefined;
+  }
+
+  objectCount(kind?: LedgerObject['kind']): number {
+    return kind
+      ? this.count('SELECT count(*) FROM objects WHERE kind = ?', kind)
+      : this.count('SELECT count(*) FROM objects');
+  }
+
+  /** The release's objects, in order, a page at a time: all, or those of a kind; `missing`: only
+   * those the store lacked when the objects were fixed (fixObjects); `unknown`: only those the store
+   * does not hold for sure now. */
+  objects(o: { kind?: LedgerObject['kind']; missing?: boolean; unknown?: boolean } = {}): Generator<LedgerObject[]> {
+    const where = [
+      o.kind ? `kind = '${o.kind === 'shard' ? 'shard' : 'file'}'` : null,
+      o.missing ? 'missing = 1' : null,
+      o.unknown ? 'NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = objects.sha)' : null,
+    ].filter(Boolean);
+    return this.objectPages(where.join(' AND '));
+  }
+
+  private objectPages(where: string): Generator<LedgerObject[]> {
+    return this.pages<LedgerObject & { ord: number }>(
+      `SELECT ord, sha AS sha256, size, path, content_type, kind FROM objects WHERE ${where ? `${where} AND ` : ''}ord > ? ORDER BY ord LIMIT ?`,
+      (r) => r.ord,
+      0,
+    );
+  }
+
+  /** Marks the files the store does not hold for sure now as pending: this publish uploads them once. */
+  markPending(): number {
+    return this.db
+      .prepare(
+        "UPDATE objects SET pending = 1 WHERE kind = 'file' AND NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = objects.sha)",
+      )
+      .run().changes;
+  }
+
+  /** Takes a pending file for upload: true once per file, false when it is not (or no longer) pending. */
+  claimPending(sha: string): boolean {
+    return this.stmt.claim.run(sha).changes === 1;
+  }
+
+  /** The files still pending, in order, a page at a time. */
+  pendingFiles(): Generator<LedgerObject[]> {
+    return this.objectPages('pending = 1');
+  }
+
+  /** The release's objects (generated ones included) the last listing of the store did not find:
+   * manifest.json first, then the shard objects, the other generated objects and the files. */
+  *lostObjects(manifestSha: string): Generator<(LedgerObject | GeneratedObject)[]> {
+    const lost = (table: string) => `NOT EXISTS (SELECT 1 FROM store_objects s WHERE s.sha = ${table}.sha)`;
+    const generated = (where: string) =>
+      this.pages<GeneratedObject & { ord: number }>(
+        `SELECT ord, sha AS sha256, size, path, 'application/json' AS content_type, 'generated' AS kind FROM generated
+         WHERE ${lost('generated')} AND ${where} AND ord > ? ORDER BY ord LIMIT ?`,
+        (r) => r.ord,
+        0,
+        [manifestSha],
+      );
+    yield* generated('sha = ?');
+    yield* this.objectPages(`kind = 'shard' AND ${lost('objects')}`);
+    yield* generated('sha <> ?');
+    yield* this.objectPages(`kind = 'file' AND ${lost('objects')}`);
+  }
+
+  lostCount(): number {
+    return (
+      this.count(
+        'SELECT count(*) FROM objects WHERE NOT EXISTS (SELECT 1 FROM store_objects s WHERE s.sha = objects.sha)',
+      ) +
+      this.count(
+        'SELECT count(*) FROM generated WHERE NOT EXISTS (SELECT 1 FROM store_objects s WHERE s.sha = generated.sha)',
+      )
+    );
+  }
+
+  // Packs and generated objects.
+
+  /** Appends a pack to the pack list (a pack listed already keeps its place) and its index to the
+   * generated objects; `build`: this publish uploads it. Whether every object it holds is the
+   * release's is recorded (only those can be built again from the tree). */
+  addPack(pack: Pack, build: boolean): void {
+    const buildable = pack.index.objects.every(([sha]) => this.stmt.object.get(sha) !== undefined);
+    this.inTransaction(() => {
+      const added = this.stmt.pack.run(
+        pack.ref.sha256,
+        JSON.stringify(pack.ref),
+        pack.ref.index.sha256,
+        build ? 1 : 0,
+        buildable ? 1 : 0,
+      );
+      if (added.changes) this.generate(pack.indexBody, pack.ref.index.sha256, `index of pack ${pack.ref.sha256}`);
+    });
+  }
+
+  /** Where earlierPacks puts a kept release's packs: staged, and only once its whole pack list was
+   * read are its list and indexes known to be in the store and the packs holding an object of this
+   * release appended to the pack list. */
+  earlierPacksSink(): EarlierPacksSink {
+    const stage = this.db.prepare(
+      'INSERT INTO staged_packs (sha, ref, index_sha, index_body, holds, buildable) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    const isObject = (sha: string) => this.stmt.object.get(sha) !== undefined;
+    return {
+      start: () => this.db.exec('DELETE FROM staged_packs'),
+      pack: (p) =>
+        void stage.run(
+          p.ref.sha256,
+          JSON.stringify(p.ref),
+          p.ref.index.sha256,
+          p.indexBody,
+          p.index.objects.some(([sha]) => isObject(sha)) ? 1 : 0,
+          p.index.objects.every(([sha]) => isObject(sha)) ? 1 : 0,
+        ),
+      count: (listSha) =>
+        this.inTransaction(() => {
+          this.stmt.know.run(listSha);
+          this.db.exec(`
+            INSERT OR IGNORE INTO known (sha) SELECT index_sha FROM staged_packs;
+            INSERT OR IGNORE INTO generated (sha, size, path, body)
+              SELECT index_sha, length(index_body), 'index of pack ' || sha, index_body FROM staged_packs
+              WHERE holds = 1 AND NOT EXISTS (SELECT 1 FROM packs p WHERE p.sha = staged_packs.sha) ORDER BY ord;
+            INSERT OR IGNORE INTO packs (sha, ref, index_sha, build, buildable)
+              SELECT sha, ref, index_sha, 0, buildable FROM staged_packs WHERE holds = 1 ORDER BY ord;
+            DELETE FROM staged_packs;
+          `);
+        }),
+    };
+  }
+
+  /** The pack list's and its indexes' objects are in the store (the list was read from it). */
+  knowPackIndexes(): void {
+    this.db.exec('INSERT OR IGNORE INTO known (sha) SELECT index_sha FROM packs');
+  }
+
+  /** Marks the buildable packs the last store listing did not find to be built (uploaded). */
+  buildUnlisted(): void {
+    this.db.exec(
+      'UPDATE packs SET build = (buildable = 1 AND NOT EXISTS (SELECT 1 FROM store_packs s WHERE s.sha = packs.sha))',
+    );
+  }
+
+  /** The packs to build, in the pack list's order, one at a time. */
+  *packsToBuild(): Generator<Pack> {
+    for (const page of this.pages<{ ord: number; ref: string; body: Buffer }>(
+      `SELECT p.ord, p.ref, g.body FROM packs p JOIN generated g ON g.sha = p.index_sha
+       WHERE p.build = 1 AND p.ord > ? ORDER BY p.ord LIMIT ?`,
+      (r) => r.ord,
+      0,
+    ))
+      for (const r of page) {
+        const ref = JSON.parse(r.ref) as PackRef;
+        yield { ref, index: parsePackIndex(r.body, `the index of pack ${ref.sha256}`), indexBody: r.body };
+      }
+  }
+
+  packsToBuildCount(): number {
+    return this.count('SELECT count(*) FROM packs WHERE build = 1');
+  }
+
+  /** The pack list's entries, in order (a pack list names every pack: it is one object). */
+  packRefs(): PackRef[] {
+    return (this.db.prepare('SELECT ref FROM packs ORDER BY ord').pluck().all() as string[]).map(
+      (r) => JSON.parse(r) as PackRef,
+    );
+  }
+
+  /** Records an object publish writes that is in no tree (again is harmless). */
+  generate(body: Buffer, sha: string, path: string): void {
+    this.stmt.generate.run(sha, body.length, path, body);
+  }
+
+  generatedBody(sha: string): Buffer | null {
+    return (this.stmt.generatedBody.get(sha) as Buffer | undefined) ?? null;
+  }
+
+  generatedCount(): number {
+    return this.count('SELECT count(*) FROM generated');
+  }
+
+  /** The generated objects, in the order generated, a page at a time; `unknown`: only those the store
+   * does not hold for sure. */
+  generatedObjects(o: { unknown?: boolean } = {}): Generator<GeneratedObject[]> {
+    return this.pages<GeneratedObject & { ord: number }>(
+      `SELECT ord, sha AS sha256, size, path, 'application/json' AS content_type, 'generated' AS kind FROM generated
+       WHERE ${o.unknown ? 'NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = generated.sha) AND ' : ''}ord > ? ORDER BY ord LIMIT ?`,
+      (r) => r.ord,
+      0,
+    );
+  }
+
+  /** Distinct objects of the release, generated ones included. */
+  totalObjects(): number {
+    return this.count('SELECT count(*) FROM (SELECT sha FROM objects UNION SELECT sha FROM generated)');
+  }
+}
