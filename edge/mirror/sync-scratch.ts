@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { processAlive } from './live-process.js';
+import { processAlive } from '../../build/common/live-process.js';
 
 /** Rows inserted in one transaction. */
 const BATCH = 10_000;

@@ -36,7 +36,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { processAlive } from './live-process.js';
+import { processAlive } from '../../build/common/live-process.js';
 
 export const VERIFIED_INDEX = 'verified-objects.idx';
 

@@ -1,4 +1,4 @@
-// Whether the process that left a scratch file behind still runs: a sync removes the scratch of a
+// Whether the process that left a scratch file behind still runs: a run removes the scratch of a
 // killed one, never that of one still running beside it.
 
 export function processAlive(pid: number): boolean {
