@@ -175,14 +175,9 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
 
   // An interrupted run of this release left objects and packs no kept release lists: one listing
   // of each finds them.
-  const interrupted =
-    reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === published.sha256);
-  if (interrupted) {
-    await store.eachObjectSlice(
-      (slice) => ledger.know(slice.filter((o) => o.size >= 0).map((o) => o.sha)),
-      concurrency,
-    );
-    await store.eachPackSlice(
+  /** Which packs the store holds, into the ledger: one listing. */
+  const listPacks = () =>
+    store.eachPackSlice(
       (slice) =>
         ledger.listedInStore(
           'pack',
@@ -190,6 +185,14 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
         ),
       concurrency,
     );
+  const interrupted =
+    reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === published.sha256);
+  if (interrupted) {
+    await store.eachObjectSlice(
+      (slice) => ledger.know(slice.filter((o) => o.size >= 0).map((o) => o.sha)),
+      concurrency,
+    );
+    await listPacks();
   }
   ledger.markMissing();
   // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
@@ -354,14 +357,7 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
       waitMs: opts.gcWaitMs ?? GC_WAIT_MS,
     });
     // The packs built from the release's own objects that the store lacks now.
-    await store.eachPackSlice(
-      (slice) =>
-        ledger.listedInStore(
-          'pack',
-          slice.map((o) => o.sha),
-        ),
-      concurrency,
-    );
+    await listPacks();
     ledger.buildUnlisted();
     await uploadPacks(() => {});
   }
