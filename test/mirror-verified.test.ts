@@ -24,6 +24,7 @@ import { dirname, join, normalize } from 'node:path';
 import { mirror, type MirrorOptions } from '../edge/mirror/mirror.js';
 import { VERIFIED_INDEX, VerifiedIndex, stampOf } from '../edge/mirror/verified-index.js';
 import { REFUSED_RECORD, RefusedRecord, readRefused, takeRefused } from '../edge/mirror/refused-record.js';
+import { VERIFIED_SHARDS } from '../edge/mirror/verified-shards.js';
 import { retryAfterSeconds } from '../edge/origins/http-origin.js';
 import { writeManifest } from '../build/render/manifest.js';
 import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
@@ -215,6 +216,71 @@ describe('the verified index', () => {
       ]);
       expect(await sync(dir)).toMatchObject({ hashed: 0, trusted: held });
     }
+  });
+});
+
+describe('the record of shards held whole', () => {
+  const shardsOf = (tree: string) => readManifest(tree).index.shards.length;
+
+  it('a re-sync reads no shard it holds whole; a file missing or changed on disk, a damaged record or --verify means reading every shard, and the record is written anew', async () => {
+    const dir = join(work, 'm5');
+    source.root = treeA;
+    const shards = shardsOf(treeA);
+    expect(await sync(dir)).toMatchObject({ unchanged: 0 });
+    expect(existsSync(join(dir, VERIFIED_SHARDS))).toBe(true);
+    const held = objectsIn(dir).length;
+    source.requests.clear();
+    // Only manifest.json is looked at (held, checked); every object is trusted after its stat.
+    expect(await sync(dir)).toMatchObject({ unchanged: shards, fetched: 0, reused: 1, hashed: 0, trusted: held });
+    expect([...source.requests.keys()]).toEqual(['current.json', 'manifest.json']);
+
+    // Deleted by hand: the stat of every indexed object finds it, the record is set aside, every
+    // shard is read, and the file is fetched again.
+    const gone = entriesA[5];
+    rmSync(join(dir, objectKey(gone.sha256)));
+    const repaired = await sync(dir);
+    expect(repaired).toMatchObject({ unchanged: 0, fetched: 1 });
+    expect(repaired.lines).toContain(
+      `object ${objectKey(gone.sha256)} is missing or changed on disk since the last sync: every manifest shard is read again, and what it lists checked`,
+    );
+    expect(sha256(readFileSync(join(dir, objectKey(gone.sha256))))).toBe(gone.sha256);
+    expect(await sync(dir)).toMatchObject({ unchanged: shards, fetched: 0 });
+
+    // A sync that stops after finding the change leaves no record behind: the next one reads every
+    // shard too (an index without the missing file's record must not let the old record vouch for it).
+    rmSync(join(dir, objectKey(gone.sha256)));
+    source.refuse.set(gone.path, { times: 4, status: 404, headers: () => ({}) });
+    await expect(sync(dir)).rejects.toThrow(/not found at/);
+    expect(existsSync(join(dir, VERIFIED_SHARDS))).toBe(false);
+    source.refuse.clear();
+    expect(await sync(dir)).toMatchObject({ unchanged: 0, fetched: 1 });
+
+    const record = join(dir, VERIFIED_SHARDS);
+    writeFileSync(
+      record,
+      readFileSync(record, 'latin1').replace(/[0-9a-f]/, (c) => (c === '0' ? '1' : '0')),
+    );
+    const damaged = await sync(dir);
+    expect(damaged).toMatchObject({ unchanged: 0, fetched: 0, hashed: 0 });
+    expect(damaged.lines).toContain(
+      `${record} is damaged: every manifest shard is read, and the record is written anew`,
+    );
+    expect(await sync(dir)).toMatchObject({ unchanged: shards });
+
+    expect(await sync(dir, { verify: true })).toMatchObject({ unchanged: 0, hashed: held });
+    expect(await sync(dir)).toMatchObject({ unchanged: shards, hashed: 0 });
+  });
+
+  it('a record of shards whose files are not all in the verified index is not trusted', async () => {
+    const dir = join(work, 'm6');
+    source.root = treeA;
+    await sync(dir);
+    const shards = shardsOf(treeA);
+    expect(await sync(dir)).toMatchObject({ unchanged: shards });
+    // The index gone (deleted to make the mirror hash everything): the record goes with it.
+    rmSync(join(dir, VERIFIED_INDEX));
+    expect(await sync(dir)).toMatchObject({ unchanged: 0, hashed: objectsIn(dir).length });
+    expect(await sync(dir)).toMatchObject({ unchanged: shards, hashed: 0 });
   });
 });
 

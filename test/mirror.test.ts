@@ -288,13 +288,18 @@ describe('isoatlas mirror', () => {
     });
   });
 
-  it('a second sync with nothing changed downloads only the pointer probe and manifest.json', async () => {
+  it('a second sync with nothing changed downloads only the pointer probe and manifest.json, and reads no manifest shard', async () => {
     origin.reset();
     const s = await mirror({ from: origin.base, to: mirrorDir, progress: false });
+    // Every shard is held whole since the last sync (verified-shards.ts): only manifest.json is looked
+    // at, and every object is trusted after one stat.
     expect(s).toMatchObject({
       release: manifestA.release,
       fetched: 0,
-      reused: objectsA.size,
+      reused: 1,
+      unchanged: manifestA.shards.length,
+      trusted: objectsA.size,
+      hashed: 0,
       bytes: manifestBytesA.length,
     });
     expect(origin.requested()).toEqual({ 'current.json': 1, 'manifest.json': 1 });
@@ -575,7 +580,7 @@ describe('isoatlas mirror', () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stderr).toMatch(
       new RegExp(
-        `^mirrored release ${manifestB.release} \\(holding ${manifestB.release}\\): 0 objects fetched, ${objectsB.size} reused, 0 removed; 0 held objects checked by sha256, ${objectsB.size} trusted from the verified index; 0\\.\\d MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`,
+        `^mirrored release ${manifestB.release} \\(holding ${manifestB.release}\\): 0 objects fetched, 1 reused, 0 removed; 0 held objects checked by sha256, ${objectsB.size} trusted from the verified index, ${manifestB.shards.length} manifest shards unchanged since the last sync; 0\\.\\d MB downloaded in \\d+\\.\\d s \\(http://127\\.0\\.0\\.1:\\d+ → ${mirrorDir}\\)$`,
         'm',
       ),
     );

@@ -169,11 +169,11 @@ describe('planning range reads', () => {
     const { objects } = await packOf(lengths);
     const want = (...ids: number[]) => ids.map((i) => [hex(i), lengths[i - 1]] as [string, number]);
     // 1 and 2 touch, and 4 lies exactly MAX_GAP_BYTES (object 3) after 2: one range.
-    const joined = objects.plan(want(1, 2, 4));
+    const joined = await objects.plan(want(1, 2, 4));
     expect(joined.ranges.map((r) => [r.start, r.end, r.objects.length])).toEqual([[0, 2999 + MAX_GAP_BYTES, 3]]);
     // 1 and 4 are more than MAX_GAP_BYTES apart, and so are 4 and 6 (object 5); 6 and 7, and 7 and 8,
     // touch but would make a range longer than MAX_RANGE_BYTES.
-    const { ranges, rest } = objects.plan([...want(1, 4, 6, 7, 8), [hex(99), 5], [hex(2), 999]]);
+    const { ranges, rest } = await objects.plan([...want(1, 4, 6, 7, 8), [hex(99), 5], [hex(2), 999]]);
     expect(ranges.map((r) => r.objects.map((o) => o.sha256))).toEqual([
       [hex(1)],
       [hex(4)],
@@ -185,6 +185,33 @@ describe('planning range reads', () => {
       [hex(99), 5],
       [hex(2), 999],
     ]);
+  });
+
+  it('reads the index of a pack the mirror held already only when an object is found in no other pack', async () => {
+    const { index } = await packOf([10, 20]);
+    const list = Buffer.from(
+      JSON.stringify({
+        format: 1,
+        packs: [{ sha256: index.pack.sha256, size: 30, index: { sha256: 'e'.repeat(64), size: 1 }, objects: 2 }],
+      }),
+    );
+    const read: string[] = [];
+    const objects = new PackedObjects(scratch());
+    await objects.add(
+      { sha256: 'd'.repeat(64), size: list.length },
+      async (sha) => {
+        read.push(sha[0]);
+        return sha === 'd'.repeat(64) ? list : Buffer.from(JSON.stringify(index));
+      },
+      (sha) => sha === 'e'.repeat(64),
+    );
+    // The index is still an object the release lists, so the mirror checks it is held.
+    expect([...objects.metadata.keys()]).toEqual(['d'.repeat(64), 'e'.repeat(64)]);
+    expect(read).toEqual(['d']);
+    expect(await objects.where(index.objects[1][0], 20)).toMatchObject({ offset: 10, length: 20 });
+    expect(read).toEqual(['d', 'e']);
+    expect(await objects.where('9'.repeat(64), 5)).toBeNull();
+    expect(read).toEqual(['d', 'e']);
   });
 
   it('refuses an index that does not describe the pack its list names', async () => {
@@ -499,5 +526,46 @@ describe("a chained mirror of a release whose pack list names an earlier release
       expect(objectAnswers.length).toBe(2 + s.packs);
     });
     expect(damage(downstream, wanted)).toEqual(whole);
+  });
+});
+
+describe('a re-sync after a 1% change', () => {
+  it('reads no shard of the release it held, each new head only down to the base it holds whole, and no index of a pack it had; it ends whole', async () => {
+    const { entries } = readManifest(smallTree);
+    const tree2 = join(work, 'small-tree-1pct');
+    const changed = entries.map((e, i) => {
+      const body = readFileSync(join(smallTree, e.path));
+      const next = i % 100 === 42 ? Buffer.concat([body, Buffer.from('\n')]) : body;
+      mkdirSync(dirname(join(tree2, e.path)), { recursive: true });
+      writeFileSync(join(tree2, e.path), next);
+      return { ...e, size: next.length, sha256: sha256(next) };
+    });
+    await writeManifest(tree2, 'small-1pct', changed);
+    const published = join(work, 'one-percent');
+    const store = new ReleaseStore(new DirectoryBackend(published));
+    await publish({ dir: smallTree, store, progress: false, packTargetBytes: 64 * 1024 });
+    const to = join(work, 'mirror-one-percent');
+    const release1 = await withServer(published, (server) => mirror({ from: server.base, to, progress: false }));
+    expect(release1.unchanged).toBe(0);
+    await publish({ dir: tree2, store, progress: false, packTargetBytes: 64 * 1024 });
+    const shards = readManifest(smallTree).index.shards.length;
+    await withServer(published, async (server) => {
+      const s = await mirror({ from: server.base, to, progress: false });
+      expect(s.releases).toEqual([release1.release, 'small-1pct']);
+      // Release 1's shards are not read; release 2's heads are new deltas over release 1's heads,
+      // read down to them: what the sync looks at is the change, not the release.
+      expect(s.unchanged).toBe(shards);
+      expect(s.fetched).toBeGreaterThanOrEqual(4);
+      expect(s.fetched + s.reused).toBeLessThan(entries.length / 5);
+      expect(s.hashed).toBe(0);
+      // One object at a time: manifest.json, the new pack list and the new packs' indexes.
+      const objectAnswers = logged(server).filter((r) => r.path.startsWith('/objects/'));
+      expect(objectAnswers.length).toBe(2 + s.packs);
+    });
+    expect(damage(to, new Map(changed.map((e) => [e.sha256, e.size])))).toEqual(whole);
+    expect(damage(to, new Map(entries.map((e) => [e.sha256, e.size])))).toEqual(whole);
+    // And again: everything it holds is whole, nothing is read.
+    const again = await withServer(published, (server) => mirror({ from: server.base, to, progress: false }));
+    expect(again).toMatchObject({ fetched: 0, hashed: 0, unchanged: 2 * shards });
   });
 });

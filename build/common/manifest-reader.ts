@@ -11,6 +11,7 @@ import {
   parseManifestIndex,
   parseShardObject,
   resolveChain,
+  resolveChainOver,
   type ShardObject,
   type ShardRef,
 } from '../../edge/contract/manifest.js';
@@ -26,9 +27,17 @@ export interface LoadedShard {
   head: ManifestEntry;
   /** The head's chain of bases, nearest first (none for a full shard). */
   bases: ShardRef[];
-  /** Its files, resolved through the chain, sorted by path. */
+  /** Its files, resolved through the chain, sorted by path; with `over`, only those the objects
+   * before that base decide. */
   entries: ManifestEntry[];
+  /** The base the reader knew the shard of (loadShard's `known`): neither it nor the bases after it
+   * were read. */
+  over?: ShardRef;
 }
+
+/** Whether the reader knows the files of the shard that `base` stands for with `rest` (the bases
+ * after it) as its chain: a mirror's record of the shards it verified (edge/mirror/verified-shards.ts). */
+export type KnownShard = (base: ShardRef, rest: ShardRef[]) => boolean;
 
 export interface LoadedManifest {
   index: ManifestIndex;
@@ -58,6 +67,7 @@ export async function loadShard(
   index: ManifestIndex,
   i: number,
   where: string,
+  known?: KnownShard,
 ): Promise<{ shard: LoadedShard; objects: { entry: ManifestEntry; body: Buffer }[] }> {
   const head = index.shards[i];
   const count = index.shards.length;
@@ -83,14 +93,21 @@ export async function loadShard(
   const headBody = await fetch(head, 'shard object');
   const deltas = index.format !== 2;
   const parsedHead = checked(() => parseShardObject(headBody, i, count, `${where}${head.path}`, deltas));
-  const baseEntries = parsedHead.bases.map((b) => ({ ...head, sha256: b.sha256, size: b.size }));
+  // The nearest base whose shard the reader knows: the chain is read down to it, not past it.
+  const over = known ? parsedHead.bases.findIndex((b, k) => known(b, parsedHead.bases.slice(k + 1))) : -1;
+  const toRead = over < 0 ? parsedHead.bases : parsedHead.bases.slice(0, over);
+  const baseEntries = toRead.map((b) => ({ ...head, sha256: b.sha256, size: b.size }));
   const baseBodies = await Promise.all(baseEntries.map((b) => fetch(b, 'base shard object')));
   const bases: ShardObject[] = baseBodies.map((body, k) =>
     checked(() => parseShardObject(body, i, count, `${where}${head.path} (base ${baseEntries[k].sha256})`, deltas)),
   );
-  const entries = checked(() => resolveChain(parsedHead, bases, `${where}${head.path}`));
+  const entries = checked(() =>
+    over < 0
+      ? resolveChain(parsedHead, bases, `${where}${head.path}`)
+      : resolveChainOver(parsedHead, bases, `${where}${head.path}`),
+  );
   return {
-    shard: { head, bases: parsedHead.bases, entries },
+    shard: { head, bases: parsedHead.bases, entries, ...(over < 0 ? {} : { over: parsedHead.bases[over] }) },
     objects: [{ entry: head, body: headBody }, ...baseEntries.map((entry, k) => ({ entry, body: baseBodies[k] }))],
   };
 }

@@ -139,23 +139,40 @@ export function parseShardObject(
 export function checkChain(head: ShardObject, bases: ShardObject[], where: string): void {
   if (bases.length !== head.bases.length)
     throw new Error(`${where}: ${bases.length} bases for ${head.bases.length} listed`);
-  bases.forEach((base, k) => {
-    const rest = head.bases.slice(k + 1);
-    if (
-      base.bases.length !== rest.length ||
-      base.bases.some((b, j) => b.sha256 !== rest[j].sha256 || b.size !== rest[j].size)
-    )
-      throw new Error(
-        `${where}: its base ${head.bases[k].sha256} does not continue its chain (a base lists the rest of the chain after it, the last is full)`,
-      );
-  });
+  bases.forEach((base, k) => continues(head, base, k, where));
 }
 
 /** The entries of the shard a chain stands for, sorted by path: the full base's, then each delta
  * from the oldest to the head applied (its removed paths dropped, its entries put). */
 export function resolveChain(head: ShardObject, bases: ShardObject[], where: string): ManifestEntry[] {
   checkChain(head, bases, where);
-  const chain = [head, ...bases];
+  return applyDeltas([head, ...bases]);
+}
+
+/** What a head and the first of its bases put over the rest of its chain, sorted by path: the
+ * entries of the shard that these objects decide (a path they remove is not in the shard; one they
+ * neither list nor remove is as the rest of the chain has it). `bases` are the head's first bases, in
+ * order, each checked to continue the chain. A reader that knows the shard the rest stands for reads
+ * only these. */
+export function resolveChainOver(head: ShardObject, bases: ShardObject[], where: string): ManifestEntry[] {
+  bases.forEach((base, k) => continues(head, base, k, where));
+  return applyDeltas([head, ...bases]);
+}
+
+/** Base k of `head` lists the rest of the head's chain after it as its own. */
+function continues(head: ShardObject, base: ShardObject, k: number, where: string): void {
+  const rest = head.bases.slice(k + 1);
+  if (
+    base.bases.length !== rest.length ||
+    base.bases.some((b, j) => b.sha256 !== rest[j].sha256 || b.size !== rest[j].size)
+  )
+    throw new Error(
+      `${where}: its base ${head.bases[k].sha256} does not continue its chain (a base lists the rest of the chain after it, the last is full)`,
+    );
+}
+
+/** The chain (head first) applied from its last object to its head. */
+function applyDeltas(chain: ShardObject[]): ManifestEntry[] {
   const files = new Map<string, ManifestEntry>();
   for (let k = chain.length - 1; k >= 0; k--) {
     for (const p of chain[k].removed) files.delete(p);

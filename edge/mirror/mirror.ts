@@ -8,7 +8,9 @@
 //   - Objects already in the mirror are checked and kept; what is missing or corrupted is downloaded.
 //     Checked: by one stat when the verified index (verified-index.ts) recorded the object with the
 //     stat its file still has, else by size and sha256; objects `isoatlas serve` refused
-//     (refused-record.ts) are hashed again, and `verify` hashes everything. An interrupted sync leaves
+//     (refused-record.ts) are hashed again, and `verify` hashes everything. Manifest shards a finished
+//     sync held whole are not read again while the disk agrees (verified-shards.ts), so a re-sync
+//     looks at what changed. An interrupted sync leaves
 //     what it verified, and the next run goes on from there; the mirror's own pointer is rewritten
 //     last, so a server of the mirror switches from one whole release to the next.
 //   - A source that answers 429 or 503 is waited for (its Retry-After, else a growing backoff), and
@@ -57,6 +59,7 @@ import { SyncScratch, type Wanted } from './sync-scratch.js';
 import { VERIFIED_INDEX, VerifiedIndex, stampOf } from './verified-index.js';
 import { REFUSED_RECORD, readRefused, takeRefused } from './refused-record.js';
 import { CleanUpState } from './clean-up-due.js';
+import { VERIFIED_SHARDS, VerifiedShards, basesDigest } from './verified-shards.js';
 
 export interface MirrorOptions {
   /** An http(s) base URL (a published store, a serving mirror, or a tree root) or `s3://bucket[/prefix]`. */
@@ -109,6 +112,9 @@ export interface MirrorSummary {
   hashed: number;
   /** Held objects trusted without reading them: unchanged on disk since the index recorded them. */
   trusted: number;
+  /** Manifest shards of the held releases held whole since the last sync, not read again (their
+   * files not looked at one by one: verified-shards.ts). */
+  unchanged: number;
   /** Objects no held release lists any more, deleted once their grace period ended. */
   removed: number;
   /** Whether the clean-up ran: only when it may delete something (clean-up-due.ts). */
@@ -177,7 +183,8 @@ export function mirrorSummaryLine(s: MirrorSummary, from: string, to: string): s
     : '';
   return (
     `mirrored release ${s.release} (holding ${s.releases.join(', ')}): ${s.fetched} objects fetched, ${s.reused} reused, ${s.removed} removed; ` +
-    `${s.hashed} held objects checked by sha256, ${s.trusted} trusted from the verified index; ` +
+    `${s.hashed} held objects checked by sha256, ${s.trusted} trusted from the verified index` +
+    `${s.unchanged ? `, ${s.unchanged} manifest shards unchanged since the last sync` : ''}; ` +
     `${(s.bytes / 1e6).toFixed(1)} MB downloaded${s.ranges ? ` (${s.ranges} ranges of ${s.packs} packs)` : ''} in ${s.seconds.toFixed(1)} s${waited} (${from} → ${to})`
   );
 }
@@ -196,24 +203,34 @@ interface Source {
   range?(key: string, start: number, end: number): Promise<Buffer | null>;
 }
 
+/** What a sync leaves to be saved whether it finishes or not; `finished` once it has. */
+interface SyncState {
+  local?: LocalObjects;
+  scratch?: SyncScratch;
+  finished?: Finished;
+}
+
+/** What a finished sync knows: the shards it holds whole, and whether its clean-up deleted objects. */
+interface Finished {
+  shards: VerifiedShards;
+  swept: boolean;
+}
+
 export async function mirror(opts: MirrorOptions): Promise<MirrorSummary> {
-  const objects: { local?: LocalObjects; scratch?: SyncScratch } = {};
+  const objects: SyncState = {};
   try {
     return await sync(opts, objects);
   } finally {
     // Whether the sync succeeded or not, what it verified is kept: the next one does not hash it again.
     try {
-      objects.local?.save(opts.log ?? (() => {}));
+      objects.local?.save(opts.log ?? (() => {}), objects.finished);
     } finally {
       objects.scratch?.close();
     }
   }
 }
 
-async function sync(
-  opts: MirrorOptions,
-  objects: { local?: LocalObjects; scratch?: SyncScratch },
-): Promise<MirrorSummary> {
+async function sync(opts: MirrorOptions, objects: SyncState): Promise<MirrorSummary> {
   const started = performance.now();
   const log = opts.log ?? (() => {});
   const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
@@ -265,6 +282,10 @@ async function sync(
   const cleanUpState = CleanUpState.begin(to);
   const scratch = (objects.scratch = SyncScratch.open(to));
   const local = (objects.local = new LocalObjects(store, backend, { verify: opts.verify === true, log }));
+  // Shards held whole since the last sync, when the disk still agrees; and those this sync will hold.
+  const whole = local.wholeShards(log);
+  const holding = VerifiedShards.empty();
+  let unchanged = 0;
   /** An object's bytes: the mirror's, else the source's (checked against its sha256), kept. */
   const object = async (sha: string, size: number | undefined, path: string) => {
     const mine = local.verified(sha, size);
@@ -293,7 +314,7 @@ async function sync(
   /** Reads what it can of `wanted` (sha256 → size; a release's shard objects) from the packs. */
   const fromPacks = async (wanted: Map<string, number>): Promise<void> => {
     if (!range || wanted.size === 0) return;
-    await fetchPlanned(packed.plan(wanted).ranges);
+    await fetchPlanned((await packed.plan(wanted)).ranges);
   };
   for (const r of wanted) {
     const where = `${source.description} (release ${r.release}) `;
@@ -301,24 +322,39 @@ async function sync(
     const index = parseManifestIndexAt(indexBody, `${where}${treePaths.manifest}`);
     if (index.packs && range) {
       await packed
-        .add(index.packs, (sha, size, what) => object(sha, size, what))
+        .add(
+          index.packs,
+          (sha, size, what) => object(sha, size, what),
+          (sha, size) => local.held(sha, size),
+        )
         .catch((err: Error) => {
           throw err instanceof BadInputError || err instanceof StorageError || err instanceof OriginError
             ? err
             : new BadInputError(`${where}${err.message}; ${DAMAGED}`);
         });
       await fromPacks(
-        new Map(index.shards.filter((s) => !local.held(s.sha256, s.size)).map((s) => [s.sha256, s.size])),
+        new Map(
+          index.shards
+            .filter((s) => !whole.holds(s.sha256) && !local.held(s.sha256, s.size))
+            .map((s) => [s.sha256, s.size]),
+        ),
       );
       // Then the bases the heads name (manifest shards are delta chains), through the packs too.
-      await fromPacks(missingBases(index, local, where));
+      await fromPacks(missingBases(index, local, where, whole));
     }
     scratch.addWanted(r.manifest_sha256, indexBody.length, treePaths.manifest);
     await forEachShard(
       index,
       where,
       (path, listed) => object(listed!.sha256, listed!.size, path),
-      (shard) => {
+      whole,
+      (head, shard) => {
+        if (!shard) {
+          unchanged++;
+          holding.add(head.sha256, whole.basesOf(head.sha256)!);
+          return;
+        }
+        holding.add(head.sha256, basesDigest(shard.shard.bases));
         for (const { entry } of shard.objects) scratch.addWanted(entry.sha256, entry.size, entry.path);
         for (const e of shard.shard.entries) scratch.addWanted(e.sha256, e.size, e.path);
       },
@@ -333,7 +369,7 @@ async function sync(
   try {
     for (const page of scratch.wanted()) {
       for (const o of page) {
-        if (!local.held(o.sha256, o.size)) scratch.addMissing(o, range ? packed.where(o.sha256, o.size) : null);
+        if (!local.held(o.sha256, o.size)) scratch.addMissing(o, range ? await packed.where(o.sha256, o.size) : null);
         checking.tick();
       }
       await new Promise(setImmediate); // let the progress bar draw
@@ -406,6 +442,7 @@ async function sync(
     removed = collected?.deleted ?? 0;
     if (collected && collected.young === 0 && collected.packs.young === 0) cleanUpState.done();
   } else cleanUpState.done();
+  objects.finished = { shards: holding, swept: removed > 0 };
   // Scratch files of a killed run (this run leaves none): a mirror's objects have one writer at a time.
   await backend.removeScratch('objects', 0);
   // Fetched: downloaded by this run (manifests included); reused: the rest of what the releases list.
@@ -416,6 +453,7 @@ async function sync(
     reused: needed - local.written,
     hashed: local.hashed,
     trusted: local.trusted,
+    unchanged,
     removed,
     swept,
     bytes: counters.bytes,
@@ -430,32 +468,46 @@ async function sync(
   return summary;
 }
 
-/** The bases of the release's shard heads (held already) that the mirror lacks, sha256 → size. What
- * is wrong with a head is left for forEachShard to say. */
-function missingBases(index: ManifestIndex, local: LocalObjects, where: string): Map<string, number> {
+/** The bases of the release's shard heads (held already) that the mirror lacks and will read,
+ * sha256 → size: down to the first base `whole` holds. What is wrong with a head is left for
+ * forEachShard to say. */
+function missingBases(
+  index: ManifestIndex,
+  local: LocalObjects,
+  where: string,
+  whole: VerifiedShards,
+): Map<string, number> {
   const bases = new Map<string, number>();
   index.shards.forEach((s, i) => {
+    if (whole.holds(s.sha256)) return;
     const body = local.verified(s.sha256, s.size);
     if (!body) return;
     try {
-      for (const b of parseShardObject(body, i, index.shards.length, `${where}${s.path}`).bases)
+      const chain = parseShardObject(body, i, index.shards.length, `${where}${s.path}`).bases;
+      for (const [k, b] of chain.entries()) {
+        if (whole.knows(b, chain.slice(k + 1))) break;
         if (!local.held(b.sha256, b.size)) bases.set(b.sha256, b.size);
+      }
     } catch {}
   });
   return bases;
 }
 
-/** Reads and checks each shard of a release's manifest (its head, then its chain of bases), a few at
- * once, and hands each to `take`: what is wrong with a shard is the source's fault (exit 3). */
+/** Reads and checks each shard of a release's manifest (its head, then its chain of bases down to
+ * the first `whole` holds), a few at once, and hands each to `take`; a shard whose head `whole` holds
+ * is not read (`take` gets null). What is wrong with a shard is the source's fault (exit 3). */
 async function forEachShard(
   index: ManifestIndex,
   where: string,
   read: ManifestRead,
-  take: (shard: Awaited<ReturnType<typeof loadShard>>) => void,
+  whole: VerifiedShards,
+  take: (head: ManifestIndex['shards'][number], shard: Awaited<ReturnType<typeof loadShard>> | null) => void,
 ): Promise<void> {
   await forEachLimited([...index.shards.keys()], SHARDS_IN_FLIGHT, async (i) => {
+    const head = index.shards[i];
+    if (whole.holds(head.sha256)) return take(head, null);
     try {
-      take(await loadShard(read, index, i, where));
+      take(head, await loadShard(read, index, i, where, (b, rest) => whole.knows(b, rest)));
     } catch (err) {
       throw err instanceof ManifestProblem ? new BadInputError(`${err.message}; ${DAMAGED}`) : err;
     }
@@ -473,7 +525,16 @@ function checkMirrorDir(to: string): void {
     );
   }
   const entries = readdirSync(to).filter((name) => !name.startsWith('.'));
-  const ours = new Set([POINTER_KEY, HISTORY_KEY, MIRROR_RECORD, PROBE_KEY, VERIFIED_INDEX, REFUSED_RECORD, 'objects']);
+  const ours = new Set([
+    POINTER_KEY,
+    HISTORY_KEY,
+    MIRROR_RECORD,
+    PROBE_KEY,
+    VERIFIED_INDEX,
+    VERIFIED_SHARDS,
+    REFUSED_RECORD,
+    'objects',
+  ]);
   if (entries.some((name) => !ours.has(name) && !/\.tmp(-[0-9]+-[0-9a-f]+)?$|\.lock$/.test(name))) {
     throw new UsageError(
       `--to ${to} is not empty and is not a mirror (it holds ${entries
@@ -534,11 +595,13 @@ class LocalObjects {
   private readonly index: VerifiedIndex;
   /** Objects `isoatlas serve` refused since the last sync: hashed whatever the index says. */
   private readonly refused: Set<string>;
+  private readonly verify: boolean;
   constructor(
     private readonly store: ReleaseStore,
     private readonly backend: DirectoryBackend,
     o: { verify: boolean; log: (line: string) => void },
   ) {
+    this.verify = o.verify;
     this.index = o.verify ? VerifiedIndex.empty(backend.root) : VerifiedIndex.read(backend.root, o.log);
     this.refused = readRefused(backend.root);
     if (this.refused.size > 0)
@@ -549,6 +612,27 @@ class LocalObjects {
 
   private file(sha: string): string {
     return join(this.backend.root, objectKey(sha));
+  }
+
+  /** The shards the last sync held whole (verified-shards.ts), when the disk still agrees: every object
+   * the index records is there unchanged, `isoatlas serve` refused none, and no `--verify`. Otherwise
+   * none, and the record is removed until a sync finishes again: what it says may no longer be so. */
+  wholeShards(log: (line: string) => void): VerifiedShards {
+    const root = this.backend.root;
+    if (this.verify || !this.index.loaded || this.refused.size > 0) {
+      VerifiedShards.remove(root);
+      return VerifiedShards.empty();
+    }
+    const record = VerifiedShards.read(root, log);
+    if (record.size === 0) return record;
+    const { trusted, changed } = this.index.confirmAll((sha) => stampOf(this.file(sha)));
+    this.trusted += trusted;
+    if (changed === null) return record;
+    VerifiedShards.remove(root);
+    log(
+      `object ${objectKey(changed)} is missing or changed on disk since the last sync: every manifest shard is read again, and what it lists checked`,
+    );
+    return VerifiedShards.empty();
   }
 
   /** Whether the object is there with this sha256 (and size): by the index when its file is
@@ -593,9 +677,10 @@ class LocalObjects {
     if (stamp) this.index.add(sha, stamp);
   }
 
-  /** Writes the index of what the mirror holds verified, and takes the record of refused objects.
-   * Never fails the sync: without an index the next one hashes everything. */
-  save(log: (line: string) => void): void {
+  /** Writes the index of what the mirror holds verified, takes the record of refused objects and,
+   * once a sync `finished`, writes the record of the shards it holds whole. Never fails the sync:
+   * without an index the next one hashes everything, without the record it reads every shard. */
+  save(log: (line: string) => void, finished?: Finished): void {
     // Before the index is written: writing lets go of what it read.
     try {
       takeRefused(this.backend.root, (sha) => this.index.verifiedNow(sha) || stampOf(this.file(sha)) === null);
@@ -603,11 +688,24 @@ class LocalObjects {
       log(`cannot update ${join(this.backend.root, REFUSED_RECORD)}: ${(err as Error).message}`);
     }
     try {
-      this.index.write(this.backend.root, (sha) => stampOf(this.file(sha)));
+      // After a clean-up that deleted objects, every record is compared with its file again.
+      this.index.write(this.backend.root, (sha) => stampOf(this.file(sha)), { restat: finished?.swept });
     } catch (err) {
       this.index.close();
+      VerifiedShards.remove(this.backend.root);
       log(
         `cannot write ${join(this.backend.root, VERIFIED_INDEX)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the next sync hashes every object again`,
+      );
+      return;
+    }
+    if (!finished) return;
+    try {
+      // Only now: the objects of these shards are all in the index just written.
+      finished.shards.write(this.backend.root);
+    } catch (err) {
+      VerifiedShards.remove(this.backend.root);
+      log(
+        `cannot write ${join(this.backend.root, VERIFIED_SHARDS)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the next sync reads every manifest shard again`,
       );
     }
   }

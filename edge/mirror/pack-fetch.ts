@@ -36,42 +36,61 @@ export interface PackRange {
 export class PackedObjects {
   /** The pack lists' and the indexes' sha256 and size: objects of the mirror like any other. */
   readonly metadata = new Map<string, number>();
+  /** Packs whose index the mirror held already, read only when an object is found in no other:
+   * their objects were fetched by an earlier sync, unless it stopped part-way. */
+  private deferred: PackRef[] = [];
+  private object: ((sha256: string, size: number, what: string) => Promise<Buffer>) | null = null;
   constructor(private readonly scratch: SyncScratch) {}
 
   /** Reads the pack list `list` names, then each index it names, through `object` (the mirror's copy
-   * when it holds one, else the source's, checked against its sha256 and kept). A list or index that
-   * is not what it claims to be throws, naming it. */
+   * when it holds one, else the source's, checked against its sha256 and kept); an index the mirror
+   * `held` already is read later, if an object is found in no other pack. A list or index that is not
+   * what it claims to be throws, naming it. */
   async add(
     list: { sha256: string; size: number },
     object: (sha256: string, size: number, what: string) => Promise<Buffer>,
+    held: (sha256: string, size: number) => boolean = () => false,
   ): Promise<void> {
+    this.object = object;
     const what = `pack list ${list.sha256}`;
     const packs = parsePackList(await object(list.sha256, list.size, what), what);
     this.metadata.set(list.sha256, list.size);
     for (const ref of packs.packs) {
       if (this.metadata.has(ref.index.sha256)) continue;
-      const where = `index of pack ${ref.sha256}`;
-      const index = parsePackIndex(await object(ref.index.sha256, ref.index.size, where), where);
-      checkIndex(ref, index.pack, index.objects.length, where);
       this.metadata.set(ref.index.sha256, ref.index.size);
-      const pack = this.scratch.packNumber(ref.sha256);
-      for (const [sha, offset, length] of index.objects) this.scratch.addPacked(sha, pack, offset, length);
+      if (held(ref.index.sha256, ref.index.size)) this.deferred.push(ref);
+      else await this.read(ref);
     }
   }
 
-  /** Where an object lies, when a pack holds it with this size. */
-  where(sha: string, size: number): { pack: number; offset: number; length: number } | null {
+  private async read(ref: PackRef): Promise<void> {
+    const where = `index of pack ${ref.sha256}`;
+    const index = parsePackIndex(await this.object!(ref.index.sha256, ref.index.size, where), where);
+    checkIndex(ref, index.pack, index.objects.length, where);
+    const pack = this.scratch.packNumber(ref.sha256);
+    for (const [sha, offset, length] of index.objects) this.scratch.addPacked(sha, pack, offset, length);
+  }
+
+  /** Where an object lies, when a pack holds it with this size; the deferred indexes are read at the
+   * first object the others do not place. */
+  async where(sha: string, size: number): Promise<{ pack: number; offset: number; length: number } | null> {
     const at = this.scratch.where(sha);
-    return at && at.length === size ? at : null;
+    if (at && at.length === size) return at;
+    if (this.deferred.length === 0) return null;
+    const deferred = this.deferred;
+    this.deferred = [];
+    this.scratch.unindexPacked();
+    for (const ref of deferred) await this.read(ref);
+    return this.where(sha, size);
   }
 
   /** The ranges that read `wanted` (sha256 → size; a few, held in memory), and the objects no pack
    * holds with that size. */
-  plan(wanted: Iterable<[string, number]>): { ranges: PackRange[]; rest: Map<string, number> } {
+  async plan(wanted: Iterable<[string, number]>): Promise<{ ranges: PackRange[]; rest: Map<string, number> }> {
     const found: { sha256: string; pack: number; offset: number; length: number }[] = [];
     const rest = new Map<string, number>();
     for (const [sha, size] of wanted) {
-      const at = this.where(sha, size);
+      const at = await this.where(sha, size);
       if (at) found.push({ sha256: sha, ...at });
       else rest.set(sha, size);
     }

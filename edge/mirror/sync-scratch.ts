@@ -128,6 +128,13 @@ export class SyncScratch {
     return (this.whereStatement.get(raw(sha)) as { pack: number; offset: number; length: number }) ?? null;
   }
 
+  /** Drops the index of places before many more are added: it is built again at the next lookup. */
+  unindexPacked(): void {
+    this.flush();
+    this.db.exec('DROP INDEX IF EXISTS packed_sha');
+    this.whereStatement = null;
+  }
+
   /** Indexes what the next steps read in order; once every wanted object is added. */
   indexWanted(): void {
     this.flush();

@@ -153,6 +153,33 @@ export class VerifiedIndex {
     return new VerifiedIndex(dir ?? null, null);
   }
 
+  /** Whether an index was read (not missing, damaged, or set aside by `--verify`). */
+  get loaded(): boolean {
+    return this.old !== null;
+  }
+
+  /** Compares every object the index read at the start records with its file, in sha256 order, and
+   * trusts those unchanged; stops at the first that is missing or changed and names it (null when all
+   * are unchanged). What it trusts counts as `trusts` answering 'first'. */
+  confirmAll(stampOfObject: (sha: string) => Stamp | null): { trusted: number; changed: string | null } {
+    let trusted = 0;
+    const old = this.old;
+    if (!old) return { trusted, changed: null };
+    const cursor = fileCursor(old, 0);
+    const stamp = Buffer.alloc(32);
+    while (cursor.next()) {
+      const sha = cursor.buf.toString('hex', cursor.at, cursor.at + 32);
+      const now = stampOfObject(sha);
+      cursor.buf.copy(stamp, 0, cursor.at + 32, cursor.at + RECORD);
+      if (now === null || !stampIs(stamp, 0, now)) return { trusted, changed: sha };
+      if (!this.confirmed[cursor.index]) {
+        this.confirmed[cursor.index] = 1;
+        trusted++;
+      }
+    }
+    return { trusted, changed: null };
+  }
+
   /** Whether the object was verified when its file had this stamp: `first` when the index read at
    * the start says so (it stays in the index), `again` when this run said so already, else null. */
   trusts(sha: string, stamp: Stamp): 'first' | 'again' | null {
@@ -190,10 +217,11 @@ export class VerifiedIndex {
 
   /** Writes the index of what this run verified, plus the records of the old one it did not look at
    * whose files are still there unchanged (objects of releases the mirror no longer holds, kept for
-   * their grace period, say): what the clean-up deleted drops out. Every source is in sha256 order,
+   * their grace period, say): what the clean-up deleted drops out (`restat`: every old record is
+   * compared with its file again, those this run trusted too). Every source is in sha256 order,
    * so they are merged as streams, not sorted. Atomic (scratch, then rename). Returns the number of
    * records. */
-  write(dir: string, stampOfObject: (sha: string) => Stamp | null): number {
+  write(dir: string, stampOfObject: (sha: string) => Stamp | null, o: { restat?: boolean } = {}): number {
     const file = join(dir, VERIFIED_INDEX);
     const scratch = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
     const fd = openSync(scratch, 'w+');
@@ -219,8 +247,9 @@ export class VerifiedIndex {
       const stamp = Buffer.alloc(32);
       mergeCursors(sources, (c) => {
         if (c.rank > 0) return put(c.buf, c.at);
-        // A record of the old index: kept when this run trusted it, or its file is unchanged.
-        let keep = this.confirmed[c.index] === 1;
+        // A record of the old index: kept when this run trusted it, or its file is unchanged; after a
+        // clean-up (`restat`), only when its file is still there unchanged.
+        let keep = this.confirmed[c.index] === 1 && !o.restat;
         if (!keep) {
           c.buf.copy(stamp, 0, c.at + 32, c.at + RECORD);
           const now = stampOfObject(c.buf.toString('hex', c.at, c.at + 32));
