@@ -166,12 +166,10 @@ export class VerifiedIndex {
     const old = this.old;
     if (!old) return { trusted, changed: null };
     const cursor = fileCursor(old, 0);
-    const stamp = Buffer.alloc(32);
     while (cursor.next()) {
       const sha = cursor.buf.toString('hex', cursor.at, cursor.at + 32);
       const now = stampOfObject(sha);
-      cursor.buf.copy(stamp, 0, cursor.at + 32, cursor.at + RECORD);
-      if (now === null || !stampIs(stamp, 0, now)) return { trusted, changed: sha };
+      if (now === null || !stampIs(cursor.buf, cursor.at + 32, now)) return { trusted, changed: sha };
       if (!this.confirmed[cursor.index]) {
         this.confirmed[cursor.index] = 1;
         trusted++;
