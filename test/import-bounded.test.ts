@@ -12,6 +12,7 @@ import { importTrack } from '../build/import/tracks.js';
 import { InputError } from '../build/import/input.js';
 import { updateReleaseDb } from '../build/release-db/database.js';
 import { DEMO } from '../build/paths.js';
+import { compareNatural } from '../build/release-db/records.js';
 import { demoReleaseCopy } from './helpers/demo-copy.js';
 
 let dir: string;
@@ -28,6 +29,15 @@ const rows = (path: string, table: string) => {
     db.close();
   }
 };
+
+describe('natural order of ids', () => {
+  it('orders numbers by value, as localeCompare with the numeric option does', () => {
+    const ids = ['PB.100.1', 'PB.10.2', 'PB.2.1', 'PB.10.10', 'PB.10.1', 'chr10', 'chr2', 'chrX', 'PB.1.1'];
+    const sorted = [...ids].sort(compareNatural);
+    expect(sorted).toEqual(['chr2', 'chr10', 'chrX', 'PB.1.1', 'PB.2.1', 'PB.10.1', 'PB.10.2', 'PB.10.10', 'PB.100.1']);
+    expect(sorted).toEqual([...ids].sort((a, b) => a.localeCompare(b, 'en', { numeric: true })));
+  });
+});
 
 describe('core import in pages', () => {
   it('gives the demo release the same genes and isoforms in pages of 3 rows as in the default pages', async () => {
