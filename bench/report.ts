@@ -47,7 +47,7 @@ export const SECTION_ORDER = [
 ] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
 /** Sections measured by hand (their text says how), after the bench's own: a bench run keeps them. */
-const BY_HAND = ['install'] as const;
+const BY_HAND = ['x10', 'install'] as const;
 
 const begin = (id: string) => `<!-- bench:${id} -->`;
 const end = (id: string) => `<!-- /bench:${id} -->`;
@@ -112,9 +112,25 @@ function existingSections(text: string): Map<string, string> {
   return out;
 }
 
+/** Text of BENCHMARKS.md that is neither the generated header (before the first section) nor a
+ * known section: writing the file would lose it, so the writer refuses. */
+function unmarkedText(text: string, sections: Map<string, string>): string | null {
+  const first = text.indexOf('<!-- bench:');
+  let rest = first < 0 ? '' : text.slice(first);
+  for (const section of sections.values()) rest = rest.replace(section, '');
+  const left = rest.trim();
+  return left === '' ? null : left;
+}
+
 /** Writes BENCHMARKS.md: the new sections replace their earlier versions, the others are kept. */
 export function writeBenchmarks(file: string, machine: Machine, stamp: string, reports: SectionReport[]): void {
-  const sections = existsSync(file) ? existingSections(readFileSync(file, 'utf8')) : new Map<string, string>();
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const sections = existingSections(text);
+  const unmarked = unmarkedText(text, sections);
+  if (unmarked)
+    throw new Error(
+      `${file} has text outside the sections the bench knows, which writing it would lose: "${unmarked.slice(0, 80)}…"; put it inside <!-- bench:<id> --> markers and list the id in BY_HAND (bench/report.ts)`,
+    );
   for (const r of reports) sections.set(r.id, renderSection(r, stamp));
   const body = [...SECTION_ORDER, ...BY_HAND].filter((id) => sections.has(id)).map((id) => sections.get(id)!);
   writeFileSync(file, `${[renderHeader(machine), ...body].join('\n\n')}\n`);

@@ -54,4 +54,20 @@ describe('BENCHMARKS.md writing', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('refuses to write over text outside its sections, and leaves the file as it was', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-bench-report-'));
+    try {
+      const file = join(dir, 'BENCHMARKS.md');
+      const before =
+        '# Benchmarks\n\n<!-- bench:cli -->\nold figure\n<!-- /bench:cli -->\n\n## Measured by hand\n\nfigures\n';
+      writeFileSync(file, before);
+      expect(() => writeBenchmarks(file, machine, 'now', [section('cli', 'new figure')])).toThrow(
+        /text outside the sections the bench knows.*## Measured by hand/,
+      );
+      expect(readFileSync(file, 'utf8')).toBe(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

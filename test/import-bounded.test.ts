@@ -1,7 +1,8 @@
 // The core and track imports in bounded memory: a core import read and written in pages of a few
 // rows (the natural-order sort of long reads then merges many runs) gives the same release as the
 // default pages; the staging file beside the release is gone afterwards, whether the import worked
-// or not; duplicates within a track input are found among the rows it inserted, not in memory.
+// or not; duplicates within a track input are found among the rows it inserted, not in memory; the
+// natural order the long reads are merged in is that of localeCompare with the numeric option.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
