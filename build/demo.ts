@@ -28,14 +28,22 @@ const GENERATED_TRACK_FILES: Record<Track, string> = {
 /** The whole demo pipeline: real chr22 core → seeded generated tracks → release DB → tree. */
 export async function buildDemo(
   work = DEMO.work,
-  opts: { progress?: boolean; seed?: number } = {},
+  opts: {
+    progress?: boolean;
+    seed?: number;
+    /** Another release config over the same kinds of input (the test suite's fixture release, a
+     * subset of the demo's genes); default the demo's own. */
+    config?: string;
+    /** How many isoforms get a generated structure (default the generator's). */
+    structureSample?: number;
+  } = {},
 ): Promise<{ db: string; tree: string; summary: BuildSummary }> {
   const seed = opts.seed ?? DEMO.seed;
   mkdirSync(work, { recursive: true });
   const db = join(work, 'release.sqlite');
   const tracksDir = join(work, 'generated-tracks');
   const tree = join(work, 'tree');
-  const core = await importCore(loadCoreConfig(DEMO.config), db);
+  const core = await importCore(loadCoreConfig(opts.config ?? DEMO.config), db);
   logWarnings(core.warnings);
   log.info(
     `imported core: ${core.genes} genes (${core.novelGenes} novel loci), ${core.referenceIsoforms} reference + ${core.longReadIsoforms} long-read isoforms`,
@@ -45,7 +53,7 @@ export async function buildDemo(
   const reader = openReleaseDb(db);
   const generated = (() => {
     try {
-      return generateDemoTracks(reader, tracksDir, { seed });
+      return generateDemoTracks(reader, tracksDir, { seed, structureSample: opts.structureSample });
     } finally {
       reader.close();
     }

@@ -131,7 +131,7 @@ async function serve(extraArgs: string[], mode: string): Promise<RunningServer> 
   // The bursts here are one address's, over a connection per request in flight (fetch's way): the
   // per-address connection cap is server-limits.test.ts's to test, not these.
   const env = { [SERVER_LIMIT_ENV.maxConnectionsPerAddress]: '1000' };
-  const server = await startServer({ dir: inject('demoTree'), extraArgs, env });
+  const server = await startServer({ dir: inject('fixtureTree'), extraArgs, env });
   servers.push(server);
   expect(server.logs()).toContain(`(access: ${mode};`);
   return server;

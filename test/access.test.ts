@@ -46,7 +46,7 @@ function setup(
     secret,
     now: () => clock.now,
   });
-  return createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
+  return createHandler({ origin: new LocalOrigin(inject('fixtureTree')), access });
 }
 const clock = { now: T0 };
 
@@ -275,7 +275,7 @@ describe('arrangement A: open, key optional', () => {
       secret,
       now: () => clock.now,
     });
-    const refused = await createHandler({ origin: new LocalOrigin(inject('demoTree')), access })(
+    const refused = await createHandler({ origin: new LocalOrigin(inject('fixtureTree')), access })(
       new Request('http://atlas.test/api/v1/release', { headers: { Authorization: `Bearer ${plusKey}` } }),
       { clientIp: '192.0.2.1' },
     );
@@ -432,7 +432,7 @@ describe('when keys cannot be looked up', () => {
       keys: { description: 'down', lookup: () => Promise.reject(new Error('timeout')) },
       secret,
     });
-    const handler = createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
+    const handler = createHandler({ origin: new LocalOrigin(inject('fixtureTree')), access });
     const r = await get(handler, '/release', { key: standardKey });
     expect(r.status).toBe(503);
     expect(r.headers.get('Retry-After')).toBe('5');

@@ -231,7 +231,7 @@ describe('track import of malformed TSVs', () => {
   const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
   beforeAll(() => {
     db = join(dir, 'tracks.sqlite');
-    copyFileSync(inject('demoDb'), db);
+    copyFileSync(inject('fixtureDb'), db);
     before = sha(db);
   });
 
@@ -355,7 +355,7 @@ describe('compressed inputs cut short', () => {
 
   it('import gene-info on a truncated .gz exits 3 naming the file, and leaves the release as it was', async () => {
     const db = join(dir, 'gene-info.sqlite');
-    copyFileSync(inject('demoDb'), db);
+    copyFileSync(inject('fixtureDb'), db);
     const before = readFileSync(db);
     const r = await isoatlas('import', 'gene-info', '--db', db, '--file', truncated, '--source', 'test');
     expect(r.stderr).toMatch(

@@ -14,7 +14,7 @@ import { readManifest } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { startNginxFront, type RunningFront } from './helpers/nginx-front.js';
 
-const tree = () => inject('demoTree');
+const tree = () => inject('fixtureTree');
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 interface Reply {

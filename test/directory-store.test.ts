@@ -19,7 +19,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 it('publish, rollback, releases and gc run over a store in a directory; the store origin serves it', async () => {
   const store = new ReleaseStore(new DirectoryBackend(join(root, 'store')));
-  const tree = inject('demoTree');
+  const tree = inject('fixtureTree');
   const first = await publish({ dir: tree, store, progress: false });
   expect(first.uploaded).toBe(first.objects);
   expect((await store.pointer())?.release).toBe(first.release);

@@ -39,7 +39,7 @@ import { startServer, type RunningServer } from './helpers/server.js';
 import { rawRequest as request } from './helpers/raw-request.js';
 
 const ROOT = join(__dirname, '..');
-const tree = () => inject('demoTree');
+const tree = () => inject('fixtureTree');
 /** The address the servers trust as their front; the test's other requests come from 127.0.0.1. */
 const FRONT = '127.0.0.2';
 

@@ -18,7 +18,7 @@ let browser: Browser;
 beforeAll(async () => {
   if (!existsSync(CHROMIUM))
     throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does`);
-  server = await startServer({ dir: inject('demoTree') });
+  server = await startServer({ dir: inject('fixtureTree') });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }, 60_000);
 
@@ -72,7 +72,9 @@ describe('GET /api/v1/docs in Chromium', () => {
     await body.waitFor({ timeout: 30_000 });
     const text = (await body.textContent()) ?? '';
     const answered = JSON.parse(text) as { transcript_id: string };
-    const file = JSON.parse(readFileSync(join(inject('demoTree'), treePaths.isoform(answered.transcript_id)), 'utf8'));
+    const file = JSON.parse(
+      readFileSync(join(inject('fixtureTree'), treePaths.isoform(answered.transcript_id)), 'utf8'),
+    );
     expect(answered).toEqual(file);
     expect(
       await block.locator('.live-responses-table tr.response .response-col_status').first().textContent(),

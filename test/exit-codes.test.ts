@@ -36,7 +36,7 @@ let dir: string;
 let s3: S3rverProcess;
 let garbage: Server;
 let garbageBase: string;
-const tree = () => inject('demoTree');
+const tree = () => inject('fixtureTree');
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-exit-'));

@@ -35,7 +35,7 @@ describe('the origin fails', () => {
   const TIMEOUT_MS = 600;
 
   beforeAll(async () => {
-    const tree = inject('demoTree');
+    const tree = inject('fixtureTree');
     server = http.createServer((req, res) => {
       // S3 requests carry the bucket as the first path segment.
       const path = decodeURIComponent(new URL(req.url!, 'http://x').pathname).replace(/^\/(bucket\/)?/, '');

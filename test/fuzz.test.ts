@@ -50,7 +50,7 @@ let names: TreeNames;
 let plain: Handler;
 
 beforeAll(async () => {
-  tree = inject('demoTree');
+  tree = inject('fixtureTree');
   for (const path of await fg('**/*', { cwd: tree, onlyFiles: true, dot: true })) {
     treeHashes.add(sha256(readFileSync(join(tree, path))));
     if (path.startsWith('structures/')) structureFiles.add(path);

@@ -1,6 +1,6 @@
 // Gene names, synonyms and cross-references: the org.Hs.eg.db extract in data/gene-info as the demo
 // serves it, HGNC's complete-set format, and the non-coding-biotype flag they feed.
-import { describe, expect, it, inject } from 'vitest';
+import { beforeAll, describe, expect, it, inject } from 'vitest';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,10 +12,16 @@ import { importGeneInfo, readGeneInfo } from '../build/import/gene-info.js';
 import { checkAgreement } from '../build/import/xref-agreement.js';
 import { InputError } from '../build/import/input.js';
 import { validate } from './helpers/schemas.js';
+import { demoRelease, type DemoRelease } from './helpers/demo-release.js';
 
 const EXTRACT = join(__dirname, '../data/gene-info/org.Hs.eg.db.chr22.tsv.gz');
 const GTF = join(__dirname, '../data/chr22/gencode.v38.basic_chr22_corrected.gtf.gz');
-const tree = () => inject('demoTree');
+// The demo's whole tree: these checks hold every record of the real chr22 data against its input.
+let demo: DemoRelease;
+beforeAll(async () => {
+  demo = await demoRelease();
+});
+const tree = () => demo.tree;
 const json = <T>(path: string) => JSON.parse(readFileSync(join(tree(), path), 'utf8')) as T;
 
 /** The extract's rows, split by hand. */
@@ -251,7 +257,7 @@ describe('import gene-info', () => {
 
       // Into a copy of the demo release: it replaces the gene info the demo had.
       const copy = join(dir, 'release.sqlite');
-      copyFileSync(inject('demoDb'), copy);
+      copyFileSync(inject('fixtureDb'), copy);
       const db = new Database(copy);
       try {
         const s = await importGeneInfo(db, { file, source: 'HGNC complete set' });

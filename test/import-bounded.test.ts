@@ -3,7 +3,7 @@
 // default pages; the staging file beside the release is gone afterwards, whether the import worked
 // or not; duplicates within a track input are found among the rows it inserted, not in memory; the
 // natural order the long reads are merged in is that of localeCompare with the numeric option.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,8 @@ import { InputError } from '../build/import/input.js';
 import { updateReleaseDb } from '../build/release-db/database.js';
 import { DEMO } from '../build/paths.js';
 import { compareNatural } from '../build/release-db/records.js';
-import { demoReleaseCopy } from './helpers/demo-copy.js';
+import { fixtureReleaseCopy } from './helpers/fixture-copy.js';
+import { demoRelease } from './helpers/demo-release.js';
 
 let dir: string;
 beforeAll(() => {
@@ -45,7 +46,8 @@ describe('core import in pages', () => {
     const out = join(dir, 'small-pages.sqlite');
     const summary = await importCore(loadCoreConfig(DEMO.config), out, { batchRows: 3 });
     expect(summary).toMatchObject({ genes: 1601, referenceIsoforms: 2428, longReadIsoforms: 3925 });
-    for (const table of ['genes', 'isoforms']) expect(rows(out, table)).toEqual(rows(inject('demoDb'), table));
+    const demo = await demoRelease();
+    for (const table of ['genes', 'isoforms']) expect(rows(out, table)).toEqual(rows(demo.db, table));
     expect(readdirSync(dir)).toEqual(['small-pages.sqlite']); // the staging file is gone
   });
 
@@ -81,7 +83,7 @@ describe('core import in pages', () => {
 });
 
 describe('duplicates within a track input', () => {
-  const copy = demoReleaseCopy('import-bounded');
+  const copy = fixtureReleaseCopy('import-bounded');
   const write = (name: string, lines: string[]) => {
     const file = join(copy.dir(), name);
     writeFileSync(file, lines.join('\n') + '\n');

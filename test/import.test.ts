@@ -1,6 +1,7 @@
 // Importers on the real inputs: the chr22 GENCODE v38 / PacBio UHR files and the GENCODE v49 subset.
 // Expected figures were counted independently from the raw files (awk over the GTF / classification).
-import { describe, expect, it, beforeAll, afterAll, inject } from 'vitest';
+import { describe, expect, it, beforeAll, afterAll } from 'vitest';
+import { demoRelease, type DemoRelease } from './helpers/demo-release.js';
 import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
@@ -97,7 +98,11 @@ describe('SQANTI3 classification and protein FASTA readers', () => {
 });
 
 describe('core import of the demo release (real chr22 data)', () => {
-  const db = () => new Database(inject('demoDb'), { readonly: true });
+  let demo: DemoRelease;
+  beforeAll(async () => {
+    demo = await demoRelease();
+  });
+  const db = () => new Database(demo.db, { readonly: true });
 
   it('has every reference gene and transcript plus every PacBio isoform', () => {
     const d = db();

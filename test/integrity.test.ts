@@ -11,6 +11,7 @@ import { treePaths } from '../edge/contract/tree.js';
 import { validate } from './helpers/schemas.js';
 import { run } from './helpers/run.js';
 import { readAliases, rewriteTree, withAlias } from './helpers/tree.js';
+import { demoRelease } from './helpers/demo-release.js';
 
 let dir: string;
 let handler: Handler;
@@ -20,7 +21,7 @@ const originalError = console.error;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-integrity-'));
   // A hard-linked copy: files are replaced (unlinked, then written), never written through.
-  const r = await run('cp', ['-al', inject('demoTree'), join(dir, 'tree')]);
+  const r = await run('cp', ['-al', inject('fixtureTree'), join(dir, 'tree')]);
   expect(r.status, String(r.stderr)).toBe(0);
   handler = createHandler({ origin: new LocalTreeOrigin(join(dir, 'tree')), serveStructureFiles: true });
   errors = [];
@@ -42,7 +43,7 @@ const get = (path: string) => handler(new Request(`http://atlas.test${path}`));
 
 describe('files that do not match the manifest', () => {
   it('refuses a record whose bytes changed (same size too) with 502 problem+json, and logs it once', async () => {
-    const prr5 = readAliases(inject('demoTree')).genes.prr5 as string;
+    const prr5 = readAliases(inject('fixtureTree')).genes.prr5 as string;
     corrupt(treePaths.gene(prr5), (t) => t.replace('"PRR5"', '"PRR6"')); // same length, other bytes
     for (let i = 0; i < 2; i++) {
       const r = await get('/api/v1/genes/PRR5');
@@ -59,11 +60,20 @@ describe('files that do not match the manifest', () => {
   });
 
   it('refuses a truncated edge table instead of answering from it', async () => {
-    corrupt(treePaths.isoformAliases(0), (t) => t.slice(0, t.length / 2));
-    const keys = Object.entries(readAliases(inject('demoTree')).isoforms);
+    // The demo's tree, whose alias tables have many shards (the fixture's have one): a damaged shard
+    // must not take the others down. A hard-linked copy, as above.
+    const demo = join(dir, 'demo-tree');
+    const copied = await run('cp', ['-al', (await demoRelease()).tree, demo]);
+    expect(copied.status, String(copied.stderr)).toBe(0);
+    const keys = Object.entries(readAliases(demo).isoforms);
+    const file = join(demo, treePaths.isoformAliases(0));
+    const text = readFileSync(file, 'utf8');
+    rmSync(file);
+    writeFileSync(file, text.slice(0, text.length / 2));
+    const served = createHandler({ origin: new LocalTreeOrigin(demo) });
     const statuses = new Set<number>();
     for (const [key] of keys.filter((_, i) => i % 40 === 0))
-      statuses.add((await get(`/api/v1/isoforms/${encodeURIComponent(key)}`)).status);
+      statuses.add((await served(new Request(`http://atlas.test/api/v1/isoforms/${encodeURIComponent(key)}`))).status);
     expect(statuses.has(502)).toBe(true); // names in the damaged shard
     expect(statuses.has(200)).toBe(true); // names in the others
     expect([...statuses].every((s) => s === 200 || s === 502)).toBe(true);
@@ -71,7 +81,7 @@ describe('files that do not match the manifest', () => {
 
   it('refuses an edge shard the manifest lists but the edge index does not vouch for', async () => {
     const other = join(dir, 'other');
-    expect((await run('cp', ['-al', inject('demoTree'), other])).status).toBe(0);
+    expect((await run('cp', ['-al', inject('fixtureTree'), other])).status).toBe(0);
     // The shard and the manifest are rewritten, the edge index (and the hash it lists) left as it was.
     const [path, body] = withAlias(other, 'isoforms', 'planted-name', 'ENST00000006251.11');
     await rewriteTree(other, {
@@ -82,7 +92,9 @@ describe('files that do not match the manifest', () => {
     const r = await served(new Request('http://localhost/api/v1/isoforms/planted-name'));
     expect(r.status).toBe(502);
     expect(validate('Problem', await r.json())).toEqual([]);
-    expect(errors.filter((e) => e.includes(`refusing ${path}`) && e.includes('the edge index lists'))).toHaveLength(1);
+    expect(
+      errors.filter((e) => e.includes(`refusing ${path} from dir:${other}`) && e.includes('the edge index lists')),
+    ).toHaveLength(1);
   });
 
   it('serves nothing the manifest does not list, even a file in the tree', async () => {

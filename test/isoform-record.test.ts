@@ -1,6 +1,6 @@
 // The isoform record's sequence, exons, ORF, QC and expression source, checked against the raw
 // chr22 inputs read here independently of the importers (plain gunzip and split).
-import { describe, expect, it, inject } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { gunzipSync } from 'node:zlib';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import fg from 'fast-glob';
 import type { DomainListBody, IsoformBody, GeneBody, NeoantigenListBody } from '../edge/contract/schemas.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { validate } from './helpers/schemas.js';
+import { demoRelease, type DemoRelease } from './helpers/demo-release.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { InputError } from '../build/import/input.js';
 
@@ -48,7 +49,12 @@ function fasta(path: string): Map<string, string> {
   return out;
 }
 
-const tree = () => inject('demoTree');
+// The demo's whole tree: these checks hold every record of the real chr22 data against its input.
+let demo: DemoRelease;
+beforeAll(async () => {
+  demo = await demoRelease();
+});
+const tree = () => demo.tree;
 const record = (id: string) => JSON.parse(readFileSync(join(tree(), treePaths.isoform(id)), 'utf8')) as IsoformBody;
 
 describe('isoform records of the demo release', () => {

@@ -41,7 +41,7 @@ beforeAll(async () => {
   await revokeKey(keysDir, keyId(revoked)!);
   remember(valid, revoked);
   server = await startServer({
-    dir: inject('demoTree'),
+    dir: inject('fixtureTree'),
     extraArgs: ['--access', 'key-required', '--keys-dir', keysDir],
   });
 });
@@ -118,7 +118,7 @@ describe('keys in requests, against a real server', () => {
       undo: async () => {},
     };
     const access = new AccessControl({ config: resolveAccessConfig({}, 'open'), store, keys: null, secret: null });
-    const handler = createHandler({ origin: new LocalOrigin(inject('demoTree')), access });
+    const handler = createHandler({ origin: new LocalOrigin(inject('fixtureTree')), access });
     const logged: string[] = [];
     const spy = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void logged.push(args.join(' ')));
     try {

@@ -25,7 +25,7 @@ let originRequests = 0;
 let dir: string;
 let bundle: EdgeBundle;
 let handler: LambdaHandler;
-const tree = () => inject('demoTree');
+const tree = () => inject('fixtureTree');
 
 function event(
   uri: string,

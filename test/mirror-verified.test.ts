@@ -286,7 +286,7 @@ describe('the record of shards held whole', () => {
 
 describe('objects refused by `isoatlas serve`', () => {
   it('a corrupt object is answered 502 and noted; the next sync fetches it again; then it is served', async () => {
-    const demo = inject('demoTree');
+    const demo = inject('fixtureTree');
     const dir = join(work, 'm-demo');
     source.root = demo;
     // The demo's files put in place as objects beforehand, so the sync hashes them rather than

@@ -164,7 +164,7 @@ async function withServer<T>(
   }
 }
 
-const demo = () => inject('demoTree');
+const demo = () => inject('fixtureTree');
 let origin: StaticOrigin;
 let work: string;
 let manifestA: Manifest;

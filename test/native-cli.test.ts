@@ -4,7 +4,7 @@ import { beforeAll, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { demoReleaseCopy } from './helpers/demo-copy.js';
+import { fixtureReleaseCopy } from './helpers/fixture-copy.js';
 import { runCli } from './helpers/run.js';
 
 const FIXTURES = join(__dirname, 'fixtures/native');
@@ -12,7 +12,7 @@ let dir: string;
 let db: string;
 const isoatlas = (...args: string[]) => runCli(args);
 
-const copy = demoReleaseCopy('native-cli');
+const copy = fixtureReleaseCopy('native-cli');
 beforeAll(() => {
   dir = copy.dir();
   db = copy.db();

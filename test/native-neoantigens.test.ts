@@ -1,4 +1,5 @@
-import { describe, it, expect, inject, beforeAll, afterAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { demoRelease, type DemoRelease } from './helpers/demo-release.js';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -208,8 +209,13 @@ describe('malformed input', () => {
 });
 
 describe('real mapping onto the demo release', () => {
+  // The whole demo: every pVACseq transcript of the sample is either one of its isoforms or not on chr22.
+  let release: DemoRelease;
+  beforeAll(async () => {
+    release = await demoRelease();
+  });
   it('maps pVACseq transcripts by unversioned ENST id, checks WT peptides, and inserts into a copy', async () => {
-    const demo = new Database(inject('demoDb'), { readonly: true, fileMustExist: true });
+    const demo = new Database(release.db, { readonly: true, fileMustExist: true });
     const isoforms = demo
       .prepare('SELECT transcript_id, transcript_id_unversioned, protein_sequence FROM isoforms')
       .all() as {
@@ -322,7 +328,7 @@ describe('real mapping onto the demo release', () => {
 
     // insert into a copy of the demo DB
     const copy = join(tmp, 'release.sqlite');
-    copyFileSync(inject('demoDb'), copy);
+    copyFileSync(release.db, copy);
     const db = new Database(copy);
     try {
       // The demo pipeline imported this same file, placed the same way: it holds exactly these real records.

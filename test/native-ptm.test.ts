@@ -208,7 +208,7 @@ describe('transfer onto a tiny release', () => {
 
 describe('real sites against the demo release', () => {
   it('accounts for every site, and refuses to place sites when the canonical isoforms differ', async () => {
-    const demo = new Database(inject('demoDb'), { readonly: true, fileMustExist: true });
+    const demo = new Database(inject('fixtureDb'), { readonly: true, fileMustExist: true });
     try {
       const { sites } = await readPtmPose(FILE);
       const { canonical, isoforms } = releaseProteins(demo);

@@ -24,7 +24,7 @@ async function until(done: () => boolean, what: string) {
 
 /** Requests of isoforms nginx answers from files. */
 const filePaths = async () =>
-  [...(await frontRequests(inject('demoTree'))).keys()].filter((k) => k.startsWith('/api/v1/isoforms/'));
+  [...(await frontRequests(inject('fixtureTree'))).keys()].filter((k) => k.startsWith('/api/v1/isoforms/'));
 
 /** Waits, when less than `ms` is left of the current minute, for the next one (limits count in
  * fixed minute windows). */
@@ -35,7 +35,7 @@ async function roomInMinute(ms: number) {
 
 describe('connections through the front', () => {
   it('one address holding 1,100 idle connections; another address is answered 10 of 10', async () => {
-    const f = await front({ dir: inject('demoTree') });
+    const f = await front({ dir: inject('fixtureTree') });
     const { hostname, port } = new URL(f.base);
     const held: net.Socket[] = [];
     try {
@@ -69,7 +69,7 @@ describe('connections through the front', () => {
     const address = `127.0.0.1:${(upstream.address() as net.AddressInfo).port}`;
     try {
       const f = await front({
-        dir: inject('demoTree'),
+        dir: inject('fixtureTree'),
         editConfig: (text) => text.replace(/(upstream isoatlas_server \{\n\s+server )\S+;/, `$1${address};`),
       });
       const cap = SERVER_LIMITS.maxConnectionsPerAddress;
@@ -116,7 +116,7 @@ describe('counting through the front', () => {
       ['open', { Authorization: 'Bearer garbage' }],
     ] as const) {
       const f = await front({
-        dir: inject('demoTree'),
+        dir: inject('fixtureTree'),
         serverArgs: ['--access', mode, '--access-config', join(dir, 'access.json'), '--keys-dir', join(dir, 'keys')],
       });
       const [file] = await filePaths();

@@ -62,7 +62,7 @@ describe('refused targets through the front and at the server', () => {
   let f: RunningFront;
   let manifest: string;
   beforeAll(async () => {
-    f = await front({ dir: inject('demoTree') });
+    f = await front({ dir: inject('fixtureTree') });
     manifest = /X-Isoatlas-Front-Manifest "([0-9a-f]{64})"/.exec(f.config)![1];
   });
 
@@ -97,7 +97,7 @@ describe('refused targets through the front and at the server', () => {
       expect(seen(direct), target.slice(0, 80)).toEqual(seen(viaFront));
     }
     // A file the front would serve itself is refused too when its target climbs to it.
-    const [gene] = [...(await frontRequests(inject('demoTree'))).keys()].filter((k) =>
+    const [gene] = [...(await frontRequests(inject('fixtureTree'))).keys()].filter((k) =>
       k.startsWith('/api/v1/genes/ENSG'),
     );
     expect((await send(f.base, gene)).status).toBe(200);
@@ -105,7 +105,7 @@ describe('refused targets through the front and at the server', () => {
   });
 
   it('with --metrics on, no spelling reaches the metrics or an admission through the front', async () => {
-    const m = await front({ dir: inject('demoTree'), serverArgs: ['--metrics'] });
+    const m = await front({ dir: inject('fixtureTree'), serverArgs: ['--metrics'] });
     const headers = { 'X-Isoatlas-Front-Manifest': manifest };
     for (const target of SPELLINGS) {
       const r = await send(m.base, target, { headers });
@@ -152,8 +152,8 @@ describe('no key character in any answer or log', () => {
         .map((p) => `_${p}`)
         .join('');
     expect(secret).toHaveLength(43);
-    const f = await front({ dir: inject('demoTree'), serverArgs: ['--keys-dir', keysDir] });
-    const [gene] = [...(await frontRequests(inject('demoTree'))).keys()].filter((k) =>
+    const f = await front({ dir: inject('fixtureTree'), serverArgs: ['--keys-dir', keysDir] });
+    const [gene] = [...(await frontRequests(inject('fixtureTree'))).keys()].filter((k) =>
       /^\/api\/v1\/genes\/ENSG[^/]+$/.test(k),
     );
     const encoded = [...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');

@@ -87,7 +87,7 @@ function declaredSchema(operation: RouteId, status: number, type: string): Schem
 }
 
 beforeAll(async () => {
-  tree = inject('demoTree');
+  tree = inject('fixtureTree');
   doc = JSON.parse(readFileSync(join(tree, treePaths.openapi), 'utf8'));
   // quick: openapi-backend's own check of the document knows OpenAPI 3.0 only; the document is
   // checked against the 3.1 schema by the first test below.

@@ -30,7 +30,7 @@ import { startS3rver } from './helpers/s3rver.js';
 import { LocalHttpServer } from './helpers/local-http-server.js';
 import { rawRequest } from './helpers/raw-request.js';
 
-const demo = () => inject('demoTree');
+const demo = () => inject('fixtureTree');
 const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 let work: string;

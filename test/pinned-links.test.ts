@@ -30,7 +30,7 @@ const GENE = 'ENSG00000099917'; // MED15: the demo gene with the most isoforms
 let older: string;
 let handler: Handler;
 
-const tree = () => inject('demoTree');
+const tree = () => inject('fixtureTree');
 const read = (root: string, path: string) => readFileSync(join(root, path), 'utf8');
 
 /** The demo tree under another release name, with GENE's isoforms in reverse order and its record

@@ -38,10 +38,15 @@ import { treePaths } from '../edge/contract/tree.js';
 import { parsePackList } from '../edge/contract/packs.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
 import { startHoldingProxy, type HoldingProxy } from './helpers/holding-proxy.js';
-import { readManifest, readStructureMap, rewriteTree } from './helpers/tree.js';
+import { literally, readManifest, readStructureMap, rewriteTree } from './helpers/tree.js';
 import Database from 'better-sqlite3';
 import { copyFileSync } from 'node:fs';
 import { renderTree } from '../build/render/index.js';
+import { fixtureGenes } from './helpers/fixture-release.js';
+
+/** The first release these tests publish: the fixture's, cut down. */
+const RELEASE1 = fixtureGenes().release;
+const RELEASE1_PATTERN = literally(RELEASE1);
 
 const BUCKET = 'atlas';
 let server: S3rverProcess;
@@ -53,12 +58,12 @@ let release4a: string;
 let release4b: string;
 const changedGenes = ['ENSG00000186654', 'ENSG00000100320', 'ENSG00000128185'];
 
-/** A smaller but complete release for these tests (s3rver needs ~3 ms an object): the demo release
- * database cut down to ~50 genes (those below, those with structures, and the first by id), rendered
- * by the real renderer. */
+/** A smaller but complete release for these tests (s3rver needs ~3 ms an object): the fixture
+ * release's database cut down further (the genes below, those with structures, and the first by id),
+ * rendered by the real renderer. */
 async function smallRelease(): Promise<string> {
   const db = join(dir, 'small.sqlite');
-  copyFileSync(inject('demoDb'), db);
+  copyFileSync(inject('fixtureDb'), db);
   const d = new Database(db);
   d.exec(`
     CREATE TEMP TABLE keep AS
@@ -237,7 +242,7 @@ describe('publish to S3 (s3rver)', () => {
     expect(objects.size - objectsOf(release1).size).toBe(2 + s.packs);
     expect(s.packs).toBeGreaterThan(0);
     expect(s).toMatchObject({
-      release: '2026.11-chr22-demo',
+      release: RELEASE1,
       previous: null,
       objects: objects.size,
       uploaded: objects.size,
@@ -261,14 +266,14 @@ describe('publish to S3 (s3rver)', () => {
     );
     expect(pointer).toMatchObject({
       format: 2,
-      release: '2026.11-chr22-demo',
+      release: RELEASE1,
       manifest_sha256: manifestSha,
       previous: null,
     });
     const listing = await listReleases({ s3, bucket: BUCKET });
     expect(listing).toMatchObject({
-      current: '2026.11-chr22-demo',
-      releases: [{ release: '2026.11-chr22-demo', manifest_sha256: manifestSha, current: true }],
+      current: RELEASE1,
+      releases: [{ release: RELEASE1, manifest_sha256: manifestSha, current: true }],
       pending: [],
       retired: [],
     });
@@ -284,7 +289,7 @@ describe('publish to S3 (s3rver)', () => {
     const redirect = await handler(new Request(`http://atlas.test/api/v1/isoforms/${id}/structure`));
     // Root-relative, below the release: the CDN's origin-request function sends it to the object.
     const location = redirect.headers.get('Location')!;
-    expect(location).toBe(`/releases/2026.11-chr22-demo/structures/${id}.cif`);
+    expect(location).toBe(`/releases/${RELEASE1}/structures/${id}.cif`);
     const found = await locateStructureFile(new Request(`http://atlas.test${location}`), releasesOf({ origin }));
     const cif = readManifest(release1).entries.find((e) => e.path === treePaths.structureFile(id))!;
     expect(found).toEqual({ sha256: cif.sha256, size: cif.size });
@@ -324,10 +329,10 @@ describe('publish to S3 (s3rver)', () => {
       });
       const [id] = Object.keys(readStructureMap(release1));
       const cif = readManifest(release1).entries.find((e) => e.path === treePaths.structureFile(id))!;
-      const forwarded = await onOriginRequest(event(`/releases/2026.11-chr22-demo/structures/${id}.cif`));
+      const forwarded = await onOriginRequest(event(`/releases/${RELEASE1}/structures/${id}.cif`));
       expect(forwarded.status).toBeUndefined(); // a request sent on, not an answer
       expect(forwarded.uri).toBe(`/${objectKey(cif.sha256)}`);
-      const missing = await onOriginRequest(event('/releases/2026.11-chr22-demo/structures/ENST00000000000.1.cif'));
+      const missing = await onOriginRequest(event(`/releases/${RELEASE1}/structures/ENST00000000000.1.cif`));
       expect(missing.status).toBe('404');
       expect(missing.headers['content-type'][0].value).toMatch(/^application\/problem\+json/);
     } finally {
@@ -346,18 +351,18 @@ describe('publish to S3 (s3rver)', () => {
         const [g, rel, pinned] = await Promise.all([
           reader(new Request('http://atlas.test/api/v1/genes/PRR5')),
           reader(new Request('http://atlas.test/api/v1/release')),
-          reader(new Request('http://atlas.test/api/v1/genes/PRR5?release=2026.11-chr22-demo')),
+          reader(new Request(`http://atlas.test/api/v1/genes/PRR5?release=${RELEASE1}`)),
         ]);
         // A reader that pinned release 1 gets release 1 throughout.
         if (
-          withoutRelease(await pinned.text(), '2026.11-chr22-demo') !== oldGene ||
-          pinned.headers.get(RELEASE_HEADER) !== '2026.11-chr22-demo'
+          withoutRelease(await pinned.text(), RELEASE1) !== oldGene ||
+          pinned.headers.get(RELEASE_HEADER) !== RELEASE1
         )
           seen.other.push('a pinned read not of release 1');
         const body = await g.text();
         const release = ((await rel.json()) as { release: string }).release;
         if (g.status !== 200) seen.other.push(`gene ${g.status}`);
-        else if (body === oldGene && release === '2026.11-chr22-demo') seen.old++;
+        else if (body === oldGene && release === RELEASE1) seen.old++;
         else if (body === newGene && release === '2026.12-test') seen.new++;
         else if (body !== oldGene && body !== newGene) seen.other.push('a gene body of neither release');
         // (a gene and a /release fetched concurrently may straddle the switch; each alone is whole)
@@ -384,7 +389,7 @@ describe('publish to S3 (s3rver)', () => {
     expect(shared).toBeGreaterThan(0);
     expect(s).toMatchObject({
       release: '2026.12-test',
-      previous: '2026.11-chr22-demo',
+      previous: RELEASE1,
       uploaded: added.length,
       objects: published.objects.size,
       packs: 1,
@@ -410,9 +415,9 @@ describe('publish to S3 (s3rver)', () => {
       const r = await ask(`?release=${release}`);
       return { ...r, body: withoutRelease(r.body, release) };
     };
-    expect(await pinned('2026.11-chr22-demo')).toEqual({
+    expect(await pinned(RELEASE1)).toEqual({
       status: 200,
-      release: '2026.11-chr22-demo',
+      release: RELEASE1,
       body: gene(release1, 'ENSG00000186654'),
     });
     expect(await pinned('2026.12-test')).toEqual({
@@ -427,7 +432,7 @@ describe('publish to S3 (s3rver)', () => {
     expect(listing).toMatchObject({
       current: '2026.12-test',
       releases: [
-        { release: '2026.11-chr22-demo', current: false },
+        { release: RELEASE1, current: false },
         { release: '2026.12-test', current: true },
       ],
     });
@@ -551,7 +556,7 @@ describe('publish to S3 (s3rver)', () => {
     ]);
     const listing = await listReleases({ s3, bucket: BUCKET });
     expect(listing.releases.map((r) => r.release)).toEqual(
-      expect.arrayContaining(['2026.11-chr22-demo', '2026.12-test', '2027.01-test', '2027.02-a', '2027.02-b']),
+      expect.arrayContaining([RELEASE1, '2026.12-test', '2027.01-test', '2027.02-a', '2027.02-b']),
     );
     expect(listing.pending).toEqual([]);
     // The one kept last is current; the other may have lost the pointer to it, and then says so.
@@ -596,7 +601,7 @@ describe('publish to S3 (s3rver)', () => {
     const listing = await listReleases({ s3, bucket: BUCKET });
     expect(listing.releases.map((r) => r.release).sort()).toEqual(['2027.01-test', '2027.02-a', '2027.02-b']);
     expect(listing.current).toBe('2027.01-test');
-    expect(listing.retired.map((r) => r.release).sort()).toEqual(['2026.11-chr22-demo', '2026.12-test']);
+    expect(listing.retired.map((r) => r.release).sort()).toEqual([RELEASE1, '2026.12-test']);
 
     // Within the grace period nothing is deleted: retired releases still protect their objects.
     expect((await collectGarbage({ s3, bucket: BUCKET })).deleted).toBe(0);
@@ -612,7 +617,7 @@ describe('publish to S3 (s3rver)', () => {
     expect(await presentObjects(onlyRetired)).toBe(onlyRetired.size); // a dry run deletes nothing
     const done = await collectGarbage({ s3, bucket: BUCKET, now: later });
     expect(done.deleted).toBe(onlyRetired.size);
-    expect(done.dropped.sort()).toEqual(['2026.11-chr22-demo', '2026.12-test']);
+    expect(done.dropped.sort()).toEqual([RELEASE1, '2026.12-test']);
     expect(await presentObjects(onlyRetired)).toBe(0);
     expect(await presentObjects(kept)).toBe(kept.size);
     expect((await listReleases({ s3, bucket: BUCKET })).retired).toEqual([]);
@@ -887,19 +892,19 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     expect((await history()).unpinned.map((u: { release: string }) => u.release)).toEqual(['2027.01-test']);
     // The pin alone behind the pointer (as a publish without the KeyValueStore once left it): rolling
     // back to the current release moves the pin.
-    kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2026.11-chr22-demo');
+    kvsA.entries.set(CURRENT_RELEASE_ENTRY, RELEASE1);
     expect(await rollback({ ...store, to: '2026.12-test', kvs: await clientA() })).toMatchObject({ changed: true });
     expect(kvsA.entries.get(CURRENT_RELEASE_ENTRY)).toBe('2026.12-test');
   });
 
   it('releases shows the pin, and says when it and the pointer disagree', async () => {
-    kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2026.11-chr22-demo');
+    kvsA.entries.set(CURRENT_RELEASE_ENTRY, RELEASE1);
     try {
       const r = await cli(['releases', ...s3Args(), '--kvs-endpoint', kvsA.url]);
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toMatch(/^\s+2026\.11-chr22-demo .* pinned at the CDN$/m);
+      expect(r.stdout).toMatch(new RegExp(`^\\s+${RELEASE1_PATTERN} .* pinned at the CDN$`, 'm'));
       expect(r.stdout).toContain(
-        `pin: ${ARN_A} → 2026.11-chr22-demo, but current.json names 2026.12-test: the CDN answers API requests from 2026.11-chr22-demo`,
+        `pin: ${ARN_A} → ${RELEASE1}, but current.json names 2026.12-test: the CDN answers API requests from ${RELEASE1}`,
       );
       const down = await unreachable();
       expect((await listReleases({ ...store, kvs: down })).pin).toMatchObject({
@@ -960,7 +965,7 @@ describe('the CDN pin (KeyValueStore) cannot be stranded', () => {
     kvsA.entries.set(CURRENT_RELEASE_ENTRY, '2026.12-test');
     const later = unpinnedAt + 30 * 24 * 3_600_000;
     const done = await collectGarbage({ ...store, now: at(later), kvs: await clientA() });
-    expect(done).toMatchObject({ pinned: '2026.12-test', deleted: onlyDemo.size, dropped: ['2026.11-chr22-demo'] });
+    expect(done).toMatchObject({ pinned: '2026.12-test', deleted: onlyDemo.size, dropped: [RELEASE1] });
     expect(await presentObjects(onlyDemo, PREFIX)).toBe(0);
     expect(await presentObjects(objects2, PREFIX)).toBe(objects2.size);
     expect((await history()).retired.map((r: { release: string }) => r.release)).toEqual(['2026.12-test']);
@@ -1077,7 +1082,7 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     ]);
     await held.held; // 2026.12-test is kept and newest, and its pointer write is on its way
     const newer = await publish({ dir: release3, bucket: BUCKET, prefix: PREFIX, s3, progress: false, keep: 1 });
-    expect(newer.retired.sort()).toEqual(['2026.11-chr22-demo', '2026.12-test']);
+    expect(newer.retired.sort()).toEqual([RELEASE1, '2026.12-test']);
     held.release();
     const r = await late.done;
     expect(r.code, r.stderr).toBe(4);
@@ -1117,7 +1122,7 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     expect(forced.code, forced.stderr).toBe(0);
     expect(forced.stderr).toContain('warning: --grace-hours 0 is shorter than the safe 24 h (--force)');
     expect(forced.stderr).toMatch(
-      /dropped (2026\.11-chr22-demo, 2026\.12-test|2026\.12-test, 2026\.11-chr22-demo) from the history/,
+      new RegExp(`dropped (${RELEASE1_PATTERN}, 2026\\.12-test|2026\\.12-test, ${RELEASE1_PATTERN}) from the history`),
     );
     await mirrorsWhole(PREFIX, '2027.01-test', release3);
 
@@ -1130,7 +1135,7 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     expect(again).toMatchObject({ release: '2026.12-test', previous: '2027.01-test' });
     expect((await historyOf(PREFIX)).names).toMatchObject({
       '2026.12-test': expect.any(String),
-      '2026.11-chr22-demo': expect.any(String),
+      [RELEASE1]: expect.any(String),
       '2027.01-test': expect.any(String),
     });
     await mirrorsWhole(PREFIX, '2026.12-test', release2);
@@ -1167,7 +1172,7 @@ describe('races between publish, rollback and gc, staged with held requests (iss
       force: true,
       clockSkewMs: 2_000,
     });
-    expect(gc.dropped.sort()).toEqual(['2026.11-chr22-demo', '2027.02-a']);
+    expect(gc.dropped.sort()).toEqual([RELEASE1, '2027.02-a']);
     // 2027.02-a is pending, its manifest encoded against 2027.01-test (current).
     const [objects1, objects3, objects4a] = await Promise.all(
       [release1, release3, release4a].map((r) => referencedOf(r, PREFIX)),
@@ -1219,14 +1224,14 @@ describe('races between publish, rollback and gc, staged with held requests (iss
       s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}current.json` })),
     ).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
     expect((await listReleases({ s3, bucket: BUCKET, prefix: PREFIX })).pending.map((p) => p.release)).toEqual([
-      '2026.11-chr22-demo',
+      RELEASE1,
     ]);
 
     const resumed = await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
     // (objects/ PUTs also carry manifest.json, the pack list and the pack indexes)
     expect(resumed.uploaded).toBeLessThanOrEqual(total + (await publishedOf(release1, PREFIX)).objects.size - reached);
     expect(resumed.uploaded).toBeGreaterThan(0);
-    await mirrorsWhole(PREFIX, '2026.11-chr22-demo', release1);
+    await mirrorsWhole(PREFIX, RELEASE1, release1);
   });
 
   it('publish, rollback and gc refuse a server that ignores conditional writes, saying why and what to do; --unsafe-single-writer runs anyway', async () => {
@@ -1245,12 +1250,12 @@ describe('races between publish, rollback and gc, staged with held requests (iss
       expect((await cli(['gc', ...args])).stderr).toContain('gc changed nothing');
       const alone = await cli(['publish', '--dir', release1, ...args, '--unsafe-single-writer']);
       expect(alone.code, alone.stderr).toBe(0);
-      const rb = await cli(['rollback', '--to', '2026.11-chr22-demo', ...args]);
+      const rb = await cli(['rollback', '--to', RELEASE1, ...args]);
       expect(rb.code).toBe(4);
       expect(rb.stderr).toContain('rollback changed nothing');
     } finally {
       await plain.close();
     }
-    await mirrorsWhole(PREFIX, '2026.11-chr22-demo', release1);
+    await mirrorsWhole(PREFIX, RELEASE1, release1);
   });
 });

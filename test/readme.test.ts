@@ -1,6 +1,7 @@
 // Every curl example in the README's "Using the API" block works against the demo served by
 // `isoatlas serve`: the documentation is tested like code.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRelease } from './helpers/demo-release.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from './helpers/server.js';
@@ -15,7 +16,8 @@ const examples = block
 
 let server: Awaited<ReturnType<typeof startServer>>;
 beforeAll(async () => {
-  server = await startServer({ dir: inject('demoTree') });
+  // The demo, as `npm start` serves it: the release the README's examples name.
+  server = await startServer({ dir: (await demoRelease()).tree });
 });
 afterAll(async () => {
   await server.stop();

@@ -10,8 +10,8 @@ import { validate } from './helpers/schemas.js';
 import { withoutRelease } from './helpers/pinned.js';
 import { RELEASE_HEADER, routes } from '../edge/contract/routes.js';
 
-const handler = () => createHandler({ origin: new LocalOrigin(inject('demoTree')) });
-const release = () => readManifest(inject('demoTree')).index.release;
+const handler = () => createHandler({ origin: new LocalOrigin(inject('fixtureTree')) });
+const release = () => readManifest(inject('fixtureTree')).index.release;
 const get = (path: string) => handler()(new Request(`http://atlas.test${path}`));
 
 describe('releases of a single tree', () => {

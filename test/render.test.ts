@@ -8,7 +8,6 @@ import Database from 'better-sqlite3';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDemo } from '../build/demo.js';
 import { importCore, loadCoreConfig } from '../build/import/core.js';
 import { renderTree } from '../build/render/index.js';
 import { contentTypeOf, treePaths } from '../edge/contract/tree.js';
@@ -29,8 +28,16 @@ import type {
 } from '../edge/contract/schemas.js';
 import { edgeIndex, readAliases, readManifest, readStructureMap } from './helpers/tree.js';
 import { shardOf } from '../edge/contract/shards.js';
+import { demoRelease, type DemoRelease } from './helpers/demo-release.js';
+import { runCli } from './helpers/run.js';
 
-const tree = () => inject('demoTree');
+// The demo's whole tree: the point of these checks is every record of the real chr22 data and tables
+// of many shards (the fixture release has one or two of each).
+let demo: DemoRelease;
+beforeAll(async () => {
+  demo = await demoRelease();
+});
+const tree = () => demo.tree;
 const read = <T>(root: string, path: string): T => JSON.parse(readFileSync(join(root, path), 'utf8')) as T;
 
 describe('rendered demo tree', () => {
@@ -307,9 +314,11 @@ describe('determinism', () => {
   it('builds a byte-identical tree from the same inputs', async () => {
     const work = mkdtempSync(join(tmpdir(), 'isoatlas-determinism-'));
     try {
-      const second = await buildDemo(work, { progress: false });
+      // The same command as the run's demo, in a process of its own (a worker's event loop stays free).
+      const second = await runCli(['demo', '--work', work]);
+      expect(second.status, second.stderr).toBe(0);
       const a = readFileSync(join(tree(), treePaths.manifest));
-      const b = readFileSync(join(second.tree, treePaths.manifest));
+      const b = readFileSync(join(work, 'tree', treePaths.manifest));
       // The manifest holds every file's sha256 (checked against the files above), so equal manifests
       // mean equal trees.
       expect(b.equals(a)).toBe(true);
@@ -328,8 +337,8 @@ describe('bounded batches', () => {
 
   it('renders the same tree one gene at a time as in the default batches', async () => {
     const out = join(dir, 'one-gene-batches');
-    await renderTree(inject('demoDb'), out, { progress: false, genesPerBatch: 1 });
-    const a = readFileSync(join(tree(), treePaths.manifest));
+    await renderTree(inject('fixtureDb'), out, { progress: false, genesPerBatch: 1 });
+    const a = readFileSync(join(inject('fixtureTree'), treePaths.manifest));
     expect(readFileSync(join(out, treePaths.manifest)).equals(a)).toBe(true);
     // The scratch tables beside the output are gone.
     expect(readdirSync(dir)).toEqual(['one-gene-batches']);
@@ -337,7 +346,7 @@ describe('bounded batches', () => {
 
   it('reports the first isoform alias clash in transcript id order, and leaves nothing behind', async () => {
     const db = join(dir, 'clash.sqlite');
-    copyFileSync(inject('demoDb'), db);
+    copyFileSync(inject('fixtureDb'), db);
     const conn = new Database(db);
     const ids = conn.prepare('SELECT transcript_id FROM isoforms ORDER BY transcript_id').pluck().all() as string[];
     const rename = conn.prepare('UPDATE isoforms SET transcript_name = ? WHERE transcript_id = ?');

@@ -18,7 +18,7 @@ import { renderSpecs } from '../build/render/resources.js';
 import { readManifest } from './helpers/tree.js';
 import { schemaForTreePath } from './helpers/schemas.js';
 
-const tree = () => inject('demoTree');
+const tree = () => inject('fixtureTree');
 const bytesOf = (path: string) => readFileSync(join(tree(), path));
 const jsonOf = (path: string) => JSON.parse(bytesOf(path).toString('utf8')) as Record<string, unknown>;
 const declared: readonly Route[] = routes;

@@ -2,7 +2,8 @@
 // human-scale benchmark uses: 1,000 genes and 1,000 isoforms, each queried by every exact symbol,
 // id and name it has (its own record must be the first hit), and 1,000 gene symbols with one random
 // typo (the gene must be in the top 3 for at least 95% of them).
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { demoRelease } from './helpers/demo-release.js';
 import { evaluateQuality, sampleQueries, typo, type QualityResult } from '../bench/search-quality.js';
 import { Rng } from '../build/generate/random.js';
 import { ReleaseData } from '../edge/release-data.js';
@@ -13,7 +14,7 @@ import { editDistance, search } from '../edge/search-engine.js';
 let result: QualityResult;
 
 beforeAll(async () => {
-  const tree = inject('demoTree');
+  const { tree } = await demoRelease();
   const data = new ReleaseData(new VerifiedOrigin(new LocalOrigin(tree)));
   result = await evaluateQuality((q, limit) => search(data, q, limit), sampleQueries(tree, 1000, 7));
 }, 120_000);

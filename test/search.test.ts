@@ -6,7 +6,8 @@
 import fg from 'fast-glob';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { demoRelease } from './helpers/demo-release.js';
 import { Rng } from '../build/generate/random.js';
 import { typo } from '../bench/search-quality.js';
 import { ReleaseData } from '../edge/release-data.js';
@@ -35,8 +36,9 @@ const PRIORITY = [
 let docs: Doc[];
 let data: ReleaseData;
 
-beforeAll(() => {
-  const tree = inject('demoTree');
+// The demo's whole tree: term shards and typo shards of many entries, queries over every real symbol.
+beforeAll(async () => {
+  const { tree } = await demoRelease();
   const read = <T>(path: string) => JSON.parse(readFileSync(join(tree, path), 'utf8')) as T;
   docs = [];
   for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree })) {

@@ -55,7 +55,7 @@ function flipByte(file: string): Buffer {
 describe('GET /health with files that fail verification', () => {
   it('a tree: degraded (503) with the count and the first path, the rest served; ok once the file is put back', async () => {
     const tree = join(dir, 'tree');
-    cpSync(inject('demoTree'), tree, { recursive: true });
+    cpSync(inject('fixtureTree'), tree, { recursive: true });
     const server = await serve(tree);
     const ok = await health(server);
     expect(ok.status).toBe(200);

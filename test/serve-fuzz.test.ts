@@ -74,7 +74,7 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'isoatlas-serve-fuzz-'));
   store = join(work, 'mirror');
   mkdirSync(store);
-  const demo = inject('demoTree');
+  const demo = inject('fixtureTree');
   await twoReleaseStore(demo);
   names = await namesOf(demo);
   for (const tier of ['standard', 'plus'])
@@ -325,7 +325,7 @@ describe('/health of a mirror whose release cannot be read', () => {
     const broken = join(work, 'broken');
     const zeros = '0'.repeat(64);
     mkdirSync(dirname(join(broken, objectKey(zeros))), { recursive: true });
-    symlinkSync(join(inject('demoTree'), treePaths.manifest), join(broken, objectKey(zeros)));
+    symlinkSync(join(inject('fixtureTree'), treePaths.manifest), join(broken, objectKey(zeros)));
     const release = { release: 'broken', manifest_sha256: zeros, published_at: '2026-11-25T00:00:00.000Z' };
     writeFileSync(
       join(broken, HISTORY_KEY),

@@ -7,13 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './helpers/run.js';
 import { startServer, type RunningServer } from './helpers/server.js';
+import { releaseOf } from './helpers/tree.js';
 
 let dir: string;
 let server: RunningServer;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-health-'));
-  cpSync(inject('demoTree'), join(dir, 'tree'), { recursive: true });
+  cpSync(inject('fixtureTree'), join(dir, 'tree'), { recursive: true });
   server = await startServer({
     dir: join(dir, 'tree'),
     extraArgs: ['--access', 'key-required', '--keys-dir', join(dir, 'keys'), '--metrics'],
@@ -36,7 +37,7 @@ describe('GET /health', () => {
       expect(r.headers.get('cache-control')).toBe('no-store');
       expect(await r.json()).toEqual({
         status: 'ok',
-        release: '2026.11-chr22-demo',
+        release: releaseOf(join(dir, 'tree')),
         manifest_sha256: manifest,
         mirror: null,
       });
@@ -103,7 +104,7 @@ describe('GET /health', () => {
       .logs()
       .split('\n')
       .find((l) => l.includes('"event":"release"'))!;
-    expect(JSON.parse(line)).toMatchObject({ event: 'release', release: '2026.11-chr22-demo', previous: null });
+    expect(JSON.parse(line)).toMatchObject({ event: 'release', release: releaseOf(join(dir, 'tree')), previous: null });
   });
 });
 

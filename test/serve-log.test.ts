@@ -24,7 +24,7 @@ let key: string;
 
 /** A hard-linked copy of the demo tree (cheap), in which files are replaced, never written through. */
 async function linkedCopy(to: string) {
-  const r = await run('cp', ['-al', inject('demoTree'), to]);
+  const r = await run('cp', ['-al', inject('fixtureTree'), to]);
   expect(r.status, String(r.stderr)).toBe(0);
 }
 
@@ -175,7 +175,7 @@ describe('--log-level', () => {
   }, 60_000);
 
   it('refuses a level it does not know, naming the choices (exit 2)', async () => {
-    const r = await runCli(['serve', '--dir', inject('demoTree'), '--log-level', 'loud'], {
+    const r = await runCli(['serve', '--dir', inject('fixtureTree'), '--log-level', 'loud'], {
       cwd: ROOT,
       timeout: 60_000,
     });

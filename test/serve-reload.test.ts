@@ -14,7 +14,7 @@ let server: Awaited<ReturnType<typeof startServer>>;
 
 /** A hard-linked copy of the demo tree (cheap), in which files are replaced, never written through. */
 async function linkedCopy(to: string) {
-  const r = await run('cp', ['-al', inject('demoTree'), to]);
+  const r = await run('cp', ['-al', inject('fixtureTree'), to]);
   expect(r.status, String(r.stderr)).toBe(0);
 }
 
@@ -31,7 +31,7 @@ afterAll(async () => {
 it('serves the new tree within seconds of the directory being swapped', async () => {
   const path = treePaths.gene('ENSG00000186654');
   const before = await (await fetch(`${server.api}/genes/PRR5`)).text();
-  expect(before).toBe(readFileSync(join(inject('demoTree'), path), 'utf8'));
+  expect(before).toBe(readFileSync(join(inject('fixtureTree'), path), 'utf8'));
 
   const next = join(dir, 'next');
   await linkedCopy(next);

@@ -44,7 +44,7 @@ describe('isoatlas-server.mjs', () => {
   it('serves the demo tree with no node_modules anywhere near it', async () => {
     child = spawn(
       process.execPath,
-      [bundle, 'serve', '--dir', inject('demoTree'), '--port', '0', '--keys-dir', join(dir, 'keys')],
+      [bundle, 'serve', '--dir', inject('fixtureTree'), '--port', '0', '--keys-dir', join(dir, 'keys')],
       { cwd: join(dir, 'opt'), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -65,7 +65,7 @@ describe('isoatlas-server.mjs', () => {
     expect(gene.status).toBe(200);
     expect(
       Buffer.from(await gene.arrayBuffer()).equals(
-        readFileSync(join(inject('demoTree'), treePaths.gene('ENSG00000186654'))),
+        readFileSync(join(inject('fixtureTree'), treePaths.gene('ENSG00000186654'))),
       ),
     ).toBe(true);
     expect((await (await fetch(`${base}/health`)).json()).status).toBe('ok');
@@ -91,7 +91,7 @@ describe('isoatlas-server.mjs', () => {
     try {
       const r = await run(
         process.execPath,
-        [bundle, 'serve', '--dir', inject('demoTree'), '--port', String(port), '--keys-dir', join(dir, 'keys')],
+        [bundle, 'serve', '--dir', inject('fixtureTree'), '--port', String(port), '--keys-dir', join(dir, 'keys')],
         { cwd: join(dir, 'opt'), timeout: 60_000 },
       );
       expect(r.stderr).toBe('');

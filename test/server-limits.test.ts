@@ -89,7 +89,7 @@ describe('isoatlas serve', () => {
     const env = Object.fromEntries(
       Object.entries(LIMITS).map(([field, value]) => [SERVER_LIMIT_ENV[field as keyof typeof LIMITS], String(value)]),
     );
-    server = await startServer({ dir: inject('demoTree'), env });
+    server = await startServer({ dir: inject('fixtureTree'), env });
     port = Number(new URL(server.base).port);
   });
   afterAll(async () => {
@@ -299,7 +299,7 @@ describe('a fair share of connections', () => {
   beforeAll(async () => {
     // Idle connections are held for the whole test: long header timeouts, the default caps.
     const env = { [SERVER_LIMIT_ENV.headersTimeoutMs]: '120000', [SERVER_LIMIT_ENV.requestTimeoutMs]: '120000' };
-    fair = await startServer({ dir: inject('demoTree'), env, extraArgs: ['--trust-proxy', trusted] });
+    fair = await startServer({ dir: inject('fixtureTree'), env, extraArgs: ['--trust-proxy', trusted] });
     to = { host: '127.0.0.1', port: Number(new URL(fair.base).port) };
   });
   afterAll(async () => {

@@ -36,7 +36,7 @@ function startUnthrottled(): Promise<RunningServer> {
   const config = join(dir, 'access.json');
   writeFileSync(config, JSON.stringify({ open: { anonymous_per_ip: { per_minute: 1_000_000_000 } } }));
   return startServer({
-    dir: inject('demoTree'),
+    dir: inject('fixtureTree'),
     extraArgs: ['--access-config', config, '--keys-dir', join(dir, 'keys')],
   });
 }

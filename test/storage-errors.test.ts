@@ -47,7 +47,7 @@ beforeAll(async () => {
 afterAll(() => s3?.stop());
 
 describe('storage failures explain themselves', () => {
-  const tree = () => inject('demoTree');
+  const tree = () => inject('fixtureTree');
 
   it('a bare host:port for --endpoint is a usage error that shows the URL to write', async () => {
     const r = await cli(

@@ -26,7 +26,7 @@ describe('refused targets', () => {
     let server: http.Server;
     let port: number;
     beforeAll(async () => {
-      server = createNodeServer(createHandler({ origin: new LocalTreeOrigin(inject('demoTree')) }));
+      server = createNodeServer(createHandler({ origin: new LocalTreeOrigin(inject('fixtureTree')) }));
       await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
       port = (server.address() as AddressInfo).port;
     });
@@ -71,7 +71,7 @@ describe('refused targets', () => {
   });
 
   it('Lambda@Edge refuses the same URIs', async () => {
-    const handler = createLambdaEdgeHandler(createHandler({ origin: new LocalTreeOrigin(inject('demoTree')) }));
+    const handler = createLambdaEdgeHandler(createHandler({ origin: new LocalTreeOrigin(inject('fixtureTree')) }));
     const event = (uri: string, querystring = '') => ({
       Records: [
         {

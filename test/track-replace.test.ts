@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { demoReleaseCopy } from './helpers/demo-copy.js';
+import { fixtureReleaseCopy } from './helpers/fixture-copy.js';
 import { runCli } from './helpers/run.js';
 
 const isoatlas = (...args: string[]) => runCli(args);
@@ -20,7 +20,7 @@ const query = <T>(sql: string, ...params: unknown[]) => {
   }
 };
 
-const copy = demoReleaseCopy('track-replace');
+const copy = fixtureReleaseCopy('track-replace');
 beforeAll(() => {
   dir = copy.dir();
   db = copy.db();

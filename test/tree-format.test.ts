@@ -16,7 +16,7 @@ describe('tree formats', () => {
     const tree = join(work, 'tree');
     for (const path of [treePaths.manifest, treePaths.release, treePaths.edgeIndex]) {
       mkdirSync(dirname(join(tree, path)), { recursive: true });
-      cpSync(join(inject('demoTree'), path), join(tree, path));
+      cpSync(join(inject('fixtureTree'), path), join(tree, path));
     }
     expect(treeIsCurrent(tree)).toBe(true);
     const edgeIndex = JSON.parse(readFileSync(join(tree, treePaths.edgeIndex), 'utf8'));

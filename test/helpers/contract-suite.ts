@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import fg from 'fast-glob';
 import { isKeyedFile, routes, type Route } from '../../edge/contract/routes.js';
 import { keyedFilePath, namedFilePath, treePaths, withId, type StructureMapEntry } from '../../edge/contract/tree.js';
-import { readAliases, readManifest, readStructureMap } from './tree.js';
+import { literally, readAliases, readManifest, readStructureMap, releaseOf } from './tree.js';
 import type {
   DomainListBody,
   GeneBody,
@@ -49,7 +49,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
   // ---------------------------------------------------------------------------------------------------
   // The tree, as the expected side of every comparison.
 
-  const tree = () => inject('demoTree');
+  const tree = () => inject('fixtureTree');
   const treeBytes = (path: string) => readFileSync(join(tree(), path));
   const treeJson = <T>(path: string): T => JSON.parse(treeBytes(path).toString('utf8')) as T;
   const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -1127,7 +1127,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
         ),
         /"method":"GET","path":"\/api\/v1\/genes\/PRR5\?log=1","status":400,/,
         new RegExp(
-          `"method":"HEAD","path":"/api/v1/release","status":200,"bytes":0,"ms":[\\d.]+,"release":"2026\\.11-chr22-demo"${tail('release')}\\}$`,
+          `"method":"HEAD","path":"/api/v1/release","status":200,"bytes":0,"ms":[\\d.]+,"release":"${literally(releaseOf(tree()))}"${tail('release')}\\}$`,
           'm',
         ),
         new RegExp(`"method":"POST","path":"/api/v1/search\\?query=${marker}","status":405,`),

@@ -16,6 +16,14 @@ import {
 
 const json = <T>(root: string, path: string): T => JSON.parse(readFileSync(join(root, path), 'utf8')) as T;
 
+/** The release a tree holds, as its manifest names it. */
+export function releaseOf(root: string): string {
+  return json<ManifestIndex>(root, treePaths.manifest).release;
+}
+
+/** `text` as a regular expression source that matches it literally. */
+export const literally = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 export function edgeIndex(root: string): EdgeIndex {
   return json<EdgeIndex>(root, treePaths.edgeIndex);
 }
