@@ -18,15 +18,19 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     exclude: process.env.ISOATLAS_TEST_TIER === 'quick' ? QUICK_EXCLUDED : [],
-    // The CLI is compiled and the demo release built once for the whole run (real chr22 data) and
+    // The CLI is compiled and the fixture release built once for the whole run (real chr22 data) and
     // shared read-only. key-scan-setup fails the run if a server log or a test's console output
     // holds key material.
     globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/key-scan-setup.ts'],
-    reporters: ['default', './test/helpers/key-scan-reporter.ts'],
+    reporters: ['default', './test/helpers/key-scan-reporter.ts', './test/helpers/progress-reporter.ts'],
     // Generous: CI machines are shared, and a test's own assertions bound what it measures.
     testTimeout: 300_000,
     hookTimeout: 300_000,
     teardownTimeout: 60_000,
+    // Test files in processes of their own (they start servers and children, and change
+    // process-wide state such as console.error), two at a time: the machines this runs on have two
+    // cores, and most files spend much of their time waiting on the servers they start.
     pool: 'forks',
+    maxWorkers: 2,
   },
 });

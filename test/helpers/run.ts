@@ -1,5 +1,6 @@
 // Child processes for tests, waited for without blocking the worker: a synchronous wait (spawnSync)
-// holds up vitest's worker RPC, which times out on a loaded machine (vitest#8164). The result has
+// holds up the worker's messages to vitest (vitest 3 failed the run when one waited 60 s,
+// vitest#8164) and every timer of the test. The result has
 // spawnSync's shape with text output, so call sites read as before.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
