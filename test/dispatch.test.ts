@@ -36,6 +36,7 @@ import { nginxConfig } from '../edge/server/nginx-config.js';
 import { FRONT_FILE_HEADERS, FRONT_TARGET_HEADER, FRONT_TYPE_HEADER } from '../edge/server/front-file.js';
 import { readStructureMap } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
+import { eventually } from './helpers/wait.js';
 import { rawRequest as request } from './helpers/raw-request.js';
 
 const ROOT = join(__dirname, '..');
@@ -99,19 +100,16 @@ const samples = (): { label: Exclude<AnswerLabel, 'other'>; paths: string[] }[] 
   }));
 
 /** The request log's label for a request, once the line is written. */
-async function loggedLabel(server: RunningServer, path: string, method = 'GET'): Promise<string | undefined> {
-  for (let i = 0; i < 100; i++) {
-    const line = server
-      .logs()
+async function loggedLabel(server: RunningServer, path: string, method = 'GET'): Promise<string> {
+  const lineOf = (logs: string) =>
+    logs
       .split('\n')
       .filter((l) => l.startsWith('{') && l.includes('"status"'))
       .map((l) => JSON.parse(l) as { path: string; method: string; route: string })
       .filter((l) => l.path === path && l.method === method)
       .pop();
-    if (line) return line.route;
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-  return undefined;
+  const logs = await server.untilLogged((text) => lineOf(text) !== undefined, `the log line of ${method} ${path}`);
+  return lineOf(logs)!.route;
 }
 
 beforeAll(async () => {
@@ -203,9 +201,12 @@ describe('the dispatch table', () => {
 describe('isoatlas serve answers every entry as its access class says', () => {
   it('with keys required, --metrics and a trusted front: open, metrics and front entries unkeyed and uncounted, checked ones keyed and counted; each logged with its label', async () => {
     const bearer = { Authorization: `Bearer ${key}` };
-    // The server re-reads the key registry when it changes: give it a moment.
-    for (let i = 0; i < 50 && (await request(full.base, '/api/v1/release', { headers: bearer })).status !== 200; i++)
-      await new Promise((ok) => setTimeout(ok, 100));
+    // The server re-reads the key registry when it changes, on its own schedule.
+    await eventually(
+      () => request(full.base, '/api/v1/release', { headers: bearer }),
+      (r) => r.status === 200,
+      'the issued key to be accepted',
+    );
     for (const entry of dispatchTable) {
       const paths = samples().find((s) => s.label === entry.label)!.paths;
       for (const path of paths) {

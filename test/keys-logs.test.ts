@@ -103,7 +103,9 @@ describe('keys in requests, against a real server', () => {
       for (const s of secrets) expect(exposed.includes(s), `${what} echoes key material`).toBe(false);
     }
     // The log has a line per request (and the ids of keys are fine), but no key or secret.
-    await new Promise((ok) => setTimeout(ok, 100));
+    await server
+      .untilLogged((text) => (text.match(/"method":"GET"/g)?.length ?? 0) >= requests.length, 'a line per request')
+      .catch(() => {});
     const log = percentDecode(server.logs());
     expect(log.match(/"method":"GET"/g)?.length).toBeGreaterThanOrEqual(requests.length);
     for (const s of secrets) expect(log.includes(s), 'the server log holds key material').toBe(false);

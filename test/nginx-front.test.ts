@@ -49,16 +49,13 @@ async function roomInMinute(ms: number) {
   if (left < ms) await new Promise((ok) => setTimeout(ok, left + 100));
 }
 
-/** The log line of a request, once it has been written. */
-async function logLine(logs: () => string, pattern: RegExp): Promise<string | undefined> {
-  for (let i = 0; i < 100; i++) {
-    const line = logs()
-      .split('\n')
-      .find((l) => pattern.test(l));
-    if (line) return line;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return undefined;
+/** The log line of a request, once it has been written (`until`: the front's log or the server's). */
+async function logLine(
+  until: (test: (text: string) => boolean, what: string) => Promise<string>,
+  pattern: RegExp,
+): Promise<string | undefined> {
+  const has = (text: string) => text.split('\n').find((l) => pattern.test(l));
+  return has(await until((text) => has(text) !== undefined, `a log line matching ${pattern}`).catch(() => ''));
 }
 
 describe('nginx front over the fixture tree', () => {
@@ -96,12 +93,12 @@ describe('nginx front over the fixture tree', () => {
       }
       // nginx logged it, in the server's log shape; the server logged only its direct answers.
       const escaped = uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      const line = await logLine(f.frontLog, new RegExp(`"method":"GET","path":"${escaped}","status":200,`));
+      const line = await logLine(f.untilFrontLogged, new RegExp(`"method":"GET","path":"${escaped}","status":200,`));
       expect(line, uri).toMatch(
         /^\{"level":"info","time":"[^"]+","client":"127\.0\.0\.1","method":"GET","path":"[^"]+","status":200,"bytes":\d+,"ms":\d+,"release":"[^"]+"\}$/,
       );
       expect(
-        await logLine(f.server.logs, new RegExp(`"method":"GET","path":"${escaped}","status":200,`)),
+        await logLine(f.server.untilLogged, new RegExp(`"method":"GET","path":"${escaped}","status":200,`)),
       ).toBeDefined();
       expect(
         f.server
@@ -138,7 +135,7 @@ describe('nginx front over the fixture tree', () => {
       const escaped = uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       expect(
         await logLine(
-          f.server.logs,
+          f.server.untilLogged,
           new RegExp(`"method":"${opts.method ?? 'GET'}","path":"${escaped}","status":${status},`),
         ),
         uri,
@@ -155,13 +152,13 @@ describe('nginx front over the fixture tree', () => {
       from: '127.0.0.2',
       headers: { 'X-Forwarded-For': '203.0.113.9' },
     });
-    expect(await logLine(f.server.logs, /query=forwarded1/)).toMatch(/"client":"127\.0\.0\.2"/);
+    expect(await logLine(f.server.untilLogged, /query=forwarded1/)).toMatch(/"client":"127\.0\.0\.2"/);
     // Straight to the server from an address it does not trust: the header is ignored.
     await request(f.server.base, '/api/v1/search?query=forwarded2', {
       from: '127.0.0.5',
       headers: { 'X-Forwarded-For': '203.0.113.9' },
     });
-    expect(await logLine(f.server.logs, /query=forwarded2/)).toMatch(/"client":"127\.0\.0\.5"/);
+    expect(await logLine(f.server.untilLogged, /query=forwarded2/)).toMatch(/"client":"127\.0\.0\.5"/);
     // Nor may anyone else ask for an admission (or a front's path): 404 problems.
     const admission = await request(f.server.base, '/admission', { from: '127.0.0.5' });
     expect(admission.status).toBe(404);
@@ -193,7 +190,9 @@ describe('nginx front over the fixture tree', () => {
     const trace = await request(f.base, '/api/v1/release', { method: 'TRACE' });
     expect(trace.status).toBe(405);
     expect(trace.headers.allow).toBe('GET, HEAD, OPTIONS');
-    expect(await logLine(f.frontLog, /"path":"\[redacted: shaped like an API key\]","status":400,/)).toBeDefined();
+    expect(
+      await logLine(f.untilFrontLogged, /"path":"\[redacted: shaped like an API key\]","status":400,/),
+    ).toBeDefined();
     expect(f.frontLog()).not.toContain(key);
   });
 });
@@ -258,7 +257,7 @@ describe('limits through the front', () => {
     expect(viaFront.headers['cache-control']).toMatch(/^private/);
     expect(viaFront.headers.vary).toBe('Authorization, Accept-Encoding');
     expect(comparable(viaFront.headers)).toEqual(comparable(direct.headers));
-    expect(await logLine(f.frontLog, new RegExp(`"path":"${uri}","status":200,`))).toBeDefined();
+    expect(await logLine(f.untilFrontLogged, new RegExp(`"path":"${uri}","status":200,`))).toBeDefined();
     for (const headers of [
       {} as Record<string, string>,
       { Authorization: `Bearer ${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}` },
@@ -286,7 +285,7 @@ describe('when the front cannot answer from files', () => {
     expect(viaFront.body.equals(direct.body)).toBe(true);
     expect(viaFront.headers['ratelimit-remaining']).toBe('899'); // counted once, by the server
     expect(
-      await logLine(f.server.logs, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`)),
+      await logLine(f.server.untilLogged, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`)),
     ).toBeDefined();
     expect(f.frontLog()).not.toContain(uri);
   });
@@ -340,7 +339,7 @@ describe('nginx front over a mirror', () => {
       expect(viaFront.body.equals(direct.body)).toBe(true);
       expect(comparable(viaFront.headers)).toEqual(comparable(direct.headers));
       expect(
-        await logLine(f.frontLog, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`)),
+        await logLine(f.untilFrontLogged, new RegExp(`"path":"${uri.replace(/\./g, '\\.')}","status":200,`)),
         uri,
       ).toBeDefined();
     }

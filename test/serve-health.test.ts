@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { runCli } from './helpers/run.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { releaseOf } from './helpers/tree.js';
+import { eventually } from './helpers/wait.js';
 
 let dir: string;
 let server: RunningServer;
@@ -50,12 +51,13 @@ describe('GET /health', () => {
     const manifest = join(dir, 'tree/manifest.json');
     renameSync(manifest, `${manifest}.away`);
     try {
-      // The server looks at the tree's manifest every 2 s: within that, it still answers from what it read.
-      let r = await fetch(`${server.base}/health`);
-      for (let i = 0; i < 100 && r.status === 200; i++) {
-        await new Promise((ok) => setTimeout(ok, 100));
-        r = await fetch(`${server.base}/health`);
-      }
+      // The server looks at the tree's manifest on its own schedule: until then, it still answers from
+      // what it read.
+      const r = await eventually(
+        () => fetch(`${server.base}/health`),
+        (answer) => answer.status !== 200,
+        'the server to notice the manifest is gone',
+      );
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('5');
       // What is wrong in words, with no path of the server's machine; the log has the cause.
@@ -69,7 +71,7 @@ describe('GET /health', () => {
           .logs()
           .split('\n')
           .filter((l) => l.includes('"event":"unhealthy"'));
-      for (let i = 0; i < 50 && unhealthy().length === 0; i++) await new Promise((ok) => setTimeout(ok, 100));
+      await server.untilLogged((text) => text.includes('"event":"unhealthy"'), 'the unhealthy event').catch(() => {});
       const logged = unhealthy();
       expect(logged).toHaveLength(1); // once while the cause stays the same, however often the probe asks
       expect(JSON.parse(logged[0])).toMatchObject({
@@ -125,12 +127,12 @@ describe('GET /metrics (--metrics)', () => {
     ]);
     expect(issued.status, issued.stderr).toBe(0);
     const key = issued.stdout.trim().split('\n').pop()!;
-    let ok = 0;
-    // The server re-reads the key registry when it changes: give it a moment.
-    for (let i = 0; i < 50 && ok !== 200; i++) {
-      ok = (await fetch(`${server.api}/genes/PRR5`, { headers: { Authorization: `Bearer ${key}` } })).status;
-      if (ok !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
+    // The server re-reads the key registry when it changes, on its own schedule.
+    const { status: ok } = await eventually(
+      () => fetch(`${server.api}/genes/PRR5`, { headers: { Authorization: `Bearer ${key}` } }),
+      (answer) => answer.status === 200,
+      'the issued key to be accepted',
+    );
     expect(ok).toBe(200);
     await fetch(`${server.base}/health`);
     const r = await fetch(`${server.base}/metrics`);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { treePaths } from '../edge/contract/tree.js';
 import { LOG_LEVELS } from '../edge/server/logger.js';
 import { issueKey } from '../build/keys/registry.js';
+import { eventually } from './helpers/wait.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { rewriteTree } from './helpers/tree.js';
 import { freePort } from './helpers/ports.js';
@@ -46,11 +47,6 @@ function jsonLines(text: string, stream: string): Record<string, unknown>[] {
       return o;
     });
 }
-
-const until = async (test: () => boolean, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (!test() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-};
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-serve-log-'));
@@ -92,7 +88,7 @@ describe('isoatlas serve writes JSON lines only', () => {
     );
     renameSync(join(dir, 'live'), join(dir, 'old'));
     renameSync(next, join(dir, 'live'));
-    await until(() => server.stdout().includes('"release":"reloaded-release"'));
+    await server.untilLogged(() => server.stdout().includes('"release":"reloaded-release"'), 'the reloaded release');
 
     expect(await server.stop()).toBe(0);
     const out = jsonLines(server.stdout(), 'stdout');
@@ -146,22 +142,24 @@ describe('--log-level', () => {
     try {
       // No `listening` line at this level: ready once /health answers.
       const base = `http://127.0.0.1:${port}`;
-      let health = 0;
-      for (let i = 0; i < 300 && health !== 200; i++) {
-        health = await fetch(`${base}/health`)
-          .then((r) => r.status)
-          .catch(() => 0);
-        if (health !== 200) await new Promise((r) => setTimeout(r, 100));
-      }
+      const health = await eventually(
+        () =>
+          fetch(`${base}/health`)
+            .then((r) => r.status)
+            .catch(() => 0),
+        (status) => status === 200,
+        'the server to answer /health',
+      );
       expect(health).toBe(200);
       expect((await fetch(`${base}/api/v1/genes/PRR5`)).status).toBe(200);
       expect((await fetch(`${base}/api/v1/no-such-resource`)).status).toBe(404);
       // A warning: the manifest goes away, /health says so, and the cause is logged at warn.
       renameSync(join(live, treePaths.manifest), join(live, `${treePaths.manifest}.away`));
-      for (let i = 0; i < 100 && !stdout.includes('"event":"unhealthy"'); i++) {
-        await fetch(`${base}/health`).catch(() => null);
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await eventually(
+        () => fetch(`${base}/health`).catch(() => null),
+        () => stdout.includes('"event":"unhealthy"'),
+        'the unhealthy event',
+      ).catch(() => {});
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {

@@ -2,6 +2,7 @@
 // empty directory (no node_modules, no checkout) and run there with Node: it serves the demo tree,
 // and its mirror command loads the S3 client it carries.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { untilOutput } from './helpers/wait.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -50,17 +51,15 @@ describe('isoatlas-server.mjs', () => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d) => (out += d));
     child.stderr!.setEncoding('utf8').on('data', (d) => (out += d));
-    const base = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 30_000);
-      const poll = setInterval(() => {
-        const m = /"event":"listening","url":"(http:\/\/[^\s/"]+)\/api\/v1\/"/.exec(out);
-        if (m) {
-          clearInterval(poll);
-          clearTimeout(timer);
-          resolve(m[1]);
-        }
-      }, 20);
-    });
+    const listening = /"event":"listening","url":"(http:\/\/[^\s/"]+)\/api\/v1\/"/;
+    const base = listening.exec(
+      await untilOutput(
+        [child.stdout!, child.stderr!],
+        () => out,
+        (text) => listening.test(text),
+        'the bundle to listen',
+      ),
+    )![1];
     const gene = await fetch(`${base}/api/v1/genes/PRR5`);
     expect(gene.status).toBe(200);
     expect(
@@ -71,8 +70,12 @@ describe('isoatlas-server.mjs', () => {
     expect((await (await fetch(`${base}/health`)).json()).status).toBe('ok');
     expect((await fetch(`${base}/api/v1/search?query=ERK2`)).status).toBe(200);
     // The bundle carries the logger: every line it wrote is JSON with a time and a level.
-    for (let i = 0; i < 100 && (out.match(/"method":"GET"/g) ?? []).length < 3; i++)
-      await new Promise((r) => setTimeout(r, 50));
+    await untilOutput(
+      [child.stdout!, child.stderr!],
+      () => out,
+      (text) => (text.match(/"method":"GET"/g) ?? []).length >= 3,
+      'the log lines of the three requests',
+    ).catch(() => {});
     const lines = out
       .split('\n')
       .filter(Boolean)

@@ -1133,10 +1133,10 @@ export function contractSuite(front: 'server' | 'nginx'): void {
         new RegExp(`"method":"POST","path":"/api/v1/search\\?query=${marker}","status":405,`),
         new RegExp(`"method":"GET","path":"/api/v1/search\\?query=${marker}","status":200,"bytes":\\d+,`),
       ];
-      // The line reaches the pipe around the time the answer does: give it a moment.
-      for (let i = 0; i < 50 && !expected.every((re) => re.test(server.logs())); i++)
-        await new Promise((r) => setTimeout(r, 50));
-      const logs = server.logs();
+      // The line reaches the pipe around the time the answer does.
+      const logs = await server
+        .untilLogged((text) => expected.every((re) => re.test(text)), 'the log lines of the requests above')
+        .catch(() => server.logs());
       for (const re of expected) expect(logs).toMatch(re);
       expect(logs.split('\n').filter((l) => l.includes(`/search?query=${marker}`))).toHaveLength(2);
       expect(logs).not.toContain(secret);
@@ -1195,7 +1195,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
         await new Promise((r) => setTimeout(r, 300)); // let the server read the partial requests
 
         stopped = second.stop();
-        for (let i = 0; i < 100 && !/SIGTERM/.test(second.logs()); i++) await new Promise((r) => setTimeout(r, 20));
+        await second.untilLogged((text) => /SIGTERM/.test(text), 'the server to log SIGTERM').catch(() => {});
         expect(second.logs()).toMatch(/SIGTERM/);
         // The listener is closed: a new connection is refused…
         await expect(fetch(`${second.api}/release`)).rejects.toThrow();

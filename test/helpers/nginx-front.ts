@@ -13,6 +13,7 @@ import { appendTestLog } from './key-scan.js';
 import { runCli } from './run.js';
 import { forEachFrontFile, standaloneNginx } from '../../edge/server/nginx-config.js';
 import { freePort } from './ports.js';
+import { untilFile } from './wait.js';
 
 const ROOT = join(__dirname, '..', '..');
 export const NGINX = '/usr/sbin/nginx';
@@ -22,6 +23,8 @@ export interface RunningFront extends RunningServer {
   server: RunningServer;
   /** The log lines nginx writes for the answers it gives itself. */
   frontLog: () => string;
+  /** Resolves with frontLog once `test` accepts it, on nginx's writes to it (wait.ts). */
+  untilFrontLogged: (test: (log: string) => boolean, what: string) => Promise<string>;
   /** nginx's error log. */
   errorLog: () => string;
   /** The generated config, as nginx runs it. */
@@ -104,11 +107,13 @@ export async function startNginxFront(args: {
       child,
       config: readFileSync(configFile, 'utf8'),
       frontLog,
+      untilFrontLogged: (test, what) => untilFile(frontLogFile, test, what),
       errorLog,
       logs: () => `${server.logs()}\n${frontLog()}`,
       // The server's own streams; nginx's lines are in frontLog.
       stdout: server.stdout,
       stderr: server.stderr,
+      untilLogged: server.untilLogged,
       async stop() {
         child.kill('SIGQUIT'); // graceful: finish in-flight requests
         await exited;

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { appendTestLog } from './key-scan.js';
+import { untilOutput } from './wait.js';
 
 const ROOT = join(__dirname, '..', '..');
 /** The base URL in the server's `listening` line (one JSON object per line), once it is written. */
@@ -27,6 +28,9 @@ export interface RunningServer {
   /** Each stream apart. */
   stdout: () => string;
   stderr: () => string;
+  /** Resolves with everything written so far once `test` accepts it: on the server's own output,
+   * not a timer (wait.ts). */
+  untilLogged: (test: (logs: string) => boolean, what: string) => Promise<string>;
   /** The running child process (e.g. to check it is still alive). */
   child: ChildProcess;
   /** Sends SIGTERM and resolves with the exit code (null when killed by a signal). */
@@ -97,6 +101,7 @@ export function startServer(args: {
           logs: () => stdout + stderr,
           stdout: () => stdout,
           stderr: () => stderr,
+          untilLogged: (test, what) => untilOutput([child.stdout!, child.stderr!], () => stdout + stderr, test, what),
           child,
           stop,
         });
