@@ -1,23 +1,30 @@
+import { readFileSync } from 'node:fs';
+import fg from 'fast-glob';
 import { defineConfig } from 'vitest/config';
 
-/** Files of the quick tier (`npm run test:unit`): no AWS emulators, no fuzzing, no long-running
- * servers. `npm test` runs every file. */
-const QUICK_EXCLUDED = [
-  'test/access-contract.test.ts',
-  'test/bad-input.test.ts',
-  'test/fuzz.test.ts',
-  'test/infra.test.ts',
-  'test/mirror.test.ts',
-  'test/publish.test.ts',
-  'test/serve-reload.test.ts',
-  'test/server-limits.test.ts',
-  'test/server-memory.test.ts',
+/** What keeps a test file out of the quick tier (`npm run test:unit`): it starts `isoatlas serve`,
+ * s3rver, nginx, dynalite or a browser, fuzzes, synthesizes the CDK stack, or reads the whole demo.
+ * Read from each file's imports, so a new file is placed by what it uses. `npm test` runs every file. */
+const OUTSIDE_QUICK_TIER = [
+  /from '\.\/helpers\/(server|s3rver|nginx-front|contract-suite|demo-release)\.js'/,
+  /from 'fast-check'/,
+  /from 'dynalite'/,
+  /from 'playwright-core'/,
+  /from '\.\.\/infra\/stack\.js'/,
 ];
+/** Files that use none of that but are slow on purpose (many command runs over damaged inputs). */
+const SLOW = ['test/bad-input.test.ts'];
+
+function quickTierExcluded(): string[] {
+  return fg
+    .sync('test/**/*.test.ts')
+    .filter((file) => SLOW.includes(file) || OUTSIDE_QUICK_TIER.some((re) => re.test(readFileSync(file, 'utf8'))));
+}
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: process.env.ISOATLAS_TEST_TIER === 'quick' ? QUICK_EXCLUDED : [],
+    exclude: process.env.ISOATLAS_TEST_TIER === 'quick' ? quickTierExcluded() : [],
     // The CLI is compiled and the fixture release built once for the whole run (real chr22 data) and
     // shared read-only. key-scan-setup fails the run if a server log or a test's console output
     // holds key material.
