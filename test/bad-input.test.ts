@@ -31,11 +31,23 @@ async function isoatlas(...args: string[]) {
   return { code: r.status, stderr: r.stderr };
 }
 
+/** The first lines of the reference GTF, undamaged. */
+const good = realLines('gencode.v38.basic_chr22_corrected.gtf.gz', 40);
+
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-bad-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A release config whose reference GTF does not exist. */
+const missingGtfConfig = {
+  release: 'x',
+  date: '2026-01-01',
+  title: 't',
+  assembly: 'a',
+  reference: { gtf: 'none.gtf', source: 's' },
+};
 
 /** A reference-only release config over a GTF written by the test. */
 function configFor(gtfLines: string[], name: string) {
@@ -55,12 +67,20 @@ function configFor(gtfLines: string[], name: string) {
   return { gtf, config };
 }
 
-describe('core import of malformed inputs', () => {
-  const good = realLines('gencode.v38.basic_chr22_corrected.gtf.gz', 40);
+/** The undamaged lines imported, once: the import is checked where it is the point, and its
+ * database is what the build tests build from. */
+let goodImport: Promise<{ code: number | null; stderr: string; db: string }> | undefined;
+function importGood() {
+  goodImport ??= (async () => {
+    const db = join(dir, 'good.sqlite');
+    return { db, ...(await isoatlas('import', 'core', '--config', configFor(good, 'good').config, '--out', db)) };
+  })();
+  return goodImport;
+}
 
+describe('core import of malformed inputs', () => {
   it('accepts the undamaged lines (the fixture itself is valid)', async () => {
-    const { config } = configFor(good, 'good');
-    const r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'good.sqlite'));
+    const r = await importGood();
     expect(r.stderr).toMatch(/imported \d+ genes/);
     expect(r.code).toBe(0);
   });
@@ -91,28 +111,16 @@ describe('core import of malformed inputs', () => {
   it('rejects a malformed attribute and a bad coordinate', async () => {
     const broken = [...good];
     broken[2] = broken[2].replace('transcript_id "', 'transcript_id ="');
-    let r = await isoatlas(
-      'import',
-      'core',
-      '--config',
-      configFor(broken, 'attr').config,
-      '--out',
-      join(dir, 'attr.sqlite'),
-    );
-    expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/attr\.gtf:3: malformed attribute/);
     const coords = [...good];
     coords[3] = coords[3].replace(/\t(\d+)\t(\d+)\t/, '\t$2\tabc\t');
-    r = await isoatlas(
-      'import',
-      'core',
-      '--config',
-      configFor(coords, 'coords').config,
-      '--out',
-      join(dir, 'coords.sqlite'),
-    );
-    expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/coords\.gtf:4: start and end must be integers/);
+    // Independent imports (files of their own): run side by side.
+    const run = (lines: string[], name: string) =>
+      isoatlas('import', 'core', '--config', configFor(lines, name).config, '--out', join(dir, `${name}.sqlite`));
+    const [attr, coord] = await Promise.all([run(broken, 'attr'), run(coords, 'coords')]);
+    expect(attr.code).toBe(3);
+    expect(attr.stderr).toMatch(/attr\.gtf:3: malformed attribute/);
+    expect(coord.code).toBe(3);
+    expect(coord.stderr).toMatch(/coords\.gtf:4: start and end must be integers/);
   });
 
   it('rejects a classification without a required column and with a bad value', async () => {
@@ -135,50 +143,40 @@ describe('core import of malformed inputs', () => {
       return { file, config };
     };
     const missing = write('missing-col.txt', [cls[0].replace('predicted_NMD', 'predicted_nmd'), ...cls.slice(1)]);
-    let r = await isoatlas('import', 'core', '--config', missing.config, '--out', join(dir, 'c1.sqlite'));
-    expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`${missing.file}:1: missing required column(s): predicted_NMD`);
     const header = cls[0].split('\t');
     const row = cls[2].split('\t');
     row[header.indexOf('coding')] = 'maybe';
     const bad = write('bad-value.txt', [cls[0], cls[1], row.join('\t')]);
-    r = await isoatlas('import', 'core', '--config', bad.config, '--out', join(dir, 'c2.sqlite'));
-    expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`${bad.file}:3: column "coding": expected coding or non_coding, found "maybe"`);
+    const [r1, r2] = await Promise.all([
+      isoatlas('import', 'core', '--config', missing.config, '--out', join(dir, 'c1.sqlite')),
+      isoatlas('import', 'core', '--config', bad.config, '--out', join(dir, 'c2.sqlite')),
+    ]);
+    expect(r1.code).toBe(3);
+    expect(r1.stderr).toContain(`${missing.file}:1: missing required column(s): predicted_NMD`);
+    expect(r2.code).toBe(3);
+    expect(r2.stderr).toContain(`${bad.file}:3: column "coding": expected coding or non_coding, found "maybe"`);
   });
 
   it('rejects an invalid release config and a missing input file with exit code 3', async () => {
-    const config = join(dir, 'bad-config.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        release: 'x',
-        date: 'yesterday',
-        title: 't',
-        assembly: 'a',
-        reference: { gtf: 'none.gtf', source: 's' },
+    // A config file each, so the two imports run side by side.
+    const [badDate, missingGtf] = await Promise.all(
+      ['yesterday', '2026-01-01'].map((date, i) => {
+        const config = join(dir, `bad-config-${i}.json`);
+        writeFileSync(config, JSON.stringify({ ...missingGtfConfig, date }));
+        return isoatlas('import', 'core', '--config', config, '--out', join(dir, `x-${i}.sqlite`));
       }),
     );
-    let r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
-    expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/invalid release config: line 1: \/date expected string to match/);
-    writeFileSync(
-      config,
-      JSON.stringify({
-        release: 'x',
-        date: '2026-01-01',
-        title: 't',
-        assembly: 'a',
-        reference: { gtf: 'none.gtf', source: 's' },
-      }),
-    );
-    r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'x.sqlite'));
-    expect(r.code).toBe(3);
-    expect(r.stderr).toContain('none.gtf: file not found');
+    expect(badDate.code).toBe(3);
+    expect(badDate.stderr).toMatch(/invalid release config: line 1: \/date expected string to match/);
+    expect(missingGtf.code).toBe(3);
+    expect(missingGtf.stderr).toContain('none.gtf: file not found');
   });
 
   it('names each config problem once, with its line; a JSON syntax error with its line and column; a missing --out directory', async () => {
+    // A config file each, so the three imports run side by side.
     const config = join(dir, 'lined-config.json');
+    const syntax = join(dir, 'syntax-config.json');
+    const valid = join(dir, 'valid-config.json');
     writeFileSync(
       config,
       [
@@ -192,35 +190,32 @@ describe('core import of malformed inputs', () => {
         '',
       ].join('\n'),
     );
-    let r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
-    expect(r.code).toBe(3);
-    expect(r.stderr).toContain(
+    writeFileSync(syntax, ['{', '  "release": "x",', '  "date": "2026-11-22"', '  "title": "t"', '}', ''].join('\n'));
+    writeFileSync(valid, JSON.stringify(missingGtfConfig));
+    const [lined, comma, noDir] = await Promise.all([
+      isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite')),
+      isoatlas('import', 'core', '--config', syntax, '--out', join(dir, 'y-syntax.sqlite')),
+      isoatlas('import', 'core', '--config', valid, '--out', '/nonexistent/x.sqlite'),
+    ]);
+    expect(lined.code).toBe(3);
+    expect(lined.stderr).toContain(
       `${config}:3: invalid release config: line 3: /date expected string; line 6: /reference/gtf is required`,
     );
-    expect(r.stderr.match(/\/reference\/gtf/g)).toHaveLength(1);
-    writeFileSync(config, ['{', '  "release": "x",', '  "date": "2026-11-22"', '  "title": "t"', '}', ''].join('\n'));
-    r = await isoatlas('import', 'core', '--config', config, '--out', join(dir, 'y.sqlite'));
-    expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`${config}:4: the release config is not valid JSON: CommaExpected at column 3`);
-    writeFileSync(
-      config,
-      JSON.stringify({
-        release: 'x',
-        date: '2026-01-01',
-        title: 't',
-        assembly: 'a',
-        reference: { gtf: 'none.gtf', source: 's' },
-      }),
-    );
-    r = await isoatlas('import', 'core', '--config', config, '--out', '/nonexistent/x.sqlite');
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('--out /nonexistent/x.sqlite: the directory /nonexistent does not exist');
+    expect(lined.stderr.match(/\/reference\/gtf/g)).toHaveLength(1);
+    expect(comma.code).toBe(3);
+    expect(comma.stderr).toContain(`${syntax}:4: the release config is not valid JSON: CommaExpected at column 3`);
+    expect(noDir.code).toBe(2);
+    expect(noDir.stderr).toContain('--out /nonexistent/x.sqlite: the directory /nonexistent does not exist');
   });
 
   it('answers usage errors with exit code 2 and help with 0', async () => {
-    expect((await isoatlas('import', 'core')).code).toBe(2);
-    expect((await isoatlas('import', 'track', 'colours', '--db', 'x', '--file', 'y', '--source', 'z')).code).toBe(2);
-    const help = await isoatlas('--help');
+    const [noOptions, badKind, help] = await Promise.all([
+      isoatlas('import', 'core'),
+      isoatlas('import', 'track', 'colours', '--db', 'x', '--file', 'y', '--source', 'z'),
+      isoatlas('--help'),
+    ]);
+    expect(noOptions.code).toBe(2);
+    expect(badKind.code).toBe(2);
     expect(help.code).toBe(0);
   });
 });
@@ -304,13 +299,11 @@ describe('track import of malformed TSVs', () => {
 });
 
 describe('build --out never deletes what it did not make', () => {
-  const good = realLines('gencode.v38.basic_chr22_corrected.gtf.gz', 40);
   let db: string;
   beforeAll(async () => {
-    db = join(dir, 'small-build.sqlite');
-    expect(
-      (await isoatlas('import', 'core', '--config', configFor(good, 'small-build').config, '--out', db)).code,
-    ).toBe(0);
+    const imported = await importGood();
+    db = imported.db;
+    expect(imported.code).toBe(0);
   });
 
   it('refuses a non-empty directory that is not a tree, with or without --force, and leaves it as it was', async () => {

@@ -3,11 +3,12 @@
 // no typical cause to run.)
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { linkedCopy, replaceFile } from './helpers/linked-copy.js';
 import { freePort } from './helpers/ports.js';
 import { startS3rver, type S3rverProcess } from './helpers/s3rver.js';
 import { treePaths } from '../edge/contract/tree.js';
@@ -15,9 +16,25 @@ import { treePaths } from '../edge/contract/tree.js';
 const ROOT = join(__dirname, '..');
 const CREDS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
 
-/** `said`: what the command told its user: stderr, or for serve (whose every line is a JSON log line
- * on stdout) stdout. */
-function cli(args: string[]): Promise<{ code: number | null; stderr: string; said: string }> {
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** What the command told its user: stderr, or for serve (whose every line is a JSON log line on
+   * stdout) stdout. */
+  said: string;
+}
+
+/** One run per command line: the same arguments get the same answer (two tests read the help). */
+const runs = new Map<string, Promise<CliRun>>();
+function cli(args: string[]): Promise<CliRun> {
+  const key = JSON.stringify(args);
+  let run = runs.get(key);
+  if (!run) runs.set(key, (run = spawnCli(args)));
+  return run;
+}
+
+function spawnCli(args: string[]): Promise<CliRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), ...args], {
       env: { ...process.env, ...CREDS, ISOATLAS_DEBUG: '' },
@@ -28,7 +45,7 @@ function cli(args: string[]): Promise<{ code: number | null; stderr: string; sai
     child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
     child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
     // 'close': after both streams have been read to their end.
-    child.on('close', (code) => resolve({ code, stderr, said: args[0] === 'serve' ? stdout : stderr }));
+    child.on('close', (code) => resolve({ code, stdout, stderr, said: args[0] === 'serve' ? stdout : stderr }));
   });
 }
 
@@ -40,18 +57,24 @@ const tree = () => inject('fixtureTree');
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-exit-'));
-  s3 = await startS3rver(['atlas']);
+  // s3rver starts in its own process while the trees are made.
+  const starting = startS3rver(['atlas']);
+  try {
+    mkdirSync(join(dir, 'not-a-tree'));
+    writeFileSync(join(dir, 'not-a-tree/notes.txt'), 'mine');
+    // Copies of the fixture with one file changed: links to its files, the changed one a file of its own.
+    linkedCopy(tree(), join(dir, 'garbage-manifest'));
+    replaceFile(join(dir, 'garbage-manifest', treePaths.manifest), '{"format": ');
+    linkedCopy(tree(), join(dir, 'edited'));
+    const gene = join(dir, 'edited', treePaths.gene('ENSG00000186654'));
+    replaceFile(gene, readFileSync(gene, 'utf8').replace('PRR5', 'PRR6'));
+  } finally {
+    s3 = await starting;
+  }
   // An HTTP server that answers, but not with an atlas.
   garbage = createServer((_, res) => res.end('<html>hello</html>'));
   await new Promise<void>((ok) => garbage.listen(0, '127.0.0.1', ok));
   garbageBase = `http://127.0.0.1:${(garbage.address() as AddressInfo).port}`;
-  mkdirSync(join(dir, 'not-a-tree'));
-  writeFileSync(join(dir, 'not-a-tree/notes.txt'), 'mine');
-  cpSync(tree(), join(dir, 'garbage-manifest'), { recursive: true });
-  writeFileSync(join(dir, 'garbage-manifest', treePaths.manifest), '{"format": ');
-  cpSync(tree(), join(dir, 'edited'), { recursive: true });
-  const gene = join(dir, 'edited', treePaths.gene('ENSG00000186654'));
-  writeFileSync(gene, readFileSync(gene, 'utf8').replace('PRR5', 'PRR6'));
 }, 120_000);
 
 afterAll(async () => {
@@ -164,8 +187,9 @@ const cases: Case[] = [
 ];
 
 describe('exit codes as documented, each with a message naming what, where and what to do', () => {
+  // Each case is a CLI process of its own that changes nothing another case reads: they run side by side.
   for (const [name, args, code, says] of cases) {
-    it(name, async () => {
+    it.concurrent(name, async ({ expect }) => {
       const r = await cli(await args());
       expect(r.code, r.said).toBe(code);
       for (const said of says) expect(r.said).toMatch(said);
@@ -174,16 +198,9 @@ describe('exit codes as documented, each with a message naming what, where and w
 
   it('the documented list is the one the CLI prints in its help', async () => {
     const docs = readFileSync(join(ROOT, 'docs/OPERATIONS.md'), 'utf8').replace(/\s+/g, ' ');
-    const help =
-      (await cli(['--help'])).stderr +
-      (await new Promise<string>((resolve) => {
-        const child = spawn(process.execPath, [join(ROOT, 'bin/isoatlas.mjs'), '--help'], {
-          stdio: ['ignore', 'pipe', 'ignore'],
-        });
-        let out = '';
-        child.stdout.setEncoding('utf8').on('data', (d) => (out += d));
-        child.on('exit', () => resolve(out));
-      }));
+    // Wherever the help is printed, on stderr or stdout.
+    const run = await cli(['--help']);
+    const help = run.stderr + run.stdout;
     for (const [n, what] of [
       [0, 'success'],
       [1, 'unexpected failure'],

@@ -110,12 +110,25 @@ async function checkAnswer(
   expect(response.status, what).toBeLessThan(500);
   expect(KNOWN_STATUSES.has(response.status), what).toBe(true);
   expect(text.includes(tree), what).toBe(false);
-  for (const leak of LEAKS) expect(leak.test(text), `${what} (matches ${leak})`).toBe(false);
-  for (const secret of secrets) {
-    expect(text.includes(secret), `${what} echoes key material`).toBe(false);
-    response.headers.forEach((value) =>
-      expect(value.includes(secret), `${what} has key material in a header`).toBe(false),
-    );
+  // One assertion per answer for each rule below, not one per pattern, key or header: over this many
+  // cases an expect call costs more than the check it makes. (A key found is not named: it would be
+  // printed.)
+  expect(
+    LEAKS.filter((leak) => leak.test(text)).map(String),
+    `${what} (matches a pattern of the server's internals)`,
+  ).toEqual([]);
+  if (secrets.length > 0) {
+    // Header values hold no line break (nor does a key), so a key is in the joined values only if it
+    // is in one of them.
+    const headerValues = [...response.headers.values()].join('\n');
+    expect(
+      secrets.some((secret) => text.includes(secret)),
+      `${what} echoes key material`,
+    ).toBe(false);
+    expect(
+      secrets.some((secret) => headerValues.includes(secret)),
+      `${what} has key material in a header`,
+    ).toBe(false);
   }
 
   if (response.status >= 400) {
@@ -290,6 +303,7 @@ describe('fuzzing the edge function with keys required', () => {
       { weight: 1, arbitrary: fc.constant(undefined) },
     );
     const ip = fc.constantFrom('192.0.2.1', '192.0.2.2', '2001:db8::1', undefined);
+    const secrets = [...live, revoked].flatMap((k) => [k, k.slice(k.indexOf('_', 9) + 1)]);
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(path, queryRoute),
@@ -301,7 +315,6 @@ describe('fuzzing the edge function with keys required', () => {
           clock.now += tick === 0 ? 60_000 : 10; // a minute passes now and then, so both 200s and 429s occur
           const all = { ...h, ...(a === undefined ? {} : { Authorization: a }) };
           if (a === undefined) delete all.Authorization;
-          const secrets = [...live, revoked].flatMap((k) => [k, k.slice(k.indexOf('_', 9) + 1)]);
           t.add(await checkAnswer(access, { method: 'GET', url: BASE + p, headers: all }, { clientIp }, secrets));
         },
       ),

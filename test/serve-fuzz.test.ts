@@ -158,9 +158,30 @@ function checkReply(reply: Reply, method: string, what: string): void {
 
 /** The server is still there: alive, and /health answers 200. */
 async function stillServing(server: RunningServer, agent: http.Agent, what: string): Promise<void> {
-  expect(server.child.exitCode, `${what}: the server exited\n${server.logs().slice(-3000)}`).toBeNull();
+  const exitCode = server.child.exitCode;
+  // The log's tail only when it is shown: taking it flattens the whole log so far, on every case.
+  expect(exitCode, exitCode === null ? what : `${what}: the server exited\n${server.logs().slice(-3000)}`).toBeNull();
   const health = await ask(server, agent, 'GET', '/health');
   expect(health?.status, `${what}: /health after it`).toBe(200);
+}
+
+/** Resolves once `seen()` holds, checked as each piece of the server's output arrives, or after `ms`
+ * (the caller's assertion then says what is missing). */
+function untilLogged(server: RunningServer, seen: () => boolean, ms: number): Promise<void> {
+  const streams = [server.child.stdout!, server.child.stderr!];
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const stream of streams) stream.off('data', check);
+      resolve();
+    };
+    const check = () => {
+      if (seen()) done();
+    };
+    const timer = setTimeout(done, ms);
+    for (const stream of streams) stream.on('data', check);
+    check();
+  });
 }
 
 /** The targets that ended a server with --metrics: a refused segment in every route's parameter. */
@@ -350,7 +371,8 @@ describe('/health of a mirror whose release cannot be read', () => {
           .logs()
           .split('\n')
           .filter((l) => l.includes('"event":"unhealthy"'));
-      for (let i = 0; i < 50 && unhealthy().length === 0; i++) await new Promise((ok) => setTimeout(ok, 100));
+      // The server writes its log asynchronously: wait for the line as it arrives (bounded).
+      await untilLogged(server, () => unhealthy().length > 0, 30_000);
       expect(unhealthy()).toHaveLength(1);
       expect(JSON.parse(unhealthy()[0]).cause).toMatch(/manifest\.json does not match/);
     } finally {
