@@ -165,25 +165,6 @@ async function stillServing(server: RunningServer, agent: http.Agent, what: stri
   expect(health?.status, `${what}: /health after it`).toBe(200);
 }
 
-/** Resolves once `seen()` holds, checked as each piece of the server's output arrives, or after `ms`
- * (the caller's assertion then says what is missing). */
-function untilLogged(server: RunningServer, seen: () => boolean, ms: number): Promise<void> {
-  const streams = [server.child.stdout!, server.child.stderr!];
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      for (const stream of streams) stream.off('data', check);
-      resolve();
-    };
-    const check = () => {
-      if (seen()) done();
-    };
-    const timer = setTimeout(done, ms);
-    for (const stream of streams) stream.on('data', check);
-    check();
-  });
-}
-
 /** The targets that ended a server with --metrics: a refused segment in every route's parameter. */
 const REFUSED_SEGMENTS = ['%2F', 'a%2Fb', '%5C', '%5c', '%ZZ', '%00', '\\', 'A'.repeat(201)];
 const refusedTargets = () =>
@@ -372,7 +353,7 @@ describe('/health of a mirror whose release cannot be read', () => {
           .split('\n')
           .filter((l) => l.includes('"event":"unhealthy"'));
       // The server writes its log asynchronously: wait for the line as it arrives (bounded).
-      await untilLogged(server, () => unhealthy().length > 0, 30_000);
+      await server.untilLogged(() => unhealthy().length > 0, 'the unhealthy event').catch(() => {});
       expect(unhealthy()).toHaveLength(1);
       expect(JSON.parse(unhealthy()[0]).cause).toMatch(/manifest\.json does not match/);
     } finally {

@@ -2,25 +2,27 @@
 // copy of the demo tree, with keys required, so a health check that were keyed or counted would fail.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './helpers/run.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { releaseOf } from './helpers/tree.js';
 import { eventually } from './helpers/wait.js';
+import { linkedCopy } from './helpers/linked-copy.js';
 
 let dir: string;
 let server: RunningServer;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'isoatlas-health-'));
-  cpSync(inject('fixtureTree'), join(dir, 'tree'), { recursive: true });
+  // Hard links: the tests move the manifest away and back, never write into a file.
+  linkedCopy(inject('fixtureTree'), join(dir, 'tree'));
   server = await startServer({
     dir: join(dir, 'tree'),
     extraArgs: ['--access', 'key-required', '--keys-dir', join(dir, 'keys'), '--metrics'],
   });
-}, 300_000); // copying the demo tree and starting a server on a busy shared machine
+});
 
 afterAll(async () => {
   await server?.stop();

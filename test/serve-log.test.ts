@@ -23,7 +23,7 @@ let dir: string;
 let keysDir: string;
 let key: string;
 
-/** A hard-linked copy of the demo tree (cheap), in which files are replaced, never written through. */
+/** A hard-linked copy of the fixture tree (cheap), in which files are replaced, never written through. */
 async function linkedCopy(to: string) {
   const r = await run('cp', ['-al', inject('fixtureTree'), to]);
   expect(r.status, String(r.stderr)).toBe(0);
