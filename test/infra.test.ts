@@ -13,6 +13,7 @@ import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
+import { SYNTH_NODE_FLAGS } from './helpers/cdn-synth.js';
 import { validate } from './helpers/schemas.js';
 import { OpenAPIBackend } from 'openapi-backend';
 import addFormats from 'ajv-formats';
@@ -962,14 +963,15 @@ describe('guards', () => {
 
 describe('npm run synth (infra/app.ts)', () => {
   function run(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-    // Only the settings given here: none of the caller's ISOATLAS_* variables leak in.
+    // Only the settings given here: none of the caller's ISOATLAS_* variables leak in. The node flags
+    // change how V8 compiles, not what runs: the command is npm run synth's.
     const base = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith('ISOATLAS_') && k !== 'CDK_DEFAULT_ACCOUNT'),
     );
     return new Promise((resolve) => {
       execFile(
         join(REPO, 'node_modules/.bin/tsx'),
-        ['infra/app.ts'],
+        [...SYNTH_NODE_FLAGS, 'infra/app.ts'],
         { cwd: REPO, env: { ...base, ...env }, timeout: 120_000 },
         (err, stdout, stderr) => resolve({ code: err ? ((err as any).code ?? 1) : 0, stdout, stderr }),
       );
