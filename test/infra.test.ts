@@ -13,6 +13,7 @@ import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
+import { SYNTH_NODE_FLAGS } from './helpers/cdn-synth.js';
 import { validate } from './helpers/schemas.js';
 import { OpenAPIBackend } from 'openapi-backend';
 import addFormats from 'ajv-formats';
@@ -54,11 +55,22 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 beforeEach(yieldToLoop);
 
-function synth(props: Partial<IsoatlasCdnProps> = {}): {
-  stack: IsoatlasCdnStack;
-  template: Template;
-  resources: Resources;
-} {
+type Synthesis = { stack: IsoatlasCdnStack; template: Template; resources: Resources };
+const syntheses = new Map<string, Synthesis>();
+
+const deepFreeze = (value: unknown): void => {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
+};
+
+/** One synthesis per arrangement, shared by the tests that read it: a synthesis is the costly part
+ * of most tests here, and many ask for the same props. Frozen, so a test that changed what it was
+ * given would fail instead of changing what the next one reads. A refused arrangement is not kept. */
+function synth(props: Partial<IsoatlasCdnProps> = {}): Synthesis {
+  const key = JSON.stringify(props);
+  const known = syntheses.get(key);
+  if (known) return known;
   const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
   const stack = new IsoatlasCdnStack(app, 'Test', {
     bucketName: BUCKET,
@@ -66,7 +78,21 @@ function synth(props: Partial<IsoatlasCdnProps> = {}): {
     ...props,
   });
   const template = Template.fromStack(stack);
-  return { stack, template, resources: template.toJSON().Resources as Resources };
+  deepFreeze(template.toJSON());
+  const made = { stack, template, resources: template.toJSON().Resources as Resources };
+  syntheses.set(key, made);
+  return made;
+}
+
+let euBundle: Promise<string> | undefined;
+/** The edge bundle for a bucket in eu-west-1, built once for the tests that stack it. */
+function regionalBundle(): Promise<string> {
+  euBundle ??= (async () => {
+    const dir = join(work, 'edge-eu');
+    await bundleEdge({ outDir: dir, ...edgeBundleConfig({ bucketName: BUCKET, bucketRegion: 'eu-west-1' }) });
+    return dir;
+  })();
+  return euBundle;
 }
 
 const ofType = (resources: Resources, type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
@@ -150,8 +176,7 @@ describe('CloudFormation validation', () => {
       const { template } = synth(props);
       expect(Object.keys(template.toJSON().Resources).length).toBeGreaterThan(0);
     }
-    const regional = join(work, 'edge-eu-validated');
-    await bundleEdge({ outDir: regional, ...edgeBundleConfig({ bucketName: BUCKET, bucketRegion: 'eu-west-1' }) });
+    const regional = await regionalBundle();
     const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
     const cdn = new IsoatlasCdnStack(app, 'Cdn', {
       bucketName: BUCKET,
@@ -576,8 +601,7 @@ describe('WAF', () => {
 
 describe('bucket in another region', () => {
   it('lives in a stack of its own there, admitting this distribution; the CDN stack only names it', async () => {
-    const regional = join(work, 'edge-eu');
-    await bundleEdge({ outDir: regional, ...edgeBundleConfig({ bucketName: BUCKET, bucketRegion: 'eu-west-1' }) });
+    const regional = await regionalBundle();
     const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
     const cdn = new IsoatlasCdnStack(app, 'Cdn', {
       bucketName: BUCKET,
@@ -939,14 +963,15 @@ describe('guards', () => {
 
 describe('npm run synth (infra/app.ts)', () => {
   function run(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-    // Only the settings given here: none of the caller's ISOATLAS_* variables leak in.
+    // Only the settings given here: none of the caller's ISOATLAS_* variables leak in. The node flags
+    // change how V8 compiles, not what runs: the command is npm run synth's.
     const base = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith('ISOATLAS_') && k !== 'CDK_DEFAULT_ACCOUNT'),
     );
     return new Promise((resolve) => {
       execFile(
         join(REPO, 'node_modules/.bin/tsx'),
-        ['infra/app.ts'],
+        [...SYNTH_NODE_FLAGS, 'infra/app.ts'],
         { cwd: REPO, env: { ...base, ...env }, timeout: 120_000 },
         (err, stdout, stderr) => resolve({ code: err ? ((err as any).code ?? 1) : 0, stdout, stderr }),
       );

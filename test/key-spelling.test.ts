@@ -7,8 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, Template } from '../infra/cdk.js';
-import { bundleEdge, bundleMeter } from '../build/bundle/edge.js';
 import { issueKey, loadRegistry, readSecret } from '../build/keys/registry.js';
 import { resolveAccessConfig, type AccessMode } from '../edge/access/config.js';
 import { AccessControl } from '../edge/access/control.js';
@@ -16,14 +14,14 @@ import { bearerToken, importServerSecret } from '../edge/access/key-format.js';
 import { MemoryQuotaStore } from '../edge/access/stores/memory.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { kvsEntries } from '../edge/cloudfront/kvs-layout.js';
-import { IsoatlasCdnStack, SYNTH_CONTEXT, edgeBundleConfig } from '../infra/stack.js';
+import { synthesizeCdnTemplates } from './helpers/cdn-synth.js';
 import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-function.js';
 import { aggregationKey, matches, type WafHeaders } from './helpers/waf-eval.js';
 
 let work: string;
 let keysDir: string;
 const keys: Record<'plus' | 'standard' | 'legacyPlus', { key: string; id: string }> = {} as never;
-const templates = new Map<AccessMode, any>();
+let templates: Map<string, any>;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'isoatlas-spelling-'));
@@ -41,21 +39,12 @@ beforeAll(async () => {
   keys.plus = await issue('plus');
   keys.standard = await issue('standard');
   keys.legacyPlus = await issue('plus', null); // issued before tiers had letters
-  const edge = join(work, 'edge');
-  const meter = join(work, 'meter');
-  await bundleEdge({ outDir: edge, ...edgeBundleConfig({ bucketName: 'isoatlas-spelling' }) });
-  await bundleMeter({ outDir: meter });
-  for (const mode of ['open', 'key-required'] as const) {
-    // Each synthesis holds the event loop: let the worker answer vitest between them (vitest#8164).
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
-    const stack = new IsoatlasCdnStack(app, `Spelling-${mode}`, {
-      bucketName: 'isoatlas-spelling',
-      edgeCodeDir: edge,
-      access: { mode, meterCodeDir: meter },
-    });
-    templates.set(mode, Template.fromStack(stack).toJSON());
-  }
+  const synthesized = await synthesizeCdnTemplates({
+    outDir: join(work, 'cdn'),
+    bucketName: 'isoatlas-spelling',
+    stacks: { 'Spelling-open': 'open', 'Spelling-key-required': 'key-required' },
+  });
+  templates = new Map((['open', 'key-required'] as const).map((mode) => [mode, synthesized.get(`Spelling-${mode}`)]));
 });
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
