@@ -2,7 +2,7 @@
 // empty directory (no node_modules, no checkout) and run there with Node: it serves the demo tree,
 // and its mirror command loads the S3 client it carries.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { untilOutput } from './helpers/wait.js';
+import { output, until } from './helpers/wait.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -53,8 +53,8 @@ describe('isoatlas-server.mjs', () => {
     child.stderr!.setEncoding('utf8').on('data', (d) => (out += d));
     const listening = /"event":"listening","url":"(http:\/\/[^\s/"]+)\/api\/v1\/"/;
     const base = listening.exec(
-      await untilOutput(
-        [child.stdout!, child.stderr!],
+      await until(
+        [output(child.stdout!, child.stderr!)],
         () => out,
         (text) => listening.test(text),
         'the bundle to listen',
@@ -70,8 +70,8 @@ describe('isoatlas-server.mjs', () => {
     expect((await (await fetch(`${base}/health`)).json()).status).toBe('ok');
     expect((await fetch(`${base}/api/v1/search?query=ERK2`)).status).toBe(200);
     // The bundle carries the logger: every line it wrote is JSON with a time and a level.
-    await untilOutput(
-      [child.stdout!, child.stderr!],
+    await until(
+      [output(child.stdout!, child.stderr!)],
       () => out,
       (text) => (text.match(/"method":"GET"/g) ?? []).length >= 3,
       'the log lines of the three requests',

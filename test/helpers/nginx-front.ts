@@ -13,7 +13,7 @@ import { appendTestLog } from './key-scan.js';
 import { runCli } from './run.js';
 import { forEachFrontFile, standaloneNginx } from '../../edge/server/nginx-config.js';
 import { freePort } from './ports.js';
-import { untilFile } from './wait.js';
+import { changesOf, output, until } from './wait.js';
 
 const ROOT = join(__dirname, '..', '..');
 export const NGINX = '/usr/sbin/nginx';
@@ -90,15 +90,16 @@ export async function startNginxFront(args: {
     if (args.editConfig) writeFileSync(configFile, args.editConfig(readFileSync(configFile, 'utf8')));
     const { args: nginxArgs, errorLog: errorLogFile } = standaloneNginx(work, configFile);
     const child = spawn(NGINX, [...nginxArgs, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => (output += c));
-    child.stderr!.setEncoding('utf8').on('data', (c: string) => (output += c));
+    let nginxOutput = '';
+    child.stdout!.setEncoding('utf8').on('data', (c: string) => (nginxOutput += c));
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => (nginxOutput += c));
     const errorLog = () => (existsSync(errorLogFile) ? readFileSync(errorLogFile, 'utf8') : '');
-    await untilListening(port, child, () => `${output}\n${errorLog()}`);
+    await untilListening(port, child, () => `${nginxOutput}\n${errorLog()}`);
     const exited = new Promise<void>((resolve) =>
       child.exitCode !== null ? resolve() : child.once('exit', () => resolve()),
     );
     const frontLog = () => (existsSync(frontLogFile) ? readFileSync(frontLogFile, 'utf8') : '');
+    const logs = () => `${server.logs()}\n${frontLog()}`;
     const base = `http://127.0.0.1:${port}`;
     return {
       base,
@@ -107,13 +108,15 @@ export async function startNginxFront(args: {
       child,
       config: readFileSync(configFile, 'utf8'),
       frontLog,
-      untilFrontLogged: (test, what) => untilFile(frontLogFile, test, what),
+      untilFrontLogged: (test, what) => until([changesOf(frontLogFile)], frontLog, test, what),
       errorLog,
-      logs: () => `${server.logs()}\n${frontLog()}`,
+      logs,
       // The server's own streams; nginx's lines are in frontLog.
       stdout: server.stdout,
       stderr: server.stderr,
-      untilLogged: server.untilLogged,
+      // Either may write the line awaited: the server to its output, nginx to its log.
+      untilLogged: (test, what) =>
+        until([output(server.child.stdout!, server.child.stderr!), changesOf(frontLogFile)], logs, test, what),
       async stop() {
         child.kill('SIGQUIT'); // graceful: finish in-flight requests
         await exited;

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { appendTestLog } from './key-scan.js';
-import { untilOutput } from './wait.js';
+import { output, until } from './wait.js';
 
 const ROOT = join(__dirname, '..', '..');
 /** The base URL in the server's `listening` line (one JSON object per line), once it is written. */
@@ -101,7 +101,7 @@ export function startServer(args: {
           logs: () => stdout + stderr,
           stdout: () => stdout,
           stderr: () => stderr,
-          untilLogged: (test, what) => untilOutput([child.stdout!, child.stderr!], () => stdout + stderr, test, what),
+          untilLogged: (test, what) => until([output(child.stdout!, child.stderr!)], () => stdout + stderr, test, what),
           child,
           stop,
         });

@@ -4,82 +4,67 @@
 // never comes into a failure that names it, instead of a bound of a few seconds that a busy machine
 // can overrun.
 import { watch } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 
 export const WAIT_BOUND_MS = 60_000;
 
-function bounded<T>(what: string, run: (settle: (value: T) => void, fail: (err: Error) => void) => () => void) {
-  return new Promise<T>((resolve, reject) => {
-    let cleanup = () => {};
-    const timer = setTimeout(
-      () => finish(() => reject(new Error(`waited ${WAIT_BOUND_MS / 1000} s for ${what}`))),
-      WAIT_BOUND_MS,
-    );
+/** Where a change may show: calls `check` on each, `fail` when none can come any more; returns its
+ * clean-up. */
+export type Source = (check: () => void, fail: (why: string) => void) => () => void;
+
+/** Each chunk a child's streams emit (the text the caller reads must already hold it: its own
+ * listeners are added before this one); their end, once every one has closed. */
+export const output =
+  (...streams: Readable[]): Source =>
+  (check, fail) => {
+    let open = streams.length;
+    const closed = () => {
+      check();
+      if (--open === 0) fail('the output ended');
+    };
+    for (const s of streams) s.on('data', check).once('close', closed);
+    return () => {
+      for (const s of streams) s.off('data', check).off('close', closed);
+    };
+  };
+
+/** Each change to a file another process writes (watched through its directory: it may not exist
+ * yet). */
+export const changesOf =
+  (path: string): Source =>
+  (check) => {
+    const watcher = watch(dirname(path), (_, name) => {
+      if (name === null || name === basename(path)) check();
+    });
+    return () => watcher.close();
+  };
+
+/** Resolves with `text()` once `test` accepts it: checked now and at each change of any source. */
+export function until(
+  sources: Source[],
+  text: () => string,
+  test: (text: string) => boolean,
+  what: string,
+): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const cleanups: (() => void)[] = [];
     let done = false;
     const finish = (act: () => void) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      cleanup();
+      for (const c of cleanups) c();
       act();
     };
-    cleanup = run(
-      (value) => finish(() => resolve(value)),
-      (err) => finish(() => reject(err)),
-    );
-  });
-}
-
-/** Resolves with `text()` once `test` accepts it, checked now and after each chunk the streams emit
- * (`text` must already hold the chunk: its own listeners are added before this one). */
-export function untilOutput(
-  streams: Readable[],
-  text: () => string,
-  test: (text: string) => boolean,
-  what: string,
-): Promise<string> {
-  return bounded(what, (settle, fail) => {
     const check = () => {
       const now = text();
-      if (test(now)) settle(now);
+      if (test(now)) finish(() => resolve(now));
     };
-    const ended = () => fail(new Error(`the output ended before ${what}:\n${text().slice(-2000)}`));
-    for (const s of streams) s.on('data', check).once('close', ended);
+    const fail = (why: string) => finish(() => reject(new Error(`${why} before ${what}:\n${text().slice(-2000)}`)));
+    const timer = setTimeout(() => fail(`waited ${WAIT_BOUND_MS / 1000} s`), WAIT_BOUND_MS);
+    for (const source of sources) cleanups.push(source(check, fail));
     check();
-    return () => {
-      for (const s of streams) s.off('data', check).off('close', ended);
-    };
-  });
-}
-
-/** Resolves with the file's text once `test` accepts it, checked now and on each change to the
- * file's directory (the file may not exist yet). */
-export function untilFile(path: string, test: (text: string) => boolean, what: string): Promise<string> {
-  return bounded(what, (settle, fail) => {
-    let reading = false;
-    let again = false;
-    const check = async () => {
-      if (reading) return void (again = true);
-      reading = true;
-      try {
-        do {
-          again = false;
-          const text = await readFile(path, 'utf8').catch(() => '');
-          if (test(text)) return settle(text);
-        } while (again);
-      } catch (err) {
-        fail(err as Error);
-      } finally {
-        reading = false;
-      }
-    };
-    const watcher = watch(dirname(path), (_, name) => {
-      if (name === null || name === basename(path)) void check();
-    });
-    void check();
-    return () => watcher.close();
   });
 }
 
