@@ -5,7 +5,7 @@
 // its tree's files (through the manifest reader and through the edge), a corrupted base is refused,
 // a new shard count writes full shards, and gc keeps every base a kept release needs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -40,24 +40,47 @@ const sha256Of = (body: string | Buffer) => createHash('sha256').update(body).di
 class SyntheticTree {
   readonly files = new Map<string, string>();
   private readonly made = new Set<string>();
+  /** sha256 by body: most files share one. */
+  private readonly shas = new Map<string, string>();
   constructor(readonly dir: string) {}
-  put(path: string, body: string) {
+  private parent(path: string) {
     const parent = dirname(join(this.dir, path));
     if (!this.made.has(parent)) mkdirSync(parent, { recursive: true });
     this.made.add(parent);
+  }
+  /** A file of its own; one that was there is replaced, not written into (it may be a hard link). */
+  put(path: string, body: string) {
+    this.parent(path);
+    if (this.files.has(path)) rmSync(join(this.dir, path));
     writeFileSync(join(this.dir, path), body);
     this.files.set(path, body);
+  }
+  /** New files with one body: the first written, the others hard links to it (cheaper to make and
+   * remove than files of their own). */
+  putAll(paths: readonly string[], body: string) {
+    const [head, ...rest] = paths;
+    this.put(head, body);
+    for (const path of rest) {
+      this.parent(path);
+      linkSync(join(this.dir, head), join(this.dir, path));
+      this.files.set(path, body);
+    }
   }
   remove(path: string) {
     rmSync(join(this.dir, path));
     this.files.delete(path);
+  }
+  private sha(body: string) {
+    let sha = this.shas.get(body);
+    if (sha === undefined) this.shas.set(body, (sha = sha256Of(body)));
+    return sha;
   }
   entries(): ManifestEntry[] {
     return [...this.files]
       .map(([path, body]) => ({
         path,
         size: Buffer.byteLength(body),
-        sha256: sha256Of(body),
+        sha256: this.sha(body),
         content_type: contentTypeOf(path),
       }))
       .sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -157,7 +180,10 @@ describe('a series of releases, each changing 1% of files', () => {
 
   it('every publish rewrites at most 10% of the manifest, chains stay within MAX_CHAIN, and each release reads back exactly', async () => {
     tree = new SyntheticTree(join(root, 'tree'));
-    for (let i = 0; i < FILES; i++) tree.put(pathOf(i), bodyOf(i, 0));
+    const paths = Array.from({ length: FILES }, (_, i) => pathOf(i));
+    // Every file's first version is the same body: one file, linked.
+    expect(new Set(paths.map((_, i) => bodyOf(i, 0)))).toEqual(new Set([bodyOf(0, 0)]));
+    tree.putAll(paths, bodyOf(0, 0));
     let next = FILES;
     const first = await tree.render('r00');
     expect(JSON.parse(readFileSync(join(tree.dir, treePaths.manifest), 'utf8')).shards).toHaveLength(16);

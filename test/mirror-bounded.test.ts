@@ -18,7 +18,9 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-const shaOf = (i: number) => createHash('sha256').update(String(i)).digest('hex');
+/** Computed once per number: the tests ask for each of 150,000 several times. */
+const shas: string[] = [];
+const shaOf = (i: number) => (shas[i] ??= createHash('sha256').update(String(i)).digest('hex'));
 const stamp = (i: number, version = 0): Stamp => ({ size: i, mtimeMs: 1000 + version, ctimeMs: 2000.5, ino: i * 7 });
 const records = (dir: string) => (statSync(join(dir, VERIFIED_INDEX)).size - 48) / 64;
 /** A pid no process has: one that ran and ended. */

@@ -31,6 +31,7 @@ import { treePaths, type ManifestEntry } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store-layout.js';
 import { readAliases, readManifest } from './helpers/tree.js';
 import { startServer } from './helpers/server.js';
+import { linkObjects } from './helpers/mirror-seed.js';
 import { DEFAULT_GRACE_HOURS } from '../build/publish/grace.js';
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
@@ -114,6 +115,13 @@ function sync(to: string, more: Partial<MirrorOptions> = {}) {
   }));
 }
 
+/** Tree A's files linked in place as objects (test/helpers/mirror-seed.ts), but the ones a test
+ * writes into, which are downloaded: after a first sync, the setup of a test whose point comes later. */
+function seedA(dir: string, writtenInto: ManifestEntry[] = []) {
+  source.root = treeA;
+  linkObjects(dir, [treeA], entriesA, new Set(writtenInto.map((e) => e.sha256)));
+}
+
 describe('the verified index', () => {
   it('a re-sync trusts what it verified and hashes nothing; after a one-file change it fetches the new objects and hashes none of the old', async () => {
     const dir = join(work, 'm1');
@@ -154,10 +162,10 @@ describe('the verified index', () => {
 
   it('an object touched, replaced or truncated on disk is hashed again, and fetched again when wrong', async () => {
     const dir = join(work, 'm2');
-    source.root = treeA;
+    const [touched, replaced, truncated] = [entriesA[1], entriesA[2], entriesA[3]];
+    seedA(dir, [touched, replaced, truncated]);
     await sync(dir);
     const file = (e: ManifestEntry) => join(dir, objectKey(e.sha256));
-    const [touched, replaced, truncated] = [entriesA[1], entriesA[2], entriesA[3]];
     // A whole second, which utimes can put back exactly (a stat has nanoseconds, a JS number not all).
     const second = Math.floor(Date.now() / 1000) - 60;
     utimesSync(file(replaced), second, second);
@@ -183,11 +191,11 @@ describe('the verified index', () => {
 
   it('--verify hashes every object and repairs what the stat cannot see; a damaged index means hashing all, said once, and is written anew', async () => {
     const dir = join(work, 'm3');
-    source.root = treeA;
+    const rotten = entriesA[9];
+    seedA(dir, [rotten]);
     await sync(dir);
     const held = objectsIn(dir).length;
     // Damage below the file system: other bytes, and an index that vouches for the file as it is.
-    const rotten = entriesA[9];
     const file = join(dir, objectKey(rotten.sha256));
     writeFileSync(file, Buffer.alloc(rotten.size, 'y'));
     const index = VerifiedIndex.read(dir, () => {});
@@ -224,7 +232,7 @@ describe('the record of shards held whole', () => {
 
   it('a re-sync reads no shard it holds whole; a file missing or changed on disk, a damaged record or --verify means reading every shard, and the record is written anew', async () => {
     const dir = join(work, 'm5');
-    source.root = treeA;
+    seedA(dir);
     const shards = shardsOf(treeA);
     expect(await sync(dir)).toMatchObject({ unchanged: 0 });
     expect(existsSync(join(dir, VERIFIED_SHARDS))).toBe(true);
@@ -273,7 +281,7 @@ describe('the record of shards held whole', () => {
 
   it('a record of shards whose files are not all in the verified index is not trusted', async () => {
     const dir = join(work, 'm6');
-    source.root = treeA;
+    seedA(dir);
     await sync(dir);
     const shards = shardsOf(treeA);
     expect(await sync(dir)).toMatchObject({ unchanged: shards });
@@ -384,7 +392,7 @@ describe('objects refused by `isoatlas serve`', () => {
 describe('a source that refuses', () => {
   it('is waited for as its Retry-After says (seconds or a date), and the wait is said with its reason', async () => {
     const dir = join(work, 'm-busy');
-    source.root = treeA;
+    seedA(dir, [entriesA[0]]);
     const waits: number[] = [];
     source.refuse.set('current.json', { times: 1, status: 429, headers: () => ({ 'Retry-After': '37' }) });
     source.refuse.set(treePaths.manifest, {

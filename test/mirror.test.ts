@@ -8,7 +8,7 @@ import fg from 'fast-glob';
 import type http from 'node:http';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
@@ -22,6 +22,7 @@ import { readAliases, readManifest as readShardedManifest } from './helpers/tree
 import { startServer, type RunningServer } from './helpers/server.js';
 import { RELEASE_HEADER } from '../edge/contract/routes.js';
 import { withoutRelease } from './helpers/pinned.js';
+import { linkObjects } from './helpers/mirror-seed.js';
 
 const ROOT = join(__dirname, '..');
 
@@ -175,7 +176,7 @@ let treeB: string;
 let manifestB: Manifest;
 let objectsB: Map<string, number>;
 let changed: string[];
-/** A published store: current.json, releases.json, and objects/ (symlinks into the demo tree). */
+/** A published store: current.json, releases.json, and objects/ (hard links into the demo tree). */
 let published: string;
 const PUBLISHED_RELEASE = '2026.11-published';
 let prr5: string;
@@ -205,17 +206,10 @@ beforeAll(async () => {
   objectsB = objectsOf(manifestB, readFileSync(join(treeB, treePaths.manifest)));
 
   published = join(work, 'published');
-  for (const [sha] of objectsA) {
-    const path =
-      sha === sha256(manifestBytesA)
-        ? treePaths.manifest
-        : [...manifestA.entries, ...manifestA.shards].find((e) => e.sha256 === sha)!.path;
-    mkdirSync(dirname(join(published, objectKey(sha))), { recursive: true });
-    symlinkSync(join(demo(), path), join(published, objectKey(sha)));
-  }
+  const manifestFile = (sha: string) => ({ sha256: sha, path: treePaths.manifest });
+  linkObjects(published, [demo()], [manifestFile(sha256(manifestBytesA)), ...manifestA.shards, ...manifestA.entries]);
   // A corrupted store: the object named by a sha256 of zeros holds the manifest's bytes.
-  mkdirSync(dirname(join(published, objectKey('0'.repeat(64)))), { recursive: true });
-  symlinkSync(join(demo(), treePaths.manifest), join(published, objectKey('0'.repeat(64))));
+  linkObjects(published, [demo()], [manifestFile('0'.repeat(64))]);
 
   mirrorDir = join(work, 'mirror');
   origin = new StaticOrigin();
@@ -395,15 +389,20 @@ describe('isoatlas mirror', () => {
 
   it('waits for a source that answers 429, as long as its Retry-After says, instead of failing', async () => {
     const dir = join(work, 'mirror-busy');
+    // Release A's files in place but the one the source is busy for: the sync asks for that file
+    // and for manifest.json, and hashes the rest.
+    const busyFile = manifestA.entries[5];
+    linkObjects(dir, [demo()], manifestA.entries, new Set([busyFile.sha256]));
     const waits: number[] = [];
     origin.roots = [demo()];
     origin.busy.set(treePaths.manifest, 2);
-    origin.busy.set(manifestA.entries[5].path, 1);
+    origin.busy.set(busyFile.path, 1);
     origin.reset();
     const s = await mirror({ from: origin.base, to: dir, progress: false, sleep: async (ms) => void waits.push(ms) });
     expect(s.waited).toBe(3);
     expect(waits).toEqual([1000, 1000, 1000]);
     expect(origin.statuses.get(treePaths.manifest)).toEqual([429, 429, 200]);
+    expect(origin.statuses.get(busyFile.path)).toEqual([429, 200]);
     expect(verifyStore(dir, objectsA)).toEqual(whole);
   });
 
@@ -533,7 +532,10 @@ describe('isoatlas mirror', () => {
   it('a sync killed mid-way leaves the mirror serving its release; the next run fetches only what is left', async () => {
     const dir = join(work, 'mirror-killed');
     origin.roots = [treeB, demo()];
+    // A mirror of release B: its files linked in place, then synced (hashed, not downloaded).
+    linkObjects(dir, origin.roots, manifestB.entries);
     await mirror({ from: origin.base, to: dir, progress: false, keep: 1 });
+    expect(held(dir)).toEqual([manifestB.release]);
     // Release A, with one file late in the manifest never answered: the process is killed there.
     origin.roots = [demo()];
     const hung = manifestA.entries.filter((e) => !objectsB.has(e.sha256))[1].path;

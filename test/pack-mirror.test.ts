@@ -62,8 +62,10 @@ function logged(server: RunningServer): { path: string; status: number }[] {
     .map((l) => JSON.parse(l) as { path: string; status: number });
 }
 
+const serve = (dir: string) => startServer({ dir, extraArgs: ['--keys-dir', join(work, `keys-${Math.random()}`)] });
+
 async function withServer<T>(dir: string, use: (server: RunningServer) => Promise<T>): Promise<T> {
-  const server = await startServer({ dir, extraArgs: ['--keys-dir', join(work, `keys-${Math.random()}`)] });
+  const server = await serve(dir);
   try {
     return await use(server);
   } finally {
@@ -103,8 +105,7 @@ class RangeSource extends LocalHttpServer {
     res.writeHead(206, { 'Content-Range': `bytes ${start}-${end}/${body.length}`, 'Content-Length': part.length });
     if (++this.ranges > this.cutAfter) {
       // Half the body, then the connection is dropped.
-      res.write(part.subarray(0, part.length >> 1));
-      return void setTimeout(() => res.destroy(), 20);
+      return void res.write(part.subarray(0, part.length >> 1), () => res.destroy());
     }
     res.end(part);
   }
@@ -374,15 +375,20 @@ describe('a sync from a pack source that fails', () => {
 });
 
 describe("`isoatlas serve`'s pack answers, rebuilt from a mirror's objects", () => {
+  // One server of the first mirror for both: started by the first test to ask (a server just
+  // started), then asked for each kind of answer.
+  let serving: Promise<RunningServer> | undefined;
+  const server = () => (serving ??= serve(first));
+  afterAll(async () => void (await (await serving)?.stop()));
+
   it('a server just started answers the first pack requests, sent together, each with its range (not 404 while another reads the pack lists)', async () => {
     const asked = packed.packs.flatMap((p) => [0, 1, 2].map(() => p));
     expect(asked.length).toBeGreaterThan(2);
-    await withServer(first, async (server) => {
-      const answers = await Promise.all(
-        asked.map((p) => rawRequest(server.base, `/${packKey(p.pack.sha256)}`, { headers: { Range: 'bytes=0-99' } })),
-      );
-      expect(answers.map((a) => a.status)).toEqual(asked.map(() => 206));
-    });
+    const { base } = await server();
+    const answers = await Promise.all(
+      asked.map((p) => rawRequest(base, `/${packKey(p.pack.sha256)}`, { headers: { Range: 'bytes=0-99' } })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(asked.map(() => 206));
   });
 
   it('whole, a range, a suffix range, HEAD, If-Range, 416 past the end, 404 for a pack no release names, 502 for a corrupt object', async () => {
@@ -390,79 +396,75 @@ describe("`isoatlas serve`'s pack answers, rebuilt from a mirror's objects", () 
     const key = `/${packKey(pack.pack.sha256)}`;
     const bytes = readFileSync(join(store, packKey(pack.pack.sha256)));
     expect(existsSync(join(first, 'packs'))).toBe(false);
-    await withServer(first, async (server) => {
-      const get = (headers: Record<string, string> = {}, method = 'GET', path = key) =>
-        rawRequest(server.base, path, { method, headers });
-      const all = await get();
-      expect(all.status).toBe(200);
-      expect(sha256(all.body)).toBe(pack.pack.sha256);
-      expect(all.headers).toMatchObject({
-        etag: `"${pack.pack.sha256}"`,
-        'accept-ranges': 'bytes',
-        'content-type': 'application/octet-stream',
-        'cache-control': 'public, max-age=31536000, immutable',
-      });
-
-      const [, offset, length] = pack.objects[7];
-      const part = await get({ Range: `bytes=${offset - 5}-${offset + length + 5}` });
-      expect(part.status).toBe(206);
-      expect(part.headers['content-range']).toBe(`bytes ${offset - 5}-${offset + length + 5}/${pack.pack.size}`);
-      expect(part.headers.etag).toBe(`"${pack.pack.sha256}"`);
-      expect(part.body.equals(bytes.subarray(offset - 5, offset + length + 6))).toBe(true);
-
-      const suffix = await get({ Range: 'bytes=-1000' });
-      expect(suffix.status).toBe(206);
-      expect(suffix.headers['content-range']).toBe(
-        `bytes ${pack.pack.size - 1000}-${pack.pack.size - 1}/${pack.pack.size}`,
-      );
-      expect(suffix.body.equals(bytes.subarray(pack.pack.size - 1000))).toBe(true);
-      const open = await get({ Range: `bytes=${pack.pack.size - 10}-` });
-      expect([open.status, open.body.equals(bytes.subarray(pack.pack.size - 10))]).toEqual([206, true]);
-
-      const head = await get({ Range: 'bytes=0-99' }, 'HEAD');
-      expect([head.status, head.headers['content-length'], head.body.length]).toEqual([206, '100', 0]);
-      const headAll = await get({}, 'HEAD');
-      expect([headAll.status, headAll.headers['content-length'], headAll.body.length]).toEqual([
-        200,
-        String(pack.pack.size),
-        0,
-      ]);
-
-      // A Range under an If-Range naming another representation: the whole pack.
-      expect((await get({ Range: 'bytes=0-99', 'If-Range': '"other"' })).status).toBe(200);
-      expect((await get({ Range: 'bytes=0-99', 'If-Range': `"${pack.pack.sha256}"` })).status).toBe(206);
-
-      const past = await get({ Range: `bytes=${pack.pack.size}-${pack.pack.size + 10}` });
-      expect(past.status).toBe(416);
-      expect(past.headers['content-range']).toBe(`bytes */${pack.pack.size}`);
-      expect(past.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-
-      const unknown = await get({}, 'GET', `/${packKey('ab'.repeat(32))}`);
-      expect([unknown.status, unknown.headers['content-type']]).toEqual([
-        404,
-        'application/problem+json; charset=utf-8',
-      ]);
-
-      // One byte of an object of the pack flipped on disk: no answer that reads it carries wrong bytes.
-      const [victim, at] = pack.objects[7];
-      const file = join(first, objectKey(victim));
-      const good = readFileSync(file);
-      const bad = Buffer.from(good);
-      bad[0] ^= 1;
-      writeFileSync(file, bad);
-      try {
-        for (const headers of [{}, { Range: `bytes=${at}-${at + 10}` }] as Record<string, string>[]) {
-          const refused = await get(headers);
-          expect(refused.status, JSON.stringify(headers)).toBe(502);
-          expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-        }
-        // A range that does not touch it is still answered.
-        expect((await get({ Range: 'bytes=0-99' })).status).toBe(206);
-      } finally {
-        writeFileSync(file, good);
-      }
-      expect((await get({ Range: `bytes=${at}-${at + 10}` })).status).toBe(206);
+    const { base } = await server();
+    const get = (headers: Record<string, string> = {}, method = 'GET', path = key) =>
+      rawRequest(base, path, { method, headers });
+    const all = await get();
+    expect(all.status).toBe(200);
+    expect(sha256(all.body)).toBe(pack.pack.sha256);
+    expect(all.headers).toMatchObject({
+      etag: `"${pack.pack.sha256}"`,
+      'accept-ranges': 'bytes',
+      'content-type': 'application/octet-stream',
+      'cache-control': 'public, max-age=31536000, immutable',
     });
+
+    const [, offset, length] = pack.objects[7];
+    const part = await get({ Range: `bytes=${offset - 5}-${offset + length + 5}` });
+    expect(part.status).toBe(206);
+    expect(part.headers['content-range']).toBe(`bytes ${offset - 5}-${offset + length + 5}/${pack.pack.size}`);
+    expect(part.headers.etag).toBe(`"${pack.pack.sha256}"`);
+    expect(part.body.equals(bytes.subarray(offset - 5, offset + length + 6))).toBe(true);
+
+    const suffix = await get({ Range: 'bytes=-1000' });
+    expect(suffix.status).toBe(206);
+    expect(suffix.headers['content-range']).toBe(
+      `bytes ${pack.pack.size - 1000}-${pack.pack.size - 1}/${pack.pack.size}`,
+    );
+    expect(suffix.body.equals(bytes.subarray(pack.pack.size - 1000))).toBe(true);
+    const open = await get({ Range: `bytes=${pack.pack.size - 10}-` });
+    expect([open.status, open.body.equals(bytes.subarray(pack.pack.size - 10))]).toEqual([206, true]);
+
+    const head = await get({ Range: 'bytes=0-99' }, 'HEAD');
+    expect([head.status, head.headers['content-length'], head.body.length]).toEqual([206, '100', 0]);
+    const headAll = await get({}, 'HEAD');
+    expect([headAll.status, headAll.headers['content-length'], headAll.body.length]).toEqual([
+      200,
+      String(pack.pack.size),
+      0,
+    ]);
+
+    // A Range under an If-Range naming another representation: the whole pack.
+    expect((await get({ Range: 'bytes=0-99', 'If-Range': '"other"' })).status).toBe(200);
+    expect((await get({ Range: 'bytes=0-99', 'If-Range': `"${pack.pack.sha256}"` })).status).toBe(206);
+
+    const past = await get({ Range: `bytes=${pack.pack.size}-${pack.pack.size + 10}` });
+    expect(past.status).toBe(416);
+    expect(past.headers['content-range']).toBe(`bytes */${pack.pack.size}`);
+    expect(past.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+
+    const unknown = await get({}, 'GET', `/${packKey('ab'.repeat(32))}`);
+    expect([unknown.status, unknown.headers['content-type']]).toEqual([404, 'application/problem+json; charset=utf-8']);
+
+    // One byte of an object of the pack flipped on disk: no answer that reads it carries wrong bytes.
+    const [victim, at] = pack.objects[7];
+    const file = join(first, objectKey(victim));
+    const good = readFileSync(file);
+    const bad = Buffer.from(good);
+    bad[0] ^= 1;
+    writeFileSync(file, bad);
+    try {
+      for (const headers of [{}, { Range: `bytes=${at}-${at + 10}` }] as Record<string, string>[]) {
+        const refused = await get(headers);
+        expect(refused.status, JSON.stringify(headers)).toBe(502);
+        expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      }
+      // A range that does not touch it is still answered.
+      expect((await get({ Range: 'bytes=0-99' })).status).toBe(206);
+    } finally {
+      writeFileSync(file, good);
+    }
+    expect((await get({ Range: `bytes=${at}-${at + 10}` })).status).toBe(206);
   });
 });
 
@@ -561,11 +563,11 @@ describe('a re-sync after a 1% change', () => {
       // One object at a time: manifest.json, the new pack list and the new packs' indexes.
       const objectAnswers = logged(server).filter((r) => r.path.startsWith('/objects/'));
       expect(objectAnswers.length).toBe(2 + s.packs);
+      expect(damage(to, new Map(changed.map((e) => [e.sha256, e.size])))).toEqual(whole);
+      expect(damage(to, new Map(entries.map((e) => [e.sha256, e.size])))).toEqual(whole);
+      // And again (the same server): everything it holds is whole, nothing is read.
+      const again = await mirror({ from: server.base, to, progress: false });
+      expect(again).toMatchObject({ fetched: 0, hashed: 0, unchanged: 2 * shards });
     });
-    expect(damage(to, new Map(changed.map((e) => [e.sha256, e.size])))).toEqual(whole);
-    expect(damage(to, new Map(entries.map((e) => [e.sha256, e.size])))).toEqual(whole);
-    // And again: everything it holds is whole, nothing is read.
-    const again = await withServer(published, (server) => mirror({ from: server.base, to, progress: false }));
-    expect(again).toMatchObject({ fetched: 0, hashed: 0, unchanged: 2 * shards });
   });
 });

@@ -2,13 +2,15 @@
 // first, while the rest is served; ok again once the file verifies (put back by hand, or fetched
 // again by the next mirror sync). Black box, on copies of the demo tree.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { objectKey } from '../edge/contract/store-layout.js';
 import { readManifest } from './helpers/tree.js';
+import { linkObjects } from './helpers/mirror-seed.js';
+import { run } from './helpers/run.js';
 import { mirror } from '../edge/mirror/mirror.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -43,11 +45,13 @@ const health = async (server: RunningServer) => {
   };
 };
 
-/** The same length, one byte changed: only its sha256 tells. */
+/** The same length, one byte changed: only its sha256 tells. The file is replaced, not written into:
+ * it may be a hard link to the shared fixture release. */
 function flipByte(file: string): Buffer {
   const original = readFileSync(file);
   const body = Buffer.from(original);
   body[body.length - 2] ^= 1;
+  rmSync(file);
   writeFileSync(file, body);
   return original;
 }
@@ -55,7 +59,9 @@ function flipByte(file: string): Buffer {
 describe('GET /health with files that fail verification', () => {
   it('a tree: degraded (503) with the count and the first path, the rest served; ok once the file is put back', async () => {
     const tree = join(dir, 'tree');
-    cpSync(inject('fixtureTree'), tree, { recursive: true });
+    // A hard-linked copy: the one file changed is replaced (flipByte), never written into.
+    const copied = await run('cp', ['-al', inject('fixtureTree'), tree]);
+    expect(copied.status, copied.stderr).toBe(0);
     const server = await serve(tree);
     const ok = await health(server);
     expect(ok.status).toBe(200);
@@ -97,12 +103,15 @@ describe('GET /health with files that fail verification', () => {
     after.push(() => files.close());
     const source = { base: `http://127.0.0.1:${(files.address() as AddressInfo).port}` };
     const store = join(dir, 'mirror');
+    // The tree's files in place as objects (hashed by the sync, not downloaded), but the one this
+    // test corrupts: downloaded, a file of the mirror's own.
+    const { index, entries } = readManifest(join(dir, 'tree'));
+    const sha = entries.find((e) => e.path === treePaths.gene(GENE))!.sha256;
+    linkObjects(store, [join(dir, 'tree')], [...index.shards, ...entries], new Set([sha]));
     await mirror({ from: source.base, to: store, progress: false });
     const server = await serve(store);
     expect((await health(server)).status).toBe(200);
 
-    const { entries } = readManifest(join(dir, 'tree'));
-    const sha = entries.find((e) => e.path === treePaths.gene(GENE))!.sha256;
     flipByte(join(store, objectKey(sha)));
     expect((await fetch(`${server.api}/genes/PRR5`)).status).toBe(502);
     const bad = await health(server);
