@@ -1,4 +1,4 @@
-// The whole demo release (1,601 genes of real chr22 data), for the few checks whose point is the
+// The whole demo release (every gene of the real chr22 data), for the few checks whose point is the
 // whole data set or the demo's scale: every input record imported, every record against its input,
 // search quality over every symbol, sharded tables of many shards, the README's examples. Built at
 // most once per run, by the first test file that asks, with `isoatlas demo` in a child process (a

@@ -65,12 +65,11 @@ export function usePublishStore(start: typeof startS3rver): void {
   });
 }
 
-/** A small but complete release for these tests (s3rver needs ~3 ms an object, and the tests
+/** A small but complete release for these tests (s3rver takes milliseconds an object, and the tests
  * publish, mirror and collect it whole over and over): the fixture release's database cut down to
  * the genes changedGenes lists (reference and long-read isoforms, structures among them), the first
  * other gene by id (one that no derived release changes), and the gene of a structure should none of
- * those have one; rendered by the real renderer. About 230 files, where the 45 genes kept before
- * gave about 1,600. */
+ * those have one; rendered by the real renderer. */
 async function smallRelease(): Promise<string> {
   const db = join(dir, 'small.sqlite');
   copyFileSync(inject('fixtureDb'), db);
