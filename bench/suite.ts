@@ -30,12 +30,20 @@ interface RunResult {
   slowest: string[];
 }
 
+// Plain spinning: the load a shared CI machine's other jobs put on its cores. A spinner looks up
+// now and then and stops once the bench that started it is gone, killed or not.
+const SPIN = `const parent = process.ppid;
+for (let i = 1; ; i++) {
+  Math.sqrt(Math.random());
+  if (i % 10000000 === 0 && process.ppid !== parent) process.exit(0);
+}`;
+
 function busy(n: number): ChildProcess[] {
-  // Plain spinning: the load a shared CI machine's other jobs put on its cores.
-  return Array.from({ length: n }, () =>
-    spawn(process.execPath, ['-e', 'for (;;) { Math.sqrt(Math.random()); }'], { stdio: 'ignore' }),
-  );
+  return Array.from({ length: n }, () => spawn(process.execPath, ['-e', SPIN], { stdio: 'ignore' }));
 }
+
+/** The run in progress, in a process group of its own, so that stopping the bench stops all of it. */
+let running: ChildProcess | null = null;
 
 function runOnce(dir: string, script: string): Promise<RunResult> {
   return new Promise((resolve) => {
@@ -47,7 +55,9 @@ function runOnce(dir: string, script: string): Promise<RunResult> {
       cwd: dir,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
     });
+    running = child;
     const take = (chunk: Buffer) => {
       out += chunk.toString('utf8');
       const progress = chunk
@@ -59,6 +69,7 @@ function runOnce(dir: string, script: string): Promise<RunResult> {
     child.stdout.on('data', take);
     child.stderr.on('data', take);
     child.once('close', (code) => {
+      running = null;
       clearInterval(sampler);
       const lines = out.split('\n');
       const at = lines.findIndex((l) => l.startsWith('[progress] slowest files'));
@@ -90,6 +101,18 @@ async function main(argv: string[]): Promise<number> {
   const script = o.unit ? 'test:unit' : 'test';
   const dir = mkdtempSync(join(tmpdir(), 'isoatlas-suite-'));
   const commit = gitCommit(ROOT);
+  // Interrupted: stop the run's processes and remove the clone this bench made, then exit.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => {
+      if (running?.pid) {
+        try {
+          process.kill(-running.pid, 'SIGKILL');
+        } catch {}
+      }
+      rmSync(dir, { recursive: true, force: true });
+      console.error(`suite: stopped by ${signal}; removed ${dir}`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    });
   try {
     execFileSync('git', ['clone', '--quiet', '--no-hardlinks', ROOT, dir], { stdio: 'inherit' });
     process.stderr.write(`fresh clone of ${commit} in ${dir}; npm ci\n`);

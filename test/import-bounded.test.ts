@@ -40,7 +40,7 @@ describe('natural order of ids', () => {
 });
 
 describe('core import in pages', () => {
-  it('gives the demo release the same genes and isoforms in pages of 3 rows as in the default pages', async () => {
+  it('gives the fixture release the same genes and isoforms in pages of 3 rows as in the default pages', async () => {
     // The fixture's inputs: a subset of the demo's, imported by the same pipeline.
     const out = join(dir, 'small-pages.sqlite');
     const summary = await importCore(
