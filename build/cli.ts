@@ -8,7 +8,7 @@ import { addKeysCommand } from './keys/commands.js';
 import { UsageError } from './common/errors.js';
 import { DEMO, PROJECT_ROOT } from './paths.js';
 import { addPublishCommands } from './publish/commands.js';
-import { addNativeImportCommands } from './import/native/commands.js';
+import { ALLOW_EMPTY_HELP, addNativeImportCommands } from './import/native/commands.js';
 import {
   DEFAULT_PORT,
   addLogOptions,
@@ -112,6 +112,7 @@ export function program(): Command {
       'replace the records an earlier import of a file of the same name added (a corrected file)',
       false,
     )
+    .option('--allow-empty', ALLOW_EMPTY_HELP, false)
     .action(
       async (
         kind: Track,
@@ -123,6 +124,7 @@ export function program(): Command {
           description?: string;
           generated: boolean;
           replace: boolean;
+          allowEmpty: boolean;
         },
       ) => {
         let n = 0;
@@ -137,6 +139,7 @@ export function program(): Command {
             description: o.description,
             generated: o.generated,
             replace: o.replace,
+            allowEmpty: o.allowEmpty,
           });
         });
         log.info(
@@ -188,23 +191,33 @@ export function program(): Command {
     .requiredOption('--source <name>', 'where the file comes from, e.g. "HGNC complete set"')
     .option('--version <version>', 'version or date of the source')
     .option('--description <text>', 'one line on how the file was made')
-    .action(async (o: { db: string; file: string; source: string; version?: string; description?: string }) => {
-      const { updateReleaseDb } = await import('./release-db/database.js');
-      const { importGeneInfo } = await import('./import/gene-info.js');
-      let line = '';
-      await updateReleaseDb(o.db, async (db) => {
-        const s = await importGeneInfo(db, o);
-        line = `imported gene info (${s.format} format) for ${s.genes} genes from ${o.file} into ${o.db}; ${s.unmatched} rows name no gene of the release${s.ambiguous.length ? `; ${s.ambiguous.length} genes named by several rows left without (e.g. ${s.ambiguous.slice(0, 3).join(', ')})` : ''}${
-          s.refused.length
-            ? `; ${s.refused.length} rows refused for contradicting the annotation (e.g. ${s.refused
-                .slice(0, 3)
-                .map((r) => `${r.gene_id} ${r.symbol}: ${r.reason}`)
-                .join(', ')})`
-            : ''
-        }`;
-      });
-      log.info(line);
-    });
+    .option('--allow-empty', ALLOW_EMPTY_HELP, false)
+    .action(
+      async (o: {
+        db: string;
+        file: string;
+        source: string;
+        version?: string;
+        description?: string;
+        allowEmpty: boolean;
+      }) => {
+        const { updateReleaseDb } = await import('./release-db/database.js');
+        const { importGeneInfo } = await import('./import/gene-info.js');
+        let line = '';
+        await updateReleaseDb(o.db, async (db) => {
+          const s = await importGeneInfo(db, o);
+          line = `imported gene info (${s.format} format) for ${s.genes} genes from ${o.file} into ${o.db}; ${s.unmatched} rows name no gene of the release${s.ambiguous.length ? `; ${s.ambiguous.length} genes named by several rows left without (e.g. ${s.ambiguous.slice(0, 3).join(', ')})` : ''}${
+            s.refused.length
+              ? `; ${s.refused.length} rows refused for contradicting the annotation (e.g. ${s.refused
+                  .slice(0, 3)
+                  .map((r) => `${r.gene_id} ${r.symbol}: ${r.reason}`)
+                  .join(', ')})`
+              : ''
+          }`;
+        });
+        log.info(line);
+      },
+    );
 
   addNativeImportCommands(imp);
 

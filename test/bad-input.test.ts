@@ -12,12 +12,14 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { runCli } from './helpers/run.js';
+import { DEMO } from '../build/paths.js';
 
 const ROOT = join(__dirname, '..');
 const realLines = (file: string, n: number) =>
@@ -218,6 +220,25 @@ describe('core import of malformed inputs', () => {
     expect(badKind.code).toBe(2);
     expect(help.code).toBe(0);
   });
+
+  it('answers a --db that names no file with exit code 2, naming it and what to do', async () => {
+    const none = join(dir, 'none.sqlite');
+    const tsv = join(dir, 'any.tsv');
+    writeFileSync(tsv, 'transcript_id\tposition\tresidue\tmodification\n');
+    const runs = await Promise.all([
+      isoatlas('import', 'track', 'ptm', '--db', none, '--file', tsv, '--source', 'z'),
+      isoatlas('import', 'pfam', '--db', none, '--file', tsv),
+      isoatlas('build', '--db', none, '--out', join(dir, 'no-tree')),
+      isoatlas('generate', '--db', none, '--out', join(dir, 'no-tracks')),
+    ]);
+    for (const r of runs) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(
+        `no release database at ${none}: check --db, or create it with \`isoatlas import core\``,
+      );
+    }
+    expect(existsSync(join(dir, 'no-tree'))).toBe(false);
+  });
 });
 
 describe('track import of malformed TSVs', () => {
@@ -278,6 +299,24 @@ describe('track import of malformed TSVs', () => {
     expect(r.stderr).toContain('PB.3797.1 is not a coding isoform');
   });
 
+  it('refuses an input with a header and no rows (exit 3), a track and gene info alike, unless --allow-empty says so', async () => {
+    const empty = await Promise.all([
+      track('ptm', 'empty-ptm.tsv', ['transcript_id\tposition\tresidue\tmodification']),
+      track('domains', 'empty-domains.tsv', ['transcript_id\tsource\taccession\tstart\tend']),
+    ]);
+    for (const r of empty) {
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toContain(`${r.file}: no `);
+      expect(r.stderr).toContain('the release was not changed: pass --allow-empty if an empty track is meant');
+    }
+    const geneInfo = join(dir, 'empty-gene-info.tsv');
+    const header = gunzipSync(readFileSync(DEMO.geneInfo)).toString('utf8').split('\n')[0];
+    writeFileSync(geneInfo, `${header}\n`);
+    const info = await isoatlas('import', 'gene-info', '--db', db, '--file', geneInfo, '--source', 'test');
+    expect(info.code, info.stderr).toBe(3);
+    expect(info.stderr).toContain(`${geneInfo}: no rows of gene info (a header alone); the release was not changed`);
+  });
+
   it('leaves the release database untouched after every failed import', () => {
     expect(sha(db)).toBe(before);
     expect(readdirSync(dir).filter((f) => f.startsWith('tracks.sqlite.tmp'))).toEqual([]);
@@ -295,6 +334,19 @@ describe('track import of malformed TSVs', () => {
     const again = await isoatlas('import', 'track', 'ptm', '--db', db, '--file', r.file, '--source', 'test');
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('was already imported');
+  });
+
+  it('records an empty track when --allow-empty says it is meant', async () => {
+    const file = join(dir, 'meant-empty.tsv');
+    writeFileSync(file, 'transcript_id\tposition\tresidue\tmodification\n');
+    const r = await isoatlas('import', 'track', 'ptm', '--db', db, '--file', file, '--source', 'none', '--allow-empty');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`imported 0 ptm records from ${file}`);
+    const release = new Database(db, { readonly: true });
+    expect(
+      release.prepare("SELECT records FROM track_sources WHERE input_file = 'meant-empty.tsv'").pluck().get(),
+    ).toBe(0);
+    release.close();
   });
 });
 

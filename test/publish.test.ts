@@ -305,7 +305,7 @@ describe('publish to S3 (s3rver)', () => {
     expect((await listReleases({ s3, bucket: BUCKET })).pending).toEqual([]);
   });
 
-  it('rolls back to the previous release in one pointer write, and rolling back to the current one is a no-op', async () => {
+  it('rolls back to the previous release in one pointer write, again to the one before, refuses past the earliest, and rolling back to the current one is a no-op', async () => {
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
     const cloudfront = await startFakeCloudFront();
     const r = await rollback({
@@ -348,6 +348,16 @@ describe('publish to S3 (s3rver)', () => {
       invalidated: [],
     });
     await expect(rollback({ s3, bucket: BUCKET, to: '1999.01-none' })).rejects.toThrow(/not \(or no longer\) kept/);
+    // Back is back in the history: a second rollback goes back once more, and from the earliest kept
+    // release it refuses, saying where the history is, rather than moving forward again.
+    expect(await rollback({ s3, bucket: BUCKET })).toMatchObject({ from: '2026.12-test', to: RELEASE1, changed: true });
+    await expect(rollback({ s3, bucket: BUCKET })).rejects.toThrow(
+      new RegExp(
+        `${RELEASE1} is the earliest release kept in .*nothing before it to roll back to: see \`isoatlas releases\``,
+      ),
+    );
+    expect(await currentRelease(handler)).toBe(RELEASE1);
+    expect(await rollback({ s3, bucket: BUCKET, to: '2026.12-test' })).toMatchObject({ changed: true });
   });
 
   it('refuses to publish a release name again with other content', async () => {

@@ -127,9 +127,16 @@ export interface GeneInfoSummary {
 /** Replaces the release's gene info with the file's (one transaction, with the track source). */
 export async function importGeneInfo(
   db: Db,
-  input: { file: string; source: string; version?: string; description?: string },
+  input: { file: string; source: string; version?: string; description?: string; allowEmpty?: boolean },
 ): Promise<GeneInfoSummary> {
   const { format, rows } = await readGeneInfo(input.file);
+  // It replaces what the release had: an empty file would clear it, more often by mistake than not.
+  if (rows.length === 0 && !input.allowEmpty)
+    throw new InputError(
+      input.file,
+      null,
+      'no rows of gene info (a header alone); the release was not changed: pass --allow-empty to clear the gene info on purpose',
+    );
   // The release's genes are looked up, not loaded: a release can have many more than the file has rows.
   const byId = db.prepare('SELECT gene_id, symbol, chromosome, hgnc_id FROM genes WHERE gene_id = ?');
   const symbolCount = db

@@ -20,6 +20,8 @@ export interface TrackInput {
   generated: boolean;
   /** Replace what an earlier import of an input of the same file name added to this track. */
   replace?: boolean;
+  /** Record an input that gives no records (refused otherwise). */
+  allowEmpty?: boolean;
 }
 
 export interface DomainRecord {
@@ -376,6 +378,13 @@ export async function insertTrack<T extends Track>(
       n += 1;
     }
     if (misfit) throw misfit;
+    // Nothing to import is more often a wrong or truncated file than an empty track on purpose.
+    if (n === 0 && !input.allowEmpty)
+      throw new InputError(
+        file,
+        null,
+        `no ${track} records to import (no rows, or none left once filtered and mapped to this release); the release was not changed: pass --allow-empty if an empty track is meant`,
+      );
     if (already)
       throw new InputError(
         file,

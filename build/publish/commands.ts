@@ -100,7 +100,9 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
 
   parent
     .command('rollback')
-    .description('Point current.json back at the release published before the current one (or --to a given one).')
+    .description(
+      'Point current.json back at the release published before the current one (run again to go back further), or --to a given one.',
+    )
     .requiredOption('--bucket <name>', 'S3 bucket')
     .option('--prefix <prefix>', 'key prefix of the atlas in the bucket', '')
     .option('--to <release>', 'release to switch to')

@@ -545,8 +545,17 @@ export async function rollback(opts: RollbackOptions): Promise<RollbackResult> {
   if (!current) throw new UsageError(`nothing is published at ${store.where}`);
   const history = await store.history();
   const names = history.releases.map((r) => r.release);
-  const targetName = opts.to ?? names[names.lastIndexOf(current.release) - 1] ?? current.previous;
-  if (!targetName) throw new UsageError(`no release before ${current.release} to roll back to in ${store.where}`);
+  // Back means back in the history (publish order), so a second rollback goes back once more; the
+  // pointer's own `previous` (which a rollback sets to the release it left) only for a current
+  // release the history does not list.
+  const at = names.lastIndexOf(current.release);
+  const targetName = opts.to ?? (at >= 0 ? names[at - 1] : current.previous);
+  if (!targetName && at < 0)
+    throw new UsageError(`no release before ${current.release} to roll back to in ${store.where}`);
+  if (!targetName)
+    throw new UsageError(
+      `${current.release} is the earliest release kept in ${store.where} (kept, oldest first: ${names.join(', ')}); nothing before it to roll back to: see \`isoatlas releases\`, and --to <release> to move to another`,
+    );
   const target = history.releases.find((r) => r.release === targetName);
   if (targetName !== current.release && !target)
     throw new UsageError(

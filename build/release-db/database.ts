@@ -55,16 +55,20 @@ export async function createReleaseDb(path: string, fill: (db: Db) => Promise<vo
   });
 }
 
+/** A --db that names no file: the command line's to fix (exit 2), as a missing --out directory is. */
+const noReleaseDb = (path: string) =>
+  new UsageError(`no release database at ${path}: check --db, or create it with \`isoatlas import core\``);
+
 /** Changes an existing release database: `change` runs on a copy, which replaces the original on success. */
 export async function updateReleaseDb(path: string, change: (db: Db) => Promise<void>): Promise<void> {
-  if (!existsSync(path)) throw new Error(`no release database at ${path}: run \`isoatlas import core\` first`);
+  if (!existsSync(path)) throw noReleaseDb(path);
   const tmp = tempPathFor(path);
   copyFileSync(path, tmp);
   await commitOrDiscard(tmp, path, change);
 }
 
 export function openReleaseDb(path: string): Db {
-  if (!existsSync(path)) throw new Error(`no release database at ${path}`);
+  if (!existsSync(path)) throw noReleaseDb(path);
   const db = new Database(path, { readonly: true, fileMustExist: true });
   const version = (
     db.prepare("SELECT value FROM release_meta WHERE key = 'schema_version'").get() as { value: string } | undefined

@@ -38,7 +38,11 @@ interface Provenance {
   version?: string;
   description?: string;
   replace?: boolean;
+  allowEmpty?: boolean;
 }
+
+export const ALLOW_EMPTY_HELP =
+  'record the input even when it gives no records (refused otherwise: an empty file is more often a mistake)';
 
 /** Runs `collect` on a copy of the release (for the proteins it needs) and inserts what it returns. */
 async function importNative<T extends Track>(
@@ -58,6 +62,7 @@ async function importNative<T extends Track>(
       description: opts.description,
       generated: false,
       replace: opts.replace,
+      allowEmpty: opts.allowEmpty,
     };
     const n = await insertTrack(db, input, located);
     const missing =
@@ -78,7 +83,8 @@ const common = (c: Command) =>
       '--replace',
       'replace the records an earlier import of a file of the same name added (a corrected file)',
       false,
-    );
+    )
+    .option('--allow-empty', ALLOW_EMPTY_HELP, false);
 
 export function addNativeImportCommands(imp: Command): void {
   common(
