@@ -11,6 +11,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './context.js';
 import { gitCommit } from './machine.js';
+import treeKill from 'tree-kill';
 
 const count = (v: string) => {
   if (!/^\d+$/.test(v)) throw new InvalidArgumentError('expected a whole number');
@@ -42,7 +43,7 @@ function busy(n: number): ChildProcess[] {
   return Array.from({ length: n }, () => spawn(process.execPath, ['-e', SPIN], { stdio: 'ignore' }));
 }
 
-/** The run in progress, in a process group of its own, so that stopping the bench stops all of it. */
+/** The run in progress: stopping the bench stops it and every process under it. */
 let running: ChildProcess | null = null;
 
 function runOnce(dir: string, script: string): Promise<RunResult> {
@@ -54,8 +55,9 @@ function runOnce(dir: string, script: string): Promise<RunResult> {
     const child = spawn('npm', script === 'test' ? ['test'] : ['run', script], {
       cwd: dir,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      // Not detached: a new session would be a scheduling group of its own (Linux's autogroup),
+      // given a group's share of the cores beside the spinners' instead of a process's share each.
       stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
     });
     running = child;
     const take = (chunk: Buffer) => {
@@ -104,14 +106,13 @@ async function main(argv: string[]): Promise<number> {
   // Interrupted: stop the run's processes and remove the clone this bench made, then exit.
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
-      if (running?.pid) {
-        try {
-          process.kill(-running.pid, 'SIGKILL');
-        } catch {}
-      }
-      rmSync(dir, { recursive: true, force: true });
-      console.error(`suite: stopped by ${signal}; removed ${dir}`);
-      process.exit(signal === 'SIGINT' ? 130 : 143);
+      const stop = () => {
+        rmSync(dir, { recursive: true, force: true });
+        console.error(`suite: stopped by ${signal}; removed ${dir}`);
+        process.exit(signal === 'SIGINT' ? 130 : 143);
+      };
+      if (running?.pid) treeKill(running.pid, 'SIGKILL', stop);
+      else stop();
     });
   try {
     execFileSync('git', ['clone', '--quiet', '--no-hardlinks', ROOT, dir], { stdio: 'inherit' });
