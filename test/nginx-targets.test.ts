@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../edge/contract/targets.js';
+import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
 import { frontRequests, frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
 import { REFUSED, leaksSecret } from './helpers/targets.js';
 import { rawRequest as send, type RawReply } from './helpers/raw-request.js';
@@ -102,6 +103,19 @@ describe('refused targets through the front and at the server', () => {
     );
     expect((await send(f.base, gene)).status).toBe(200);
     expect((await send(f.base, gene.replace('/genes/', '/x/../genes/'))).status).toBe(400);
+  });
+
+  it('answers headers past the limit with 431 in the status line and the body alike, as the server does', async () => {
+    const headers = { 'X-Padding': 'p'.repeat(SERVER_LIMITS.maxHeaderSize) };
+    const viaFront = await send(f.base, '/api/v1/release', { headers });
+    const direct = await send(f.server.base, '/api/v1/release', { headers });
+    for (const [what, r] of [
+      ['front', viaFront],
+      ['server', direct],
+    ] as const) {
+      expect([r.status, r.headers['content-type'], JSON.parse(r.text).status], what).toEqual([431, PROBLEM, 431]);
+    }
+    expect(JSON.parse(viaFront.text).detail).toBe(JSON.parse(direct.text).detail);
   });
 
   it('with --metrics on, no spelling reaches the metrics or an admission through the front', async () => {

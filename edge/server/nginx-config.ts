@@ -244,8 +244,12 @@ function render(
   // a request line it refuses has none.
   const problems = '/.isoatlas/problem/';
   const problemUri = (p: (typeof NGINX_PROBLEMS)[number]) => `${problems}${p.name ?? p.status}`;
-  const errorPages = NGINX_PROBLEMS.filter((p) => !p.name).map(
-    (p) => `    error_page ${(NGINX_CODES[p.status] ?? [p.status]).join(' ')} ${problemUri(p)};`,
+  // A code of nginx's own is answered with the problem's status (`=431`): without it, nginx keeps
+  // its code, which it sends as 400, under a body that says 431.
+  const errorPages = NGINX_PROBLEMS.filter((p) => !p.name).map((p) =>
+    NGINX_CODES[p.status]
+      ? `    error_page ${NGINX_CODES[p.status].join(' ')} =${p.status} ${problemUri(p)};`
+      : `    error_page ${p.status} ${problemUri(p)};`,
   );
   const refusedTarget = NGINX_PROBLEMS.find((p) => p.name === 'target')!;
   const indent = (lines: string[], by = '    ') => lines.map((l) => by + l);
