@@ -40,6 +40,7 @@ export const SECTION_ORDER = [
   'publish',
   'packs',
   'mirror',
+  'pack-clients',
   'bundle',
   'cli',
   'soak',

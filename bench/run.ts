@@ -16,6 +16,7 @@ import { gitCommit, machine } from './machine.js';
 import { benchPublish } from './publish.js';
 import { benchPacks } from './packs.js';
 import { benchMirror } from './mirror.js';
+import { benchPackClients } from './pack-clients.js';
 import { benchScale } from './scale.js';
 import { SECTION_ORDER, writeBenchmarks, type SectionId, type SectionReport } from './report.js';
 import { benchServer } from './server.js';
@@ -132,6 +133,7 @@ async function main(argv: string[]): Promise<number> {
     publish: benchPublish,
     packs: benchPacks,
     mirror: benchMirror,
+    'pack-clients': benchPackClients,
     bundle: benchBundle,
     cli: benchCli,
     soak: benchSoak,

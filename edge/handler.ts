@@ -49,7 +49,7 @@ export interface HandlerOptions {
    * of a store) itself: the local server and mirrors (the CDN gets them from the bucket). */
   serveStructureFiles?: boolean;
   /** A store's own files (current.json, releases.json, objects/…), served as they are so that other
-   * mirrors can sync from this server, and its releases' packs (packs/…), rebuilt from its objects. */
+   * mirrors can sync from this server, and its releases' packs (packs/…), streamed from its objects. */
   storeFiles?: Origin;
   /** API keys and rate limits; without it every request is served. */
   access?: AccessControl;

@@ -15,6 +15,9 @@ export interface Origin {
   /** Bytes `start` to `end` (inclusive) of the file, exactly; null when there is no such file. An
    * origin that cannot read ranges has none (a mirror then reads objects one by one). */
   readRange?(path: string, start: number, end: number): Promise<OriginObject | null>;
+  /** The file's size in bytes without reading it, or null when there is no such file; an origin that
+   * cannot tell cheaply has none. */
+  size?(path: string): Promise<number | null>;
   /** For log lines, e.g. `dir:/srv/tree` or `http://mirror/`. */
   readonly description: string;
 }

@@ -19,13 +19,12 @@ import {
   dispatchTable,
   fileKinds,
   systemPaths,
-  type AnswerLabel,
   type FileKindId,
   type SystemPathId,
 } from '../edge/contract/dispatch.js';
 import { routes } from '../edge/contract/routes.js';
-import { DOCS_ASSETS, contentTypeOf } from '../edge/contract/tree.js';
-import { HISTORY_KEY, POINTER_KEY, objectKey, parsePointer } from '../edge/contract/store-layout.js';
+import { contentTypeOf } from '../edge/contract/tree.js';
+import { POINTER_KEY, parsePointer } from '../edge/contract/store-layout.js';
 import { createHandler, releasesOf, type RequestContext } from '../edge/handler.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import { StoreOrigin } from '../edge/origins/store-origin.js';
@@ -38,6 +37,7 @@ import { readStructureMap } from './helpers/tree.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { eventually } from './helpers/wait.js';
 import { rawRequest as request } from './helpers/raw-request.js';
+import { samples as entrySamples } from './helpers/dispatch-samples.js';
 
 const ROOT = join(__dirname, '..');
 const tree = () => inject('fixtureTree');
@@ -70,34 +70,8 @@ function cli(args: string[]): Promise<{ status: number | null; stdout: string; s
   });
 }
 
-/** The requests that name each file kind: a missing kind does not compile. */
-const fileSamples = (): { readonly [K in FileKindId]: string[] } => ({
-  docs_file: [`/api/v1/docs/${DOCS_ASSETS[0]}`],
-  structure_file: [`/structures/${structureId}.cif`, `/releases/${release}/structures/${structureId}.cif`],
-  store_file: [`/${POINTER_KEY}`, `/${HISTORY_KEY}`, `/${objectKey(manifestSha)}`],
-});
-
-/** A request for a route: its template with each parameter's example (the isoform, one with a
- * structure, so that every route answers 200 or 307), and its required query. */
-function routeSample(route: (typeof routes)[number]): string {
-  let path = `/api/v1${route.path}`;
-  for (const p of route.pathParams)
-    path = path.replace(`{${p.name}}`, encodeURIComponent(p.name === 'transcript_id' ? structureId : p.example));
-  const required = route.stringParams.filter((p) => p.required);
-  return required.length ? `${path}?${required.map((p) => `${p.name}=PRR5`).join('&')}` : path;
-}
-
-/** Every entry with the requests that name it. */
-const samples = (): { label: Exclude<AnswerLabel, 'other'>; paths: string[] }[] =>
-  dispatchTable.map((entry) => ({
-    label: entry.label,
-    paths:
-      entry.group === 'system'
-        ? [systemPaths[entry.label as SystemPathId].path]
-        : entry.group === 'file'
-          ? fileSamples()[entry.label as FileKindId]
-          : [routeSample(routes.find((r) => r.id === entry.label)!)],
-  }));
+/** Every entry with the requests that name it (test/helpers/dispatch-samples.ts). */
+const samples = () => entrySamples({ release, manifestSha, structureId });
 
 /** The request log's label for a request, once the line is written. */
 async function loggedLabel(server: RunningServer, path: string, method = 'GET'): Promise<string> {

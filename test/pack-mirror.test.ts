@@ -374,7 +374,7 @@ describe('a sync from a pack source that fails', () => {
   });
 });
 
-describe("`isoatlas serve`'s pack answers, rebuilt from a mirror's objects", () => {
+describe("`isoatlas serve`'s pack answers, streamed from a mirror's objects", () => {
   // One server of the first mirror for both: started by the first test to ask (a server just
   // started), then asked for each kind of answer.
   let serving: Promise<RunningServer> | undefined;
@@ -391,12 +391,13 @@ describe("`isoatlas serve`'s pack answers, rebuilt from a mirror's objects", () 
     expect(answers.map((a) => a.status)).toEqual(asked.map(() => 206));
   });
 
-  it('whole, a range, a suffix range, HEAD, If-Range, 416 past the end, 404 for a pack no release names, 502 for a corrupt object', async () => {
+  it('whole, a range, a suffix range, HEAD, If-Range, 416 at and past the end, 404 for a pack no release names, 502 for a corrupt object where a range starts, an answer cut short where it is found later', async () => {
     const pack = packed.packs[0];
     const key = `/${packKey(pack.pack.sha256)}`;
     const bytes = readFileSync(join(store, packKey(pack.pack.sha256)));
     expect(existsSync(join(first, 'packs'))).toBe(false);
-    const { base } = await server();
+    const running = await server();
+    const { base } = running;
     const get = (headers: Record<string, string> = {}, method = 'GET', path = key) =>
       rawRequest(base, path, { method, headers });
     const all = await get();
@@ -442,6 +443,9 @@ describe("`isoatlas serve`'s pack answers, rebuilt from a mirror's objects", () 
     expect(past.status).toBe(416);
     expect(past.headers['content-range']).toBe(`bytes */${pack.pack.size}`);
     expect(past.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    // Open-ended from the end itself: nothing to send either (RFC 9110 §14.1.1).
+    const atEnd = await get({ Range: `bytes=${pack.pack.size}-` });
+    expect([atEnd.status, atEnd.headers['content-range']]).toEqual([416, `bytes */${pack.pack.size}`]);
 
     const unknown = await get({}, 'GET', `/${packKey('ab'.repeat(32))}`);
     expect([unknown.status, unknown.headers['content-type']]).toEqual([404, 'application/problem+json; charset=utf-8']);
@@ -454,11 +458,16 @@ describe("`isoatlas serve`'s pack answers, rebuilt from a mirror's objects", () 
     bad[0] ^= 1;
     writeFileSync(file, bad);
     try {
-      for (const headers of [{}, { Range: `bytes=${at}-${at + 10}` }] as Record<string, string>[]) {
+      // Found where a range starts, before the answer begins: a 502 problem.
+      for (const headers of [{ Range: `bytes=${at}-${at + 10}` }, { Range: `bytes=${at}-` }]) {
         const refused = await get(headers);
         expect(refused.status, JSON.stringify(headers)).toBe(502);
         expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
       }
+      // Found once the answer has begun (the whole pack is streamed, not held): cut short before
+      // the damaged object's bytes, which the log says.
+      await expect(get()).rejects.toThrow(/^200 answer cut short after (\d+) bytes/);
+      await running.untilLogged((logs) => /"event":"answer_cut".*"reason":"body failed"/.test(logs), 'the cut logged');
       // A range that does not touch it is still answered.
       expect((await get({ Range: 'bytes=0-99' })).status).toBe(206);
     } finally {

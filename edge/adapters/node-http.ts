@@ -12,6 +12,8 @@ import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
 import { redactKeys } from '../access/key-format.js';
 import { consoleLog, errorFields, type HandlerLog } from '../handler-log.js';
 import { connectionShareProblem, serverLimits, type ServerLimits } from './server-limits.js';
+import { type ConnectionCharge, UnsentBudget } from './unsent-budget.js';
+import { nextChunk, sendBody } from './send-body.js';
 import { clientBucket } from '../access/client-key.js';
 import { DEFAULT_ACCESS } from '../access/config.js';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
@@ -52,13 +54,13 @@ export interface NodeServerOptions {
   ipv6Prefix?: number;
 }
 
-/** What a connection's answers hold until its client takes them. */
-interface Connection {
+/** A connection: the requests it carried, and what its answers hold until its client takes them. */
+interface Connection extends ConnectionCharge {
   requests: number;
   /** Requests received whose answer is not yet handed to the system. */
   pending: number;
-  /** Bytes of those answers. */
-  unsent: number;
+  /** Each answer's release of what it holds, run when the connection is cut. */
+  answers: Set<() => void>;
 }
 
 /** What a Host value may hold: a name or address and a port, nothing the URL parser would resolve. */
@@ -72,7 +74,7 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
   const fronts = opts.trustedFronts ?? new TrustedFronts([]);
   const limits = serverLimits(process.env, opts.limits);
   const connections = new WeakMap<Socket, Connection>();
-  let unsentTotal = 0;
+  const budget = new UnsentBudget(limits);
   // The server's own address, for HTTP/1.0 requests without a usable Host: asked once.
   let ownHost: string | undefined;
 
@@ -108,18 +110,40 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       // Requests parsed from what a connection sent before it was cut: nobody is there to answer.
       if (socket.destroyed) return;
       let connection = connections.get(socket);
-      if (!connection) connections.set(socket, (connection = { requests: 0, pending: 0, unsent: 0 }));
+      if (!connection) {
+        const c: Connection = { requests: 0, pending: 0, unsent: 0, progressAt: 0, answers: new Set(), cut: () => {} };
+        c.cut = () => {
+          socket.destroy();
+          for (const settle of c.answers) settle();
+        };
+        connections.set(socket, (connection = c));
+      }
       const conn = connection;
       const nth = ++conn.requests; // counted on arrival: pipelined answers may finish in any order
       conn.pending++;
-      let charged = 0;
+      /** What this answer holds of the budget (a late write callback must not release another's). */
+      let held = 0;
       let settled = false;
       const settle = () => {
         if (settled) return;
         settled = true;
         conn.pending--;
-        conn.unsent -= charged;
-        unsentTotal -= charged;
+        conn.answers.delete(settle);
+        budget.release(conn, held);
+        held = 0;
+      };
+      conn.answers.add(settle);
+      const charges = {
+        charge(bytes: number) {
+          if (settled || !budget.charge(conn, bytes)) return false;
+          held += bytes;
+          return true;
+        },
+        release(bytes: number) {
+          const n = Math.min(bytes, held);
+          held -= n;
+          budget.release(conn, n);
+        },
       };
       res.once('finish', settle);
       res.once('close', settle);
@@ -146,20 +170,24 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       const response = await answer(req, handler, ownHost, context);
       status = response.status;
       release = response.headers.get('x-isoatlas-release');
+      // The body is read as the client takes it (send-body.ts); a client gone stops the work.
+      const reader = response.body && req.method !== 'HEAD' ? response.body.getReader() : null;
+      if (!reader) await response.body?.cancel();
+      res.once('close', () => void reader?.cancel().catch(() => {}));
       if (socket.destroyed) {
         status = 'closed by the client';
+        void reader?.cancel().catch(() => {});
         return record();
       }
-      const body = response.body && req.method !== 'HEAD' ? new Uint8Array(await response.arrayBuffer()) : null;
-      const size = (body?.length ?? 0) + HEAD_BYTES;
-      // Answers pile up unsent only for a client that does not read them: beyond its share, or when
-      // all connections together hold too much, a connection that still holds some is closed.
-      if (
-        conn.unsent > 0 &&
-        (conn.unsent + size > limits.maxUnsentBytesPerConnection || unsentTotal + size > limits.maxUnsentBytes)
-      ) {
+      // Read before the head is written, so that a body failing at once is answered 500; a body the
+      // handler holds whole is one chunk.
+      const first = reader ? await nextChunk(reader) : null;
+      // Answers pile up unsent only for clients that do not read them: beyond its share, or when all
+      // connections together hold too much and it has taken nothing for longest, a connection that
+      // holds some is closed.
+      if (!charges.charge((first?.length ?? 0) + HEAD_BYTES)) {
         status = 'closed: answers waiting for a client that does not read';
-        socket.destroy();
+        conn.cut();
         return record();
       }
       const fields: string[] = [];
@@ -167,14 +195,27 @@ export function createNodeServer(handler: Handler, opts: NodeServerOptions = {})
       // The last request a connection may carry: `Connection: close` makes Node close it after this
       // answer (its own maxRequestsPerSocket only says close, keeps reading, and answers a bare 503).
       if (nth >= limits.maxRequestsPerSocket && !response.headers.has('connection')) fields.push('connection', 'close');
-      sentBytes = body?.length ?? 0;
-      // Logged before it is written, so that a log or metrics failure is answered like any other.
+      sentBytes = reader ? Number(response.headers.get('content-length') ?? first?.length ?? 0) : 0;
+      // Logged before it is written, so that a log or metrics failure is answered like any other; an
+      // answer cut short later gets a line of its own.
       record();
-      charged = size;
-      conn.unsent += size;
-      unsentTotal += size;
       res.writeHead(response.status, fields);
-      res.end(body ?? undefined);
+      const sent = await sendBody(res, first, reader, charges, limits.sendTimeoutMs);
+      if (sent.cut) {
+        if (sent.cut !== 'client gone') conn.cut();
+        if (sent.error) report(`request ${requestId}: its body failed after the answer began`, sent.error, requestId);
+        log.warn(
+          {
+            event: 'answer_cut',
+            request_id: requestId,
+            client: context.clientIp ?? null,
+            path: printable(req.url ?? ''),
+            bytes: sent.sent,
+            reason: sent.cut,
+          },
+          `${req.method} ${printable(req.url ?? '')} cut after ${sent.sent} bytes: ${sent.cut}`,
+        );
+      }
     } catch (err) {
       status = 500;
       sentBytes = 0;

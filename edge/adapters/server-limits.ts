@@ -6,8 +6,10 @@
  * many requests one connection may carry; how many connections are open at once, in all and from one
  * client (client-key.ts: an IPv6 client is its network; a trusted front is not capped here, it caps
  * its own clients); and what answers not yet taken by their clients may hold, per connection
- * (requests and bytes) and in total. A connection over its share is closed: its client asks without
- * reading. */
+ * (requests and bytes) and in total (every answer is charged, the first on a connection too); and how
+ * long a client may take nothing of an answer being sent before its connection is closed (as nginx's
+ * send_timeout: between two successive writes, not for the whole answer). A connection over its share
+ * is closed: its client asks without reading. */
 export const SERVER_LIMITS = {
   maxHeaderSize: 16 * 1024,
   headersTimeoutMs: 10_000,
@@ -19,6 +21,7 @@ export const SERVER_LIMITS = {
   maxPendingPerConnection: 32,
   maxUnsentBytesPerConnection: 4 * 1024 * 1024,
   maxUnsentBytes: 256 * 1024 * 1024,
+  sendTimeoutMs: 30_000,
 };
 export type ServerLimits = typeof SERVER_LIMITS;
 
@@ -34,6 +37,7 @@ export const SERVER_LIMIT_ENV: Record<keyof ServerLimits, string> = {
   maxPendingPerConnection: 'ISOATLAS_MAX_PENDING_PER_CONNECTION',
   maxUnsentBytesPerConnection: 'ISOATLAS_MAX_UNSENT_BYTES_PER_CONNECTION',
   maxUnsentBytes: 'ISOATLAS_MAX_UNSENT_BYTES',
+  sendTimeoutMs: 'ISOATLAS_SEND_TIMEOUT_MS',
 };
 
 /** SERVER_LIMITS with the environment's overrides; throws on a value that is not a positive integer. */

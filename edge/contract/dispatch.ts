@@ -59,7 +59,7 @@ export interface FileScope {
   /** Structure files (`/structures/…` of a tree, `/releases/<r>/structures/…` of a store): the
    * local server and mirrors; at the CDN they come from the bucket. */
   structureFiles: boolean;
-  /** A mirror's store files (current.json, releases.json, objects/…, and packs/…, rebuilt from its
+  /** A mirror's store files (current.json, releases.json, objects/…, and packs/…, streamed from its
    * objects), for other mirrors to sync from. */
   storeFiles: boolean;
 }
@@ -107,7 +107,7 @@ export const fileKinds = {
   },
   store_file: {
     summary:
-      "a mirror's store files as they are (the pointer, the history, the objects by their exact names), and its releases' packs, rebuilt from the objects (one byte range or whole)",
+      "a mirror's store files as they are (the pointer, the history, the objects by their exact names), and its releases' packs, streamed from the objects (one byte range or whole)",
     applies: 'storeFiles',
     front: 'pass',
     match(pathname: string): { key: string } | null {

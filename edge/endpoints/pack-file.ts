@@ -1,15 +1,17 @@
-// A pack of a mirror's store (edge/contract/packs.ts), for other mirrors: rebuilt from the objects the
-// mirror holds (edge/origins/store-packs.ts), whole or one byte range of it (RFC 9110 §14). The pack's
-// sha256 is its strong ETag, so a range and the whole share it, as RFC 9110 §14.2 asks.
+// A pack of a mirror's store (edge/contract/packs.ts), for other mirrors: streamed from the objects the
+// mirror holds (edge/origins/store-packs.ts), whole or one byte range of it (RFC 9110 §14), so what an
+// answer holds does not grow with the pack. The pack's sha256 is its strong ETag, so a range and the
+// whole share it, as RFC 9110 §14.2 asks. HEAD reads no object.
 import { packKey } from '../contract/packs.js';
-import { CORS_HEADERS, bodyResponse, problem } from '../responses.js';
+import { CORS_HEADERS, etagMatches, problem } from '../responses.js';
 import { ObjectNotHeld, type StorePacks } from '../origins/store-packs.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 /** The one range a Range header asks of `size` bytes, as [start, end]; 'whole' when the header is
  * absent, not of bytes, malformed or asks for several ranges (RFC 9110 §14.2 lets a server answer
- * those with the whole representation); 'unsatisfiable' when it lies wholly past the end. */
+ * those with the whole representation); 'unsatisfiable' when it starts at or past the end (RFC 9110
+ * §14.1.1: a first position not below the length), or is a suffix of none. */
 export function askedRange(header: string | null, size: number): [number, number] | 'whole' | 'unsatisfiable' {
   if (header === null) return 'whole';
   const m = /^bytes=(\d*)-(\d*)$/i.exec(header.trim());
@@ -21,7 +23,7 @@ export function askedRange(header: string | null, size: number): [number, number
     return n === 0 || size === 0 ? 'unsatisfiable' : [Math.max(0, size - n), size - 1];
   }
   const start = Number(m[1]);
-  const last = m[2] === '' ? size - 1 : Number(m[2]);
+  const last = m[2] === '' ? Number.MAX_SAFE_INTEGER : Number(m[2]);
   if (!Number.isSafeInteger(start) || !Number.isSafeInteger(last) || last < start) return 'whole';
   return start >= size ? 'unsatisfiable' : [start, Math.min(last, size - 1)];
 }
@@ -35,49 +37,38 @@ export async function packFile(request: Request, packs: StorePacks, sha: string)
   const ifRange = request.headers.get('if-range');
   // A Range under an If-Range naming another representation is ignored: the whole pack is sent.
   const range = ifRange === null || ifRange === etag ? askedRange(request.headers.get('range'), size) : 'whole';
+  const head = new Headers({ ...CORS_HEADERS, ETag: etag, 'Cache-Control': IMMUTABLE, 'Accept-Ranges': 'bytes' });
   if (range === 'unsatisfiable')
     return problem(request, {
       status: 416,
       detail: `${key} has ${size} bytes; ask for a range that starts before its end (Range: bytes=0-${Math.max(size - 1, 0)})`,
       headers: { 'Content-Range': `bytes */${size}`, 'Accept-Ranges': 'bytes' },
     });
-  if (range === 'whole' || (range[0] === 0 && range[1] === size - 1)) {
-    let whole: Uint8Array;
-    try {
-      whole = size === 0 ? new Uint8Array() : await packs.bytes(index, 0, size - 1);
-    } catch (err) {
-      if (!(err instanceof ObjectNotHeld)) throw err;
-      return notHeld(request, key, 0, size - 1, err);
-    }
-    return bodyResponse(request, whole, {
-      cacheControl: IMMUTABLE,
-      sha256: sha,
-      contentType: 'application/octet-stream',
-      headers: { 'Accept-Ranges': 'bytes' },
-    });
-  }
-  const [start, end] = range;
-  let body: Uint8Array;
+  const whole = range === 'whole' || (range[0] === 0 && range[1] === size - 1);
+  if (whole && etagMatches(request.headers.get('if-none-match'), etag))
+    return new Response(null, { status: 304, headers: head });
+  const [start, end] = whole ? [0, size - 1] : range;
+  // Known before the answer starts, so that its status can say it; HEAD is answered as GET would be.
+  const notHeld = await packs.missing(index, start, end);
+  if (notHeld) return notHeldProblem(request, key, start, end, notHeld);
+  head.set('Content-Type', 'application/octet-stream');
+  head.set('Content-Length', String(end - start + 1));
+  if (!whole) head.set('Content-Range', `bytes ${start}-${end}/${size}`);
+  const status = whole ? 200 : 206;
+  if (request.method === 'HEAD' || size === 0) return new Response(null, { status, headers: head });
+  let body: ReadableStream<Uint8Array>;
   try {
-    body = await packs.bytes(index, start, end);
+    body = await packs.stream(index, start, end);
   } catch (err) {
+    // Gone since it was checked (a gc meanwhile), or a store that cannot tell sizes.
     if (!(err instanceof ObjectNotHeld)) throw err;
-    return notHeld(request, key, start, end, err);
+    return notHeldProblem(request, key, start, end, err);
   }
-  const headers = new Headers({
-    ...CORS_HEADERS,
-    ETag: etag,
-    'Cache-Control': IMMUTABLE,
-    'Accept-Ranges': 'bytes',
-    'Content-Type': 'application/octet-stream',
-    'Content-Range': `bytes ${start}-${end}/${size}`,
-    'Content-Length': String(body.length),
-  });
-  return new Response(request.method === 'HEAD' ? null : (body as Uint8Array<ArrayBuffer>), { status: 206, headers });
+  return new Response(body, { status, headers: head });
 }
 
 /** 404: the mirror holds the pack's index but not every object of this range (see ObjectNotHeld). */
-function notHeld(request: Request, key: string, start: number, end: number, err: ObjectNotHeld): Response {
+function notHeldProblem(request: Request, key: string, start: number, end: number, err: ObjectNotHeld): Response {
   return problem(request, {
     status: 404,
     detail: `${key} bytes ${start}-${end} cover object ${err.sha256}, which this mirror does not hold: ask for the ranges of the objects you want, or for those objects on their own`,

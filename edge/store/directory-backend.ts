@@ -82,6 +82,12 @@ export class DirectoryBackend implements StoreBackend {
     };
   }
 
+  async size(key: string): Promise<number | null> {
+    const file = this.file(key);
+    const found = file ? await statOrNull(file) : null;
+    return found?.isFile() ? found.size : null;
+  }
+
   /** A key's bytes read at once (several times faster than `read` for small files, and blocking):
    * for a mirror checking thousands of its objects while it does nothing else. Null when the file
    * is missing, unreadable, or not of `size` bytes. */

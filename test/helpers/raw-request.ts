@@ -35,6 +35,11 @@ export function rawRequest(
           const body = Buffer.concat(chunks);
           resolve({ status: res.statusCode!, headers: res.headers, body, text: body.toString('utf8') });
         });
+        // An answer the server cuts short (after its head) is no answer.
+        res.on('close', () => {
+          if (!res.complete)
+            reject(new Error(`${res.statusCode} answer cut short after ${Buffer.concat(chunks).length} bytes`));
+        });
       },
     );
     req.on('error', reject);

@@ -84,3 +84,13 @@ export async function eventually<T>(
     await new Promise((ok) => setTimeout(ok, everyMs));
   }
 }
+
+/** `promise`, or a failure naming `what` when it has not settled within the bound: for an event a
+ * test holds a promise of (a callback it passed), rather than output it can read. */
+export function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`waited ${WAIT_BOUND_MS / 1000} s for ${what}`)), WAIT_BOUND_MS);
+  });
+  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,134 @@
+// The standard attacks (test/helpers/adversary.ts) on every entry of the dispatch table, as
+// test/helpers/dispatch-samples.ts names them: `isoatlas serve` of a mirror whose store has packs (so
+// that every entry applies, the packs it streams from its objects included), with short send and
+// keep-alive timeouts so that what is bounded in time ends quickly. An entry added to the table is
+// attacked here without a test being written for it: the last test adds a throwaway entry, badly
+// answered, and shows each fault found.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type http from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KEY_PATTERN } from '../edge/access/key-format.js';
+import { createHandler } from '../edge/handler.js';
+import { LocalOrigin } from '../edge/origins/local.js';
+import { createNodeServer } from '../edge/adapters/node-http.js';
+import { SERVER_LIMIT_ENV } from '../edge/adapters/server-limits.js';
+import { attackAll, leaks, neverReads, type Subject, type Target } from './helpers/adversary.js';
+import { samples, type SampleFacts } from './helpers/dispatch-samples.js';
+import { writePackedStore } from './helpers/pack-store.js';
+import { readStructureMap } from './helpers/tree.js';
+import { runCli } from './helpers/run.js';
+import { startServer, type RunningServer } from './helpers/server.js';
+
+/** The issue's bound for a mirror's server under 64 clients that never read whole packs. */
+const RSS_BOUND_BYTES = 768 * 2 ** 20;
+/** Short, so that the connections of clients that never read end soon. */
+const TIMEOUTS = { sendTimeoutMs: 2_000, keepAliveTimeoutMs: 1_000 };
+const PROBE = '/api/v1/genes/PRR5';
+
+let work: string;
+let server: RunningServer;
+let subject: Subject;
+let facts: SampleFacts;
+
+const targetsOf = (entries: { label: string; paths: string[] }[]): Target[] =>
+  entries.flatMap((e) => e.paths.map((path) => ({ label: e.label, path })));
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'isoatlas-adversary-'));
+  const store = join(work, 'store');
+  const packed = writePackedStore(inject('fixtureTree'), store);
+  facts = {
+    release: packed.release,
+    manifestSha: packed.manifestSha,
+    structureId: Object.keys(readStructureMap(inject('fixtureTree')))[0],
+    packSha: [...packed.packs].sort((a, b) => b.pack.size - a.pack.size)[0].pack.sha256,
+  };
+  const keys = join(work, 'keys');
+  const issued = await runCli([
+    ...['keys', 'issue', '--keys-dir', keys, '--name', 'adversary', '--affiliation', 'isoatlas'],
+    ...['--use', 'attacks every entry of the dispatch table'],
+  ]);
+  expect(issued.status, issued.stderr).toBe(0);
+  const key = issued.stdout.trim();
+  expect(key).toMatch(KEY_PATTERN);
+  // Limits per address far above what the attacks send: what is bounded here is what they hold.
+  const config = join(work, 'access.json');
+  writeFileSync(config, JSON.stringify({ open: { anonymous_per_ip: { per_minute: 1_000_000_000 } } }));
+  server = await startServer({
+    dir: store,
+    extraArgs: ['--keys-dir', keys, '--access-config', config],
+    env: {
+      [SERVER_LIMIT_ENV.sendTimeoutMs]: String(TIMEOUTS.sendTimeoutMs),
+      [SERVER_LIMIT_ENV.keepAliveTimeoutMs]: String(TIMEOUTS.keepAliveTimeoutMs),
+    },
+  });
+  subject = { base: server.base, pid: server.child.pid!, key, probe: PROBE, rssBoundBytes: RSS_BOUND_BYTES };
+}, 300_000);
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('every entry of the dispatch table, attacked', () => {
+  it('answers HEAD as GET, a Range past the end 416 or not at all, a key anywhere without a 5xx or a piece of it, goes on after a client leaves, and serves another address while 64 clients from one never read, in bounded memory', async () => {
+    const targets = targetsOf(samples(facts));
+    // Every entry, the pack among the store's files.
+    expect(new Set(targets.map((t) => t.label)).size).toBe(samples(facts).length);
+    expect(targets.some((t) => t.path.startsWith('/packs/'))).toBe(true);
+    expect(await attackAll(subject, targets)).toEqual({});
+  });
+
+  it('closes the connection of a client that never reads, whatever it asked for', async () => {
+    expect(await neverReads(subject, targetsOf(samples(facts)))).toEqual({});
+  });
+
+  it('never writes a piece of the key to its log', () => {
+    expect(server.logs().length).toBeGreaterThan(0);
+    expect(leaks(server.logs(), subject.key)).toBe(false);
+  });
+});
+
+describe('an entry added to the table', () => {
+  let demo: http.Server;
+  afterAll(
+    () =>
+      new Promise<void>((done) => {
+        if (!demo) return done();
+        demo.close(() => done());
+        demo.closeAllConnections();
+      }),
+  );
+
+  it('is attacked without a test of its own: a throwaway entry that echoes the request and fails on a Range is caught', async () => {
+    const real = createHandler({ origin: new LocalOrigin(inject('fixtureTree')) });
+    // Answered carelessly, as a new entry might be: it echoes what the client sent and fails on a Range.
+    demo = createNodeServer(
+      async (request, context) => {
+        if (new URL(request.url).pathname !== '/throwaway') return real(request, context);
+        if (request.headers.has('range')) throw new Error('ranges were never tried');
+        const echo = { query: new URL(request.url).search, authorization: request.headers.get('authorization') };
+        return new Response(JSON.stringify(echo), { headers: { 'content-type': 'application/json' } });
+      },
+      { limits: TIMEOUTS, log: { info() {}, warn() {}, error() {} } },
+    );
+    await new Promise<void>((ok) => demo.listen(0, '127.0.0.1', ok));
+    const base = `http://127.0.0.1:${(demo.address() as { port: number }).port}`;
+    const table = [
+      ...samples(facts).filter((e) => e.label !== 'store_file'),
+      { label: 'throwaway', paths: ['/throwaway'] },
+    ];
+    const report = await attackAll(
+      { ...subject, base, pid: process.pid, rssBoundBytes: Number.POSITIVE_INFINITY },
+      targetsOf(table),
+      ['range', 'keys'],
+    );
+    expect(Object.keys(report)).toEqual(['throwaway /throwaway range', 'throwaway /throwaway keys']);
+    expect(report['throwaway /throwaway range'].join('\n')).toMatch(/Range bytes=\d+-: 500/);
+    expect(report['throwaway /throwaway keys'].join('\n')).toMatch(
+      /key in Authorization: the answer carries a piece of its secret/,
+    );
+  });
+});

@@ -1,0 +1,242 @@
+// The standard attacks (issue #44), applied to whatever a table names: each target is a request for an
+// entry of the dispatch table (or anything else a test adds), and each attack returns what it found
+// wrong instead of throwing, so that a test can show a bad entry is caught. The attacks:
+//   - head:       HEAD answers as GET does (status, length), with no body;
+//   - range:      a Range past the end is 416 where the answer takes ranges, and ignored elsewhere;
+//   - keys:       a key in every position of the request: never a 5xx, and no 8 characters of its
+//                 secret in any answer (and, checked once at the end, in the server's log);
+//   - kill:       a client that goes away after the head: the server goes on answering;
+//   - neverReads: a client that asks and never reads: its connection is closed by the server (all
+//                 targets at once);
+//   - crowd:      64 such clients from one address while another address is answered, memory bounded.
+import net from 'node:net';
+import { readFileSync } from 'node:fs';
+import { rawRequest, type RawReply } from './raw-request.js';
+import { eventually } from './wait.js';
+
+export interface Target {
+  /** What the table calls it. */
+  label: string;
+  /** Path and query. */
+  path: string;
+}
+
+export interface Subject {
+  /** `http://127.0.0.1:PORT` */
+  base: string;
+  /** The process whose memory is bounded. */
+  pid: number;
+  /** An issued key, and a request every subject answers 200 (to show another client is served). */
+  key: string;
+  probe: string;
+  /** The resident memory the subject must stay under while attacked. */
+  rssBoundBytes: number;
+}
+
+export type Finding = string;
+
+/** Addresses of this machine (all of 127/8 is loopback on Linux): one per role, so that per-address
+ * limits count each role apart. */
+const ADDRESS = { attacker: '127.0.0.31', crowd: '127.0.0.32', other: '127.0.0.33', keys: '127.0.0.34' };
+export const CROWD = 64;
+
+export function rssBytes(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+const hexAddress = (ip: string) =>
+  ip
+    .split('.')
+    .map((p) => Number(p).toString(16).padStart(2, '0').toUpperCase())
+    .reverse()
+    .join('');
+
+/** Connections the kernel holds established between the server's port and `client`, as it lists
+ * them (/proc/net/tcp): what the server has not closed. */
+export function establishedFrom(base: string, client: string): number {
+  const port = Number(new URL(base).port).toString(16).toUpperCase().padStart(4, '0');
+  const remote = `${hexAddress(client)}:`;
+  return readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length > 3 && f[1].endsWith(`:${port}`) && f[2].startsWith(remote) && f[3] === '01').length;
+}
+
+/** The secret part of a key and every 8-character piece of it. */
+export function secretPieces(key: string): string[] {
+  const secret = key.split('_').slice(2).join('_');
+  const pieces: string[] = [];
+  for (let i = 0; i + 8 <= secret.length; i++) pieces.push(secret.slice(i, i + 8));
+  return pieces;
+}
+
+/** Does `text` carry 8 characters of the key's secret, as they are or percent-encoded? */
+export function leaks(text: string, key: string): boolean {
+  let decoded = text;
+  try {
+    decoded = decodeURIComponent(decodeURIComponent(text));
+  } catch {}
+  return secretPieces(key).some((p) => text.includes(p) || decoded.includes(p));
+}
+
+const get = (s: Subject, t: Target, headers: Record<string, string> = {}, from?: string, method = 'GET') =>
+  rawRequest(s.base, t.path, { headers, from, method });
+
+const describe = (r: RawReply) => `${r.status} (${r.headers['content-length'] ?? '?'} bytes)`;
+
+async function head(s: Subject, t: Target): Promise<Finding[]> {
+  const [g, h] = [await get(s, t), await get(s, t, {}, undefined, 'HEAD')];
+  const found: Finding[] = [];
+  if (h.status !== g.status) found.push(`HEAD ${describe(h)} but GET ${describe(g)}`);
+  if (h.body.length > 0) found.push(`HEAD sent a body of ${h.body.length} bytes`);
+  if (h.headers['content-length'] !== g.headers['content-length'])
+    found.push(`HEAD says ${h.headers['content-length']} bytes, GET ${g.headers['content-length']}`);
+  return found;
+}
+
+async function range(s: Subject, t: Target): Promise<Finding[]> {
+  const whole = await get(s, t);
+  const size = whole.body.length;
+  const found: Finding[] = [];
+  for (const asked of [`bytes=${size}-`, `bytes=${size + 1}-${size + 100}`, 'bytes=99999999999-']) {
+    const r = await get(s, t, { Range: asked });
+    if (r.status >= 500) found.push(`Range ${asked}: ${describe(r)}`);
+    else if (whole.headers['accept-ranges'] === 'bytes' && whole.status === 200) {
+      if (r.status !== 416 || r.headers['content-range'] !== `bytes */${size}`)
+        found.push(`Range ${asked} of ${size} bytes: ${describe(r)}, not 416 with Content-Range bytes */${size}`);
+    } else if (r.status !== whole.status || !r.body.equals(whole.body))
+      found.push(`Range ${asked} not taken: ${describe(r)}, not the answer without it (${describe(whole)})`);
+  }
+  return found;
+}
+
+/** The key in each place a client may put it, on purpose or by mistake. */
+export function keyPlacements(
+  path: string,
+  key: string,
+): { where: string; path: string; headers: Record<string, string> }[] {
+  const join = path.includes('?') ? '&' : '?';
+  const encoded = [...key].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
+  return [
+    { where: 'Authorization', path, headers: { Authorization: `Bearer ${key}` } },
+    { where: 'Authorization, no scheme', path, headers: { Authorization: key } },
+    { where: 'Authorization, one character more', path, headers: { Authorization: `Bearer ${key}.` } },
+    { where: 'X-Api-Key', path, headers: { 'X-Api-Key': key } },
+    { where: 'Cookie', path, headers: { Cookie: `key=${key}` } },
+    { where: 'Referer', path, headers: { Referer: `https://example.org/?key=${key}` } },
+    { where: 'query', path: `${path}${join}api_key=${key}`, headers: {} },
+    { where: 'query, percent-encoded', path: `${path}${join}key=${encoded}`, headers: {} },
+    { where: 'path segment', path: `${path.split('?')[0]}/${key}`, headers: {} },
+    { where: 'path, percent-encoded', path: `${path.split('?')[0]}${encoded}`, headers: {} },
+  ];
+}
+
+async function keys(s: Subject, t: Target): Promise<Finding[]> {
+  const found: Finding[] = [];
+  for (const p of keyPlacements(t.path, s.key)) {
+    const r = await rawRequest(s.base, p.path, { headers: p.headers, from: ADDRESS.keys });
+    if (r.status >= 500) found.push(`key in ${p.where}: ${describe(r)}`);
+    const said = `${JSON.stringify(r.headers)}\n${r.text}`;
+    if (leaks(said, s.key)) found.push(`key in ${p.where}: the answer carries a piece of its secret`);
+  }
+  return found;
+}
+
+async function kill(s: Subject, t: Target): Promise<Finding[]> {
+  await new Promise<void>((done) => {
+    const socket = net.connect({
+      host: '127.0.0.1',
+      port: Number(new URL(s.base).port),
+      localAddress: ADDRESS.attacker,
+    });
+    socket.on('error', () => done());
+    socket.once('data', () => {
+      socket.destroy();
+      done();
+    });
+    socket.once('close', () => done());
+    socket.write(`GET ${t.path} HTTP/1.1\r\nHost: atlas.test\r\n\r\n`);
+  });
+  const after = await rawRequest(s.base, s.probe, { from: ADDRESS.other });
+  return after.status === 200 ? [] : [`after a client went away mid-answer, ${s.probe} answered ${describe(after)}`];
+}
+
+/** Connections from `from`, each asking for the target and never reading, once each is established. */
+async function stalled(s: Subject, t: Target, from: string, count: number): Promise<net.Socket[]> {
+  const port = Number(new URL(s.base).port);
+  return Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Socket>((connected) => {
+          const socket = net.connect({ host: '127.0.0.1', port, localAddress: from });
+          socket.on('error', () => connected(socket));
+          socket.pause();
+          socket.write(`GET ${t.path} HTTP/1.1\r\nHost: atlas.test\r\n\r\n`, () => connected(socket));
+        }),
+    ),
+  );
+}
+
+/** A client that asks for each target and never reads: the server closes every such connection
+ * (whatever was answered, or cut off), in a bounded time. One connection per target, all at once. */
+export async function neverReads(s: Subject, targets: Target[]): Promise<Record<string, Finding[]>> {
+  const sockets = (await Promise.all(targets.map((t) => stalled(s, t, ADDRESS.attacker, 1)))).flat();
+  try {
+    await eventually(
+      async () => establishedFrom(s.base, ADDRESS.attacker),
+      (n) => n === 0,
+      'the server to close the connections of clients that never read',
+    );
+    return {};
+  } catch (err) {
+    const open = establishedFrom(s.base, ADDRESS.attacker);
+    return { 'never reads': [`${(err as Error).message}: ${open} of ${targets.length} connections still open`] };
+  } finally {
+    for (const socket of sockets) socket.destroy();
+  }
+}
+
+async function crowd(s: Subject, t: Target): Promise<Finding[]> {
+  const found: Finding[] = [];
+  let peak = rssBytes(s.pid);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(s.pid))), 50);
+  // Every one of them connected and asked: then another address asks.
+  const sockets = await stalled(s, t, ADDRESS.crowd, CROWD);
+  try {
+    for (const path of [t.path, s.probe]) {
+      const r = await rawRequest(s.base, path, { from: ADDRESS.other });
+      if (r.status >= 500 || r.status === 429) found.push(`another address asking ${path} meanwhile: ${describe(r)}`);
+    }
+  } finally {
+    clearInterval(sampler);
+    for (const socket of sockets) socket.destroy();
+  }
+  peak = Math.max(peak, rssBytes(s.pid));
+  if (peak > s.rssBoundBytes)
+    found.push(
+      `${CROWD} clients not reading: ${(peak / 2 ** 20).toFixed(0)} MiB resident, over ${(s.rssBoundBytes / 2 ** 20).toFixed(0)} MiB`,
+    );
+  return found;
+}
+
+/** The attacks made on each target in turn (neverReads is made on all targets at once). */
+export const attacks = { head, range, keys, kill, crowd } as const;
+export type AttackName = keyof typeof attacks;
+
+/** Every attack on every target, in turn; what each found, by target and attack. */
+export async function attackAll(
+  s: Subject,
+  targets: Target[],
+  names: AttackName[] = Object.keys(attacks) as AttackName[],
+): Promise<Record<string, Finding[]>> {
+  const report: Record<string, Finding[]> = {};
+  for (const t of targets)
+    for (const name of names) {
+      const found = await attacks[name](s, t);
+      if (found.length) report[`${t.label} ${t.path} ${name}`] = found;
+    }
+  return report;
+}
