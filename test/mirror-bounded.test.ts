@@ -102,6 +102,66 @@ describe("a sync's scratch tables", () => {
     expect(readdirSync(join(work, 'scratch'))).toEqual([]);
   });
 
+  it('larger than their batches: the first listing of each object, places found as the sync asks, ties and late rows in order', () => {
+    const root = join(work, 'scratch-runs');
+    // Batches of 64 KiB: every table below is written in several runs, then merged.
+    const scratch = SyncScratch.open(root, { batchBytes: 64 * 1024 });
+    try {
+      const n = 20_000;
+      for (let i = 0; i < n; i++) scratch.addWanted(shaOf(i), i, `p/${i}`);
+      for (let i = n - 1; i >= 0; i -= 7) scratch.addWanted(shaOf(i), i, `again/${i}`);
+      const pack = scratch.packNumber('c'.repeat(64));
+      // Every even object packed; every tenth given a second place later, which is not used.
+      for (let i = 0; i < n; i += 2) scratch.addPacked(shaOf(i), pack, i * 100, i);
+      for (let i = 0; i < n; i += 10) scratch.addPacked(shaOf(i), pack + 1, 0, 1);
+      // A few lookups out of order (as the sync plans its shards' ranges), before all are added.
+      expect(scratch.where(shaOf(n - 2))).toEqual({ pack, offset: (n - 2) * 100, length: n - 2 });
+      expect(scratch.where(shaOf(1))).toBeNull();
+      // Added after lookups (a pack index read late): found by the next one.
+      scratch.addPacked(shaOf(1), pack, 1, 1);
+      expect(scratch.where(shaOf(1))).toEqual({ pack, offset: 1, length: 1 });
+      expect(scratch.wantedCount()).toBe(n);
+      let last = '';
+      let seen = 0;
+      for (const page of scratch.wanted()) {
+        expect(page.length).toBeLessThanOrEqual(PAGE);
+        for (const o of page) {
+          expect(o.sha256 > last).toBe(true);
+          last = o.sha256;
+          seen++;
+          expect(o.path).toBe(`p/${o.size}`);
+          // In sha256 order, as the sync checks what it holds.
+          const at = scratch.where(o.sha256);
+          const i = o.size;
+          expect(at).toEqual(
+            i % 2 === 0 ? { pack, offset: i * 100, length: i } : i === 1 ? { pack, offset: 1, length: 1 } : null,
+          );
+          // Missing: the odd ones alone; the even ones in a pack, the last object first.
+          if (i % 2 === 1) scratch.addMissing(o, null);
+          else scratch.addMissing(o, { pack, offset: (n - i) * 100, length: i });
+        }
+      }
+      expect(seen).toBe(n);
+      expect(scratch.missingCounts()).toEqual({ packed: n / 2, alone: n / 2 });
+      const missing = [...scratch.missingPacked()].flat();
+      const byOffset = [...Array(n / 2).keys()].map((k) => n - 2 - 2 * k);
+      expect(missing.map((m) => m.size)).toEqual(byOffset);
+      expect(missing.every((m) => m.sha256 === shaOf(m.size) && m.path === `p/${m.size}`)).toBe(true);
+      // Read alone: in the order added, and those added meanwhile (refused from a pack) after them.
+      const alone: string[] = [];
+      for (const page of scratch.alone())
+        for (const o of page) {
+          alone.push(o.path);
+          if (o.path === `p/${n - 1}`) scratch.addAlone({ sha256: shaOf(n), size: 1, path: 'refused' });
+        }
+      expect(alone.length).toBe(n / 2 + 1);
+      expect(alone.at(-1)).toBe('refused');
+    } finally {
+      scratch.close();
+    }
+    expect(readdirSync(root)).toEqual([]);
+  });
+
   it('are removed by the next sync when the one that made them is gone, not while it runs', () => {
     const root = join(work, 'leftovers');
     const dead = join(root, `.sync-scratch-${deadPid()}-0abc`);

@@ -1,14 +1,12 @@
-// A scratch SQLite file for one run of a command that must not hold a whole release in memory (gc's
-// sweep ledger, publish's ledger). It lives in a directory of its own under the system's temporary
-// directory, made for the run, so removing it can only remove what the run made; and it has the
+// A scratch SQLite file for one run of a command that must not hold a whole release in memory
+// (publish's ledger). It lives in a scratch directory of its own (scratch-dir.ts); and it has the
 // settings of a file thrown away on any failure (sqlite-settings.ts): no journal, no sync, a fixed
 // page cache, sorts spilled to disk, and the file's lock held by its one connection.
 import Database from 'better-sqlite3';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyImportSettings } from '../release-db/sqlite-settings.js';
-import { processAlive } from './live-process.js';
+import { openScratchDir } from './scratch-dir.js';
 
 export interface ScratchDatabase {
   db: Database.Database;
@@ -16,11 +14,9 @@ export interface ScratchDatabase {
   remove(): void;
 }
 
-/** Opens a new scratch database in a new directory named `isoatlas-<name>-<pid>-…`, after removing
- * those of the same name whose process is gone (a run killed before it could remove its own). */
+/** Opens a new scratch database in a new scratch directory (scratch-dir.ts). */
 export function openScratchDatabase(name: string): ScratchDatabase {
-  removeKilledRuns(name);
-  const dir = mkdtempSync(join(tmpdir(), `isoatlas-${name}-${process.pid}-`));
+  const dir = openScratchDir(name);
   let db: Database.Database;
   try {
     db = new Database(join(dir, 'ledger.sqlite'));
@@ -39,20 +35,4 @@ export function openScratchDatabase(name: string): ScratchDatabase {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Scratch directories of this kind left by runs whose process no longer runs. */
-function removeKilledRuns(name: string): void {
-  const pattern = new RegExp(`^isoatlas-${name}-([0-9]+)-[A-Za-z0-9]{6}$`);
-  let names: string[];
-  try {
-    names = readdirSync(tmpdir());
-  } catch {
-    return;
-  }
-  for (const entry of names) {
-    const m = pattern.exec(entry);
-    if (m && Number(m[1]) !== process.pid && !processAlive(Number(m[1])))
-      rmSync(join(tmpdir(), entry), { recursive: true, force: true });
-  }
 }

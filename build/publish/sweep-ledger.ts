@@ -1,10 +1,12 @@
 // What a gc run counts, kept on disk rather than in memory: the objects and packs the protected
 // releases reference, and those it will delete. A store of ten times human scale references about
 // ten million objects; as JavaScript sets and maps they would take gigabytes, and gc would need more
-// memory the larger the store grows. A scratch SQLite file beside nothing else (a directory of its
-// own under the system's temporary directory, removed when the run ends) keeps gc's memory flat.
-import type Database from 'better-sqlite3';
-import { openScratchDatabase, type ScratchDatabase } from '../common/scratch-database.js';
+// memory the larger the store grows. Tables of records in a scratch directory of its own under the
+// system's temporary directory (record-runs.ts, scratch-dir.ts; removed when the run ends) keep gc's
+// memory flat, and need no native module: a mirror's clean-up runs this in the one-file server.
+import { rmSync } from 'node:fs';
+import { LogTable, SortedTable, pages, writeSha } from '../common/record-runs.js';
+import { openScratchDir } from '../common/scratch-dir.js';
 
 /** Which namespace of the store a sha256 names: an object (objects/…) or a pack (packs/…). */
 export type Kind = 'object' | 'pack';
@@ -15,70 +17,89 @@ export interface Doomed {
   pack: boolean;
 }
 
+const SHA = 32;
+const INT = 6;
+
+// Records: referenced, a raw sha256 (one table per kind); doomed, sha256 32 | size 6 | pack 1.
 export class SweepLedger {
-  private readonly scratch: ScratchDatabase;
-  private readonly db: Database.Database;
-  private readonly insertReferenced: Database.Statement;
-  private readonly selectReferenced: Database.Statement;
-  private readonly insertDoomed: Database.Statement;
+  private readonly dir = openScratchDir('gc');
+  private referenced!: Record<Kind, SortedTable>;
+  private doomed!: LogTable;
+  /** Rounds counted (`clear`): each has tables of its own. */
+  private round = 0;
+  private readonly record = Buffer.alloc(SHA + INT + 1);
 
   constructor() {
-    // A small page cache is enough: lookups follow the listing's order (by sha256), so recent pages
-    // are the ones asked for again.
-    this.scratch = openScratchDatabase('gc');
-    this.db = this.scratch.db;
-    this.db.exec(`
-      CREATE TABLE referenced (kind TEXT NOT NULL, sha TEXT NOT NULL, PRIMARY KEY (kind, sha)) WITHOUT ROWID;
-      CREATE TABLE doomed (sha TEXT NOT NULL, size INTEGER NOT NULL, pack INTEGER NOT NULL);
-    `);
-    this.insertReferenced = this.db.prepare('INSERT OR IGNORE INTO referenced (kind, sha) VALUES (?, ?)');
-    this.selectReferenced = this.db.prepare('SELECT 1 FROM referenced WHERE kind = ? AND sha = ?').pluck();
-    this.insertDoomed = this.db.prepare('INSERT INTO doomed (sha, size, pack) VALUES (?, ?, ?)');
+    this.tables();
   }
 
-  /** Records shas as referenced (again is harmless), in one transaction. */
+  /** Records shas as referenced (again is harmless). */
   reference(kind: Kind, shas: Iterable<string>): void {
-    this.db.transaction(() => {
-      for (const sha of shas) this.insertReferenced.run(kind, sha);
-    })();
+    const table = this.referenced[kind];
+    for (const sha of shas) {
+      writeSha(this.record, 0, sha);
+      table.add(this.record.subarray(0, SHA));
+    }
   }
 
+  /** Whether a sha is referenced; asked in ascending order, each block of the table is read once. */
   isReferenced(kind: Kind, sha: string): boolean {
-    return this.selectReferenced.get(kind, sha) !== undefined;
+    writeSha(this.record, 0, sha);
+    return this.referenced[kind].find(this.record.subarray(0, SHA)) !== null;
   }
 
   referencedCount(kind: Kind): number {
-    return this.db.prepare('SELECT count(*) FROM referenced WHERE kind = ?').pluck().get(kind) as number;
+    return this.referenced[kind].compact();
   }
 
   doom(batch: Doomed[]): void {
-    this.db.transaction(() => {
-      for (const d of batch) this.insertDoomed.run(d.sha, d.size, d.pack ? 1 : 0);
-    })();
+    const r = this.record;
+    for (const d of batch) {
+      writeSha(r, 0, d.sha);
+      r.writeUIntBE(d.size, SHA, INT);
+      r[SHA + INT] = d.pack ? 1 : 0;
+      this.doomed.add(r);
+    }
   }
 
   doomedCount(): number {
-    return this.db.prepare('SELECT count(*) FROM doomed').pluck().get() as number;
+    return this.doomed.size;
   }
 
   /** What is to be deleted, `size` at a time, in the order it was recorded. */
   *doomedBatches(size: number): Generator<Doomed[]> {
-    const page = this.db.prepare('SELECT rowid, sha, size, pack FROM doomed WHERE rowid > ? ORDER BY rowid LIMIT ?');
-    let after = 0;
-    for (;;) {
-      const rows = page.all(after, size) as { rowid: number; sha: string; size: number; pack: number }[];
-      if (!rows.length) return;
-      after = rows.at(-1)!.rowid;
-      yield rows.map((r) => ({ sha: r.sha, size: r.size, pack: r.pack === 1 }));
-    }
+    yield* pages(this.doomed.records(), size, (r) => ({
+      sha: r.buf.toString('hex', r.at, r.at + SHA),
+      size: r.buf.readUIntBE(r.at + SHA, INT),
+      pack: r.buf[r.at + SHA + INT] === 1,
+    }));
   }
 
   /** Forgets what was counted, for a new round. */
   clear(): void {
-    this.db.exec('DELETE FROM referenced; DELETE FROM doomed;');
+    this.closeTables();
+    this.tables();
   }
 
   close(): void {
-    this.scratch.remove();
+    try {
+      this.closeTables();
+    } finally {
+      rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+
+  private tables(): void {
+    const dir = this.dir;
+    const n = this.round++;
+    this.referenced = {
+      object: new SortedTable(dir, `objects-${n}`, { keyBytes: SHA, unique: true }),
+      pack: new SortedTable(dir, `packs-${n}`, { keyBytes: SHA, unique: true }),
+    };
+    this.doomed = new LogTable(dir, `doomed-${n}`);
+  }
+
+  private closeTables(): void {
+    for (const t of [this.referenced.object, this.referenced.pack, this.doomed]) t.close();
   }
 }

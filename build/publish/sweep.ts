@@ -153,15 +153,16 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
       let young = 0;
       let youngPacks = 0;
       let listedPacks = 0;
+      // Each slice looked up in sha256 order: the ledger then reads each block of its tables once.
       await store.eachObjectSlice((slice) => {
-        const unreferenced = slice.filter((o) => !ledger.isReferenced('object', o.sha));
+        const unreferenced = bySha(slice).filter((o) => !ledger.isReferenced('object', o.sha));
         const doomed = unreferenced.filter(old);
         young += unreferenced.length - doomed.length;
         ledger.doom(doomed.map((o) => ({ sha: o.sha, size: o.size, pack: false })));
       });
       await store.eachPackSlice((slice) => {
         listedPacks += slice.length;
-        const unreferenced = slice.filter((o) => !ledger.isReferenced('pack', o.sha));
+        const unreferenced = bySha(slice).filter((o) => !ledger.isReferenced('pack', o.sha));
         const doomed = packsUnknown.length ? [] : unreferenced.filter(old);
         youngPacks += unreferenced.length - doomed.length;
         ledger.doom(doomed.map((o) => ({ sha: o.sha, size: o.size, pack: true })));
@@ -256,6 +257,9 @@ export async function sweepStore(store: ReleaseStore, opts: SweepOptions): Promi
     ledger.close();
   }
 }
+
+const bySha = <T extends { sha: string }>(slice: T[]) =>
+  slice.sort((a, b) => (a.sha < b.sha ? -1 : a.sha > b.sha ? 1 : 0));
 
 /** The releases the CDN pins now or pinned within the grace period. The one pinned now must be in
  * the history: otherwise what it references is unknown, and nothing may be deleted. */

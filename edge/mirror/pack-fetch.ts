@@ -79,7 +79,6 @@ export class PackedObjects {
     if (this.deferred.length === 0) return null;
     const deferred = this.deferred;
     this.deferred = [];
-    this.scratch.unindexPacked();
     for (const ref of deferred) await this.read(ref);
     return this.where(sha, size);
   }

@@ -37,6 +37,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { processAlive } from '../../build/common/live-process.js';
+import { MergeHeap } from '../../build/common/merge-heap.js';
 
 export const VERIFIED_INDEX = 'verified-objects.idx';
 
@@ -420,41 +421,20 @@ function memoryCursor(fresh: Map<string, number>, stamps: Buffer, rank: number):
 }
 
 /** Hands `take` the records of sorted `sources` in sha256 order, each sha256 once: the newest
- * source's record. A binary heap keeps the merge at a few comparisons a record, however many runs. */
+ * source's record. */
 function mergeCursors(sources: Cursor[], take: (c: Cursor) => void): void {
-  const before = (a: Cursor, b: Cursor) => {
+  const heap = new MergeHeap(sources, (a, b) => {
     const c = a.buf.compare(b.buf, b.at, b.at + 32, a.at, a.at + 32);
     return c < 0 || (c === 0 && a.rank > b.rank);
-  };
-  const heap = sources.filter((c) => c.next());
-  const down = (i: number) => {
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < heap.length && before(heap[l], heap[m])) m = l;
-      if (r < heap.length && before(heap[r], heap[m])) m = r;
-      if (m === i) return;
-      [heap[i], heap[m]] = [heap[m], heap[i]];
-      i = m;
-    }
-  };
-  for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
+  });
   const last = Buffer.alloc(32);
   let any = false;
-  while (heap.length > 0) {
-    const top = heap[0];
+  for (let top = heap.top; top; heap.advance(), top = heap.top) {
     if (!any || top.buf.compare(last, 0, 32, top.at, top.at + 32) !== 0) {
       top.buf.copy(last, 0, top.at, top.at + 32);
       any = true;
       take(top);
     }
-    if (!top.next()) {
-      const end = heap.pop()!;
-      if (heap.length === 0) break;
-      heap[0] = end;
-    }
-    down(0);
   }
 }
 
