@@ -371,6 +371,8 @@ describe('isoatlas nginx-config', () => {
     const refused = await cli(['nginx-config', '--dir', tree(), '--out', foreign]);
     expect(refused.status).toBe(3);
     expect(refused.stderr).toContain('was not written by `isoatlas nginx-config`');
+    const nowhere = await cli(['nginx-config', '--dir', tree(), '--out', join(dir, 'no', 'such', 'front.conf')]);
+    expect([nowhere.status, nowhere.stderr]).toEqual([2, expect.stringContaining('does not exist: create it first')]);
     // A --compressed-dir it did not make (here shaped like a mirror's objects/) is neither written nor pruned.
     const objects = join(dir, 'objects');
     mkdirSync(join(objects, 'ab'), { recursive: true });

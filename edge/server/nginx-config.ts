@@ -34,7 +34,7 @@ import { forEachManifestShard } from '../../build/common/manifest-reader.js';
 import { FRONT_MANIFEST_HEADER, servedDir } from './serve.js';
 import { fileKinds, structureFilePath, systemPaths, type FileKindId } from '../contract/dispatch.js';
 import { releasePublicPath } from '../contract/store-layout.js';
-import { BadInputError } from '../../build/common/errors.js';
+import { BadInputError, UsageError } from '../../build/common/errors.js';
 import { CopiesWriter, type CompressedCopies } from './nginx-compressed.js';
 import { FRONT_FILE_HEADERS, FRONT_TARGET_HEADER, FRONT_TYPE_HEADER } from './front-file.js';
 
@@ -461,6 +461,10 @@ const errorLogOf = (accessLog: string) => join(dirname(accessLog), 'error.log');
 /** Writes the config to `out` through a temporary name and a rename (nginx never reads half a file);
  * an existing file is replaced only when an earlier run wrote it. */
 export async function writeNginxConfig(out: string, text: string): Promise<void> {
+  if (!existsSync(dirname(out)))
+    throw new UsageError(
+      `the folder of --out ${out} does not exist: create it first (mkdir -p ${dirname(out)}), or choose another --out`,
+    );
   if (existsSync(out)) {
     const head = readFileSync(out, 'utf8').slice(0, GENERATED_MARK.length);
     if (head !== GENERATED_MARK)
