@@ -2,9 +2,11 @@
 // empty directory (no node_modules, no checkout) and run there with Node: it serves the demo tree,
 // and every job it carries does real work there: `mirror` of a store published to S3 into an empty
 // directory, `serve` of that mirror, `mirror` from that server into a second directory and a
-// re-sync of it, `nginx-config` of the mirror (which nginx accepts), no sync leaving its scratch.
+// re-sync of it, `nginx-config` of the mirror (which nginx accepts), no sync leaving its scratch; and
+// each command the file offers (read from its --help) killed in the middle of its work, then run again.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { output, until } from './helpers/wait.js';
+import { eventually, output, until } from './helpers/wait.js';
+import http from 'node:http';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -12,6 +14,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { treePaths } from '../edge/contract/tree.js';
+import { parseManifestIndex } from '../edge/contract/manifest.js';
+import { packKey, parsePackList } from '../edge/contract/packs.js';
 import { POINTER_KEY, objectKey, parsePointer } from '../edge/contract/store-layout.js';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { standaloneNginx } from '../edge/server/nginx-config.js';
@@ -303,6 +307,94 @@ describe('isoatlas-server.mjs: every job it carries, on a real store', () => {
     expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
     expectNoScratch(first());
   }, 120_000);
+  /** Runs `node isoatlas-server.mjs <args>` from its directory, kills it (SIGKILL) once `begun`
+   * says it is in the middle of its work, and resolves when it is gone. */
+  async function killedMidway(args: string[], begun: () => boolean, env?: NodeJS.ProcessEnv): Promise<void> {
+    const child = spawn(process.execPath, [bundle, ...args], { cwd: opt, env, stdio: 'ignore' });
+    children.push(child);
+    const gone = new Promise<void>((done) => child.once('exit', () => done()));
+    await eventually(
+      async () => begun() || child.exitCode !== null,
+      (ok) => ok,
+      `${args[0]} to begin its work`,
+      5,
+    );
+    expect(child.exitCode, `${args[0]} ended before it could be killed in the middle`).toBeNull();
+    child.kill('SIGKILL');
+    await gone;
+  }
+
+  /** For each command the file offers, a kill in the middle of its work and what must hold after:
+   * a command added to the file without an entry here fails the test below. */
+  const killedCommands: Record<string, () => Promise<void>> = {
+    async mirror() {
+      const to = join(dir, 'mirror-killed');
+      const args = ['mirror', '--from', 's3://atlas/pre', '--endpoint', s3!.endpoint, '--to', to];
+      // Killed once its scratch exists: it has read the source and is fetching.
+      await killedMidway(
+        args,
+        () => existsSync(to) && readdirSync(to).some((n) => n.startsWith('.sync-scratch-')),
+        s3env(),
+      );
+      const again = await mirrorWithBundle(args.slice(1), s3env());
+      expect(again.status, again.stderr).toBe(0);
+      // Whole, and the killed run's scratch gone with it.
+      await expectWhole(to);
+    },
+    async serve() {
+      const before = readdirSync(first()).sort();
+      const killed = await serveBundle(first());
+      const read = (sha: string) => readFileSync(join(first(), objectKey(sha)));
+      const pointer = parsePointer(readFileSync(join(first(), POINTER_KEY), 'utf8'));
+      const packs = parseManifestIndex(read(pointer.manifest_sha256), 'manifest.json').packs!;
+      const pack = parsePackList(read(packs.sha256), 'the pack list').packs[0];
+      // Killed while it streams a pack.
+      const cut = new Promise<string>((done) => {
+        http
+          .get(`${killed.base}/${packKey(pack.sha256)}`, (res) => {
+            res.once('data', () => killed.child.kill('SIGKILL'));
+            res.on('error', () => {});
+            res.on('close', () => done(res.complete ? 'whole' : 'cut'));
+            res.resume();
+          })
+          .on('error', () => done('refused'));
+      });
+      expect(['cut', 'whole']).toContain(await cut);
+      const again = await serveBundle(first());
+      const gene = await fetch(`${again.base}/api/v1/genes/PRR5`);
+      expect(gene.status).toBe(200);
+      expect(readdirSync(first()).sort()).toEqual(before);
+      again.child.kill('SIGTERM');
+    },
+    async 'nginx-config'() {
+      const work = join(dir, 'nginx-killed');
+      mkdirSync(work);
+      const config = join(work, 'isoatlas.conf');
+      const compressed = join(work, 'compressed');
+      const args = [
+        ...['nginx-config', '--dir', first(), '--upstream', '127.0.0.1:9', '--listen', `127.0.0.1:${await freePort()}`],
+        ...['--access-log', join(work, 'front.log'), '--compressed-dir', compressed, '--out', config],
+      ];
+      // Killed once it writes the compressed copies.
+      await killedMidway(args, () => existsSync(compressed));
+      const again = await run(process.execPath, [bundle, ...args], { cwd: opt });
+      expect(again.status, again.stderr).toBe(0);
+      const check = await run(NGINX, [...standaloneNginx(work, config).args, '-t']);
+      expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
+    },
+  };
+
+  it('every command it offers, killed in the middle of its work, runs again to a whole result', async () => {
+    expect(served, 'the mirror is served (test above)').toBeDefined();
+    const help = await run(process.execPath, [bundle, '--help'], { cwd: opt });
+    const offered = help.stdout
+      .split(/\nCommands:\n/)[1]
+      .split('\n')
+      .map((l) => /^\s{2}(\S+)/.exec(l)?.[1])
+      .filter((c): c is string => c !== undefined && c !== 'help');
+    expect(offered.sort()).toEqual(Object.keys(killedCommands).sort());
+    for (const command of offered) await killedCommands[command]();
+  }, 300_000);
 });
 
 describe('the check that keeps the one-file server portable', () => {
