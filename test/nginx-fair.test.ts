@@ -1,6 +1,7 @@
 // A fair share through the nginx front (`isoatlas nginx-config`): one address cannot take the
-// front's connections from another (idle ones are bounded by worker_connections, requests in
-// progress per address by limit_conn), and a request is counted once by the server behind it,
+// front's connections from another (idle ones are bounded by worker_connections and the front's
+// timeouts, requests in progress per address by limit_conn; a hard cap per address is the firewall
+// rule's, test/nginx-firewall.test.ts), and a request is counted once by the server behind it,
 // whether nginx answers it from a file or passes it on.
 import { describe, expect, inject, it } from 'vitest';
 import http from 'node:http';
@@ -8,7 +9,8 @@ import net from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { frontRequests, frontsOfSuite } from './helpers/nginx-front.js';
+import { frontRequests } from './helpers/nginx-front.js';
+import { frontsOfSuite } from './helpers/nginx-suite.js';
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
 import { rawRequest as request } from './helpers/raw-request.js';
 
@@ -35,7 +37,13 @@ async function roomInMinute(ms: number) {
 
 describe('connections through the front', () => {
   it('one address holding 1,100 idle connections; another address is answered 10 of 10', async () => {
-    const f = await front({ dir: inject('fixtureTree') });
+    // A headers timeout longer than the test: the connections stay held while the other address is
+    // served, rather than being cut to make room (test/nginx-timeouts.test.ts has the timeout).
+    const long = String(10 * SERVER_LIMITS.requestTimeoutMs);
+    const f = await front({
+      dir: inject('fixtureTree'),
+      env: { ISOATLAS_HEADERS_TIMEOUT_MS: long, ISOATLAS_REQUEST_TIMEOUT_MS: long },
+    });
     const { hostname, port } = new URL(f.base);
     const held: net.Socket[] = [];
     try {

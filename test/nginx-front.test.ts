@@ -11,9 +11,11 @@ import http from 'node:http';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { frontRequests, frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
+import { frontRequests, type RunningFront } from './helpers/nginx-front.js';
+import { frontsOfSuite } from './helpers/nginx-suite.js';
 import { rawRequest as request } from './helpers/raw-request.js';
 import { runCli, type RunResult } from './helpers/run.js';
+import { issueTestKey } from './helpers/test-key.js';
 
 const ROOT = join(__dirname, '..');
 const tree = () => inject('fixtureTree');
@@ -234,20 +236,7 @@ describe('limits through the front', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-keys-'));
     temp.push(dir);
     const keysDir = join(dir, 'keys');
-    const issued = await cli([
-      'keys',
-      'issue',
-      '--name',
-      'Front Test',
-      '--affiliation',
-      'Contract Test Lab',
-      '--use',
-      'tests of the nginx front',
-      '--keys-dir',
-      keysDir,
-    ]);
-    expect(issued.status, issued.stderr).toBe(0);
-    const key = issued.stdout.trim();
+    const { key } = await issueTestKey(keysDir, 'tests of the nginx front');
     const f = await front({ dir: tree(), serverArgs: ['--access', 'key-required', '--keys-dir', keysDir] });
     const [uri] = [...(await frontRequests(tree())).keys()].filter((k) => k.startsWith('/api/v1/genes/'));
     const auth = { Authorization: `Bearer ${key}` };

@@ -7,12 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../edge/contract/targets.js';
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
-import { frontRequests, frontsOfSuite, type RunningFront } from './helpers/nginx-front.js';
+import { UNWRITTEN_TARGET } from '../edge/server/nginx-config.js';
+import { frontRequests, type RunningFront } from './helpers/nginx-front.js';
+import { frontsOfSuite } from './helpers/nginx-suite.js';
 import { REFUSED, leaksSecret } from './helpers/targets.js';
 import { rawRequest as send, type RawReply } from './helpers/raw-request.js';
-import { runCli } from './helpers/run.js';
+import { issueTestKey } from './helpers/test-key.js';
 
-const ROOT = join(__dirname, '..');
 const PROBLEM = 'application/problem+json; charset=utf-8';
 const { front, temp } = frontsOfSuite();
 
@@ -118,6 +119,22 @@ describe('refused targets through the front and at the server', () => {
     expect(JSON.parse(viaFront.text).detail).toBe(JSON.parse(direct.text).detail);
   });
 
+  it('answers a head past the limit in all, each line under it, with 431 as the server does, and one within it', async () => {
+    const lines = (n: number) =>
+      Object.fromEntries(
+        Array.from({ length: n }, (_, i) => [`X-Padding-${i}`, 'p'.repeat(SERVER_LIMITS.maxHeaderSize / 4)]),
+      );
+    // A path the front answers itself (a request it passes on, the server refuses on its own).
+    for (const [n, status] of [
+      [6, 431],
+      [2, 404],
+    ] as const) {
+      const viaFront = await send(f.base, '/metrics', { headers: lines(n) });
+      const direct = await send(f.server.base, '/metrics', { headers: lines(n), from: '127.0.0.5' });
+      expect([viaFront.status, direct.status], `${n} lines`).toEqual([status, status]);
+    }
+  });
+
   it('with --metrics on, no spelling reaches the metrics or an admission through the front', async () => {
     const m = await front({ dir: inject('fixtureTree'), serverArgs: ['--metrics'] });
     const headers = { 'X-Isoatlas-Front-Manifest': manifest };
@@ -141,30 +158,7 @@ describe('no key character in any answer or log', () => {
     const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-keyscan-'));
     temp.push(dir);
     const keysDir = join(dir, 'keys');
-    const issued = await runCli(
-      [
-        'keys',
-        'issue',
-        '--name',
-        'Scan Test',
-        '--affiliation',
-        'Test Lab',
-        '--use',
-        'key redaction tests',
-        '--keys-dir',
-        keysDir,
-      ],
-      { cwd: ROOT },
-    );
-    expect(issued.status, issued.stderr).toBe(0);
-    const key = issued.stdout.trim();
-    const secret =
-      key.split('_')[2] +
-      key
-        .split('_')
-        .slice(3)
-        .map((p) => `_${p}`)
-        .join('');
+    const { key, secret } = await issueTestKey(keysDir, 'key redaction tests');
     expect(secret).toHaveLength(43);
     const f = await front({ dir: inject('fixtureTree'), serverArgs: ['--keys-dir', keysDir] });
     const [gene] = [...(await frontRequests(inject('fixtureTree'))).keys()].filter((k) =>
@@ -220,5 +214,128 @@ describe('no key character in any answer or log', () => {
       const lines = text.split('\n').flatMap((line, i) => (leaksSecret(line, secret) ? [i + 1] : []));
       expect(lines, `${place}: lines holding part of the key's secret`).toEqual([]);
     }
+  });
+});
+
+/** The front's log lines. */
+const lines = (log: string) =>
+  log
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { method: string; path: string; status: number });
+
+/** The key with its prefix spelled in each way the server reads as the prefix (redactKeys): each
+ * character percent-encoded in either hex case, a letter in capitals as itself or encoded, encoded
+ * twice or three times (`%2569`), the prefix in capitals, and the whole key encoded. */
+function prefixSpellings(key: string): Record<string, string> {
+  const prefix = 'isoatlas_';
+  const rest = key.slice(prefix.length);
+  const hex = (c: string) => c.charCodeAt(0).toString(16).padStart(2, '0');
+  const at = (i: number, spelled: string) => prefix.slice(0, i) + spelled + prefix.slice(i + 1) + rest;
+  const spelled: Record<string, string> = { 'as issued': key, 'in capitals': prefix.toUpperCase() + rest };
+  [...prefix].forEach((c, i) => {
+    const place = `${c} (character ${i + 1})`;
+    for (const letter of new Set([c, c.toUpperCase()])) {
+      if (letter !== c) spelled[`${letter} for ${place}`] = at(i, letter);
+      for (const code of new Set([hex(letter), hex(letter).toUpperCase()])) {
+        spelled[`${place} as %${code}`] = at(i, `%${code}`);
+        spelled[`${place} as %25${code}`] = at(i, `%25${code}`);
+      }
+    }
+  });
+  spelled['_ as %25255F'] = at(prefix.length - 1, '%25255F');
+  spelled['the whole key encoded'] = [...key].map((c) => `%${hex(c).toUpperCase()}`).join('');
+  return spelled;
+}
+
+describe('a key in a target, in every spelling the server reads as one', () => {
+  it('is in no answer, header or log line of the front, nor of the server, whether nginx refuses the target, answers it or passes it on, up or down', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-spellings-'));
+    temp.push(dir);
+    const issued = await issueTestKey(join(dir, 'keys'), 'key spelling tests');
+    const f = await front({ dir: inject('fixtureTree'), serverArgs: ['--keys-dir', join(dir, 'keys')] });
+    const spellings = Object.entries(prefixSpellings(issued.key));
+    expect(spellings.length).toBe(new Set(spellings.map(([, s]) => s)).size);
+    expect(spellings.length).toBeGreaterThanOrEqual(50);
+    const contexts: [string, (spelled: string) => string, 'front' | 'server'][] = [
+      ['a backslash, which the front refuses', (s) => `/api/v1/genes/${s}\\x`, 'front'],
+      ['an overlong segment, which the front refuses', (s) => `/api/v1/genes/${s}${'a'.repeat(200)}`, 'front'],
+      ['a query on a path the front answers 404', (s) => `/metrics?${s}`, 'front'],
+      ['a path the server answers 404', (s) => `/api/v1/genes/${s}`, 'server'],
+    ];
+    const answers: string[] = [];
+    // Labels only, here and below: a failure prints no piece of the key.
+    const namedTarget: string[] = [];
+    const ask = async (base: string, target: string) => {
+      const r = await send(base, target);
+      answers.push(`${r.status} ${JSON.stringify(r.headers)} ${r.body.toString('latin1')}`);
+      return r;
+    };
+    for (const [what, spelled] of spellings)
+      for (const [where, target, answeredBy] of contexts) {
+        const viaFront = await ask(f.base, target(spelled));
+        const direct = await ask(f.server.base, target(spelled));
+        for (const r of [viaFront, direct]) {
+          expect(r.status, `${what}, ${where}`).toBeGreaterThanOrEqual(400);
+          expect(r.status, `${what}, ${where}`).toBeLessThan(500);
+          expect(r.headers['content-type']).toBe(PROBLEM);
+        }
+        // The front's own problems name no target they cannot vouch for.
+        if (answeredBy === 'front' && JSON.parse(viaFront.text).instance !== '/') namedTarget.push(`${what}, ${where}`);
+      }
+    // With the server down: nginx's own 502, and its error log (kept at crit) quiet.
+    expect(await f.server.stop()).toBe(0);
+    for (const [what, spelled] of spellings)
+      expect((await ask(f.base, `/api/v1/genes/${spelled}`)).status, what).toBe(502);
+    const places = { error: f.errorLog(), access: f.frontLog(), server: f.server.logs(), answers: answers.join('\n') };
+    for (const [place, text] of Object.entries(places)) {
+      // Line numbers only: a line that leaks is not printed.
+      const lines = text
+        .split('\n')
+        .flatMap((line, i) => (leaksSecret(line, issued.secret) || leaksSecret(line, issued.id) ? [i + 1] : []));
+      expect(lines, `${place}: lines holding 8 characters in a row of the key's id or secret`).toEqual([]);
+    }
+    // A line for each of the front's own answers (three contexts, and the 502s), each saying what it
+    // left out: nginx read every spelling as a key.
+    const log = await f.untilFrontLogged((l) => lines(l).length === spellings.length * 4, 'every line');
+    const notRedacted = lines(log).filter((l) => l.path !== '[redacted: shaped like an API key]');
+    expect(notRedacted.length, 'lines writing something of a target holding a key').toBe(0);
+    expect(namedTarget, "the front's problems whose instance is not /").toEqual([]);
+  });
+
+  it('writes a target of its own answers only when it cannot hold a piece of a key; else the route it names, else nothing of it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-nginx-written-'));
+    temp.push(dir);
+    const { secret } = await issueTestKey(join(dir, 'keys'), 'key spelling tests');
+    const f = await front({ dir: inject('fixtureTree'), serverArgs: ['--keys-dir', join(dir, 'keys')] });
+    expect(await f.server.stop()).toBe(0);
+    // [method, target, status, what the front's log line says of it, the problem's instance]
+    const cases: [string, string, number, string, string][] = [
+      ['GET', '/api/v1/release', 502, '/api/v1/release', '/api/v1/release'],
+      ['GET', '/metrics?x=1', 404, '/metrics?x=1', '/metrics?x=1'],
+      // A run of eight characters could be a piece of a secret: the route instead.
+      ['GET', '/api/v1/releases', 502, '/api/v1/releases', '/'],
+      ['GET', '/api/v1/genes/ENSG00000099917', 502, '/api/v1/genes/{symbol}', '/'],
+      // A secret pasted without the key's prefix.
+      ['GET', `/api/v1/isoforms/${secret}/domains?limit=3`, 502, '/api/v1/isoforms/{transcript_id}/domains', '/'],
+      ['GET', `/api/v1/genes/${secret}\\x`, 400, '/api/v1/genes/{symbol}', '/'],
+      ['GET', `/${secret}`, 502, UNWRITTEN_TARGET, '/'],
+      ['GET', '/api/v1/genes/%41BC', 502, '/api/v1/genes/{symbol}', '/'],
+      // A method of the client's own words; a POST, as sent (nginx's error page would say GET).
+      [secret.replace(/[^A-Za-z]/g, '').toUpperCase(), '/api/v1/release', 502, '/api/v1/release', '/api/v1/release'],
+      ['POST', '/api/v1/release', 502, '/api/v1/release', '/api/v1/release'],
+    ];
+    for (const [i, [method, target, status, path, instance]] of cases.entries()) {
+      // Compared, not printed, where it may hold the secret.
+      const r = await send(f.base, target, { method });
+      expect(r.status, `case ${i}`).toBe(status);
+      const log = await f.untilFrontLogged((l) => lines(l).length === i + 1, `line ${i + 1}`);
+      const line = lines(log)[i];
+      expect(line.path === path, `case ${i}: the line's path is ${path}`).toBe(true);
+      expect(line.method === (['GET', 'POST'].includes(method) ? method : 'other'), `case ${i}: method`).toBe(true);
+      expect(JSON.parse(r.text).instance === instance, `case ${i}: the instance is ${instance}`).toBe(true);
+      expect(leaksSecret(r.text, secret) || leaksSecret(JSON.stringify(r.headers), secret), `case ${i}`).toBe(false);
+    }
+    expect(leaksSecret(f.frontLog(), secret)).toBe(false);
   });
 });

@@ -28,8 +28,8 @@ import { RELEASE_HEADER, isKeyedFile, listSize, routes, type Route } from '../co
 import { CORS_HEADERS } from '../contract/http-headers.js';
 import { ALLOW, PROBLEM_TYPE, problemBody } from '../responses.js';
 import { NGINX_REFUSED_REQUEST, REFUSED_TARGET_DETAIL } from '../contract/targets.js';
-import { KEY_PREFIX } from '../access/key-format.js';
-import { SERVER_LIMITS, connectionShareProblem } from '../adapters/server-limits.js';
+import { connectionShareProblem, serverLimits, type ServerLimits } from '../adapters/server-limits.js';
+import { SAFE_TARGET, keyPrefixPattern, routeShapes } from './nginx-redaction.js';
 import { forEachManifestShard } from '../../build/common/manifest-reader.js';
 import { FRONT_MANIFEST_HEADER, servedDir } from './serve.js';
 import { fileKinds, structureFilePath, systemPaths, type FileKindId } from '../contract/dispatch.js';
@@ -51,6 +51,9 @@ export interface NginxConfigOptions {
   /** Where the compressed copies of the files go (default: beside `dir`, named `<dir>.compressed`). */
   compressedDir?: string;
   version: string;
+  /** The server's limits the front keeps as well (default: as `isoatlas serve` reads them, from
+   * SERVER_LIMITS and the environment's ISOATLAS_* overrides), so that front and server agree. */
+  limits?: ServerLimits;
 }
 
 export interface NginxConfig {
@@ -165,6 +168,7 @@ export async function forEachFrontFile(
 }
 
 export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig> {
+  const limits = opts.limits ?? limitsOfEnvironment();
   const dir = resolve(opts.dir);
   const compressedDir = resolve(opts.compressedDir ?? `${dir}.compressed`);
   // nginx reads `$` in a value as a variable, with no way to escape it.
@@ -185,8 +189,19 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   });
   const compressed = await copies.finish();
   const manifestSha256 = createHash('sha256').update(indexBody).digest('hex');
-  const text = render({ ...opts, dir, compressedDir, release: index.release, manifestSha256 });
+  const text = render({ ...opts, dir, compressedDir, limits, release: index.release, manifestSha256 });
   return { text, release: index.release, manifestSha256, files, compressed: { ...compressed, dir: compressedDir } };
+}
+
+/** The server's limits as `isoatlas serve` reads them; a bad ISOATLAS_* value is the caller's to fix. */
+function limitsOfEnvironment(): ServerLimits {
+  try {
+    return serverLimits(process.env);
+  } catch (err) {
+    throw new UsageError(
+      `${(err as Error).message}: nginx-config writes the limits \`isoatlas serve\` reads from it; set it as for serve, or unset it`,
+    );
+  }
 }
 
 /** A string as an nginx quoted value (values written here hold no quote, backslash or `$` but the
@@ -195,19 +210,17 @@ const quoted = (value: string) => `"${value}"`;
 /** A regular expression as an nginx quoted map key: nginx reads `\\` in a quoted string as `\`. */
 const quotedRegex = (flag: '~' | '~*', source: string) => `"${flag}${source.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 
-/** Anything holding the key prefix, each of its characters as itself or percent-encoded (once or
- * more: `%2569` is an encoded `%69`), in any case: what the front never writes to a log or a body. */
-const KEY_SHAPED = [...KEY_PREFIX].map((c) => `(?:${c}|%(?:25)*${c.charCodeAt(0).toString(16)})`).join('');
-
 const RETRY = { 'Retry-After': '5' };
 
-/** What one client may have in progress at once: the share of connections the server allows a
- * client (the front's own connections to it are not capped, so the front caps its clients). */
-const CONNECTION_SHARE = connectionShareProblem(SERVER_LIMITS);
+type Problem = { status: number; detail: string; headers?: Record<string, string>; name?: string };
 
 /** The problem+json answers nginx gives itself, as the server would word them: for an error code of
- * nginx's, or (`name`) for a request the config sends there itself. */
-const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string, string>; name?: string }[] = [
+ * nginx's, or (`name`) for a request the config sends there itself. A request not received in time
+ * has none: nginx closes the connection without an answer (nginx: client_header_timeout, "the request
+ * is terminated with the 408 error"). The last is for a client over its share of requests in
+ * progress: the share of connections the server allows a client (the front's own connections to it
+ * are not capped, so the front caps its clients). */
+const nginxProblems = (limits: ServerLimits): Problem[] => [
   {
     status: 400,
     detail: 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)',
@@ -215,10 +228,9 @@ const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string,
   { status: 400, detail: REFUSED_TARGET_DETAIL, name: 'target' },
   { status: 404, detail: 'no endpoint here; the API lives under /api/v1/ (see /api/v1/openapi.json)' },
   { status: 405, detail: `this API is read-only: the methods allowed are ${ALLOW}`, headers: { Allow: ALLOW } },
-  { status: 408, detail: 'the request was not received in time' },
   { status: 413, detail: 'this API is read-only: requests carry no body' },
-  { status: 414, detail: `the request line and headers must fit in ${SERVER_LIMITS.maxHeaderSize} bytes` },
-  { status: 431, detail: `the request line and headers must fit in ${SERVER_LIMITS.maxHeaderSize} bytes` },
+  { status: 414, detail: `the request line and headers must fit in ${limits.maxHeaderSize} bytes` },
+  { status: 431, detail: `the request line and headers must fit in ${limits.maxHeaderSize} bytes` },
   { status: 500, detail: 'an unexpected error occurred in the front; it has been logged' },
   { status: 502, detail: 'the isoatlas server behind this front did not answer; try again shortly', headers: RETRY },
   { status: 503, detail: 'the isoatlas server behind this front is busy; try again shortly', headers: RETRY },
@@ -227,31 +239,71 @@ const NGINX_PROBLEMS: { status: number; detail: string; headers?: Record<string,
     detail: 'the isoatlas server behind this front did not answer in time; try again shortly',
     headers: RETRY,
   },
-  CONNECTION_SHARE,
+  connectionShareProblem(limits),
 ];
+/** What a problem line writes for a target the front does not write. */
+export const UNWRITTEN_TARGET = '[not written: the front cannot tell it holds no key]';
+const HTTP_METHODS = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE', 'CONNECT'];
+
+/** The bounds on what a client can hold of the front, the server's own where nginx has one
+ * (edge/adapters/server-limits.ts; SECURITY.md lists them). nginx applies those it reads before a
+ * request's server is known (the headers' timeout and buffers) from the default server of its
+ * listen address: the front must be that server (docs/OPERATIONS.md). */
+function clientLimits(limits: ServerLimits): string[] {
+  const ms = (value: number) => `${value}ms`;
+  return [
+    '# The request line and headers in the time the server gives them, the whole of it (nginx:',
+    '# client_header_timeout; the timer is not reset as bytes arrive); then the connection is closed with',
+    '# a reset (reset_timedout_connection), freeing its memory at once, without an answer. The firewall',
+    "# rule (docs/nginx-front.nft) keeps a client from opening a reset connection's ports again uncounted.",
+    `client_header_timeout ${ms(limits.headersTimeoutMs)};`,
+    'reset_timedout_connection on;',
+    "# A request body (this API takes none; the server drains one): its bytes at most the headers'",
+    '# time apart.',
+    `client_body_timeout ${ms(limits.headersTimeoutMs)};`,
+    '# An answer its client takes nothing of for as long as a request may take to arrive is cut off.',
+    `send_timeout ${ms(limits.requestTimeoutMs)};`,
+    "# Idle keep-alive connections as long as the server's (and said, in Keep-Alive: timeout=), and as",
+    '# many requests on one.',
+    `keepalive_timeout ${ms(limits.keepAliveTimeoutMs)} ${Math.max(1, Math.round(limits.keepAliveTimeoutMs / 1000))}s;`,
+    `keepalive_requests ${limits.maxRequestsPerSocket};`,
+    "# A header line or the request line up to the server's bound, and the whole head in about as much:",
+    '# one such buffer beyond the first (client_header_buffer_size), not several.',
+    `large_client_header_buffers 1 ${limits.maxHeaderSize};`,
+  ];
+}
+
 /** nginx's own codes for some of them (494: header too large). */
 const NGINX_CODES: Record<number, number[]> = { 431: [494] };
 
 function render(
   o: NginxConfigOptions & {
     compressedDir: string;
+    limits: ServerLimits;
     release: string;
     manifestSha256: string;
   },
 ): string {
+  const { limits } = o;
+  const frontProblems = nginxProblems(limits);
+  // The spellings of the key prefix the server reads as one (nginx-redaction.ts).
+  const keyShaped = keyPrefixPattern();
+  const connectionShare = connectionShareProblem(limits);
   const INSTANCE = '\u0000instance\u0000';
   // At URIs, not named locations: nginx redirects to a named location only once it has a URI, and
   // a request line it refuses has none.
   const problems = '/.isoatlas/problem/';
-  const problemUri = (p: (typeof NGINX_PROBLEMS)[number]) => `${problems}${p.name ?? p.status}`;
+  const problemUri = (p: Problem) => `${problems}${p.name ?? p.status}`;
   // A code of nginx's own is answered with the problem's status (`=431`): without it, nginx keeps
   // its code, which it sends as 400, under a body that says 431.
-  const errorPages = NGINX_PROBLEMS.filter((p) => !p.name).map((p) =>
-    NGINX_CODES[p.status]
-      ? `    error_page ${NGINX_CODES[p.status].join(' ')} =${p.status} ${problemUri(p)};`
-      : `    error_page ${p.status} ${problemUri(p)};`,
-  );
-  const refusedTarget = NGINX_PROBLEMS.find((p) => p.name === 'target')!;
+  const errorPages = frontProblems
+    .filter((p) => !p.name)
+    .map((p) =>
+      NGINX_CODES[p.status]
+        ? `    error_page ${NGINX_CODES[p.status].join(' ')} =${p.status} ${problemUri(p)};`
+        : `    error_page ${p.status} ${problemUri(p)};`,
+    );
+  const refusedTarget = frontProblems.find((p) => p.name === 'target')!;
   const indent = (lines: string[], by = '    ') => lines.map((l) => by + l);
   const proxyHeaders = [
     'proxy_set_header Host $host;',
@@ -303,7 +355,7 @@ function render(
     '}',
   ];
 
-  const problemLocation = (p: (typeof NGINX_PROBLEMS)[number]) => {
+  const problemLocation = (p: Problem) => {
     const body = new TextDecoder().decode(problemBody(INSTANCE, { status: p.status, detail: p.detail }));
     const [before, after] = body.split(JSON.stringify(INSTANCE));
     return [
@@ -335,6 +387,9 @@ function render(
     'upstream isoatlas_server {',
     `    server ${o.upstream};`,
     '    keepalive 32;',
+    "    # Idle connections to the server closed before the server's keep-alive timeout closes them, so",
+    '    # that nginx never sends a request on one the server is closing (nginx: upstream keepalive_timeout).',
+    `    keepalive_timeout ${Math.floor(limits.keepAliveTimeoutMs / 2)}ms;`,
     '}',
     '',
     '# Requests in progress per client address (limit_conn below); idle connections are bounded by',
@@ -365,21 +420,42 @@ function render(
     '    "~^0\\.0*(\\d+)$" $1;',
     '    "~^(\\d+)\\.(\\d+)$" $1$2;',
     '}',
-    "# The request target as a problem's instance: only when it holds nothing JSON would need to escape",
-    '# and nothing shaped like an API key.',
+    '# What the front writes of a request target (edge/server/nginx-redaction.ts). nginx cannot decode a',
+    '# target as the server does, nor know the secrets issued, so it writes a target only when it cannot',
+    "# hold a piece of a key: short runs of a secret's characters between separators, no `%`. Anything",
+    '# holding the key prefix, in any spelling the server reads as one (a letter in either case, each',
+    '# character percent-encoded in either hex case, once or more), is never written.',
+    '#',
+    "# A problem's instance: such a target, or `/`.",
     'map $request_uri $isoatlas_instance {',
-    `    ${quotedRegex('~*', KEY_SHAPED)} "/";`,
-    '    "~^/[A-Za-z0-9/._~%@!&()*+,;=:?-]*$" $request_uri;',
+    `    ${quotedRegex('~', keyShaped)} "/";`,
+    `    ${quotedRegex('~', `^${SAFE_TARGET}$`)} $request_uri;`,
     '    default "/";',
     '}',
-    '# The request target as sent, for every log line (a request line nginx refuses has no parsed URI);',
-    '# one holding something shaped like an API key (pasted into a URL by mistake) is not written.',
-    'map $request $isoatlas_logged_path {',
-    `    ${quotedRegex('~*', KEY_SHAPED)} "[redacted: shaped like an API key]";`,
+    '# A file answer, which the server admitted by its target (a path of the route table naming a file):',
+    '# the target as sent. The request line is read: one nginx refuses has no parsed URI.',
+    'map $request $isoatlas_file_path {',
+    `    ${quotedRegex('~', keyShaped)} "[redacted: shaped like an API key]";`,
     '    "~^\\S+ (\\S+)" $1;',
     '    default "";',
     '}',
-    `log_format isoatlas_file escape=json '{"level":"info","time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$isoatlas_logged_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"${variable(RELEASE_HEADER)}"}';`,
+    "# An answer of the front's own (a refusal, the server down): such a target; or else the route of the",
+    '# route table it names, as the table spells it; or else nothing of it.',
+    'map $request $isoatlas_problem_path {',
+    `    ${quotedRegex('~', keyShaped)} "[redacted: shaped like an API key]";`,
+    `    ${quotedRegex('~', `^\\S+ (${SAFE_TARGET})(?: |$)`)} $1;`,
+    ...routeShapes().map(
+      ({ pattern, route }) => `    ${quotedRegex('~', `^\\S+ ${pattern}(?: |$)`)} ${quoted(route)};`,
+    ),
+    `    default ${quoted(UNWRITTEN_TARGET)};`,
+    '}',
+    "# The method as sent, when it is one of HTTP's (a client chooses the word): from the request line, as",
+    '# nginx makes a request it redirects to an error page a GET.',
+    'map $request $isoatlas_method {',
+    `    ${quotedRegex('~', `^(${HTTP_METHODS.join('|')}) `)} $1;`,
+    '    default "other";',
+    '}',
+    `log_format isoatlas_file escape=json '{"level":"info","time":"$time_iso8601","client":"$remote_addr","method":"$isoatlas_method","path":"$isoatlas_file_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"${variable(RELEASE_HEADER)}"}';`,
     '# Targets refused before any location matches, as the server refuses them (edge/contract/targets.ts):',
     '# locations match the decoded, normalized $uri, so this reads the request line as sent.',
     'map $request $isoatlas_bad_target {',
@@ -393,16 +469,16 @@ function render(
     `    ${quotedRegex('~', `^${problems.replace(/\./g, '\\.')}(?!${refusedTarget.status}$)`)} "";`,
     '    default $isoatlas_bad_target;',
     '}',
-    `log_format isoatlas_problem escape=json '{"level":"info","time":"$time_iso8601","client":"$remote_addr","method":"$request_method","path":"$isoatlas_logged_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":null}';`,
+    `log_format isoatlas_problem escape=json '{"level":"info","time":"$time_iso8601","client":"$remote_addr","method":"$isoatlas_method","path":"$isoatlas_problem_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":null}';`,
     '',
     'server {',
     `    listen ${o.listen};`,
     `    server_name ${o.serverName};`,
     '    server_tokens off;',
-    `    large_client_header_buffers 4 ${SERVER_LIMITS.maxHeaderSize};`,
+    ...indent(clientLimits(limits)),
     '    recursive_error_pages on;',
-    `    limit_conn isoatlas_clients ${SERVER_LIMITS.maxConnectionsPerAddress};`,
-    `    limit_conn_status ${CONNECTION_SHARE.status};`,
+    `    limit_conn isoatlas_clients ${limits.maxConnectionsPerAddress};`,
+    `    limit_conn_status ${connectionShare.status};`,
     '    limit_conn_log_level warn;',
     '    access_log off;',
     '    # nginx writes the request line, as sent, into every error line about a request, and its error',
@@ -448,7 +524,7 @@ function render(
       '',
     ]),
     ...jumps.flatMap(({ kind }) => [...indent(fileLocation(kind)), '']),
-    ...NGINX_PROBLEMS.flatMap((p) => [...indent(problemLocation(p)), '']),
+    ...frontProblems.flatMap((p) => [...indent(problemLocation(p)), '']),
     '}',
     '',
   ].join('\n');
@@ -498,7 +574,6 @@ http {
 ${temp}
   sendfile on;
   tcp_nopush on;
-  keepalive_requests 100000;
   include ${frontConfig};
 }
 `,

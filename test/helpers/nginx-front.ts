@@ -2,7 +2,6 @@
 // started for it (trusting nginx's address), for black-box tests through the front. Everything lives
 // in a temporary directory (edge/server/nginx-config.ts standaloneNginx): nginx's main config, which
 // includes the generated one, its pid, temporary files and logs.
-import { afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -10,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from './server.js';
 import { appendTestLog } from './key-scan.js';
-import { runCli } from './run.js';
+import { run, runCli } from './run.js';
 import { forEachFrontFile, standaloneNginx } from '../../edge/server/nginx-config.js';
 import { freePort } from './ports.js';
 import { changesOf, output, until } from './wait.js';
@@ -46,8 +45,9 @@ async function untilListening(port: number, child: ChildProcess, why: () => stri
   throw new Error(`nginx did not listen on ${port} within 30 s\n${why()}`);
 }
 
-/** `editConfig` changes the generated config before nginx reads it (to test what a stale one does). */
-/** `compressedDir`: where nginx-config keeps its compressed copies (default beside `dir`); a mirror of
+/** `env`: for the server and nginx-config alike (the ISOATLAS_* limits both read). `editConfig`
+ * changes the generated config before nginx reads it (to test what a stale one does).
+ * `compressedDir`: where nginx-config keeps its compressed copies (default beside `dir`); a mirror of
  * the demo tree can share the tree's, whose files are the same. */
 export async function startNginxFront(args: {
   dir: string;
@@ -83,12 +83,15 @@ export async function startNginxFront(args: {
         configFile,
         ...(args.compressedDir ? ['--compressed-dir', args.compressedDir] : []),
       ],
-      { cwd: ROOT },
+      { cwd: ROOT, env: { ...process.env, ...args.env } },
     );
     if (generated.status !== 0)
       throw new Error(`isoatlas nginx-config failed (${generated.status}): ${generated.stderr}`);
     if (args.editConfig) writeFileSync(configFile, args.editConfig(readFileSync(configFile, 'utf8')));
     const { args: nginxArgs, errorLog: errorLogFile } = standaloneNginx(work, configFile);
+    // What an operator runs before reloading: the config as generated (or edited) must pass.
+    const checked = await run(NGINX, [...nginxArgs, '-t']);
+    if (checked.status !== 0) throw new Error(`nginx -t refused the front's config:\n${checked.stderr}`);
     const child = spawn(NGINX, [...nginxArgs, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let nginxOutput = '';
     child.stdout!.setEncoding('utf8').on('data', (c: string) => (nginxOutput += c));
@@ -131,28 +134,6 @@ export async function startNginxFront(args: {
     rmSync(work, { recursive: true, force: true });
     throw err;
   }
-}
-
-/** A test file's fronts and temporary directories: `front` starts one, `temp` takes a directory, and
- * after the file's tests every front is stopped and every directory removed. */
-export function frontsOfSuite(): {
-  front: (args: Parameters<typeof startNginxFront>[0]) => Promise<RunningFront>;
-  temp: string[];
-} {
-  const fronts: RunningFront[] = [];
-  const temp: string[] = [];
-  afterAll(async () => {
-    for (const f of fronts) await f.stop();
-    for (const dir of temp) rmSync(dir, { recursive: true, force: true });
-  });
-  return {
-    temp,
-    async front(args) {
-      const f = await startNginxFront(args);
-      fronts.push(f);
-      return f;
-    },
-  };
 }
 
 /** The requests nginx may answer from a file of the release `dir` serves, each by its canonical id:
