@@ -12,8 +12,8 @@ import { pipelined, slowHeaders, type HeldConnection } from './helpers/slow-clie
 
 const LIMITS: Partial<ServerLimits> = {
   headersTimeoutMs: 1_000,
-  // The send timeout; far from the headers' timeout, so that each is told from the other.
-  requestTimeoutMs: 6_000,
+  // Far from the headers' timeout, so that each is told from the other.
+  sendTimeoutMs: 6_000,
   keepAliveTimeoutMs: 1_000,
   maxRequestsPerSocket: 12,
 };
@@ -107,7 +107,7 @@ describe('timeouts of the front, as the server states them', () => {
   });
 
   it('cuts a client that never reads a large answer at the send timeout', async () => {
-    const T = LIMITS.requestTimeoutMs!;
+    const T = LIMITS.sendTimeoutMs!;
     // Answers far larger than what the two sockets' buffers hold, asked for at once.
     const asset = '/api/v1/docs/swagger-ui-bundle.js';
     const one = await rawRequest(f.base, asset);
