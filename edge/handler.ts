@@ -22,7 +22,7 @@ import type { IndexedShardObject } from './contract/manifest.js';
 import { parseQuery, RequestProblem } from './router.js';
 import { ALLOW, PREFLIGHT_HEADERS, bodyResponse, problem, sha256Hex } from './responses.js';
 import type { AccessControl } from './access/control.js';
-import { clip } from './access/key-format.js';
+import { clip } from './access/redaction.js';
 import { consoleLog, errorFields, type HandlerLog } from './handler-log.js';
 import { routeHandlers } from './endpoints/bindings.js';
 import type { Release, Releases } from './endpoints/route-request.js';

@@ -1,6 +1,6 @@
 // Building responses: JSON with ETag and conditional GET, RFC 9457 problem details, CORS.
 // Web-standard only (Response, Headers, crypto.subtle), so the same code runs in Node and at the edge.
-import { redactKeys } from './access/key-format.js';
+import { redactKeys } from './access/redaction.js';
 import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS } from './contract/http-headers.js';
 import { DEFAULT_RELEASE_PARAM } from './contract/routes.js';
 
@@ -86,13 +86,14 @@ export function problemBody(instance: string, init: ProblemInit): Uint8Array {
     type: 'about:blank',
     title: REASONS[init.status] ?? 'Error',
     status: init.status,
-    // A key pasted into a URL by mistake is never echoed back, in any member of the problem.
-    detail: redactKeys(init.detail),
+    // A key pasted into a URL by mistake is never echoed back, in any member of the problem: a
+    // member that quotes part of the request is read against the whole of it (the instance).
+    detail: redactKeys(init.detail, instance),
     instance: redactKeys(instance),
     ...Object.fromEntries(
       Object.entries(init.extra ?? {}).map(([name, value]) => [
         name,
-        typeof value === 'string' ? redactKeys(value) : value,
+        typeof value === 'string' ? redactKeys(value, instance) : value,
       ]),
     ),
   });

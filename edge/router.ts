@@ -1,7 +1,7 @@
 // Matches request paths against the contract's route table and validates query parameters against
 // each route's declared parameters and bounds.
 import { PATH_SEGMENT_MAX, PATH_SEGMENT_PATTERN, routes, type Route } from './contract/routes.js';
-import { clip } from './access/key-format.js';
+import { clip } from './access/redaction.js';
 import { API_PREFIX } from './contract/tree.js';
 
 /** A route of the contract, with its literal id. */

@@ -20,6 +20,8 @@ import {
 import { issueKey, loadRegistry, readSecret, revokeKey } from '../build/keys/registry.js';
 import { loadCloudFrontFunction, runtimeProblems, viewerRequest } from './helpers/cloudfront-function.js';
 import { validate } from './helpers/schemas.js';
+import { PASTE_SHAPES, PASTE_SHAPES_BY_CHANCE } from './helpers/paste-shapes.js';
+import { leaksSecret } from './helpers/targets.js';
 import { createHandler } from '../edge/handler.js';
 import { CORS_HEADERS } from '../edge/contract/http-headers.js';
 import { DEFAULT_RELEASE_PARAM, RELEASE_PARAM } from '../edge/contract/routes.js';
@@ -226,6 +228,25 @@ describe('key-required (B)', () => {
       const out = await gate('key-required').handler(viewerRequest({ uri }));
       expect(JSON.parse(out.body.data).instance).toBe('/api/v1/genes/isoatlas_[redacted]');
     }
+  });
+});
+
+describe('what the gate echoes', () => {
+  it("never a piece of a key pasted into the path, in any shape; the API's lowercase words stay", async () => {
+    const refuser = gate('key-required');
+    for (const [shape, paste] of Object.entries({ ...PASTE_SHAPES, ...PASTE_SHAPES_BY_CHANCE })) {
+      for (let i = 0; i < 50; i++) {
+        const { text, secret } = paste(standard.key, Math.random);
+        // CloudFront gives the function the path apart from the query: the path is what it echoes.
+        const uri = text.replace('?', '/');
+        const out = await refuser.handler(viewerRequest({ uri }));
+        expect(out.statusCode, shape).toBe(401);
+        // The shape's name only: a failure must not print the key.
+        expect(leaksSecret(JSON.parse(out.body.data).instance, secret), shape).toBe(false);
+      }
+    }
+    const plain = await refuser.handler(viewerRequest({ uri: '/api/v1/isoforms/PB.1234.5/structure' }));
+    expect(JSON.parse(plain.body.data).instance).toBe('/api/v1/isoforms/PB.1234.5/structure');
   });
 });
 

@@ -15,6 +15,9 @@ import { resolveAccessConfig } from '../edge/access/config.js';
 import { issueKey, revokeKey } from '../build/keys/registry.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { KEY_MATERIAL, scanForKeys } from './helpers/key-scan.js';
+import { PASTE_SHAPES, PASTE_SHAPES_BY_CHANCE } from './helpers/paste-shapes.js';
+import { rawRequest } from './helpers/raw-request.js';
+import { leaksSecret } from './helpers/targets.js';
 
 let keysDir: string;
 let server: RunningServer;
@@ -110,6 +113,41 @@ describe('keys in requests, against a real server', () => {
     expect(log.match(/"method":"GET"/g)?.length).toBeGreaterThanOrEqual(requests.length);
     for (const s of secrets) expect(log.includes(s), 'the server log holds key material').toBe(false);
     expect(log.match(KEY_MATERIAL)).toBeNull();
+  });
+
+  it('an issued key pasted in any shape into the path or the query leaves no piece of its secret in an answer or the log', async () => {
+    // Each shape as the fixture's paste helper writes it (under /api/v1/genes/ or the search), and at
+    // the root ("no endpoint at …"); with the key in Authorization too (the route's own answer) and
+    // without (the 401). No header is echoed by the server, so the path and the query are where a
+    // client's text comes back.
+    const gets = (text: string) => text.match(/"method":"GET"/g)?.length ?? 0;
+    const before = gets(server.logs());
+    const pieces: string[] = [];
+    let sent = 0;
+    for (const [shape, paste] of Object.entries({ ...PASTE_SHAPES, ...PASTE_SHAPES_BY_CHANCE })) {
+      for (const [key, authorized] of [
+        [valid, true],
+        [revoked, false],
+      ] as const) {
+        const { text, secret } = paste(key, Math.random);
+        pieces.push(secret);
+        for (const target of [text, text.replace('/api/v1/genes/', '/')]) {
+          const reply = await rawRequest(server.base, target, {
+            headers: authorized ? { Authorization: `Bearer ${valid}` } : {},
+          });
+          sent++;
+          // Judged by the route with the key (the search echoes its query), refused by the gate without
+          // it: each echoes the target.
+          if (authorized) expect([200, 400, 404], shape).toContain(reply.status);
+          else expect(reply.status, shape).toBe(401);
+          const answer = [reply.text, ...Object.entries(reply.headers).map(([n, v]) => `${n}: ${v}`)].join('\n');
+          // The shape's name only: a failure must not print the key.
+          expect(leaksSecret(answer, secret), `${shape}: the answer`).toBe(false);
+        }
+      }
+    }
+    const log = await server.untilLogged((text) => gets(text) >= before + sent, 'a line for each request');
+    for (const secret of pieces) expect(leaksSecret(log, secret), 'the server log').toBe(false);
   });
 
   it('an unexpected error whose message holds a key is logged redacted, and its 500 says nothing', async () => {

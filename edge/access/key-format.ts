@@ -41,34 +41,6 @@ export function generateKey(letter: string | null): { id: string; key: string } 
   return { id, key: `${KEY_PREFIX}${id}_${base64url(crypto.getRandomValues(new Uint8Array(32)))}` };
 }
 
-/** A key, or the start of one: the id and any of its secret (text cut short elsewhere keeps none), in
- * any case (a key upper-cased by mistake still carries its secret). */
-const KEY_ANYWHERE = /isoatlas_[a-z2-7]{8,9}_[A-Za-z0-9_-]+/gi;
-const PREFIX_ANYWHERE = /isoatlas_/i;
-/** What stands in for a key redacted. */
-export const REDACTED_KEY = 'isoatlas_[redacted]';
-/** A percent-encoded unreserved character: the same URL either way (RFC 3986 §6.2.2.2); also when
- * encoded again (`%255F`), as a URL encoded twice by mistake carries it. */
-const ENCODED_UNRESERVED = /%(?:25)*(2[dD]|2[eE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])/g;
-
-/** Replaces anything shaped like a key, or the start of one (say, pasted into a URL by mistake),
- * before text is logged or echoed in an error body. Percent-encoded letters, digits, `_` and `-` are
- * decoded first, so an encoded key (`isoatlas%5F…`) is found as well. */
-export function redactKeys(text: string): string {
-  // Nothing to decode and no key prefix: nothing to redact (the common case, so checked first).
-  if (!text.includes('%') && !PREFIX_ANYWHERE.test(text)) return text;
-  return text
-    .replace(ENCODED_UNRESERVED, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
-    .replace(KEY_ANYWHERE, REDACTED_KEY);
-}
-
-/** Client text as it may be echoed or logged within `max` characters: keys redacted first, so the
- * cut cannot leave part of one behind. */
-export function clip(text: string, max: number): string {
-  const redacted = redactKeys(text);
-  return redacted.length > max ? redacted.slice(0, max) : redacted;
-}
-
 /** The one spelling of a key in an Authorization header: the scheme in any letter case (RFC 7235
  * makes it case-insensitive), one space, the key, nothing else. The CDN's gate admits the same, and
  * WAF counts per key on the header lowercased, so each admitted spelling of a key is one count. */

@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { Handler, RequestContext } from '../handler.js';
 import type { AnswerLabel } from '../contract/dispatch.js';
 import { ALLOW, PROBLEM_TYPE, REASONS, problemBody } from '../responses.js';
-import { redactKeys } from '../access/key-format.js';
+import { redactKeys } from '../access/redaction.js';
 import { consoleLog, errorFields, type HandlerLog } from '../handler-log.js';
 import { connectionShareProblem, serverLimits, type ServerLimits } from './server-limits.js';
 import { type ConnectionCharge, UnsentBudget } from './unsent-budget.js';

@@ -4,7 +4,7 @@
 import { cacheControl } from '../contract/routes.js';
 import { DOCS_ASSETS, DOCS_PAGE, contentTypeOf, links, treePaths } from '../contract/tree.js';
 import { bodyResponse, problem } from '../responses.js';
-import { clip } from '../access/key-format.js';
+import { clip } from '../access/redaction.js';
 import { fileAnswer, mustRead, type Release, type RouteHandler } from './route-request.js';
 
 /** Scripts and styles from this origin only; Swagger UI sets inline styles and shows data: icons. */

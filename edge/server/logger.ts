@@ -1,7 +1,8 @@
 // The one logger of every isoatlas process (pino; node only, never in the Lambda@Edge bundle, which
 // logs through edge/handler-log.ts). Each line is a JSON object with `time` (ISO 8601) and `level`
-// (its name); API keys are redacted from every line as it is written, and credential headers by
-// path, whatever object holds them.
+// (its name); API keys, and anything that could be a piece of one (edge/access/redaction.ts), are
+// redacted from every line as it is written, and credential headers by path, whatever object holds
+// them.
 //   - `isoatlas serve` (and `start`): JSON on standard output, written asynchronously (lines written
 //     while a write is in progress go out together in the next one, so a busy server makes few
 //     write calls) and flushed when the process exits.
@@ -11,7 +12,7 @@
 // Lives beside the server, the process whose every line must be JSON; the build's commands import it
 // from here, as they import the contract from edge/.
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactKeys } from '../access/key-format.js';
+import { redactKeys } from '../access/redaction.js';
 import type { HandlerLog } from '../handler-log.js';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -74,7 +75,8 @@ export function createLogger(settings: LogSettings = {}): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      // Keys inside any text (a path, an error's message or stack) are caught on the whole line.
+      // Keys and pieces of them inside any text (a path, an error's message or stack) are caught on
+      // the whole line.
       hooks: { streamWrite: redactKeys },
     },
     destinationOf(settings),
