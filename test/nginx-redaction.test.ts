@@ -2,7 +2,8 @@
 // every spelling the server reads as one, and the grammar of a target that cannot hold a piece of a
 // secret. The patterns are read here by JavaScript; test/nginx-targets.test.ts has nginx read them.
 import { describe, expect, it } from 'vitest';
-import { KEY_PREFIX, generateKey, redactKeys } from '../edge/access/key-format.js';
+import { KEY_PREFIX, generateKey } from '../edge/access/key-format.js';
+import { redactKeys } from '../edge/access/redaction.js';
 import { SAFE_TARGET, SECRET_RUN, keyPrefixPattern, routeShapes } from '../edge/server/nginx-redaction.js';
 import { routes } from '../edge/contract/routes.js';
 

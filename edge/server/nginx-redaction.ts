@@ -2,10 +2,11 @@
 // problem bodies' `instance`. nginx can match a target against a pattern but cannot decode it as the
 // server does, nor know which secrets were issued, so:
 // - the key prefix is spelled here in every way the server's redaction reads it (redactKeys, in
-//   edge/access/key-format.ts, is asked, one spelling at a time), for nginx's raw `$request`;
+//   edge/access/redaction.ts, is asked, one spelling at a time), for nginx's raw `$request`;
 // - a target is written only when it cannot hold a piece of a secret (SAFE_TARGET); otherwise the
 //   route it names, as the route table spells it, or nothing.
-import { KEY_PREFIX, redactKeys } from '../access/key-format.js';
+import { KEY_PREFIX } from '../access/key-format.js';
+import { redactKeys } from '../access/redaction.js';
 import { routes } from '../contract/routes.js';
 import { API_PREFIX } from '../contract/tree.js';
 

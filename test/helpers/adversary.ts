@@ -112,7 +112,8 @@ async function range(s: Subject, t: Target): Promise<Finding[]> {
   return found;
 }
 
-/** The key in each place a client may put it, on purpose or by mistake. */
+/** The key in each place a client may put it, on purpose or by mistake (test/helpers/paste-shapes.ts
+ * has every careless spelling; redaction.test.ts tries them all). */
 export function keyPlacements(
   path: string,
   key: string,
@@ -130,6 +131,17 @@ export function keyPlacements(
     { where: 'query, percent-encoded', path: `${path}${join}key=${encoded}`, headers: {} },
     { where: 'path segment', path: `${path.split('?')[0]}/${key}`, headers: {} },
     { where: 'path, percent-encoded', path: `${path.split('?')[0]}${encoded}`, headers: {} },
+    // Pasted carelessly: a stray character inside it, or the secret without the key's prefix.
+    {
+      where: 'query, a stray character inside',
+      path: `${path}${join}key=${key.slice(0, 30)}.${key.slice(30)}`,
+      headers: {},
+    },
+    {
+      where: 'path, the secret alone',
+      path: `${path.split('?')[0]}/${key.split('_').slice(2).join('_')}`,
+      headers: {},
+    },
   ];
 }
 

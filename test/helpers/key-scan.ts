@@ -4,9 +4,14 @@
 import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** A key or any long enough piece of one: the id with 20+ characters of its secret (what
- * redactKeys removes; a redacted key reads `isoatlas_[redacted]` and does not match). */
-export const KEY_MATERIAL = /isoatlas_([a-z2-7]{8,9})_[A-Za-z0-9_-]{20,}/g;
+/** A key or any long enough piece of one: the id with 20+ characters of its secret, in any letter
+ * case (what redactKeys removes; a redacted key reads `isoatlas_[redacted]` and does not match). */
+export const KEY_MATERIAL = /isoatlas_([a-z2-7]{8,9})_[A-Za-z0-9_-]{20,}/gi;
+/** Percent-decoding stops after this many rounds (a key encoded twice, `%2549`, is still a key). */
+const DECODINGS = 3;
+
+const decodedOnce = (text: string) =>
+  text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 
 /** The run's log directory (set by the global setup), or null outside a vitest run. */
 export function testLogDir(): string | null {
@@ -32,9 +37,10 @@ export function scanForKeys(dir: string): KeyFinding[] {
   for (const file of readdirSync(dir)) {
     const lines = readFileSync(join(dir, file), 'utf8').split('\n');
     lines.forEach((raw, i) => {
-      // Percent-decoded first: an encoded key (isoatlas%5F…) is still a key.
-      const text = raw.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-      for (const m of text.matchAll(KEY_MATERIAL)) findings.push({ file, line: i + 1, id: m[1] });
+      // Percent-decoded first, until nothing changes: an encoded key (isoatlas%5F…) is still a key.
+      let text = raw;
+      for (let round = 0; round < DECODINGS && text.includes('%'); round++) text = decodedOnce(text);
+      for (const m of text.matchAll(KEY_MATERIAL)) findings.push({ file, line: i + 1, id: m[1].toLowerCase() });
     });
   }
   return findings;

@@ -3,6 +3,10 @@
 // in either hex case or twice, in a path, a query or a log line. Shared by the rule's test with many
 // keys (redaction.test.ts) and the test against a real server (keys-logs.test.ts).
 
+import { Rng } from '../../build/generate/random.js';
+import { ID_ALPHABET } from '../../edge/access/config.js';
+import { KEY_PREFIX, RANDOM_ID_LENGTH } from '../../edge/access/key-format.js';
+
 /** Characters a paste may put inside a key, as a request target carries them. */
 export const STRAYS = ['.', '%20', '+', '%2B', '%2e', '%0A', '%0D%0A', '&', '=', '%09'] as const;
 
@@ -97,3 +101,18 @@ export const PASTE_SHAPES_BY_CHANCE: Record<string, Paste> = {
     return { text: `/api/v1/genes/${withStrays(secret, 2, random)}`, secret };
   },
 };
+
+/** Keys and every random choice of a paste from one seed: a run that finds a leak finds it again,
+ * on the same key, and a rare shape's odds are not a chance of a failing run. */
+export function seededPastes(seed: number): { random: () => number; key: (letter: string | null) => string } {
+  const rng = new Rng(seed);
+  const random = () => rng.next();
+  const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(random() * 256));
+  return {
+    random,
+    key(letter) {
+      const id = (letter ?? '') + [...bytes(RANDOM_ID_LENGTH)].map((b) => ID_ALPHABET[b & 31]).join('');
+      return `${KEY_PREFIX}${id}_${Buffer.from(bytes(32)).toString('base64url')}`;
+    },
+  };
+}
