@@ -20,6 +20,7 @@ import { writePackedStore } from './helpers/pack-store.js';
 import { readStructureMap } from './helpers/tree.js';
 import { runCli } from './helpers/run.js';
 import { startServer, type RunningServer } from './helpers/server.js';
+import { closeNow } from './helpers/ports.js';
 
 /** The bound for a mirror's server under 64 clients that never read whole packs. */
 const RSS_BOUND_BYTES = 768 * 2 ** 20;
@@ -93,14 +94,7 @@ describe('every entry of the dispatch table, attacked', () => {
 
 describe('an entry added to the table', () => {
   let demo: http.Server;
-  afterAll(
-    () =>
-      new Promise<void>((done) => {
-        if (!demo) return done();
-        demo.close(() => done());
-        demo.closeAllConnections();
-      }),
-  );
+  afterAll(() => closeNow(demo));
 
   it('is attacked without a test of its own: a throwaway entry that echoes the request and fails on a Range is caught', async () => {
     const real = createHandler({ origin: new LocalOrigin(inject('fixtureTree')) });

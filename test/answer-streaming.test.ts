@@ -15,6 +15,7 @@ import { StorePacks } from '../edge/origins/store-packs.js';
 import type { Origin } from '../edge/origin.js';
 import type { PackIndex } from '../edge/contract/packs.js';
 import { objectKey } from '../edge/contract/store-layout.js';
+import { closeNow } from './helpers/ports.js';
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
@@ -129,14 +130,7 @@ describe('the unsent budget', () => {
 
 describe('an answer sent as the client takes it', () => {
   let server: http.Server | undefined;
-  afterEach(
-    () =>
-      new Promise<void>((done) => {
-        if (!server) return done();
-        server.close(() => done());
-        server.closeAllConnections();
-      }),
-  );
+  afterEach(() => closeNow(server));
 
   /** A server whose one answer is an endless stream of 64 KiB chunks; says when its body is cancelled. */
   async function endless(limits: { sendTimeoutMs: number }) {
