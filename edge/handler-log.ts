@@ -3,7 +3,7 @@
 // (edge/server/logger.ts, which has the same methods); anywhere else (Lambda@Edge, tests) each line
 // is one JSON object with a time and a level on standard error, which CloudWatch Logs keeps. Both
 // redact API keys from the whole line as it is written.
-import { redactKeys } from './access/redaction.js';
+import { redactKeyShapes } from './access/redaction.js';
 
 /** One log line: fields for machines, a message for people. */
 export type LogLine = (fields: Record<string, unknown>, msg?: string) => void;
@@ -17,7 +17,7 @@ export interface HandlerLog {
 function consoleLine(level: 'info' | 'warn' | 'error'): LogLine {
   return (fields, msg) =>
     console.error(
-      redactKeys(
+      redactKeyShapes(
         JSON.stringify({ level, time: new Date().toISOString(), ...fields, ...(msg === undefined ? {} : { msg }) }),
       ),
     );

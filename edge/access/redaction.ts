@@ -1,5 +1,8 @@
 // Redaction of API keys, and of anything that could be a piece of one, from client text before it is
-// echoed (a problem's detail and instance, the search echo) and from every line before it is logged.
+// echoed (a problem's detail and instance, the search echo) or logged (a request's target). Whole
+// lines a process writes about its own work (paths of its files, its variables' names, in which
+// random names such as a temporary directory's look like pieces of secrets) lose what is shaped like
+// a key (redactKeyShapes): what a client sent reaches them only through the fields redacted above.
 //
 // The server cannot look for the secrets it issued: its registry keeps only HMACs of keys. So it
 // redacts what could be a secret; SECURITY.md ("Redaction") gives the reasoning and the odds.
@@ -325,6 +328,20 @@ export function redactKeys(text: string, context?: string): string {
     for (let i = 0; i + PIECE <= decoded.length; i++) if (pieces.has(decoded.slice(i, i + PIECE))) return true;
     return false;
   });
+}
+
+/** A key, or the start of one (the id and any of its secret), in any letter case. */
+const KEY_SHAPED = /isoatlas_[a-z2-7]{8,9}_[A-Za-z0-9_-]+/gi;
+/** A percent-encoded letter, digit, `_` or `-`, in either hex case, also when encoded again (`%255F`). */
+const ENCODED_ALPHABET = /%(?:25)*(2[dD]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])/g;
+
+/** Replaces what is shaped like a key (percent-encoded or not): for a whole line a process writes
+ * about its own work, whose client text was redacted by redactKeys where it was taken. */
+export function redactKeyShapes(text: string): string {
+  if (!text.includes('%') && !/isoatlas_/i.test(text)) return text;
+  return text
+    .replace(ENCODED_ALPHABET, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+    .replace(KEY_SHAPED, REDACTED_KEY);
 }
 
 /** Client text as it may be echoed or logged within `max` characters: redacted first, so the cut

@@ -1,8 +1,8 @@
 // The one logger of every isoatlas process (pino; node only, never in the Lambda@Edge bundle, which
 // logs through edge/handler-log.ts). Each line is a JSON object with `time` (ISO 8601) and `level`
-// (its name); API keys, and anything that could be a piece of one (edge/access/redaction.ts), are
-// redacted from every line as it is written, and credential headers by path, whatever object holds
-// them.
+// (its name); what is shaped like an API key is redacted from every line as it is written, and
+// credential headers by path, whatever object holds them. Client text in a line (a request's target)
+// was redacted of anything that could be a piece of a key where it was taken (edge/access/redaction.ts).
 //   - `isoatlas serve` (and `start`): JSON on standard output, written asynchronously (lines written
 //     while a write is in progress go out together in the next one, so a busy server makes few
 //     write calls) and flushed when the process exits.
@@ -12,7 +12,7 @@
 // Lives beside the server, the process whose every line must be JSON; the build's commands import it
 // from here, as they import the contract from edge/.
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactKeys } from '../access/redaction.js';
+import { redactKeyShapes } from '../access/redaction.js';
 import type { HandlerLog } from '../handler-log.js';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -77,7 +77,7 @@ export function createLogger(settings: LogSettings = {}): Logger {
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       // Keys and pieces of them inside any text (a path, an error's message or stack) are caught on
       // the whole line.
-      hooks: { streamWrite: redactKeys },
+      hooks: { streamWrite: redactKeyShapes },
     },
     destinationOf(settings),
   );
