@@ -3,7 +3,7 @@
 // Everything is offline: no AWS account, no lookups.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudf
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
 import { SYNTH_NODE_FLAGS } from './helpers/cdn-synth.js';
+import { run } from './helpers/run.js';
 import { validate } from './helpers/schemas.js';
 import { OpenAPIBackend } from 'openapi-backend';
 import addFormats from 'ajv-formats';
@@ -30,6 +31,9 @@ import {
 } from '../infra/stack.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
+/** AWS's cfn-lint, where it is installed (these machines have it); its test is skipped, saying so, where not. */
+const CFN_LINT = (await run('cfn-lint', ['--version'])).status === 0;
+if (!CFN_LINT) console.log('cfn-lint is not installed: the templates are not linted (pip install cfn-lint)');
 const BUCKET = 'isoatlas-test-bucket';
 let ACCESS: IsoatlasAccessProps;
 
@@ -198,6 +202,28 @@ describe('CloudFormation validation', () => {
     expect(Object.keys(assembly.getStackByName('Bucket').template.Resources)).not.toHaveLength(0);
     expect(assembly.getStackByName('Cdn').messages.filter((m) => m.level !== 'info')).toEqual([]);
   });
+
+  it.skipIf(!CFN_LINT)(
+    "passes AWS's cfn-lint with no error in every arrangement: none, A, B, and B with WAF logs",
+    async () => {
+      const arrangements = { none: {}, A: { access: { mode: 'open' as const } }, B: { access: ACCESS } };
+      const files = Object.entries({ ...arrangements, 'B-waf-logs': { access: { ...ACCESS, wafLogs: true } } }).map(
+        ([name, props]) => {
+          const file = join(work, `cfn-lint-${name}.template.json`);
+          writeFileSync(file, JSON.stringify(synth(props).template.toJSON()));
+          return file;
+        },
+      );
+      // Exit 2 is an error, 4 a warning, 8 informational (their sum when several); the JSON lists each.
+      const linted = await run('cfn-lint', ['--format', 'json', ...files]);
+      expect(linted.stderr).toBe('');
+      const findings = JSON.parse(linted.stdout) as { Level: string; Filename: string; Message: string }[];
+      const errors = findings.filter((f) => f.Level === 'Error').map((f) => `${f.Filename}: ${f.Message}`);
+      expect(errors).toEqual([]);
+      expect(linted.status! & 2).toBe(0);
+    },
+    120_000,
+  );
 
   it('passes a tier of any name: its rule is named from it and matches on its letter', () => {
     const tiers = { standard: { per_minute: 60, per_day: 5000 }, 'gold (beta)_1': { per_minute: 600 } };
