@@ -111,6 +111,7 @@ async function main() {
       wafRequestsPer5MinPerIp: wafLimit,
       edgeCodeDir,
       customDomain: customDomainSettings(),
+      keyValueStoreArn: env.ISOATLAS_KVS_ARN || undefined,
     });
     if (settings.bucketRegion !== EDGE_REGION) {
       bucketStack = new IsoatlasBucketStack(app, 'IsoatlasBucket', {

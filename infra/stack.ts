@@ -96,6 +96,10 @@ export interface IsoatlasCdnProps extends StackProps {
   /** A custom domain: its names and an ACM certificate for them, which CloudFront requires to be in
    * us-east-1. Both or neither; viewers then need TLS 1.2 or newer (the TLSv1.2_2021 policy). */
   customDomain?: { names: string[]; certificateArn: string };
+  /** A KeyValueStore to use instead of creating one: the store a deleted or replaced stack left
+   * behind (it is retained, with the server secret, every key and the release pin), by its ARN (that
+   * stack's KeyValueStoreArn output). */
+  keyValueStoreArn?: string;
 }
 
 /** What the edge bundle for these stack settings must be built with (build/bundle/edge.ts). Building
@@ -119,7 +123,7 @@ export class IsoatlasCdnStack extends Stack {
   readonly originFunction: cloudfront.experimental.EdgeFunction;
   /** The viewer gate (release pinning, and keys with access control) and the store it reads. */
   readonly keyGate: cloudfront.Function;
-  readonly keyValueStore: cloudfront.KeyValueStore;
+  readonly keyValueStore: cloudfront.IKeyValueStore;
   /** The day meter, its counters and its input (when a tier has a day limit). */
   readonly meterFunction?: lambda.Function;
   readonly meterTable?: dynamodb.Table;
@@ -190,7 +194,7 @@ export class IsoatlasCdnStack extends Stack {
       }),
     );
 
-    const access = this.addGate(props.access, accessConfig ?? null);
+    const access = this.addGate(props.access, accessConfig ?? null, props.keyValueStoreArn);
     this.keyGate = access.keyGate;
     this.keyValueStore = access.keyValueStore;
     this.meterFunction = access?.meterFunction;
@@ -447,13 +451,23 @@ export class IsoatlasCdnStack extends Stack {
       });
   }
 
-  /** The viewer gate and its store (always: it pins the release), and with a day limit the meter. */
-  private addGate(access: IsoatlasAccessProps | undefined, config: AccessConfig | null) {
-    const settings = keyGateSettings(config);
-    const keyValueStore = new cloudfront.KeyValueStore(this, 'KeyStore', {
+  /** The store of the release pin, the server secret and the keys: kept when the stack is deleted or
+   * the store replaced (CloudFormation DeletionPolicy and UpdateReplacePolicy Retain), so that losing
+   * the stack never loses them; a later stack adopts it by its ARN (keyValueStoreArn). */
+  private keyStore(adopted: string | undefined): cloudfront.IKeyValueStore {
+    if (adopted) return cloudfront.KeyValueStore.fromKeyValueStoreArn(this, 'KeyStore', adopted);
+    const store = new cloudfront.KeyValueStore(this, 'KeyStore', {
       comment:
         'isoatlas: the current release (isoatlas publish --kvs); API keys, revocations, day-quota marks (isoatlas keys publish)',
     });
+    store.applyRemovalPolicy(RemovalPolicy.RETAIN);
+    return store;
+  }
+
+  /** The viewer gate and its store (always: it pins the release), and with a day limit the meter. */
+  private addGate(access: IsoatlasAccessProps | undefined, config: AccessConfig | null, adoptedStore?: string) {
+    const settings = keyGateSettings(config);
+    const keyValueStore = this.keyStore(adoptedStore);
     // Named, so the log group it writes to (/aws/cloudfront/function/<name>, in us-east-1) is known.
     const gateName = `${this.stackName}-key-gate`.slice(0, 64);
     const keyGate = new cloudfront.Function(this, 'KeyGate', {
@@ -475,7 +489,8 @@ export class IsoatlasCdnStack extends Stack {
       sortKey: { name: METER_TABLE_SORT_KEY, type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       timeToLiveAttribute: METER_TTL_ATTRIBUTE, // counters of ended days expire on their own
-      removalPolicy: RemovalPolicy.DESTROY, // counts of at most two days
+      // Today's counts: a stack deleted or replaced mid-day must not hand every key a fresh day quota.
+      removalPolicy: RemovalPolicy.RETAIN,
     });
     // CloudFront Functions write console.log lines to this group; created here to own its retention.
     const gateLogs = new logs.LogGroup(this, 'KeyGateLogs', {

@@ -37,7 +37,12 @@ if (!CFN_LINT) console.log('cfn-lint is not installed: the templates are not lin
 const BUCKET = 'isoatlas-test-bucket';
 let ACCESS: IsoatlasAccessProps;
 
-type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
+type Resource = {
+  Type: string;
+  Properties: Record<string, any>;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+};
 type Resources = Record<string, Resource>;
 
 let work: string;
@@ -896,6 +901,29 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', Limit: 3000 });
     expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
     expect(ofType(resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
+  });
+
+  it("keeps the KeyValueStore (secret, keys, pin) and the meter's counts when the stack is deleted or either is replaced", () => {
+    const { resources } = synth({ access: ACCESS });
+    for (const type of ['AWS::CloudFront::KeyValueStore', 'AWS::DynamoDB::Table']) {
+      const [, kept] = only(resources, type);
+      expect([kept.DeletionPolicy, kept.UpdateReplacePolicy], type).toEqual(['Retain', 'Retain']);
+    }
+    // Without access control the store still pins the release: kept too.
+    const [, pin] = only(synth().resources, 'AWS::CloudFront::KeyValueStore');
+    expect(pin.DeletionPolicy).toBe('Retain');
+  });
+
+  it('adopts a retained KeyValueStore by its ARN: no store of its own; the gate, the meter and the output name that one', () => {
+    const arn = 'arn:aws:cloudfront::111111111111:key-value-store/0f8f2f1e-1234-4321-abcd-0123456789ab';
+    const { resources, template } = synth({ access: ACCESS, keyValueStoreArn: arn });
+    expect(ofType(resources, 'AWS::CloudFront::KeyValueStore')).toHaveLength(0);
+    const [, gate] = only(resources, 'AWS::CloudFront::Function');
+    expect(gate.Properties.FunctionConfig.KeyValueStoreAssociations).toEqual([{ KeyValueStoreARN: arn }]);
+    const meter = functionWithHandler(resources, 'index.meter');
+    expect(meter.Properties.Environment.Variables.ISOATLAS_KVS_ARN).toBe(arn);
+    expect(roleStatements(resources, meter).filter((st) => asList(st.Resource).includes(arn))).not.toHaveLength(0);
+    expect(template.toJSON().Outputs.KeyValueStoreArn.Value).toBe(arn);
   });
 
   it("key-required: the day meter reads the gate's log lines and may write counters and the store, nothing more", () => {
