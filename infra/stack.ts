@@ -498,7 +498,13 @@ export class IsoatlasCdnStack extends Stack {
       retention: logs.RetentionDays.ONE_WEEK,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    // Its own log group, to own its retention (Lambda's default group keeps lines forever).
+    const meterLogs = new logs.LogGroup(this, 'DayMeterLogs', {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     const meterFunction = new lambda.Function(this, 'DayMeter', {
+      logGroup: meterLogs,
       description:
         'isoatlas day meter: counts requests per API key and UTC day, marks used-up keys in the KeyValueStore',
       runtime: METER_RUNTIME,

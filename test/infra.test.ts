@@ -914,6 +914,13 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(pin.DeletionPolicy).toBe('Retain');
   });
 
+  it("the day meter's log lines expire (a month), in a group of the stack's own", () => {
+    const { resources } = synth({ access: ACCESS });
+    const meter = functionWithHandler(resources, 'index.meter');
+    const group = byRef(resources, meter.Properties.LoggingConfig.LogGroup);
+    expect([group.Type, group.Properties.RetentionInDays]).toEqual(['AWS::Logs::LogGroup', 30]);
+  });
+
   it('adopts a retained KeyValueStore by its ARN: no store of its own; the gate, the meter and the output name that one', () => {
     const arn = 'arn:aws:cloudfront::111111111111:key-value-store/0f8f2f1e-1234-4321-abcd-0123456789ab';
     const { resources, template } = synth({ access: ACCESS, keyValueStoreArn: arn });
@@ -969,8 +976,11 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(invokeConfig.Properties.FunctionName).toEqual({
       Ref: Object.entries(resources).find(([, r]) => r === meter)![0],
     });
-    const [logsId, group] = only(resources, 'AWS::Logs::LogGroup');
     const gateName = only(resources, 'AWS::CloudFront::Function')[1].Properties.Name;
+    // The gate's group (the meter's own is the other: its lines expire, test above).
+    const [logsId, group] = ofType(resources, 'AWS::Logs::LogGroup').find(
+      ([, g]) => g.Properties.LogGroupName === `/aws/cloudfront/function/${gateName}`,
+    )!;
     expect(group.Properties.LogGroupName).toBe(`/aws/cloudfront/function/${gateName}`);
     const [, sub] = only(resources, 'AWS::Logs::SubscriptionFilter');
     expect(sub.Properties).toMatchObject({ LogGroupName: { Ref: logsId }, FilterPattern: '"isoatlas-meter"' });
