@@ -20,6 +20,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as logDestinations from 'aws-cdk-lib/aws-logs-destinations';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as lambdaDestinations from 'aws-cdk-lib/aws-lambda-destinations';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
@@ -498,6 +500,15 @@ export class IsoatlasCdnStack extends Stack {
       retention: logs.RetentionDays.ONE_WEEK,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    const meterFailures = new sqs.Queue(this, 'DayMeterFailures', {
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    new CfnOutput(this, 'MeterFailureQueueUrl', {
+      value: meterFailures.queueUrl,
+      description: 'log deliveries the day meter could not count (kept 14 days; see OPERATIONS)',
+    });
     // Its own log group, to own its retention (Lambda's default group keeps lines forever).
     const meterLogs = new logs.LogGroup(this, 'DayMeterLogs', {
       retention: logs.RetentionDays.ONE_MONTH,
@@ -516,6 +527,9 @@ export class IsoatlasCdnStack extends Stack {
       // idempotent), and one waiting for capacity is kept as long as Lambda allows before it is lost.
       retryAttempts: 2,
       maxEventAge: Duration.hours(6),
+      // A delivery it could not count, after its retries, is kept (with its log lines) to be counted
+      // again by hand (OPERATIONS), never dropped without a trace.
+      onFailure: new lambdaDestinations.SqsDestination(meterFailures),
       environment: {
         [METER_ENV.table]: meterTable.tableName,
         [METER_ENV.kvsArn]: keyValueStore.keyValueStoreArn,

@@ -964,6 +964,10 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       'dynamodb:PutItem',
       'dynamodb:Query',
       'dynamodb:UpdateItem',
+      // To its failure queue (below).
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:SendMessage',
     ]);
     // Invoked asynchronously by CloudWatch Logs: failed deliveries are retried, waiting ones kept
     // as long as Lambda allows.
@@ -973,6 +977,13 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       MaximumEventAgeInSeconds: 6 * 3600,
       Qualifier: '$LATEST',
     });
+    // A delivery it could not count is kept, not dropped: in a queue of 14 days, named in an output.
+    const [queueId, queue] = only(resources, 'AWS::SQS::Queue');
+    expect(invokeConfig.Properties.DestinationConfig).toEqual({
+      OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } },
+    });
+    expect(queue.Properties).toMatchObject({ MessageRetentionPeriod: 14 * 24 * 3600, SqsManagedSseEnabled: true });
+    expect(synth({ access: ACCESS }).template.toJSON().Outputs.MeterFailureQueueUrl.Value).toEqual({ Ref: queueId });
     expect(invokeConfig.Properties.FunctionName).toEqual({
       Ref: Object.entries(resources).find(([, r]) => r === meter)![0],
     });
