@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchContext } from './context.js';
 import type { SectionReport } from './report.js';
-import { rssBytes, startLocalServer } from './servers.js';
+import { establishedFrom, rssBytes, startLocalServer } from './servers.js';
 import { fmt, mib } from './stats.js';
 import { publish } from '../build/publish/publish.js';
 import { mirror } from '../edge/mirror/mirror.js';
@@ -37,20 +37,6 @@ function largestPack(store: string): { sha: string; size: number } {
   const ref = [...list.packs].sort((a, b) => b.size - a.size)[0];
   const packIndex = parsePackIndex(read(objectKey(ref.index.sha256)), 'a pack index');
   return { sha: packIndex.pack.sha256, size: packIndex.pack.size };
-}
-
-/** Connections the kernel holds established from `client` to the server's port (/proc/net/tcp). */
-function established(port: number, client: string): number {
-  const remote = `${client
-    .split('.')
-    .map((p) => Number(p).toString(16).padStart(2, '0').toUpperCase())
-    .reverse()
-    .join('')}:`;
-  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  return readFileSync('/proc/net/tcp', 'utf8')
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter((f) => f.length > 3 && f[1].endsWith(local) && f[2].startsWith(remote) && f[3] === '01').length;
 }
 
 function timedGet(port: number, path: string): Promise<{ status: number | string; ms: number }> {
@@ -102,7 +88,7 @@ export async function benchPackClients(ctx: BenchContext): Promise<SectionReport
     let closedAfter: number | null = null;
     while (performance.now() < until || (closedAfter === null && performance.now() < until + 60_000)) {
       answers.push(await timedGet(port, '/api/v1/genes/PRR5'));
-      if (closedAfter === null && performance.now() - started > 1_000 && established(port, ATTACKER) === 0)
+      if (closedAfter === null && performance.now() - started > 1_000 && establishedFrom(port, ATTACKER) === 0)
         closedAfter = performance.now() - started;
       await new Promise((r) => setTimeout(r, 250));
     }

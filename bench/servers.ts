@@ -169,3 +169,18 @@ export function rssBytes(pid: number): number | null {
     return null;
   }
 }
+
+/** Connections the kernel lists (/proc/net/tcp) as established between the server's `port` and the
+ * IPv4 address `client`: what the server has not closed, whatever the client has read. */
+export function establishedFrom(port: number, client: string): number {
+  const remote = `${client
+    .split('.')
+    .map((p) => Number(p).toString(16).padStart(2, '0').toUpperCase())
+    .reverse()
+    .join('')}:`;
+  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length > 3 && f[1].endsWith(local) && f[2].startsWith(remote) && f[3] === '01').length;
+}

@@ -10,9 +10,9 @@
 //                 targets at once);
 //   - crowd:      64 such clients from one address while another address is answered, memory bounded.
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
 import { rawRequest, type RawReply } from './raw-request.js';
 import { eventually } from './wait.js';
+import { establishedFrom as established, rssBytes as residentBytes } from '../../bench/servers.js';
 
 export interface Target {
   /** What the table calls it. */
@@ -40,29 +40,10 @@ export type Finding = string;
 const ADDRESS = { attacker: '127.0.0.31', crowd: '127.0.0.32', other: '127.0.0.33', keys: '127.0.0.34' };
 export const CROWD = 64;
 
-export function rssBytes(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-}
-
-const hexAddress = (ip: string) =>
-  ip
-    .split('.')
-    .map((p) => Number(p).toString(16).padStart(2, '0').toUpperCase())
-    .reverse()
-    .join('');
-
-/** Connections the kernel holds established between the server's port and `client`, as it lists
- * them (/proc/net/tcp): what the server has not closed. */
-export function establishedFrom(base: string, client: string): number {
-  const port = Number(new URL(base).port).toString(16).toUpperCase().padStart(4, '0');
-  const remote = `${hexAddress(client)}:`;
-  return readFileSync('/proc/net/tcp', 'utf8')
-    .split('\n')
-    .slice(1)
-    .map((l) => l.trim().split(/\s+/))
-    .filter((f) => f.length > 3 && f[1].endsWith(`:${port}`) && f[2].startsWith(remote) && f[3] === '01').length;
-}
+/** Connections the kernel holds established between the subject's port and `client`. */
+const establishedFrom = (base: string, client: string) => established(Number(new URL(base).port), client);
+/** The subject's resident memory (0 once it is gone). */
+const rssBytes = (pid: number) => residentBytes(pid) ?? 0;
 
 /** The secret part of a key and every 8-character piece of it. */
 export function secretPieces(key: string): string[] {
