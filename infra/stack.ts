@@ -239,6 +239,11 @@ export class IsoatlasCdnStack extends Stack {
       customResponseBodies: bodies,
       // Sampled requests show request headers, Authorization included: off when keys are sent.
       visibilityConfig: visibility('isoatlas-web-acl', !accessConfig),
+      // Where keys are sent, WAF itself replaces the Authorization header in every record it keeps
+      // (logs, sampled requests), rate-rule details included: the per-key rules aggregate on that
+      // header, and WAF writes an aggregation key's value into a log's rateBasedRuleList, which the
+      // logging configuration's RedactedFields does not reach (AWS WAF API: DataProtectionConfig).
+      dataProtectionConfig: accessConfig ? { dataProtections: [AUTHORIZATION_PROTECTION] } : undefined,
     });
     if (props.access?.wafLogs) this.addWafLogs();
 
@@ -586,6 +591,15 @@ interface WafRateRule {
 }
 
 const AUTHORIZATION = { singleHeader: { Name: 'authorization' } };
+/** Web ACL data protection of the Authorization header: substituted (WAF writes a fixed placeholder),
+ * not hashed, so a log never holds a value that identifies one key across requests; per-key figures
+ * come from the gate's meter lines, which name key ids. No rule-match or rate-based details excluded. */
+const AUTHORIZATION_PROTECTION: wafv2.CfnWebACL.DataProtectProperty = {
+  field: { fieldType: 'SINGLE_HEADER', fieldKeys: ['authorization'] },
+  action: 'SUBSTITUTION',
+  excludeRuleMatchDetails: false,
+  excludeRateBasedDetails: false,
+};
 const HAS_KEY: wafv2.CfnWebACL.StatementProperty = {
   sizeConstraintStatement: {
     fieldToMatch: AUTHORIZATION,

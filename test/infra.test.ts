@@ -1014,6 +1014,36 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(JSON.stringify(logging.Properties.LogDestinationConfigs)).not.toContain(':*');
     expect(ofType(synth({ access: ACCESS }).resources, 'AWS::WAFv2::LoggingConfiguration')).toHaveLength(0);
   });
+
+  it('where keys are sent, WAF data protection replaces Authorization in every record, rate-rule details included', () => {
+    const protectionOf = (props: Partial<IsoatlasCdnProps>) =>
+      only(synth(props).resources, 'AWS::WAFv2::WebACL')[1].Properties.DataProtectionConfig;
+    for (const access of [{ ...ACCESS, wafLogs: true }, ACCESS, { ...ACCESS, mode: 'open' as const }]) {
+      const { DataProtections } = protectionOf({ access });
+      const header = DataProtections.filter(
+        (d: any) =>
+          d.Field.FieldType === 'SINGLE_HEADER' &&
+          d.Field.FieldKeys.map((k: string) => k.toLowerCase()).includes('authorization'),
+      );
+      expect(header).toHaveLength(1);
+      expect(['SUBSTITUTION', 'HASH']).toContain(header[0].Action);
+      // Excluding either would let the key through: rateBasedRuleList holds the per-key rules' aggregation key.
+      expect(header[0].ExcludeRateBasedDetails ?? false).toBe(false);
+      expect(header[0].ExcludeRuleMatchDetails ?? false).toBe(false);
+    }
+    // Every rate rule that aggregates on a header aggregates on one the protection covers.
+    const acl = only(synth({ access: { ...ACCESS, wafLogs: true } }).resources, 'AWS::WAFv2::WebACL')[1];
+    const protectedHeaders = acl.Properties.DataProtectionConfig.DataProtections.filter(
+      (d: any) => d.Field.FieldType === 'SINGLE_HEADER',
+    ).flatMap((d: any) => d.Field.FieldKeys.map((k: string) => k.toLowerCase()));
+    const aggregated = acl.Properties.Rules.flatMap((r: any) => r.Statement.RateBasedStatement?.CustomKeys ?? [])
+      .map((k: any) => k.Header?.Name?.toLowerCase())
+      .filter(Boolean);
+    expect(aggregated.length).toBeGreaterThan(0);
+    for (const name of aggregated) expect(protectedHeaders).toContain(name);
+    // No keys, nothing to protect (and sampled requests stay on).
+    expect(protectionOf({})).toBeUndefined();
+  });
 });
 
 describe('guards', () => {
