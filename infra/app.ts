@@ -124,6 +124,11 @@ async function main() {
     fail((err as Error).message);
   }
   const assembly = app.synth();
+  // Warnings in capitals on standard error: each is a risk the deploy would carry (KEYS_OVER_OLD_TLS).
+  for (const artifact of assembly.stacks)
+    for (const m of artifact.messages)
+      if (m.level === 'warning' || m.level === 'error')
+        console.error(`\n*** ${m.level.toUpperCase()} (${artifact.stackName}) ***\n${m.entry.data}\n`);
   const template = join(assembly.directory, stack.templateFile);
   const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
   console.log(`template   ${relative(process.cwd(), template) || template}`);

@@ -196,6 +196,8 @@ export class IsoatlasCdnStack extends Stack {
       }),
     );
 
+    if (accessConfig && !props.customDomain)
+      Annotations.of(this).addWarningV2(KEYS_OVER_OLD_TLS, KEYS_OVER_OLD_TLS_TEXT);
     const access = this.addGate(props.access, accessConfig ?? null, props.keyValueStoreArn);
     this.keyGate = access.keyGate;
     this.keyValueStore = access.keyValueStore;
@@ -817,6 +819,17 @@ export function wafTooManyBody(
     detail: `rate limit exceeded: more than ${limit} requests in ${window} ${who}; retry after ${windowSeconds} s`,
   });
 }
+
+/** The warning id of a keyed arrangement on CloudFront's default certificate. */
+export const KEYS_OVER_OLD_TLS = 'isoatlas:keys-over-default-certificate';
+// CloudFront fixes the security policy of its default *.cloudfront.net certificate at TLSv1 whatever
+// the distribution asks (CloudFront API: ViewerCertificate, MinimumProtocolVersion). The viewer's TLS
+// version is documented only as CloudFront-Viewer-TLS in an origin request policy ("Add CloudFront
+// request headers"), which reaches the origin on a cache miss, not the gate on every request; so only
+// a custom domain keeps keys off TLS 1.0 and 1.1.
+const KEYS_OVER_OLD_TLS_TEXT =
+  'API keys would travel over TLS 1.0 and 1.1 too: CloudFront fixes the default *.cloudfront.net certificate at the TLSv1 security policy. ' +
+  'Give the distribution a custom domain (ISOATLAS_DOMAIN and ISOATLAS_CERTIFICATE_ARN, or customDomain), which sets TLSv1.2_2021.';
 
 /** Distribution settings of a custom domain (none without one). */
 function customDomain(

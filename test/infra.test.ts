@@ -23,6 +23,7 @@ import { IsoatlasBucketStack } from '../infra/bucket.js';
 import {
   ACCESS_WINDOW_SECONDS,
   IsoatlasCdnStack,
+  KEYS_OVER_OLD_TLS,
   SYNTH_CONTEXT,
   WAF_WINDOW_SECONDS,
   edgeBundleConfig,
@@ -706,6 +707,21 @@ describe('custom domain', () => {
     expect(config(synth().resources).Aliases).toBeUndefined();
   });
 
+  it('warns when keys would be sent to the default certificate, which CloudFront holds at TLSv1', () => {
+    const warnings = (props: Partial<IsoatlasCdnProps>) =>
+      synth(props)
+        .stack.node.metadata.filter((m) => m.type === 'aws:cdk:warning')
+        .map((m) => String(m.data));
+    const domain = { customDomain: { names: ['atlas.example.org'], certificateArn: ARN } };
+    for (const access of [ACCESS, { ...ACCESS, mode: 'open' as const }]) {
+      expect(warnings({ access }).filter((w) => w.includes(KEYS_OVER_OLD_TLS))).toHaveLength(1);
+      expect(warnings({ access }).join('\n')).toMatch(/TLS 1\.0[\s\S]*custom domain/);
+      expect(warnings({ access, ...domain }).filter((w) => w.includes(KEYS_OVER_OLD_TLS))).toHaveLength(0);
+    }
+    // No access control: no key is ever sent, nothing to warn of.
+    expect(warnings({}).filter((w) => w.includes(KEYS_OVER_OLD_TLS))).toHaveLength(0);
+  });
+
   it('refuses a certificate outside us-east-1 and names that are not domain names', () => {
     expect(() =>
       synth({ customDomain: { names: ['atlas.example.org'], certificateArn: ARN.replace('us-east-1', 'eu-west-1') } }),
@@ -1125,6 +1141,10 @@ describe('npm run synth (infra/app.ts)', () => {
     expect(readFileSync(join(plain, asset, 'index.js'), 'utf8')).toContain('"isoatlas-synth-test"');
 
     expect(b.code, b.stderr).toBe(0);
+    // Keys on the default certificate: said on standard error, in capitals, with what to do.
+    expect(b.stderr).toMatch(/\*\*\* WARNING \(IsoatlasCdn\) \*\*\*\nAPI keys would travel over TLS 1\.0/);
+    expect(b.stderr).toMatch(/ISOATLAS_DOMAIN and ISOATLAS_CERTIFICATE_ARN/);
+    expect(a.stderr).not.toMatch(/WARNING/);
     const k = template(keyed);
     expect(only(k.Resources, 'AWS::CloudFront::Function')[1].Properties.FunctionConfig.Runtime).toBe(
       'cloudfront-js-2.0',
