@@ -15,6 +15,7 @@
 //                            root-relative (/releases/… on whichever host was asked)
 //   ISOATLAS_DOMAIN        custom domain names, comma-separated (with ISOATLAS_CERTIFICATE_ARN)
 //   ISOATLAS_CERTIFICATE_ARN  ACM certificate for them, in us-east-1
+//   ISOATLAS_ALARM_EMAIL   an address the alarms' SNS topic emails (it confirms the subscription)
 //   ISOATLAS_ACCOUNT / CDK_DEFAULT_ACCOUNT       account id       (default 111111111111)
 //   ISOATLAS_CDK_OUT       output directory                       (default <repo>/cdk.out)
 import { readFileSync } from 'node:fs';
@@ -112,6 +113,7 @@ async function main() {
       edgeCodeDir,
       customDomain: customDomainSettings(),
       keyValueStoreArn: env.ISOATLAS_KVS_ARN || undefined,
+      alarmEmail: env.ISOATLAS_ALARM_EMAIL || undefined,
     });
     if (settings.bucketRegion !== EDGE_REGION) {
       bucketStack = new IsoatlasBucketStack(app, 'IsoatlasBucket', {

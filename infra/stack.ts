@@ -26,6 +26,7 @@ import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { VALIDATE_AGAINST_DEFAULT_RULES } from 'aws-cdk-lib/cx-api';
+import { AtlasAlarms } from './alarms.js';
 import { atlasBucket } from './bucket.js';
 import type { Construct } from 'constructs';
 import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
@@ -65,6 +66,8 @@ export const WAF_WINDOW_SECONDS = 300;
 export const ACCESS_WINDOW_SECONDS = 60;
 /** How long CloudFront's standard logs are kept. */
 export const LOG_RETENTION_DAYS = 90;
+/** The web ACL's metric name, the WebACL dimension of its CloudWatch metrics. */
+const WEB_ACL_METRIC = 'isoatlas-web-acl';
 
 export interface IsoatlasAccessProps {
   mode: AccessMode;
@@ -102,6 +105,8 @@ export interface IsoatlasCdnProps extends StackProps {
    * behind (it is retained, with the server secret, every key and the release pin), by its ARN (that
    * stack's KeyValueStoreArn output). */
   keyValueStoreArn?: string;
+  /** An email address the alarms' topic notifies (it must confirm the subscription AWS mails it). */
+  alarmEmail?: string;
 }
 
 /** What the edge bundle for these stack settings must be built with (build/bundle/edge.ts). Building
@@ -129,6 +134,8 @@ export class IsoatlasCdnStack extends Stack {
   /** The day meter, its counters and its input (when a tier has a day limit). */
   readonly meterFunction?: lambda.Function;
   readonly meterTable?: dynamodb.Table;
+  /** The alarms and the topic they notify. */
+  readonly alarms: AtlasAlarms;
 
   constructor(scope: Construct, id: string, props: IsoatlasCdnProps) {
     super(scope, id, {
@@ -203,6 +210,7 @@ export class IsoatlasCdnStack extends Stack {
     this.keyValueStore = access.keyValueStore;
     this.meterFunction = access?.meterFunction;
     this.meterTable = access?.meterTable;
+    const meterFailures = access.meterFailures;
 
     // ── WAF: rate rules, evaluated before any function runs, so a flood costs no function invocations.
     // Without access control, a coarse per-IP ceiling over 5 minutes. With it, the per-minute limits
@@ -240,7 +248,7 @@ export class IsoatlasCdnStack extends Stack {
       // WAF sends its own bodies with Content-Type application/json (it offers no problem+json).
       customResponseBodies: bodies,
       // Sampled requests show request headers, Authorization included: off when keys are sent.
-      visibilityConfig: visibility('isoatlas-web-acl', !accessConfig),
+      visibilityConfig: visibility(WEB_ACL_METRIC, !accessConfig),
       // Where keys are sent, WAF itself replaces the Authorization header in every record it keeps
       // (logs, sampled requests), rate-rule details included: the per-key rules aggregate on that
       // header, and WAF writes an aggregation key's value into a log's rateBasedRuleList, which the
@@ -441,6 +449,15 @@ export class IsoatlasCdnStack extends Stack {
       },
     });
 
+    this.alarms = new AtlasAlarms(this, 'Alarms', {
+      distribution: this.distribution,
+      webAcl: this.webAcl,
+      webAclMetricName: WEB_ACL_METRIC,
+      meterFunction: this.meterFunction,
+      meterFailures,
+      email: props.alarmEmail,
+    });
+
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
     new CfnOutput(this, 'LogBucketName', {
       value: this.logBucket.bucketName,
@@ -559,7 +576,7 @@ export class IsoatlasCdnStack extends Stack {
       destination: new logDestinations.LambdaDestination(meterFunction),
       filterPattern: logs.FilterPattern.literal(`"${METER_MARK.split(' ')[0]}"`),
     });
-    return { keyGate, keyValueStore, meterFunction, meterTable };
+    return { keyGate, keyValueStore, meterFunction, meterTable, meterFailures };
   }
 
   /** WAF's logs in CloudWatch Logs, Authorization redacted (WAF requires the aws-waf-logs- prefix). */

@@ -1062,6 +1062,78 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
   });
 });
 
+describe('alarms', () => {
+  const alarms = (resources: Resources) => ofType(resources, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
+  /** The alarms watching a metric (by namespace and name, in a plain alarm or a metric-math one). */
+  const watching = (resources: Resources, namespace: string, metricName: string) =>
+    alarms(resources).filter((a) =>
+      a.Namespace
+        ? a.Namespace === namespace && a.MetricName === metricName
+        : (a.Metrics ?? []).some(
+            (m: any) => m.MetricStat?.Metric.Namespace === namespace && m.MetricStat?.Metric.MetricName === metricName,
+          ),
+    );
+  const dims = (list: { Name: string; Value: unknown }[]) => Object.fromEntries(list.map((d) => [d.Name, d.Value]));
+
+  it('every arrangement watches CloudFront 5xx and WAF blocks, each alarm notifying one topic on alarm and on clearing', () => {
+    for (const props of [{}, { access: ACCESS }, { access: { ...ACCESS, mode: 'open' as const } }]) {
+      const { resources, template } = synth(props);
+      const [topicId] = only(resources, 'AWS::SNS::Topic');
+      const [distributionId] = only(resources, 'AWS::CloudFront::Distribution');
+      const acl = only(resources, 'AWS::WAFv2::WebACL')[1];
+
+      const [cdn] = watching(resources, 'AWS/CloudFront', '5xxErrorRate');
+      expect(dims(cdn.Dimensions)).toEqual({ DistributionId: { Ref: distributionId }, Region: 'Global' });
+      const [blocked] = watching(resources, 'AWS/WAFV2', 'BlockedRequests');
+      const wafMetrics = blocked.Metrics.filter((m: any) => m.MetricStat);
+      expect(wafMetrics.map((m: any) => m.MetricStat.Metric.MetricName).sort()).toEqual([
+        'AllowedRequests',
+        'BlockedRequests',
+      ]);
+      // A CloudFront web ACL's metrics have no Region dimension; WebACL is its metric name.
+      for (const m of wafMetrics)
+        expect(dims(m.MetricStat.Metric.Dimensions)).toEqual({
+          WebACL: acl.Properties.VisibilityConfig.MetricName,
+          Rule: 'ALL',
+        });
+      expect(blocked.Metrics.find((m: any) => m.Expression).Expression).toMatch(/blocked \/ \(blocked \+ allowed\)/);
+
+      for (const a of alarms(resources)) {
+        expect(a.AlarmActions).toEqual([{ Ref: topicId }]);
+        expect(a.OKActions).toEqual([{ Ref: topicId }]);
+        expect(a.TreatMissingData).toBe('notBreaching');
+        expect(a.AlarmDescription).toMatch(/OPERATIONS: Alarms/);
+      }
+      expect(Object.keys(template.toJSON().Outputs)).toContain('AlarmTopicArn');
+      // TLS only to the topic.
+      const policy = only(resources, 'AWS::SNS::TopicPolicy')[1];
+      expect(JSON.stringify(policy.Properties.PolicyDocument)).toContain('aws:SecureTransport');
+    }
+    expect(watching(synth().resources, 'AWS/Lambda', 'Errors')).toHaveLength(0);
+  });
+
+  it('with a day meter, watches its errors and its failure queue', () => {
+    const { resources } = synth({ access: ACCESS });
+    const meterId = Object.entries(resources).find(([, r]) => r === functionWithHandler(resources, 'index.meter'))![0];
+    const [errors] = watching(resources, 'AWS/Lambda', 'Errors');
+    expect(dims(errors.Dimensions)).toEqual({ FunctionName: { Ref: meterId } });
+    const [queueId] = only(resources, 'AWS::SQS::Queue');
+    const [depth] = watching(resources, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible');
+    expect(dims(depth.Dimensions)).toEqual({ QueueName: { 'Fn::GetAtt': [queueId, 'QueueName'] } });
+    expect(depth.Threshold).toBe(1);
+    expect(depth.ComparisonOperator).toBe('GreaterThanOrEqualToThreshold');
+  });
+
+  it('emails the address given at deploy, and refuses what is not one', () => {
+    const subscriptionsOf = (props: Partial<IsoatlasCdnProps>) =>
+      ofType(synth(props).resources, 'AWS::SNS::Subscription').map(([, r]) => r.Properties);
+    expect(subscriptionsOf({})).toHaveLength(0);
+    const [email] = subscriptionsOf({ alarmEmail: 'curator@example.org' });
+    expect(email).toMatchObject({ Protocol: 'email', Endpoint: 'curator@example.org' });
+    expect(() => synth({ alarmEmail: 'curator at example.org' })).toThrow(/email address/);
+  });
+});
+
 describe('guards', () => {
   it('refuses a bundle built for other settings, and other regions', () => {
     expect(() => synth({ bucketName: 'another-bucket' })).toThrow(/not built for this stack/);
