@@ -15,6 +15,7 @@
 //                            root-relative (/releases/… on whichever host was asked)
 //   ISOATLAS_DOMAIN        custom domain names, comma-separated (with ISOATLAS_CERTIFICATE_ARN)
 //   ISOATLAS_CERTIFICATE_ARN  ACM certificate for them, in us-east-1
+//   ISOATLAS_KVS_ARN       adopt a KeyValueStore an earlier stack left (its KeyValueStoreArn output)
 //   ISOATLAS_ALARM_EMAIL   an address the alarms' SNS topic emails (it confirms the subscription)
 //   ISOATLAS_ACCOUNT / CDK_DEFAULT_ACCOUNT       account id       (default 111111111111)
 //   ISOATLAS_CDK_OUT       output directory                       (default <repo>/cdk.out)
