@@ -1,10 +1,20 @@
 // `isoatlas keys …`: issue, list, revoke, show tiers, and publish the edge view to the CDN's KeyValueStore.
 import { Option, type Command } from 'commander';
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import { issueKey, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
+import { issueKey, type KeyRecord, loadRegistry, readSecret, registryPath, revokeKey } from './registry.js';
 import { isLegacyId } from '../../edge/access/key-format.js';
-import { KVS_ARN, kvsEntries } from '../../edge/cloudfront/kvs-layout.js';
+import {
+  KVS_ARN,
+  keyEntry,
+  KEY_ENTRY_PREFIX,
+  kvsEntries,
+  REVOKED_KEY_EXPIRY_DAYS,
+  revocationExpired,
+} from '../../edge/cloudfront/kvs-layout.js';
+import { KVS_REFUSE_FRACTION, KVS_SIZE_LIMIT_BYTES, KVS_WARN_FRACTION } from '../../edge/cloudfront/kvs-capacity.js';
+import { refusal, sizeReport, sizeWarning } from './store-size.js';
 import { UsageError } from '../common/errors.js';
+import { StorageError } from '../common/storage-errors.js';
 import { readAccessConfigFile } from '../common/access-config-file.js';
 import { log } from '../../edge/server/logger.js';
 
@@ -92,7 +102,8 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string): Command
   keys
     .command('revoke')
     .description(
-      'Revoke a key. The local server refuses it within seconds; the CDN once `keys publish` has written it to the KeyValueStore and CloudFront has propagated it.',
+      'Revoke a key. The local server refuses it within seconds; the CDN once `keys publish` has written it to the KeyValueStore and CloudFront has propagated it. ' +
+        `The CDN answers it as revoked for ${REVOKED_KEY_EXPIRY_DAYS} days, then (once a publish has removed its entry) as an unknown key: a 401 either way.`,
     )
     .argument('<id>', 'key id, as shown by `isoatlas keys list`')
     .option(...dirOption)
@@ -127,14 +138,20 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string): Command
     .command('publish')
     .description(
       "Make the CloudFront KeyValueStore of the CDN deployment hold every key's hash, tier and revocation (no names) and the " +
-        'secret that keys the hashes; only differences are written. The edge sees a change once CloudFront has propagated it.',
+        'secret that keys the hashes; only differences are written. The edge sees a change once CloudFront has propagated it. ' +
+        `Removes the entries of keys revoked over ${REVOKED_KEY_EXPIRY_DAYS} days ago (the registry keeps them) and nothing else. ` +
+        `Reports the store's size and the keys it can still take; warns from ${KVS_WARN_FRACTION * 100}% of its ${KVS_SIZE_LIMIT_BYTES.toLocaleString('en-US')}-byte limit, ` +
+        `and from ${KVS_REFUSE_FRACTION * 100}% adds no new keys (exit 4) while still writing revocations and removals (docs/OPERATIONS.md, "The key store's size").`,
     )
     .requiredOption('--kvs <arn>', 'the KeyValueStore ARN (the KeyValueStoreArn output of the stack)')
     .option(
       '--endpoint <url>',
       'KeyValueStore API endpoint, for a local stand-in (a host name, e.g. http://localhost:8080)',
     )
-    .option('--access-config <file>', 'access config naming the tiers (for the legacy-key warning)')
+    .option(
+      '--access-config <file>',
+      'access config naming the tiers (for the legacy-key warning and the room the report gives)',
+    )
     .addOption(new Option('--waf-tier <tier=arn>', 'no longer used').hideHelp())
     .option(...dirOption)
     .action(async (o: { kvs: string; endpoint?: string; accessConfig?: string; wafTier?: string; keysDir: string }) => {
@@ -149,10 +166,24 @@ export function addKeysCommand(parent: Command, defaultKeysDir: string): Command
         );
       }
       const config = readAccessConfigFile(o.accessConfig);
-      const r = await publishKeys(await kvsClient(o.endpoint), o.kvs, o.keysDir);
+      const tiers = [...Object.keys(config.open.tiers), ...Object.keys(config.key_required.tiers)];
+      const r = await publishKeys(await kvsClient(o.endpoint), o.kvs, o.keysDir, { tiers });
+      const ids = (entries: readonly string[]) => entries.map((e) => e.slice(KEY_ENTRY_PREFIX.length));
       log.info(
         `published ${r.keys} keys to ${o.kvs}: ${r.put} written, ${r.deleted} removed, ${r.unchanged} unchanged`,
       );
+      if (r.removed.length > 0)
+        log.info(
+          `removed ${r.removed.length} key(s) revoked over ${REVOKED_KEY_EXPIRY_DAYS} days ago from the store: ${ids(r.removed).join(', ')}; the registry keeps them (keys list shows them revoked) and the gate now answers them as unknown keys`,
+        );
+      log.info(sizeReport(o.kvs, r.size, r.counted));
+      if (r.unknown.length > 0)
+        log.warn(
+          `${r.unknown.length} key entr${r.unknown.length === 1 ? 'y' : 'ies'} in ${o.kvs} belong to no key of ${registryPath(o.keysDir)} (${ids(r.unknown).join(', ')}): publish leaves them, and the gate still checks keys against them. If they come from another registry, publish from it (--keys-dir); if not wanted, delete each: aws cloudfront-keyvaluestore delete-key --kvs-arn ${o.kvs} --key key:<id> --if-match <ETag of describe-key-value-store>`,
+        );
+      if (r.refused.length > 0) throw new StorageError(refusal(o.kvs, r.size, ids(r.refused), r.foreign, r.nextExpiry));
+      const warning = sizeWarning(o.kvs, r.size);
+      if (warning) log.warn(warning);
       const legacy = new Map<string, string[]>();
       for (const k of loadRegistry(o.keysDir).keys) {
         if (k.revoked_at || !isLegacyId(k.id) || k.tier === config.default_tier) continue;
@@ -200,13 +231,36 @@ export async function kvsClient(endpoint?: string) {
   return new CloudFrontKeyValueStoreClient({ region: 'us-east-1', endpoint, requestHandler });
 }
 
-export async function publishKeys(client: CloudFrontKeyValueStoreClient, arn: string, keysDir: string) {
+/** Publishes the registry in `keysDir` to the store at `arn`, as of `now` (revocations older than
+ * the expiry are removed). `tiers`: the access config's, for the room the report gives. */
+export async function publishKeys(
+  client: CloudFrontKeyValueStoreClient,
+  arn: string,
+  keysDir: string,
+  options: { now?: Date; tiers?: readonly string[] } = {},
+) {
   const secret = readSecret(keysDir, { create: false });
   if (!secret)
     throw new UsageError(
       `no key secret in ${keysDir} (and ISOATLAS_KEY_SECRET is unset): issue a key first, or point --keys-dir at the registry`,
     );
+  const now = options.now ?? new Date();
   const records = loadRegistry(keysDir).keys;
+  const remove = new Set(records.filter((k) => revocationExpired(k, now)).map((k) => keyEntry(k.id)));
+  const tiers = [...(options.tiers ?? []), ...records.map((k) => k.tier)];
+  const largestTier = tiers.reduce((a, b) => (b.length > a.length ? b : a), 'standard');
   const { publishToStore } = await import('./kvs.js');
-  return { keys: records.length, ...(await publishToStore(client, arn, kvsEntries(records, secret))) };
+  const result = await publishToStore(client, arn, kvsEntries(records, secret, now), { remove, largestTier });
+  return { keys: records.length, ...result, nextExpiry: nextExpiry(records, now) };
+}
+
+/** When the next revoked keys' entries expire, and how many then. */
+function nextExpiry(records: readonly KeyRecord[], now: Date): { date: Date; keys: number } | null {
+  const pending = records
+    .filter((k) => k.revoked_at && !revocationExpired(k, now) && !Number.isNaN(Date.parse(k.revoked_at)))
+    .map((k) => Date.parse(k.revoked_at!) + REVOKED_KEY_EXPIRY_DAYS * 86_400_000);
+  if (pending.length === 0) return null;
+  const first = Math.min(...pending);
+  const day = (t: number) => new Date(t).toISOString().slice(0, 10);
+  return { date: new Date(first), keys: pending.filter((t) => day(t) === day(first)).length };
 }
