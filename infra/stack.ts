@@ -47,6 +47,7 @@ import {
   PREFLIGHT_MAX_AGE_SECONDS,
   QUERY_PARAMETERS,
 } from '../edge/contract/http-headers.js';
+import { HEADER_LIMITS, HEADER_LIMITS_DETAIL } from '../edge/contract/header-limits.js';
 
 /** Lambda@Edge and CloudFront-scoped WAF live in us-east-1; so does everything else in this stack. */
 export const EDGE_REGION = 'us-east-1';
@@ -221,9 +222,14 @@ export class IsoatlasCdnStack extends Stack {
     // aggregate IPv6 addresses by /64, so the distribution serves IPv4 only (below). A key's tier is
     // the letter its id starts with (WAF cannot read the KeyValueStore), matched by one fixed regex
     // per tier, so a tier holds any number of keys.
-    const rules = accessConfig
-      ? accessRules(accessConfig)
-      : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')];
+    // First of all, in every arrangement, requests whose headers WAF cannot see whole are blocked
+    // (oversizeHeadersRule): a rate rule after it sees every header of what it counts.
+    const rules = [
+      oversizeHeadersRule(),
+      ...(accessConfig
+        ? accessRules(accessConfig)
+        : [perIpRule(wafLimit, WAF_WINDOW_SECONDS, 'isoatlas-rate-per-ip', 'from one IP address at the CDN')]),
+    ];
     const bodies = Object.fromEntries(
       rules.map((r) => [r.bodyKey, { contentType: 'APPLICATION_JSON', content: r.body }]),
     );
@@ -603,10 +609,67 @@ export class IsoatlasCdnStack extends Stack {
   }
 }
 
-interface WafRateRule {
+/** A rule of the web ACL that blocks with a problem body of its own. */
+interface WafRule {
   rule: Omit<wafv2.CfnWebACL.RuleProperty, 'priority' | 'visibilityConfig'> & { name: string };
   bodyKey: string;
   body: string;
+}
+
+/** The block action of a rule: `status`, no-store, the contract's CORS headers (so a script can read
+ * the answer) and the body under `bodyKey` (sent as application/json: WAF offers no problem+json). */
+function blockWith(
+  status: number,
+  bodyKey: string,
+  headers: Record<string, string> = {},
+): wafv2.CfnWebACL.RuleActionProperty {
+  return {
+    block: {
+      customResponse: {
+        responseCode: status,
+        customResponseBodyKey: bodyKey,
+        responseHeaders: Object.entries({ ...headers, 'Cache-Control': 'no-store', ...CORS_HEADERS }).map(
+          ([name, value]) => ({ name, value }),
+        ),
+      },
+    },
+  };
+}
+
+/** CloudFront hands WAF at most the first 200 headers and 8 KB of header contents (HEADER_LIMITS): a
+ * header past them is one no rule sees, and a rate rule whose aggregation key lacks a component omits
+ * the request ("RateBasedStatementCustomKey"). A key sent after 8 KB of filler would be counted per
+ * address only, never per key. This rule blocks every such request, following AWS's guidance for
+ * oversize components ("Oversize web request components in AWS WAF": the Match option in a rule whose
+ * action is Block): it inspects all headers, and their oversize handling is MATCH. Its size criterion
+ * can never match what WAF was handed (no header of at most 8 KB is larger than 8 KB; the size
+ * constraint page warns that a size beyond what WAF can inspect never matches), so the rule matches
+ * only the requests WAF could not inspect whole. It applies in every arrangement: with keys it keeps
+ * every request in its key's count; without them it refuses what `isoatlas serve` refuses, and the
+ * API's domain sets no cookies, so no browser sends it headers that large.
+ *
+ * It answers 400, not 431: the WAF Developer Guide's "Supported status codes for custom responses"
+ * does not list 431 (the API reference's range, 200 to 599, would take it at deploy time). The body
+ * says what the server's 431 says. A size constraint costs 1 WCU ("Size constraint rule statement"). */
+function oversizeHeadersRule(): WafRule {
+  const name = 'isoatlas-oversize-headers';
+  const bodyKey = `${name}-400`;
+  return {
+    rule: {
+      name,
+      statement: {
+        sizeConstraintStatement: {
+          fieldToMatch: { headers: { matchPattern: { all: {} }, matchScope: 'ALL', oversizeHandling: 'MATCH' } },
+          comparisonOperator: 'GT',
+          size: HEADER_LIMITS.bytes,
+          textTransformations: [{ priority: 0, type: 'NONE' }],
+        },
+      },
+      action: blockWith(400, bodyKey),
+    },
+    bodyKey,
+    body: JSON.stringify({ type: 'about:blank', title: 'Bad Request', status: 400, detail: HEADER_LIMITS_DETAIL }),
+  };
 }
 
 const AUTHORIZATION = { singleHeader: { Name: 'authorization' } };
@@ -648,7 +711,7 @@ function perKeyRule(
   limit: number,
   tier: string,
   scopeDownStatement: wafv2.CfnWebACL.StatementProperty,
-): WafRateRule {
+): WafRule {
   return rateRule(
     name,
     {
@@ -666,8 +729,8 @@ function perKeyRule(
 }
 
 /** The WAF rules of an access arrangement: per-minute limits per IP and per key (by tier). */
-function accessRules(config: AccessConfig): WafRateRule[] {
-  const rules: WafRateRule[] = [];
+function accessRules(config: AccessConfig): WafRule[] {
+  const rules: WafRule[] = [];
   const perKey = tierLimits(config, config.default_tier).per_minute;
   if (config.mode === 'key-required') {
     const perIp = config.key_required.per_ip.per_minute;
@@ -720,7 +783,7 @@ function perIpRule(
   name: string,
   who: string,
   scopeDownStatement?: wafv2.CfnWebACL.StatementProperty,
-): WafRateRule {
+): WafRule {
   return rateRule(
     name,
     {
@@ -738,33 +801,20 @@ function perIpRule(
 }
 
 /** A rate rule whose refusal is the same kind of answer the edge gives: 429, Retry-After (the rule's
- * window), no-store, the contract's CORS headers (so a script can read Retry-After), a problem body
- * (sent as application/json: WAF offers no problem+json). */
+ * window), a problem body (blockWith). */
 function rateRule(
   name: string,
   statement: wafv2.CfnWebACL.StatementProperty,
   limit: number,
   who: string,
   windowSeconds = ACCESS_WINDOW_SECONDS,
-): WafRateRule {
+): WafRule {
   const bodyKey = `${name}-429`;
   return {
     rule: {
       name,
       statement,
-      action: {
-        block: {
-          customResponse: {
-            responseCode: 429,
-            customResponseBodyKey: bodyKey,
-            responseHeaders: [
-              { name: 'Retry-After', value: String(windowSeconds) },
-              { name: 'Cache-Control', value: 'no-store' },
-              ...Object.entries(CORS_HEADERS).map(([name, value]) => ({ name, value })),
-            ],
-          },
-        },
-      },
+      action: blockWith(429, bodyKey, { 'Retry-After': String(windowSeconds) }),
     },
     bodyKey,
     body: wafTooManyBody(limit, windowSeconds, who),

@@ -19,6 +19,7 @@ import { validate } from './helpers/schemas.js';
 import { OpenAPIBackend } from 'openapi-backend';
 import addFormats from 'ajv-formats';
 import { buildOpenApi } from '../edge/contract/openapi.js';
+import { HEADER_LIMITS, HEADER_LIMITS_DETAIL } from '../edge/contract/header-limits.js';
 import { IsoatlasBucketStack } from '../infra/bucket.js';
 import {
   ACCESS_WINDOW_SECONDS,
@@ -251,8 +252,12 @@ describe('CloudFormation validation', () => {
       access: { ...ACCESS, config: { tier_letters: { unlimited: 'u' }, key_required: { tiers } } },
     });
     const rules: any[] = only(resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules;
-    expect(rules.map((r) => r.Name)).toEqual(['isoatlas-rate-per-ip', 'isoatlas-rate-per-key']);
-    const scope = rules[1].Statement.RateBasedStatement.ScopeDownStatement.AndStatement.Statements;
+    expect(rules.map((r) => r.Name)).toEqual([
+      'isoatlas-oversize-headers',
+      'isoatlas-rate-per-ip',
+      'isoatlas-rate-per-key',
+    ]);
+    const scope = rules[2].Statement.RateBasedStatement.ScopeDownStatement.AndStatement.Statements;
     expect(scope.map((st: any) => st.NotStatement?.Statement.RegexMatchStatement.RegexString).filter(Boolean)).toEqual([
       '^bearer isoatlas_u[a-z2-7]{8}_',
     ]);
@@ -537,7 +542,7 @@ describe('WAF', () => {
     );
     for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
       const acl = only(synth(props).resources, 'AWS::WAFv2::WebACL')[1].Properties;
-      for (const rule of acl.Rules.filter((r: any) => r.Action?.Block)) {
+      for (const rule of acl.Rules.filter((r: any) => r.Action?.Block?.CustomResponse.ResponseCode === 429)) {
         const custom = rule.Action.Block.CustomResponse;
         expect(exposedByWaf(custom), rule.Name).toEqual(
           answer.headers.get('access-control-expose-headers')!.split(/,\s*/),
@@ -552,7 +557,7 @@ describe('WAF', () => {
     }
   });
 
-  it('every custom response body, in every arrangement, is what the OpenAPI document declares for a 429 as application/json', async () => {
+  it('every custom response body, in every arrangement, is what the OpenAPI document declares for its status as application/json', async () => {
     const doc = buildOpenApi({ release: 'test', title: 'test' });
     const api = new OpenAPIBackend({
       definition: structuredClone(doc) as any,
@@ -566,17 +571,19 @@ describe('WAF', () => {
       const acl = only(synth(props).resources, 'AWS::WAFv2::WebACL')[1].Properties;
       for (const [key, body] of Object.entries<any>(acl.CustomResponseBodies)) {
         expect(body.ContentType, key).toBe('APPLICATION_JSON');
+        const problem = JSON.parse(body.Content);
+        const status = acl.Rules.find((r: any) => r.Action?.Block?.CustomResponse.CustomResponseBodyKey === key).Action
+          .Block.CustomResponse.ResponseCode;
+        expect(problem.status, key).toBe(status);
         for (const route of routes) {
           const op = api.getOperation(route.id)!;
-          expect(Object.keys((op.responses as any)['429'].content)).toContain('application/json');
-          expect(api.validateResponse(JSON.parse(body.Content), op, 429).errors ?? [], `${key} as ${route.id}`).toEqual(
-            [],
-          );
+          expect(Object.keys((op.responses as any)[status].content)).toContain('application/json');
+          expect(api.validateResponse(problem, op, status).errors ?? [], `${key} as ${route.id}`).toEqual([]);
           checked++;
         }
       }
     }
-    expect(checked).toBeGreaterThanOrEqual(routes.length * 4);
+    expect(checked).toBeGreaterThanOrEqual(routes.length * 11);
     // The check can fail: a problem body with an instance (the edge's own 429) is not the WAF's.
     const edge429 = {
       type: 'about:blank',
@@ -586,6 +593,30 @@ describe('WAF', () => {
       instance: '/api/v1/release',
     };
     expect(api.validateResponse(edge429, api.getOperation('release')!, 429).errors ?? []).not.toEqual([]);
+  });
+
+  it("blocks first, in every arrangement, a request whose headers WAF cannot inspect whole: all headers, oversize MATCH, a 400 saying what the server's 431 says", () => {
+    for (const props of [{}, { access: { mode: 'open' as const } }, { access: ACCESS }]) {
+      const acl = only(synth(props).resources, 'AWS::WAFv2::WebACL')[1].Properties;
+      const [first, ...rest] = [...acl.Rules].sort((a: any, b: any) => a.Priority - b.Priority);
+      expect(first.Name).toBe('isoatlas-oversize-headers');
+      expect(rest.length).toBeGreaterThan(0);
+      for (const rule of rest) expect(rule.Statement.RateBasedStatement, rule.Name).toBeDefined();
+      expect(first.Statement).toEqual({
+        SizeConstraintStatement: {
+          FieldToMatch: { Headers: { MatchPattern: { All: {} }, MatchScope: 'ALL', OversizeHandling: 'MATCH' } },
+          ComparisonOperator: 'GT',
+          Size: HEADER_LIMITS.bytes,
+          TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+        },
+      });
+      const custom = first.Action.Block.CustomResponse;
+      expect(custom.ResponseCode).toBe(400);
+      expect(custom.ResponseHeaders).toContainEqual({ Name: 'Cache-Control', Value: 'no-store' });
+      const body = JSON.parse(acl.CustomResponseBodies[custom.CustomResponseBodyKey].Content);
+      expect(body).toEqual({ type: 'about:blank', title: 'Bad Request', status: 400, detail: HEADER_LIMITS_DETAIL });
+      expect(validate('WafRefusal', body)).toEqual([]);
+    }
   });
 
   for (const [limit, expected] of [
@@ -835,11 +866,13 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     const { resources } = synth({ access: ACCESS });
     const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
     expect(acl.Rules.map((r: any) => r.Name)).toEqual([
+      'isoatlas-oversize-headers',
       'isoatlas-rate-per-ip',
       'isoatlas-rate-per-key',
       'isoatlas-rate-per-key-plus',
     ]);
-    const [ip, key, plus] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
+    const rateRules = acl.Rules.filter((r: any) => r.Statement.RateBasedStatement);
+    const [ip, key, plus] = rateRules.map((r: any) => r.Statement.RateBasedStatement);
     expect(ip).toEqual({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 1200 });
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', EvaluationWindowSec: 60, Limit: 60 });
     // Counted per header lowercased: the gate admits a key spelled one way up to the scheme's case.
@@ -872,7 +905,7 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(Object.keys(Template.fromStack(synth({ access: ACCESS }).stack).toJSON().Outputs).join()).not.toContain(
       'TierPatternSet',
     );
-    for (const rule of acl.Rules) {
+    for (const rule of rateRules) {
       const custom = rule.Action.Block.CustomResponse;
       expect(custom.ResponseCode).toBe(429);
       expect(custom.ResponseHeaders).toContainEqual({ Name: 'Retry-After', Value: String(ACCESS_WINDOW_SECONDS) });
@@ -888,12 +921,13 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     const { resources } = synth({ access: { mode: 'open' } });
     const acl = only(resources, 'AWS::WAFv2::WebACL')[1].Properties;
     expect(acl.Rules.map((r: any) => r.Name)).toEqual([
+      'isoatlas-oversize-headers',
       'isoatlas-anonymous-per-ip',
       'isoatlas-keyed-per-ip',
       'isoatlas-rate-per-key',
       'isoatlas-rate-per-key-plus',
     ]);
-    const [anonymous, keyed, key] = acl.Rules.map((r: any) => r.Statement.RateBasedStatement);
+    const [anonymous, keyed, key] = acl.Rules.slice(1).map((r: any) => r.Statement.RateBasedStatement);
     expect(anonymous).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 60, Limit: 900 });
     expect(anonymous.ScopeDownStatement.NotStatement.Statement.SizeConstraintStatement.FieldToMatch).toEqual({
       SingleHeader: { Name: 'authorization' },
@@ -905,7 +939,7 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       ScopeDownStatement: anonymous.ScopeDownStatement.NotStatement.Statement,
     });
     expect(
-      JSON.parse(acl.CustomResponseBodies[acl.Rules[1].Action.Block.CustomResponse.CustomResponseBodyKey].Content)
+      JSON.parse(acl.CustomResponseBodies[acl.Rules[2].Action.Block.CustomResponse.CustomResponseBodyKey].Content)
         .detail,
     ).toContain('24000 requests in a minute from one IP address with API keys');
     // The ceiling follows the config: twice the highest tier's unless set.
@@ -913,7 +947,7 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
       synth({ access: { mode: 'open', config: { open: { keyed_per_ip: { per_minute: 50000 } } } } }).resources,
       'AWS::WAFv2::WebACL',
     )[1].Properties;
-    expect(raised.Rules[1].Statement.RateBasedStatement.Limit).toBe(50000);
+    expect(raised.Rules[2].Statement.RateBasedStatement.Limit).toBe(50000);
     expect(key).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', Limit: 3000 });
     expect(ofType(resources, 'AWS::Lambda::Function')).toHaveLength(1);
     expect(ofType(resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
@@ -1201,9 +1235,10 @@ describe('npm run synth (infra/app.ts)', () => {
     expect(a.stdout).toMatch(/edge code .*KiB/);
     const t = template(plain);
     expect(dataBucket(t.Resources)[1].Properties.BucketName).toBe('isoatlas-synth-test');
-    expect(only(t.Resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules[0].Statement.RateBasedStatement.Limit).toBe(
-      3000,
-    );
+    expect(
+      only(t.Resources, 'AWS::WAFv2::WebACL')[1].Properties.Rules.find((r: any) => r.Statement.RateBasedStatement)
+        .Statement.RateBasedStatement.Limit,
+    ).toBe(3000);
     expect(ofType(t.Resources, 'AWS::DynamoDB::Table')).toHaveLength(0);
     expect(JSON.stringify(only(t.Resources, 'AWS::Lambda::Function')[1].Properties.Code)).toContain(
       '222222222222-us-east-1',

@@ -2,7 +2,9 @@
 // spelling the gate admits must be the same aggregation value under the per-key rules' text
 // transformations, and fall under the rule of the key's tier. Here the gate's real source (in the
 // CloudFront Function harness) and the local server's parser meet a list of spellings; the admitted
-// ones are then run through the synthesized template's WAF rules by a small evaluator.
+// ones are then run through the synthesized template's WAF rules by a small evaluator. So are requests
+// that carry a key among other headers, within and past what CloudFront hands WAF: none the gate
+// admits escapes its key's count.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +18,9 @@ import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { kvsEntries } from '../edge/cloudfront/kvs-layout.js';
 import { synthesizeCdnTemplates } from './helpers/cdn-synth.js';
 import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-function.js';
-import { aggregationKey, matches, type WafHeaders } from './helpers/waf-eval.js';
+import { aggregationKey, evaluateWebAcl, forwardedToWaf, matches, whole, type WafRequest } from './helpers/waf-eval.js';
+import { headerShapes } from './helpers/header-shapes.js';
+import type { HeaderField } from '../edge/contract/header-limits.js';
 
 let work: string;
 let keysDir: string;
@@ -101,15 +105,14 @@ async function gateAdmits(mode: AccessMode, key: string): Promise<(string | stri
   return admitted;
 }
 
-const headersOf = (s: string | string[]): WafHeaders => ({ authorization: typeof s === 'string' ? [s] : s });
+const headersOf = (s: string | string[]): WafRequest => whole({ authorization: typeof s === 'string' ? [s] : s });
 const perKeyRules = (template: any) =>
   (Object.values(template.Resources).find((r: any) => r.Type === 'AWS::WAFv2::WebACL') as any).Properties.Rules.filter(
-    (r: any) => r.Statement.RateBasedStatement.AggregateKeyType === 'CUSTOM_KEYS',
+    (r: any) => r.Statement.RateBasedStatement?.AggregateKeyType === 'CUSTOM_KEYS',
   );
-const ruleNamed = (template: any, name: string) =>
-  (Object.values(template.Resources).find((r: any) => r.Type === 'AWS::WAFv2::WebACL') as any).Properties.Rules.find(
-    (r: any) => r.Name === name,
-  );
+const webAclRules = (template: any): any[] =>
+  (Object.values(template.Resources).find((r: any) => r.Type === 'AWS::WAFv2::WebACL') as any).Properties.Rules;
+const ruleNamed = (template: any, name: string) => webAclRules(template).find((r: any) => r.Name === name);
 
 describe("the gate and the local server admit the same single spelling of a key, up to the scheme's case", () => {
   for (const mode of ['open', 'key-required'] as const) {
@@ -223,8 +226,8 @@ describe("every admitted spelling of a key is one WAF count, under its tier's ru
       expect(aggregationKey(keyed, headersOf(s)), s).toBe('ip:198.51.100.7');
       expect(aggregationKey(anonymous, headersOf(s)), s).toBeNull();
     }
-    expect(aggregationKey(keyed, {})).toBeNull();
-    expect(aggregationKey(anonymous, {})).toBe('ip:198.51.100.7');
+    expect(aggregationKey(keyed, whole({}))).toBeNull();
+    expect(aggregationKey(anonymous, whole({}))).toBe('ip:198.51.100.7');
     expect(ruleNamed(templates.get('key-required'), 'isoatlas-keyed-per-ip')).toBeUndefined();
   });
 
@@ -241,3 +244,88 @@ describe("every admitted spelling of a key is one WAF count, under its tier's ru
     expect(matches(plus, headersOf(`Bearer ${keys.legacyPlus.key}`))).toBe(false);
   });
 });
+
+describe("no request shape outruns its key's bucket", () => {
+  const OVERSIZE = 'isoatlas-oversize-headers';
+  const HOST: HeaderField = ['host', 'd111111abcdef8.cloudfront.net'];
+  /** The per-key counts among a request's counts (rule name: aggregation instance). */
+  const perKey = (rules: any[], counted: Record<string, string>) =>
+    Object.fromEntries(
+      Object.entries(counted).filter(
+        ([name]) => rules.find((r) => r.Name === name).Statement.RateBasedStatement.AggregateKeyType === 'CUSTOM_KEYS',
+      ),
+    );
+  /** A key's bucket: where the per-key rules count it sent alone. */
+  const bucketOf = (rules: any[], authorization: string) =>
+    perKey(rules, evaluateWebAcl(rules, whole({ host: [HOST[1]], authorization: [authorization] })).counted);
+  const shapeNamed = (authorization: string, label: RegExp) =>
+    headerShapes([HOST], authorization).find((s) => label.test(s.label))!;
+
+  for (const mode of ['open', 'key-required'] as const) {
+    it(`${mode}: the gate admits every shape; WAF blocks each past a bound before any rate rule, and counts each within them in its key's bucket`, async () => {
+      const rules = webAclRules(templates.get(mode));
+      const gate = loadCloudFrontFunction(keyGateCode(keyGateSettings(GATE_CONFIG(mode))), store());
+      let blocked = 0;
+      for (const which of ['plus', 'standard'] as const) {
+        const authorization = `Bearer ${keys[which].key}`;
+        const bucket = bucketOf(rules, authorization);
+        expect(Object.keys(bucket), which).toHaveLength(1);
+        for (const shape of headerShapes([HOST], authorization)) {
+          const what = `${which}: ${shape.label}`;
+          const others = shape.fields.filter(([name]) => name !== 'host' && name !== 'authorization');
+          // The gate sees every header (CloudFront hands a function all of them): it admits the key.
+          const out = await gate.handler(viewerRequest({ authorization, headers: Object.fromEntries(others) }));
+          expect(out.statusCode, what).toBeUndefined();
+          const waf = evaluateWebAcl(rules, forwardedToWaf(shape.fields));
+          expect(waf.blockedBy, what).toBe(shape.over ? OVERSIZE : null);
+          // Blocked: before any rate rule counted it. Let through: counted in its key's bucket.
+          if (waf.blockedBy) blocked++;
+          expect(waf.blockedBy ? waf.counted : perKey(rules, waf.counted), what).toEqual(waf.blockedBy ? {} : bucket);
+        }
+      }
+      expect(blocked).toBe(2 * headerShapes([HOST], 'Bearer x').filter((s) => s.over).length);
+    });
+  }
+
+  it("the check can fail: without the rule, or with oversize handling other than MATCH, the issue's request is counted per address only, and a key cut by the bound in a bucket of its own", () => {
+    for (const mode of ['open', 'key-required'] as const) {
+      const rules = webAclRules(templates.get(mode));
+      const handled = (handling: string) =>
+        rules.map((r) =>
+          r.Name !== OVERSIZE ? r : structuredClone({ ...r, Statement: withHandling(r.Statement, handling) }),
+        );
+      const variants = {
+        'without the rule': rules.filter((r) => r.Name !== OVERSIZE),
+        CONTINUE: handled('CONTINUE'),
+        NO_MATCH: handled('NO_MATCH'),
+      };
+      for (const [variant, acl] of Object.entries(variants))
+        for (const which of ['plus', 'standard'] as const) {
+          const authorization = `Bearer ${keys[which].key}`;
+          const what = `${mode}, ${variant}, ${which}`;
+          const issue = evaluateWebAcl(acl, forwardedToWaf(shapeNamed(authorization, /the issue/).fields));
+          expect(issue.blockedBy, what).toBeNull();
+          expect(perKey(rules, issue.counted), what).toEqual({});
+          const byAddress = Object.keys(issue.counted);
+          expect(byAddress.length, what).toBeGreaterThan(0);
+          for (const name of byAddress)
+            expect(rules.find((r) => r.Name === name).Statement.RateBasedStatement.AggregateKeyType, what).toBe('IP');
+          const cut = evaluateWebAcl(acl, forwardedToWaf(shapeNamed(authorization, /inside the key/).fields));
+          const counted = perKey(rules, cut.counted);
+          expect(Object.keys(counted), what).toEqual(Object.keys(bucketOf(rules, authorization)));
+          expect(counted, what).not.toEqual(bucketOf(rules, authorization));
+        }
+    }
+  });
+});
+
+/** The oversize rule's statement with another oversize handling. */
+function withHandling(statement: any, handling: string): any {
+  const size = statement.SizeConstraintStatement;
+  return {
+    SizeConstraintStatement: {
+      ...size,
+      FieldToMatch: { Headers: { ...size.FieldToMatch.Headers, OversizeHandling: handling } },
+    },
+  };
+}

@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../edge/contract/targets.js';
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
+import { HEADER_LIMITS } from '../edge/contract/header-limits.js';
+import { filler } from './helpers/header-shapes.js';
 import { UNWRITTEN_TARGET } from '../edge/server/nginx-config.js';
 import { frontRequests, type RunningFront } from './helpers/nginx-front.js';
 import { frontsOfSuite } from './helpers/nginx-suite.js';
@@ -124,14 +126,36 @@ describe('refused targets through the front and at the server', () => {
       Object.fromEntries(
         Array.from({ length: n }, (_, i) => [`X-Padding-${i}`, 'p'.repeat(SERVER_LIMITS.maxHeaderSize / 4)]),
       );
-    // A path the front answers itself (a request it passes on, the server refuses on its own).
+    // A path the front answers itself (a request it passes on, the server refuses on its own). One line
+    // within: two would be past the bound on header bytes (header-limits.ts), which only the server counts.
     for (const [n, status] of [
       [6, 431],
-      [2, 404],
+      [1, 404],
     ] as const) {
       const viaFront = await send(f.base, '/metrics', { headers: lines(n) });
       const direct = await send(f.server.base, '/metrics', { headers: lines(n), from: '127.0.0.5' });
       expect([viaFront.status, direct.status], `${n} lines`).toEqual([status, status]);
+    }
+  });
+
+  it('answers a request past the header bounds of the CDN 431 as the server does, for a file it would send itself too, and serves one just within them', async () => {
+    const [gene] = [...(await frontRequests(inject('fixtureTree'))).keys()].filter((k) =>
+      k.startsWith('/api/v1/genes/ENSG'),
+    );
+    // The client adds Host and Connection: 198 more fields are the bound's 200. The front drops the
+    // client's Connection (and replaces its X-Forwarded-For), so the server counts one field less of a
+    // request through it: past the bound by two fields, it is past it there too.
+    const fields = (n: number) => Object.fromEntries(filler(n, 1));
+    const bytes = (n: number) => Object.fromEntries(filler(1, n));
+    for (const [what, headers, status] of [
+      ['200 fields', fields(HEADER_LIMITS.fields - 2), 200],
+      ['202 fields', fields(HEADER_LIMITS.fields), 431],
+      ['a field past the byte bound alone', bytes(HEADER_LIMITS.bytes), 431],
+    ] as const) {
+      const viaFront = await send(f.base, gene, { headers });
+      const direct = await send(f.server.base, gene, { headers, from: '127.0.0.5' });
+      expect([viaFront.status, direct.status], what).toEqual([status, status]);
+      if (status === 431) expect(JSON.parse(viaFront.text), what).toEqual(JSON.parse(direct.text));
     }
   });
 

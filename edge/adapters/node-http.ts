@@ -19,6 +19,7 @@ import { DEFAULT_ACCESS } from '../access/config.js';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { TrustedFronts } from './forwarded.js';
 import { ALLOWED_METHODS, REQUEST_ID_HEADER } from '../contract/http-headers.js';
+import { HEADER_LIMITS_DETAIL, type HeaderField, overHeaderLimits } from '../contract/header-limits.js';
 
 /** What the request log records of each request (never a header: one may carry an API key); the
  * logger adds the time and level. */
@@ -398,6 +399,11 @@ async function answer(
       headers: { ...problemHead(body), ...headers, connection: 'close' },
     });
   };
+  // Past the header bounds the CDN's firewall sees (header-limits.ts): refused here as the CDN refuses
+  // it, so a mirror answers the same requests. Behind a trusted front, X-Forwarded-For is the front's
+  // own (it replaces the client's), so it is not the client's to count.
+  if (overHeaderLimits(headerFields(req.rawHeaders, context.viaFront === true)))
+    return refuse(431, HEADER_LIMITS_DETAIL);
   const hosts = countHosts(req.rawHeaders);
   // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
   if (req.httpVersion !== '1.0' && hosts !== 1)
@@ -432,6 +438,14 @@ function headersOf(req: http.IncomingMessage): Headers {
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
   }
   return headers;
+}
+
+/** The header fields as sent, from Node's raw list (names and values alternate), less the front's. */
+function headerFields(raw: string[], viaFront: boolean): HeaderField[] {
+  const fields: HeaderField[] = [];
+  for (let i = 0; i < raw.length; i += 2)
+    if (!viaFront || raw[i].toLowerCase() !== 'x-forwarded-for') fields.push([raw[i], raw[i + 1]]);
+  return fields;
 }
 
 function countHosts(raw: string[]): number {

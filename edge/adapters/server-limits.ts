@@ -1,5 +1,6 @@
 // The bounds on what clients can hold on the local server (`isoatlas serve`), with their defaults
-// and the environment variables that change them. SECURITY.md lists them for operators.
+// and the environment variables that change them. SECURITY.md lists them for operators. The bounds on
+// header fields (their number and bytes: 431) are the CDN's, fixed, in edge/contract/header-limits.ts.
 
 /** Size of the request line plus headers (beyond it: 431); time to send the headers and the whole
  * request (beyond it: 408, connection closed); how long an idle keep-alive connection stays open; how

@@ -85,7 +85,8 @@ const ERRORS: Record<
   400: {
     name: 'BadRequest',
     description:
-      'A malformed, out-of-range, repeated or unknown parameter (the `parameter` member names a query parameter at fault).',
+      "A malformed, out-of-range, repeated or unknown parameter (the `parameter` member names a query parameter at fault). From the CDN's WAF, headers it cannot inspect whole (more than 200 fields or 8,192 bytes of them), as `application/json` (a WafRefusal); the local server answers such a request 431.",
+    content: { 'application/json': { schema: ref('schemas', 'WafRefusal') } },
   },
   401: {
     name: 'Unauthorized',

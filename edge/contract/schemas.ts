@@ -721,22 +721,29 @@ export const MultipleChoices = Type.Object(
   },
 );
 
-/** The CDN firewall's 429 (WAF, before any function runs): a static body, so it names no request
- * instance and carries no RateLimit-* headers; WAF offers no problem+json, so it is sent as JSON. */
-export const WafRefusal = Type.Object(
-  {
-    type: Type.Literal('about:blank'),
-    title: Type.Literal('Too Many Requests'),
-    status: Type.Literal(429),
-    detail: Type.String({
-      description: 'The limit, its window and who it counts (one IP address, one API key of a tier)',
-    }),
-  },
-  {
-    $id: 'WafRefusal',
-    additionalProperties: false,
-    description: "The CDN's WAF refusal: RFC 9457 problem members, sent as application/json",
-  },
+/** A refusal of the CDN's firewall (WAF, before any function runs): a static body, so it names no
+ * request instance and carries no RateLimit-* headers; WAF offers no problem+json, so it is sent as
+ * JSON. A 429 for a rate limit; a 400 for headers WAF cannot inspect whole (WAF cannot answer 431). */
+const wafRefusal = (status: 429 | 400, title: string, detail: string) =>
+  Type.Object(
+    {
+      type: Type.Literal('about:blank'),
+      title: Type.Literal(title),
+      status: Type.Literal(status),
+      detail: Type.String({ description: detail }),
+    },
+    { additionalProperties: false },
+  );
+export const WafRefusal = Type.Union(
+  [
+    wafRefusal(
+      429,
+      'Too Many Requests',
+      'The limit, its window and who it counts (one IP address, one API key of a tier)',
+    ),
+    wafRefusal(400, 'Bad Request', 'The bounds on header fields and their bytes the request went past'),
+  ],
+  { $id: 'WafRefusal', description: "The CDN's WAF refusal: RFC 9457 problem members, sent as application/json" },
 );
 
 /** Every named schema, for Ajv and for `components.schemas` of the OpenAPI document. */

@@ -4,13 +4,16 @@
 //   - head:       HEAD answers as GET does (status, length), with no body;
 //   - range:      a Range past the end is 416 where the answer takes ranges, and ignored elsewhere;
 //   - keys:       a key in every position of the request: never a 5xx, and no 8 characters of its
-//                 secret in any answer (and, checked once at the end, in the server's log);
+//                 secret in any answer (and, checked once at the end, in the server's log); a key
+//                 after more headers than the CDN's firewall sees: 431;
 //   - kill:       a client that goes away after the head: the server goes on answering;
 //   - neverReads: a client that asks and never reads: its connection is closed by the server (all
 //                 targets at once);
 //   - crowd:      64 such clients from one address while another address is answered, memory bounded.
 import net from 'node:net';
 import { rawRequest, type RawReply } from './raw-request.js';
+import { filler } from './header-shapes.js';
+import { HEADER_LIMITS } from '../../edge/contract/header-limits.js';
 import { eventually } from './wait.js';
 import { establishedFrom as established, rssBytes as residentBytes } from '../../bench/servers.js';
 
@@ -94,17 +97,30 @@ async function range(s: Subject, t: Target): Promise<Finding[]> {
 }
 
 /** The key in each place a client may put it, on purpose or by mistake (test/helpers/paste-shapes.ts
- * has every careless spelling; redaction.test.ts tries them all). */
+ * has every careless spelling; redaction.test.ts tries them all), and after more headers than the
+ * CDN's firewall sees (header-shapes.ts), which every entry refuses with `status`. */
 export function keyPlacements(
   path: string,
   key: string,
-): { where: string; path: string; headers: Record<string, string> }[] {
+): { where: string; path: string; headers: Record<string, string>; status?: number }[] {
   const join = path.includes('?') ? '&' : '?';
   const encoded = [...key].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
   return [
     { where: 'Authorization', path, headers: { Authorization: `Bearer ${key}` } },
     { where: 'Authorization, no scheme', path, headers: { Authorization: key } },
     { where: 'Authorization, one character more', path, headers: { Authorization: `Bearer ${key}.` } },
+    {
+      where: 'Authorization after 8 KiB of other headers',
+      path,
+      headers: { ...Object.fromEntries(filler(8, 1024)), Authorization: `Bearer ${key}` },
+      status: 431,
+    },
+    {
+      where: 'Authorization after 200 other headers',
+      path,
+      headers: { ...Object.fromEntries(filler(HEADER_LIMITS.fields, 1)), Authorization: `Bearer ${key}` },
+      status: 431,
+    },
     { where: 'X-Api-Key', path, headers: { 'X-Api-Key': key } },
     { where: 'Cookie', path, headers: { Cookie: `key=${key}` } },
     { where: 'Referer', path, headers: { Referer: `https://example.org/?key=${key}` } },
@@ -130,7 +146,8 @@ async function keys(s: Subject, t: Target): Promise<Finding[]> {
   const found: Finding[] = [];
   for (const p of keyPlacements(t.path, s.key)) {
     const r = await rawRequest(s.base, p.path, { headers: p.headers, from: ADDRESS.keys });
-    if (r.status >= 500) found.push(`key in ${p.where}: ${describe(r)}`);
+    if (r.status >= 500 || (p.status && r.status !== p.status))
+      found.push(`key in ${p.where}: ${describe(r)}${p.status ? `, not ${p.status}` : ''}`);
     const said = `${JSON.stringify(r.headers)}\n${r.text}`;
     if (leaks(said, s.key)) found.push(`key in ${p.where}: the answer carries a piece of its secret`);
   }
