@@ -6,6 +6,7 @@ import { RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
+import { ownProviderLogs } from './log-groups.js';
 
 export function atlasBucket(scope: Construct, bucketName: string): s3.Bucket {
   return new s3.Bucket(scope, 'AtlasBucket', {
@@ -39,6 +40,7 @@ export class IsoatlasBucketStack extends Stack {
       ...props,
       crossRegionReferences: true,
     });
+    ownProviderLogs(this); // CDK's reader of the cross-region reference
     this.bucket = atlasBucket(this, props.bucketName);
     this.bucket.addToResourcePolicy(
       new iam.PolicyStatement({

@@ -28,12 +28,15 @@ import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { VALIDATE_AGAINST_DEFAULT_RULES } from 'aws-cdk-lib/cx-api';
 import { AtlasAlarms } from './alarms.js';
 import { atlasBucket } from './bucket.js';
+import { ownProviderLogs } from './log-groups.js';
 import type { Construct } from 'constructs';
 import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } from '../edge/access/config.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { RANDOM_ID_LENGTH } from '../edge/access/key-format.js';
 import { METER_MARK } from '../edge/cloudfront/kvs-layout.js';
 import { METER_ENV, METER_TABLE_KEY, METER_TABLE_SORT_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
+import { MARK_WRITER_ENV } from '../edge/cloudfront/mark-writer.js';
+import { METER_FUNCTIONS } from '../build/bundle/edge.js';
 import { API_PREFIX } from '../edge/contract/tree.js';
 import { PACKS_PREFIX } from '../edge/contract/packs.js';
 import type { EdgeBundleConfig } from '../edge/lambda-entry.js';
@@ -48,6 +51,8 @@ import {
   QUERY_PARAMETERS,
 } from '../edge/contract/http-headers.js';
 import { HEADER_LIMITS, HEADER_LIMITS_DETAIL } from '../edge/contract/header-limits.js';
+
+type MeterFunction = keyof typeof METER_FUNCTIONS;
 
 /** Lambda@Edge and CloudFront-scoped WAF live in us-east-1; so does everything else in this stack. */
 export const EDGE_REGION = 'us-east-1';
@@ -129,6 +134,8 @@ export class IsoatlasCdnStack extends Stack {
   readonly distribution: cloudfront.Distribution;
   readonly webAcl: wafv2.CfnWebACL;
   readonly originFunction: cloudfront.experimental.EdgeFunction;
+  /** The origin function's log group here; Lambda@Edge writes under the same name in other regions. */
+  readonly originLogs: logs.LogGroup;
   /** The viewer gate (release pinning, and keys with access control) and the store it reads. */
   readonly keyGate: cloudfront.Function;
   readonly keyValueStore: cloudfront.IKeyValueStore;
@@ -157,6 +164,7 @@ export class IsoatlasCdnStack extends Stack {
     const bucketRegion = checkRegion(props.bucketRegion ?? EDGE_REGION);
     const accessConfig = props.access && resolveAccessConfig(props.access.config, props.access.mode);
     checkEdgeBundle(props.edgeCodeDir, edgeBundleConfig(props));
+    ownProviderLogs(this);
 
     // ── Bucket: private, reachable only by this distribution (OAC) and the origin function's role.
     // In another region it is IsoatlasBucketStack's (infra/bucket.ts), and only named here.
@@ -180,7 +188,16 @@ export class IsoatlasCdnStack extends Stack {
     // ── The origin-request function. Lambda@Edge forbids environment variables, so its configuration
     // (bucket, prefix) was fixed when the bundle was built.
     const code = lambda.Code.fromAsset(props.edgeCodeDir);
+    // A log group of its own, named so it reads the same everywhere: Lambda@Edge writes a function's
+    // lines under its custom group's name in each region where it runs (CloudFront's "Edge function
+    // logs"). The stack owns this one, in us-east-1; the others Lambda@Edge creates (OPERATIONS).
+    this.originLogs = new logs.LogGroup(this, 'OriginRequestLogs', {
+      logGroupName: `/isoatlas/${this.stackName}/origin-request`,
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     this.originFunction = new cloudfront.experimental.EdgeFunction(this, 'OriginRequestFunction', {
+      logGroup: this.originLogs,
       description: 'isoatlas origin-request: serves /api/v1/* from the published release in S3',
       runtime: EDGE_RUNTIME,
       handler: 'index.handler',
@@ -472,6 +489,11 @@ export class IsoatlasCdnStack extends Stack {
     new CfnOutput(this, 'DistributionId', { value: this.distribution.distributionId });
     new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
+    new CfnOutput(this, 'OriginLogGroupName', {
+      value: this.originLogs.logGroupName,
+      description:
+        'the origin function logs under this name in every region it runs in; set its retention there (OPERATIONS)',
+    });
     new CfnOutput(this, 'KeyValueStoreArn', {
       value: this.keyValueStore.keyValueStoreArn,
       description: 'isoatlas publish --kvs <this> (and keys publish --kvs)',
@@ -509,10 +531,22 @@ export class IsoatlasCdnStack extends Stack {
       code: cloudfront.FunctionCode.fromInline(keyGateCode(settings)),
       keyValueStore,
     });
+    // CloudFront Functions write their lines to this group in us-east-1 (the meter's input, when a
+    // tier has a day limit, and whatever else CloudFront logs there); created here to own its retention.
+    const gateLogs = new logs.LogGroup(this, 'KeyGateLogs', {
+      logGroupName: `/aws/cloudfront/function/${gateName}`,
+      retention: logs.RetentionDays.ONE_WEEK,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     if (!access || settings.metered.length === 0) return { keyGate, keyValueStore };
-    if (!access.meterCodeDir || !existsSync(join(access.meterCodeDir, 'index.js'))) {
+    // bundleMeter's outDir holds one directory per function (METER_FUNCTIONS), each its own package.
+    const code = (fn: MeterFunction) => join(access.meterCodeDir ?? '', METER_FUNCTIONS[fn].dir);
+    const built = (Object.keys(METER_FUNCTIONS) as MeterFunction[]).every((fn) =>
+      existsSync(join(code(fn), 'index.js')),
+    );
+    if (!access.meterCodeDir || !built) {
       throw new Error(
-        `tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle/edge.ts) and pass access.meterCodeDir`,
+        `tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle/edge.ts) and pass its outDir as access.meterCodeDir`,
       );
     }
     // Per key and day: one item per log delivery (replays rewrite it) and a running estimate.
@@ -523,12 +557,6 @@ export class IsoatlasCdnStack extends Stack {
       timeToLiveAttribute: METER_TTL_ATTRIBUTE, // counters of ended days expire on their own
       // Today's counts: a stack deleted or replaced mid-day must not hand every key a fresh day quota.
       removalPolicy: RemovalPolicy.RETAIN,
-    });
-    // CloudFront Functions write console.log lines to this group; created here to own its retention.
-    const gateLogs = new logs.LogGroup(this, 'KeyGateLogs', {
-      logGroupName: `/aws/cloudfront/function/${gateName}`,
-      retention: logs.RetentionDays.ONE_WEEK,
-      removalPolicy: RemovalPolicy.DESTROY,
     });
     const meterFailures = new sqs.Queue(this, 'DayMeterFailures', {
       retentionPeriod: Duration.days(14),
@@ -544,13 +572,14 @@ export class IsoatlasCdnStack extends Stack {
       retention: logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    const markWriter = this.addMarkWriter(code('markWriter'), keyValueStore);
     const meterFunction = new lambda.Function(this, 'DayMeter', {
       logGroup: meterLogs,
       description:
-        'isoatlas day meter: counts requests per API key and UTC day, marks used-up keys in the KeyValueStore',
+        'isoatlas day meter: counts requests per API key and UTC day, has used-up keys marked in the KeyValueStore',
       runtime: METER_RUNTIME,
       handler: 'index.meter',
-      code: lambda.Code.fromAsset(access.meterCodeDir),
+      code: lambda.Code.fromAsset(code('meter')),
       memorySize: 256,
       timeout: Duration.seconds(60),
       // CloudWatch Logs invokes it asynchronously: a failed delivery is retried (counting is
@@ -564,10 +593,49 @@ export class IsoatlasCdnStack extends Stack {
         [METER_ENV.table]: meterTable.tableName,
         [METER_ENV.kvsArn]: keyValueStore.keyValueStoreArn,
         [METER_ENV.config]: JSON.stringify(config),
+        [METER_ENV.markWriter]: markWriter.functionName,
       },
     });
     meterTable.grant(meterFunction, 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:Query');
+    // The meter reads log lines anyone can shape: it may read a key's record (its tier) and invoke
+    // the mark writer, and write nothing to the store itself.
     meterFunction.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['cloudfront-keyvaluestore:GetKey'],
+        resources: [keyValueStore.keyValueStoreArn],
+      }),
+    );
+    markWriter.grantInvoke(meterFunction);
+    new logs.SubscriptionFilter(this, 'MeterSubscription', {
+      logGroup: gateLogs,
+      destination: new logDestinations.LambdaDestination(meterFunction),
+      filterPattern: logs.FilterPattern.literal(`"${METER_MARK.split(' ')[0]}"`),
+    });
+    return { keyGate, keyValueStore, meterFunction, meterTable, meterFailures };
+  }
+
+  /** The store's only writer besides the curator (edge/cloudfront/mark-writer.ts): it sets the
+   * exhaustion mark of keys already in the store, nothing else, and reports the store's size as
+   * metrics. IAM cannot scope PutKey to key names (no condition key for it), so the line between
+   * what may write the secret and the pin and what may not is drawn by function. */
+  private addMarkWriter(codeDir: string, keyValueStore: cloudfront.IKeyValueStore): lambda.Function {
+    const writerLogs = new logs.LogGroup(this, 'MarkWriterLogs', {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const writer = new lambda.Function(this, 'ExhaustionMarkWriter', {
+      logGroup: writerLogs,
+      description:
+        'isoatlas mark writer: sets the day-quota mark of existing API keys in the KeyValueStore, nothing else; reports the store size',
+      runtime: METER_RUNTIME,
+      handler: 'index.writeMarks',
+      code: lambda.Code.fromAsset(codeDir),
+      memorySize: 256,
+      // Within the meter's wait for its answer (edge/cloudfront/invoke-function.ts).
+      timeout: Duration.seconds(30),
+      environment: { [MARK_WRITER_ENV.kvsArn]: keyValueStore.keyValueStoreArn },
+    });
+    writer.addToRolePolicy(
       new iam.PolicyStatement({
         actions: [
           'cloudfront-keyvaluestore:DescribeKeyValueStore',
@@ -577,12 +645,7 @@ export class IsoatlasCdnStack extends Stack {
         resources: [keyValueStore.keyValueStoreArn],
       }),
     );
-    new logs.SubscriptionFilter(this, 'MeterSubscription', {
-      logGroup: gateLogs,
-      destination: new logDestinations.LambdaDestination(meterFunction),
-      filterPattern: logs.FilterPattern.literal(`"${METER_MARK.split(' ')[0]}"`),
-    });
-    return { keyGate, keyValueStore, meterFunction, meterTable, meterFailures };
+    return writer;
   }
 
   /** WAF's logs in CloudWatch Logs, Authorization redacted (WAF requires the aws-waf-logs- prefix). */

@@ -977,13 +977,15 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(ofType(resources, 'AWS::CloudFront::KeyValueStore')).toHaveLength(0);
     const [, gate] = only(resources, 'AWS::CloudFront::Function');
     expect(gate.Properties.FunctionConfig.KeyValueStoreAssociations).toEqual([{ KeyValueStoreARN: arn }]);
-    const meter = functionWithHandler(resources, 'index.meter');
-    expect(meter.Properties.Environment.Variables.ISOATLAS_KVS_ARN).toBe(arn);
-    expect(roleStatements(resources, meter).filter((st) => asList(st.Resource).includes(arn))).not.toHaveLength(0);
+    for (const handler of ['index.meter', 'index.writeMarks']) {
+      const fn = functionWithHandler(resources, handler);
+      expect(fn.Properties.Environment.Variables.ISOATLAS_KVS_ARN).toBe(arn);
+      expect(roleStatements(resources, fn).filter((st) => asList(st.Resource).includes(arn))).not.toHaveLength(0);
+    }
     expect(template.toJSON().Outputs.KeyValueStoreArn.Value).toBe(arn);
   });
 
-  it("key-required: the day meter reads the gate's log lines and may write counters and the store, nothing more", () => {
+  it("key-required: the day meter reads the gate's log lines and may write counters, read the store and invoke the mark writer, nothing more", () => {
     const { resources } = synth({ access: ACCESS });
     const meter = functionWithHandler(resources, 'index.meter');
     // Lambda@Edge stays on Node.js 22 (its newest); the meter is regional and runs the newest Lambda has.
@@ -1008,12 +1010,12 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     expect(JSON.parse(env.ISOATLAS_ACCESS_CONFIG)).toEqual(resolveAccessConfig({}, 'key-required'));
     const statements = roleStatements(resources, meter);
     expect(statements.flatMap((st) => asList(st.Action)).sort()).toEqual([
-      'cloudfront-keyvaluestore:DescribeKeyValueStore',
       'cloudfront-keyvaluestore:GetKey',
-      'cloudfront-keyvaluestore:PutKey',
       'dynamodb:PutItem',
       'dynamodb:Query',
       'dynamodb:UpdateItem',
+      // The mark writer (its own test).
+      'lambda:InvokeFunction',
       // To its failure queue (below).
       'sqs:GetQueueAttributes',
       'sqs:GetQueueUrl',
@@ -1050,6 +1052,69 @@ describe('access control (key gate, KeyValueStore, WAF, day meter)', () => {
     );
     expect(gateId(resources)).toBeDefined();
     expect(() => synth({ access: { mode: 'key-required' } })).toThrow(/day meter/);
+  });
+
+  it('only the mark writer may write the store (GetKey, PutKey, DescribeKeyValueStore on it, nothing else); the meter writes none of it and may invoke the writer only', () => {
+    const { resources } = synth({ access: ACCESS });
+    const [storeId] = only(resources, 'AWS::CloudFront::KeyValueStore');
+    const store = { 'Fn::GetAtt': [storeId, 'Arn'] };
+    const writer = functionWithHandler(resources, 'index.writeMarks');
+    const writerId = Object.entries(resources).find(([, r]) => r === writer)![0];
+    const meter = functionWithHandler(resources, 'index.meter');
+    // The writer: the three store actions, on the store alone, and the logging Lambda gives every function.
+    expect(roleStatements(resources, writer)).toEqual([
+      {
+        Effect: 'Allow',
+        Action: [
+          'cloudfront-keyvaluestore:DescribeKeyValueStore',
+          'cloudfront-keyvaluestore:GetKey',
+          'cloudfront-keyvaluestore:PutKey',
+        ],
+        Resource: store,
+      },
+    ]);
+    const writerRole = resources[writer.Properties.Role['Fn::GetAtt'][0]].Properties;
+    expect(JSON.stringify(writerRole.ManagedPolicyArns)).toBe(
+      JSON.stringify([
+        {
+          'Fn::Join': [
+            '',
+            ['arn:', { Ref: 'AWS::Partition' }, ':iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
+          ],
+        },
+      ]),
+    );
+    expect(writer.Properties.Environment.Variables).toEqual({ ISOATLAS_KVS_ARN: store });
+    expect(writer.Properties.Runtime).toBe(meter.Properties.Runtime);
+    // No other role of the stack may write to the store, whatever its statements say.
+    const writes = /^cloudfront-keyvaluestore:(Put|Update|Delete|\*)|^cloudfront-keyvaluestore:\*$|^\*$/;
+    const writerRoleId = writer.Properties.Role['Fn::GetAtt'][0];
+    for (const [id, policy] of ofType(resources, 'AWS::IAM::Policy'))
+      for (const st of policy.Properties.PolicyDocument.Statement)
+        if (asList(st.Action).some((a: string) => writes.test(a)))
+          expect(policy.Properties.Roles, `${id} writes the store`).toEqual([{ Ref: writerRoleId }]);
+    // The meter: no store write; it invokes the writer (any version of it) and nothing else.
+    const meterStatements = roleStatements(resources, meter);
+    expect(meterStatements.flatMap((st) => asList(st.Action)).filter((a: string) => writes.test(a))).toEqual([]);
+    const invoke = meterStatements.filter((st) => asList(st.Action).some((a: string) => a.startsWith('lambda:')));
+    expect(invoke).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 'lambda:InvokeFunction',
+        Resource: [
+          { 'Fn::GetAtt': [writerId, 'Arn'] },
+          { 'Fn::Join': ['', [{ 'Fn::GetAtt': [writerId, 'Arn'] }, ':*']] },
+        ],
+      },
+    ]);
+    expect(meter.Properties.Environment.Variables.ISOATLAS_MARK_WRITER).toEqual({ Ref: writerId });
+    // Invoked synchronously by the meter only: no asynchronous retries or destinations of its own.
+    expect(
+      ofType(resources, 'AWS::Lambda::EventInvokeConfig').map(([, c]) => c.Properties.FunctionName),
+    ).not.toContainEqual({ Ref: writerId });
+    // Its lines expire, in a group of the stack's own.
+    const group = byRef(resources, writer.Properties.LoggingConfig.LogGroup);
+    expect([group.Type, group.Properties.RetentionInDays]).toEqual(['AWS::Logs::LogGroup', 30]);
   });
 
   it('WAF logs, when on, go to an aws-waf-logs- group with Authorization redacted', () => {
@@ -1168,6 +1233,79 @@ describe('alarms', () => {
   });
 });
 
+describe('logs', () => {
+  let regional: Promise<Resources[]> | undefined;
+  /** The two stacks of B with the bucket in another region, where CDK adds its own functions (the
+   * writer and reader of the cross-region reference). */
+  function regionalTemplates(): Promise<Resources[]> {
+    regional ??= (async () => {
+      const app = new App({ outdir: mkdtempSync(join(work, 'out-')), context: SYNTH_CONTEXT });
+      const cdn = new IsoatlasCdnStack(app, 'Cdn', {
+        bucketName: BUCKET,
+        bucketRegion: 'eu-west-1',
+        edgeCodeDir: await regionalBundle(),
+        access: ACCESS,
+      });
+      new IsoatlasBucketStack(app, 'Bucket', {
+        bucketName: BUCKET,
+        distributionArn: cdn.distribution.distributionArn,
+        env: { account: '111111111111', region: 'eu-west-1' },
+      });
+      const assembly = app.synth();
+      return ['Cdn', 'Bucket'].map((n) => assembly.getStackByName(n).template.Resources as Resources);
+    })();
+    return regional;
+  }
+
+  it("every log group of every arrangement expires, and every Lambda function, CDK's own included, writes to one of its stack", async () => {
+    const arrangements: [string, Resources][] = [
+      ['none', synth().resources],
+      ['A', synth({ access: { mode: 'open' } }).resources],
+      ['B', synth({ access: ACCESS }).resources],
+      ['B with WAF logs', synth({ access: { ...ACCESS, wafLogs: true } }).resources],
+      ...(await regionalTemplates()).map((r, i): [string, Resources] => [['B, CDN stack', 'B, bucket stack'][i], r]),
+    ];
+    const functionsSeen = new Set<string>();
+    for (const [name, resources] of arrangements) {
+      for (const [id, group] of ofType(resources, 'AWS::Logs::LogGroup'))
+        expect(group.Properties.RetentionInDays, `${name}: ${id}`).toBeGreaterThan(0);
+      for (const [id, fn] of ofType(resources, 'AWS::Lambda::Function')) {
+        functionsSeen.add(fn.Properties.Handler);
+        const ref = fn.Properties.LoggingConfig?.LogGroup;
+        expect(ref, `${name}: ${id} names no log group of the stack`).toEqual({ Ref: expect.any(String) });
+        expect(resources[ref.Ref]?.Type, `${name}: ${id}`).toBe('AWS::Logs::LogGroup');
+      }
+    }
+    // The origin function, the meter, the mark writer, and CDK's providers of the cross-region reference.
+    expect([...functionsSeen].sort()).toEqual([
+      '__entrypoint__.handler',
+      'index.handler',
+      'index.meter',
+      'index.writeMarks',
+    ]);
+    // The key gate's group (CloudFront Functions log to /aws/cloudfront/function/<name>) in every
+    // arrangement, since the gate runs in each.
+    for (const [name, resources] of arrangements.slice(0, 4)) {
+      const gate = only(resources, 'AWS::CloudFront::Function')[1].Properties.Name;
+      expect(
+        ofType(resources, 'AWS::Logs::LogGroup').map(([, g]) => g.Properties.LogGroupName),
+        name,
+      ).toContain(`/aws/cloudfront/function/${gate}`);
+    }
+  });
+
+  it("names the origin function's group, the same in every region (Lambda@Edge writes under it there); the stack owns us-east-1's", () => {
+    const { resources, template } = synth();
+    const origin = functionWithHandler(resources, 'index.handler');
+    const group = byRef(resources, origin.Properties.LoggingConfig.LogGroup);
+    // A fixed name, not Lambda's default /aws/lambda/<name> (to which Lambda@Edge adds a region prefix).
+    expect(group.Properties).toMatchObject({ LogGroupName: '/isoatlas/Test/origin-request', RetentionInDays: 30 });
+    expect(template.toJSON().Outputs.OriginLogGroupName.Value).toEqual({
+      Ref: origin.Properties.LoggingConfig.LogGroup.Ref,
+    });
+  });
+});
+
 describe('guards', () => {
   it('refuses a bundle built for other settings, and other regions', () => {
     expect(() => synth({ bucketName: 'another-bucket' })).toThrow(/not built for this stack/);
@@ -1183,7 +1321,7 @@ describe('guards', () => {
     );
     expect(outputs(synth().template)).not.toContain('MeterTableName');
     expect(outputs(synth({ access: ACCESS }).template)).toEqual(
-      expect.arrayContaining(['KeyValueStoreArn', 'MeterTableName']),
+      expect.arrayContaining(['KeyValueStoreArn', 'MeterTableName', 'OriginLogGroupName']),
     );
   });
 });

@@ -19,6 +19,12 @@ import {
   QueryCommand,
   type QueryCommandOutput,
 } from '@aws-sdk/client-dynamodb';
+import {
+  type CloudFrontKeyValueStoreClient,
+  DeleteKeyCommand,
+  PutKeyCommand,
+  UpdateKeysCommand,
+} from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { decodeKeyRecord, keyEntry, kvsEntries, METER_MARK, meterLine } from '../edge/cloudfront/kvs-layout.js';
@@ -34,7 +40,10 @@ import { issueKey, loadRegistry, readSecret } from '../build/keys/registry.js';
 import { kvsClient } from '../build/keys/commands.js';
 import { publishToStore } from '../build/keys/kvs.js';
 import { startFakeKvs, type FakeKvs } from './helpers/fake-kvs.js';
+import { startFakeLambda, TEST_CREDENTIALS, type FakeLambda } from './helpers/fake-lambda.js';
 import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-function.js';
+import { createMarkWriter } from '../edge/cloudfront/mark-writer.js';
+import { invokeMarkWriter } from '../edge/cloudfront/meter-mark.js';
 
 const ARN = 'arn:aws:cloudfront::111111111111:key-value-store/6a1f3c2e-0b4d-4e8f-a9c7-5d2e1f0a3b4c';
 const NOW = Date.parse('2026-11-25T15:30:00Z');
@@ -85,7 +94,10 @@ const lines = (k: Key, n: number, at = NOW) => Array.from({ length: n }, () => l
 let db: ReturnType<typeof dynalite>;
 let dynamo: DynamoDBClient;
 let kvs: FakeKvs;
+let lambda: FakeLambda;
 let keysDir: string;
+/** The mark writer's function name, as the meter is given it. */
+const MARK_WRITER = 'Test-ExhaustionMarkWriter';
 let standard: Key;
 let plus: Key;
 const env = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
@@ -125,6 +137,16 @@ beforeAll(async () => {
     }),
   );
   kvs = await startFakeKvs(ARN);
+  // The mark writer as Lambda runs it: the meter invokes it over Lambda's API, signed.
+  const writeMarks = createMarkWriter({
+    kvs: await kvsClient(kvs.url),
+    kvsArn: ARN,
+    now: () => NOW,
+    log: () => {},
+    emit: () => {},
+    sleep: async () => {},
+  });
+  lambda = await startFakeLambda({ [MARK_WRITER]: writeMarks });
   keysDir = mkdtempSync(join(tmpdir(), 'isoatlas-meter-'));
   standard = await freshKey('standard');
   plus = await freshKey('plus');
@@ -132,22 +154,40 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kvs.close();
+  await lambda.close();
   await new Promise((ok) => db.close(ok));
   process.env.AWS_ACCESS_KEY_ID = env.id;
   process.env.AWS_SECRET_ACCESS_KEY = env.secret;
 });
+
+/** The store as the meter's role has it: reads only (a write is refused, as IAM would). */
+async function readOnlyKvs(): Promise<CloudFrontKeyValueStoreClient> {
+  const client = await kvsClient(kvs.url);
+  const writes = [PutKeyCommand, UpdateKeysCommand, DeleteKeyCommand];
+  return {
+    send: (command: object) =>
+      writes.some((w) => command instanceof w)
+        ? Promise.reject(new Error(`AccessDenied: the meter may not ${command.constructor.name}`))
+        : client.send(command as never),
+  } as unknown as CloudFrontKeyValueStoreClient;
+}
 
 async function meter(o: { now?: number; dynamo?: DynamoDBClient } = {}) {
   const logged: string[] = [];
   const run = createMeter({
     dynamo: o.dynamo ?? dynamo,
     table: 'meter',
-    kvs: await kvsClient(kvs.url),
+    kvs: await readOnlyKvs(),
     kvsArn: ARN,
     config: CONFIG,
+    writeMarks: invokeMarkWriter({
+      functionName: MARK_WRITER,
+      region: 'us-east-1',
+      credentials: async () => TEST_CREDENTIALS,
+      endpoint: lambda.url,
+    }),
     now: () => o.now ?? NOW,
     log: (l) => logged.push(l),
-    sleep: async () => {},
   });
   return { run, logged };
 }
@@ -351,6 +391,17 @@ describe('the day meter', () => {
       exhausted: [],
     });
     expect(kvs.entries.has(keyEntry('qqqqqqqq'))).toBe(false);
+  });
+
+  it('writes nothing to the store itself: it has the mark writer mark the key, sending it the key id and the mark alone', async () => {
+    const k = await freshKey('standard');
+    const { run } = await meter(); // its store client refuses writes, as the meter's role does
+    const before = lambda.invocations.length;
+    expect(await run(delivery(lines(k, 5)))).toEqual({ counted: 5, exhausted: [k.id] });
+    expect(lambda.invocations.slice(before)).toEqual([
+      { functionName: MARK_WRITER, payload: [{ id: k.id, exhausted_until: MIDNIGHT }] },
+    ]);
+    expect(exhaustedUntil(k.id)).toBe(MIDNIGHT);
   });
 
   it('retries its conditional write when the store changed under it (a publish at the same moment)', async () => {

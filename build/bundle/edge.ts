@@ -19,28 +19,42 @@ export interface EdgeBundle {
   gzipBytes: number;
 }
 
-const METER_ENTRY = join(PROJECT_ROOT, 'edge/cloudfront/meter-entry.ts');
+/** The day meter's functions, each bundled into a directory of its own under bundleMeter's outDir:
+ * what runs under the mark writer's role (the store's write permission) is the writer's small module
+ * alone, none of the meter's log parsing, and neither package carries the other's SDK clients. */
+export const METER_FUNCTIONS = {
+  meter: { dir: 'meter', entry: 'edge/cloudfront/meter-entry.ts' },
+  markWriter: { dir: 'mark-writer', entry: 'edge/cloudfront/mark-writer-entry.ts' },
+} as const;
 
-/** Bundles the day meter (a regular Lambda function) into outDir/index.js, its AWS SDK clients
- * included: the runtime's bundled SDK is not promised to carry the KeyValueStore client or SigV4A. */
-export async function bundleMeter(opts: { outDir: string }): Promise<EdgeBundle> {
+/** Bundles the day meter and its mark writer (regular Lambda functions) into outDir/<dir>/index.js
+ * (METER_FUNCTIONS), their AWS SDK clients included: the runtime's bundled SDK is not promised to
+ * carry the KeyValueStore client or SigV4A. */
+export async function bundleMeter(opts: { outDir: string }): Promise<Record<keyof typeof METER_FUNCTIONS, EdgeBundle>> {
   const outDir = resolve(opts.outDir);
-  mkdirSync(outDir, { recursive: true });
-  const file = join(outDir, 'index.js');
+  const fns = Object.entries(METER_FUNCTIONS) as [keyof typeof METER_FUNCTIONS, { dir: string; entry: string }][];
   await build({
-    entryPoints: [METER_ENTRY],
+    entryPoints: Object.fromEntries(fns.map(([, f]) => [`${f.dir}/index`, join(PROJECT_ROOT, f.entry)])),
     bundle: true,
     platform: 'node',
     target: 'node22',
     format: 'cjs',
     minify: true,
     legalComments: 'none',
-    outfile: file,
+    outdir: outDir,
     logLevel: 'warning',
   });
-  writeFileSync(join(outDir, 'package.json'), `${JSON.stringify({ type: 'commonjs', main: 'index.js' })}\n`);
-  const bytes = statSync(file).size;
-  return { file, bytes, gzipBytes: gzipSync(readFileSync(file), { level: 9 }).length };
+  const bundles = fns.map(([name, f]) => {
+    const file = join(outDir, f.dir, 'index.js');
+    writeFileSync(join(outDir, f.dir, 'package.json'), `${JSON.stringify({ type: 'commonjs', main: 'index.js' })}\n`);
+    const bundle: EdgeBundle = {
+      file,
+      bytes: statSync(file).size,
+      gzipBytes: gzipSync(readFileSync(file), { level: 9 }).length,
+    };
+    return [name, bundle] as const;
+  });
+  return Object.fromEntries(bundles) as Record<keyof typeof METER_FUNCTIONS, EdgeBundle>;
 }
 
 export async function bundleEdge(opts: { outDir: string } & EdgeBundleConfig): Promise<EdgeBundle> {

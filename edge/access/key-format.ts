@@ -12,6 +12,8 @@ export const KEY_PREFIX = 'isoatlas_';
 export const KEY_PATTERN = /^isoatlas_([a-z2-7]{8,9})_([A-Za-z0-9_-]{43})$/;
 /** The random part of an id; a lettered id has one character more. */
 export const RANDOM_ID_LENGTH = 8;
+/** A key id alone (what KEY_PATTERN's first group holds): legacy or lettered. */
+export const KEY_ID = /^[a-z2-7]{8,9}$/;
 
 const encoder = new TextEncoder();
 

@@ -4,10 +4,8 @@
 // when it did not), so the same delivery must count once.
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
+import { KEY_ID } from '../access/key-format.js';
 import { METER_MARK, METER_TIER } from './kvs-layout.js';
-
-/** Key ids: 8 characters of base32, or 9 when the id carries a tier letter. */
-const ID = /^[a-z2-7]{8,9}$/;
 
 /** A CloudWatch Logs subscription delivery, as Lambda receives it. */
 export interface LogsSubscriptionEvent {
@@ -73,7 +71,7 @@ function meterLine(message: string): { id: string; tier?: string } | null {
     .slice(at + METER_MARK.length)
     .trim()
     .split(/\s+/);
-  if (!ID.test(id)) return null;
+  if (!KEY_ID.test(id)) return null;
   const named = rest.find((t) => t.startsWith(METER_TIER.trim()));
   if (!named) return { id };
   try {

@@ -1,20 +1,12 @@
-// The day meter's side of the KeyValueStore: a key's record, and the exhaustion mark written into it
-// with a conditional write (the store's ETag), so a concurrent `isoatlas keys publish` is never
-// overwritten.
-import {
-  ConflictException,
-  DescribeKeyValueStoreCommand,
-  GetKeyCommand,
-  PutKeyCommand,
-  ResourceNotFoundException,
-  type CloudFrontKeyValueStoreClient,
-} from '@aws-sdk/client-cloudfront-keyvaluestore';
+// The day meter's side of the KeyValueStore: it reads a key's record (its tier, its mark) and asks the
+// mark writer (mark-writer.ts, a function of its own and the store's only writer besides the curator)
+// to write the exhaustion mark. The meter itself may write nothing to the store.
+import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { tierLimits, type AccessConfig } from '../access/config.js';
-import { decodeKeyRecord, encodeKeyRecord, keyEntry, type KvsKeyRecord } from './kvs-layout.js';
-
-/** Attempts of the conditional write before giving up on this invocation. */
-const MARK_ATTEMPTS = 3;
-const BACKOFF_MS = 100;
+import { invokeFunction, type InvokeOptions } from './invoke-function.js';
+import { readEntry } from './kvs-entry.js';
+import { decodeKeyRecord, keyEntry, type KvsKeyRecord } from './kvs-layout.js';
+import type { ExhaustionMark, MarkReport } from './mark-writer.js';
 
 export interface MarkOutcome {
   /** This call wrote the mark. */
@@ -23,24 +15,26 @@ export interface MarkOutcome {
   settled: boolean;
 }
 
+/** Sends marks to the mark writer and returns its report on each (the deployed meter invokes the
+ * writer's function synchronously, so a failed write fails the meter's invocation, which is retried). */
+export type WriteMarks = (marks: ExhaustionMark[]) => Promise<MarkReport[]>;
+
+/** WriteMarks by invoking the mark writer's function synchronously (Lambda's Invoke API). */
+export function invokeMarkWriter(o: Omit<InvokeOptions, 'payload'>): WriteMarks {
+  return async (marks) => (await invokeFunction({ ...o, payload: marks })) as MarkReport[];
+}
+
 export interface MarkerOptions {
   kvs: Pick<CloudFrontKeyValueStoreClient, 'send'>;
   kvsArn: string;
   config: AccessConfig;
-  sleep?: (ms: number) => Promise<void>;
+  writeMarks: WriteMarks;
 }
 
 export function createMarker(o: MarkerOptions) {
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((ok) => setTimeout(ok, ms)));
-
   async function record(id: string): Promise<KvsKeyRecord | null> {
-    try {
-      const { Value } = await o.kvs.send(new GetKeyCommand({ KvsARN: o.kvsArn, Key: keyEntry(id) }));
-      return Value === undefined ? null : decodeKeyRecord(Value);
-    } catch (err) {
-      if (err instanceof ResourceNotFoundException) return null; // not a published key
-      throw err;
-    }
+    const value = await readEntry(o.kvs, o.kvsArn, keyEntry(id));
+    return value === null ? null : decodeKeyRecord(value); // no entry: not a published key
   }
 
   return {
@@ -49,32 +43,18 @@ export function createMarker(o: MarkerOptions) {
       return (await record(id))?.tier;
     },
 
-    /** Sets the key's exhaustion mark when `total` reached the day limit of the tier its record names
-     * (the store is the authority once it is read). On a conflict (the store changed between read
-     * and write) it reads again, a few times; then it throws, failing the invocation: Lambda retries
-     * the delivery later, and counting is idempotent, so the replay only re-checks. */
+    /** Has the key marked used up when `total` reached the day limit of the tier its record names
+     * (the store is the authority once it is read). */
     async mark(id: string, total: number, until: number): Promise<MarkOutcome> {
-      for (let attempt = 1; ; attempt++) {
-        const { ETag } = await o.kvs.send(new DescribeKeyValueStoreCommand({ KvsARN: o.kvsArn }));
-        const r = await record(id);
-        const limit = r ? tierLimits(o.config, r.tier).per_day : undefined;
-        if (!r || limit === undefined || total < limit) return { marked: false, settled: false };
-        if (r.exhausted_until >= until) return { marked: false, settled: true };
-        try {
-          await o.kvs.send(
-            new PutKeyCommand({
-              KvsARN: o.kvsArn,
-              Key: keyEntry(id),
-              Value: encodeKeyRecord({ ...r, exhausted_until: until }),
-              IfMatch: ETag,
-            }),
-          );
-          return { marked: true, settled: true };
-        } catch (err) {
-          if (!(err instanceof ConflictException) || attempt >= MARK_ATTEMPTS) throw err;
-        }
-        await sleep(BACKOFF_MS * attempt * (0.5 + Math.random()));
-      }
+      const r = await record(id);
+      const limit = r ? tierLimits(o.config, r.tier).per_day : undefined;
+      if (!r || limit === undefined || total < limit) return { marked: false, settled: false };
+      if (r.exhausted_until >= until) return { marked: false, settled: true };
+      const reports = await o.writeMarks([{ id, exhausted_until: until }]);
+      const outcome = Array.isArray(reports) ? reports.find((report) => report.id === id)?.outcome : undefined;
+      if (outcome === undefined)
+        throw new Error(`the mark writer's answer names no outcome for key ${id}: ${JSON.stringify(reports)}`);
+      return { marked: outcome === 'marked', settled: outcome === 'marked' || outcome === 'already-marked' };
     },
   };
 }

@@ -1,6 +1,8 @@
-// The day meter: counts each API key's admitted requests per UTC day off the request path and marks a
-// key whose tier's day limit is reached as exhausted (until the next UTC midnight) in the
-// KeyValueStore, where the key gate reads it. Its input is the gate's own log lines
+// The day meter: counts each API key's admitted requests per UTC day off the request path and has a
+// key whose tier's day limit is reached marked as exhausted (until the next UTC midnight) in the
+// KeyValueStore, where the key gate reads it. It reads the store but writes nothing to it: the mark
+// writer (mark-writer.ts), a function of its own, writes the mark, so what reads untrusted log lines
+// cannot write the secret, the release pin or a key's hash. Its input is the gate's own log lines
 // (`isoatlas-meter key=<id> tier=<tier>`), delivered by a CloudWatch Logs subscription: CloudFront's
 // standard logs record no request headers, so they cannot name the key.
 //
@@ -16,13 +18,13 @@
 //   - The gate keeps admitting a key until its mark has propagated: the day quota is enforced after
 //     the log delivery lag plus the store's propagation (minutes, not seconds).
 // The store is read only when the running estimate reaches the tier's day limit (the tier comes
-// with the line), and written once per key and day.
+// with the line), and the writer asked once per key and day.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { CloudFrontKeyValueStoreClient } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { tierLimits, type AccessConfig } from '../access/config.js';
 import { exactCount, raiseEstimate, recordDelivery, rememberMark } from './meter-counts.js';
 import { parseDelivery, type DayCount, type LogsSubscriptionEvent } from './meter-log.js';
-import { createMarker, type MarkOutcome } from './meter-mark.js';
+import { createMarker, type MarkOutcome, type WriteMarks } from './meter-mark.js';
 
 export { countDelivery, parseDelivery, type LogsSubscriptionEvent } from './meter-log.js';
 export { METER_TABLE_KEY, METER_TABLE_SORT_KEY, METER_TTL_ATTRIBUTE } from './meter-counts.js';
@@ -35,6 +37,8 @@ export const METER_ENV = {
   table: 'ISOATLAS_METER_TABLE',
   kvsArn: 'ISOATLAS_KVS_ARN',
   config: 'ISOATLAS_ACCESS_CONFIG',
+  /** The mark writer's function name. */
+  markWriter: 'ISOATLAS_MARK_WRITER',
 } as const;
 
 export interface MeterOptions {
@@ -43,10 +47,10 @@ export interface MeterOptions {
   kvs: Pick<CloudFrontKeyValueStoreClient, 'send'>;
   kvsArn: string;
   config: AccessConfig;
+  /** Has the mark writer write exhaustion marks (meter-mark.ts). */
+  writeMarks: WriteMarks;
   now?: () => number;
   log?: (line: string) => void;
-  /** Waits between attempts of a conditional write to the store. */
-  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface MeterResult {
