@@ -1,6 +1,7 @@
 // The mark writer (edge/cloudfront/mark-writer.ts), the KeyValueStore's only writer besides the
 // curator: against a store stand-in holding the secret, the release pin and keys (the real SDK client
 // and its SigV4A signer end to end), and through Lambda's Invoke API as the day meter calls it.
+import { entryBytes } from '../edge/cloudfront/kvs-capacity.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kvsClient } from '../build/keys/commands.js';
 import { KEY_STORE_METRICS } from '../edge/cloudfront/key-store-metrics.js';
@@ -222,7 +223,7 @@ describe('the mark writer', () => {
       ],
     });
     // The figures are the store's after the write, as DescribeKeyValueStore gave them.
-    const bytes = [...kvs.entries].reduce((n, [k, v]) => n + k.length + v.length, 0);
+    const bytes = [...kvs.entries].reduce((n, [k, v]) => n + entryBytes(k, v), 0);
     expect(doc).toMatchObject({ [m.dimension]: ARN, [m.bytes]: bytes, [m.items]: SEED.size });
     expect(Object.keys(doc).sort()).toEqual(['KeyStoreBytes', 'KeyStoreItems', 'KeyValueStore', '_aws']);
     // Once per invocation, whatever was written.

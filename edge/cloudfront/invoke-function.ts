@@ -1,9 +1,14 @@
-// Lambda's Invoke API, synchronous (RequestResponse), over fetch and signed with SigV4 (sigv4.ts):
-// how the day meter asks the mark writer to write. As Lambda's "Invoke" API reference has it: POST
-// /2015-03-31/functions/<name>/invocations with the payload as JSON; the function's answer comes back
-// with 200, a function's error too (200 with X-Amz-Function-Error, the error as the payload); any other
-// status is Lambda refusing the call (permissions, throttling, a missing function).
-import { signRequest, type AwsCredentials } from './sigv4.js';
+// Lambda's Invoke API, synchronous (RequestResponse), through the AWS SDK's Lambda client: how the day
+// meter asks the mark writer to write. A function's error comes back as a successful call carrying
+// FunctionError and the error as the payload; it is thrown here with the function's own words.
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
 
 export interface InvokeOptions {
   functionName: string;
@@ -14,7 +19,6 @@ export interface InvokeOptions {
   endpoint?: string;
   /** Gives up on an answer after this long (the invocation then fails and is retried). */
   timeoutMs?: number;
-  now?: () => Date;
 }
 
 const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -24,37 +28,37 @@ const DEFAULT_TIMEOUT_MS = 45_000;
 export async function invokeFunction(o: InvokeOptions): Promise<unknown> {
   if (!FUNCTION_NAME.test(o.functionName))
     throw new Error(`invoke: "${o.functionName}" is not a function name (1 to 64 letters, digits, - or _)`);
-  const url = new URL(
-    `/2015-03-31/functions/${o.functionName}/invocations`,
-    o.endpoint ?? `https://lambda.${o.region}.amazonaws.com`,
-  );
-  const body = JSON.stringify(o.payload);
-  const headers = signRequest({
-    method: 'POST',
-    url,
-    headers: { 'content-type': 'application/json', 'x-amz-invocation-type': 'RequestResponse' },
-    body,
+  const client = new LambdaClient({
     region: o.region,
-    service: 'lambda',
-    credentials: await o.credentials(),
-    now: o.now?.() ?? new Date(),
+    endpoint: o.endpoint,
+    credentials: o.credentials,
+    // A retry here would only repeat what Lambda's own retry of the meter's invocation repeats.
+    maxAttempts: 1,
+    requestHandler: new NodeHttpHandler({ requestTimeout: o.timeoutMs ?? DEFAULT_TIMEOUT_MS }),
   });
-  const res = await fetch(url, {
-    method: 'POST',
-    headers,
-    body,
-    signal: AbortSignal.timeout(o.timeoutMs ?? DEFAULT_TIMEOUT_MS),
-  });
-  const text = await res.text();
-  if (res.status !== 200)
-    throw new Error(
-      `invoke ${o.functionName}: Lambda answered ${res.status} ${res.headers.get('x-amzn-errortype') ?? ''}: ${text.slice(0, 300)}`,
+  try {
+    const out = await client.send(
+      new InvokeCommand({
+        FunctionName: o.functionName,
+        InvocationType: 'RequestResponse',
+        Payload: new TextEncoder().encode(JSON.stringify(o.payload)),
+      }),
     );
-  const answer = text ? JSON.parse(text) : null;
-  const failed = res.headers.get('x-amz-function-error');
-  if (failed)
+    const text = out.Payload ? new TextDecoder().decode(out.Payload) : '';
+    const answer = text ? JSON.parse(text) : null;
+    if (out.FunctionError)
+      throw new Error(
+        `${o.functionName} failed (${out.FunctionError}): ${answer?.errorType ?? 'Error'}: ${answer?.errorMessage ?? text}`,
+      );
+    return answer;
+  } catch (err) {
+    // Lambda refusing the call (permissions, throttling, a missing function), named as it named it.
+    const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (status === undefined) throw err;
     throw new Error(
-      `${o.functionName} failed (${failed}): ${answer?.errorType ?? 'Error'}: ${answer?.errorMessage ?? text}`,
+      `invoke ${o.functionName}: Lambda answered ${status} ${(err as Error).name}: ${(err as Error).message}`,
     );
-  return answer;
+  } finally {
+    client.destroy();
+  }
 }
