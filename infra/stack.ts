@@ -15,7 +15,10 @@ import { join } from 'node:path';
 import { Annotations, ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Token, type StackProps } from 'aws-cdk-lib';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as eventTargets from 'aws-cdk-lib/aws-events-targets';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as logDestinations from 'aws-cdk-lib/aws-logs-destinations';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -34,6 +37,8 @@ import { resolveAccessConfig, tierLimits, type AccessConfig, type AccessMode } f
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { RANDOM_ID_LENGTH } from '../edge/access/key-format.js';
 import { METER_MARK } from '../edge/cloudfront/kvs-layout.js';
+import { KVS_SIZE_LIMIT_BYTES, KVS_WARN_FRACTION } from '../edge/cloudfront/kvs-capacity.js';
+import { KEY_STORE_METRICS } from '../edge/cloudfront/key-store-metrics.js';
 import { METER_ENV, METER_TABLE_KEY, METER_TABLE_SORT_KEY, METER_TTL_ATTRIBUTE } from '../edge/cloudfront/meter.js';
 import { MARK_WRITER_ENV } from '../edge/cloudfront/mark-writer.js';
 import { METER_FUNCTIONS } from '../build/bundle/edge.js';
@@ -478,6 +483,17 @@ export class IsoatlasCdnStack extends Stack {
       webAclMetricName: WEB_ACL_METRIC,
       meterFunction: this.meterFunction,
       meterFailures,
+      keyStoreSize: access.markWriter && {
+        metric: new cloudwatch.Metric({
+          namespace: KEY_STORE_METRICS.namespace,
+          metricName: KEY_STORE_METRICS.bytes,
+          dimensionsMap: { [KEY_STORE_METRICS.dimension]: this.keyValueStore.keyValueStoreArn },
+          statistic: 'Maximum',
+          period: Duration.days(1),
+        }),
+        // The share at which `keys publish` warns too (it counts room for day marks as well).
+        warnAtBytes: Math.floor(KVS_SIZE_LIMIT_BYTES * KVS_WARN_FRACTION),
+      },
       email: props.alarmEmail,
     });
 
@@ -538,12 +554,15 @@ export class IsoatlasCdnStack extends Stack {
       retention: logs.RetentionDays.ONE_WEEK,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    if (!access || settings.metered.length === 0) return { keyGate, keyValueStore };
     // bundleMeter's outDir holds one directory per function (METER_FUNCTIONS), each its own package.
-    const code = (fn: MeterFunction) => join(access.meterCodeDir ?? '', METER_FUNCTIONS[fn].dir);
-    const built = (Object.keys(METER_FUNCTIONS) as MeterFunction[]).every((fn) =>
-      existsSync(join(code(fn), 'index.js')),
-    );
+    const code = (fn: MeterFunction) => join(access?.meterCodeDir ?? '', METER_FUNCTIONS[fn].dir);
+    const isBuilt = (fn: MeterFunction) => access?.meterCodeDir !== undefined && existsSync(join(code(fn), 'index.js'));
+    // With keys, the mark writer also reports the store's size every day (its alarm), so it is
+    // deployed whenever its code is given (npm run synth always builds it), day limits or not.
+    const markWriter =
+      access && isBuilt('markWriter') ? this.addMarkWriter(code('markWriter'), keyValueStore) : undefined;
+    if (!access || settings.metered.length === 0) return { keyGate, keyValueStore, markWriter };
+    const built = (Object.keys(METER_FUNCTIONS) as MeterFunction[]).every(isBuilt);
     if (!access.meterCodeDir || !built) {
       throw new Error(
         `tiers ${settings.metered.join(', ')} have a day limit, so the day meter's code is needed: build it with bundleMeter (build/bundle/edge.ts) and pass its outDir as access.meterCodeDir`,
@@ -572,7 +591,6 @@ export class IsoatlasCdnStack extends Stack {
       retention: logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    const markWriter = this.addMarkWriter(code('markWriter'), keyValueStore);
     const meterFunction = new lambda.Function(this, 'DayMeter', {
       logGroup: meterLogs,
       description:
@@ -593,7 +611,7 @@ export class IsoatlasCdnStack extends Stack {
         [METER_ENV.table]: meterTable.tableName,
         [METER_ENV.kvsArn]: keyValueStore.keyValueStoreArn,
         [METER_ENV.config]: JSON.stringify(config),
-        [METER_ENV.markWriter]: markWriter.functionName,
+        [METER_ENV.markWriter]: markWriter!.functionName,
       },
     });
     meterTable.grant(meterFunction, 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:Query');
@@ -605,13 +623,13 @@ export class IsoatlasCdnStack extends Stack {
         resources: [keyValueStore.keyValueStoreArn],
       }),
     );
-    markWriter.grantInvoke(meterFunction);
+    markWriter!.grantInvoke(meterFunction);
     new logs.SubscriptionFilter(this, 'MeterSubscription', {
       logGroup: gateLogs,
       destination: new logDestinations.LambdaDestination(meterFunction),
       filterPattern: logs.FilterPattern.literal(`"${METER_MARK.split(' ')[0]}"`),
     });
-    return { keyGate, keyValueStore, meterFunction, meterTable, meterFailures };
+    return { keyGate, keyValueStore, markWriter, meterFunction, meterTable, meterFailures };
   }
 
   /** The store's only writer besides the curator (edge/cloudfront/mark-writer.ts): it sets the
@@ -645,6 +663,13 @@ export class IsoatlasCdnStack extends Stack {
         resources: [keyValueStore.keyValueStoreArn],
       }),
     );
+    // Once a day with no marks: the size metric has a point every day, not only on days a key used
+    // up its quota, so its alarm sees the store grow with `keys publish`.
+    new events.Rule(this, 'KeyStoreSizeDaily', {
+      description: "isoatlas: the mark writer reports the key store's size",
+      schedule: events.Schedule.rate(Duration.days(1)),
+      targets: [new eventTargets.LambdaFunction(writer, { event: events.RuleTargetInput.fromObject([]) })],
+    });
     return writer;
   }
 

@@ -11,6 +11,8 @@ import { App, Stack, Template, wafv2 } from '../infra/cdk.js';
 import { bundleEdge, bundleMeter } from '../build/bundle/edge.js';
 import { resolveAccessConfig } from '../edge/access/config.js';
 import { KEY_GATE_MAX_BYTES, keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
+import { KVS_SIZE_LIMIT_BYTES, KVS_WARN_FRACTION } from '../edge/cloudfront/kvs-capacity.js';
+import { KEY_STORE_METRICS } from '../edge/cloudfront/key-store-metrics.js';
 import { routes } from '../edge/contract/routes.js';
 import { createHandler } from '../edge/handler.js';
 import { SYNTH_NODE_FLAGS } from './helpers/cdn-synth.js';
@@ -1221,6 +1223,26 @@ describe('alarms', () => {
     expect(dims(depth.Dimensions)).toEqual({ QueueName: { 'Fn::GetAtt': [queueId, 'QueueName'] } });
     expect(depth.Threshold).toBe(1);
     expect(depth.ComparisonOperator).toBe('GreaterThanOrEqualToThreshold');
+  });
+
+  it("with keys, watches the key store's size at publish's warning share, from the mark writer's daily report", () => {
+    for (const access of [ACCESS, { ...ACCESS, mode: 'open' as const }]) {
+      const { resources } = synth({ access });
+      const [storeId] = only(resources, 'AWS::CloudFront::KeyValueStore');
+      const [size] = watching(resources, KEY_STORE_METRICS.namespace, KEY_STORE_METRICS.bytes);
+      expect(dims(size.Dimensions)).toEqual({ [KEY_STORE_METRICS.dimension]: { 'Fn::GetAtt': [storeId, 'Arn'] } });
+      expect(size.Threshold).toBe(Math.floor(KVS_SIZE_LIMIT_BYTES * KVS_WARN_FRACTION));
+      expect(size.Statistic).toBe('Maximum');
+      // The writer is asked every day with no marks, so the metric has a point every day.
+      const writer = functionWithHandler(resources, 'index.writeMarks');
+      const writerId = Object.entries(resources).find(([, r]) => r === writer)![0];
+      const [, rule] = only(resources, 'AWS::Events::Rule');
+      expect(rule.Properties.ScheduleExpression).toBe('rate(1 day)');
+      expect(rule.Properties.Targets).toEqual([
+        expect.objectContaining({ Arn: { 'Fn::GetAtt': [writerId, 'Arn'] }, Input: '[]' }),
+      ]);
+    }
+    expect(watching(synth().resources, KEY_STORE_METRICS.namespace, KEY_STORE_METRICS.bytes)).toHaveLength(0);
   });
 
   it('emails the address given at deploy, and refuses what is not one', () => {

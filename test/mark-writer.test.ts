@@ -82,11 +82,10 @@ describe('the mark writer', () => {
   it('refuses anything but a list of { id, exhausted_until } pairs, saying what is wrong, and writes nothing', async () => {
     const { write } = await writer();
     const refusals: [unknown, RegExp][] = [
-      [{ id: PLUS, exhausted_until: MIDNIGHT }, /is not a list of 1 to 100 marks/],
-      [[], /is not a list of 1 to 100 marks/],
+      [{ id: PLUS, exhausted_until: MIDNIGHT }, /is not a list of 0 to 100 marks/],
       [
         Array.from({ length: MAX_MARKS + 1 }, () => ({ id: PLUS, exhausted_until: MIDNIGHT })),
-        /not a list of 1 to 100/,
+        /not a list of 0 to 100/,
       ],
       ['secret', /is not a list/],
       [[null], /mark 0 \(null\) is not an object/],
@@ -229,6 +228,11 @@ describe('the mark writer', () => {
     // Once per invocation, whatever was written.
     await write([{ id: ABSENT, exhausted_until: MIDNIGHT }]);
     expect(emitted).toHaveLength(2);
+    // An empty list (the stack's daily call) writes nothing and reports the size all the same.
+    const before = new Map(kvs.entries);
+    expect(await write([])).toEqual([]);
+    expect(emitted).toHaveLength(3);
+    expect(kvs.entries).toEqual(before);
   });
 
   it("answers the meter over Lambda's Invoke API: reports as the payload, a refusal as the function's error", async () => {
