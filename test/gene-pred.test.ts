@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readGenePred } from '../build/import/gene-pred.js';
 import { readGtf } from '../build/import/gtf.js';
+import { orfFromGtf } from '../build/import/orf.js';
 import { InputError } from '../build/import/input.js';
 import { referenceCdsFromGenePred, referenceCdsFromGtf } from '../build/import/reference-cds.js';
 
@@ -89,17 +90,66 @@ describe('genePred-extended reader', () => {
     expect(() => referenceCdsFromGenePred(sdf4, file)).toThrow(/ENST00000900949.1 of the GTF is not in it/);
   });
 
+  it('the GTF reader counts a codon only when its lines cover 3 nt and no _NF tag denies it, and a CDS only with CDS lines', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'isoatlas-gtf-codons-'));
+    try {
+      const file = join(dir, 'x.gtf');
+      const line = (feature: string, start: number, end: number, phase = '.', more = '') =>
+        ['chr1', 'test', feature, start, end, '.', '-', phase, `gene_id "G1"; transcript_id "T1";${more}`].join('\t');
+      let tags = '';
+      const transcript = async (...features: string[]) => {
+        const head = [line('transcript', 1, 300, '.', tags), line('exon', 1, 100), line('exon', 201, 300)];
+        writeFileSync(file, `${[...head, ...features].join('\n')}\n`);
+        return (await readGtf(file)).transcripts.get('T1')!;
+      };
+      const cds = (start: number, end: number, startCodon: boolean, stopCodon: boolean, phase: number) => ({
+        start,
+        end,
+        startCodon,
+        stopCodon,
+        phase,
+      });
+      // Minus strand: the 5′-most CDS line is the rightmost, and its phase (2) sets the frame.
+      const framed = await transcript(
+        line('CDS', 211, 250, '2'),
+        line('CDS', 62, 100, '1'),
+        line('stop_codon', 59, 61),
+      );
+      expect(framed.cds).toEqual(cds(59, 250, false, true, 2));
+      // A start codon, and a stop codon split 2 + 1 by the intron: both whole.
+      const codingLines = [line('CDS', 203, 250, '0'), line('start_codon', 248, 250)];
+      const split = await transcript(...codingLines, line('stop_codon', 201, 202), line('stop_codon', 100, 100));
+      expect(split.cds).toEqual(cds(100, 250, true, true, 0));
+      // One base of a stop codon, as a region clip leaves it, is no stop codon and no part of the CDS.
+      expect((await transcript(...codingLines, line('stop_codon', 100, 100))).cds).toEqual(
+        cds(203, 250, true, false, 0),
+      );
+      // An _NF tag wins over the codon's lines, at either end, in the reference CDS and the ORF alike.
+      tags = ' tag "cds_start_NF"; tag "cds_end_NF";';
+      const denied = await transcript(...codingLines, line('stop_codon', 201, 202), line('stop_codon', 100, 100));
+      expect(referenceCdsFromGtf(denied)).toMatchObject({ start_status: 'incomplete', end_status: 'incomplete' });
+      expect(orfFromGtf(denied, null)!.completeness).toBe('internal');
+      tags = '';
+      const alone = await transcript(line('stop_codon', 59, 59));
+      expect([alone.cds, referenceCdsFromGtf(alone)]).toEqual([null, null]);
+      await expect(transcript(line('CDS', 60, 100, '3'))).rejects.toThrow(
+        /CDS line's phase must be 0, 1, 2 or "\.", found "3"/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the GTF reader reads cds_start_NF / cds_end_NF as incomplete and every coding v49 transcript has a CDS', async () => {
     const v49 = await readGtf(V49);
     let coding = 0;
     const statuses = new Map<string, number>();
     for (const t of v49.transcripts.values()) {
       const cds = referenceCdsFromGtf(t);
-      if (t.cdsLength > 0) {
-        coding++;
-        expect(cds, t.transcriptId).not.toBeNull();
-      }
+      // A CDS exactly where there are CDS lines: MAZ-213's lone stop codon base makes none.
+      expect(cds !== null, t.transcriptId).toBe(t.cdsLength > 0);
       if (!cds) continue;
+      coding++;
       if (t.tags.includes('cds_start_NF')) expect(cds.start_status, t.transcriptId).toBe('incomplete');
       if (t.tags.includes('cds_end_NF')) expect(cds.end_status, t.transcriptId).toBe('incomplete');
       const key = `${cds.start_status}/${cds.end_status}`;
@@ -112,7 +162,7 @@ describe('genePred-extended reader', () => {
       'complete/complete': 139,
       'complete/incomplete': 24,
       'complete/unknown': 125,
-      'incomplete/complete': 21,
+      'incomplete/complete': 20,
       'incomplete/incomplete': 3,
       'unknown/complete': 182,
       'unknown/incomplete': 5,

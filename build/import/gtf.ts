@@ -26,9 +26,11 @@ export interface GtfTranscript {
   exons: [number, number][];
   /** Sum of CDS lengths (nt); GENCODE CDS features exclude the stop codon. */
   cdsLength: number;
-  /** Genomic span of the CDS features and the stop codon feature, when the GTF has them; whether it
-   * has a start_codon and a stop_codon feature. */
-  cds: { start: number; end: number; startCodon: boolean; stopCodon: boolean } | null;
+  /** Where the transcript has CDS features: their genomic span plus the stop codon's; whether the GTF
+   * annotates its start and its stop codon (features covering all 3 nt: a codon a region clip cut is
+   * not annotated); `phase`, the phase of its 5′-most CDS feature, the bases before its first whole
+   * codon (0 where the GTF gives none). */
+  cds: { start: number; end: number; startCodon: boolean; stopCodon: boolean; phase: number } | null;
   line: number;
 }
 
@@ -78,7 +80,16 @@ export function parseAttributes(text: string, fail: (problem: string) => never):
 export type GtfEvent =
   | { kind: 'gene'; gene: GtfGene; line: number }
   | { kind: 'transcript'; transcript: GtfTranscript; line: number }
-  | { kind: 'feature'; transcriptId: string; feature: FeatureKind; start: number; end: number; line: number };
+  | {
+      kind: 'feature';
+      transcriptId: string;
+      feature: FeatureKind;
+      start: number;
+      end: number;
+      /** A CDS feature's phase (0, 1 or 2), null where the GTF gives `.` and for other features. */
+      phase: number | null;
+      line: number;
+    };
 
 /** The features a transcript's structure is read from. */
 export type FeatureKind = 'exon' | 'CDS' | 'start_codon' | 'stop_codon';
@@ -93,7 +104,7 @@ export async function* gtfEvents(path: string): AsyncGenerator<GtfEvent> {
     };
     const f = text.split('\t');
     if (f.length !== 9) fail(`expected 9 tab-separated GTF fields, found ${f.length} (truncated line?)`);
-    const [chromosome, , feature, startText, endText, , strand, , attributeText] = f;
+    const [chromosome, , feature, startText, endText, , strand, phaseText, attributeText] = f;
     if (!/^\d+$/.test(startText) || !/^\d+$/.test(endText))
       fail(`start and end must be integers, found "${startText}" and "${endText}"`);
     const start = Number(startText);
@@ -153,7 +164,12 @@ export async function* gtfEvents(path: string): AsyncGenerator<GtfEvent> {
         line,
       };
     } else if (feature === 'exon' || feature === 'CDS' || feature === 'start_codon' || feature === 'stop_codon') {
-      yield { kind: 'feature', transcriptId: need('transcript_id'), feature, start, end, line };
+      let phase: number | null = null;
+      if (feature === 'CDS' && phaseText !== '.') {
+        if (!/^[012]$/.test(phaseText)) fail(`a CDS line's phase must be 0, 1, 2 or ".", found "${phaseText}"`);
+        phase = Number(phaseText);
+      }
+      yield { kind: 'feature', transcriptId: need('transcript_id'), feature, start, end, phase, line };
     }
   }
 }
@@ -162,13 +178,45 @@ export async function* gtfEvents(path: string): AsyncGenerator<GtfEvent> {
 export interface FeatureSummary {
   /** Exons as [start, end], ascending by start (file order among equal starts). */
   exons: [number, number][];
+  /** Sum of CDS feature lengths (nt). */
   cds: number;
-  cdsSpan: [number, number] | null;
-  startCodon: boolean;
-  stopCodon: boolean;
+  /** The span of the CDS features, with the phase of the leftmost and of the rightmost one. */
+  cdsSpan: { start: number; end: number; startPhase: number; endPhase: number } | null;
+  /** Nucleotides the start_codon and stop_codon features cover (a codon split by an intron has two). */
+  startCodon: number;
+  stopCodon: number;
+  stopSpan: [number, number] | null;
 }
 
-/** Sets a transcript's structure from its features: exons 5′ to 3′, their count and length, its CDS. */
+export function emptySummary(): FeatureSummary {
+  return { exons: [], cds: 0, cdsSpan: null, startCodon: 0, stopCodon: 0, stopSpan: null };
+}
+
+/** Adds one feature line to a transcript's summary: how both readers (in memory and staged) read them. */
+export function addFeature(f: FeatureSummary, kind: FeatureKind, start: number, end: number, phase: number | null) {
+  const length = end - start + 1;
+  if (kind === 'exon') f.exons.push([start, end]);
+  else if (kind === 'start_codon') f.startCodon += length;
+  else if (kind === 'stop_codon') {
+    f.stopCodon += length;
+    f.stopSpan = f.stopSpan ? [Math.min(f.stopSpan[0], start), Math.max(f.stopSpan[1], end)] : [start, end];
+  } else {
+    f.cds += length;
+    const span = f.cdsSpan;
+    const p = phase ?? 0;
+    if (!span) f.cdsSpan = { start, end, startPhase: p, endPhase: p };
+    else {
+      if (start < span.start) [span.start, span.startPhase] = [start, p];
+      if (end > span.end) [span.end, span.endPhase] = [end, p];
+    }
+  }
+}
+
+const CODON = 3;
+
+/** Sets a transcript's structure from its features: exons 5′ to 3′, their count and length, its CDS.
+ * Only CDS features make a CDS: a start or stop codon feature alone (a region clip can leave one
+ * nucleotide of a stop codon) codes for nothing. */
 export function setStructure(t: GtfTranscript, f: FeatureSummary): void {
   const ordered = f.exons;
   if (t.strand === '-') ordered.reverse();
@@ -176,9 +224,21 @@ export function setStructure(t: GtfTranscript, f: FeatureSummary): void {
   t.exonCount = ordered.length;
   t.length = ordered.reduce((sum, [s, e]) => sum + e - s + 1, 0);
   t.cdsLength = f.cds;
-  t.cds = f.cdsSpan
-    ? { start: f.cdsSpan[0], end: f.cdsSpan[1], startCodon: f.startCodon, stopCodon: f.stopCodon }
-    : null;
+  const span = f.cdsSpan;
+  if (!span) {
+    t.cds = null;
+    return;
+  }
+  // GENCODE's CDS features include the start codon and exclude the stop codon, which its own feature adds.
+  const stopCodon = f.stopCodon === CODON;
+  const stop = stopCodon ? f.stopSpan! : [span.start, span.end];
+  t.cds = {
+    start: Math.min(span.start, stop[0]),
+    end: Math.max(span.end, stop[1]),
+    startCodon: f.startCodon === CODON,
+    stopCodon,
+    phase: t.strand === '+' ? span.startPhase : span.endPhase,
+  };
 }
 
 /** A transcript line without exon lines happens in region-clipped subsets (the GENCODE v49 sample
@@ -200,7 +260,7 @@ export const overlapProblem = (transcriptId: string, a: [number, number], b: [nu
 export async function readGtf(path: string): Promise<Gtf> {
   const transcripts = new Map<string, GtfTranscript>();
   const genes = new Map<string, GtfGene>();
-  const features = new Map<string, FeatureSummary & { line: number }>();
+  const features = new Map<string, { summary: FeatureSummary; line: number }>();
 
   for await (const event of gtfEvents(path)) {
     if (event.kind === 'gene') {
@@ -218,32 +278,22 @@ export async function readGtf(path: string): Promise<Gtf> {
         );
       transcripts.set(transcriptId, event.transcript);
     } else {
-      const { transcriptId, feature, start, end, line } = event;
+      const { transcriptId, feature, start, end, phase, line } = event;
       let acc = features.get(transcriptId);
-      if (!acc)
-        features.set(
-          transcriptId,
-          (acc = { exons: [], cds: 0, cdsSpan: null, startCodon: false, stopCodon: false, line }),
-        );
-      if (feature === 'exon') acc.exons.push([start, end]);
-      else {
-        if (feature === 'CDS') acc.cds += end - start + 1;
-        else if (feature === 'start_codon') acc.startCodon = true;
-        else acc.stopCodon = true;
-        acc.cdsSpan = acc.cdsSpan ? [Math.min(acc.cdsSpan[0], start), Math.max(acc.cdsSpan[1], end)] : [start, end];
-      }
+      if (!acc) features.set(transcriptId, (acc = { summary: emptySummary(), line }));
+      addFeature(acc.summary, feature, start, end, phase);
     }
   }
 
   for (const [transcriptId, acc] of features) {
     const t = transcripts.get(transcriptId);
     if (!t) throw new InputError(path, acc.line, `exon of transcript ${transcriptId}, which has no transcript line`);
-    const ordered = acc.exons.sort((a, b) => a[0] - b[0]);
+    const ordered = acc.summary.exons.sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < ordered.length; i++) {
       if (ordered[i][0] <= ordered[i - 1][1])
         throw new InputError(path, acc.line, overlapProblem(transcriptId, ordered[i - 1], ordered[i]));
     }
-    setStructure(t, acc);
+    setStructure(t, acc.summary);
   }
   const warnings: string[] = [];
   for (const t of transcripts.values()) {

@@ -1,9 +1,10 @@
 // The open reading frame of a coding isoform: where it lies on the genome and on the transcript, and
 // whether it is complete. From SQANTI3's classification (CDS_start/CDS_end on the transcript, checked
-// against its genomic ends through the exons) or, without one, from the GTF's CDS and stop_codon
-// features.
+// against its genomic ends through the exons) or, without one, from the GTF's CDS, start_codon and
+// stop_codon features and its cds_start_NF / cds_end_NF tags.
 import type { GtfTranscript } from './gtf.js';
 import { InputError } from './input.js';
+import { gtfCdsEnds } from './reference-cds.js';
 import type { SqantiRow } from './sqanti.js';
 import type { OrfCompleteness, OrfRecord } from '../release-db/records.js';
 
@@ -70,8 +71,9 @@ export function orfFromSqanti(
   };
 }
 
-/** The ORF the GTF annotates: its CDS features plus the stop codon feature. GENCODE's
- * `cds_start_NF` / `cds_end_NF` tags mark an ORF that runs past the annotated transcript. */
+/** The ORF the GTF annotates: its CDS features plus the stop codon feature. Its ends are the reference
+ * CDS's (gtfCdsEnds): a start or a stop only where the GTF annotates the codon and no _NF tag denies it;
+ * a protein sequence, where there is one, must also begin with M for a start. */
 export function orfFromGtf(t: GtfTranscript, sequence: string | null): OrfRecord | null {
   if (!t.cds) return null;
   const fivePrime = t.strand === '+' ? t.cds.start : t.cds.end;
@@ -80,8 +82,9 @@ export function orfFromGtf(t: GtfTranscript, sequence: string | null): OrfRecord
   const transcriptEnd = genomeToTranscript(t.exons, t.strand, threePrime);
   // A CDS outside the exons happens where a region-clipped GTF cut the transcript: no ORF to state.
   if (transcriptStart === null || transcriptEnd === null) return null;
-  const hasStart = !t.tags.includes('cds_start_NF') && (sequence === null || sequence.startsWith('M'));
-  const hasStop = !t.tags.includes('cds_end_NF') && t.cds.stopCodon;
+  const ends = gtfCdsEnds(t);
+  const hasStart = ends.start === 'complete' && (sequence === null || sequence.startsWith('M'));
+  const hasStop = ends.stop === 'complete';
   return {
     start: t.cds.start,
     end: t.cds.end,

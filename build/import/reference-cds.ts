@@ -6,23 +6,26 @@ import type { GtfTranscript } from './gtf.js';
 import { InputError } from './input.js';
 import type { CdsEndStatus, ReferenceCds } from '../release-db/records.js';
 
-/** GENCODE marks an end its CDS does not reach with cds_start_NF / cds_end_NF and writes a
- * start_codon / stop_codon feature where the codon is annotated. */
-function gtfEndStatus(t: GtfTranscript, notFoundTag: string, codon: boolean): CdsEndStatus {
-  if (t.tags.includes(notFoundTag)) return 'incomplete';
-  return codon ? 'complete' : 'unknown';
+/** What a GTF says of the two ends of a transcript's CDS, by one rule at both ends (GENCODE's
+ * definitions): the cds_start_NF / cds_end_NF tag ("the coding region start / end could not be
+ * confirmed") makes the end `incomplete`, whatever features there are; else a whole start_codon /
+ * stop_codon feature makes it `complete`; else nothing says, as where a region-clipped subset lost the
+ * codon: `unknown`, never `complete`. The ORF read from the GTF (orf.ts) takes its ends from this too. */
+export function gtfCdsEnds(t: GtfTranscript): { start: CdsEndStatus; stop: CdsEndStatus } {
+  const status = (notFoundTag: string, codon: boolean): CdsEndStatus =>
+    t.tags.includes(notFoundTag) ? 'incomplete' : codon ? 'complete' : 'unknown';
+  return {
+    start: status('cds_start_NF', t.cds?.startCodon ?? false),
+    stop: status('cds_end_NF', t.cds?.stopCodon ?? false),
+  };
 }
 
-/** The GTF's CDS features plus its stop_codon feature (GENCODE's CDS features exclude the stop codon). */
+/** The GTF's CDS features plus its stop_codon feature (GENCODE's CDS features exclude the stop codon);
+ * null without CDS features. */
 export function referenceCdsFromGtf(t: GtfTranscript): ReferenceCds | null {
   if (!t.cds) return null;
-  return {
-    start: t.cds.start,
-    end: t.cds.end,
-    start_status: gtfEndStatus(t, 'cds_start_NF', t.cds.startCodon),
-    end_status: gtfEndStatus(t, 'cds_end_NF', t.cds.stopCodon),
-    source: 'gtf',
-  };
+  const ends = gtfCdsEnds(t);
+  return { start: t.cds.start, end: t.cds.end, start_status: ends.start, end_status: ends.stop, source: 'gtf' };
 }
 
 /** The genePred's CDS of transcript `t`, which must be in it on the same chromosome and strand: a

@@ -58,7 +58,9 @@ export function referenceIsoform(
   if (coding) {
     if (sequence !== null) proteinLength = sequence.length;
     else if (cls?.orfLength) proteinLength = cls.orfLength - (cls.orfSequence?.endsWith('*') ? 1 : 0);
-    else if (t.cdsLength > 0) proteinLength = Math.floor(t.cdsLength / 3);
+    // The whole codons of the CDS features, read in the frame the 5′-most one's phase sets: a CDS
+    // whose start the GTF lacks can begin with the last bases of a codon.
+    else if (t.cds) proteinLength = Math.floor((t.cdsLength - t.cds.phase) / 3);
   }
   const [nmd, nmdSource] = nmdCall(t, cls, coding);
   const protein = { sequence: coding ? sequence : null, stop: fasta ? fasta.stop : null };

@@ -5,6 +5,8 @@
 import { InputError } from './input.js';
 import {
   NO_TRANSCRIPTS,
+  addFeature,
+  emptySummary,
   gtfEvents,
   oneExonIfNone,
   overlapProblem,
@@ -49,7 +51,7 @@ function createTables(staging: Staging, p: SetName) {
       tags TEXT NOT NULL, chromosome TEXT NOT NULL, strand TEXT NOT NULL, start INTEGER NOT NULL,
       end INTEGER NOT NULL, line INTEGER NOT NULL);
     CREATE TABLE ${p}_features (transcript_id TEXT NOT NULL, kind INTEGER NOT NULL, start INTEGER NOT NULL,
-      end INTEGER NOT NULL, line INTEGER NOT NULL);
+      end INTEGER NOT NULL, phase INTEGER, line INTEGER NOT NULL);
     CREATE TABLE ${p}_classification (isoform TEXT PRIMARY KEY, data TEXT NOT NULL, line INTEGER NOT NULL);
     CREATE TABLE ${p}_fasta (id TEXT PRIMARY KEY, sequence TEXT NOT NULL, stop INTEGER NOT NULL, line INTEGER NOT NULL);
     CREATE TABLE ${p}_gene_pred (name TEXT PRIMARY KEY, data TEXT NOT NULL, line INTEGER NOT NULL);
@@ -69,7 +71,7 @@ async function stageGtf(staging: Staging, p: SetName, path: string): Promise<str
       @transcriptName, @proteinId, @hgncId, @tagsJson, @chromosome, @strand, @start, @end, @line) ON CONFLICT DO NOTHING`,
   );
   const firstLine = db.prepare(`SELECT line FROM ${p}_transcripts WHERE transcript_id = ?`).pluck();
-  const feature = db.prepare(`INSERT INTO ${p}_features VALUES (?, ?, ?, ?, ?)`);
+  const feature = db.prepare(`INSERT INTO ${p}_features VALUES (?, ?, ?, ?, ?, ?)`);
   for await (const event of gtfEvents(path)) {
     if (event.kind === 'gene') {
       const g = event.gene;
@@ -85,7 +87,8 @@ async function stageGtf(staging: Staging, p: SetName, path: string): Promise<str
           `duplicate transcript id ${t.transcriptId} (first defined at line ${firstLine.get(t.transcriptId)})`,
         );
     } else {
-      writer.run(feature, event.transcriptId, FEATURE_KINDS[event.feature], event.start, event.end, event.line);
+      const { transcriptId, start, end, phase, line } = event;
+      writer.run(feature, transcriptId, FEATURE_KINDS[event.feature], start, end, phase, line);
     }
   }
   writer.commit();
@@ -231,7 +234,13 @@ interface FeatureRow {
   kind: number;
   start: number;
   end: number;
+  phase: number | null;
 }
+
+const KIND_OF = Object.fromEntries(Object.entries(FEATURE_KINDS).map(([k, n]) => [n, k])) as Record<
+  number,
+  FeatureKind
+>;
 
 /** Transcripts with their structure (exons 5′ to 3′, CDS), as readGtf gives them, from the features
  * of `rows` (all of their transcripts', in transcript, kind, start and line order). */
@@ -243,16 +252,8 @@ function withStructure(path: string, transcripts: TranscriptRow[], rows: Feature
     let summary: FeatureSummary | null = null;
     for (; k < rows.length && rows[k]!.transcript_id === r.transcript_id; k++) {
       const f = rows[k]!;
-      summary ??= { exons: [], cds: 0, cdsSpan: null, startCodon: false, stopCodon: false };
-      if (f.kind === 0) summary.exons.push([f.start, f.end]);
-      else {
-        if (f.kind === 1) summary.cds += f.end - f.start + 1;
-        else if (f.kind === 2) summary.startCodon = true;
-        else summary.stopCodon = true;
-        summary.cdsSpan = summary.cdsSpan
-          ? [Math.min(summary.cdsSpan[0], f.start), Math.max(summary.cdsSpan[1], f.end)]
-          : [f.start, f.end];
-      }
+      summary ??= emptySummary();
+      addFeature(summary, KIND_OF[f.kind]!, f.start, f.end, f.phase);
     }
     if (summary) setStructure(t, summary);
     oneExonIfNone(path, t);
@@ -316,7 +317,7 @@ export function lookups(staging: Staging, set: StagedSet) {
   const { db } = staging;
   const transcript = db.prepare(`SELECT * FROM ${p}_transcripts WHERE transcript_id = ?`);
   const features = db.prepare(
-    `SELECT transcript_id, kind, start, end FROM ${p}_features WHERE transcript_id = ? ORDER BY kind, start, line`,
+    `SELECT transcript_id, kind, start, end, phase FROM ${p}_features WHERE transcript_id = ? ORDER BY kind, start, line`,
   );
   const classification = db.prepare(`SELECT data FROM ${p}_classification WHERE isoform = ?`).pluck();
   const fasta = db.prepare(`SELECT sequence, stop FROM ${p}_fasta WHERE id = ?`);

@@ -203,7 +203,7 @@ export const Orf = Type.Object(
       ],
       {
         description:
-          'complete: from a start codon (the protein begins with M) to a stop codon; 5prime_partial: no start codon, the ORF runs off the 5′ end of the transcript; 3prime_partial: no stop codon; internal: neither (TransDecoder’s terms)',
+          'complete: from a start codon (the protein begins with M) to a stop codon; 5prime_partial: no start codon, the ORF runs off the 5′ end of the transcript; 3prime_partial: no stop codon; internal: neither (TransDecoder’s terms). An ORF from a GTF (source gtf) has an end only where the GTF annotates it, the same rule at both ends: a start_codon (stop_codon) feature covering the codon and no cds_start_NF (cds_end_NF) tag, which always wins; a codon the GTF lacks, as where a region clip cut it, is never claimed.',
         examples: ['complete'],
       },
     ),
@@ -255,12 +255,12 @@ export const ReferenceCds = Type.Object(
     end: Type.Integer({ minimum: 1, examples: [21867440] }),
     start_status: Type.Union([Type.Literal('complete'), Type.Literal('incomplete'), Type.Literal('unknown')], {
       description:
-        'Whether the annotation has the start codon (the 5′ end on the transcript, whatever the strand): genePred cdsStartStat/cdsEndStat cmpl, incmpl, unk; in a GTF, a start_codon feature (complete) or the cds_start_NF tag (incomplete)',
+        'Whether the annotation has the start codon (the 5′ end on the transcript, whatever the strand): genePred cdsStartStat/cdsEndStat cmpl, incmpl, unk; in a GTF, the cds_start_NF tag (incomplete, whatever the features), else a start_codon feature covering the codon (complete), else unknown',
       examples: ['complete'],
     }),
     end_status: Type.Union([Type.Literal('complete'), Type.Literal('incomplete'), Type.Literal('unknown')], {
       description:
-        'Whether the annotation has the stop codon (the 3′ end): genePred cmpl, incmpl, unk; in a GTF, a stop_codon feature (complete) or the cds_end_NF tag (incomplete)',
+        'Whether the annotation has the stop codon (the 3′ end): genePred cmpl, incmpl, unk; in a GTF, the cds_end_NF tag (incomplete, whatever the features), else a stop_codon feature covering the codon (complete), else unknown',
       examples: ['complete'],
     }),
     source: Type.Union([Type.Literal('genepred'), Type.Literal('gtf')], {
@@ -402,7 +402,7 @@ export const Isoform = Type.Object(
     reference_cds: Nullable(
       Type.Ref('ReferenceCds', {
         description:
-          'The CDS the reference annotation states for this transcript, kept where no ORF was predicted; null where it annotates none, and for long-read isoforms',
+          'The CDS the reference annotation states for this transcript, kept where no ORF was predicted; null where it annotates none (in a GTF, no CDS features: a start_codon or stop_codon feature alone is not a CDS), and for long-read isoforms',
       }),
     ),
     canonical: Type.Boolean(),
