@@ -126,6 +126,23 @@ describe('gene records of the demo release', () => {
     expect(iglv.reference_cds).not.toBeNull();
     expect(iglv.orf!.noncoding_biotype).toBe(false);
   });
+
+  it('reads NCBI’s "other" as unknown: null where no annotated CDS says coding (docs/API.md’s figures)', () => {
+    const flags = new Map<string, boolean | null>();
+    let genes = 0;
+    for (const row of extractRows().filter((r) => r.gene_type === 'other')) {
+      const gene = json<GeneBody>(treePaths.gene(row.ensembl_gene_id));
+      if (gene.gene_type !== 'other') continue; // a refused row: the gene keeps no NCBI type
+      genes++;
+      for (const i of gene.isoforms.filter((i) => i.source === 'reference' && i.protein_length !== null))
+        flags.set(i.transcript_name, json<IsoformBody>(treePaths.isoform(i.transcript_id)).orf!.noncoding_biotype);
+    }
+    expect(genes).toBeGreaterThan(0);
+    const unknown = [...flags].filter(([, flag]) => flag === null).map(([name]) => name);
+    expect(unknown).toEqual(['IGKV1OR22-5-201']);
+    expect([...flags.values()].filter((flag) => flag === false)).toHaveLength(40);
+    expect(flags.size).toBe(41);
+  });
 });
 
 describe('cross-references that agree with the annotation (demo release)', () => {

@@ -238,9 +238,14 @@ describe('isoform records of the demo release', () => {
       source: 'genepred',
     });
 
-    // TXNRD2: 522 aa predicted, 524 annotated: the prediction stops at the selenocysteine codon.
+    // TXNRD2-204: 522 aa predicted, 524 annotated: the prediction stops at the selenocysteine codon.
+    // docs/API.md names it as its example.
     const txnrd2 = record('ENST00000400521.7');
-    expect(txnrd2.protein_length).toBe(522);
+    expect([txnrd2.transcript_name, txnrd2.protein_length]).toEqual(['TXNRD2-204', 522]);
+    expect(readFileSync(join(__dirname, '../docs/API.md'), 'utf8')).toContain(
+      `${txnrd2.transcript_name}, ${txnrd2.transcript_id}, the gene's canonical: ${txnrd2.protein_length} aa predicted`,
+    );
+    expect(txnrd2.canonical).toBe(true);
     expect(txnrd2.orf).toMatchObject({
       completeness: 'complete',
       matches_reference: false,
