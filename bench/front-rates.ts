@@ -45,6 +45,7 @@ function wrk(url: string, seconds: number): number {
  * a list as its first page), a missing one 404. */
 async function nginxAlone(tree: string, work: string): Promise<{ base: string; stop: () => void }> {
   const port = await freePort();
+  mkdirSync(work, { recursive: true });
   const config = join(work, 'static.conf');
   writeFileSync(
     config,
