@@ -4,6 +4,10 @@
 // told so by a front it trusts, does not count it again (edge/access/control.ts), and the file it
 // names for such a request, the same for every anonymous client, may be kept by the front. Keyed
 // requests, and every request in B, are the server's to count, one admission each.
+// Chosen over one admission per request (answers identical to the last header, but a front no faster
+// than the server) and over a count shared by nginx and the server (stock nginx keeps no counter the
+// server can read or write): the same count in the same fixed minutes, at the price of
+// RateLimit-Remaining, which nginx cannot know (docs/OPERATIONS.md lists every difference).
 import type { AccessConfig } from '../access/config.js';
 import { redactKeys } from '../access/redaction.js';
 

@@ -378,8 +378,10 @@ function render(
     'proxy_set_header Host $host;',
     'proxy_set_header Connection "";',
     'proxy_set_header X-Forwarded-For $remote_addr;',
-    // Said by the front or by nobody: a client's own is never passed on.
+    // Said by the front or by nobody: a client's own is never passed on. The state is read only on
+    // the way to a file of a request nginx counted (empty elsewhere: not sent).
     `proxy_set_header ${FRONT_COUNTED_HEADER} ${counting ? '$isoatlas_counted' : '""'};`,
+    `proxy_set_header ${FRONT_STATE_HEADER} ${counting ? '$isoatlas_state' : '""'};`,
   ];
   const cors = Object.entries(CORS_HEADERS).map(([name, value]) => `add_header ${name} ${quoted(value)} always;`);
   const fromAdmission = [
@@ -744,7 +746,6 @@ function render(
           `    location ${FRONT_PASS} {`,
           '        proxy_pass http://isoatlas_server;',
           ...indent(proxyHeaders, '        '),
-          `        proxy_set_header ${FRONT_STATE_HEADER} $isoatlas_state;`,
           ...indent(keep('answer')),
           '        # What the server answered it logged; what nginx answers again, nginx logs.',
           `        access_log ${o.accessLog} isoatlas_kept if=$isoatlas_kept;`,
