@@ -4,11 +4,12 @@
 // isoform page and a 404; optionally other checkouts' servers beside them (`--server
 // label=<checkout>:<tree>`: an earlier commit, each over a tree it built). wrk (-t1 -c10), one run per
 // server and path per round, the order reversed every other round (ABC CBA …), with the machine's
-// load average (1 min) before each run. Every path is checked to answer as expected first.
+// load average (1 min) before each run, and for each server alone its CPU per answer (a loaded
+// machine disturbs it less than the rate). Every path is checked to answer as expected first.
 //
 //   npx tsx bench/front-rates.ts [--tree <tree>] [--rounds 4] [--seconds 10] [--server label=<dir>:<tree>]…
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,24 +22,35 @@ import { ROOT } from './context.js';
 export interface Target {
   label: string;
   base: string;
+  /** A server alone: its CPU per answer is measured too. */
+  pid?: number;
 }
 export interface RateRow {
   round: number;
   target: string;
   path: string;
   rps: number;
+  /** The process's user + system CPU per request, µs (servers alone). */
+  cpuUs?: number;
   load: number;
+}
+
+/** User + system CPU of a process so far, µs (/proc/<pid>/stat, in clock ticks of 10 ms). */
+function cpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 /** Debian's wrk (apt-get install wrk), the load generator of these figures and of issue #47's. */
 export const WRK_BIN = '/usr/bin/wrk';
 
-/** One wrk run: requests/s. */
-function wrk(url: string, seconds: number): number {
+/** One wrk run: requests/s and requests in all. */
+function wrk(url: string, seconds: number): { rps: number; requests: number } {
   const r = spawnSync(WRK_BIN, ['-t1', '-c10', `-d${seconds}s`, url], { encoding: 'utf8' });
   const m = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout);
-  if (r.status !== 0 || !m) throw new Error(`wrk ${url} failed: ${r.stderr || r.stdout}`);
-  return Number(m[1]);
+  const n = /(\d+) requests in/.exec(r.stdout);
+  if (r.status !== 0 || !m || !n) throw new Error(`wrk ${url} failed: ${r.stderr || r.stdout}`);
+  return { rps: Number(m[1]), requests: Number(n[1]) };
 }
 
 /** nginx alone serving the tree's files for the same paths: a JSON route as its file (`<path>.json`,
@@ -144,14 +156,14 @@ export async function frontRates(opts: {
     const alone = await nginxAlone(opts.tree, join(work, 'nginx-alone'));
     stops.push(alone.stop);
     const targets: Target[] = [
-      { label: 'server alone', base: server.base },
+      { label: 'server alone', base: server.base, pid: server.pid },
       { label: 'front', base: front.base },
       { label: 'nginx alone', base: alone.base },
     ];
     for (const o of opts.others) {
       const other = await otherServer(o.label, resolve(o.checkout), resolve(o.tree), work);
       stops.push(() => other.stop());
-      targets.push({ label: o.label, base: other.base });
+      targets.push({ label: o.label, base: other.base, pid: other.pid });
     }
     for (const t of targets)
       for (const [name, path] of Object.entries(paths)) {
@@ -166,9 +178,12 @@ export async function frontRates(opts: {
       for (const [name, path] of Object.entries(paths)) {
         for (const t of order) {
           const load = loadavg()[0];
-          const rps = wrk(`${t.base}${path}`, opts.seconds);
-          rows.push({ round, target: t.label, path: name, rps, load });
-          opts.log(`round ${round} ${name} ${t.label}: ${rps.toFixed(0)} req/s (load ${load.toFixed(2)})`);
+          const before = t.pid ? cpuUs(t.pid) : 0;
+          const { rps, requests } = wrk(`${t.base}${path}`, opts.seconds);
+          const cpu = t.pid ? (cpuUs(t.pid) - before) / requests : undefined;
+          rows.push({ round, target: t.label, path: name, rps, cpuUs: cpu, load });
+          const spent = cpu === undefined ? '' : `, ${cpu.toFixed(0)} µs CPU each`;
+          opts.log(`round ${round} ${name} ${t.label}: ${rps.toFixed(0)} req/s${spent} (load ${load.toFixed(2)})`);
         }
       }
     }

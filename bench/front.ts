@@ -2,7 +2,8 @@
 // the time and peak RSS of `isoatlas nginx-config`, how long Debian's nginx takes to load the config,
 // what nginx holds in memory (master and worker together) once serving, and how long a request for a
 // file takes through the front (its admission asked of the `isoatlas serve` behind it, which names the
-// file) beside the same requests asked of the server itself.
+// file) beside the same requests asked of the server itself; and, where wrk is installed, requests per
+// second of the server alone, the front and nginx alone side by side (bench/front-rates.ts).
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
@@ -175,7 +176,7 @@ export async function benchFront(ctx: BenchContext): Promise<SectionReport> {
   return {
     id: 'front',
     title: 'The nginx front’s config',
-    method: `\`isoatlas nginx-config\` over a rendered tree, its compressed copies beside the tree (written by the first run, found in place by later ones; BENCHMARKS.md, compression, times the writing) (one run, in a child process: wall time, peak RSS from getrusage), then Debian’s nginx started with the config in an http block (\`worker_processes 1\`) before an \`isoatlas serve\` of the tree: time from spawn until it answers on its port; ${fmt(LATENCY_REQUESTS)} requests for files drawn at random from the manifest, each asked once, one after another over one kept-alive connection, through the front and then of the server itself (milliseconds per request, p50 / p99); and the proportional set size (Pss, /proc/<pid>/smaps_rollup) of nginx’s master and worker together once it has served them.`,
+    method: `\`isoatlas nginx-config\` over a rendered tree, its compressed copies beside the tree (written by the first run, found in place by later ones; BENCHMARKS.md, compression, times the writing) (one run, in a child process: wall time, peak RSS from getrusage), then Debian’s nginx started with the config in an http block (\`worker_processes 1\`) before an \`isoatlas serve\` of the tree: time from spawn until it answers on its port; ${fmt(LATENCY_REQUESTS)} requests for files drawn at random from the manifest, each asked once, one after another over one kept-alive connection, through the front and then of the server itself (milliseconds per request, p50 / p99); and the proportional set size (Pss, /proc/<pid>/smaps_rollup) of nginx’s master and worker together once it has served them. Where wrk is installed, requests per second of a gene record, an isoform page and a 404 (wrk -t1 -c10) from the server alone, the front and nginx alone serving the same files, in alternating order over the rounds (bench/front-rates.ts), with the load average over the runs.`,
     tables: [
       {
         headers: [

@@ -241,6 +241,26 @@ describe('anonymous requests in A, counted by nginx', () => {
   });
 });
 
+describe('a front written for other limits than the server counts', () => {
+  it('is not believed: the server counts each request itself, says so once, and answers every file', async () => {
+    const access = accessConfig(1000);
+    // The config as nginx-config would write it for a limit of 999 a minute.
+    const f = await front({
+      dir: tree(),
+      serverArgs: access.args,
+      editConfig: (text) => text.replaceAll('"1000/min; ipv6=/64"', '"999/min; ipv6=/64"'),
+    });
+    const [uri] = [...(await frontRequests(tree())).keys()].filter((k) => k.startsWith('/api/v1/genes/'));
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await request(f.base, uri, { from: '127.0.0.4' }));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    // Counted by the server, once each.
+    expect(answers.map((r) => r.headers['ratelimit-remaining'])).toEqual(['999', '998', '997']);
+    const warned = await f.server.untilLogged((log) => log.includes('front_counts_otherwise'), 'the warning');
+    expect(warned.split('\n').filter((l) => l.includes('front_counts_otherwise'))).toHaveLength(1);
+  });
+});
+
 describe('every generated config', () => {
   it('passes nginx -t and answers as the server: A with and without an anonymous limit, A with a day limit, B, an IPv6 prefix nginx cannot read', async () => {
     const [uri] = [...(await frontRequests(tree())).keys()].filter((k) => k.startsWith('/api/v1/genes/'));

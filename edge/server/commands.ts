@@ -171,7 +171,7 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
     )
     .option(
       '--cache-dir <dir>',
-      'where nginx keeps the admissions and 404s it answers again without the server (nginx creates it; default /var/cache/nginx/isoatlas)',
+      'where nginx keeps the admissions and 404s it answers again without the server (nginx creates it; default /var/lib/nginx/isoatlas-cache)',
     )
     .option('--access <mode>', "the server's arrangement, as given to `isoatlas serve`", parseMode, 'open')
     .option('--access-config <file>', "the server's tiers and limits, as given to `isoatlas serve`")

@@ -78,8 +78,9 @@ export interface NginxConfig {
   compressed: CompressedCopies & { dir: string };
 }
 
-/** Where nginx keeps what it may answer again, by default (Debian's nginx's cache directory). */
-export const DEFAULT_CACHE_DIR = '/var/cache/nginx/isoatlas';
+/** Where nginx keeps what it may answer again, by default: in Debian's nginx's own directory, which
+ * nginx creates it in. */
+export const DEFAULT_CACHE_DIR = '/var/lib/nginx/isoatlas-cache';
 
 /** The first line of every generated config: how a later run knows the file is its own to replace. */
 export const GENERATED_MARK = '# isoatlas nginx front';
@@ -409,12 +410,14 @@ function render(
   // What the admission names: the file nginx sends, and the headers that go with it.
   const named = Object.values(FRONT_FILE_HEADERS);
 
-  // What nginx keeps for a request it counted, under the served release's state as it read it, the
-  // request's target and coding (and nothing of the client's): what the server lets it keep, for as
-  // long as the server says (X-Accel-Expires, front-count.ts), never by the answer's own Cache-Control.
+  // What nginx keeps for a request it counted, under this config's manifest (a config written for
+  // the next release keeps nothing the one before kept, a referral to the server included), the
+  // served release's state as nginx read it, the request's target and coding (and nothing of the
+  // client's): what the server lets it keep, for as long as the server says (X-Accel-Expires,
+  // front-count.ts), never by the answer's own Cache-Control.
   const keep = (what: string) => [
     '    proxy_cache isoatlas_front;',
-    `    proxy_cache_key "${what} $isoatlas_state $request_method $request_uri $http_accept_encoding";`,
+    `    proxy_cache_key "${what} ${o.manifestSha256.slice(0, 16)} $isoatlas_state $request_method $request_uri $http_accept_encoding";`,
     '    proxy_ignore_headers Cache-Control Expires Set-Cookie;',
     '    proxy_cache_convert_head off;',
     '    proxy_cache_lock on;',
@@ -530,6 +533,13 @@ function render(
             '    default 1;',
             '}',
             `limit_req_zone $isoatlas_count_key zone=isoatlas_anonymous:16m rate=1r/m;`,
+            '# The RateLimit fields nginx adds to an answer of the server that has none (one it kept).',
+            ...Object.entries(rate ?? {}).flatMap(([name, value]) => [
+              `map $upstream_http_${snake(name)} $isoatlas_own_${snake(name)} {`,
+              `    "" ${quoted(filled(value))};`,
+              '    default "";',
+              '}',
+            ]),
           ];
     return [
       "# Anonymous requests nginx counts itself, at the server's limit, and tells the server so (front-count.ts).",
@@ -751,9 +761,8 @@ function render(
           `        access_log ${o.accessLog} isoatlas_kept if=$isoatlas_kept;`,
           ...(rate
             ? [
-                '        # The RateLimit fields of the request now, not of an answer kept.',
-                ...Object.keys(rate).map((h) => `        proxy_hide_header ${h};`),
-                ...indent(rateFields(' always'), '        '),
+                "        # The minute's RateLimit fields where the answer has none: one kept is kept without them.",
+                ...Object.keys(rate).map((h) => `        add_header ${h} $isoatlas_own_${snake(h)} always;`),
               ]
             : []),
           '    }',

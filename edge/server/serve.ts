@@ -219,6 +219,9 @@ async function health(
   }
 }
 
+/** The RateLimit fields of an answer (edge/access/control.ts). */
+const RATE_LIMIT_FIELDS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy'];
+
 /** The nginx front's side of the server (edge/server/front-count.ts): whether the front counted a
  * request itself (its header names the count this server would make, and the request came from a
  * front this server trusts), and how long the front may keep an answer to such a request. */
@@ -284,6 +287,9 @@ async function admission(
   if ((await release.origin.manifestSha256()) !== request.headers.get(FRONT_MANIFEST_HEADER)) return refer(true);
   const type = request.headers.get(FRONT_TYPE_HEADER);
   if (target === null || type === null) return refer(false);
+  // Asked as counted by a front this server does not believe (another limit): without the client's
+  // headers, so not to be admitted here either; the server answers it, and counts it.
+  if (!counted && request.headers.has(FRONT_COUNTED_HEADER)) return refer(false);
   // What the handler would fail to read, it answers itself (a 502 for a file the manifest lists and
   // the disk lacks), as the request is passed on.
   const file = await frontFile(target, request.headers, type, release, releases, store).then(
@@ -384,8 +390,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
     const response = await answered(request, context);
     if (context.countedByFront && context.answeredBy !== 'admission' && response.status === 404) {
       const url = new URL(request.url);
-      for (const [name, value] of Object.entries(front.keep(request, url.pathname + url.search, true)))
-        response.headers.set(name, value);
+      const keep = front.keep(request, url.pathname + url.search, true);
+      for (const [name, value] of Object.entries(keep)) response.headers.set(name, value);
+      // Kept, it is given again in other minutes: the front adds the minute's RateLimit fields.
+      if (keep['X-Accel-Expires'] !== '0') for (const name of RATE_LIMIT_FIELDS) response.headers.delete(name);
     }
     return response;
   };
