@@ -106,6 +106,9 @@ describe('anonymous requests in A, counted by nginx', () => {
     const { key } = generateKey(null);
     for (const target of [`/api/v1/genes/${key}`, `/api/v1/genes/${key.slice(-43)}`])
       for (let i = 0; i < 3; i++) expect((await request(f.base, target)).status).toBe(404);
+    // Nor a key pasted where the coding goes (nginx keeps answers under it too).
+    for (let i = 0; i < 3; i++)
+      expect((await request(f.base, gene, { headers: { 'Accept-Encoding': key } })).status).toBe(200);
     expect(keptKeys(f).filter((k) => leaks(k, key))).toEqual([]);
     expect(leaks(f.frontLog(), key)).toBe(false);
     const answers = [gene, unknown].map(async (uri) => ({ uri, direct: await request(f.server.base, uri) }));

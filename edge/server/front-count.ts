@@ -35,8 +35,9 @@ export function frontCounting(access: AccessConfig): { perMinute: number | null;
 export const frontCountingValue = (c: { perMinute: number | null; ipv6Prefix: number }) =>
   `${c.perMinute === null ? 'unlimited' : `${c.perMinute}/min`}; ipv6=/${c.ipv6Prefix}`;
 
-/** Whether the front may keep what is answered to `target`: only what the server's own log would
- * write as it is (nginx writes the target of what it keeps into the cache file, in clear). */
+/** Whether the front may keep what is answered to a request with this target (or Accept-Encoding):
+ * only text the server's own log would write as it is (nginx writes the key of what it keeps into
+ * the cache file, in clear). */
 export const keepableTarget = (target: string) => redactKeys(target) === target;
 
 /** Which views of the served release the server has had time to catch up with. The server re-reads

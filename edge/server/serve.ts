@@ -247,9 +247,12 @@ function frontSide(access: AccessConfig, log: Logger) {
     },
     /** The header that lets the front keep an answer to a request it counted, or forbids it:
      * kept only when it is the same for every client asking under the same view of the release
-     * (`same`), the target may be written in clear, and the server has caught up with that view. */
+     * (`same`), the target and coding asked may be written in clear, and the server has caught up
+     * with that view. */
     keep(request: Request, target: string, same: boolean): Record<string, string> {
-      const keep = same && keepableTarget(target) && views.settled(request.headers.get(FRONT_STATE_HEADER));
+      // nginx writes the target and the Accept-Encoding it keeps an answer under into its cache file.
+      const written = [target, request.headers.get('accept-encoding') ?? ''];
+      const keep = same && written.every(keepableTarget) && views.settled(request.headers.get(FRONT_STATE_HEADER));
       return { 'X-Accel-Expires': keep ? String(FRONT_KEEP_SECONDS) : '0' };
     },
   };
