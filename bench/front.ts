@@ -2,7 +2,8 @@
 // the time and peak RSS of `isoatlas nginx-config`, how long Debian's nginx takes to load the config,
 // what nginx holds in memory (master and worker together) once serving, and how long a request for a
 // file takes through the front (its admission asked of the `isoatlas serve` behind it, which names the
-// file) beside the same requests asked of the server itself.
+// file) beside the same requests asked of the server itself; and, where wrk is installed, requests per
+// second of the server alone, the front and nginx alone side by side (bench/front-rates.ts).
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,6 +14,7 @@ import type { SectionReport } from './report.js';
 import { fmt, mib, quantile } from './stats.js';
 import { NGINX_BIN } from './machine.js';
 import { freePort, nginxConfigArgs, startLocalServer } from './servers.js';
+import { WRK_BIN, frontRates, type RateRow } from './front-rates.js';
 
 /** Requests for files asked one after another, each file once, through the front and of the server. */
 const LATENCY_REQUESTS = 2_000;
@@ -150,6 +152,15 @@ export async function benchFront(ctx: BenchContext): Promise<SectionReport> {
   );
   if (human) scales.push(await measure(ctx, 'human', human));
   else ctx.log('  no human-scale tree (run the build section, or `isoatlas demo --scale human`): demo scale only');
+  const rates = existsSync(WRK_BIN)
+    ? await frontRates({
+        tree: (await ctx.demo()).tree,
+        rounds: Math.max(2, ctx.opts.runs),
+        seconds: ctx.opts.quick ? 3 : 10,
+        others: [],
+        log: (line) => ctx.log(`  ${line}`),
+      })
+    : null;
   const rows = scales.map((s) => [
     s.label,
     fmt(s.files),
@@ -165,7 +176,7 @@ export async function benchFront(ctx: BenchContext): Promise<SectionReport> {
   return {
     id: 'front',
     title: 'The nginx front’s config',
-    method: `\`isoatlas nginx-config\` over a rendered tree, its compressed copies beside the tree (written by the first run, found in place by later ones; BENCHMARKS.md, compression, times the writing) (one run, in a child process: wall time, peak RSS from getrusage), then Debian’s nginx started with the config in an http block (\`worker_processes 1\`) before an \`isoatlas serve\` of the tree: time from spawn until it answers on its port; ${fmt(LATENCY_REQUESTS)} requests for files drawn at random from the manifest, each asked once, one after another over one kept-alive connection, through the front and then of the server itself (milliseconds per request, p50 / p99); and the proportional set size (Pss, /proc/<pid>/smaps_rollup) of nginx’s master and worker together once it has served them.`,
+    method: `\`isoatlas nginx-config\` over a rendered tree, its compressed copies beside the tree (written by the first run, found in place by later ones; BENCHMARKS.md, compression, times the writing) (one run, in a child process: wall time, peak RSS from getrusage), then Debian’s nginx started with the config in an http block (\`worker_processes 1\`) before an \`isoatlas serve\` of the tree: time from spawn until it answers on its port; ${fmt(LATENCY_REQUESTS)} requests for files drawn at random from the manifest, each asked once, one after another over one kept-alive connection, through the front and then of the server itself (milliseconds per request, p50 / p99); and the proportional set size (Pss, /proc/<pid>/smaps_rollup) of nginx’s master and worker together once it has served them. Where wrk is installed, requests per second of a gene record, an isoform page and a 404 (wrk -t1 -c10) from the server alone, the front and nginx alone serving the same files, in alternating order over the rounds (bench/front-rates.ts), with the load average over the runs.`,
     tables: [
       {
         headers: [
@@ -181,6 +192,7 @@ export async function benchFront(ctx: BenchContext): Promise<SectionReport> {
         ],
         rows,
       },
+      ...(rates ? [ratesTable(rates.rows)] : []),
     ],
     targets: [],
     notes: [
@@ -188,5 +200,33 @@ export async function benchFront(ctx: BenchContext): Promise<SectionReport> {
       'The generator reads the manifest one shard at a time and holds one shard and one group of compressed copies at once.',
     ],
     headline: `${last.label} front config ${(last.configBytes / 1024).toFixed(0)} KiB, nginx ${mib(last.nginxPss).toFixed(0)} MiB, a file p50 ${last.front.p50.toFixed(1)} ms`,
+  };
+}
+
+/** Requests/s of each path through each server, the median of the rounds with their spread, and the
+ * load average over the runs. */
+function ratesTable(rows: RateRow[]): { headers: string[]; rows: string[][] } {
+  const targets = [...new Set(rows.map((r) => r.target))];
+  const paths = [...new Set(rows.map((r) => r.path))];
+  const cell = (path: string, target: string) => {
+    const of = rows.filter((r) => r.path === path && r.target === target).map((r) => r.rps);
+    return `${fmt(Math.round(quantile(of, 0.5)))} (${fmt(Math.round(Math.min(...of)))}–${fmt(Math.round(Math.max(...of)))})`;
+  };
+  const loads = rows.map((r) => r.load);
+  return {
+    headers: ['path (wrk -t1 -c10, requests/s)', ...targets, 'front / server alone', 'load average'],
+    rows: paths.map((path) => {
+      const median = (t: string) =>
+        quantile(
+          rows.filter((r) => r.path === path && r.target === t).map((r) => r.rps),
+          0.5,
+        );
+      return [
+        path,
+        ...targets.map((t) => cell(path, t)),
+        `${(median('front') / median('server alone')).toFixed(2)}×`,
+        `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`,
+      ];
+    }),
   };
 }

@@ -48,7 +48,7 @@ export const SECTION_ORDER = [
 ] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
 /** Sections measured by hand (their text says how), after the bench's own: a bench run keeps them. */
-const BY_HAND = ['x10', 'install', 'tests'] as const;
+const BY_HAND = ['x10', 'install', 'tests', 'front-rates'] as const;
 
 const begin = (id: string) => `<!-- bench:${id} -->`;
 const end = (id: string) => `<!-- /bench:${id} -->`;

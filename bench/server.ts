@@ -130,7 +130,7 @@ export async function benchServer(ctx: BenchContext): Promise<SectionReport> {
     ],
     targets: [],
     notes: [
-      'Every request the front answers from a file is still counted and checked by the server (one admission request each), so the front relieves the server of reading, verifying and sending bodies, not of every request.',
+      'In arrangement A (what this runs) the front counts anonymous requests itself and keeps their admissions, so a file it has kept the admission of is answered without the server; keyed requests, and every request in B, still take one admission of the server each.',
       'The servers and the load generator share the machine’s 2 cores: figures are relative, not what either does on dedicated hardware.',
       'autocannon records latencies in whole milliseconds: 0 means under a millisecond.',
     ],

@@ -3,7 +3,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CLI, ROOT } from './context.js';
 import { NGINX_BIN } from './machine.js';
 import { standaloneNginx } from '../edge/server/nginx-config.js';
@@ -13,6 +13,9 @@ export interface RunningServer {
   base: string;
   pid: number;
   stop(): Promise<void>;
+  /** The arrangement and limits it was started with (`--access`, `--access-config`), which its nginx
+   * front's config must be written with too. */
+  accessArgs?: string[];
 }
 
 /** Every server child this process started, so a failing benchmark cannot leave one running. */
@@ -88,6 +91,10 @@ export async function startLocalServer(
   const dir = join(tmp, `local-server-${Date.now()}`);
   mkdirSync(join(dir, 'keys'), { recursive: true });
   const port = await freePort();
+  const accessArgs = [
+    ...(opts.defaultLimits ? [] : ['--access-config', writeBenchAccessConfig(dir)]),
+    ...(opts.serveArgs ?? []).flatMap((a, i, all) => (a === '--access' ? [a, all[i + 1]] : [])),
+  ];
   const args = [
     ...(opts.nodeArgs ?? []),
     CLI,
@@ -100,8 +107,8 @@ export async function startLocalServer(
     '127.0.0.1',
     '--keys-dir',
     join(dir, 'keys'),
-    ...(opts.defaultLimits ? [] : ['--access-config', writeBenchAccessConfig(dir)]),
-    ...(opts.serveArgs ?? []),
+    ...accessArgs,
+    ...(opts.serveArgs ?? []).filter((a, i, all) => a !== '--access' && all[i - 1] !== '--access'),
   ];
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
@@ -109,7 +116,7 @@ export async function startLocalServer(
   const base = `http://127.0.0.1:${port}`;
   await waitUntilServing(`${base}/api/v1/release`, child, () => stderr);
   // SIGINT: serve() finishes in-flight requests and exits normally, so --cpu-prof gets written.
-  return { name: 'isoatlas serve', base, pid: child.pid!, stop: stopper(child, 'SIGINT') };
+  return { name: 'isoatlas serve', base, pid: child.pid!, stop: stopper(child, 'SIGINT'), accessArgs };
 }
 
 /** `isoatlas nginx-config`'s arguments for a front on 127.0.0.1:`port` before `server`, its log to
@@ -127,6 +134,9 @@ export function nginxConfigArgs(tree: string, server: RunningServer, port: numbe
     '/dev/null',
     '--out',
     out,
+    '--cache-dir',
+    join(dirname(out), 'cache'),
+    ...(server.accessArgs ?? []),
   ];
 }
 

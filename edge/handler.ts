@@ -68,6 +68,8 @@ export interface RequestContext {
   clientIp?: string;
   /** The request came through a front the server trusts (its peer is one), which named the client. */
   viaFront?: boolean;
+  /** That front counted this anonymous request itself (edge/server/front-count.ts): not again here. */
+  countedByFront?: boolean;
   /** The adapter's id for this request: an unexpected failure's answer and log line carry it. */
   requestId?: string;
   /** Set by the handler, or by the server for its system paths: what answered the request (an entry of
@@ -94,7 +96,9 @@ export function createHandler(options: HandlerOptions, releases: Releases = rele
           headers: { Allow: ALLOW },
         });
       }
-      const decision = options.access ? await options.access.decide(request, context.clientIp) : null;
+      const decision = options.access
+        ? await options.access.decide(request, context.clientIp, { countedByFront: context.countedByFront })
+        : null;
       if (decision?.denied) return decision.denied;
       const response = await target.answer();
       if (decision) for (const [name, value] of Object.entries(decision.headers)) response.headers.set(name, value);

@@ -21,6 +21,7 @@ import { readStructureMap } from './helpers/tree.js';
 import { runCli } from './helpers/run.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { closeNow } from './helpers/ports.js';
+import { startNginxFront, type RunningFront } from './helpers/nginx-front.js';
 
 /** The issue's bound for a mirror's server under 64 clients that never read whole packs. */
 const RSS_BOUND_BYTES = 768 * 2 ** 20;
@@ -89,6 +90,37 @@ describe('every entry of the dispatch table, attacked', () => {
   it('never writes a piece of the key to its log', () => {
     expect(server.logs().length).toBeGreaterThan(0);
     expect(leaks(server.logs(), subject.key)).toBe(false);
+  });
+});
+
+describe('the nginx front over the same store, attacked', () => {
+  let front: RunningFront;
+  let frontSubject: Subject;
+  beforeAll(async () => {
+    front = await startNginxFront({
+      dir: join(work, 'store'),
+      serverArgs: ['--keys-dir', join(work, 'keys'), '--access-config', join(work, 'access.json')],
+      env: {
+        [SERVER_LIMIT_ENV.sendTimeoutMs]: String(TIMEOUTS.sendTimeoutMs),
+        [SERVER_LIMIT_ENV.keepAliveTimeoutMs]: String(TIMEOUTS.keepAliveTimeoutMs),
+      },
+      // The store's files are the fixture's: so are their compressed copies.
+      compressedDir: `${inject('fixtureTree')}.compressed`,
+    });
+    frontSubject = { ...subject, base: front.base, pid: front.server.child.pid! };
+  }, 300_000);
+  afterAll(() => front?.stop());
+
+  it('answers every entry as the attacks want, keeps nothing a client sent for another, and closes what a client never reads', async () => {
+    const targets = targetsOf(samples(facts));
+    expect(await attackAll(frontSubject, targets)).toEqual({});
+    expect(await neverReads(frontSubject, targets)).toEqual({});
+  });
+
+  it('writes no piece of the key to its log, its error log, or the server behind it', () => {
+    expect(front.frontLog().length).toBeGreaterThan(0);
+    for (const log of [front.frontLog(), front.errorLog(), front.server.logs()])
+      expect(leaks(log, subject.key)).toBe(false);
   });
 });
 

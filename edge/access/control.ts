@@ -13,7 +13,7 @@ import { tierLimits, type AccessConfig, type Limits } from './config.js';
 import { bearerToken, isLegacyId, keyId, keyMatches, SPELLING_DETAIL } from './key-format.js';
 import type { EdgeKeyRecord, KeyRegistry } from './key-registry.js';
 import type { QuotaStore } from './quota-store.js';
-import { problem } from '../responses.js';
+import { problem, type ProblemInit } from '../responses.js';
 
 const WINDOWS = [
   { field: 'per_minute', tag: 'm', ms: 60_000, noun: 'minute' },
@@ -37,6 +37,7 @@ export interface AccessControlOptions {
 }
 
 const REALM = 'Bearer realm="isoatlas"';
+const ANONYMOUS = 'from one IP address without an API key';
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 export class AccessControl {
@@ -56,8 +57,13 @@ export class AccessControl {
   async decide(
     request: Request,
     clientIp: string | undefined,
-    opts: { countRefused?: boolean } = {},
+    opts: { countRefused?: boolean; countedByFront?: boolean } = {},
   ): Promise<AccessDecision> {
+    // An anonymous request in A that the nginx front counted itself (edge/server/front-count.ts): not
+    // again here, and with the RateLimit fields the front gives its own answers.
+    const { config } = this.options;
+    if (opts.countedByFront && config.mode === 'open' && request.headers.get('authorization') === null)
+      return { denied: null, headers: frontCountedFields(config.open.anonymous_per_ip, this.now()).headers };
     const charged: string[] = [];
     const decision = await this.judge(request, clientIp, charged);
     if (decision.denied && opts.countRefused === false)
@@ -111,7 +117,7 @@ export class AccessControl {
       }
       return { denied: key, headers: NO_HEADERS };
     }
-    return this.count(request, ip, config.open.anonymous_per_ip, 'from one IP address without an API key', charged);
+    return this.count(request, ip, config.open.anonymous_per_ip, ANONYMOUS, charged);
   }
 
   private keyMissing(request: Request): AccessDecision {
@@ -248,30 +254,58 @@ function windowsAt(limits: Limits, subject: string, now: number): CountedWindow[
   return out;
 }
 
+/** The words of a 429 for a window that is used up; `reset`: its seconds left, as a number or as the
+ * nginx variable that holds them. */
+function refusalInit(w: Pick<CountedWindow, 'limit' | 'noun' | 'windowSeconds'>, who: string, reset: string) {
+  return {
+    status: 429,
+    detail: `rate limit exceeded: ${w.limit} requests per ${w.noun} ${who}; retry in ${reset} s`,
+    extra: { limit: { quota: w.limit, window_seconds: w.windowSeconds } },
+  };
+}
+
 /** The 429 for a window that is used up. */
 function refusal(request: Request, w: CountedWindow, limits: Limits, who: string): AccessDecision {
   const headers = rateLimitHeaders(w, 0, limits);
+  const reset = String(w.resetSeconds);
   return {
-    denied: problem(request, {
-      status: 429,
-      detail: `rate limit exceeded: ${w.limit} requests per ${w.noun} ${who}; retry in ${w.resetSeconds} s`,
-      extra: { limit: { quota: w.limit, window_seconds: w.windowSeconds } },
-      headers: { ...headers, 'Retry-After': String(w.resetSeconds) },
-    }),
+    denied: problem(request, { ...refusalInit(w, who, reset), headers: { ...headers, 'Retry-After': reset } }),
     headers,
   };
 }
 
 /** IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers, field-per-value form) of the window
- * closest to exhaustion; the policy lists every window. */
-function rateLimitHeaders(w: CountedWindow, remaining: number, limits: Limits): Record<string, string> {
+ * closest to exhaustion (`remaining` null: not known); the policy lists every window. */
+function rateLimitHeaders(
+  w: { limit: number; resetSeconds: number | string },
+  remaining: number | null,
+  limits: Limits,
+): Record<string, string> {
   const policy = WINDOWS.filter((x) => limits[x.field] !== undefined)
     .map((x) => `${limits[x.field]};w=${x.ms / 1000}`)
     .join(', ');
   return {
     'ratelimit-limit': String(w.limit),
-    'ratelimit-remaining': String(remaining),
+    ...(remaining === null ? {} : { 'ratelimit-remaining': String(remaining) }),
     'ratelimit-reset': String(w.resetSeconds),
     'ratelimit-policy': policy,
   };
+}
+
+/** What is said of an anonymous request in A that the nginx front counts itself, per address and
+ * minute (edge/server/front-count.ts): the RateLimit fields of its minute without RateLimit-Remaining
+ * (nginx cannot tell how many are left), and the 429 that refuses one over the limit, as the server
+ * words it. `limits`: the anonymous limit, a per-minute one or none (no fields, no refusal); `reset`:
+ * the seconds left in the minute, or the nginx variable that holds them. */
+export function frontCountedFields(
+  limits: Limits,
+  now: number,
+  reset?: string,
+): { headers: Record<string, string>; refusal: (ProblemInit & { headers: Record<string, string> }) | null } {
+  const [w] = windowsAt(limits, 'front', now);
+  if (!w) return { headers: NO_HEADERS, refusal: null };
+  const at = { limit: w.limit, resetSeconds: reset ?? w.resetSeconds };
+  const headers = rateLimitHeaders(at, null, limits);
+  const refused = { ...rateLimitHeaders(at, 0, limits), 'retry-after': String(at.resetSeconds) };
+  return { headers, refusal: { ...refusalInit(w, ANONYMOUS, String(at.resetSeconds)), headers: refused } };
 }

@@ -41,18 +41,22 @@ export function withCompression(handler: Handler, cacheBytes: number): Handler {
   const compressed = new LoadingCache<Uint8Array>(cacheBytes);
   return async (request, context) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') return handler(request, context);
-    // Asked as a plain GET: the handler's 304 and HEAD would be about the identity body.
-    const headers = new Headers(request.headers);
-    headers.delete('if-none-match');
-    const response = await handler(new Request(request.url, { method: 'GET', headers }), context);
+    // Asked as a plain GET: the handler's 304 and HEAD would be about the identity body. A plain GET
+    // already is one, and is passed as it is (most requests: a second Request costs as much as
+    // reading a small file).
     const head = request.method === 'HEAD';
+    const plain = !head && !request.headers.has('if-none-match');
+    const headers = plain ? request.headers : new Headers(request.headers);
+    if (!plain) headers.delete('if-none-match');
+    const response = await handler(plain ? request : new Request(request.url, { method: 'GET', headers }), context);
     const sha = STRONG_SHA.exec(response.headers.get('etag') ?? '')?.[1];
     if (response.status !== 200 || sha === undefined) {
       return head && response.body
         ? new Response(null, { status: response.status, headers: response.headers })
         : response;
     }
-    const out = new Headers(response.headers);
+    // The handler's own answer, whose head becomes the representation's (it is not sent as it is).
+    const out = response.headers;
     const compressible = isCompressible(out.get('content-type'));
     // Every answer of a compressible type varies, the identity ones too, so caches keep them apart.
     if (compressible) out.append('vary', 'Accept-Encoding');
@@ -70,8 +74,9 @@ export function withCompression(handler: Handler, cacheBytes: number): Handler {
       return new Response(null, { status: 304, headers: out });
     }
     if (coding === null) {
-      if (head) await response.body?.cancel();
-      return new Response(head ? null : response.body, { status: 200, headers: out });
+      if (!head) return response;
+      await response.body?.cancel();
+      return new Response(null, { status: 200, headers: out });
     }
     let read = false;
     const bytes = await compressed.get(`${sha} ${coding}`, async () => {

@@ -487,12 +487,16 @@ function rawAnswer(
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes.
 const CONTROLS = /[\u0000-\u001f\u007f]/g;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this looks for.
+const HAS_CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** A request target as it may go into a log: keys redacted, control characters escaped (a client
  * cannot forge log lines), cut short. */
 export function printable(text: string): string {
   const redacted = redactKeys(text);
   const cut = redacted.length > 300 ? `${redacted.slice(0, 300)}…` : redacted;
+  // Most targets hold no control character: tested before a copy is made.
+  if (!HAS_CONTROL.test(cut)) return cut;
   return cut.replace(CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 

@@ -104,7 +104,7 @@ async function pageChoice(route: KeyedRoute, request: RouteRequest, id: string):
     const path = keyedFilePath(route, id, offset / size);
     const file = await request.release.origin.read(path);
     // Past the last page there is no file: the window is cut (empty) like any other.
-    if (file) return { path, headers: nextLink(parse<Page>(file.body).next) };
+    if (file) return { path, headers: nextLink(nextOfPage(file)) };
   }
   return {
     async answer() {
@@ -115,6 +115,15 @@ async function pageChoice(route: KeyedRoute, request: RouteRequest, id: string):
       });
     },
   };
+}
+
+/** Each page's link to the next, read once per body the origin's verified cache holds (a page asked
+ * again is not parsed again: the body is the same object while the cache keeps it). */
+const pageNexts = new WeakMap<object, string | null>();
+function nextOfPage(file: { body: Uint8Array }): string | null {
+  let next = pageNexts.get(file);
+  if (next === undefined) pageNexts.set(file, (next = parse<Page>(file.body).next));
+  return next;
 }
 
 /** RFC 8288 Link to the next page, when there is one. */

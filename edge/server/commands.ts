@@ -170,6 +170,12 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
       "where the files' br and gzip copies nginx sends are written and kept (default: <dir>.compressed)",
     )
     .option(
+      '--cache-dir <dir>',
+      'where nginx keeps the admissions and 404s it answers again without the server (nginx creates it; default /var/lib/nginx/isoatlas-cache)',
+    )
+    .option('--access <mode>', "the server's arrangement, as given to `isoatlas serve`", parseMode, 'open')
+    .option('--access-config <file>', "the server's tiers and limits, as given to `isoatlas serve`")
+    .option(
       '--out <file>',
       'write the config here (replaced atomically, only if an earlier run wrote it); default: standard output',
     )
@@ -181,6 +187,9 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
         serverName: string;
         accessLog: string;
         compressedDir?: string;
+        cacheDir?: string;
+        access: 'open' | 'key-required';
+        accessConfig?: string;
         out?: string;
       }) => {
         if (!o.dir) throw new UsageError('--dir is required: the rendered tree or mirror `isoatlas serve` serves');
@@ -196,6 +205,8 @@ export function addServeCommands(cli: Command, defaults: { defaultDir?: string; 
           serverName: o.serverName,
           accessLog: o.accessLog,
           compressedDir: o.compressedDir,
+          cacheDir: o.cacheDir,
+          access: readAccessConfigFile(o.accessConfig, o.access),
           version: cli.version() ?? 'dev',
         });
         if (o.out) await writeNginxConfig(o.out, config.text);

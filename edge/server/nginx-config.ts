@@ -1,8 +1,11 @@
 // `isoatlas nginx-config`: an nginx front for `isoatlas serve`, generated from the tree or mirror it
 // fronts. nginx answers requests for a resource from the file itself (sendfile, many connections, TLS
-// where the operator adds it) once the server has counted and admitted them (GET /admission,
+// where the operator adds it) once they are counted and admitted (GET /admission,
 // edge/server/serve.ts); everything else (search, keys, redirects, conditional requests, refusals) is
-// passed to the server. The admission also names the file nginx sends, the server's own choice for that
+// passed to the server. In arrangement A nginx counts anonymous requests itself and keeps the
+// server's admissions and 404s for them (edge/server/front-count.ts says why and how), so that a file
+// is answered without the server; keyed requests, and every request in B, are counted by the server,
+// one admission each. The admission also names the file nginx sends, the server's own choice for that
 // request (edge/server/front-file.ts): the config holds no list of files, so neither it nor nginx's
 // memory grows with the release, and the manifest is read here one shard at a time, for the compressed
 // copies (edge/server/nginx-compressed.ts). The answers nginx gives are the server's, header for
@@ -33,10 +36,14 @@ import { SAFE_TARGET, keyPrefixPattern, routeShapes } from './nginx-redaction.js
 import { forEachManifestShard } from '../../build/common/manifest-reader.js';
 import { FRONT_MANIFEST_HEADER, servedDir } from './serve.js';
 import { fileKinds, structureFilePath, systemPaths, type FileKindId } from '../contract/dispatch.js';
-import { releasePublicPath } from '../contract/store-layout.js';
+import { POINTER_KEY, releasePublicPath } from '../contract/store-layout.js';
 import { BadInputError, UsageError } from '../../build/common/errors.js';
 import { CopiesWriter, type CompressedCopies } from './nginx-compressed.js';
 import { FRONT_FILE_HEADERS, FRONT_TARGET_HEADER, FRONT_TYPE_HEADER } from './front-file.js';
+import { FRONT_COUNTED_HEADER, FRONT_STATE_HEADER, frontCounting, frontCountingValue } from './front-count.js';
+import { resolveAccessConfig, type AccessConfig } from '../access/config.js';
+import { frontCountedFields } from '../access/control.js';
+import { clientKeyMap } from './nginx-client.js';
 
 export interface NginxConfigOptions {
   /** The rendered tree or mirror `isoatlas serve --dir` serves. */
@@ -54,6 +61,12 @@ export interface NginxConfigOptions {
   /** The server's limits the front keeps as well (default: as `isoatlas serve` reads them, from
    * SERVER_LIMITS and the environment's ISOATLAS_* overrides), so that front and server agree. */
   limits?: ServerLimits;
+  /** The server's arrangement and limits (`isoatlas serve --access --access-config`; default: open,
+   * the default limits): in A the front counts anonymous requests itself (front-count.ts). */
+  access?: AccessConfig;
+  /** Where nginx keeps the admissions and 404s it may answer again without the server (default
+   * DEFAULT_CACHE_DIR). */
+  cacheDir?: string;
 }
 
 export interface NginxConfig {
@@ -64,6 +77,10 @@ export interface NginxConfig {
   files: number;
   compressed: CompressedCopies & { dir: string };
 }
+
+/** Where nginx keeps what it may answer again, by default: in Debian's nginx's own directory, which
+ * nginx creates it in. */
+export const DEFAULT_CACHE_DIR = '/var/lib/nginx/isoatlas-cache';
 
 /** The first line of every generated config: how a later run knows the file is its own to replace. */
 export const GENERATED_MARK = '# isoatlas nginx front';
@@ -172,7 +189,8 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   const dir = resolve(opts.dir);
   const compressedDir = resolve(opts.compressedDir ?? `${dir}.compressed`);
   // nginx reads `$` in a value as a variable, with no way to escape it.
-  for (const d of [dir, compressedDir]) {
+  const cacheDir = resolve(opts.cacheDir ?? DEFAULT_CACHE_DIR);
+  for (const d of [dir, compressedDir, cacheDir]) {
     if (/[$"\\\n\r]/.test(d))
       throw new BadInputError(
         `${JSON.stringify(d)}: nginx cannot name a directory whose path holds $, a quote, a backslash or a line break; choose another path`,
@@ -189,7 +207,20 @@ export async function nginxConfig(opts: NginxConfigOptions): Promise<NginxConfig
   });
   const compressed = await copies.finish();
   const manifestSha256 = createHash('sha256').update(indexBody).digest('hex');
-  const text = render({ ...opts, dir, compressedDir, limits, release: index.release, manifestSha256 });
+  const access = opts.access ?? resolveAccessConfig({});
+  // nginx reads the served release's state from the mirror's pointer or the tree's manifest.
+  const stateFile = join(dir, servedDir(dir).kind === 'mirror' ? POINTER_KEY : treePaths.manifest);
+  const text = render({
+    ...opts,
+    dir,
+    compressedDir,
+    cacheDir,
+    stateFile,
+    limits,
+    access,
+    release: index.release,
+    manifestSha256,
+  });
   return { text, release: index.release, manifestSha256, files, compressed: { ...compressed, dir: compressedDir } };
 }
 
@@ -212,7 +243,24 @@ const quotedRegex = (flag: '~' | '~*', source: string) => `"${flag}${source.repl
 
 const RETRY = { 'Retry-After': '5' };
 
-type Problem = { status: number; detail: string; headers?: Record<string, string>; name?: string };
+type Problem = {
+  status: number;
+  detail: string;
+  headers?: Record<string, string>;
+  extra?: Record<string, unknown>;
+  name?: string;
+  /** nginx's own status that leads to this answer (answered with `status`). */
+  code?: number;
+};
+
+/** A value nginx fills in when it answers (`$isoatlas_<name>`), as it stands in text built here. */
+const slot = (name: string) => `{{${name}}}`;
+/** The text with its slots as nginx variables. */
+const filled = (text: string) => text.replace(/\{\{(\w+)\}\}/g, (_, name: string) => `$isoatlas_${name}`);
+
+/** The status nginx answers a request over the anonymous limit with (limit_req_status), turned into the
+ * server's 429 on its way to the problem's location. */
+const RATE_CODE = 460;
 
 /** The problem+json answers nginx gives itself, as the server would word them: for an error code of
  * nginx's, or (`name`) for a request the config sends there itself. A request not received in time
@@ -220,7 +268,7 @@ type Problem = { status: number; detail: string; headers?: Record<string, string
  * is terminated with the 408 error"). The last is for a client over its share of requests in
  * progress: the share of connections the server allows a client (the front's own connections to it
  * are not capped, so the front caps its clients). */
-const nginxProblems = (limits: ServerLimits): Problem[] => [
+const nginxProblems = (limits: ServerLimits, access: AccessConfig): Problem[] => [
   {
     status: 400,
     detail: 'the request is not valid HTTP/1.1 (the request target must be an absolute path such as /api/v1/)',
@@ -240,7 +288,17 @@ const nginxProblems = (limits: ServerLimits): Problem[] => [
     headers: RETRY,
   },
   connectionShareProblem(limits),
+  ...rateProblem(access),
 ];
+
+/** The 429 of the anonymous limit, when the front counts it (front-count.ts), as the server words it
+ * and with its headers; the seconds left in the minute are nginx's to fill in. */
+function rateProblem(access: AccessConfig): Problem[] {
+  const counting = frontCounting(access);
+  const refusal =
+    counting?.perMinute == null ? null : frontCountedFields(access.open.anonymous_per_ip, 0, slot('reset')).refusal;
+  return refusal ? [{ ...refusal, name: 'rate', code: RATE_CODE }] : [];
+}
 /** What a problem line writes for a target the front does not write. */
 export const UNWRITTEN_TARGET = '[not written: the front cannot tell it holds no key]';
 const HTTP_METHODS = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE', 'CONNECT'];
@@ -280,17 +338,27 @@ const NGINX_CODES: Record<number, number[]> = { 431: [494] };
 function render(
   o: NginxConfigOptions & {
     compressedDir: string;
+    cacheDir: string;
+    stateFile: string;
     limits: ServerLimits;
+    access: AccessConfig;
     release: string;
     manifestSha256: string;
   },
 ): string {
-  const { limits } = o;
-  const frontProblems = nginxProblems(limits);
+  const { limits, access } = o;
+  const frontProblems = nginxProblems(limits, access);
+  // Arrangement A: nginx counts anonymous requests itself (front-count.ts); null: the server counts all.
+  const counting = frontCounting(access);
+  const countedAs = counting && frontCountingValue(counting);
+  const perMinute = counting?.perMinute ?? null;
+  // The RateLimit fields nginx gives with what it counted: the minute's, without what is left.
+  const rate = perMinute === null ? null : frontCountedFields(access.open.anonymous_per_ip, 0, slot('reset')).headers;
+  const rateFields = (always: string) =>
+    Object.entries(rate ?? {}).map(([name, value]) => `add_header ${name} ${quoted(filled(value))}${always};`);
   // The spellings of the key prefix the server reads as one (nginx-redaction.ts).
   const keyShaped = keyPrefixPattern();
   const connectionShare = connectionShareProblem(limits);
-  const INSTANCE = '\u0000instance\u0000';
   // At URIs, not named locations: nginx redirects to a named location only once it has a URI, and
   // a request line it refuses has none.
   const problems = '/.isoatlas/problem/';
@@ -298,18 +366,23 @@ function render(
   // A code of nginx's own is answered with the problem's status (`=431`): without it, nginx keeps
   // its code, which it sends as 400, under a body that says 431.
   const errorPages = frontProblems
-    .filter((p) => !p.name)
-    .map((p) =>
-      NGINX_CODES[p.status]
-        ? `    error_page ${NGINX_CODES[p.status].join(' ')} =${p.status} ${problemUri(p)};`
-        : `    error_page ${p.status} ${problemUri(p)};`,
-    );
+    .filter((p) => !p.name || p.code)
+    .map((p) => {
+      const codes = p.code ? [p.code] : NGINX_CODES[p.status];
+      return codes
+        ? `    error_page ${codes.join(' ')} =${p.status} ${problemUri(p)};`
+        : `    error_page ${p.status} ${problemUri(p)};`;
+    });
   const refusedTarget = frontProblems.find((p) => p.name === 'target')!;
   const indent = (lines: string[], by = '    ') => lines.map((l) => by + l);
   const proxyHeaders = [
     'proxy_set_header Host $host;',
     'proxy_set_header Connection "";',
     'proxy_set_header X-Forwarded-For $remote_addr;',
+    // Said by the front or by nobody: a client's own is never passed on. The state is read only on
+    // the way to a file of a request nginx counted (empty elsewhere: not sent).
+    `proxy_set_header ${FRONT_COUNTED_HEADER} ${counting ? '$isoatlas_counted' : '""'};`,
+    `proxy_set_header ${FRONT_STATE_HEADER} ${counting ? '$isoatlas_state' : '""'};`,
   ];
   const cors = Object.entries(CORS_HEADERS).map(([name, value]) => `add_header ${name} ${quoted(value)} always;`);
   const fromAdmission = [
@@ -324,41 +397,167 @@ function render(
   // A header's name as nginx writes it in variable names: `$upstream_http_ratelimit_limit`.
   const snake = (header: string) => header.toLowerCase().replace(/-/g, '_');
   const variable = (header: string) => `$isoatlas_${snake(header)}`;
-  // `location /` jumps to a kind's file location by answering a status of its own.
-  const jumps = (Object.keys(KINDS) as Kind[]).map((kind, i) => ({ kind, status: 418 + i }));
-  const admissionUri = (kind: Kind) => `/.isoatlas${systemPaths.admission.path}/${kind}`;
+  // `location /` jumps to a kind's file location by answering a status of its own: the one whose
+  // admission the server counts, or (`front`) the one of a request nginx counted itself.
+  const kinds = Object.keys(KINDS) as Kind[];
+  const jumps = kinds
+    .flatMap((kind) => [{ kind, front: false }, ...(counting ? [{ kind, front: true }] : [])])
+    .map((j, i) => ({ ...j, status: 418 + i, label: j.front ? `${j.kind}_front` : j.kind }));
+  const admissionUri = (kind: Kind, front: boolean) =>
+    `/.isoatlas${systemPaths.admission.path}/${kind}${front ? '/front' : ''}`;
+  const STATE_URI = '/.isoatlas/state';
+  const FRONT_PASS = '@isoatlas_front_pass';
   // What the admission names: the file nginx sends, and the headers that go with it.
   const named = Object.values(FRONT_FILE_HEADERS);
 
-  const fileLocation = (kind: Kind) => [
-    `location @isoatlas_${kind} {`,
-    `    auth_request ${admissionUri(kind)};`,
-    ...[...fromAdmission, ...named].map((h) => `    auth_request_set ${variable(h)} $upstream_http_${snake(h)};`),
-    '    types { }',
-    `    default_type ${quoted(KINDS[kind])};`,
-    '    etag off;',
-    '    max_ranges 0;',
-    "    # $isoatlas_path names the file by absolute path: the tree's or mirror's, or a compressed copy.",
-    '    root /;',
-    '    add_header Last-Modified "";',
-    `    add_header ETag ${variable(FRONT_FILE_HEADERS.etag)};`,
-    '    # An empty value adds no header: identity has no Content-Encoding, a last page no Link.',
-    `    add_header Content-Encoding ${variable(FRONT_FILE_HEADERS.coding)};`,
-    `    add_header Link ${variable(FRONT_FILE_HEADERS.link)};`,
-    ...fromAdmission.map((h) => `    add_header ${h} ${variable(h)};`),
-    '    add_header Vary Accept-Encoding;',
-    ...indent(cors),
-    `    access_log ${o.accessLog} isoatlas_file;`,
-    '    # Refused or not a file as it is (the server says so), or a file missing: the server answers it.',
-    '    error_page 403 500 = @isoatlas;',
+  // What nginx keeps for a request it counted, under this config's manifest (a config written for
+  // the next release keeps nothing the one before kept, a referral to the server included), the
+  // served release's state as nginx read it, the request's target and coding (and nothing of the
+  // client's): what the server lets it keep, for as long as the server says (X-Accel-Expires,
+  // front-count.ts), never by the answer's own Cache-Control.
+  const keep = (what: string) => [
+    '    proxy_cache isoatlas_front;',
+    `    proxy_cache_key "${what} ${o.manifestSha256.slice(0, 16)} $isoatlas_state $request_method $request_uri $http_accept_encoding";`,
+    '    proxy_ignore_headers Cache-Control Expires Set-Cookie;',
+    '    proxy_cache_convert_head off;',
+    '    proxy_cache_lock on;',
+    '    # No keyed request comes here; one that did would neither read nor fill what is kept.',
+    '    proxy_cache_bypass $http_authorization;',
+    '    proxy_no_cache $http_authorization;',
+  ];
+
+  const fileLocation = (kind: Kind, front: boolean) => {
+    // A request nginx counted gets the minute's RateLimit fields from nginx, the rest from the admission.
+    const fromServer = front ? fromAdmission.filter((h) => !h.startsWith('RateLimit-')) : fromAdmission;
+    const pass = front ? FRONT_PASS : '@isoatlas';
+    return [
+      `location @isoatlas_${kind}${front ? '_files' : ''} {`,
+      `    auth_request ${admissionUri(kind, front)};`,
+      ...[...fromServer, ...named].map((h) => `    auth_request_set ${variable(h)} $upstream_http_${snake(h)};`),
+      '    types { }',
+      `    default_type ${quoted(KINDS[kind])};`,
+      '    etag off;',
+      '    max_ranges 0;',
+      "    # $isoatlas_path names the file by absolute path: the tree's or mirror's, or a compressed copy.",
+      '    root /;',
+      '    add_header Last-Modified "";',
+      `    add_header ETag ${variable(FRONT_FILE_HEADERS.etag)};`,
+      '    # An empty value adds no header: identity has no Content-Encoding, a last page no Link.',
+      `    add_header Content-Encoding ${variable(FRONT_FILE_HEADERS.coding)};`,
+      `    add_header Link ${variable(FRONT_FILE_HEADERS.link)};`,
+      ...fromServer.map((h) => `    add_header ${h} ${variable(h)};`),
+      ...(front ? indent(rateFields('')) : []),
+      '    add_header Vary Accept-Encoding;',
+      ...indent(cors),
+      `    access_log ${o.accessLog} isoatlas_file;`,
+      '    # Refused or not a file as it is (the server says so), or a file missing: the server answers it.',
+      `    error_page 403 500 = ${pass};`,
+      ...errorPages.filter((l) => !/ 500 /.test(l)),
+      `    try_files $isoatlas_path ${pass};`,
+      '}',
+    ];
+  };
+
+  // A request nginx counted: first the served release's state (nginx: auth_request_set, from a
+  // subrequest for the state file), then, past the access phase (a `return` would jump before it,
+  // try_files after it), the file's location. A state nginx cannot read sends it to the server.
+  const stateLocation = (kind: Kind) => [
+    `location @isoatlas_${kind}_front {`,
+    `    auth_request ${STATE_URI};`,
+    '    auth_request_set $isoatlas_state $sent_http_etag;',
+    `    error_page 403 500 = ${FRONT_PASS};`,
     ...errorPages.filter((l) => !/ 500 /.test(l)),
-    '    try_files $isoatlas_path @isoatlas;',
+    '    # A name no root holds: always on to the next.',
+    `    try_files /.isoatlas/state-read @isoatlas_${kind}_files;`,
     '}',
   ];
 
+  // The admission of a request nginx counted: asked with none of the client's headers but
+  // Accept-Encoding, so that its answer is the same for every anonymous client, and kept.
+  const frontAdmission = (kind: Kind) => [
+    `location = ${admissionUri(kind, true)} {`,
+    '    internal;',
+    `    proxy_pass http://isoatlas_server${systemPaths.admission.path};`,
+    '    proxy_pass_request_body off;',
+    '    proxy_pass_request_headers off;',
+    '    proxy_set_header Host $host;',
+    '    proxy_set_header Connection "";',
+    '    proxy_set_header Content-Length "";',
+    '    proxy_set_header Accept-Encoding $http_accept_encoding;',
+    `    proxy_set_header ${FRONT_MANIFEST_HEADER} "${o.manifestSha256}";`,
+    `    proxy_set_header ${FRONT_TARGET_HEADER} $request_uri;`,
+    `    proxy_set_header ${FRONT_TYPE_HEADER} ${quoted(KINDS[kind])};`,
+    `    proxy_set_header ${FRONT_COUNTED_HEADER} ${quoted(countedAs ?? '')};`,
+    `    proxy_set_header ${FRONT_STATE_HEADER} $isoatlas_state;`,
+    ...keep(`admission ${kind}`),
+    '}',
+  ];
+
+  // Who nginx counts itself (arrangement A): an anonymous GET or HEAD (no Authorization; nginx cannot
+  // tell an empty one from none), from a client it can count as the server does (nginx-client.ts),
+  // per client and minute; /health is never counted. The server is told so and counts it no more.
+  const frontCountingLines = (): string[] => {
+    if (!counting || !countedAs) return [];
+    const who =
+      perMinute === null
+        ? ['map $http_authorization $isoatlas_front_counts {', '    "" 1;', '    default "";', '}']
+        : [
+            '# The client as the server counts it (edge/access/client-key.ts), or none: nginx does not count it.',
+            'map $remote_addr $isoatlas_client {',
+            ...clientKeyMap(counting.ipv6Prefix).map((l) => `    ${l}`),
+            '}',
+            'map "$http_authorization|$isoatlas_client" $isoatlas_front_counts {',
+            `    ${quotedRegex('~', '^\\|.')} 1;`,
+            '    default "";',
+            '}',
+          ];
+    const minute =
+      perMinute === null
+        ? []
+        : [
+            'map "$isoatlas_counted|$uri" $isoatlas_count_key {',
+            `    ${quotedRegex('~', '^[^|]+\\|/health$')} "";`,
+            `    ${quotedRegex('~', '^[^|]+\\|')} "$isoatlas_client $isoatlas_minute";`,
+            '    default "";',
+            '}',
+            '# The minute (with the offset, so that a clock set back never reads an old minute again) and the',
+            "# seconds left in it, as the server's RateLimit-Reset and Retry-After say them.",
+            'map $time_iso8601 $isoatlas_minute {',
+            `    ${quotedRegex('~', '^(.{16}):\\d\\d(.*)$')} $1$2;`,
+            '}',
+            'map $time_iso8601 $isoatlas_second {',
+            `    ${quotedRegex('~', '^.{17}(\\d\\d)')} $1;`,
+            '}',
+            'map $isoatlas_second $isoatlas_reset {',
+            ...Array.from({ length: 60 }, (_, s) => `    ${String(s).padStart(2, '0')} ${60 - s};`),
+            '    default 1;',
+            '}',
+            `limit_req_zone $isoatlas_count_key zone=isoatlas_anonymous:16m rate=1r/m;`,
+            '# The RateLimit fields nginx adds to an answer of the server that has none (one it kept).',
+            ...Object.entries(rate ?? {}).flatMap(([name, value]) => [
+              `map $upstream_http_${snake(name)} $isoatlas_own_${snake(name)} {`,
+              `    "" ${quoted(filled(value))};`,
+              '    default "";',
+              '}',
+            ]),
+          ];
+    return [
+      "# Anonymous requests nginx counts itself, at the server's limit, and tells the server so (front-count.ts).",
+      ...who,
+      'map "$isoatlas_front_counts $request_method" $isoatlas_counted {',
+      `    "1 GET" ${quoted(countedAs)};`,
+      `    "1 HEAD" ${quoted(countedAs)};`,
+      '    default "";',
+      '}',
+      ...minute,
+      '',
+    ];
+  };
+
   const problemLocation = (p: Problem) => {
-    const body = new TextDecoder().decode(problemBody(INSTANCE, { status: p.status, detail: p.detail }));
-    const [before, after] = body.split(JSON.stringify(INSTANCE));
+    const body = new TextDecoder().decode(
+      problemBody(slot('instance'), { status: p.status, detail: p.detail, extra: p.extra }),
+    );
     return [
       `location = ${problemUri(p)} {`,
       '    internal;',
@@ -366,9 +565,11 @@ function render(
       `    default_type ${quoted(PROBLEM_TYPE)};`,
       ...indent(cors),
       '    add_header Cache-Control "no-store" always;',
-      ...Object.entries(p.headers ?? {}).map(([name, value]) => `    add_header ${name} ${quoted(value)} always;`),
+      ...Object.entries(p.headers ?? {}).map(
+        ([name, value]) => `    add_header ${name} ${quoted(filled(value))} always;`,
+      ),
       `    access_log ${o.accessLog} isoatlas_problem;`,
-      `    return ${p.status} '${before}"$isoatlas_instance"${after}';`,
+      `    return ${p.status} '${filled(body)}';`,
       '}',
     ];
   };
@@ -380,11 +581,13 @@ function render(
     '# Include it in the http block of nginx.conf (Debian: /etc/nginx/conf.d/isoatlas.conf). GET and HEAD',
     '# requests for a resource a file answers (a gene, an isoform, their lists, a structure file), with no',
     `# query and no conditional or range header, are answered from the file \`isoatlas serve\` at ${o.upstream}`,
-    '# names when it counts and admits them; every other request (search, keys, redirects, refusals) is',
+    `# names when it admits them (${counting ? 'anonymous ones counted here, their admissions kept; keyed ones counted by the server' : 'counted by the server'});`,
+    '# every other request (search, keys, redirects, refusals) is',
     '# passed to that server, which must run with --trust-proxy <the address nginx connects from> and',
     '# listen where only nginx reaches it. Regenerate it and reload nginx after each sync or rebuild (it',
     "# writes the new release's compressed copies): until then the server answers everything.",
     '',
+    ...frontCountingLines(),
     'upstream isoatlas_server {',
     `    server ${o.upstream};`,
     '    keepalive 32;',
@@ -397,6 +600,10 @@ function render(
     "# worker_connections and nginx's timeouts instead (docs/OPERATIONS.md).",
     'limit_conn_zone $binary_remote_addr zone=isoatlas_clients:10m;',
     '',
+    `# What nginx may answer again without the server (front-count.ts): under the served release's state,`,
+    '# so never a release before it.',
+    `proxy_cache_path ${o.cacheDir} levels=1:2 keys_zone=isoatlas_front:16m max_size=256m inactive=10m use_temp_path=off;`,
+    '',
     '# Only a GET or HEAD with no query, no conditional header and no range is answered from a file.',
     'map "$request_method $is_args$http_if_none_match$http_if_match$http_if_modified_since$http_if_unmodified_since$http_if_range$http_range" $isoatlas_plain {',
     '    "GET " 1;',
@@ -407,6 +614,12 @@ function render(
     '# as a file, a structure file); the server names the file, or none, when it admits the request.',
     'map "$isoatlas_plain $uri" $isoatlas_kind {',
     ...FRONT_SHAPES.map(({ kind, pattern }) => `    ${quotedRegex('~', `^1 ${pattern.slice(1)}`)} ${kind};`),
+    '    default "";',
+    '}',
+    '# Where `location /` sends it: to the file location of a request nginx counted (`_front`), or of one',
+    '# whose admission the server counts.',
+    `map ${counting ? '"$isoatlas_kind $isoatlas_front_counts"' : '$isoatlas_kind'} $isoatlas_jump {`,
+    ...jumps.map((j) => `    ${quoted(counting ? `${j.kind} ${j.front ? '1' : ''}` : j.kind)} ${j.label};`),
     '    default "";',
     '}',
     `# The file the admission named: in ${o.dir}, or its compressed copy in ${o.compressedDir}`,
@@ -470,6 +683,13 @@ function render(
     `    ${quotedRegex('~', `^${problems.replace(/\./g, '\\.')}(?!${refusedTarget.status}$)`)} "";`,
     '    default $isoatlas_bad_target;',
     '}',
+    '# An answer nginx kept and gives again (front-count.ts): the server let it keep it only for a target',
+    '# its own log writes as it is.',
+    'map $upstream_cache_status $isoatlas_kept {',
+    '    HIT 1;',
+    '    default "";',
+    '}',
+    `log_format isoatlas_kept escape=json '{"level":"info","time":"$time_iso8601","client":"$remote_addr","method":"$isoatlas_method","path":"$request_uri","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":"$sent_http_x_isoatlas_release"}';`,
     `log_format isoatlas_problem escape=json '{"level":"info","time":"$time_iso8601","client":"$remote_addr","method":"$isoatlas_method","path":"$isoatlas_problem_path","status":$status,"bytes":$body_bytes_sent,"ms":$isoatlas_ms,"release":null}';`,
     '',
     'server {',
@@ -479,6 +699,15 @@ function render(
     ...indent(clientLimits(limits)),
     '    recursive_error_pages on;',
     `    limit_conn isoatlas_clients ${limits.maxConnectionsPerAddress};`,
+    ...(perMinute === null
+      ? []
+      : [
+          '    # Anonymous requests per client and minute: a bucket of its own for each (the key holds the',
+          "    # minute), leaking at nginx's slowest rate (1r/m: less than one request within its minute),",
+          `    # so exactly burst + 1 = ${perMinute} are admitted in a minute, as the server's fixed window admits.`,
+          `    limit_req zone=isoatlas_anonymous burst=${perMinute - 1} nodelay;`,
+          `    limit_req_status ${RATE_CODE};`,
+        ]),
     `    limit_conn_status ${connectionShare.status};`,
     '    limit_conn_log_level warn;',
     '    access_log off;',
@@ -494,9 +723,9 @@ function render(
     `    if ($isoatlas_refuse_target) { rewrite ^ ${problemUri(refusedTarget)} last; }`,
     '',
     '    location / {',
-    ...jumps.map(({ kind, status }) => `        error_page ${status} = @isoatlas_${kind};`),
+    ...jumps.map(({ label, status }) => `        error_page ${status} = @isoatlas_${label};`),
     ...indent(errorPages),
-    ...jumps.map(({ kind, status }) => `        if ($isoatlas_kind = ${kind}) { return ${status}; }`),
+    ...jumps.map(({ label, status }) => `        if ($isoatlas_jump = ${label}) { return ${status}; }`),
     '        proxy_pass http://isoatlas_server;',
     '    }',
     '',
@@ -510,9 +739,47 @@ function render(
     '        proxy_pass http://isoatlas_server;',
     '    }',
     '',
+    ...(counting
+      ? [
+          "    # The served release as nginx reads it: the ETag of the mirror's pointer or the tree's manifest,",
+          '    # which a sync or a rebuild changes.',
+          `    location = ${STATE_URI} {`,
+          '        internal;',
+          `        alias ${o.stateFile};`,
+          '        types { }',
+          '        default_type application/octet-stream;',
+          '        etag on;',
+          '        access_log off;',
+          '    }',
+          '',
+          "    # A request nginx counted and did not answer from a file: the server's to answer, not to count.",
+          `    location ${FRONT_PASS} {`,
+          '        proxy_pass http://isoatlas_server;',
+          ...indent(proxyHeaders, '        '),
+          ...indent(keep('answer')),
+          '        # What the server answered it logged; what nginx answers again, nginx logs.',
+          `        access_log ${o.accessLog} isoatlas_kept if=$isoatlas_kept;`,
+          ...(rate
+            ? [
+                "        # The minute's RateLimit fields where the answer has none: one kept is kept without them.",
+                ...Object.keys(rate).map((h) => `        add_header ${h} $isoatlas_own_${snake(h)} always;`),
+              ]
+            : []),
+          '    }',
+          '',
+          ...kinds.flatMap((kind) => [
+            ...indent(stateLocation(kind)),
+            '',
+            ...indent(fileLocation(kind, true)),
+            '',
+            ...indent(frontAdmission(kind)),
+            '',
+          ]),
+        ]
+      : []),
     '    # One admission per kind: the server names a file only of the content type nginx sends it with.',
-    ...(Object.keys(KINDS) as Kind[]).flatMap((kind) => [
-      `    location = ${admissionUri(kind)} {`,
+    ...kinds.flatMap((kind) => [
+      `    location = ${admissionUri(kind, false)} {`,
       '        internal;',
       `        proxy_pass http://isoatlas_server${systemPaths.admission.path};`,
       '        proxy_pass_request_body off;',
@@ -524,7 +791,7 @@ function render(
       '    }',
       '',
     ]),
-    ...jumps.flatMap(({ kind }) => [...indent(fileLocation(kind)), '']),
+    ...kinds.flatMap((kind) => [...indent(fileLocation(kind, false)), '']),
     ...frontProblems.flatMap((p) => [...indent(problemLocation(p)), '']),
     '}',
     '',

@@ -6,7 +6,14 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EDGE_INDEX_FORMAT, treePaths } from '../contract/tree.js';
 import { parseManifestIndex } from '../contract/manifest.js';
-import { createHandler, keepPrivate, releasesOf, type HandlerOptions, type RequestContext } from '../handler.js';
+import {
+  createHandler,
+  keepPrivate,
+  releasesOf,
+  type Handler,
+  type HandlerOptions,
+  type RequestContext,
+} from '../handler.js';
 import { TrustedFronts } from '../adapters/forwarded.js';
 import { RELEASE_HEADER } from '../contract/routes.js';
 import type { Releases } from '../endpoints/route-request.js';
@@ -31,6 +38,15 @@ import { RefusedRecord } from '../mirror/refused-record.js';
 import { VerificationFailures, type Degraded } from './verification-failures.js';
 import { errorFields } from '../handler-log.js';
 import { FRONT_TARGET_HEADER, FRONT_TYPE_HEADER, frontFile } from './front-file.js';
+import {
+  FRONT_COUNTED_HEADER,
+  FRONT_KEEP_SECONDS,
+  FRONT_STATE_HEADER,
+  FrontViews,
+  frontCounting,
+  frontCountingValue,
+  keepableTarget,
+} from './front-count.js';
 
 export interface ServeOptions {
   dir: string;
@@ -105,12 +121,15 @@ export function servedDir(dir: string): ServedDir {
   return { kind: 'tree' };
 }
 
+/** How often the served release is read again (a mirror's pointer, a tree's manifest): a sync or a
+ * rebuild switches the served release within this time. */
+const RELEASE_RECHECK_MS = 2_000;
+
 /** A mirror is served with pinning and its store files (for other mirrors); a tree as one release. */
 function originFor(dir: string): Pick<HandlerOptions, 'origin' | 'storeFiles'> & { kind: ServedDir['kind'] } {
-  if (servedDir(dir).kind === 'tree') return { kind: 'tree', origin: new LocalTreeOrigin(dir) };
+  if (servedDir(dir).kind === 'tree') return { kind: 'tree', origin: new LocalTreeOrigin(dir, RELEASE_RECHECK_MS) };
   const files = new DirectoryBackend(dir);
-  // The pointer is read again every two seconds: a sync switches the served release.
-  return { kind: 'mirror', origin: new StoreOrigin(files, 2_000), storeFiles: files };
+  return { kind: 'mirror', origin: new StoreOrigin(files, RELEASE_RECHECK_MS), storeFiles: files };
 }
 
 /** The request header in which the front names, asking for an admission (the dispatch table's
@@ -200,40 +219,98 @@ async function health(
   }
 }
 
+/** The RateLimit fields of an answer (edge/access/control.ts). */
+const RATE_LIMIT_FIELDS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy'];
+
+/** The nginx front's side of the server (edge/server/front-count.ts): whether the front counted a
+ * request itself (its header names the count this server would make, and the request came from a
+ * front this server trusts), and how long the front may keep an answer to such a request. */
+function frontSide(access: AccessConfig, log: Logger) {
+  const counting = frontCounting(access);
+  const expected = counting && frontCountingValue(counting);
+  const views = new FrontViews(RELEASE_RECHECK_MS);
+  let warned = false;
+  return {
+    counted(request: Request, context: RequestContext): boolean {
+      const said = request.headers.get(FRONT_COUNTED_HEADER);
+      if (said === null || !context.viaFront) return false;
+      if (said === expected) return true;
+      if (!warned) {
+        warned = true;
+        const own = expected ? `as "${expected}"` : 'every request itself';
+        log.warn(
+          { event: 'front_counts_otherwise', front: said, server: expected },
+          `the nginx front counts anonymous requests as "${said}", this server counts ${own}: this server counts them again and the front answers no file itself; run nginx-config with this server's --access and --access-config, and reload nginx`,
+        );
+      }
+      return false;
+    },
+    /** The header that lets the front keep an answer to a request it counted, or forbids it:
+     * kept only when it is the same for every client asking under the same view of the release
+     * (`same`), the target and coding asked may be written in clear, and the server has caught up
+     * with that view. */
+    keep(request: Request, target: string, same: boolean): Record<string, string> {
+      // nginx writes the target and the Accept-Encoding it keeps an answer under into its cache file.
+      const written = [target, request.headers.get('accept-encoding') ?? ''];
+      const keep = same && written.every(keepableTarget) && views.settled(request.headers.get(FRONT_STATE_HEADER));
+      return { 'X-Accel-Expires': keep ? String(FRONT_KEEP_SECONDS) : '0' };
+    },
+  };
+}
+type FrontSide = ReturnType<typeof frontSide>;
+
 /** The answer to a front's `GET /admission`: the request it stands for (its target in
  * FRONT_TARGET_HEADER; same headers, same client) is checked as if it were served here. 204 admits
- * it, counted, naming the file nginx sends (edge/server/front-file.ts) with the headers the server
- * would add to the file's answer (limits, cache policy, release); 403 sends it on to the server, which
- * answers it in full and counts it there: when the server would not answer it with a file as it is,
- * when access control refuses it (so a refusal leaves the counters untouched here, and the request
- * is counted once), or when the front's config is of another release than the one served now (its
- * compressed copies are that release's). */
+ * it, naming the file nginx sends (edge/server/front-file.ts) with the headers the server would add
+ * to the file's answer (limits, cache policy, release); 403 sends it on to the server, which answers
+ * it in full: when the server would not answer it with a file as it is, when access control refuses
+ * it, or when the front's config is of another release than the one served now (its compressed
+ * copies are that release's). A request the front did not count is counted here when admitted (a
+ * refusal leaves the counters untouched, and the server counts the request when it answers it): one
+ * admission per request. One the front counted itself (`counted`) is not, and is asked with none of
+ * the client's headers but Accept-Encoding (nginx-config.ts): its answer is the same for every
+ * anonymous client, and the front keeps it under its view of the release (FrontSide.keep). */
 async function admission(
   request: Request,
   context: RequestContext,
   releases: Releases,
   access: AccessControl,
   store: boolean,
+  front: FrontSide,
 ): Promise<Response> {
-  const refer = new Response(null, { status: 403, headers: { 'Cache-Control': 'no-store' } });
-  const release = await releases.get();
-  if (!release || (await release.origin.manifestSha256()) !== request.headers.get(FRONT_MANIFEST_HEADER)) return refer;
+  const counted = context.countedByFront === true;
   const target = request.headers.get(FRONT_TARGET_HEADER);
+  const refer = (same: boolean) =>
+    new Response(null, {
+      status: 403,
+      headers: { 'Cache-Control': 'no-store', ...(counted && target ? front.keep(request, target, same) : {}) },
+    });
+  const release = await releases.get();
+  if (!release) return refer(false);
+  if ((await release.origin.manifestSha256()) !== request.headers.get(FRONT_MANIFEST_HEADER)) return refer(true);
   const type = request.headers.get(FRONT_TYPE_HEADER);
-  if (target === null || type === null) return refer;
+  if (target === null || type === null) return refer(false);
+  // Asked as counted by a front this server does not believe (another limit): without the client's
+  // headers, so not to be admitted here either; the server answers it, and counts it.
+  if (!counted && request.headers.has(FRONT_COUNTED_HEADER)) return refer(false);
   // What the handler would fail to read, it answers itself (a 502 for a file the manifest lists and
   // the disk lacks), as the request is passed on.
-  const file = await frontFile(target, request.headers, type, release, releases, store).catch(() => null);
-  if (file === null) return refer;
-  const decision = await access.decide(request, context.clientIp, { countRefused: false });
-  if (decision.denied) return refer;
+  const file = await frontFile(target, request.headers, type, release, releases, store).then(
+    (named) => ({ named }),
+    () => null,
+  );
+  if (file === null) return refer(false);
+  if (file.named === null) return refer(true);
+  const decision = counted ? null : await access.decide(request, context.clientIp, { countRefused: false });
+  if (decision?.denied) return refer(false);
   const answer = new Response(null, {
     status: 204,
     headers: {
-      ...decision.headers,
-      ...file.headers,
-      'Cache-Control': file.cacheControl,
+      ...decision?.headers,
+      ...file.named.headers,
+      'Cache-Control': file.named.cacheControl,
       [RELEASE_HEADER]: await release.name(),
+      ...(counted ? front.keep(request, target, true) : {}),
     },
   });
   if (access.mode === 'key-required') keepPrivate(answer);
@@ -266,6 +343,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const { kind, ...served } = originFor(dir);
   const log = opts.logger ?? processLogger();
   const access = await localAccessControl(opts.access, opts.keysDir);
+  const front = frontSide(opts.access, log);
   // A local server has memory to spare: keep many more verified bodies than an edge instance.
   // Files refused for failing verification: /health is degraded while any is known.
   const failures = new VerificationFailures();
@@ -305,10 +383,28 @@ export async function serve(opts: ServeOptions): Promise<void> {
       new Response(metrics!.render(), {
         headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' },
       }),
-    admission: (request, context) => admission(request, context, releases, access, kind === 'mirror'),
+    admission: (request, context) => admission(request, context, releases, access, kind === 'mirror', front),
   };
-  const handler = withSystemPaths(api, answers, { metrics: metrics !== null });
-  // One line per request, at info level.
+  const answered = withSystemPaths(api, answers, { metrics: metrics !== null });
+  // A request the front counted itself is not counted here; a 404 to one, the same for every
+  // anonymous client (a name absent from a release stays absent), the front may keep.
+  const handler: Handler = async (request, context = {}) => {
+    context.countedByFront = front.counted(request, context);
+    const response = await answered(request, context);
+    if (context.countedByFront && context.answeredBy !== 'admission' && response.status === 404) {
+      const url = new URL(request.url);
+      const keep = front.keep(request, url.pathname + url.search, true);
+      for (const [name, value] of Object.entries(keep)) response.headers.set(name, value);
+      // Kept, it is given again in other minutes: the front adds the minute's RateLimit fields.
+      if (keep['X-Accel-Expires'] !== '0') for (const name of RATE_LIMIT_FIELDS) response.headers.delete(name);
+    }
+    return response;
+  };
+  // One line per request, at info level. The line holds no header (RequestLogEntry), so the logger's
+  // redaction by path (credential headers) has nothing to find there and is left out: half of the
+  // line's cost. Its target is redacted where it is taken (node-http.ts printable), and the whole
+  // line of what is shaped like a key, as every line (logger.ts).
+  const accessLog = log.child({}, { redact: { paths: [], censor: '' } });
   const server = createNodeServer(handler, {
     trustedFronts: new TrustedFronts(opts.trustProxy ?? []),
     ipv6Prefix: opts.access.ipv6_prefix,
@@ -316,7 +412,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     logRequest: (entry) => {
       // A front's admissions are not logged: the front logs the request they stood for.
       if (entry.route === 'admission' && (entry.status === 204 || entry.status === 403)) return;
-      log.info({ ...entry });
+      accessLog.info(entry);
       metrics?.observe(entry.route, entry.status, entry.ms / 1000);
     },
   });
@@ -360,7 +456,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     servedRelease = name;
   };
   await watch();
-  const watcher = setInterval(() => void watch(), 2_000);
+  const watcher = setInterval(() => void watch(), RELEASE_RECHECK_MS);
   watcher.unref();
   await new Promise<void>((ok, fail) => {
     server.once('error', (err) => fail(listenError(err, opts.host, opts.port)));

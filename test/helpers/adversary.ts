@@ -9,7 +9,10 @@
 //   - kill:       a client that goes away after the head: the server goes on answering;
 //   - neverReads: a client that asks and never reads: its connection is closed by the server (all
 //                 targets at once);
-//   - crowd:      64 such clients from one address while another address is answered, memory bounded.
+//   - crowd:      64 such clients from one address while another address is answered, memory bounded;
+//   - poison:     a request carrying a key, another coding and the nginx front's own headers (which
+//                 only the front may set) does not change what a plain request is answered next:
+//                 nothing one client sends is kept and given to another.
 import net from 'node:net';
 import { rawRequest, type RawReply } from './raw-request.js';
 import { filler } from './header-shapes.js';
@@ -232,8 +235,48 @@ async function crowd(s: Subject, t: Target): Promise<Finding[]> {
   return found;
 }
 
+/** What a plain anonymous answer is made of, for comparing two of them: its status, body and the
+ * headers that name the representation and its count (not those of the message or the minute). */
+const essence = (r: RawReply) =>
+  JSON.stringify([
+    r.status,
+    r.body.toString('base64'),
+    ...['etag', 'content-encoding', 'content-type', 'cache-control', 'ratelimit-limit', 'ratelimit-policy', 'link'].map(
+      (h) => r.headers[h] ?? null,
+    ),
+  ]);
+
+/** The nginx front's own request headers (edge/server/front-count.ts, front-file.ts), as a client
+ * might forge them. */
+const FRONT_HEADERS = {
+  'X-Isoatlas-Front-Counted': '1000000000/min; ipv6=/64',
+  'X-Isoatlas-Front-State': '"0-0"',
+  'X-Isoatlas-Front-Target': '/api/v1/release',
+  'X-Isoatlas-Front-Type': 'application/json; charset=utf-8',
+  'X-Isoatlas-Front-Manifest': '0'.repeat(64),
+};
+
+async function poison(s: Subject, t: Target): Promise<Finding[]> {
+  const plain = await get(s, t, {}, ADDRESS.other);
+  const found: Finding[] = [];
+  const odd: Record<string, string>[] = [
+    { Authorization: `Bearer ${s.key}` },
+    { 'Accept-Encoding': 'gzip' },
+    { ...FRONT_HEADERS },
+    { ...FRONT_HEADERS, Authorization: `Bearer ${s.key}`, 'Accept-Encoding': 'br' },
+  ];
+  // Each twice: a front keeps an answer a few seconds after it first sees a request.
+  for (const headers of [...odd, ...odd]) {
+    await get(s, t, headers, ADDRESS.attacker);
+    const after = await get(s, t, {}, ADDRESS.other);
+    if (essence(after) !== essence(plain))
+      found.push(`after a request with ${Object.keys(headers).join(', ')}: ${describe(after)}, not ${describe(plain)}`);
+  }
+  return found;
+}
+
 /** The attacks made on each target in turn (neverReads is made on all targets at once). */
-export const attacks = { head, range, keys, kill, crowd } as const;
+export const attacks = { head, range, keys, kill, crowd, poison } as const;
 export type AttackName = keyof typeof attacks;
 
 /** Every attack on every target, in turn; what each found, by target and attack. */

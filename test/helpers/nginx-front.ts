@@ -45,6 +45,13 @@ async function untilListening(port: number, child: ChildProcess, why: () => stri
   throw new Error(`nginx did not listen on ${port} within 30 s\n${why()}`);
 }
 
+/** The server's arrangement and limits among its arguments, which nginx-config takes too. */
+function accessArgs(serverArgs: string[]): string[] {
+  return serverArgs.flatMap((arg, i) =>
+    ['--access', '--access-config'].includes(arg) ? [arg, serverArgs[i + 1]] : [],
+  );
+}
+
 /** `env`: for the server and nginx-config alike (the ISOATLAS_* limits both read). `editConfig`
  * changes the generated config before nginx reads it (to test what a stale one does).
  * `compressedDir`: where nginx-config keeps its compressed copies (default beside `dir`); a mirror of
@@ -81,7 +88,10 @@ export async function startNginxFront(args: {
         frontLogFile,
         '--out',
         configFile,
+        '--cache-dir',
+        join(work, 'cache'),
         ...(args.compressedDir ? ['--compressed-dir', args.compressedDir] : []),
+        ...accessArgs(args.serverArgs ?? []),
       ],
       { cwd: ROOT, env: { ...process.env, ...args.env } },
     );
