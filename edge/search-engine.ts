@@ -1,7 +1,8 @@
 // Search over the release's sharded index (contract/search.ts). Three tiers, each document in its best:
-//   exact  — a whole symbol, id or name equals a query term (a binary search in the term's shard);
-//   prefix — a symbol, id or name starts with a query term (a run of the shards of the term's range,
-//            at most PREFIX_SHARD_LIMIT of them);
+//   exact  — a whole symbol, id or name equals a query term, or a gene's full name holds every word of
+//            a query term (a binary search in the term's or word's shard);
+//   prefix — a symbol, id, name or word of a full name starts with a query term (a run of the shards of
+//            the term's range, at most PREFIX_SHARD_LIMIT of them);
 //   fuzzy  — a gene symbol one typo from a query term, counting a swap of two neighbours (TP35 for
 //            TP53) as one edit (typo-shard.ts, in the typo shards of the term's head and tail).
 // Scores, summed over the query's terms (a document matching two terms ranks above one matching one):
@@ -10,18 +11,15 @@
 //   and 0.25 for a wrong or extra letter. The fuzzy weights are a noisy-channel prior: a swap or an
 //   omission at a given place is one specific slip, while a wrong or extra letter there is one of
 //   about 36, so any particular one is far less likely. A match through a gene's synonym scores
-//   half (FIELD_WEIGHTS): another record's own symbol, id or name is the likelier meaning.
+//   half (FIELD_WEIGHTS): another record's own symbol, id or name is the likelier meaning. A word of a
+//   gene's full name scores NAME_WORD_WEIGHT (a term of several words, "mitogen-activated", when the
+//   name holds them all; each term counts its best match, a symbol or the name), and a name holding
+//   every word of the query gains the bonuses of name-match.ts (phrase, whole name, length).
 // Within a tier, higher scores first, then genes before isoforms, then by id. Only the best `limit`
 // of each tier are ranked (no tier sorts thousands of prefix matches); `total` counts them all.
-import {
-  FIELD_WEIGHTS,
-  PREFIX_SHARD_LIMIT,
-  SEARCH_FIELDS,
-  allowedEdits,
-  searchTerms,
-  typoKeys,
-} from './contract/search.js';
+import { FIELD_WEIGHTS, PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, typoKeys } from './contract/search.js';
 import { shardOf } from './contract/shards.js';
+import { nameBonus, nameShare, parseQuery, type ParsedQuery } from './name-match.js';
 import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
 import type { ReleaseData } from './release-data.js';
@@ -38,9 +36,11 @@ const FIELD_PRIORITY = [
   'transcript_name',
   'transcript_id',
   'transcript_id_unversioned',
+  'name',
   'synonyms',
 ] as const;
 const FIELD_BIT = (field: string) => 1 << SEARCH_FIELDS.indexOf(field as (typeof SEARCH_FIELDS)[number]);
+const NAME_FIELD = SEARCH_FIELDS.indexOf('name');
 
 interface Candidate {
   /** Document number (contract/search.ts TermDoc). */
@@ -48,10 +48,13 @@ interface Candidate {
   /** Document id: `g:<gene id>` or `i:<transcript id>` (so id order puts genes first). */
   id: string;
   symbol: string;
+  /** A gene's full name or an isoform's transcript name (TermDoc). */
   name: string | null;
   /** The fields that matched, one bit per SEARCH_FIELDS index. */
   fields: number;
   score: number;
+  /** Exact tier: the query's words (ParsedQuery.words, one bit each) the gene's full name holds. */
+  words: number;
 }
 
 /** The documents one query term matches in a tier, with that term's score for each. */
@@ -119,7 +122,8 @@ function shardsOfPrefix(dir: SearchDirectory, prefix: string): number[] {
 }
 
 /** Adds the documents of terms [from, to) of a shard, each scored by `score(term)` (a document
- * matching through several terms or fields keeps its best score and every field). */
+ * matching through several terms or fields keeps its best score and every field), but for those
+ * matching through the field numbered `leaveOut`. */
 function addTerms(
   into: TermMatches,
   shard: TermShard,
@@ -127,11 +131,13 @@ function addTerms(
   to: number,
   score: (term: string) => number,
   skip: Skip,
+  leaveOut = -1,
 ): void {
   for (let t = from; t < to; t++) {
     const termScore = score(shard.terms[t]);
     const list = shard.postings[t];
     for (let k = 0; k < list.length; k += 2) {
+      if (list[k + 1] === leaveOut) continue;
       const doc = shard.docs[list[k]];
       const n = doc[3];
       if (skip(n)) continue;
@@ -141,7 +147,7 @@ function addTerms(
       if (had) {
         had.fields |= bit;
         if (s > had.score) had.score = s;
-      } else into.set(n, { n, id: doc[0], symbol: doc[1], name: doc[2], fields: bit, score: s });
+      } else into.set(n, { n, id: doc[0], symbol: doc[1], name: doc[2], fields: bit, score: s, words: 0 });
     }
   }
 }
@@ -186,7 +192,7 @@ function bestPrefixMatches(
           if (score <= top[had].score) continue;
           top.splice(had, 1);
         }
-        const c: Candidate = { n, id: doc[0], symbol: doc[1], name: doc[2], fields: 0, score };
+        const c: Candidate = { n, id: doc[0], symbol: doc[1], name: doc[2], fields: 0, score, words: 0 };
         let at = top.length;
         while (at > 0 && ranksBefore(c, top[at - 1])) at--;
         top.splice(at, 0, c);
@@ -208,22 +214,96 @@ function bestPrefixMatches(
   return top;
 }
 
-/** The documents a tier matches for one query term. */
+/** Where a term is in the index: its shard and its place there, or null. */
+async function findTerm(
+  data: ReleaseData,
+  dir: SearchDirectory,
+  term: string,
+): Promise<{ shard: TermShard; t: number } | null> {
+  const n = shardOfTerm(dir, term);
+  if (n < 0) return null;
+  const shard = await data.termShard(n);
+  const t = shard.find(term);
+  return t < 0 ? null : { shard, t };
+}
+
+/** The exact tier. Each term scores its best: a whole symbol, id, transcript name or synonym it is, or
+ * a gene's full name holding all its words; a name holding every word of the query gains the name
+ * bonuses. */
+async function matchExact(data: ReleaseData, dir: SearchDirectory, q: ParsedQuery): Promise<TermMatches> {
+  const lookups = new Map<string, Promise<{ shard: TermShard; t: number } | null>>();
+  for (const s of [...q.terms, ...q.words]) if (!lookups.has(s)) lookups.set(s, findTerm(data, dir, s));
+  const found = async (s: string) => (await lookups.get(s)) ?? null;
+  // Per term: the records it names through any field but the name.
+  const perTerm: TermMatches[] = [];
+  for (const term of q.terms) {
+    const matches: TermMatches = new Map();
+    const at = await found(term);
+    if (at)
+      addTerms(
+        matches,
+        at.shard,
+        at.t,
+        at.t + 1,
+        () => 1,
+        () => false,
+        NAME_FIELD,
+      );
+    perTerm.push(matches);
+  }
+  // The genes whose full name holds each word, one bit per word.
+  const all: TermMatches = new Map();
+  for (let j = 0; j < q.words.length; j++) {
+    const at = await found(q.words[j]);
+    if (!at) continue;
+    const { docs, postings } = at.shard;
+    const list = postings[at.t];
+    for (let p = 0; p < list.length; p += 2) {
+      if (list[p + 1] !== NAME_FIELD) continue;
+      const doc = docs[list[p]];
+      const had = all.get(doc[3]);
+      if (had) had.words |= 1 << j;
+      else
+        all.set(doc[3], {
+          n: doc[3],
+          id: doc[0],
+          symbol: doc[1],
+          name: doc[2],
+          fields: 0,
+          score: 0,
+          words: 1 << j,
+        });
+    }
+  }
+  for (const matches of perTerm)
+    for (const c of matches.values()) if (!all.has(c.n)) all.set(c.n, { ...c, fields: 0, score: 0 });
+  for (const c of all.values()) {
+    let score = 0;
+    for (let i = 0; i < q.terms.length; i++) {
+      const own = perTerm[i].get(c.n);
+      if (own) c.fields |= own.fields;
+      const share = nameShare(c.words, q.termMasks[i]);
+      if (share > 0) c.fields |= 1 << NAME_FIELD;
+      score += Math.max(own?.score ?? 0, share);
+    }
+    // A name holding only some words of each term matches nothing: the gene is not in this tier.
+    if (score === 0) all.delete(c.n);
+    else if (q.allWords !== 0 && c.words === q.allWords && c.name !== null) score += nameBonus(q.sequence, c.name);
+    c.score = score;
+  }
+  return all;
+}
+
+/** The documents the prefix or the fuzzy tier matches for one query term. */
 async function matchTerm(
   data: ReleaseData,
   dir: SearchDirectory,
   term: string,
-  tier: Tier,
+  tier: 'prefix' | 'fuzzy',
   skip: Skip,
 ): Promise<TermMatches> {
   const found: TermMatches = new Map();
-  if (tier === 'exact') {
-    const n = shardOfTerm(dir, term);
-    if (n < 0) return found;
-    const shard = await data.termShard(n);
-    const t = shard.find(term);
-    if (t >= 0) addTerms(found, shard, t, t + 1, () => 1, skip);
-  } else if (tier === 'prefix') {
+  if (tier === 'prefix') {
     const typed = term.length;
     for (const shard of await Promise.all(shardsOfPrefix(dir, term).map((n) => data.termShard(n)))) {
       const [from, to] = shard.prefixRange(term);
@@ -247,9 +327,10 @@ async function matchTerm(
           n: doc.n,
           id: doc.id,
           symbol: doc.symbol,
-          name: null,
+          name: doc.name,
           fields: FIELD_BIT('symbol'),
           score: typoWeight(term, symbol),
+          words: 0,
         });
       }
     }
@@ -257,12 +338,12 @@ async function matchTerm(
   return found;
 }
 
-/** A tier's matches over every query term: scores add up, fields join. */
+/** The prefix or fuzzy tier's matches over every query term: scores add up, fields join. */
 async function matchTier(
   data: ReleaseData,
   dir: SearchDirectory,
   terms: string[],
-  tier: Tier,
+  tier: 'prefix' | 'fuzzy',
   skip: Skip,
 ): Promise<TermMatches> {
   const perTerm = await Promise.all(terms.map((term) => matchTerm(data, dir, term, tier, skip)));
@@ -309,7 +390,7 @@ function toHit(c: Candidate, tier: Tier): SearchHitBody {
     type: isGene ? 'gene' : 'isoform',
     id,
     symbol: c.symbol,
-    name: isGene ? null : c.name,
+    name: c.name,
     matched_field: matchedField(c.fields),
     match: tier,
     score: Math.round(c.score * 1000) / 1000,
@@ -327,11 +408,16 @@ interface TierResult {
 async function runTier(
   data: ReleaseData,
   dir: SearchDirectory,
-  terms: string[],
+  query: ParsedQuery,
   tier: Tier,
   k: number,
   skip: Skip,
 ): Promise<TierResult> {
+  const { terms } = query;
+  if (tier === 'exact') {
+    const found = await matchExact(data, dir, query);
+    return { size: found.size, has: (n) => found.has(n), top: best(found.values(), k) };
+  }
   if (tier === 'prefix' && terms.length === 1) {
     const shards = await Promise.all(shardsOfPrefix(dir, terms[0]).map((n) => data.termShard(n)));
     const matched = new DocumentSet(dir.documents);
@@ -348,7 +434,7 @@ export async function search(
   limit: number,
 ): Promise<{ total: number; items: SearchHitBody[] }> {
   const dir = (await data.index()).search;
-  const terms = [...new Set(searchTerms(query))];
+  const parsed = parseQuery(query);
   const earlier: TierResult[] = [];
   const skip: Skip = (n) => {
     for (const r of earlier) if (r.has(n)) return true;
@@ -357,7 +443,7 @@ export async function search(
   const items: SearchHitBody[] = [];
   let total = 0;
   for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
-    const found = await runTier(data, dir, terms, tier, limit - items.length, skip);
+    const found = await runTier(data, dir, parsed, tier, limit - items.length, skip);
     for (const c of found.top) items.push(toHit(c, tier));
     total += found.size;
     earlier.push(found);
