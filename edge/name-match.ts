@@ -49,16 +49,25 @@ export function nameShare(found: number, termMask: number): number {
   return termMask !== 0 && (found & termMask) === termMask ? NAME_WORD_WEIGHT : 0;
 }
 
-const ASCII_WORD = /[a-z0-9]/i;
 const WORD = /[\p{L}\p{N}]/u;
+
+/** Whether the character at `i` is a letter or digit (a word's), by code unit for ASCII. */
+function isWordChar(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a);
+  return WORD.test(String.fromCodePoint(text.codePointAt(i)!));
+}
 
 /** How many words nameWords finds in `name`, without building them: a one-word query matches
  * thousands of names ("protein"), and only their lengths rank them. */
 function wordCount(name: string): number {
   let count = 0;
   let inWord = false;
-  for (const c of name) {
-    const isWord = c < '\x80' ? ASCII_WORD.test(c) : WORD.test(c);
+  for (let i = 0; i < name.length; i++) {
+    // The second half of a surrogate pair continues its character.
+    const c = name.charCodeAt(i);
+    if (c >= 0xdc00 && c <= 0xdfff && i > 0) continue;
+    const isWord = isWordChar(name, i);
     if (isWord && !inWord) count++;
     inWord = isWord;
   }

@@ -15,6 +15,9 @@
 //   gene's full name scores NAME_WORD_WEIGHT (a term of several words, "mitogen-activated", when the
 //   name holds them all; each term counts its best match, a symbol or the name), and a name holding
 //   every word of the query gains the bonuses of name-match.ts (phrase, whole name, length).
+// A one-word query goes through every tier; a longer one through prefix and fuzzy only in its words
+// that matched nothing exactly (a word being typed, a typo), so a full name, whole words, costs no
+// prefix run or typo shard per word.
 // Within a tier, higher scores first, then genes before isoforms, then by id. Only the best `limit`
 // of each tier are ranked (no tier sorts thousands of prefix matches); `total` counts them all.
 import { FIELD_WEIGHTS, PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, typoKeys } from './contract/search.js';
@@ -25,6 +28,7 @@ import type { SearchHitBody } from './contract/schemas.js';
 import type { ReleaseData } from './release-data.js';
 import type { TermShard } from './term-shard.js';
 import { DocumentSet } from './document-set.js';
+import { slotsOf } from './document-slots.js';
 
 type Tier = 'exact' | 'prefix' | 'fuzzy';
 
@@ -227,18 +231,39 @@ async function findTerm(
   return t < 0 ? null : { shard, t };
 }
 
+/** Whether a document of `score` and `id` enters the best `k` so far (`top`, ranked). */
+function enters(top: Candidate[], k: number, score: number, id: string): boolean {
+  if (top.length < k) return true;
+  const last = top[k - 1];
+  return score > last.score || (score === last.score && id < last.id);
+}
+
+/** Puts `c` into `top` at its rank, keeping the best `k`. */
+function place(top: Candidate[], k: number, c: Candidate): void {
+  let at = top.length;
+  while (at > 0 && ranksBefore(c, top[at - 1])) at--;
+  top.splice(at, 0, c);
+  if (top.length > k) top.pop();
+}
+
 /** The exact tier. Each term scores its best: a whole symbol, id, transcript name or synonym it is, or
  * a gene's full name holding all its words; a name holding every word of the query gains the name
- * bonuses. */
-async function matchExact(data: ReleaseData, dir: SearchDirectory, q: ParsedQuery): Promise<TermMatches> {
-  const lookups = new Map<string, Promise<{ shard: TermShard; t: number } | null>>();
-  for (const s of [...q.terms, ...q.words]) if (!lookups.has(s)) lookups.set(s, findTerm(data, dir, s));
-  const found = async (s: string) => (await lookups.get(s)) ?? null;
-  // Per term: the records it names through any field but the name.
-  const perTerm: TermMatches[] = [];
-  for (const term of q.terms) {
+ * bonuses. Also says which terms matched anything (the later tiers of a longer query take the rest). */
+async function exactTier(
+  data: ReleaseData,
+  dir: SearchDirectory,
+  q: ParsedQuery,
+  k: number,
+): Promise<TierResult & { termMatched: boolean[] }> {
+  // Every term and word looked up first: the rest runs without a pause, on slots every search shares.
+  const where = new Map<string, { shard: TermShard; t: number } | null>();
+  await Promise.all(
+    [...new Set([...q.terms, ...q.words])].map(async (s) => where.set(s, await findTerm(data, dir, s))),
+  );
+  // Per term: the records it names through any field but the name (a few at most).
+  const perTerm = q.terms.map((term) => {
     const matches: TermMatches = new Map();
-    const at = await found(term);
+    const at = where.get(term);
     if (at)
       addTerms(
         matches,
@@ -249,49 +274,48 @@ async function matchExact(data: ReleaseData, dir: SearchDirectory, q: ParsedQuer
         () => false,
         NAME_FIELD,
       );
-    perTerm.push(matches);
-  }
-  // The genes whose full name holds each word, one bit per word.
-  const all: TermMatches = new Map();
-  for (let j = 0; j < q.words.length; j++) {
-    const at = await found(q.words[j]);
-    if (!at) continue;
-    const { docs, postings } = at.shard;
-    const list = postings[at.t];
-    for (let p = 0; p < list.length; p += 2) {
-      if (list[p + 1] !== NAME_FIELD) continue;
-      const doc = docs[list[p]];
-      const had = all.get(doc[3]);
-      if (had) had.words |= 1 << j;
-      else
-        all.set(doc[3], {
-          n: doc[3],
-          id: doc[0],
-          symbol: doc[1],
-          name: doc[2],
-          fields: 0,
-          score: 0,
-          words: 1 << j,
-        });
+    return matches;
+  });
+  const slots = slotsOf(dir, dir.documents);
+  try {
+    // The genes whose full name holds each word, one bit per word.
+    q.words.forEach((word, j) => {
+      const at = where.get(word);
+      if (!at) return;
+      const { docs, postings } = at.shard;
+      const list = postings[at.t];
+      for (let p = 0; p < list.length; p += 2)
+        if (list[p + 1] === NAME_FIELD) slots.masks[slots.slotOf(docs[list[p]])] |= 1 << j;
+    });
+    for (const matches of perTerm) for (const c of matches.values()) slots.slotOf([c.id, c.symbol, c.name, c.n]);
+    const matched = new DocumentSet(dir.documents);
+    const termMatched = q.terms.map(() => false);
+    const top: Candidate[] = [];
+    for (let s = 0; s < slots.docs.length; s++) {
+      const doc = slots.docs[s];
+      const words = slots.masks[s];
+      let score = 0;
+      let fields = 0;
+      for (let i = 0; i < q.terms.length; i++) {
+        const own = perTerm[i].size ? perTerm[i].get(doc[3]) : undefined;
+        const share = nameShare(words, q.termMasks[i]);
+        if (own) fields |= own.fields;
+        if (share > 0) fields |= 1 << NAME_FIELD;
+        const best = Math.max(own?.score ?? 0, share);
+        if (best > 0) termMatched[i] = true;
+        score += best;
+      }
+      // A name holding only some words of each term matches nothing: the gene is not in this tier.
+      if (score === 0) continue;
+      if (q.allWords !== 0 && words === q.allWords && doc[2] !== null) score += nameBonus(q.sequence, doc[2]);
+      matched.add(doc[3]);
+      if (enters(top, k, score, doc[0]))
+        place(top, k, { n: doc[3], id: doc[0], symbol: doc[1], name: doc[2], fields, score, words });
     }
+    return { size: matched.size, has: (n) => matched.has(n), top, termMatched };
+  } finally {
+    slots.clear();
   }
-  for (const matches of perTerm)
-    for (const c of matches.values()) if (!all.has(c.n)) all.set(c.n, { ...c, fields: 0, score: 0 });
-  for (const c of all.values()) {
-    let score = 0;
-    for (let i = 0; i < q.terms.length; i++) {
-      const own = perTerm[i].get(c.n);
-      if (own) c.fields |= own.fields;
-      const share = nameShare(c.words, q.termMasks[i]);
-      if (share > 0) c.fields |= 1 << NAME_FIELD;
-      score += Math.max(own?.score ?? 0, share);
-    }
-    // A name holding only some words of each term matches nothing: the gene is not in this tier.
-    if (score === 0) all.delete(c.n);
-    else if (q.allWords !== 0 && c.words === q.allWords && c.name !== null) score += nameBonus(q.sequence, c.name);
-    c.score = score;
-  }
-  return all;
 }
 
 /** The documents the prefix or the fuzzy tier matches for one query term. */
@@ -369,13 +393,7 @@ function ranksBefore(a: Candidate, b: Candidate): boolean {
 function best(candidates: Iterable<Candidate>, k: number): Candidate[] {
   const top: Candidate[] = [];
   if (k <= 0) return top;
-  for (const c of candidates) {
-    if (top.length === k && !ranksBefore(c, top[k - 1])) continue;
-    let at = top.length;
-    while (at > 0 && ranksBefore(c, top[at - 1])) at--;
-    top.splice(at, 0, c);
-    if (top.length > k) top.pop();
-  }
+  for (const c of candidates) if (enters(top, k, c.score, c.id)) place(top, k, c);
   return top;
 }
 
@@ -405,19 +423,15 @@ interface TierResult {
   top: Candidate[];
 }
 
-async function runTier(
+/** The prefix or the fuzzy tier over `terms`. */
+async function laterTier(
   data: ReleaseData,
   dir: SearchDirectory,
-  query: ParsedQuery,
-  tier: Tier,
+  terms: string[],
+  tier: 'prefix' | 'fuzzy',
   k: number,
   skip: Skip,
 ): Promise<TierResult> {
-  const { terms } = query;
-  if (tier === 'exact') {
-    const found = await matchExact(data, dir, query);
-    return { size: found.size, has: (n) => found.has(n), top: best(found.values(), k) };
-  }
   if (tier === 'prefix' && terms.length === 1) {
     const shards = await Promise.all(shardsOfPrefix(dir, terms[0]).map((n) => data.termShard(n)));
     const matched = new DocumentSet(dir.documents);
@@ -440,10 +454,17 @@ export async function search(
     for (const r of earlier) if (r.has(n)) return true;
     return false;
   };
-  const items: SearchHitBody[] = [];
-  let total = 0;
-  for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
-    const found = await runTier(data, dir, parsed, tier, limit - items.length, skip);
+  const exact = await exactTier(data, dir, parsed, limit);
+  const items = exact.top.map((c) => toHit(c, 'exact'));
+  let total = exact.size;
+  earlier.push(exact);
+  // A one-word query is also matched by prefix and by typo; a longer one, only in its words that
+  // matched nothing exactly (a word being typed, a typo): a full name is whole words.
+  const rest = parsed.terms.length === 1 ? parsed.terms : parsed.terms.filter((_, i) => !exact.termMatched[i]);
+  for (const tier of ['prefix', 'fuzzy'] as const) {
+    const found = rest.length
+      ? await laterTier(data, dir, rest, tier, limit - items.length, skip)
+      : { size: 0, has: () => false, top: [] };
     for (const c of found.top) items.push(toHit(c, tier));
     total += found.size;
     earlier.push(found);

@@ -143,6 +143,30 @@ describe('search by full name (demo release)', () => {
     ]);
   });
 
+  it('matches a longer query by prefix and by typo only in its words that match nothing exactly', async () => {
+    // "PRR5" alone also finds, by prefix, the isoforms its name starts (PRR5-201…).
+    const alone = await search('PRR5', 25);
+    expect(alone.items.some((h) => h.match === 'prefix' && h.type === 'isoform' && h.symbol === 'PRR5')).toBe(true);
+    // Beside a word being typed, it is a whole word: the prefix tier is the other word's.
+    const typing = await search('PRR5 MED1', 25);
+    expect(typing.items[0]).toMatchObject({ symbol: 'PRR5', match: 'exact' });
+    const prefixed = typing.items.filter((h) => h.match === 'prefix');
+    expect(prefixed.length).toBeGreaterThan(0);
+    for (const h of prefixed) expect(h.symbol, h.name ?? h.id).toMatch(/^MED1/);
+    // A name being typed: the whole words exactly, the last one by prefix.
+    const name = await search('proline ric', 25);
+    const exact = name.items.filter((h) => h.match === 'exact');
+    expect(exact.map((h) => h.symbol)).toContain('PRR5');
+    for (const h of exact) expect(wordsOf(h.name!)).toContain('proline');
+    for (const h of name.items.filter((h) => h.match === 'prefix'))
+      expect(wordsOf(h.name ?? '').some((w) => w.startsWith('ric')) || h.symbol.toLowerCase().startsWith('ric')).toBe(
+        true,
+      );
+    // A typo beside a word: the typo'd symbol is still found, one typo away.
+    const typo = await search('CRAD10 kinase', 25);
+    expect(typo.items.find((h) => h.symbol === 'CARD10')).toMatchObject({ match: 'fuzzy', matched_field: 'symbol' });
+  });
+
   it('gives a long list of name hits in the same order at every limit, with the same total', async () => {
     const holding = namedWith('protein');
     expect(holding.length).toBeGreaterThan(100);

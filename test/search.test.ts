@@ -123,7 +123,7 @@ function termMatches(term: string, tier: 'prefix' | 'fuzzy'): Map<Doc, [number, 
  * it is (1, a synonym 0.5) or a full name holding all its words (0.6); then, for a full name holding
  * every word of the query (its first 30 distinct), 0.1 for the words as a phrase, 0.15 more for the
  * whole name, and 0.1 × query words ÷ name words. */
-function exactMatches(terms: string[], query: string): Map<Doc, [number, Set<string>]> {
+function exactMatches(terms: string[], query: string, matchedTerms: Set<string>): Map<Doc, [number, Set<string>]> {
   const sequence = wordsOf(query);
   const words = [...new Set(sequence)].slice(0, 30);
   const out = new Map<Doc, [number, Set<string>]>();
@@ -141,6 +141,7 @@ function exactMatches(terms: string[], query: string): Map<Doc, [number, Set<str
       const termWords = wordsOf(term).filter((w) => words.includes(w));
       const viaName = termWords.length > 0 && termWords.every((w) => nameHas.has(w)) ? 0.6 : 0;
       if (viaName) fields.add('name');
+      if (own || viaName) matchedTerms.add(term);
       score += Math.max(own, viaName);
     }
     if (score === 0) continue;
@@ -167,11 +168,14 @@ function reference(query: string, limit: number): { total: number; items: Search
   const placed = new Set<Doc>();
   const items: SearchHitBody[] = [];
   let total = 0;
+  // docs/API.md: prefix and typo matching take a one-word query's word, and of a longer query the
+  // words that matched nothing exactly.
+  const matchedTerms = new Set<string>();
   for (const tier of ['exact', 'prefix', 'fuzzy'] as const) {
     const tierDocs = new Map<Doc, [number, Set<string>]>();
-    if (tier === 'exact') for (const [doc, match] of exactMatches(terms, query)) tierDocs.set(doc, match);
+    if (tier === 'exact') for (const [doc, match] of exactMatches(terms, query, matchedTerms)) tierDocs.set(doc, match);
     else
-      for (const term of terms) {
+      for (const term of terms.length === 1 ? terms : terms.filter((t) => !matchedTerms.has(t))) {
         for (const [doc, [score, fields]] of termMatches(term, tier)) {
           if (placed.has(doc)) continue;
           const had = tierDocs.get(doc);
@@ -255,6 +259,8 @@ describe('search against a brute-force reference (demo release)', () => {
       'sec14',
       'MAPK1 kinase',
       'ERK2 mitogen-foo',
+      'proline ric',
+      'MPAK1 kinase',
     );
     for (let k = 0; k < 40; k++) {
       const g = pickName(named);

@@ -8,6 +8,7 @@ import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
 import {
   SEARCH_FIELDS,
   TERMS_PER_SHARD,
+  TERM_SHARD_BYTES,
   TYPO_KEYS_PER_SHARD,
   allowedEdits,
   nameWords,
@@ -121,25 +122,32 @@ async function writeTermShards(w: TreeWriter, scratch: Scratch, directory: Searc
   let local = new Map<number, number>();
   let list: number[] = [];
   let last: Buffer | null = null;
+  // About the shard's JSON size: a cut needs no exact figure.
+  let bytes = 0;
   const write = async () => {
     await w.json(treePaths.searchTerms(directory.terms.length), body);
     directory.terms.push({ from: body.terms[0], terms: body.terms.length });
     body = { docs: [], terms: [], postings: [] };
     local = new Map();
+    bytes = 0;
   };
   for (const [key, doc, field, id, geneSymbol, name] of rows) {
     if (last === null || !key.equals(last)) {
-      if (body.terms.length === TERMS_PER_SHARD) await write();
+      if (body.terms.length === TERMS_PER_SHARD || bytes >= TERM_SHARD_BYTES) await write();
       last = key;
-      body.terms.push(termOf(Buffer.from(key)));
+      const term = termOf(Buffer.from(key));
+      body.terms.push(term);
       body.postings.push((list = []));
+      bytes += term.length + 6;
     }
     let d = local.get(doc);
     if (d === undefined) {
       local.set(doc, (d = body.docs.length));
       body.docs.push([id, geneSymbol, name, doc] satisfies TermDoc);
+      bytes += id.length + geneSymbol.length + (name?.length ?? 4) + 20;
     }
     list.push(d, field);
+    bytes += 8;
   }
   if (body.terms.length) await write();
 }

@@ -2,8 +2,10 @@
 //
 // A human-scale release has about a million searchable terms: one index would not fit an edge
 // instance. The index is therefore split (the directory is in edge/index.json):
-//   term shards — every symbol, id and name, and every word of a gene's full name, cut into ranges of about TERMS_PER_SHARD terms in term
-//                 order, stored as a sorted term list with each term's documents (TermShardBody). An
+//   term shards — every symbol, id and name, and every word of a gene's full name, cut into ranges of
+//                 about TERMS_PER_SHARD terms in term order (fewer where their documents would pass
+//                 TERM_SHARD_BYTES), stored as a sorted term list with each term's documents
+//                 (TermShardBody). An
 //                 exact or prefix match is a binary search in the shard(s) of the term's range. A
 //                 sorted list rather than a MiniSearch index: it parses several times faster (no radix
 //                 tree to rebuild on load) and a prefix is a contiguous run of it, so the edge ranks
@@ -95,6 +97,10 @@ export interface TypoDocument {
 
 /** Terms per term shard: a shard of this size loads (fetch + parse) in a few milliseconds. */
 export const TERMS_PER_SHARD = 2048;
+/** About the most bytes a term shard holds before it is cut (between terms, so a single word of
+ * thousands of full names, "protein", still has them all in one shard): a query loads a shard per
+ * word, and a word whose neighbours in term order are common words should not load them all. */
+export const TERM_SHARD_BYTES = 256 * 1024;
 /** A prefix query reads at most this many term shards (a one-letter prefix can span hundreds); its
  * matches then come from the first shards in term order. */
 export const PREFIX_SHARD_LIMIT = 3;
