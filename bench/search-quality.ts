@@ -1,12 +1,13 @@
 // Search quality over a rendered tree: sampled genes and isoforms queried by their exact symbol, id
-// and name (each must come first), and gene symbols with one typo (the gene must be in the top 3).
+// and name (each must come first), gene symbols with one typo (the gene must be in the top 3), and
+// every named gene queried by its full name (recall@1: the gene must come first).
 // Shared by the search benchmark (human scale) and test/search-quality.test.ts (the demo release).
 import fg from 'fast-glob';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../build/generate/random.js';
 import type { GeneBody, IsoformBody, SearchHitBody } from '../edge/contract/schemas.js';
-import { allowedEdits } from '../edge/contract/search.js';
+import { allowedEdits, nameWords } from '../edge/contract/search.js';
 
 export type SearchFn = (query: string, limit: number) => Promise<{ total: number; items: SearchHitBody[] }>;
 
@@ -24,9 +25,17 @@ export interface TypoQuery {
   edit: 'substitution' | 'deletion' | 'insertion' | 'transposition';
 }
 
+/** A gene's full name as the query ("mitogen-activated protein kinase 1" for MAPK1). */
+export interface NameQuery {
+  query: string;
+  gene: string;
+}
+
 export interface QualitySample {
   exact: ExactQuery[];
   typo: TypoQuery[];
+  /** Every gene of the tree that has a full name, in id order. */
+  names: NameQuery[];
 }
 
 const ALPHABET = [...'abcdefghijklmnopqrstuvwxyz0123456789'];
@@ -68,11 +77,25 @@ export function typo(rand: () => number, word: string): { text: string; edit: Ty
   }
 }
 
-/** Samples `n` genes and `n` isoforms of a tree for exact queries, and `n` typo'd gene symbols. */
-export function sampleQueries(tree: string, n: number, seed = 7): QualitySample {
+const readJson = <T>(tree: string, path: string) => JSON.parse(readFileSync(join(tree, path), 'utf8')) as T;
+
+/** Every named gene of a tree, queried by its full name. Reads every gene record: a human-scale tree
+ * takes a minute or so. */
+export function nameQueries(tree: string): NameQuery[] {
+  const out: NameQuery[] = [];
+  for (const path of fg.sync('api/v1/genes/*.json', { cwd: tree }).sort()) {
+    const g = readJson<GeneBody>(tree, path);
+    if (g.name !== null) out.push({ query: g.name, gene: g.gene_id });
+  }
+  return out;
+}
+
+/** Samples `n` genes and `n` isoforms of a tree for exact queries, `n` typo'd gene symbols, and the
+ * full names of the sampled genes that have one, or with `everyName` of every named gene. */
+export function sampleQueries(tree: string, n: number, seed = 7, everyName = false): QualitySample {
   const rng = new Rng(seed);
   const rand = () => rng.next();
-  const read = <T>(path: string) => JSON.parse(readFileSync(join(tree, path), 'utf8')) as T;
+  const read = <T>(path: string) => readJson<T>(tree, path);
   const genePaths = fg.sync('api/v1/genes/*.json', { cwd: tree }).sort();
   const isoformPaths = fg.sync('api/v1/isoforms/*.json', { cwd: tree }).sort();
   const genes = sampleOf(rand, genePaths, n).map((p) => read<GeneBody>(p));
@@ -104,7 +127,10 @@ export function sampleQueries(tree: string, n: number, seed = 7): QualitySample 
     const t = typo(rand, g.symbol);
     typos.push({ query: t.text, symbol: g.symbol, gene: g.gene_id, edit: t.edit });
   }
-  return { exact, typo: typos };
+  const names = everyName
+    ? nameQueries(tree)
+    : genes.flatMap((g) => (g.name === null ? [] : [{ query: g.name, gene: g.gene_id }]));
+  return { exact, typo: typos, names };
 }
 
 export interface QualityResult {
@@ -117,7 +143,15 @@ export interface QualityResult {
   typoSkipped: number;
   typoInTop3: number;
   typoMisses: { query: TypoQuery; got: string[] }[];
+  nameQueries: number;
+  /** Full names whose gene came first (or a gene of the very same name: several genes can share one,
+   * as `small Cajal body-specific RNA 17` names three on chr22). */
+  nameFirst: number;
+  nameMisses: { query: NameQuery; got: string[] }[];
 }
+
+/** Two full names are the same when their words are (case and punctuation aside, as search reads them). */
+const sameName = (a: string, b: string) => nameWords(a).join(' ') === nameWords(b).join(' ');
 
 export async function evaluateQuality(search: SearchFn, sample: QualitySample): Promise<QualityResult> {
   const exactMisses: QualityResult['exactMisses'] = [];
@@ -155,6 +189,15 @@ export async function evaluateQuality(search: SearchFn, sample: QualitySample): 
       typoInTop3++;
     else typoMisses.push({ query: q, got: r.items.map((h) => `${h.type}:${h.id}:${h.match}`) });
   }
+  let nameFirst = 0;
+  const nameMisses: QualityResult['nameMisses'] = [];
+  for (const q of sample.names) {
+    const r = await search(q.query, 3);
+    const [first] = r.items;
+    if (first?.type === 'gene' && (first.id === q.gene || (first.name !== null && sameName(first.name, q.query))))
+      nameFirst++;
+    else nameMisses.push({ query: q, got: r.items.map((h) => `${h.type}:${h.id}:${h.symbol}:${h.name}`) });
+  }
   return {
     exactQueries: sample.exact.length,
     exactMisses,
@@ -162,5 +205,8 @@ export async function evaluateQuality(search: SearchFn, sample: QualitySample): 
     typoSkipped,
     typoInTop3,
     typoMisses,
+    nameQueries: sample.names.length,
+    nameFirst,
+    nameMisses,
   };
 }

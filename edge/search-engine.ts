@@ -1,7 +1,8 @@
 // Search over the release's sharded index (contract/search.ts). Three tiers, each document in its best:
-//   exact  — a whole symbol, id or name equals a query term (a binary search in the term's shard);
-//   prefix — a symbol, id or name starts with a query term (a run of the shards of the term's range,
-//            at most PREFIX_SHARD_LIMIT of them);
+//   exact  — a whole symbol, id or name equals a query term, or a gene's full name holds every word of
+//            a query term (a binary search in the term's or word's shard);
+//   prefix — a symbol, id, name or word of a full name starts with a query term (a run of the shards of
+//            the term's range, at most PREFIX_SHARD_LIMIT of them);
 //   fuzzy  — a gene symbol one typo from a query term, counting a swap of two neighbours (TP35 for
 //            TP53) as one edit (typo-shard.ts, in the typo shards of the term's head and tail).
 // Scores, summed over the query's terms (a document matching two terms ranks above one matching one):
@@ -10,23 +11,24 @@
 //   and 0.25 for a wrong or extra letter. The fuzzy weights are a noisy-channel prior: a swap or an
 //   omission at a given place is one specific slip, while a wrong or extra letter there is one of
 //   about 36, so any particular one is far less likely. A match through a gene's synonym scores
-//   half (FIELD_WEIGHTS): another record's own symbol, id or name is the likelier meaning.
+//   half (FIELD_WEIGHTS): another record's own symbol, id or name is the likelier meaning. A word of a
+//   gene's full name scores NAME_WORD_WEIGHT (a term of several words, "mitogen-activated", when the
+//   name holds them all; each term counts its best match, a symbol or the name), and a name holding
+//   every word of the query gains the bonuses of name-match.ts (phrase, whole name, length).
+// A one-word query goes through every tier; a longer one through prefix and fuzzy only in its words
+// that matched nothing exactly (a word being typed, a typo), so a full name, whole words, costs no
+// prefix run or typo shard per word.
 // Within a tier, higher scores first, then genes before isoforms, then by id. Only the best `limit`
 // of each tier are ranked (no tier sorts thousands of prefix matches); `total` counts them all.
-import {
-  FIELD_WEIGHTS,
-  PREFIX_SHARD_LIMIT,
-  SEARCH_FIELDS,
-  allowedEdits,
-  searchTerms,
-  typoKeys,
-} from './contract/search.js';
+import { FIELD_WEIGHTS, PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, typoKeys } from './contract/search.js';
 import { shardOf } from './contract/shards.js';
+import { nameBonus, nameShare, parseQuery, type ParsedQuery } from './name-match.js';
 import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
 import type { ReleaseData } from './release-data.js';
 import type { TermShard } from './term-shard.js';
 import { DocumentSet } from './document-set.js';
+import { slotsOf } from './document-slots.js';
 
 type Tier = 'exact' | 'prefix' | 'fuzzy';
 
@@ -38,9 +40,11 @@ const FIELD_PRIORITY = [
   'transcript_name',
   'transcript_id',
   'transcript_id_unversioned',
+  'name',
   'synonyms',
 ] as const;
 const FIELD_BIT = (field: string) => 1 << SEARCH_FIELDS.indexOf(field as (typeof SEARCH_FIELDS)[number]);
+const NAME_FIELD = SEARCH_FIELDS.indexOf('name');
 
 interface Candidate {
   /** Document number (contract/search.ts TermDoc). */
@@ -48,10 +52,13 @@ interface Candidate {
   /** Document id: `g:<gene id>` or `i:<transcript id>` (so id order puts genes first). */
   id: string;
   symbol: string;
+  /** A gene's full name or an isoform's transcript name (TermDoc). */
   name: string | null;
   /** The fields that matched, one bit per SEARCH_FIELDS index. */
   fields: number;
   score: number;
+  /** Exact tier: the query's words (ParsedQuery.words, one bit each) the gene's full name holds. */
+  words: number;
 }
 
 /** The documents one query term matches in a tier, with that term's score for each. */
@@ -119,7 +126,8 @@ function shardsOfPrefix(dir: SearchDirectory, prefix: string): number[] {
 }
 
 /** Adds the documents of terms [from, to) of a shard, each scored by `score(term)` (a document
- * matching through several terms or fields keeps its best score and every field). */
+ * matching through several terms or fields keeps its best score and every field), but for those
+ * matching through the field numbered `leaveOut`. */
 function addTerms(
   into: TermMatches,
   shard: TermShard,
@@ -127,11 +135,13 @@ function addTerms(
   to: number,
   score: (term: string) => number,
   skip: Skip,
+  leaveOut = -1,
 ): void {
   for (let t = from; t < to; t++) {
     const termScore = score(shard.terms[t]);
     const list = shard.postings[t];
     for (let k = 0; k < list.length; k += 2) {
+      if (list[k + 1] === leaveOut) continue;
       const doc = shard.docs[list[k]];
       const n = doc[3];
       if (skip(n)) continue;
@@ -141,7 +151,7 @@ function addTerms(
       if (had) {
         had.fields |= bit;
         if (s > had.score) had.score = s;
-      } else into.set(n, { n, id: doc[0], symbol: doc[1], name: doc[2], fields: bit, score: s });
+      } else into.set(n, { n, id: doc[0], symbol: doc[1], name: doc[2], fields: bit, score: s, words: 0 });
     }
   }
 }
@@ -186,7 +196,7 @@ function bestPrefixMatches(
           if (score <= top[had].score) continue;
           top.splice(had, 1);
         }
-        const c: Candidate = { n, id: doc[0], symbol: doc[1], name: doc[2], fields: 0, score };
+        const c: Candidate = { n, id: doc[0], symbol: doc[1], name: doc[2], fields: 0, score, words: 0 };
         let at = top.length;
         while (at > 0 && ranksBefore(c, top[at - 1])) at--;
         top.splice(at, 0, c);
@@ -208,22 +218,116 @@ function bestPrefixMatches(
   return top;
 }
 
-/** The documents a tier matches for one query term. */
+/** Where a term is in the index: its shard and its place there, or null. */
+async function findTerm(
+  data: ReleaseData,
+  dir: SearchDirectory,
+  term: string,
+): Promise<{ shard: TermShard; t: number } | null> {
+  const n = shardOfTerm(dir, term);
+  if (n < 0) return null;
+  const shard = await data.termShard(n);
+  const t = shard.find(term);
+  return t < 0 ? null : { shard, t };
+}
+
+/** Whether a document of `score` and `id` enters the best `k` so far (`top`, ranked). */
+function enters(top: Candidate[], k: number, score: number, id: string): boolean {
+  if (top.length < k) return true;
+  const last = top[k - 1];
+  return score > last.score || (score === last.score && id < last.id);
+}
+
+/** Puts `c` into `top` at its rank, keeping the best `k`. */
+function place(top: Candidate[], k: number, c: Candidate): void {
+  let at = top.length;
+  while (at > 0 && ranksBefore(c, top[at - 1])) at--;
+  top.splice(at, 0, c);
+  if (top.length > k) top.pop();
+}
+
+/** The exact tier. Each term scores its best: a whole symbol, id, transcript name or synonym it is, or
+ * a gene's full name holding all its words; a name holding every word of the query gains the name
+ * bonuses. Also says which terms matched anything (the later tiers of a longer query take the rest). */
+async function exactTier(
+  data: ReleaseData,
+  dir: SearchDirectory,
+  q: ParsedQuery,
+  k: number,
+): Promise<TierResult & { termMatched: boolean[] }> {
+  // Every term and word looked up first: the rest runs without a pause, on slots every search shares.
+  const where = new Map<string, { shard: TermShard; t: number } | null>();
+  await Promise.all(
+    [...new Set([...q.terms, ...q.words])].map(async (s) => where.set(s, await findTerm(data, dir, s))),
+  );
+  // Per term: the records it names through any field but the name (a few at most).
+  const perTerm = q.terms.map((term) => {
+    const matches: TermMatches = new Map();
+    const at = where.get(term);
+    if (at)
+      addTerms(
+        matches,
+        at.shard,
+        at.t,
+        at.t + 1,
+        () => 1,
+        () => false,
+        NAME_FIELD,
+      );
+    return matches;
+  });
+  const slots = slotsOf(dir, dir.documents);
+  try {
+    // The genes whose full name holds each word, one bit per word.
+    q.words.forEach((word, j) => {
+      const at = where.get(word);
+      if (!at) return;
+      const { docs, postings } = at.shard;
+      const list = postings[at.t];
+      for (let p = 0; p < list.length; p += 2)
+        if (list[p + 1] === NAME_FIELD) slots.masks[slots.slotOf(docs[list[p]])] |= 1 << j;
+    });
+    for (const matches of perTerm) for (const c of matches.values()) slots.slotOf([c.id, c.symbol, c.name, c.n]);
+    const matched = new DocumentSet(dir.documents);
+    const termMatched = q.terms.map(() => false);
+    const top: Candidate[] = [];
+    for (let s = 0; s < slots.docs.length; s++) {
+      const doc = slots.docs[s];
+      const words = slots.masks[s];
+      let score = 0;
+      let fields = 0;
+      for (let i = 0; i < q.terms.length; i++) {
+        const own = perTerm[i].size ? perTerm[i].get(doc[3]) : undefined;
+        const share = nameShare(words, q.termMasks[i]);
+        if (own) fields |= own.fields;
+        if (share > 0) fields |= 1 << NAME_FIELD;
+        const best = Math.max(own?.score ?? 0, share);
+        if (best > 0) termMatched[i] = true;
+        score += best;
+      }
+      // A name holding only some words of each term matches nothing: the gene is not in this tier.
+      if (score === 0) continue;
+      if (q.allWords !== 0 && words === q.allWords && doc[2] !== null) score += nameBonus(q.sequence, doc[2]);
+      matched.add(doc[3]);
+      if (enters(top, k, score, doc[0]))
+        place(top, k, { n: doc[3], id: doc[0], symbol: doc[1], name: doc[2], fields, score, words });
+    }
+    return { size: matched.size, has: (n) => matched.has(n), top, termMatched };
+  } finally {
+    slots.clear();
+  }
+}
+
+/** The documents the prefix or the fuzzy tier matches for one query term. */
 async function matchTerm(
   data: ReleaseData,
   dir: SearchDirectory,
   term: string,
-  tier: Tier,
+  tier: 'prefix' | 'fuzzy',
   skip: Skip,
 ): Promise<TermMatches> {
   const found: TermMatches = new Map();
-  if (tier === 'exact') {
-    const n = shardOfTerm(dir, term);
-    if (n < 0) return found;
-    const shard = await data.termShard(n);
-    const t = shard.find(term);
-    if (t >= 0) addTerms(found, shard, t, t + 1, () => 1, skip);
-  } else if (tier === 'prefix') {
+  if (tier === 'prefix') {
     const typed = term.length;
     for (const shard of await Promise.all(shardsOfPrefix(dir, term).map((n) => data.termShard(n)))) {
       const [from, to] = shard.prefixRange(term);
@@ -247,9 +351,10 @@ async function matchTerm(
           n: doc.n,
           id: doc.id,
           symbol: doc.symbol,
-          name: null,
+          name: doc.name,
           fields: FIELD_BIT('symbol'),
           score: typoWeight(term, symbol),
+          words: 0,
         });
       }
     }
@@ -257,12 +362,12 @@ async function matchTerm(
   return found;
 }
 
-/** A tier's matches over every query term: scores add up, fields join. */
+/** The prefix or fuzzy tier's matches over every query term: scores add up, fields join. */
 async function matchTier(
   data: ReleaseData,
   dir: SearchDirectory,
   terms: string[],
-  tier: Tier,
+  tier: 'prefix' | 'fuzzy',
   skip: Skip,
 ): Promise<TermMatches> {
   const perTerm = await Promise.all(terms.map((term) => matchTerm(data, dir, term, tier, skip)));
@@ -288,13 +393,7 @@ function ranksBefore(a: Candidate, b: Candidate): boolean {
 function best(candidates: Iterable<Candidate>, k: number): Candidate[] {
   const top: Candidate[] = [];
   if (k <= 0) return top;
-  for (const c of candidates) {
-    if (top.length === k && !ranksBefore(c, top[k - 1])) continue;
-    let at = top.length;
-    while (at > 0 && ranksBefore(c, top[at - 1])) at--;
-    top.splice(at, 0, c);
-    if (top.length > k) top.pop();
-  }
+  for (const c of candidates) if (enters(top, k, c.score, c.id)) place(top, k, c);
   return top;
 }
 
@@ -309,7 +408,7 @@ function toHit(c: Candidate, tier: Tier): SearchHitBody {
     type: isGene ? 'gene' : 'isoform',
     id,
     symbol: c.symbol,
-    name: isGene ? null : c.name,
+    name: c.name,
     matched_field: matchedField(c.fields),
     match: tier,
     score: Math.round(c.score * 1000) / 1000,
@@ -324,11 +423,12 @@ interface TierResult {
   top: Candidate[];
 }
 
-async function runTier(
+/** The prefix or the fuzzy tier over `terms`. */
+async function laterTier(
   data: ReleaseData,
   dir: SearchDirectory,
   terms: string[],
-  tier: Tier,
+  tier: 'prefix' | 'fuzzy',
   k: number,
   skip: Skip,
 ): Promise<TierResult> {
@@ -348,16 +448,23 @@ export async function search(
   limit: number,
 ): Promise<{ total: number; items: SearchHitBody[] }> {
   const dir = (await data.index()).search;
-  const terms = [...new Set(searchTerms(query))];
+  const parsed = parseQuery(query);
   const earlier: TierResult[] = [];
   const skip: Skip = (n) => {
     for (const r of earlier) if (r.has(n)) return true;
     return false;
   };
-  const items: SearchHitBody[] = [];
-  let total = 0;
-  for (const tier of ['exact', 'prefix', 'fuzzy'] as Tier[]) {
-    const found = await runTier(data, dir, terms, tier, limit - items.length, skip);
+  const exact = await exactTier(data, dir, parsed, limit);
+  const items = exact.top.map((c) => toHit(c, 'exact'));
+  let total = exact.size;
+  earlier.push(exact);
+  // A one-word query is also matched by prefix and by typo; a longer one, only in its words that
+  // matched nothing exactly (a word being typed, a typo): a full name is whole words.
+  const rest = parsed.terms.length === 1 ? parsed.terms : parsed.terms.filter((_, i) => !exact.termMatched[i]);
+  for (const tier of ['prefix', 'fuzzy'] as const) {
+    const found = rest.length
+      ? await laterTier(data, dir, rest, tier, limit - items.length, skip)
+      : { size: 0, has: () => false, top: [] };
     for (const c of found.top) items.push(toHit(c, tier));
     total += found.size;
     earlier.push(found);

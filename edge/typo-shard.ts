@@ -2,8 +2,16 @@
 // and the same symbols by spelling. MiniSearch finds the symbols one insertion, deletion or
 // substitution away; a swap of neighbours is two such edits, which would make it search (and return)
 // far more, so swaps are looked up by spelling instead.
-import MiniSearch from 'minisearch';
+import MiniSearch, { type SearchResult } from 'minisearch';
 import type { TypoDocument } from './contract/search.js';
+
+/** A search result as the document it stored (a gene without a full name stored none). */
+const documentOf = (r: SearchResult): TypoDocument => ({
+  id: r.id as string,
+  symbol: r.symbol as string,
+  name: (r.name as string | undefined) ?? null,
+  n: r.n as number,
+});
 
 export class TypoShard {
   /** Lower-cased symbol → the genes it names. */
@@ -11,7 +19,7 @@ export class TypoShard {
 
   constructor(private readonly index: MiniSearch<TypoDocument>) {
     for (const r of index.search(MiniSearch.wildcard)) {
-      const doc = { id: r.id as string, symbol: r.symbol as string, n: r.n as number };
+      const doc = documentOf(r);
       const key = doc.symbol.toLowerCase();
       const named = this.bySymbol.get(key);
       if (named) named.push(doc);
@@ -23,8 +31,7 @@ export class TypoShard {
    * neighbours swapped), each once. */
   near(term: string): TypoDocument[] {
     const out: TypoDocument[] = [];
-    for (const r of this.index.search(term, { prefix: false, fuzzy: 1 }))
-      out.push({ id: r.id as string, symbol: r.symbol as string, n: r.n as number });
+    for (const r of this.index.search(term, { prefix: false, fuzzy: 1 })) out.push(documentOf(r));
     for (let i = 0; i + 1 < term.length; i++) {
       if (term[i] === term[i + 1]) continue;
       const swapped = term.slice(0, i) + term[i + 1] + term[i] + term.slice(i + 2);

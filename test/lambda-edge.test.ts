@@ -9,6 +9,8 @@ import { join, normalize } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { bundleEdge, EDGE_BUNDLE_BUDGET, type EdgeBundle } from '../build/bundle/edge.js';
 import { treePaths } from '../edge/contract/tree.js';
+import { createHandler } from '../edge/handler.js';
+import { LocalTreeOrigin } from '../edge/origins/local.js';
 import { readManifest, readStructureMap } from './helpers/tree.js';
 import type { CloudFrontRequestEvent, CloudFrontResultResponse } from '../edge/adapters/lambda-edge.js';
 import { validate } from './helpers/schemas.js';
@@ -117,6 +119,33 @@ describe('Lambda@Edge origin-request adapter', () => {
     expect(validate('SearchResults', body)).toEqual([]);
     expect(body.items).toHaveLength(2);
     expect(body.items[0]).toMatchObject({ type: 'gene', symbol: 'PRR5', match: 'exact' });
+  });
+
+  it('searches by full name as the handler of `isoatlas serve` does, hit for hit', async () => {
+    const local = createHandler({ origin: new LocalTreeOrigin(tree()) });
+    const queries = [
+      'mitogen-activated protein kinase 1',
+      'mitogen activated protein kinase',
+      'proline rich 5',
+      'proline rich',
+      'kinase',
+      'protein 2',
+      'MAPK1 kinase',
+      'MPAK1',
+    ];
+    for (const query of queries) {
+      const qs = `query=${encodeURIComponent(query)}&limit=25`;
+      const cdn = await handler(event('/api/v1/search', qs));
+      expect(cdn.status, query).toBe('200');
+      const own = await local(new Request(`http://atlas.test/api/v1/search?${qs}`));
+      expect(JSON.parse(cdn.body!), query).toEqual(await own.json());
+    }
+    const first = JSON.parse((await handler(event('/api/v1/search', `query=${encodeURIComponent(queries[0])}`))).body!);
+    expect(first.items[0]).toMatchObject({
+      symbol: 'MAPK1',
+      name: 'mitogen-activated protein kinase 1',
+      match: 'exact',
+    });
   });
 
   it('answers 304 to a matching If-None-Match and nothing for HEAD', async () => {

@@ -264,9 +264,20 @@ describe('rendered demo tree', () => {
       ]);
     };
     const prr5201 = ['i:ENST00000006251.11', 'PRR5', 'PRR5-201', numberOf.get('i:ENST00000006251.11')];
-    expect(postingsOf('prr5')).toEqual([
-      [['g:ENSG00000186654', 'PRR5', null, numberOf.get('g:ENSG00000186654')], 'symbol'],
-    ]);
+    const prr5 = ['g:ENSG00000186654', 'PRR5', 'proline rich 5', numberOf.get('g:ENSG00000186654')];
+    // The symbol PRR5; and the word "PRR5" in PRR5-ARHGAP8's name, "PRR5-ARHGAP8 readthrough".
+    expect(postingsOf('prr5').filter(([, field]) => field !== 'name')).toEqual([[prr5, 'symbol']]);
+    // A full name is filed by its words, a hyphenated word as its parts (MAPK1's "mitogen-activated").
+    expect(postingsOf('proline')).toContainEqual([prr5, 'name']);
+    const mapk1 = [
+      'g:ENSG00000100030',
+      'MAPK1',
+      'mitogen-activated protein kinase 1',
+      numberOf.get('g:ENSG00000100030'),
+    ];
+    for (const word of ['mitogen', 'activated', 'kinase', '1'])
+      expect(postingsOf(word)).toContainEqual([mapk1, 'name']);
+    expect(search.terms.some((_, i) => termShard(i).terms.includes('mitogen-activated'))).toBe(false);
     expect(postingsOf('prr5-201')).toEqual([[prr5201, 'transcript_name']]);
     expect(postingsOf('enst00000006251')).toEqual([[prr5201, 'transcript_id_unversioned']]);
     // Typo shards file each gene symbol of 3 characters or more under its head key and its tail key.
@@ -288,6 +299,12 @@ describe('rendered demo tree', () => {
       filed++;
     }
     expect(filed).toBeGreaterThan(1500);
+    // They store the gene's full name, which fuzzy hits show.
+    const [head] = typoKeys('mapk1');
+    const stored = load(treePaths.searchTypo(shardOf(head, search.typo.shards)))
+      .search('mapk1', { prefix: false })
+      .find((r) => r.id === 'g:ENSG00000100030');
+    expect(stored).toMatchObject({ symbol: 'MAPK1', name: 'mitogen-activated protein kinase 1' });
   });
 
   it('renders an OpenAPI 3.1 document covering every route, whose refs all resolve', () => {

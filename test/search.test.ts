@@ -1,8 +1,9 @@
 // The sharded search against a plain reference: every symbol, id and name of the demo release read
-// (and every gene's synonyms) from its gene and isoform files (not from the index), matched by brute force. For each sampled
-// query the edge's search must give the same total, the same hits in the same order, with the same
-// tiers, fields and scores: this pins the term shards, the prefix tier's best-k selection, the
-// document bitsets and the typo shards to what the README says search does.
+// (and every gene's synonyms and full name) from its gene and isoform files (not from the index),
+// matched by brute force. For each sampled query the edge's search must give the same total, the same
+// hits in the same order, with the same tiers, fields and scores: this pins the term shards, the
+// prefix tier's best-k selection, the document bitsets, the typo shards and the full-name ranking to
+// what docs/API.md says search does.
 import fg from 'fast-glob';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,7 +23,12 @@ interface Doc {
   symbol: string;
   name: string | null;
   terms: [term: string, field: string][];
+  /** A gene's full name, as words in order (docs/API.md: runs of letters and digits); else empty. */
+  nameWords: string[];
 }
+
+/** docs/API.md's words: runs of letters and digits, lower-cased. */
+const wordsOf = (text: string) => [...text.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)].map((m) => m[0]);
 
 const PRIORITY = [
   'symbol',
@@ -31,6 +37,7 @@ const PRIORITY = [
   'transcript_name',
   'transcript_id',
   'transcript_id_unversioned',
+  'name',
   'synonyms',
 ];
 let docs: Doc[];
@@ -49,12 +56,15 @@ beforeAll(async () => {
     ];
     if (g.gene_id_versioned) terms.push([g.gene_id_versioned, 'gene_id_versioned']);
     for (const synonym of g.synonyms) terms.push([synonym, 'synonyms']);
+    const nameWords = g.name === null ? [] : wordsOf(g.name);
+    for (const word of new Set(nameWords)) terms.push([word, 'name']);
     docs.push({
       id: `g:${g.gene_id}`,
       type: 'gene',
       symbol: g.symbol,
-      name: null,
+      name: g.name,
       terms: terms.map(([t, f]) => [t.toLowerCase(), f]),
+      nameWords,
     });
   }
   for (const path of fg.sync('api/v1/isoforms/*.json', { cwd: tree })) {
@@ -70,18 +80,18 @@ beforeAll(async () => {
       symbol: i.gene_symbol,
       name: i.transcript_name,
       terms: terms.map(([t, f]) => [t.toLowerCase(), f]),
+      nameWords: [],
     });
   }
   data = new ReleaseData(new VerifiedOrigin(new LocalOrigin(tree)));
 });
 
-/** One query term's matches in a tier: document → [score, fields]. */
-function termMatches(term: string, tier: 'exact' | 'prefix' | 'fuzzy'): Map<Doc, [number, Set<string>]> {
+/** One query term's prefix or fuzzy matches: document → [score, fields]. */
+function termMatches(term: string, tier: 'prefix' | 'fuzzy'): Map<Doc, [number, Set<string>]> {
   const out = new Map<Doc, [number, Set<string>]>();
   for (const doc of docs) {
     for (const [t, field] of doc.terms) {
       let score = 0;
-      if (tier === 'exact' && t === term) score = 1;
       if (tier === 'prefix' && t.startsWith(term)) score = term.length / t.length;
       if (
         tier === 'fuzzy' &&
@@ -96,14 +106,52 @@ function termMatches(term: string, tier: 'exact' | 'prefix' | 'fuzzy'): Map<Doc,
         score = term.length < t.length || (term.length === t.length && differing === 2) ? 0.5 : 0.25;
       }
       if (score === 0) continue;
-      // A match through a synonym counts half.
+      // A match through a synonym counts half, through a word of a full name 0.6.
       if (field === 'synonyms') score /= 2;
+      if (field === 'name') score *= 0.6;
       const had = out.get(doc);
       if (had) {
         had[0] = Math.max(had[0], score);
         had[1].add(field);
       } else out.set(doc, [score, new Set([field])]);
     }
+  }
+  return out;
+}
+
+/** The exact tier, as docs/API.md states it: each term its best, a whole symbol, id, name or synonym
+ * it is (1, a synonym 0.5) or a full name holding all its words (0.6); then, for a full name holding
+ * every word of the query (its first 30 distinct), 0.1 for the words as a phrase, 0.15 more for the
+ * whole name, and 0.1 × query words ÷ name words. */
+function exactMatches(terms: string[], query: string, matchedTerms: Set<string>): Map<Doc, [number, Set<string>]> {
+  const sequence = wordsOf(query);
+  const words = [...new Set(sequence)].slice(0, 30);
+  const out = new Map<Doc, [number, Set<string>]>();
+  for (const doc of docs) {
+    const nameHas = new Set(doc.nameWords);
+    const fields = new Set<string>();
+    let score = 0;
+    for (const term of terms) {
+      let own = 0;
+      for (const [t, field] of doc.terms) {
+        if (t !== term || field === 'name') continue;
+        own = Math.max(own, field === 'synonyms' ? 0.5 : 1);
+        fields.add(field);
+      }
+      const termWords = wordsOf(term).filter((w) => words.includes(w));
+      const viaName = termWords.length > 0 && termWords.every((w) => nameHas.has(w)) ? 0.6 : 0;
+      if (viaName) fields.add('name');
+      if (own || viaName) matchedTerms.add(term);
+      score += Math.max(own, viaName);
+    }
+    if (score === 0) continue;
+    if (words.length > 0 && words.every((w) => nameHas.has(w))) {
+      const n = doc.nameWords;
+      const phrase = n.some((_, i) => sequence.every((w, k) => n[i + k] === w));
+      const whole = phrase && n.length === sequence.length;
+      score += (phrase ? 0.1 : 0) + (whole ? 0.15 : 0) + 0.1 * Math.min(1, sequence.length / n.length);
+    }
+    out.set(doc, [score, fields]);
   }
   return out;
 }
@@ -120,18 +168,23 @@ function reference(query: string, limit: number): { total: number; items: Search
   const placed = new Set<Doc>();
   const items: SearchHitBody[] = [];
   let total = 0;
+  // docs/API.md: prefix and typo matching take a one-word query's word, and of a longer query the
+  // words that matched nothing exactly.
+  const matchedTerms = new Set<string>();
   for (const tier of ['exact', 'prefix', 'fuzzy'] as const) {
     const tierDocs = new Map<Doc, [number, Set<string>]>();
-    for (const term of terms) {
-      for (const [doc, [score, fields]] of termMatches(term, tier)) {
-        if (placed.has(doc)) continue;
-        const had = tierDocs.get(doc);
-        if (had) {
-          had[0] += score;
-          fields.forEach((f) => had[1].add(f));
-        } else tierDocs.set(doc, [score, new Set(fields)]);
+    if (tier === 'exact') for (const [doc, match] of exactMatches(terms, query, matchedTerms)) tierDocs.set(doc, match);
+    else
+      for (const term of terms.length === 1 ? terms : terms.filter((t) => !matchedTerms.has(t))) {
+        for (const [doc, [score, fields]] of termMatches(term, tier)) {
+          if (placed.has(doc)) continue;
+          const had = tierDocs.get(doc);
+          if (had) {
+            had[0] += score;
+            fields.forEach((f) => had[1].add(f));
+          } else tierDocs.set(doc, [score, new Set(fields)]);
+        }
       }
-    }
     const ranked = [...tierDocs].sort(([a, [sa]], [b, [sb]]) => sb - sa || (a.id < b.id ? -1 : 1));
     for (const [doc, [score, fields]] of ranked.slice(0, limit - items.length)) {
       const id = doc.id.slice(2);
@@ -188,22 +241,60 @@ describe('search against a brute-force reference (demo release)', () => {
         `${g.symbol} ${pick(genes).symbol.slice(0, 3)}`,
       );
     }
+    // Full names and their words: whole, a word, two neighbouring words, hyphens as spaces, words out
+    // of order, a word and the start of the next, a symbol and a word.
+    const names = new Rng(37);
+    const pickName = <T>(items: T[]) => items[Math.floor(names.next() * items.length)];
+    const named = genes.filter((g) => g.name !== null);
+    queries.push(
+      'mitogen-activated protein kinase 1',
+      'mitogen activated protein kinase 1',
+      'Mitogen-Activated',
+      'proline rich 5',
+      'proline rich',
+      'rich proline',
+      'kinase',
+      'protein 1',
+      'LIF',
+      'sec14',
+      'MAPK1 kinase',
+      'ERK2 mitogen-foo',
+      'proline ric',
+      'MPAK1 kinase',
+    );
+    for (let k = 0; k < 40; k++) {
+      const g = pickName(named);
+      const words = g.nameWords;
+      const at = Math.floor(names.next() * words.length);
+      queries.push(
+        g.name!,
+        words[at],
+        words.slice(at, at + 2).join(' '),
+        g.name!.replace(/-/g, ' '),
+        [...words].reverse().join(' '),
+        `${words[0]} ${(words[1] ?? '').slice(0, 3)}`,
+        `${pickName(genes).symbol} ${words[at]}`,
+      );
+    }
     // A prefix matching more terms than fit in PREFIX_SHARD_LIMIT shards is cut short by design.
     const termCount = (q: string) =>
       docs.reduce((n, d) => n + d.terms.filter(([t]) => t.startsWith(q.toLowerCase())).length, 0);
     const compared = queries.filter((q) => q.split(/\s+/).every((t) => termCount(t) <= 2048));
-    expect(compared.length).toBeGreaterThan(400);
+    expect(compared.length).toBeGreaterThan(600);
     let withFuzzy = 0;
     let withManyPrefixes = 0;
+    let withNames = 0;
     for (const q of compared) {
       const limit = q.length % 2 ? 25 : 10;
       const got = await search(data, q, limit);
       expect(got, q).toEqual(reference(q, limit));
       if (got.items.some((h) => h.match === 'fuzzy')) withFuzzy++;
       if (got.total > 100) withManyPrefixes++;
+      if (got.items.some((h) => h.matched_field === 'name')) withNames++;
     }
-    // The sample exercises every tier, and prefixes with more matches than a page.
+    // The sample exercises every tier, prefixes with more matches than a page, and full names.
     expect(withFuzzy).toBeGreaterThan(20);
     expect(withManyPrefixes).toBeGreaterThan(20);
+    expect(withNames).toBeGreaterThan(150);
   }, 120_000);
 });

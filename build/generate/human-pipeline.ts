@@ -5,7 +5,8 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../paths.js';
-import { generateHumanInputs } from './human.js';
+import { GENE_INFO_FILE, HUMAN_GENERATOR, generateHumanInputs } from './human.js';
+import { importGeneInfo } from '../import/gene-info.js';
 import { importCore, loadCoreConfig } from '../import/core.js';
 import { importTrack } from '../import/tracks.js';
 import { TRACKS } from '../release-db/schema.js';
@@ -89,6 +90,14 @@ export async function runHumanStage(stage: HumanStage, opts: HumanRunOptions): P
           generated: true,
         });
       }
+      const names = await importGeneInfo(db, {
+        file: join(paths.inputs, GENE_INFO_FILE),
+        source: HUMAN_GENERATOR,
+        version: `seed ${opts.seed}`,
+        description: "Synthetic full names: real chr22 genes' names with their numbers drawn anew; not real data.",
+        generated: true,
+      });
+      counts.gene_info = names.genes;
     });
     counts.core_seconds = round(coreSeconds);
   } else {

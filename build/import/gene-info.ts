@@ -127,7 +127,15 @@ export interface GeneInfoSummary {
 /** Replaces the release's gene info with the file's (one transaction, with the track source). */
 export async function importGeneInfo(
   db: Db,
-  input: { file: string; source: string; version?: string; description?: string; allowEmpty?: boolean },
+  input: {
+    file: string;
+    source: string;
+    version?: string;
+    description?: string;
+    allowEmpty?: boolean;
+    /** Made by a generator (the synthetic human-scale release's names), not read from a real source. */
+    generated?: boolean;
+  },
 ): Promise<GeneInfoSummary> {
   const { format, rows } = await readGeneInfo(input.file);
   // It replaces what the release had: an empty file would clear it, more often by mistake than not.
@@ -178,11 +186,12 @@ export async function importGeneInfo(
       );
     }
     db.prepare(
-      'INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, 0, ?, ?, ?, ?)',
+      'INSERT INTO track_sources (track, source, version, generated, description, input_file, input_sha256, records) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ).run(
       'gene_info',
       input.source,
       input.version ?? null,
+      input.generated ? 1 : 0,
       input.description ?? null,
       basename(input.file),
       sha,

@@ -1,4 +1,5 @@
-// The search index over gene symbols, gene ids, transcript ids and names, split into term shards
+// The search index over gene symbols, gene ids, transcript ids and names, and the words of genes'
+// full names, split into term shards
 // (sorted term lists) and typo shards (MiniSearch indexes of gene symbols) as contract/search.ts
 // describes. Documents, postings and typo keys go to scratch tables as the release is read; each
 // shard is then written from them in order, so no more than one shard is ever in memory.
@@ -7,8 +8,10 @@ import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
 import {
   SEARCH_FIELDS,
   TERMS_PER_SHARD,
+  TERM_SHARD_BYTES,
   TYPO_KEYS_PER_SHARD,
   allowedEdits,
+  nameWords,
   searchTerms,
   typoIndexOptions,
   typoKeys,
@@ -26,12 +29,12 @@ import type { TreeWriter } from './tree-writer.js';
 function* searchDocuments(db: Db): Iterable<SearchDocument> {
   const genes = db
     .prepare(
-      `SELECT g.gene_id, g.gene_id_versioned, g.symbol, coalesce(i.synonyms, '[]')
+      `SELECT g.gene_id, g.gene_id_versioned, g.symbol, coalesce(i.synonyms, '[]'), i.name
        FROM genes g LEFT JOIN gene_info i USING (gene_id) ORDER BY gene_id`,
     )
     .raw()
-    .iterate() as Iterable<[string, string | null, string, string]>;
-  for (const [geneId, versioned, symbol, synonymsText] of genes) {
+    .iterate() as Iterable<[string, string | null, string, string, string | null]>;
+  for (const [geneId, versioned, symbol, synonymsText, fullName] of genes) {
     const synonyms = JSON.parse(synonymsText) as string[];
     yield {
       id: `g:${geneId}`,
@@ -43,8 +46,9 @@ function* searchDocuments(db: Db): Iterable<SearchDocument> {
       transcript_id_unversioned: null,
       transcript_name: null,
       gene_symbol: symbol,
-      name: null,
+      shown_name: fullName,
       synonyms: synonyms.length ? synonyms.join(' ') : null,
+      name: fullName,
     };
   }
   const isoforms = db
@@ -65,8 +69,9 @@ function* searchDocuments(db: Db): Iterable<SearchDocument> {
       transcript_id_unversioned: unversioned,
       transcript_name: name,
       gene_symbol: geneSymbol,
-      name,
+      shown_name: name,
       synonyms: null,
+      name: null,
     };
 }
 
@@ -80,21 +85,24 @@ function spillDocuments(db: Db, scratch: Scratch): number {
   scratch.db.exec(`
     CREATE TABLE search_docs (n INTEGER PRIMARY KEY, id TEXT NOT NULL, gene_symbol TEXT NOT NULL, name TEXT);
     CREATE TABLE search_postings (term BLOB NOT NULL, doc INTEGER NOT NULL, field INTEGER NOT NULL);
-    CREATE TABLE search_typo (bucket INTEGER NOT NULL, n INTEGER NOT NULL, id TEXT NOT NULL, symbol TEXT NOT NULL);
+    CREATE TABLE search_typo (bucket INTEGER NOT NULL, n INTEGER NOT NULL, id TEXT NOT NULL, symbol TEXT NOT NULL, name TEXT);
   `);
   const docs = scratch.spill('INSERT INTO search_docs (n, id, gene_symbol, name) VALUES (?, ?, ?, ?)');
   const postings = scratch.spill('INSERT INTO search_postings (term, doc, field) VALUES (?, ?, ?)');
-  const typo = scratch.spill('INSERT INTO search_typo (bucket, n, id, symbol) VALUES (?, ?, ?, ?)');
+  const typo = scratch.spill('INSERT INTO search_typo (bucket, n, id, symbol, name) VALUES (?, ?, ?, ?, ?)');
   let n = 0;
   for (const doc of searchDocuments(db)) {
-    docs.add(n, doc.id, doc.gene_symbol, doc.name);
+    docs.add(n, doc.id, doc.gene_symbol, doc.shown_name);
     SEARCH_FIELDS.forEach((field, f) => {
       const value = doc[field];
-      if (value !== null) for (const term of searchTerms(value)) postings.add(termKey(term), n, f);
+      if (value === null) return;
+      // A full name is indexed by its words, each once ("proline rich 5" has three; "5" is one).
+      const terms = field === 'name' ? new Set(nameWords(value)) : searchTerms(value);
+      for (const term of terms) postings.add(termKey(term), n, f);
     });
     // Typo shards: each gene symbol long enough for typos, under its head key and its tail key.
     if (doc.type === 'gene' && doc.symbol !== null && allowedEdits(doc.symbol.toLowerCase()) > 0)
-      for (const key of typoKeys(doc.symbol.toLowerCase())) typo.add(bucketOf(key), n, doc.id, doc.symbol);
+      for (const key of typoKeys(doc.symbol.toLowerCase())) typo.add(bucketOf(key), n, doc.id, doc.symbol, doc.name);
     n += 1;
   }
   for (const spill of [docs, postings, typo]) spill.flush();
@@ -114,25 +122,32 @@ async function writeTermShards(w: TreeWriter, scratch: Scratch, directory: Searc
   let local = new Map<number, number>();
   let list: number[] = [];
   let last: Buffer | null = null;
+  // About the shard's JSON size: a cut needs no exact figure.
+  let bytes = 0;
   const write = async () => {
     await w.json(treePaths.searchTerms(directory.terms.length), body);
     directory.terms.push({ from: body.terms[0], terms: body.terms.length });
     body = { docs: [], terms: [], postings: [] };
     local = new Map();
+    bytes = 0;
   };
   for (const [key, doc, field, id, geneSymbol, name] of rows) {
     if (last === null || !key.equals(last)) {
-      if (body.terms.length === TERMS_PER_SHARD) await write();
+      if (body.terms.length === TERMS_PER_SHARD || bytes >= TERM_SHARD_BYTES) await write();
       last = key;
-      body.terms.push(termOf(Buffer.from(key)));
+      const term = termOf(Buffer.from(key));
+      body.terms.push(term);
       body.postings.push((list = []));
+      bytes += term.length + 6;
     }
     let d = local.get(doc);
     if (d === undefined) {
       local.set(doc, (d = body.docs.length));
       body.docs.push([id, geneSymbol, name, doc] satisfies TermDoc);
+      bytes += id.length + geneSymbol.length + (name?.length ?? 4) + 20;
     }
     list.push(d, field);
+    bytes += 8;
   }
   if (body.terms.length) await write();
 }
@@ -142,9 +157,9 @@ async function writeTypoShards(w: TreeWriter, scratch: Scratch): Promise<number>
   const symbols = scratch.db.prepare('SELECT count(DISTINCT n) FROM search_typo').pluck().get() as number;
   const count = shardCountFor(symbols * 2, TYPO_KEYS_PER_SHARD);
   const rows = scratch.db
-    .prepare('SELECT bucket & ? AS shard, n, id, symbol FROM search_typo ORDER BY shard, n')
+    .prepare('SELECT bucket & ? AS shard, n, id, symbol, name FROM search_typo ORDER BY shard, n')
     .raw()
-    .iterate(count - 1) as Iterable<[number, number, string, string]>;
+    .iterate(count - 1) as Iterable<[number, number, string, string, string | null]>;
   let shard = 0;
   let docs: TypoDocument[] = [];
   const write = async () => {
@@ -154,10 +169,10 @@ async function writeTypoShards(w: TreeWriter, scratch: Scratch): Promise<number>
     docs = [];
     shard += 1;
   };
-  for (const [s, n, id, symbol] of rows) {
+  for (const [s, n, id, symbol, name] of rows) {
     while (shard < s) await write();
     // A symbol whose head and tail keys share a shard is filed there once.
-    if (docs.at(-1)?.n !== n) docs.push({ id, symbol, n });
+    if (docs.at(-1)?.n !== n) docs.push({ id, symbol, name, n });
   }
   while (shard < count) await write();
   return count;

@@ -641,10 +641,19 @@ export const ReleaseList = Type.Object(
 export const SearchHit = Type.Object(
   {
     type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
-    id: Type.String(),
-    symbol: Type.String(),
-    name: Nullable(Type.String()),
-    matched_field: Type.String(),
+    id: Type.String({ description: "A gene's unversioned id or an isoform's transcript id" }),
+    symbol: Type.String({ description: "The gene's symbol (an isoform's: its gene's)" }),
+    name: Nullable(
+      Type.String({
+        description:
+          "A gene's full name, as its record has it (`Gene.name`; null where the record has none); an isoform's transcript name",
+        examples: ['mitogen-activated protein kinase 1', 'PRR5-201'],
+      }),
+    ),
+    matched_field: Type.String({
+      description:
+        'The most telling field the query matched: `symbol`, `gene_id`, `gene_id_versioned`, `transcript_name`, `transcript_id`, `transcript_id_unversioned`, `name` (words of a gene’s full name) or `synonyms`',
+    }),
     match: Type.Union([Type.Literal('exact'), Type.Literal('prefix'), Type.Literal('fuzzy')]),
     score: Type.Number(),
     link: Link,

@@ -2,8 +2,10 @@
 //
 // A human-scale release has about a million searchable terms: one index would not fit an edge
 // instance. The index is therefore split (the directory is in edge/index.json):
-//   term shards — every symbol, id and name, cut into ranges of about TERMS_PER_SHARD terms in term
-//                 order, stored as a sorted term list with each term's documents (TermShardBody). An
+//   term shards — every symbol, id and name, and every word of a gene's full name, cut into ranges of
+//                 about TERMS_PER_SHARD terms in term order (fewer where their documents would pass
+//                 TERM_SHARD_BYTES), stored as a sorted term list with each term's documents
+//                 (TermShardBody). An
 //                 exact or prefix match is a binary search in the shard(s) of the term's range. A
 //                 sorted list rather than a MiniSearch index: it parses several times faster (no radix
 //                 tree to rebuild on load) and a prefix is a contiguous run of it, so the edge ranks
@@ -18,8 +20,8 @@
 import type { Options } from 'minisearch';
 
 /** A searchable record, as the renderer gathers it. Indexed fields are null where they do not apply:
- * an isoform does not carry its gene's symbol or id, so a symbol query finds the gene itself rather
- * than every isoform of it; isoforms are found by their own ids and name. */
+ * an isoform does not carry its gene's symbol, id or full name, so a query finds the gene itself
+ * rather than every isoform of it; isoforms are found by their own ids and name. */
 export interface SearchDocument {
   /** `g:<gene_id>` or `i:<transcript_id>`. */
   id: string;
@@ -32,10 +34,13 @@ export interface SearchDocument {
   transcript_name: string | null;
   /** The gene's symbol (an isoform's gene), shown in hits. */
   gene_symbol: string;
-  /** The isoform's transcript name, shown in hits; null for a gene. */
-  name: string | null;
+  /** What hits show as `name`: a gene's full name (null without one), an isoform's transcript name. */
+  shown_name: string | null;
   /** A gene's other symbols, space-separated (one term each); null without. */
   synonyms: string | null;
+  /** A gene's full name ("mitogen-activated protein kinase 1"), indexed by its words (nameWords);
+   * null for an isoform and for a gene without one. */
+  name: string | null;
 }
 
 /** Indexed fields. The order is part of the index format (postings name a field by its index):
@@ -48,15 +53,25 @@ export const SEARCH_FIELDS = [
   'transcript_id_unversioned',
   'transcript_name',
   'synonyms',
+  'name',
 ] as const;
+
+/** What a word of a gene's full name scores: less than a whole symbol or id (TP53 finds TP53 before
+ * TRIAP1, "TP53 regulated inhibitor of apoptosis 1"), more than half, so two words of a name outrank
+ * one symbol (edge/search-engine.ts has the rest of the name ranking). */
+export const NAME_WORD_WEIGHT = 0.6;
 
 /** What a match through each field scores, as a share of a full match: a synonym (ERK2 for MAPK1)
  * ranks after the gene or isoform whose own symbol, id or name the query is. */
-export const FIELD_WEIGHTS: readonly number[] = SEARCH_FIELDS.map((f) => (f === 'synonyms' ? 0.5 : 1));
+export const FIELD_WEIGHTS: readonly number[] = SEARCH_FIELDS.map((f) =>
+  f === 'synonyms' ? 0.5 : f === 'name' ? NAME_WORD_WEIGHT : 1,
+);
 
 /** A document as a term shard lists it: [document id (`g:<gene_id>` or `i:<transcript_id>`), gene
- * symbol, transcript name or null, document number]. The number (0 … documents - 1, the same in every
- * shard) lets the edge tell documents apart with a bitset rather than a set of ids. */
+ * symbol, shown name (a gene's full name or null, an isoform's transcript name), document number].
+ * The number (0 … documents - 1, the same in every shard) lets the edge tell documents apart with a
+ * bitset rather than a set of ids; the name lets it rank full-name matches and show hits without
+ * reading the records. */
 export type TermDoc = [id: string, symbol: string, name: string | null, n: number];
 
 /** `edge/search/terms/{shard}.json`: a range of the release's terms in sorted order (code-unit order,
@@ -70,17 +85,22 @@ export interface TermShardBody {
   postings: number[][];
 }
 
-/** A document of a typo shard: a gene, indexed and stored by its symbol. */
+/** A document of a typo shard: a gene, indexed and stored by its symbol, stored with its full name. */
 export interface TypoDocument {
   /** `g:<gene_id>`. */
   id: string;
   symbol: string;
+  name: string | null;
   /** The document's number (TermDoc). */
   n: number;
 }
 
 /** Terms per term shard: a shard of this size loads (fetch + parse) in a few milliseconds. */
 export const TERMS_PER_SHARD = 2048;
+/** About the most bytes a term shard holds before it is cut (between terms, so a single word of
+ * thousands of full names, "protein", still has them all in one shard): a query loads a shard per
+ * word, and a word whose neighbours in term order are common words should not load them all. */
+export const TERM_SHARD_BYTES = 256 * 1024;
 /** A prefix query reads at most this many term shards (a one-letter prefix can span hundreds); its
  * matches then come from the first shards in term order. */
 export const PREFIX_SHARD_LIMIT = 3;
@@ -110,12 +130,19 @@ export function searchTerms(text: string): string[] {
   return tokenize(text).map(processTerm);
 }
 
+/** The words of a full name or of a query, as the name field indexes them: lower-cased runs of letters
+ * and digits, so "mitogen-activated" is two words and a query finds it written either way, and
+ * punctuation ("1/OR22-5 (pseudogene)") never sticks to a word. */
+export function nameWords(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
 /** Options of the typo shards' MiniSearch indexes: the renderer builds them and the edge loads them
  * with the very same ones (MiniSearch requires identical options on load). */
 export const typoIndexOptions: Options<TypoDocument> = {
   idField: 'id',
   fields: ['symbol'],
-  storeFields: ['symbol', 'n'],
+  storeFields: ['symbol', 'name', 'n'],
   // Symbols are single tokens (`Y_RNA`, `HLA-A`); whitespace separates query terms.
   tokenize,
   processTerm,

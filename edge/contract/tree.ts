@@ -79,9 +79,10 @@ export const treePaths = {
   manifestShard: (shard: number) => `manifest/${shardName(shard)}.json`,
 } as const;
 
-/** Format of edge/index.json and the edge data it describes: 3 since term shards are sorted term lists
- * (2 had MiniSearch term shards). An edge refuses any other. */
-export const EDGE_INDEX_FORMAT = 3;
+/** Format of edge/index.json and the edge data it describes: 4 since the search index has a name field
+ * (the words of genes' full names) and lists a gene with its full name (3 had neither; 2 had MiniSearch
+ * term shards). An edge refuses any other. */
+export const EDGE_INDEX_FORMAT = 4;
 /** Format of manifest.json and its shards; edge/contract/manifest.ts parses them. 3 since a published
  * shard may be a delta on earlier shard objects (readers still accept 2, whose shards are all full). */
 export const MANIFEST_FORMAT = 3;

@@ -655,7 +655,7 @@ export function contractSuite(front: 'server' | 'nginx'): void {
         type: 'gene',
         id: PRR5.id,
         symbol: 'PRR5',
-        name: null,
+        name: 'proline rich 5',
         matched_field: 'symbol',
         match: 'exact',
         score: expect.any(Number),
@@ -684,6 +684,20 @@ export function contractSuite(front: 'server' | 'nginx'): void {
       expect(gene.synonyms).toContain('ERK2');
       const own = await search('MAPK1');
       expect(own.items[0]).toMatchObject({ symbol: 'MAPK1', matched_field: 'symbol', score: 1 });
+    });
+
+    it('finds a gene first by its full name, either way hyphenated, and shows the name its record has', async () => {
+      const mapk1 = treeJson<GeneBody>(treePaths.gene('ENSG00000100030'));
+      expect(mapk1.name).toBe('mitogen-activated protein kinase 1');
+      for (const query of [mapk1.name!, 'mitogen activated protein kinase 1'])
+        expect((await search(query)).items[0], query).toMatchObject({
+          type: 'gene',
+          id: 'ENSG00000100030',
+          name: mapk1.name,
+          match: 'exact',
+          matched_field: 'name',
+        });
+      expect((await search('proline rich 5')).items[0]).toMatchObject({ id: PRR5.id, name: 'proline rich 5' });
     });
 
     it('ranks an exact id or name match first', async () => {
