@@ -9,7 +9,7 @@ import { REFUSED_TARGET_DETAIL, refusedTarget } from '../edge/contract/targets.j
 import { SERVER_LIMITS } from '../edge/adapters/server-limits.js';
 import { HEADER_LIMITS } from '../edge/contract/header-limits.js';
 import { filler } from './helpers/header-shapes.js';
-import { UNWRITTEN_TARGET } from '../edge/server/nginx-config.js';
+import { UNWRITTEN_TARGET, atMostPattern } from '../edge/server/nginx-config.js';
 import { frontRequests, type RunningFront } from './helpers/nginx-front.js';
 import { frontsOfSuite } from './helpers/nginx-suite.js';
 import { REFUSED, leaksSecret } from './helpers/targets.js';
@@ -61,6 +61,18 @@ function spellings(door: string): string[] {
 }
 const DOORS = ['/metrics', '/admission'];
 const SPELLINGS = [...DOORS, ...DOORS.flatMap((d) => spellings(d.slice(1)))];
+
+// The front counts and answers a request itself only when its head is short enough that it cannot
+// hold more fields than the CDN inspects; nginx compares lengths by this pattern (a map has no `<=`).
+describe('the short-head pattern', () => {
+  it('matches exactly the numbers from 0 to its bound', () => {
+    for (const most of [0, 9, 10, 99, 100, 101, 602, 8192]) {
+      const pattern = new RegExp(atMostPattern(most));
+      const wrong = Array.from({ length: 10_000 }, (_, n) => n).filter((n) => pattern.test(String(n)) !== n <= most);
+      expect(wrong, `at most ${most}`).toEqual([]);
+    }
+  });
+});
 
 describe('refused targets through the front and at the server', () => {
   let f: RunningFront;

@@ -44,6 +44,7 @@ import { FRONT_COUNTED_HEADER, FRONT_STATE_HEADER, frontCounting, frontCountingV
 import { resolveAccessConfig, type AccessConfig } from '../access/config.js';
 import { frontCountedFields } from '../access/control.js';
 import { clientKeyMap } from './nginx-client.js';
+import { HEADER_LIMITS } from '../contract/header-limits.js';
 
 export interface NginxConfigOptions {
   /** The rendered tree or mirror `isoatlas serve --dir` serves. */
@@ -239,6 +240,26 @@ function limitsOfEnvironment(): ServerLimits {
  * variables meant). */
 const quoted = (value: string) => `"${value}"`;
 /** A regular expression as an nginx quoted map key: nginx reads `\\` in a quoted string as `\`. */
+/** The longest request head (`$request_length` before a body: the request line and every field) nginx
+ * counts and answers itself. A field takes at least 3 bytes on the wire (a one-character name, a
+ * colon, a bare LF), so a head this short cannot hold more fields than the CDN inspects. */
+const SMALL_HEAD_BYTES = (HEADER_LIMITS.fields + 1) * 3 - 1;
+
+/** A regular expression matching the decimal numbers from 0 to `most`. */
+export function atMostPattern(most: number): string {
+  const digits = String(most);
+  const ways = digits.length > 1 ? [`[0-9]{1,${digits.length - 1}}`] : [];
+  for (let i = 0; i < digits.length; i++) {
+    const d = Number(digits[i]);
+    const low = i === 0 && digits.length > 1 ? 1 : 0;
+    const rest = digits.length - i - 1;
+    const range = d - 1 === low ? String(low) : `[${low}-${d - 1}]`;
+    if (d > low) ways.push(`${digits.slice(0, i)}${range}${rest > 0 ? `[0-9]{${rest}}` : ''}`);
+  }
+  ways.push(digits);
+  return `^(?:${ways.join('|')})$`;
+}
+
 const quotedRegex = (flag: '~' | '~*', source: string) => `"${flag}${source.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 
 const RETRY = { 'Retry-After': '5' };
@@ -498,16 +519,31 @@ function render(
   // per client and minute; /health is never counted. The server is told so and counts it no more.
   const frontCountingLines = (): string[] => {
     if (!counting || !countedAs) return [];
+    // A head too short to hold more fields than the CDN inspects (nginx cannot count fields): a
+    // longer one goes to the server's admission, which refuses it past the bounds as the CDN does.
+    const smallHead = [
+      'map $request_length $isoatlas_small_head {',
+      `    ${quotedRegex('~', atMostPattern(SMALL_HEAD_BYTES))} 1;`,
+      '    default "";',
+      '}',
+    ];
     const who =
       perMinute === null
-        ? ['map $http_authorization $isoatlas_front_counts {', '    "" 1;', '    default "";', '}']
+        ? [
+            ...smallHead,
+            'map "$http_authorization|$isoatlas_small_head" $isoatlas_front_counts {',
+            '    "|1" 1;',
+            '    default "";',
+            '}',
+          ]
         : [
+            ...smallHead,
             '# The client as the server counts it (edge/access/client-key.ts), or none: nginx does not count it.',
             'map $remote_addr $isoatlas_client {',
             ...clientKeyMap(counting.ipv6Prefix).map((l) => `    ${l}`),
             '}',
-            'map "$http_authorization|$isoatlas_client" $isoatlas_front_counts {',
-            `    ${quotedRegex('~', '^\\|.')} 1;`,
+            'map "$http_authorization|$isoatlas_small_head|$isoatlas_client" $isoatlas_front_counts {',
+            `    ${quotedRegex('~', '^\\|1\\|.')} 1;`,
             '    default "";',
             '}',
           ];
