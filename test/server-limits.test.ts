@@ -163,12 +163,14 @@ describe('isoatlas serve', () => {
         let slowGone = false;
         void slow.closed.then(() => (slowGone = true));
         await sleep(300);
-        for (let i = 0; i < 3; i++) {
-          const r = await fetch(`${server.api}/genes/PRR5`);
-          expect(r.status).toBe(200);
-          await r.arrayBuffer();
-          expect(slowGone).toBe(false);
-        }
+        // Asked at once, so that a loaded machine's slowness is paid once within the timeout, not thrice.
+        const statuses = await Promise.all(
+          Array.from({ length: 3 }, () =>
+            fetch(`${server.api}/genes/PRR5`).then(async (r) => (await r.arrayBuffer(), r.status)),
+          ),
+        );
+        expect(statuses).toEqual([200, 200, 200]);
+        expect(slowGone).toBe(false);
         const after = await slow.closed;
         expect(sent).toBeLessThan(head.length); // it was cut off, not finished
         expect(after).toBeGreaterThanOrEqual(LIMITS.headersTimeoutMs - 50);
