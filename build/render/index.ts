@@ -38,6 +38,10 @@ export interface BuildSummary {
  * files in flight) is a small fraction of the build's memory. */
 const GENES_PER_BATCH = 256;
 const ISOFORMS_PER_BATCH = 1024;
+/** Page cache (KiB) of the release while the keyed files are rendered. */
+const RELEASE_CACHE_KIB = 4096;
+/** Page cache (KiB) of a database read or written only in order: enough for the pages in use. */
+const APPEND_CACHE_KIB = 1024;
 
 /** The renderer of one keyed file route: writes a row's file (a `pages` list, one per page), named by
  * the row's canonical id. */
@@ -109,25 +113,34 @@ export async function renderTree(
   const staging = `${out}.partial-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
   const db = openReleaseDb(dbPath);
-  // The release is read in key order, a batch at a time; a page cache of this size holds the index
-  // pages those reads revisit, and sorts beyond it spill to temporary files. No mmap: mapped pages of
-  // a release file of several GB would count in the build's resident memory as they are touched.
-  db.pragma('cache_size = -16384');
+  // The release is read in key order, a batch at a time, so a small page cache holds the pages
+  // those reads revisit (a larger one spares few reads: BENCHMARKS.md), and sorts beyond it spill to
+  // temporary files. No mmap: mapped pages of a release file of several GB would count in the
+  // build's resident memory as they are touched.
+  db.pragma(`cache_size = -${RELEASE_CACHE_KIB}`);
   db.pragma('mmap_size = 0');
   db.pragma('temp_store = FILE');
+  // The read lock taken once and held: each of the render's statements (several per isoform) would
+  // otherwise lock and unlock the file and check it for a journal and a change. An import never
+  // writes this file (it replaces it by a rename), so holding the lock keeps no one waiting.
+  db.pragma('locking_mode = EXCLUSIVE');
   let manifestScratch: Scratch | undefined;
   let tableScratch: Scratch | undefined;
+  let w: TreeWriter | undefined;
   try {
     // Two scratch files beside the output: a table being read (an alias table, say) while the files
     // it renders are recorded must not be the connection that records them.
     mkdirSync(dirname(out), { recursive: true });
-    manifestScratch = new Scratch(`${out}.manifest-${process.pid}.sqlite`);
+    // The manifest's rows are only appended until the end, so its cache is small till then.
+    manifestScratch = new Scratch(`${out}.manifest-${process.pid}.sqlite`, APPEND_CACHE_KIB);
     tableScratch = new Scratch(`${out}.tables-${process.pid}.sqlite`);
     const spill = new ManifestSpill(manifestScratch);
     const edgeFiles: [string, string][] = [];
-    const w = new TreeWriter(staging, undefined, (e) => {
-      spill.add(e);
-      if (e.path.startsWith('edge/')) edgeFiles.push([e.path, e.sha256]);
+    w = new TreeWriter(staging, {
+      record(e) {
+        spill.add(e);
+        if (e.path.startsWith('edge/')) edgeFiles.push([e.path, e.sha256]);
+      },
     });
     const count = (sql: string) => db.prepare(sql).pluck().get() as number;
     const counts = {
@@ -138,6 +151,9 @@ export async function renderTree(
     const aliasShards = gatherAliases(db, tableScratch);
     const release = await renderRelease(db, w);
     await renderKeyedFiles(db, w, counts, opts);
+    // What is read after the keyed files is read once, in key order: the cache that served the
+    // batches' revisits goes back, and the scratch tables' sorts have that memory instead.
+    db.pragma(`cache_size = -${APPEND_CACHE_KIB}`);
     const structures = await renderStructures(db, w, tableScratch);
     const aliases = await renderAliases(w, tableScratch, aliasShards);
     const search = await renderSearchIndex(w, db, tableScratch);
@@ -153,6 +169,7 @@ export async function renderTree(
     await renderOpenApi(w, release, db);
     await renderDocs(w);
     await w.flush();
+    await w.close();
     tableScratch.close();
     const manifest = await writeManifestFrom(staging, release.release, spill);
     manifestScratch.close();
@@ -174,6 +191,8 @@ export async function renderTree(
       structures: structures.entries,
     };
   } catch (err) {
+    // The writer stops first: a batch it still held must not land after the staging tree is gone.
+    await w?.close();
     rmSync(staging, { recursive: true, force: true });
     throw err;
   } finally {

@@ -26,6 +26,7 @@ export class ManifestSpill implements ManifestSource {
 
   *byShard(count: number): Iterable<[number, ManifestEntry]> {
     this.rows.flush();
+    this.scratch.sorting();
     const rows = this.scratch.db
       .prepare('SELECT bucket & ? AS shard, path, size, sha256, content_type FROM manifest ORDER BY shard')
       .raw()

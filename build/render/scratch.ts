@@ -14,10 +14,18 @@ export const bucketOf = (key: string) => fnv1a(key) & (MAX_SHARDS - 1);
 /** Rows added per transaction: a commit per row would dominate the spill's cost. */
 const ROWS_PER_COMMIT = 4096;
 
+/** Page cache of a scratch file (KiB): what an ORDER BY sorts in memory before it spills a run. */
+const SORT_CACHE_KIB = 4096;
+
 export class Scratch {
   readonly db: Database.Database;
 
-  constructor(readonly path: string) {
+  /** `cacheKib`: the page cache while rows are only appended, which touches the last pages alone
+   * (a sort raises it: sorting()). */
+  constructor(
+    readonly path: string,
+    cacheKib = SORT_CACHE_KIB,
+  ) {
     rmSync(path, { force: true });
     this.db = new Database(path);
     // Thrown away after the build: no journal, no syncs.
@@ -26,9 +34,16 @@ export class Scratch {
     // An ORDER BY keeps in memory about the page cache's size and merges the rest from temporary
     // files; with temp_store = MEMORY it would keep everything.
     this.db.pragma('temp_store = FILE');
-    this.db.pragma('cache_size = -8192');
+    this.db.pragma(`cache_size = -${cacheKib}`);
     // Mapped pages of this file would count in the process's resident memory.
     this.db.pragma('mmap_size = 0');
+    // Its one connection holds the file's lock: no statement takes it again or checks for changes.
+    this.db.pragma('locking_mode = EXCLUSIVE');
+  }
+
+  /** Gives the sorts that follow the page cache they sort in. */
+  sorting(): void {
+    this.db.pragma(`cache_size = -${SORT_CACHE_KIB}`);
   }
 
   /** An insert statement whose rows are committed in batches; flush() before reading the table. */

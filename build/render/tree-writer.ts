@@ -1,35 +1,26 @@
-// Writes the rendered tree and records every file for the manifest. Writes are asynchronous with a
-// bound on how many are in flight, so large releases neither serialize on disk latency nor open
-// thousands of files at once. Each file's manifest entry goes to `record`: by default the `entries`
-// array, for a large tree a spill (manifest-spill.ts).
+// Writes the rendered tree and records every file for the manifest. Files go to disk in batches
+// through a worker thread (file-batches.ts), so the render goes on while they are written and a
+// file costs no round trips of its own. Each file's manifest entry goes to `record`: by default the
+// `entries` array, for a large tree a spill (manifest-spill.ts).
 import { createHash } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { contentTypeOf, SAFE_ID, type ManifestEntry } from '../../edge/contract/tree.js';
+import { FileBatches } from './file-batches.js';
 
 export type { ManifestEntry };
-
-/** Directories remembered as made: files are written in key order, so the recent ones are the ones
- * written to again; forgetting older ones costs a mkdir, remembering all grows with the tree. */
-const REMEMBERED_DIRS = 4096;
 
 export class TreeWriter {
   readonly entries: ManifestEntry[] = [];
   private readonly record: (entry: ManifestEntry) => void;
-  private readonly inFlight = new Set<Promise<void>>();
-  private madeDirs = new Set<string>();
-  /** The first write that failed: the next json()/bytesAt() and flush() reject with it, so the
-   * render stops and cleans its staging directory instead of an unhandled rejection. */
-  private failure: Error | null = null;
+  private readonly out: FileBatches;
   files = 0;
   bytes = 0;
 
   constructor(
     readonly root: string,
-    private readonly concurrency = 64,
-    record?: (entry: ManifestEntry) => void,
+    opts: { record?: (entry: ManifestEntry) => void; batchBytes?: number } = {},
   ) {
-    this.record = record ?? ((entry) => this.entries.push(entry));
+    this.record = opts.record ?? ((entry) => this.entries.push(entry));
+    this.out = new FileBatches(root, opts.batchBytes);
   }
 
   /** Checks an identifier before it becomes part of a file name. */
@@ -39,39 +30,32 @@ export class TreeWriter {
     return id;
   }
 
-  async json(path: string, body: unknown): Promise<void> {
-    await this.bytesAt(path, Buffer.from(JSON.stringify(body), 'utf8'));
+  /** Writes `body` as JSON. A write that fails rejects this or a later call, and flush(), with an
+   * error naming its path. */
+  json(path: string, body: unknown): Promise<void> {
+    return this.put(path, JSON.stringify(body));
   }
 
-  async bytesAt(path: string, data: Buffer): Promise<void> {
-    if (this.failure) throw this.failure;
-    const sha256 = createHash('sha256').update(data).digest('hex');
-    this.record({ path, size: data.length, sha256, content_type: contentTypeOf(path) });
-    this.files += 1;
-    this.bytes += data.length;
-    while (this.inFlight.size >= this.concurrency) await Promise.race(this.inFlight);
-    const write = this.write(path, data)
-      .catch((err: NodeJS.ErrnoException) => {
-        this.failure ??= new Error(`cannot write ${path} into ${this.root}: ${err.code ?? err.message}`);
-      })
-      .finally(() => this.inFlight.delete(write));
-    this.inFlight.add(write);
+  bytesAt(path: string, data: Uint8Array): Promise<void> {
+    return this.put(path, data);
   }
 
-  private async write(path: string, data: Buffer) {
-    const full = join(this.root, path);
-    const dir = dirname(full);
-    if (!this.madeDirs.has(dir)) {
-      await mkdir(dir, { recursive: true });
-      if (this.madeDirs.size >= REMEMBERED_DIRS) this.madeDirs = new Set();
-      this.madeDirs.add(dir);
-    }
-    await writeFile(full, data);
+  private put(path: string, content: string | Uint8Array): Promise<void> {
+    return this.out.put(path, content, (data) => {
+      const sha256 = createHash('sha256').update(data).digest('hex');
+      this.record({ path, size: data.length, sha256, content_type: contentTypeOf(path) });
+      this.files += 1;
+      this.bytes += data.length;
+    });
   }
 
   /** Waits for every write; rejects with the first that failed. */
-  async flush(): Promise<void> {
-    await Promise.all(this.inFlight);
-    if (this.failure) throw this.failure;
+  flush(): Promise<void> {
+    return this.out.flush();
+  }
+
+  /** Stops writing: once this resolves nothing more reaches the tree (a failed render removes it). */
+  close(): Promise<void> {
+    return this.out.close();
   }
 }
