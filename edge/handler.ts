@@ -253,6 +253,10 @@ async function named(response: Response, release: Release): Promise<Response> {
   return response;
 }
 
+/** What releases opened only to look an id up in keep (edge/endpoints/id-history.ts): how many stay
+ * open, and each one's verified bodies (its edge index) and edge data (the alias shards asked). */
+const LOOKUP_MEMORY = { releases: 8, bodies: 1024 * 1024, data: 2 * 1024 * 1024 };
+
 /** The releases requests are answered from: the one tree, or a release of a store (the current one,
  * or one named). Each request is answered from one pinned release; the releases used lately are
  * kept open, so requests in flight finish on theirs. */
@@ -261,15 +265,16 @@ export function releasesOf(
 ): Releases {
   // Releases of a store share manifest shard objects (delta chains): one cache holds them for all.
   const shardObjects = new LoadingCache<IndexedShardObject>(16 * 1024 * 1024);
-  const open = (files: ReleaseFiles, publicPath: (path: string) => string): Release => {
+  const open = (files: ReleaseFiles, publicPath: (path: string) => string, memory?: typeof LOOKUP_MEMORY): Release => {
     // Every file, edge data included, is checked against the manifest before it is used.
     const verified = new VerifiedOrigin(files, {
       shardObjects,
-      bodyCacheBytes: options.bodyCacheBytes,
+      bodyCacheBytes: memory?.bodies ?? options.bodyCacheBytes,
       onFailure: options.onVerificationFailure,
       log: options.log,
     });
-    return { origin: verified, data: new ReleaseData(verified), publicPath, name: () => verified.releaseName() };
+    const data = new ReleaseData(verified, memory?.data);
+    return { origin: verified, data, publicPath, name: () => verified.releaseName() };
   };
   const source = options.origin;
   // A tree (or a server's one directory) holds one release: asked by its own name, or not named.
@@ -281,9 +286,10 @@ export function releasesOf(
   };
   if (!isVersioned(source)) {
     const tree = open(source, (path) => path);
-    return { get: (name) => onlyIf(tree, name), list: () => single(tree) };
+    return { get: (name) => onlyIf(tree, name), list: () => single(tree), lookup: (name) => onlyIf(tree, name) };
   }
   const byRelease = new Map<PinnedRelease, Release>();
+  const forLookup = new Map<PinnedRelease, Release>();
   const get = async (name?: string) => {
     const pinned = await source.pin(name);
     if (!pinned) return null;
@@ -295,8 +301,20 @@ export function releasesOf(
     }
     return onlyIf(release, name);
   };
+  const lookup = async (name: string) => {
+    const pinned = await source.pin(name);
+    if (!pinned) return null;
+    let release = byRelease.get(pinned) ?? forLookup.get(pinned);
+    if (!release) {
+      release = open(pinned.files, pinned.publicPath, LOOKUP_MEMORY);
+      forLookup.set(pinned, release);
+      if (forLookup.size > LOOKUP_MEMORY.releases) forLookup.delete(forLookup.keys().next().value!);
+    }
+    return onlyIf(release, name);
+  };
   return {
     get,
+    lookup,
     async list() {
       if (!source.list) return single((await get())!);
       const { current, releases } = await source.list();

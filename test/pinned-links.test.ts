@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { createHandler, type Handler } from '../edge/handler.js';
 import { LocalOrigin } from '../edge/origins/local.js';
 import type { Origin, PinnedRelease, VersionedOrigin } from '../edge/origin.js';
-import { createLambdaEdgeHandler, type CloudFrontRequestEvent } from '../edge/adapters/lambda-edge.js';
+import { createLambdaEdgeHandler } from '../edge/adapters/lambda-edge.js';
 import { withCompression } from '../edge/adapters/compress.js';
 import { keyGateCode, keyGateSettings } from '../edge/cloudfront/key-gate.js';
 import { CURRENT_RELEASE_ENTRY } from '../edge/cloudfront/kvs-layout.js';
@@ -20,7 +20,8 @@ import { DEFAULT_RELEASE_PARAM, RELEASE_HEADER, RELEASE_PARAM } from '../edge/co
 import { contentTypeOf, pinLink, treePaths } from '../edge/contract/tree.js';
 import { pinHeaders } from '../edge/pinning.js';
 import { writeManifest } from '../build/render/manifest.js';
-import { loadCloudFrontFunction, viewerRequest } from './helpers/cloudfront-function.js';
+import { loadCloudFrontFunction } from './helpers/cloudfront-function.js';
+import { throughCdn } from './helpers/cdn-request.js';
 import { readAliases, readManifest } from './helpers/tree.js';
 import { validate } from './helpers/schemas.js';
 import { withoutRelease } from './helpers/pinned.js';
@@ -265,36 +266,6 @@ describe('a pinned client', () => {
 });
 
 describe('the CDN and a server answer a viewer request alike', () => {
-  /** The request as CloudFront sends it on after the gate: the gate's query object as a query string. */
-  function originEvent(out: {
-    method: string;
-    uri: string;
-    querystring: Record<string, { value: string }>;
-    headers: Record<string, { value: string }>;
-  }): CloudFrontRequestEvent {
-    const querystring = Object.entries(out.querystring)
-      .map(([name, { value }]) => `${name}=${value}`)
-      .join('&');
-    const headers = Object.fromEntries(
-      Object.entries(out.headers).map(([name, { value }]) => [name, [{ key: name, value }]]),
-    );
-    const config = {
-      distributionDomainName: 'd111111abcdef8.cloudfront.net',
-      eventType: 'origin-request',
-      requestId: 'test',
-    };
-    return {
-      Records: [
-        {
-          cf: {
-            config,
-            request: { clientIp: '203.0.113.178', method: out.method, uri: out.uri, querystring, headers },
-          },
-        },
-      ],
-    };
-  }
-
   it('for pinned and unpinned requests alike: the gate names the current release without it reaching any link', async () => {
     const gate = loadCloudFrontFunction(keyGateCode(keyGateSettings(null)), new Map([[CURRENT_RELEASE_ENTRY, NEWER]]));
     const edge = createLambdaEdgeHandler(handler);
@@ -311,22 +282,13 @@ describe('the CDN and a server answer a viewer request alike', () => {
     );
     for (const target of targets) {
       const url = new URL(target, 'http://atlas.test');
-      const querystring = Object.fromEntries(
-        [...url.searchParams].map(([name, value]) => [name, { value: encodeURIComponent(value) }]),
-      );
-      const out = await gate.handler(viewerRequest({ uri: url.pathname, querystring }));
+      const { out, answer: cdn, header } = await throughCdn(gate, edge, target);
       expect(out.statusCode, target).toBeUndefined();
-      const cdn = (await edge(originEvent(out))) as {
-        status: string;
-        headers: Record<string, { value: string }[]>;
-        body?: string;
-      };
       const server = await get(target);
-      const header = (name: string) => cdn.headers[name]?.[0]?.value ?? null;
       expect(
         {
-          status: Number(cdn.status),
-          body: cdn.body ?? '',
+          status: Number(cdn!.status),
+          body: cdn!.body ?? '',
           etag: header('etag'),
           link: header('link'),
           release: header(RELEASE_HEADER.toLowerCase()),
@@ -342,7 +304,7 @@ describe('the CDN and a server answer a viewer request alike', () => {
       // The unpinned request was pinned for the cache key, to the current release, and its links still carry none.
       if (!url.searchParams.has(RELEASE_PARAM) && !url.searchParams.has(DEFAULT_RELEASE_PARAM)) {
         expect(out.querystring[DEFAULT_RELEASE_PARAM], target).toEqual({ value: NEWER });
-        expect(cdn.body, target).not.toContain(`${RELEASE_PARAM}=`);
+        expect(cdn!.body, target).not.toContain(`${RELEASE_PARAM}=`);
       }
     }
   });

@@ -94,7 +94,11 @@ const ERRORS: Record<
       'Keys required (arrangement B) and none sent, or a key sent that is malformed, unknown or revoked (either arrangement: an invalid key is never served as anonymous).',
     headers: { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') },
   },
-  404: { name: 'NotFound', description: 'No such gene, isoform, structure or endpoint in this release.' },
+  404: {
+    name: 'NotFound',
+    description:
+      'No such gene, isoform, structure or endpoint in this release. For a gene or isoform that an older kept release holds, the problem names it (`last_release`, `last_release_link`); for an Ensembl id asked with another version than the release has, the current one (`current_id`, `current_link`).',
+  },
   405: {
     name: 'MethodNotAllowed',
     description: 'Only GET, HEAD and OPTIONS are answered: the API is read-only.',

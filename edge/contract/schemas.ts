@@ -700,6 +700,32 @@ export const Problem = Type.Object(
         examples: ['/api/v1/release'],
       }),
     ),
+    last_release: Type.Optional(
+      Type.String({
+        description:
+          '404 for a gene or isoform: the newest kept release older than the one asked that holds it (GET /releases lists the kept ones)',
+        examples: ['2026.11-chr22'],
+      }),
+    ),
+    last_release_link: Type.Optional(
+      Type.String({
+        description: '404 for a gene or isoform: its record in `last_release`',
+        examples: ['/api/v1/isoforms/PB.1234.5?release=2026.11-chr22'],
+      }),
+    ),
+    current_id: Type.Optional(
+      Type.String({
+        description:
+          '404 for an Ensembl id asked with a version the release does not have: the version it has (a 404, not a redirect: another version is another record)',
+        examples: ['ENST00000400521.7'],
+      }),
+    ),
+    current_link: Type.Optional(
+      Type.String({
+        description: '404 for an Ensembl id asked with another version: the record of `current_id`',
+        examples: ['/api/v1/isoforms/ENST00000400521.7'],
+      }),
+    ),
     request_id: Type.Optional(
       Type.String({
         description: '500: the id the server logged the failure under; quote it when reporting the failure',

@@ -8,6 +8,7 @@ import type { QueryValues } from '../router.js';
 import { bodyResponse, problem } from '../responses.js';
 import { contentTypeOf, links, pinLink } from '../contract/tree.js';
 import type { ReleaseListBody } from '../contract/schemas.js';
+import { whereabouts, type IdKind } from './id-history.js';
 
 /** One release of the tree, as the routes read it. */
 export interface Release {
@@ -26,6 +27,9 @@ export interface Releases {
   /** The current release, or the named one; null when there is no such release. */
   get(release?: string): Promise<Release | null>;
   list(): Promise<ReleaseListBody>;
+  /** A kept release, opened to look an id up in (edge/endpoints/id-history.ts) apart from the releases
+   * requests are answered from, so that a walk through the history does not push those out. */
+  lookup(release: string): Promise<Release | null>;
 }
 
 export interface RouteRequest {
@@ -74,37 +78,52 @@ export async function fileAnswer(
   });
 }
 
+/** What a gene or isoform key in the path names: its canonical id, or the answer to send instead
+ * (404, 409), made only when it is sent: the nginx front's admission asks which file a request names
+ * without sending a miss's answer, and a 404 may look through older releases. */
+export type Resolved = string | { answer: () => Promise<Response> };
+
 /** The gene id a symbol or gene id names, or the answer to send instead: 404, or 409 with the
  * candidates when a symbol is shared by several genes. A 4xx, not 300 Multiple Choices: common clients
  * (requests' raise_for_status, httr2) pass a 3xx on as if it were the gene record. */
-export async function resolveGene(route: RouteRequest, key: string): Promise<string | Response> {
+export async function resolveGene(route: RouteRequest, key: string): Promise<Resolved> {
   const resolved = await route.release.data.gene(key);
-  if (resolved === null) return notFound(route, `no gene with symbol or id "${key}" in this release`, key);
+  if (resolved === null) return notFound(route, 'gene', `no gene with symbol or id "${key}" in this release`, key);
   if (Array.isArray(resolved)) {
-    return problem(route.request, {
-      status: 409,
-      detail: `symbol "${key}" names ${resolved.length} genes (listed in choices); ask for one of them by gene id`,
-      extra: { choices: resolved.map((id) => ({ gene_id: id, link: linkFor(route, links.gene(id)) })) },
-    });
+    const choices = resolved.map((id) => ({ gene_id: id, link: linkFor(route, links.gene(id)) }));
+    return {
+      answer: async () =>
+        problem(route.request, {
+          status: 409,
+          detail: `symbol "${key}" names ${resolved.length} genes (listed in choices); ask for one of them by gene id`,
+          extra: { choices },
+        }),
+    };
   }
   return resolved;
 }
 
 /** The transcript id a transcript id (with or without version) or transcript name names, or the 404
  * to send instead. */
-export async function resolveIsoform(route: RouteRequest, key: string): Promise<string | Response> {
+export async function resolveIsoform(route: RouteRequest, key: string): Promise<Resolved> {
   const resolved = await route.release.data.isoform(key);
-  return resolved ?? notFound(route, `no isoform with transcript id or name "${key}" in this release`, key);
+  return resolved ?? notFound(route, 'isoform', `no isoform with transcript id or name "${key}" in this release`, key);
 }
 
-/** A 404 for a gene or isoform that points on: search finds synonyms, prefixes and typos, and the
- * release metadata says what the release covers (the demo covers one chromosome). */
-function notFound(route: RouteRequest, what: string, key: string): Response {
-  const search = linkFor(route, `${links.search()}?query=${encodeURIComponent(key)}`);
-  const release = linkFor(route, links.release());
-  return problem(route.request, {
-    status: 404,
-    detail: `${what}. Search for it (other symbols, prefixes and typos): ${search}; what this release covers: ${release} (coverage).`,
-    extra: { search, release },
-  });
+/** A 404 for a gene or isoform that points on: to its current version or the last kept release that
+ * holds it (id-history.ts), to search, which finds synonyms, prefixes and typos, and to the release
+ * metadata, which says what the release covers (the demo covers one chromosome). */
+function notFound(route: RouteRequest, kind: IdKind, what: string, key: string): Resolved {
+  return {
+    async answer() {
+      const went = await whereabouts(route, kind, key, (link) => linkFor(route, link));
+      const search = linkFor(route, `${links.search()}?query=${encodeURIComponent(key)}`);
+      const release = linkFor(route, links.release());
+      return problem(route.request, {
+        status: 404,
+        detail: `${what}.${went.detail} Search for it (other symbols, prefixes and typos): ${search}; what this release covers: ${release} (coverage).`,
+        extra: { ...went.members, search, release },
+      });
+    },
+  };
 }

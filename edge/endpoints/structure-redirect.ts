@@ -13,7 +13,7 @@ const MMCIF_TYPE = 'chemical/x-mmcif';
 
 export const structure: RouteHandler = async (route) => {
   const id = await resolveIsoform(route, route.params.transcript_id);
-  if (typeof id !== 'string') return id;
+  if (typeof id !== 'string') return id.answer();
   const entry = await route.release.data.structure(id);
   if (!entry)
     return problem(route.request, { status: 404, detail: `isoform ${id} has no predicted structure in this release` });

@@ -13,6 +13,7 @@ import {
   resolveGene,
   resolveIsoform,
   type Release,
+  type Resolved,
   type RouteHandler,
   type RouteRequest,
 } from './route-request.js';
@@ -59,7 +60,7 @@ export function treeFileOf(route: Route): (request: RouteRequest) => Promise<Tre
   const choose = window === 'pages' ? pageChoice : window === 'prefix' ? prefixChoice : wholeChoice;
   return async (request) => {
     const id = await resolve(route, request);
-    return typeof id === 'string' ? choose(route, request, id) : { answer: async () => id };
+    return typeof id === 'string' ? choose(route, request, id) : id;
   };
 }
 
@@ -73,7 +74,7 @@ export function treeFileEndpoint(route: Route): RouteHandler {
 }
 
 /** The canonical id the route's one path parameter names, or the answer to send instead (404, 409). */
-function resolve(route: KeyedRoute, request: RouteRequest): Promise<string | Response> {
+function resolve(route: KeyedRoute, request: RouteRequest): Promise<Resolved> {
   const key = request.params[route.pathParams[0].name];
   return route.file.per === 'gene' ? resolveGene(request, key) : resolveIsoform(request, key);
 }

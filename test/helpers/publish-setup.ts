@@ -22,6 +22,7 @@ import { S3RawOrigin } from '../../edge/origins/s3.js';
 import type { startS3rver, S3rverProcess } from './s3rver.js';
 import { literally, readManifest, rewriteTree } from './tree.js';
 import { fixtureGenes } from './fixture-release.js';
+import { dropRecords } from './release-edit.js';
 
 /** The first release these tests publish: the fixture's, cut down. */
 export const RELEASE1 = fixtureGenes().release;
@@ -81,16 +82,9 @@ async function smallRelease(): Promise<string> {
       UNION SELECT gene_id FROM (SELECT gene_id FROM genes WHERE gene_id NOT IN (${changed}) ORDER BY gene_id LIMIT 1)
       UNION SELECT gene_id FROM (
         SELECT i.gene_id FROM structures s JOIN isoforms i USING (transcript_id)
-        ORDER BY i.gene_id IN (${changed}) DESC, s.transcript_id LIMIT 1);
-    CREATE TEMP TABLE gone AS SELECT transcript_id FROM isoforms WHERE gene_id NOT IN (SELECT gene_id FROM keep);
-    DELETE FROM domains WHERE transcript_id IN (SELECT transcript_id FROM gone);
-    DELETE FROM neoantigens WHERE transcript_id IN (SELECT transcript_id FROM gone);
-    DELETE FROM ptm_sites WHERE transcript_id IN (SELECT transcript_id FROM gone);
-    DELETE FROM structures WHERE transcript_id IN (SELECT transcript_id FROM gone);
-    UPDATE genes SET canonical_transcript_id = NULL WHERE gene_id NOT IN (SELECT gene_id FROM keep);
-    DELETE FROM isoforms WHERE transcript_id IN (SELECT transcript_id FROM gone);
-    DELETE FROM gene_info WHERE gene_id NOT IN (SELECT gene_id FROM keep);
-    DELETE FROM genes WHERE gene_id NOT IN (SELECT gene_id FROM keep);`);
+        ORDER BY i.gene_id IN (${changed}) DESC, s.transcript_id LIMIT 1);`);
+  const others = d.prepare('SELECT gene_id FROM genes WHERE gene_id NOT IN (SELECT gene_id FROM keep)').pluck();
+  dropRecords(d, { genes: others.all() as string[] });
   d.close();
   await renderTree(db, join(dir, 'small'), { progress: false });
   return join(dir, 'small');
