@@ -26,6 +26,7 @@ import { clip } from './access/redaction.js';
 import { consoleLog, errorFields, type HandlerLog } from './handler-log.js';
 import { routeHandlers } from './endpoints/bindings.js';
 import type { Release, Releases } from './endpoints/route-request.js';
+import { HISTORY_DEPTH } from './endpoints/id-history.js';
 import type { ReleaseListBody } from './contract/schemas.js';
 import { RELEASE_HEADER } from './contract/routes.js';
 import { askedRelease, pinnedAnswer } from './pinning.js';
@@ -255,7 +256,7 @@ async function named(response: Response, release: Release): Promise<Response> {
 
 /** What releases opened only to look an id up in keep (edge/endpoints/id-history.ts): how many stay
  * open, and each one's verified bodies (its edge index) and edge data (the alias shards asked). */
-const LOOKUP_MEMORY = { releases: 8, bodies: 1024 * 1024, data: 2 * 1024 * 1024 };
+const LOOKUP_MEMORY = { releases: HISTORY_DEPTH, bodies: 1024 * 1024, data: 2 * 1024 * 1024 };
 
 /** The releases requests are answered from: the one tree, or a release of a store (the current one,
  * or one named). Each request is answered from one pinned release; the releases used lately are

@@ -27,6 +27,8 @@ import { linkTo } from '../edge/contract/tree.js';
 import { loadCloudFrontFunction } from './helpers/cloudfront-function.js';
 import { throughCdn } from './helpers/cdn-request.js';
 import { dropRecords } from './helpers/release-edit.js';
+import { HISTORY_DEPTH, lastRelease } from '../edge/endpoints/id-history.js';
+import type { RouteRequest } from '../edge/endpoints/route-request.js';
 import { releaseOf } from './helpers/tree.js';
 import { validate } from './helpers/schemas.js';
 import { startServer, type RunningServer } from './helpers/server.js';
@@ -285,5 +287,33 @@ describe('what is not named', () => {
     const r = await get(tree, `/api/v1/isoforms/${isoform.id}`);
     expect(r.status).toBe(404);
     expect(Object.keys(r.body).sort()).toEqual(['detail', 'instance', 'release', 'search', 'status', 'title', 'type']);
+  });
+});
+
+describe('how far back a 404 looks', () => {
+  // A store keeping many releases: the id is only in the oldest. The walk reads no more than
+  // HISTORY_DEPTH releases before the one asked, whatever the store keeps.
+  const store = (kept: number, holder: number) => {
+    const names = Array.from({ length: kept }, (_, i) => `r${i}`);
+    const looked: string[] = [];
+    const route = {
+      release: { name: async () => names.at(-1)! },
+      releases: {
+        list: async () => ({ releases: names.map((release) => ({ release })) }),
+        lookup: async (name: string) => {
+          looked.push(name);
+          return { data: { isoform: async () => (name === `r${holder}` ? 'PB.1.1' : null) } };
+        },
+      },
+    } as unknown as RouteRequest;
+    return { route, looked };
+  };
+
+  it(`looks in at most the ${HISTORY_DEPTH} kept releases before the one asked, newest first`, async () => {
+    const far = store(HISTORY_DEPTH + 4, 0);
+    expect(await lastRelease(far.route, 'isoform', 'PB.1.1')).toBeNull();
+    expect(far.looked).toEqual(Array.from({ length: HISTORY_DEPTH }, (_, i) => `r${HISTORY_DEPTH + 2 - i}`));
+    const near = store(HISTORY_DEPTH + 4, 3);
+    expect(await lastRelease(near.route, 'isoform', 'PB.1.1')).toMatchObject({ release: 'r3' });
   });
 });

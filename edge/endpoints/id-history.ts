@@ -71,9 +71,15 @@ async function currentVersion(
     : { id: versioned, link: links.gene(gene) };
 }
 
-/** The newest kept release older than the one asked whose alias map knows the key, and the link to
- * what it names there (a symbol several genes shared then: the link answers with the choices). */
-async function lastRelease(
+/** How many kept releases before the one asked a 404 looks in: a bound on what one request for an id
+ * that never existed (a typo) costs, however many releases a store keeps; as many as stay open for
+ * lookups (edge/handler.ts), so one walk never reopens a release it opened. */
+export const HISTORY_DEPTH = 8;
+
+/** The newest kept release older than the one asked, among the HISTORY_DEPTH before it, whose alias
+ * map knows the key, and the link to what it names there (a symbol several genes shared then: the
+ * link answers with the choices). */
+export async function lastRelease(
   route: RouteRequest,
   kind: IdKind,
   key: string,
@@ -81,7 +87,7 @@ async function lastRelease(
   const asked = await route.release.name();
   const { releases } = await route.releases.list();
   const at = releases.findIndex((r) => r.release === asked);
-  for (let i = at - 1; i >= 0; i--) {
+  for (let i = at - 1; i >= Math.max(0, at - HISTORY_DEPTH); i--) {
     const name = releases[i].release;
     const older = await route.releases.lookup(name);
     if (!older) continue;
