@@ -3,7 +3,7 @@
 // list the same sha256 for a shard hold the same files there, and only the shards listed differently
 // are read and compared, path by path. What that costs grows with the change, not the release (a
 // publish lists an unchanged shard again: build/publish/manifest-encoding.ts); releases whose
-// manifests have different shard counts are compared whole. Every file of a gene or an isoform is
+// manifests have different shard counts are compared whole, a group of shards at a time. Every file of a gene or an isoform is
 // named by its canonical id (edge/contract/tree.ts), so a differing file names the record it belongs to.
 import { routesOfTreeFile, treePaths, type ManifestEntry } from './contract/tree.js';
 import { isKeyedFile, type Route } from './contract/routes.js';
@@ -94,18 +94,25 @@ interface Differing {
 async function differingPaths(before: VerifiedOrigin, after: VerifiedOrigin): Promise<Differing[]> {
   const [was, is] = await Promise.all([before.shardHeads(), after.shardHeads()]);
   const paths: Differing[] = [];
-  if (was.length !== is.length) {
-    const whole = async (origin: VerifiedOrigin, count: number) => {
-      const shards: ManifestEntry[][] = [];
-      await inBatches([...Array(count).keys()], async (n) => void (shards[n] = await origin.shardFiles(n)));
-      return shards.flat().sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    };
-    diffSorted(await whole(before, was.length), await whole(after, is.length), paths);
+  if (was.length === is.length) {
+    const differing = [...is.keys()].filter((n) => was[n].sha256 !== is[n].sha256);
+    await inBatches(differing, async (n) => {
+      const [a, b] = await Promise.all([before.shardFiles(n), after.shardFiles(n)]);
+      diffSorted(a, b, paths);
+    });
     return paths;
   }
-  const differing = [...is.keys()].filter((n) => was[n].sha256 !== is[n].sha256);
-  await inBatches(differing, async (n) => {
-    const [a, b] = await Promise.all([before.shardFiles(n), after.shardFiles(n)]);
+  // Other shard counts (a release that grew past a power of two): every shard is compared, a group at
+  // a time. Counts are powers of two and a path's shard the low bits of its hash, so shard m of the
+  // smaller count holds exactly the paths of the larger count's shards n with n mod count = m.
+  const count = Math.min(was.length, is.length);
+  const group = async (origin: VerifiedOrigin, shards: number, m: number) => {
+    const members = [...Array(shards / count).keys()].map((k) => m + k * count);
+    const files = (await Promise.all(members.map((n) => origin.shardFiles(n)))).flat();
+    return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  };
+  await inBatches([...Array(count).keys()], async (m) => {
+    const [a, b] = await Promise.all([group(before, was.length, m), group(after, is.length, m)]);
     diffSorted(a, b, paths);
   });
   return paths;

@@ -97,6 +97,7 @@ describe('comparing two releases', () => {
     for (const counts of [
       [SHARDS, SHARDS],
       [SHARDS, 4],
+      [2, SHARDS],
     ]) {
       const before = new VerifiedOrigin(new MemoryTree(release(), counts[0]));
       const after = new VerifiedOrigin(new MemoryTree(edited, counts[1]));
