@@ -200,7 +200,8 @@ function successes(route: Route, examples: OpenApiExamples | undefined): Record<
       headers: {
         ETag: ref('headers', 'ETag'),
         ...cache,
-        ...(isKeyedFile(route) && route.file.window === 'pages' ? { Link: ref('headers', 'Link') } : {}),
+        // A list taking `offset` is paged: its Link header names the next page.
+        ...(route.integerParams.some((p) => p.name === 'offset') ? { Link: ref('headers', 'Link') } : {}),
         ...RATE_LIMIT,
       },
       content: route.mediaType

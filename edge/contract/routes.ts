@@ -70,7 +70,7 @@ export interface Route {
   cache: CachePolicy;
   tag: 'genes' | 'isoforms' | 'search' | 'release';
   /** Set when the route is a file of the tree; absent when its answer is computed (search, the
-   * structure redirect, the release list, the docs page). */
+   * structure redirect, the release list, its changes, the docs page). */
   file?: FileBacking;
 }
 
@@ -163,6 +163,34 @@ export const routes = [
     schema: 'ReleaseList',
     status: 200,
     cache: 'search',
+    tag: 'release',
+  },
+  {
+    id: 'changes',
+    path: '/releases/{release}/changes',
+    summary: 'Every gene and isoform added, removed or changed in a release',
+    description:
+      "Relative to the release it follows in the store's history (GET /api/v1/releases, oldest first), or to `since`, an older kept release: the net change between the two (a record changed and changed back, or added and removed again, in between is not listed). A gene or isoform is listed when the bytes of one of its resources differ: its record, or what is below it (an isoform's domains, neoantigens, PTM sites or structure file; a gene's isoform pages); `parts` says which. Ordered genes first, then isoforms, each by id. Each item links to the record in the release it was in before and in this one (null for the side it is missing from). Computed from the releases' manifests, reading only the manifest shards that differ. A server of one tree (not a published store) answers 404: it holds no history.",
+    pathParams: [
+      {
+        name: 'release',
+        description: 'A release this atlas keeps (GET /api/v1/releases lists them)',
+        example: '2026.11',
+      },
+    ],
+    integerParams: [limit(100, 100), offset],
+    stringParams: [
+      {
+        name: 'since',
+        description:
+          'An older release this atlas keeps: list the net change from it to `release` (default: the release `release` follows)',
+        ...releaseName,
+      },
+      ...releaseParams,
+    ],
+    schema: 'ReleaseChanges',
+    status: 200,
+    cache: 'release',
     tag: 'release',
   },
   {

@@ -638,6 +638,65 @@ export const ReleaseList = Type.Object(
   { $id: 'ReleaseList', additionalProperties: false },
 );
 
+/** A link into the API that names its release already (`?release=`): not a Link, so a pinned answer
+ * does not carry the request's release into it (edge/pinning.ts). */
+const ReleaseLink = (description: string) =>
+  Nullable(Type.String({ description, examples: ['/api/v1/isoforms/PB.3.1?release=2026.11'] }));
+
+export const ChangedRecord = Type.Object(
+  {
+    type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
+    id: Type.String({ description: "A gene's unversioned id or an isoform's transcript id" }),
+    symbol: Type.String({ description: "The gene's symbol (an isoform's: its gene's)" }),
+    name: Nullable(
+      Type.String({
+        description:
+          "A gene's full name (null where its record has none); an isoform's transcript name. From the record in `release`, or in `since` for a removed one.",
+      }),
+    ),
+    change: Type.Union([Type.Literal('added'), Type.Literal('removed'), Type.Literal('changed')], {
+      description:
+        '`added`: its record is in `release` and not in `since`; `removed`: the other way round; `changed`: in both, with different bytes in at least one of its parts',
+    }),
+    parts: Type.Array(
+      Type.Union([
+        Type.Literal('record'),
+        Type.Literal('isoforms'),
+        Type.Literal('domains'),
+        Type.Literal('neoantigens'),
+        Type.Literal('ptm'),
+        Type.Literal('structure'),
+      ]),
+      {
+        minItems: 1,
+        description:
+          "Which of its resources' bytes differ: `record` (GET /genes/{symbol} or /isoforms/{transcript_id}), a gene's `isoforms` pages, an isoform's `domains`, `neoantigens`, `ptm` or `structure` file",
+      },
+    ),
+    links: Type.Object(
+      {
+        since: ReleaseLink('The record in `since`; null when it was not there (added)'),
+        release: ReleaseLink('The record in `release`; null when it is not there (removed)'),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { $id: 'ChangedRecord', additionalProperties: false },
+);
+
+export const ReleaseChanges = Type.Object(
+  {
+    release: Type.String({ description: 'The release whose changes are listed' }),
+    since: Type.String({ description: 'The release they are relative to: the one `release` follows, or `since`' }),
+    total: Count,
+    limit: Type.Integer({ minimum: 1, maximum: 100 }),
+    offset: Count,
+    next: Nullable(Link),
+    items: Type.Array(Type.Ref('ChangedRecord')),
+  },
+  { $id: 'ReleaseChanges', additionalProperties: false },
+);
+
 export const SearchHit = Type.Object(
   {
     type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
@@ -805,6 +864,8 @@ export const schemas = {
   Release,
   PublishedRelease,
   ReleaseList,
+  ChangedRecord,
+  ReleaseChanges,
   SearchHit,
   SearchResults,
   Problem,
@@ -842,4 +903,6 @@ export type PtmSiteListBody = Omit<Static<typeof PtmSiteList>, 'items'> & { item
 export type TrackSourceBody = Static<typeof TrackSource>;
 export type ReleaseBody = Omit<Static<typeof Release>, 'sources'> & { sources: TrackSourceBody[] };
 export type SearchHitBody = Static<typeof SearchHit>;
+export type ChangedRecordBody = Static<typeof ChangedRecord>;
+export type ReleaseChangesBody = Omit<Static<typeof ReleaseChanges>, 'items'> & { items: ChangedRecordBody[] };
 export type ProblemBody = Static<typeof Problem>;

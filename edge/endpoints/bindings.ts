@@ -9,11 +9,13 @@ import { structure } from './structure-redirect.js';
 import { search } from './search-results.js';
 import { releases } from './release-list.js';
 import { docs } from './docs-page.js';
+import { changes } from './release-changes.js';
 
 type FileRouteId = Extract<(typeof routes)[number], { file: object }>['id'];
 
 const computed: { readonly [id in Exclude<RouteId, FileRouteId>]: RouteHandler } = {
   releases,
+  changes,
   docs,
   structure,
   search,

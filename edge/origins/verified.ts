@@ -13,6 +13,7 @@ import {
   indexShardObject,
   lookupChain,
   parseManifestIndex,
+  resolveChain,
   parseShardObject,
   type IndexedShardObject,
 } from '../contract/manifest.js';
@@ -132,7 +133,30 @@ export class VerifiedOrigin implements Origin {
   /** The manifest entry of a path, or null when the tree does not list it. */
   async entry(path: string): Promise<ManifestEntry | null> {
     const index = await this.manifestIndex();
-    const n = shardOf(path, index.shards.length);
+    return lookupChain(await this.chain(shardOf(path, index.shards.length)), path);
+  }
+
+  /** The manifest's shards as manifest.json lists them: a shard whose listed sha256 is the same in
+   * two releases lists the same files (release-changes.ts compares only the others). */
+  async shardHeads(): Promise<readonly ManifestEntry[]> {
+    return (await this.manifestIndex()).shards;
+  }
+
+  /** Every entry of shard `n`, sorted by path: its chain of shard objects applied. */
+  async shardFiles(n: number): Promise<ManifestEntry[]> {
+    const chain = await this.chain(n);
+    return this.parsed(() =>
+      resolveChain(
+        chain[0].object,
+        chain.slice(1).map((o) => o.object),
+        this.description,
+      ),
+    );
+  }
+
+  /** Shard `n`'s head and the chain of bases it lists, each checked; the chain checked to continue. */
+  private async chain(n: number): Promise<IndexedShardObject[]> {
+    const index = await this.manifestIndex();
     const listed = index.shards[n];
     const head = await this.shardObject(listed, n, index, listed.path);
     const bases = await Promise.all(
@@ -147,7 +171,7 @@ export class VerifiedOrigin implements Origin {
         `${this.description}${listed.path}`,
       ),
     );
-    return lookupChain([head, ...bases], path);
+    return [head, ...bases];
   }
 
   /** Shard object `n` (a head, or a base of one), read, checked against its sha256 and parsed; kept

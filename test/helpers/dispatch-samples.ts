@@ -35,12 +35,20 @@ export const fileSamples = (f: SampleFacts): { readonly [K in FileKindId]: strin
   ],
 });
 
+/** A path parameter's value in the samples: the isoform with a structure, the samples' release. */
+const sampleValue = (p: { name: string; example: string }, f: SampleFacts) =>
+  p.name === 'transcript_id' ? f.structureId : p.name === 'release' ? f.release : p.example;
+
+/** The statuses an entry's samples are answered with where it is answered: 200 or 307, but 404 for
+ * the changes of a release, which the samples' one release cannot have (it follows none, and a tree
+ * has no history): release-changes.test.ts asks a store of several. */
+export const servedStatuses = (label: string): number[] => (label === 'changes' ? [404] : [200, 307]);
+
 /** A request for a route: its template with each parameter's example (the isoform, one with a
  * structure, so that every route answers 200 or 307), and its required query. */
 export function routeSample(route: (typeof routes)[number], f: SampleFacts): string {
   let path = `/api/v1${route.path}`;
-  for (const p of route.pathParams)
-    path = path.replace(`{${p.name}}`, encodeURIComponent(p.name === 'transcript_id' ? f.structureId : p.example));
+  for (const p of route.pathParams) path = path.replace(`{${p.name}}`, encodeURIComponent(sampleValue(p, f)));
   const required = route.stringParams.filter((p) => p.required);
   return required.length ? `${path}?${required.map((p) => `${p.name}=PRR5`).join('&')}` : path;
 }
