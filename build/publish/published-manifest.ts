@@ -30,8 +30,8 @@ export interface ManifestRecord {
   sha256: string;
 }
 
-/** Reads and checks the tree's manifest into the ledger: its files, and its own manifest objects'
- * bytes (checked here, so they are what publish uploads). */
+/** Reads and checks the tree's manifest into the ledger: its files, and where its own manifest
+ * objects are (checked here; publish reads them again, checked again, when it uploads them). */
 export async function readTree(
   dir: string,
   ledger: PublishLedger,
@@ -47,7 +47,7 @@ export async function readTree(
     (i, { shard, objects }) => {
       const twice = ledger.addTreeShard(i, shard.entries);
       if (twice !== null) throw new BadInputError(`${where}: ${twice} is listed twice; ${advice}`);
-      for (const o of objects) ledger.keepBody(o.entry.sha256, o.body, true);
+      for (const o of objects) ledger.treeObject(o.entry.sha256, o.entry.path);
       // A head with a chain lists its bases too (a rendered tree's shards are full).
       if (shard.bases.length) ledger.recordHead(shard.head.sha256, listedBy(shard), true);
     },
