@@ -82,7 +82,7 @@ export class PublishLedger {
         -- The release's distinct objects: shard objects first, then files in path order.
         CREATE TABLE objects (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, size INTEGER NOT NULL,
           path TEXT NOT NULL, content_type TEXT NOT NULL, kind TEXT NOT NULL,
-          missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0);
+          missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0, checked INTEGER NOT NULL DEFAULT 0);
         CREATE INDEX objects_pending ON objects (pending, ord);
         -- The pack list, in its order; build: this publish uploads the pack.
         CREATE TABLE packs (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, ref TEXT NOT NULL,
@@ -187,11 +187,15 @@ export class PublishLedger {
     return (this.stmt.treeShard.all(shard) as string[]).map((e) => JSON.parse(e) as ManifestEntry);
   }
 
-  /** Every file the tree lists, a shard at a time. */
-  *treeFiles(): Generator<{ path: string; size: number }[]> {
-    const page = this.db.prepare('SELECT path, size FROM tree_files WHERE shard = ? ORDER BY path');
+  /** Every file the tree lists, a shard at a time; `read`: the tree check reads it whole (toCheck),
+   * as far as the ledger knows when the page is read. */
+  *treeFiles(): Generator<{ path: string; size: number; read: number }[]> {
+    const page = this.db.prepare(
+      `SELECT f.path, f.size, coalesce(o.checked = 1 AND o.path = f.path, 0) AS read
+       FROM tree_files f LEFT JOIN objects o ON o.sha = f.sha WHERE f.shard = ? ORDER BY f.path`,
+    );
     const shards = this.db.prepare('SELECT DISTINCT shard FROM tree_files ORDER BY shard').pluck().all() as number[];
-    for (const shard of shards) yield page.all(shard) as { path: string; size: number }[];
+    for (const shard of shards) yield page.all(shard) as { path: string; size: number; read: number }[];
   }
 
   // Bytes of manifest objects.
@@ -418,12 +422,17 @@ export class PublishLedger {
     this.db.prepare('UPDATE objects SET pending = 0 WHERE pending = 1 AND kind = ?').run(kind);
   }
 
-  /** What the tree check reads from the tree: the files this publish uploads, and those of the
-   * packs it builds, in order. */
-  filesToRead(): Paged<LedgerObject> {
-    const where = `kind = 'file' AND (pending = 1 OR sha IN (SELECT m.sha FROM pack_members m JOIN packs p ON p.ord = m.pack WHERE p.build = 1))`;
-    for (const p of this.db.prepare('SELECT ord FROM packs WHERE build = 1').pluck().all() as number[])
-      this.fillMembers(p);
+  /** What the tree check reads, in order, marked so that the size check leaves them to it: every
+   * missing object (a new release's packs are cut from them), or, when the release keeps the packs
+   * its manifest names (`keptPacks`), the files this publish uploads and those of the packs it builds. */
+  toCheck(keptPacks: boolean): Paged<LedgerObject> {
+    let where = 'missing = 1';
+    if (keptPacks) {
+      where = `kind = 'file' AND (pending = 1 OR sha IN (SELECT m.sha FROM pack_members m JOIN packs p ON p.ord = m.pack WHERE p.build = 1))`;
+      for (const p of this.db.prepare('SELECT ord FROM packs WHERE build = 1').pluck().all() as number[])
+        this.fillMembers(p);
+    }
+    this.db.exec(`UPDATE objects SET checked = 1 WHERE ${where}`);
     return {
       count: this.count(`SELECT count(*) FROM objects WHERE ${where}`),
       pages: () => this.objectPages(where),

@@ -257,9 +257,7 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
       checkTree({
         dir: opts.dir,
         sizes,
-        upload: cutter
-          ? { count: ledger.missingCount(), pages: () => ledger.objects({ missing: true }) }
-          : ledger.filesToRead(),
+        upload: ledger.toCheck(reused),
         held: manifestObject,
         each: cutter ? (o, body) => cutter.add(o, body) : undefined,
         where: store.where,

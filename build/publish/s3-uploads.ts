@@ -92,7 +92,8 @@ export async function s3Uploads(s3: S3Client, bucket: string, prefix: string): P
   if (scheme && scheme.name !== 'sigv4') return null;
   const suffix = encodeKey(probeKey);
   if (!base.path.endsWith(suffix)) return null;
-  const pathPrefix = base.path.slice(0, -suffix.length);
+  // The prefix encoded once: the keys below it are hex digits and slashes, which need none.
+  const pathPrefix = base.path.slice(0, -suffix.length) + encodeKey(prefix);
   const region = await config.region();
   const signingRegion = scheme?.signingRegion ?? region;
   const signingService = scheme?.signingName ?? 's3';
@@ -104,14 +105,14 @@ export async function s3Uploads(s3: S3Client, bucket: string, prefix: string): P
   const endpoint =
     config.isCustomEndpoint && config.endpoint ? describe(await config.endpoint()) : `AWS S3 (${region})`;
 
-  const put = async (key: string, body: Uint8Array, sha256: string, headers: Record<string, string>) => {
+  const put = async (keyInPrefix: string, body: Uint8Array, sha256: string, headers: Record<string, string>) => {
     for (let attempt = 1; ; attempt++) {
       const request: SignableRequest = {
         method: 'PUT',
         protocol: base.protocol,
         hostname: base.hostname,
         port: base.port,
-        path: pathPrefix + encodeKey(key),
+        path: pathPrefix + keyInPrefix,
         query: {},
         headers: {
           host,
@@ -138,19 +139,19 @@ export async function s3Uploads(s3: S3Client, bucket: string, prefix: string): P
         failure = err;
       }
       if (attempt >= ATTEMPTS || !retryable(failure))
-        throw noteWhereOn(failure, { operation: 'PutObjectCommand', bucket, key, endpoint });
+        throw noteWhereOn(failure, { operation: 'PutObjectCommand', bucket, key: prefix + keyInPrefix, endpoint });
       await new Promise((resolve) => setTimeout(resolve, Math.random() * BACKOFF_BASE_MS * 2 ** attempt));
     }
   };
   return {
     async object(sha256, body, contentType) {
-      await put(`${prefix}${objectKey(sha256)}`, body, sha256, {
+      await put(objectKey(sha256), body, sha256, {
         'content-type': contentType,
         'cache-control': OBJECT_CACHE_CONTROL,
       });
     },
     async pack(sha256, body) {
-      await put(`${prefix}${packKey(sha256)}`, body, sha256, {
+      await put(packKey(sha256), body, sha256, {
         'content-type': 'application/octet-stream',
         'cache-control': OBJECT_CACHE_CONTROL,
         'if-none-match': '*',

@@ -17,7 +17,7 @@
 //   - The tree's files and the upload come a page at a time (publish-ledger.ts), so the check holds
 //     a page of them, not the whole manifest.
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFile, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import { treePaths } from '../../edge/contract/tree.js';
@@ -73,7 +73,14 @@ const KEEP_BYTES = 2 * PACK_TARGET_BYTES;
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
+/** Reads in flight while the check hashes: the thread pool's four threads, and as many queued. */
+const READS_AHEAD = 8;
+
 /** A file's bytes, or null when it cannot be read (it is named as missing). */
+const readAsync = (file: string) =>
+  new Promise<Buffer | null>((resolve) => readFile(file, (err, body) => resolve(err ? null : body)));
+
+/** The same, in this thread. */
 function readOrNull(file: string): Buffer | null {
   try {
     return readFileSync(file);
@@ -82,9 +89,8 @@ function readOrNull(file: string): Buffer | null {
   }
 }
 
-/** Checks the tree, reading each file at most once. The files are read in the calling thread, a page
- * at a time with the event loop let through between pages: a read is a few system calls, far less
- * than a hop to the thread pool and back costs (BENCHMARKS.md, publish section). */
+/** Checks the tree, reading each file at most once: READS_AHEAD reads in flight on the thread pool
+ * (so the disk and the other core work while this thread hashes), each body hashed in order. */
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   const sizes = opts.sizes ?? startSizeCheck(opts.dir, () => opts.files?.pages() ?? []);
   const bar =
@@ -96,19 +102,32 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   try {
     problems = await sizes.problems;
     for (const page of opts.upload.pages()) {
-      for (const o of page) {
+      const reads: (Promise<Buffer | null> | null)[] = [];
+      const readAhead = () => {
+        const o = page[reads.length];
+        if (o) reads.push(held(o) || problems.has(o.path) ? null : readAsync(join(opts.dir, o.path)));
+      };
+      for (let k = 0; k < READS_AHEAD; k++) readAhead();
+      for (const [k, o] of page.entries()) {
+        const read = reads[k];
+        reads[k] = null;
+        readAhead();
         const heldBody = held(o);
         if (heldBody) {
           if (problems.size === 0) opts.each?.(o, heldBody);
           continue;
         }
-        if (kept.has(o.sha256) || problems.has(o.path)) continue;
-        const body = readOrNull(join(opts.dir, o.path));
+        if (!read || kept.has(o.sha256)) continue;
+        const body = await read;
         if (!body) {
           problems.set(o.path, 'missing');
           continue;
         }
-        if (body.length !== o.size || sha256Of(body) !== o.sha256) {
+        if (body.length !== o.size) {
+          problems.set(o.path, `${body.length} bytes, the manifest lists ${o.size}`);
+          continue;
+        }
+        if (sha256Of(body) !== o.sha256) {
           problems.set(o.path, 'its sha256 is not the one the manifest lists (edited since the build)');
           continue;
         }
@@ -119,7 +138,6 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
         }
       }
       bar.tick(page.length);
-      await yieldToEvents();
     }
   } finally {
     bar.stop();
@@ -146,14 +164,23 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
         kept.delete(o.sha256);
         return body;
       }
-      return readChecked(opts.dir, o, opts.where);
+      const read = await readAsync(join(opts.dir, o.path));
+      if (read && read.length === o.size && sha256Of(read) === o.sha256) return read;
+      throw changedWhilePublishing(opts.dir, o.path, opts.where);
     },
   };
 }
 
-/** The check that every file the manifest lists is there with its size: one stat each, a page at a
- * time with the event loop let through between pages, so that publish can start it as soon as it
- * has read the tree's manifest and its stats fill the waits on the store. */
+const changedWhilePublishing = (dir: string, path: string, where: string) =>
+  new BadInputError(
+    `${join(dir, path)} changed while publishing (after the check, before its upload: it no longer matches ${treePaths.manifest}). ` +
+      `The release stays pending in ${where}: put the tree back as built and publish it again to finish, or leave it for \`isoatlas gc\` to drop`,
+  );
+
+/** The check that every file the manifest lists is there with its size: one stat each (but for the
+ * files the check reads whole), a page at a time with the event loop let through between pages, so
+ * that publish can start it as soon as it has read the tree's manifest and its stats fill the waits
+ * on the store. */
 export interface SizeCheck {
   /** The files that are missing or of another size, by path. */
   problems: Promise<Map<string, string>>;
@@ -163,7 +190,7 @@ export interface SizeCheck {
 
 export function startSizeCheck(
   dir: string,
-  pages: () => Iterable<readonly { path: string; size: number }[]>,
+  pages: () => Iterable<readonly { path: string; size: number; read?: number }[]>,
 ): SizeCheck {
   let stopped = false;
   const problems = (async () => {
@@ -175,6 +202,8 @@ export function startSizeCheck(
       const next = each.next();
       if (next.done) return found;
       for (const e of next.value) {
+        // A file the check reads whole has its size checked there.
+        if (e.read) continue;
         let size: number | null = null;
         try {
           const s = statSync(join(dir, e.path));
@@ -198,13 +227,8 @@ export function startSizeCheck(
 }
 
 /** A file of the tree read again after the check, refused if it no longer hashes to its sha256. */
-export function readChecked(dir: string, o: { path: string; sha256: string; size?: number }, where: string): Buffer {
+export function readChecked(dir: string, o: { path: string; sha256: string }, where: string): Buffer {
   const read = readOrNull(join(dir, o.path));
-  if (!read || (o.size !== undefined && read.length !== o.size) || sha256Of(read) !== o.sha256) {
-    throw new BadInputError(
-      `${join(dir, o.path)} changed while publishing (after the check, before its upload: it no longer matches ${treePaths.manifest}). ` +
-        `The release stays pending in ${where}: put the tree back as built and publish it again to finish, or leave it for \`isoatlas gc\` to drop`,
-    );
-  }
+  if (!read || sha256Of(read) !== o.sha256) throw changedWhilePublishing(dir, o.path, where);
   return read;
 }

@@ -1,7 +1,7 @@
 // Publish's upload of objects and packs (publish.ts says in which order, and why): each pack to build
-// is filled with its objects' bodies as they are read, and those the store lacks go up on the way,
-// so the tree is read once more at most (the check kept the first bodies: tree-check.ts); then the
-// files no pack took. One pack goes up while the next is filled.
+// is filled with its objects' bodies, then goes up while those of its objects the store lacks go up
+// beside it, so the tree is read once more at most (the check kept the first bodies: tree-check.ts);
+// then the files no pack took.
 import { createHash } from 'node:crypto';
 import type { PackRef } from '../../edge/contract/packs.js';
 import { forEachLimited } from '../common/concurrency.js';
@@ -57,36 +57,53 @@ export class UploadPass {
     await this.each(this.o.ledger.pendingObjects('file'));
   }
 
-  /** Builds and uploads the packs to build: one goes up while the next is filled. */
+  /** Builds and uploads the packs to build, in order: a pack is filled from its objects' bodies
+   * first, then goes up while its objects that the store lacks go up beside it (cut from the pack's
+   * bytes), so the last pack is not left to go up alone at the end. Packs go up one at a time; at
+   * most two wait for that, so memory holds two packs at the most. */
   async packs(): Promise<void> {
-    let previous: Promise<void> | null = null;
+    const puts: Promise<void>[] = [];
     try {
       for (const { ord, ref } of this.o.ledger.packsToBuild()) {
-        const body = await this.fill(ord, ref);
-        if (previous) await previous;
-        previous = this.pack(ref, body);
-        // Awaited before the next pack goes up, or below: never left unhandled meanwhile.
-        previous.catch(() => {});
+        if (puts.length >= 2) await puts.shift();
+        const { body, members } = await this.fill(ord, ref);
+        const before = puts.at(-1);
+        const put = (async () => {
+          // Its failure is the previous put's own to report (awaited above or below).
+          if (before) await before.catch(() => {});
+          await this.pack(ref, body);
+        })();
+        // Awaited above or below: never left unhandled meanwhile.
+        put.catch(() => {});
+        puts.push(put);
+        await forEachLimited(
+          members.filter((m) => m.pending),
+          this.o.concurrency,
+          (m) => this.object(m, body.subarray(m.offset, m.offset + m.size)),
+        );
+        this.o.ledger.packUploaded(ord);
       }
+      for (const put of puts.splice(0)) await put;
     } finally {
-      if (previous) await previous;
+      // Nothing left running behind the caller's back when a put failed.
+      await Promise.allSettled(puts);
     }
   }
 
-  private async fill(ord: number, ref: PackRef): Promise<Buffer> {
+  /** A pack's bytes, from its objects' bodies (each checked against its sha256 as it is read). */
+  private async fill(ord: number, ref: PackRef) {
     const out = Buffer.allocUnsafe(ref.size);
-    await forEachLimited(this.o.ledger.packMembers(ord), this.o.concurrency, async (m) => {
+    const members = this.o.ledger.packMembers(ord);
+    await forEachLimited(members, this.o.concurrency, async (m) => {
       const body = await this.o.body(m);
       if (body.length !== m.size)
         throw new Error(`object ${m.sha256} has ${body.length} bytes, its pack index says ${m.size}`);
       out.set(body, m.offset);
-      if (m.pending) await this.object(m, body);
     });
-    this.o.ledger.packUploaded(ord);
     // Each body matched its sha256; this catches an index that does not fit them.
     if (sha256Of(out) !== ref.sha256)
       throw new Error(`pack ${ref.sha256} built from its objects does not hash to its name`);
-    return out;
+    return { body: out, members };
   }
 
   private async pack(ref: PackRef, body: Buffer): Promise<void> {
@@ -96,7 +113,7 @@ export class UploadPass {
     this.o.tick();
   }
 
-  private async object(r: ReleaseObject, body: Buffer, timed = true): Promise<void> {
+  private async object(r: ReleaseObject, body: Uint8Array, timed = true): Promise<void> {
     await this.o.clock.put(timed ? 'objects' : null, () => this.o.uploads.object(r.sha256, body, r.content_type));
     const c = this.o.counts;
     c.uploaded += 1;
