@@ -69,7 +69,7 @@ import { StorageError } from '../common/storage-errors.js';
 import { checkTree, readChecked, startSizeCheck } from './tree-check.js';
 import { earlierPacks, PackCutter, packListBody, readPacks } from './packing.js';
 import { PublishLedger } from './publish-ledger.js';
-import { publishedManifest, readTree } from './published-manifest.js';
+import { prefetchReads, publishedManifest, readTree } from './published-manifest.js';
 import { PhaseClock, type PhaseTimes } from './phases.js';
 import { s3Uploads, storeUploads, type Uploads } from './s3-uploads.js';
 import { UploadPass, type ReleaseObject, type UploadCounts } from './upload-pass.js';
@@ -154,6 +154,9 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
   const log = opts.log ?? (() => {});
   const clock = new PhaseClock(started, opts.debug ?? (() => {}));
   const concurrency = opts.concurrency ?? 16;
+  const store = openStore(opts);
+  // The store's first reads go out now and arrive while the tree's manifest is read.
+  const early = prefetchReads(store);
   const tree = await clock.time('tree', () =>
     readTree(
       opts.dir,
@@ -169,7 +172,6 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
   // What the name stands for: the tree's own manifest.json (the published one depends on the store).
   const treeSha = sha256Of(tree.indexBody);
   ledger.keepBody(treeSha, tree.indexBody, true);
-  const store = openStore(opts);
   // Every file the manifest lists must be there with its size: checked from now on, between the
   // reads of the store below (tree-check.ts), and awaited before anything is written.
   const sizes = startSizeCheck(opts.dir, () => ledger.treeFiles());
@@ -199,13 +201,14 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
 
     // The store as this publish finds it: what it holds for sure is in the ledger after this.
     const { history, published, pin, listed } = await clock.time('history', async () => {
-      // Read before anything this publish learns about the store's objects: see the gc epoch above.
-      const history = await store.history();
+      // Read before anything this publish learns about the store's objects counts: see the gc epoch
+      // above (what the early reads found is used only as this history allows).
+      const history = await early.history;
       nameTaken(history);
       // The manifest as this store gets it (manifest-encoding.ts): the same tree again takes the
       // manifest the store has for it, pack list included; a new one is encoded against the current
       // release.
-      const published = await publishedManifest(store, history, tree, treeSha, ledger, concurrency, log);
+      const published = await publishedManifest(early.reads, history, tree, treeSha, ledger, concurrency, log);
       // The release's distinct objects: the manifest's shard objects first (heads and bases), then
       // every other file.
       ledger.fixObjects();

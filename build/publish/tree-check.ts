@@ -17,7 +17,7 @@
 //   - The tree's files and the upload come a page at a time (publish-ledger.ts), so the check holds
 //     a page of them, not the whole manifest.
 import { createHash } from 'node:crypto';
-import { readFile, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import { treePaths } from '../../edge/contract/tree.js';
@@ -73,14 +73,7 @@ const KEEP_BYTES = 2 * PACK_TARGET_BYTES;
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
-/** Reads in flight while the check hashes: the thread pool's four threads, and as many queued. */
-const READS_AHEAD = 8;
-
 /** A file's bytes, or null when it cannot be read (it is named as missing). */
-const readAsync = (file: string) =>
-  new Promise<Buffer | null>((resolve) => readFile(file, (err, body) => resolve(err ? null : body)));
-
-/** The same, in this thread. */
 function readOrNull(file: string): Buffer | null {
   try {
     return readFileSync(file);
@@ -89,8 +82,9 @@ function readOrNull(file: string): Buffer | null {
   }
 }
 
-/** Checks the tree, reading each file at most once: READS_AHEAD reads in flight on the thread pool
- * (so the disk and the other core work while this thread hashes), each body hashed in order. */
+/** Checks the tree, reading each file at most once. The files are read in this thread, a page at a
+ * time with the event loop let through between pages: a read of a small file is a few system calls,
+ * and handing each to the thread pool costs more CPU than making them (BENCHMARKS.md, publish). */
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   const sizes = opts.sizes ?? startSizeCheck(opts.dir, () => opts.files?.pages() ?? []);
   const bar =
@@ -102,23 +96,14 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   try {
     problems = await sizes.problems;
     for (const page of opts.upload.pages()) {
-      const reads: (Promise<Buffer | null> | null)[] = [];
-      const readAhead = () => {
-        const o = page[reads.length];
-        if (o) reads.push(held(o) || problems.has(o.path) ? null : readAsync(join(opts.dir, o.path)));
-      };
-      for (let k = 0; k < READS_AHEAD; k++) readAhead();
-      for (const [k, o] of page.entries()) {
-        const read = reads[k];
-        reads[k] = null;
-        readAhead();
+      for (const o of page) {
         const heldBody = held(o);
         if (heldBody) {
           if (problems.size === 0) opts.each?.(o, heldBody);
           continue;
         }
-        if (!read || kept.has(o.sha256)) continue;
-        const body = await read;
+        if (kept.has(o.sha256) || problems.has(o.path)) continue;
+        const body = readOrNull(join(opts.dir, o.path));
         if (!body) {
           problems.set(o.path, 'missing');
           continue;
@@ -138,6 +123,7 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
         }
       }
       bar.tick(page.length);
+      await yieldToEvents();
     }
   } finally {
     bar.stop();
@@ -164,7 +150,7 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
         kept.delete(o.sha256);
         return body;
       }
-      const read = await readAsync(join(opts.dir, o.path));
+      const read = readOrNull(join(opts.dir, o.path));
       if (read && read.length === o.size && sha256Of(read) === o.sha256) return read;
       throw changedWhilePublishing(opts.dir, o.path, opts.where);
     },
