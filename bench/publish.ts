@@ -484,7 +484,7 @@ function report(
     ...rcloneFailures.map(
       (f) => `rclone's single attempt ended with errors (${f}); its time is counted as if it had succeeded.`,
     ),
-    "publish knows what the store holds from release 1's manifest, reading only the manifest shards release 2 changed (no listing, no request per object); those reads are most of a 1% publish. rclone with `--fast-list --checksum` lists the whole bucket and hashes every local file on each sync, which is most of its time for a 1% change (s3rver lists slowly: its listing stats every object file and reads its metadata).",
+    "publish knows what the store holds from release 1's manifest, reading only the manifest shards release 2 changed (no listing, no request per object). A 1% publish spends nearly all its time before its first PUT (the phase table): reading the tree's own manifest into its ledger (tree), the store's manifests and what they list (history), and the size check of every file of the tree (hash), one after the other in one thread. rclone with `--fast-list --checksum` lists the whole bucket and hashes every local file on each sync, which is most of its time for a 1% change (s3rver lists slowly: its listing stats every object file and reads its metadata).",
     "At a 1% change nearly every manifest shard changes (each lists about 1,000 files), so most of release 2's bytes are its manifest.",
     's3rver stores each object as files on a local disk; S3 from outside AWS is slower per request, which favours the tool making fewer requests.',
   );

@@ -84,7 +84,7 @@ function readOrNull(file: string): Buffer | null {
 
 /** Checks the tree, reading each file at most once. The files are read in this thread, a page at a
  * time with the event loop let through between pages: a read of a small file is a few system calls,
- * and handing each to the thread pool costs more CPU than making them (BENCHMARKS.md, publish). */
+ * and handing each to the thread pool costs more CPU than making them here. */
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   const sizes = opts.sizes ?? startSizeCheck(opts.dir, () => opts.files?.pages() ?? []);
   const bar =
