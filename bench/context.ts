@@ -14,7 +14,7 @@ export interface BenchOptions {
   /** Pairs of publish runs against s3rver (publish first, then rclone first), each run on new buckets. */
   publishPairs: number;
   /** The release the publish section uploads: the demo, or the human-scale tree (build section or --human-tree). */
-  publishScale: 'demo' | 'human';
+  publishScale: 'demo' | 'human' | 'demo+human';
   quick: boolean;
   soakMinutes: number;
   skipHuman: boolean;

@@ -39,8 +39,9 @@ const positive = (v: string) => {
   return Number(v);
 };
 
-function publishScale(v: string): 'demo' | 'human' {
-  if (v !== 'demo' && v !== 'human') throw new InvalidArgumentError('expected demo or human');
+function publishScale(v: string): 'demo' | 'human' | 'demo+human' {
+  if (v !== 'demo' && v !== 'human' && v !== 'demo+human')
+    throw new InvalidArgumentError('expected demo, human or demo+human');
   return v;
 }
 
@@ -71,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
     )
     .option(
       '--publish-scale <scale>',
-      "release the publish section uploads: demo, or human (the build section's human tree, or --human-tree)",
+      "release the publish section uploads: demo, human (the build section's human tree, or --human-tree), or demo+human (one pair on the human tree after the demo's)",
       publishScale,
       'demo',
     )
@@ -97,7 +98,7 @@ async function main(argv: string[]): Promise<number> {
     runs: number;
     runsHuman: number;
     publishPairs: number;
-    publishScale: 'demo' | 'human';
+    publishScale: 'demo' | 'human' | 'demo+human';
     quick: boolean;
     soakMinutes: number;
     skipHuman: boolean;

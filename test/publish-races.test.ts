@@ -26,6 +26,7 @@ import {
 } from './helpers/publish-setup.js';
 import { release1, release2, release3, release4a, deriveRelease, gene } from './helpers/publish-setup.js';
 import { objectsOf, publishedOf, referencedOf, presentObjects, cli } from './helpers/publish-setup.js';
+import { readManifest } from './helpers/tree.js';
 
 usePublishStore(startS3rver);
 
@@ -76,6 +77,9 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     const until = head.LastModified!.getTime() + ms;
     while (Date.now() <= until) await new Promise((resolve) => setTimeout(resolve, until - Date.now() + 1));
   }
+  /** gc with no grace at all (forced), told the clock margin of these tests. */
+  const gcWithoutGrace = (prefix: string) =>
+    collectGarbage({ s3, bucket: BUCKET, prefix, graceHours: 0, force: true, clockSkewMs: CLOCK_MARGIN_MS });
   /** The isoatlas command, started: its process, and its exit code and output once it ends. */
   function startCli(args: string[]) {
     const child = spawn(process.execPath, [join(__dirname, '../bin/isoatlas.mjs'), ...args], {
@@ -164,14 +168,7 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     // Meanwhile release 1 is retired, and gc with no grace at all collects it, and the running
     // publish's pending entry with it: among the deleted objects, some 2027.02-a shares with release 1.
     await publish({ dir: release3, bucket: BUCKET, prefix: PREFIX, s3, progress: false, keep: 1 });
-    const gc = await collectGarbage({
-      s3,
-      bucket: BUCKET,
-      prefix: PREFIX,
-      graceHours: 0,
-      force: true,
-      clockSkewMs: CLOCK_MARGIN_MS,
-    });
+    const gc = await gcWithoutGrace(PREFIX);
     expect(gc.dropped.sort()).toEqual([RELEASE1, '2027.02-a']);
     // 2027.02-a is pending, its manifest encoded against 2027.01-test (current).
     const [objects1, objects3, objects4a] = await Promise.all(
@@ -224,6 +221,133 @@ describe('races between publish, rollback and gc, staged with held requests (iss
     expect(resumed.uploaded).toBe((await publishedOf(release1, PREFIX)).objects.size - reached);
     expect(resumed.uploaded).toBeGreaterThan(0);
     await mirrorsWhole(PREFIX, RELEASE1, release1);
+  });
+
+  /** publish() of a tree to a prefix, through the proxy. */
+  const publishThrough = (tree: string, prefix: string, o: { concurrency?: number } = {}) =>
+    publish({ dir: tree, bucket: BUCKET, prefix, s3: through(proxy.endpoint), progress: false, ...o });
+  /** Object PUTs into a prefix that reached the server and were stored, from `from` on. */
+  const storedPuts = (prefix: string, from: number) =>
+    proxy.forwarded
+      .slice(from)
+      .filter((f) => f.method === 'PUT' && f.status === 200 && f.path.startsWith(`/${BUCKET}/${prefix}objects/`))
+      .map((f) => f.path);
+  const uploadsFrom = (prefix: string, from: number) =>
+    proxy.forwarded
+      .slice(from)
+      .filter((f) => f.method === 'PUT' && /^(objects|packs)\//.test(f.path.slice(`/${BUCKET}/${prefix}`.length)));
+  /** A server that answers 500 to every object PUT into `prefix` once a release is pending there and
+   * `after` more have gone through. Returns what ends it. */
+  const failObjectsOncePending = (prefix: string, after: number) => {
+    let pending = false;
+    let passed = 0;
+    return proxy.fail((method, path) => {
+      if (method === 'PUT' && path === `/${BUCKET}/${prefix}releases.json`) pending = true;
+      return method === 'PUT' && path.startsWith(`/${BUCKET}/${prefix}objects/`) && pending && ++passed > after;
+    });
+  };
+
+  it('re-publishing a release --keep retired sends none of its objects or packs the store still holds', async () => {
+    const PREFIX = 'race-retired/';
+    await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
+    await publish({ dir: release2, bucket: BUCKET, prefix: PREFIX, s3, progress: false, keep: 1 });
+    expect((await historyOf(PREFIX)).retired.map((r: { release: string }) => r.release)).toEqual([RELEASE1]);
+    // Release 1 has objects release 2 does not list (the genes release 2 changed): still stored.
+    const listed2 = objectsOf(release2);
+    const only1 = [...(await referencedOf(release1, PREFIX))].filter((sha) => !listed2.has(sha));
+    expect(only1.length).toBeGreaterThan(0);
+    expect(await presentObjects(only1, PREFIX)).toBe(only1.length);
+    const from = proxy.forwarded.length;
+    const again = await publishThrough(release1, PREFIX);
+    expect(again).toMatchObject({ release: RELEASE1, previous: '2026.12-test', uploaded: 0, packs: 0 });
+    expect(uploadsFrom(PREFIX, from)).toEqual([]);
+    await mirrorsWhole(PREFIX, RELEASE1, release1);
+  });
+
+  it('after gc dropped the pending entry of an interrupted publish, publishing it again sends none of what that run stored', async () => {
+    const PREFIX = 'race-dropped/';
+    await publish({ dir: release1, bucket: BUCKET, prefix: PREFIX, s3, progress: false });
+    // Release 2's publish stops part-way: its manifest and two of its files went up.
+    const failing = failObjectsOncePending(PREFIX, 2);
+    const from = proxy.forwarded.length;
+    await expect(publishThrough(release2, PREFIX, { concurrency: 1 })).rejects.toMatchObject({
+      name: 'InternalError',
+      $metadata: { httpStatusCode: 500 },
+    });
+    failing();
+    const stored = storedPuts(PREFIX, from);
+    expect(stored.length).toBeGreaterThan(2);
+    // gc with no grace drops the abandoned pending entry; what the run stored, younger than its start, stays.
+    const gc = await gcWithoutGrace(PREFIX);
+    expect(gc.dropped).toEqual(['2026.12-test']);
+    expect((await historyOf(PREFIX)).pending).toEqual([]);
+    const shaOf = (path: string) => path.slice(`/${BUCKET}/${PREFIX}objects/`.length).replace('/', '');
+    expect(await presentObjects(stored.map(shaOf), PREFIX)).toBe(stored.length);
+    const from2 = proxy.forwarded.length;
+    const again = await publishThrough(release2, PREFIX);
+    expect(again.uploaded).toBeGreaterThan(0);
+    expect(uploadsFrom(PREFIX, from2).filter((f) => stored.includes(f.path))).toEqual([]);
+    await mirrorsWhole(PREFIX, '2026.12-test', release2);
+  });
+
+  it('a server answering errors mid-way: 503 SlowDown is tried again; persistent 500s stop publish (exit 4) naming the key and endpoint, and a re-run sends only what is missing', async () => {
+    const PREFIX = 'race-errors/';
+    // Every third object PUT is answered 503 SlowDown, once: tried again, it goes through.
+    const slowed = new Set<string>();
+    let puts = 0;
+    const slow = proxy.fail(
+      (method, path) =>
+        method === 'PUT' &&
+        path.startsWith(`/${BUCKET}/${PREFIX}objects/`) &&
+        ++puts % 3 === 0 &&
+        !slowed.has(path) &&
+        slowed.add(path).size > 0,
+      503,
+      'SlowDown',
+    );
+    const first = await publishThrough(release1, PREFIX);
+    slow();
+    expect(slowed.size).toBeGreaterThan(0);
+    expect(first.uploaded).toBe((await referencedOf(release1, PREFIX)).size);
+    await mirrorsWhole(PREFIX, RELEASE1, release1);
+
+    // Then every object PUT fails once release 2 is pending: the command stops and says where.
+    const failing = failObjectsOncePending(PREFIX, 0);
+    const from = proxy.forwarded.length;
+    const r = await startCli([
+      'publish',
+      '--dir',
+      release2,
+      '--bucket',
+      BUCKET,
+      '--prefix',
+      PREFIX,
+      '--endpoint',
+      proxy.endpoint,
+      '--log-level',
+      'debug',
+    ]).done;
+    failing();
+    expect(r.code, r.stderr).toBe(4);
+    // `--log-level debug` says how long each phase took, up to where it stopped.
+    for (const phase of ['tree', 'history', 'hash', 'probe', 'manifest'])
+      expect(r.stderr).toMatch(new RegExp(`debug: publish phase ${phase}: \\d+\\.\\d\\d s`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `PutObjectCommand s3://${BUCKET}/${PREFIX}objects/[0-9a-f]{2}/[0-9a-f]{62} at ${proxy.endpoint} failed: the server answered 500 InternalError`,
+      ),
+    );
+    expect((await historyOf(PREFIX)).pending.map((p: { release: string }) => p.release)).toEqual(['2026.12-test']);
+    const stored = storedPuts(PREFIX, from);
+    const files2 = new Set(readManifest(release2).entries.map((e) => e.sha256));
+    const missingFiles = files2.size - (await presentObjects(files2, PREFIX));
+    expect(missingFiles).toBeGreaterThan(0);
+    const from2 = proxy.forwarded.length;
+    const resumed = await publishThrough(release2, PREFIX);
+    // The manifest went up before the failure: only the files are sent, each once.
+    expect(resumed.uploaded).toBe(missingFiles);
+    expect(uploadsFrom(PREFIX, from2).filter((f) => stored.includes(f.path))).toEqual([]);
+    await mirrorsWhole(PREFIX, '2026.12-test', release2);
   });
 
   it('publish, rollback and gc refuse a server that ignores conditional writes, saying why and what to do; --unsafe-single-writer runs anyway', async () => {

@@ -14,7 +14,7 @@ import { bundleEdge } from '../build/bundle/edge.js';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { listReleases, publish, rollback, OBJECT_CACHE_CONTROL } from '../build/publish/publish.js';
+import { listReleases, publish, rollback, s3Client, OBJECT_CACHE_CONTROL } from '../build/publish/publish.js';
 import { collectGarbage } from '../build/publish/collect.js';
 import { createHandler, releasesOf } from '../edge/handler.js';
 import { StoreOrigin } from '../edge/origins/store-origin.js';
@@ -31,6 +31,8 @@ import { BadInputError } from '../build/common/errors.js';
 import { treePaths } from '../edge/contract/tree.js';
 import { readManifest, readStructureMap } from './helpers/tree.js';
 import { startS3rver } from './helpers/s3rver.js';
+import { startHoldingProxy } from './helpers/holding-proxy.js';
+import { PHASES } from '../build/publish/phases.js';
 import { BUCKET, RELEASE1, changedGenes, usePublishStore, server, s3, dir } from './helpers/publish-setup.js';
 import { release1, release2, release3, release4a, release4b, deriveRelease, gene } from './helpers/publish-setup.js';
 import { objectsOf, publishedOf, referencedOf, presentObjects, recording } from './helpers/publish-setup.js';
@@ -179,8 +181,20 @@ describe('publish to S3 (s3rver)', () => {
         // (a gene and a /release fetched concurrently may straddle the switch; each alone is whole)
       }
     })();
-    const commands: string[] = [];
-    const s = await publish({ dir: release2, bucket: BUCKET, s3: recording(commands), progress: false });
+    // What reaches the server, counted by a proxy in front of it.
+    const proxy = await startHoldingProxy(server.endpoint);
+    const through = s3Client({ endpoint: proxy.endpoint, region: 'us-east-1' });
+    const debug: string[] = [];
+    const s = await publish({
+      dir: release2,
+      bucket: BUCKET,
+      s3: through,
+      progress: false,
+      debug: (l) => debug.push(l),
+    }).finally(() => {
+      through.destroy();
+      return proxy.close();
+    });
     publishing = false;
     await reading;
     // The publish has moved the pointer: a reader that re-reads it gets release 2 from now on.
@@ -204,9 +218,22 @@ describe('publish to S3 (s3rver)', () => {
     });
     expect(s.present).toBe(s.objects - s.uploaded);
     // + pending, kept, pointer; the two probes of conditional writes; the new pack.
-    expect(commands.filter((c) => c === 'PutObjectCommand')).toHaveLength(s.uploaded + 3 + 2 + s.packs);
-    // What the store holds is known from release 1's manifest: no copies, no HEAD per object, no listing.
-    expect(commands.filter((c) => /Copy|Head|List/.test(c))).toEqual([]);
+    const sent = proxy.forwarded;
+    expect(sent.filter((r) => r.method === 'PUT')).toHaveLength(s.uploaded + 3 + 2 + s.packs);
+    // Each object once, under its sha256: nothing is copied (a PUT per object the store lacks).
+    const objectPuts = sent.filter((r) => r.method === 'PUT' && r.path.startsWith(`/${BUCKET}/objects/`));
+    expect(new Set(objectPuts.map((r) => r.path)).size).toBe(s.uploaded);
+    // What the store holds is known from release 1's manifest: no HEAD per object, no listing.
+    expect(
+      sent.filter((r) => r.method === 'HEAD' || (r.method === 'GET' && r.path.replace(/\/$/, '') === `/${BUCKET}`)),
+    ).toEqual([]);
+    // Where the time went, phase by phase (`--log-level debug`), and when the first object went up.
+    for (const phase of PHASES) {
+      expect(s.phases.seconds[phase]).toBeGreaterThanOrEqual(0);
+      expect(debug.some((l) => l.startsWith(`publish phase ${phase}: `))).toBe(true);
+    }
+    expect(s.phases.firstUpload).toBeGreaterThan(0);
+    expect(s.phases.firstUpload).toBeLessThan(s.seconds);
     expect(seen.other).toEqual([]);
     expect(seen.old).toBeGreaterThan(0);
     expect(seen.new).toBeGreaterThan(0);
@@ -247,33 +274,27 @@ describe('publish to S3 (s3rver)', () => {
   });
 
   it('leaves the current release serving when a publish dies mid-way, and a re-run uploads only the rest', async () => {
-    // A client whose object uploads fail after the first one once the release is pending: the
-    // publish of release 3 dies part-way through its files (it adds two: a gene and release.json).
+    // A server whose object uploads fail after the first one once the release is pending (500, every
+    // attempt): the publish of release 3 dies part-way through its files (it adds two: a gene and
+    // release.json).
     let writes = 0;
     let pending = false;
-    const flaky = new Proxy(s3, {
-      get(target, prop, receiver) {
-        if (prop !== 'send') return Reflect.get(target, prop, receiver);
-        return async (command: { constructor: { name: string }; input: { Key?: string } }) => {
-          if (command.constructor.name === 'PutObjectCommand' && command.input.Key === 'releases.json') pending = true;
-          if (
-            command.constructor.name === 'PutObjectCommand' &&
-            command.input.Key?.startsWith('objects/') &&
-            pending &&
-            ++writes > 1
-          )
-            throw Object.assign(new Error('connection reset'), { name: 'NetworkingError' });
-          return target.send(command as never);
-        };
-      },
+    const proxy = await startHoldingProxy(server.endpoint);
+    proxy.fail((method, path) => {
+      if (method === 'PUT' && path === `/${BUCKET}/releases.json`) pending = true;
+      return method === 'PUT' && path.startsWith(`/${BUCKET}/objects/`) && pending && ++writes > 1;
     });
+    const flaky = s3Client({ endpoint: proxy.endpoint, region: 'us-east-1' });
     // The tree's files (its shards are published as deltas, not as they are in the tree).
     const objects3 = new Set(readManifest(release3).entries.map((e) => e.sha256));
     const missingBefore = objects3.size - (await presentObjects(objects3));
     expect(missingBefore).toBeGreaterThan(1);
     await expect(
-      publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 1 }),
-    ).rejects.toThrow(/connection reset/);
+      publish({ dir: release3, bucket: BUCKET, s3: flaky, progress: false, concurrency: 1 }).finally(() => {
+        flaky.destroy();
+        return proxy.close();
+      }),
+    ).rejects.toMatchObject({ name: 'InternalError', $metadata: { httpStatusCode: 500 } });
     const handler = createHandler({ origin: new StoreOrigin(new S3RawOrigin(s3, BUCKET), 0) });
     expect(await currentRelease(handler)).toBe('2026.12-test'); // the pointer never moved
     expect((await listReleases({ s3, bucket: BUCKET })).pending.map((p) => p.release)).toEqual(['2027.01-test']);
@@ -296,7 +317,8 @@ describe('publish to S3 (s3rver)', () => {
     ]);
     expect(resumed.invalidated).toEqual(['/api/v1/*', '/current.json']);
     expect(resumed.uploaded).toBe(missingAfter); // what the dead run wrote is not written again
-    expect(resumed.packs).toBe(1);
+    // The dead run's pack went up beside its objects (the publish waited for it before failing).
+    expect(resumed.packs).toBe(0);
     const published3 = await referencedOf(release3);
     expect(await presentObjects(published3)).toBe(published3.size);
     expect(await (await handler(new Request('http://atlas.test/api/v1/genes/PRR5'))).text()).toBe(

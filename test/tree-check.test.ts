@@ -42,7 +42,6 @@ describe('checkTree', () => {
       files: treeFiles,
       upload,
       where: 's3://test/',
-      concurrency: 2,
       progress: false,
     });
     writeFileSync(join(root, objects[0].path), '{"a":9}');
@@ -56,7 +55,6 @@ describe('checkTree', () => {
       files: treeFiles,
       upload,
       where: 's3://test/',
-      concurrency: 2,
       progress: false,
       keepBytes: 0,
     });
@@ -81,7 +79,6 @@ describe('checkTree', () => {
       files: paged([...objects, ...many]),
       upload,
       where: 's3://test/',
-      concurrency: 2,
       progress: false,
     }).catch((e: Error) => e);
     expect(err).toBeInstanceOf(BadInputError);
@@ -92,7 +89,7 @@ describe('checkTree', () => {
     expect((err as Error).message).not.toContain('extra.json');
     // Without the missing files, the extra one is no problem.
     await expect(
-      checkTree({ dir: root, files: treeFiles, upload, where: 's3://test/', concurrency: 2, progress: false }),
+      checkTree({ dir: root, files: treeFiles, upload, where: 's3://test/', progress: false }),
     ).resolves.toBeDefined();
   });
 
@@ -106,7 +103,6 @@ describe('checkTree', () => {
       upload,
       held: (sha) => (sha === objects[0].sha256 ? body : null),
       where: 's3://test/',
-      concurrency: 2,
       progress: false,
       keepBytes: 0,
     });

@@ -11,7 +11,7 @@ import { StorageError } from '../../edge/store/backend.js';
 // Defined with the store's backends, which throw it too (edge/store/backend.ts).
 export { StorageError } from '../../edge/store/backend.js';
 
-interface Where {
+export interface Where {
   operation: string;
   bucket?: string;
   key?: string;
@@ -36,6 +36,12 @@ export function parseEndpoint(value: string): string {
   return value;
 }
 
+/** Notes on an S3 error which operation, bucket and key it was about (a note it has already stays). */
+export function noteWhereOn(err: unknown, where: Where): unknown {
+  if (err && typeof err === 'object' && !(WHERE in err)) (err as Record<symbol, Where>)[WHERE] = where;
+  return err;
+}
+
 /** Notes on every error of `client` which operation, bucket and key it was about. */
 export function noteWhere(client: S3Client, endpoint: string | undefined, region: string): S3Client {
   const at = endpoint ?? `AWS S3 (${region})`;
@@ -45,15 +51,12 @@ export function noteWhere(client: S3Client, endpoint: string | undefined, region
         return await next(args);
       } catch (err) {
         const input = args.input as { Bucket?: string; Key?: string; Prefix?: string };
-        if (err && typeof err === 'object' && !(WHERE in err)) {
-          (err as Record<symbol, Where>)[WHERE] = {
-            operation: context.commandName ?? 'request',
-            bucket: input.Bucket,
-            key: input.Key ?? input.Prefix,
-            endpoint: at,
-          };
-        }
-        throw err;
+        throw noteWhereOn(err, {
+          operation: context.commandName ?? 'request',
+          bucket: input.Bucket,
+          key: input.Key ?? input.Prefix,
+          endpoint: at,
+        });
       }
     },
     { step: 'initialize', name: 'isoatlasNoteWhere' },

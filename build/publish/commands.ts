@@ -5,6 +5,7 @@ import { UsageError } from '../common/errors.js';
 import { nonNegativeNumber, positiveInteger } from '../common/cli-options.js';
 import { KVS_ARN } from '../../edge/cloudfront/kvs-layout.js';
 import { DEFAULT_GRACE_HOURS, SAFE_GRACE_HOURS } from './grace.js';
+import { log as processLog } from '../../edge/server/logger.js';
 
 type KvsOptions = { kvs?: string; replaceKvs?: string; kvsEndpoint?: string };
 
@@ -89,6 +90,7 @@ export function addPublishCommands(parent: Command, log: (line: string) => void)
           cloudfront: o.distributionId ? new CloudFrontClient({ region: 'us-east-1' }) : undefined,
           kvs,
           log,
+          debug: (line) => processLog.debug(line),
           unsafeSingleWriter: o.unsafeSingleWriter,
         });
         log(

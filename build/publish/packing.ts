@@ -2,7 +2,8 @@
 // order into packs of at most PACK_TARGET_BYTES, each with its index, and the release's pack list,
 // which also names the packs of earlier kept releases that hold objects this release lists. A
 // pack's sha256 is known before any upload (manifest.json names the pack list, which names the
-// packs), so the packs are hashed once here and built again from the same bodies when uploaded.
+// packs), so the packs are cut and hashed in the check's one read of the tree (PackCutter) and
+// built from the same bodies when uploaded (upload-pass.ts).
 import { createHash } from 'node:crypto';
 import {
   PACK_FORMAT,
@@ -17,7 +18,6 @@ import { objectKey, type PublishedRelease } from '../../edge/contract/store-layo
 import { parseManifestIndex } from '../../edge/contract/manifest.js';
 import { treePaths, type ManifestIndex } from '../../edge/contract/tree.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
-import { forEachLimited } from '../common/concurrency.js';
 import { StorageError } from '../common/storage-errors.js';
 
 /** An object that goes into a pack: its sha256 and size (its bytes come from a reader). */
@@ -36,45 +36,43 @@ export interface Pack {
 
 const sha256Of = (body: Uint8Array) => createHash('sha256').update(body).digest('hex');
 
-/** Cuts the items `pages` give, in their order, into packs of at most `target` bytes (an item larger
- * than that is a pack alone), hashes each and hands it to `each` before the next is cut. Reads a
- * pack's bodies `concurrency` at once and hashes them in order, so one pack's bodies at most are
- * held. The same items give the same packs. */
-export async function cutPacks(
-  pages: Iterable<readonly PackedItem[]>,
-  read: (item: PackedItem) => Promise<Uint8Array>,
-  concurrency: number,
-  each: (pack: Pack) => void | Promise<void>,
-  target = PACK_TARGET_BYTES,
-): Promise<void> {
-  const hashed = async (group: PackedItem[]) => {
-    const bodies = new Map<string, Uint8Array>();
-    await forEachLimited(group, concurrency, async (item) => void bodies.set(item.sha256, await read(item)));
-    const hash = createHash('sha256');
-    let offset = 0;
-    const objects: PackIndex['objects'] = [];
-    for (const item of group) {
-      const body = bodies.get(item.sha256)!;
-      hash.update(body);
-      objects.push([item.sha256, offset, body.length]);
-      offset += body.length;
-    }
-    return packOf({ format: PACK_FORMAT, pack: { sha256: hash.digest('hex'), size: offset }, objects });
-  };
-  let open: PackedItem[] = [];
-  let bytes = 0;
-  for (const page of pages)
-    for (const item of page) {
-      if (open.length > 0 && bytes + item.size <= target) {
-        open.push(item);
-        bytes += item.size;
-        continue;
-      }
-      if (open.length > 0) await each(await hashed(open));
-      open = [item];
-      bytes = item.size;
-    }
-  if (open.length > 0) await each(await hashed(open));
+/** Cuts items, given in order with their bodies, into packs of at most `target` bytes (an item
+ * larger than that is a pack alone), hashing each body as it comes, as restic's packer does: a pack
+ * is hashed in the same pass that reads its objects, and no body is held. Each pack is handed to
+ * `each` once it is closed (`end` closes the last). The same items give the same packs. */
+export class PackCutter {
+  private hash = createHash('sha256');
+  private objects: PackIndex['objects'] = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly each: (pack: Pack) => void,
+    private readonly target = PACK_TARGET_BYTES,
+  ) {}
+
+  add(item: PackedItem, body: Uint8Array): void {
+    if (this.objects.length > 0 && this.bytes + item.size > this.target) this.close();
+    this.hash.update(body);
+    this.objects.push([item.sha256, this.bytes, body.length]);
+    this.bytes += body.length;
+  }
+
+  end(): void {
+    if (this.objects.length > 0) this.close();
+  }
+
+  private close(): void {
+    this.each(
+      packOf({
+        format: PACK_FORMAT,
+        pack: { sha256: this.hash.digest('hex'), size: this.bytes },
+        objects: this.objects,
+      }),
+    );
+    this.hash = createHash('sha256');
+    this.objects = [];
+    this.bytes = 0;
+  }
 }
 
 function packOf(index: PackIndex): Pack {
@@ -94,25 +92,6 @@ function packOf(index: PackIndex): Pack {
 /** A pack list's bytes. */
 export const packListBody = (packs: readonly PackRef[]): Buffer =>
   Buffer.from(JSON.stringify({ format: PACK_FORMAT, packs: [...packs] } satisfies PackList));
-
-/** A pack's bytes, built from its objects' bodies per its index into one buffer and checked against
- * its sha256: a body that is not what the index says is refused, never stored as part of a pack. */
-export async function buildPack(
-  pack: Pack,
-  read: (item: PackedItem) => Promise<Uint8Array>,
-  concurrency: number,
-): Promise<Buffer> {
-  const out = Buffer.allocUnsafe(pack.ref.size);
-  await forEachLimited(pack.index.objects, concurrency, async ([sha256, offset, length]) => {
-    const body = await read({ sha256, size: length });
-    if (body.length !== length)
-      throw new Error(`object ${sha256} has ${body.length} bytes, its pack index says ${length}`);
-    out.set(body, offset);
-  });
-  if (sha256Of(out) !== pack.ref.sha256)
-    throw new Error(`pack ${pack.ref.sha256} built from its objects does not hash to its name`);
-  return out;
-}
 
 /** Reads a value the store must have, checked against the sha256 that names it. */
 async function readObject(store: ReleaseStore, sha256: string, what: string): Promise<Buffer | null> {

@@ -11,6 +11,7 @@ import type { ShardRef } from '../../edge/contract/manifest.js';
 import { parsePackIndex, type PackRef } from '../../edge/contract/packs.js';
 import { openScratchDatabase, type ScratchDatabase } from '../common/scratch-database.js';
 import type { EarlierPacksSink, Pack } from './packing.js';
+import type { Paged } from './tree-check.js';
 
 /** An object of the release: a shard object of the published manifest, or a file of the tree (at
  * the first path, in path order, listing its bytes). */
@@ -55,13 +56,15 @@ export class PublishLedger {
     try {
       this.db.function('content_type_of', { deterministic: true }, (path) => contentTypeOf(String(path)));
       this.db.exec(`
-        -- Every file the tree's manifest lists, as its shard lists it (entry: the JSON as read).
-        CREATE TABLE tree_files (path TEXT PRIMARY KEY, shard INTEGER NOT NULL, sha TEXT NOT NULL,
-          size INTEGER NOT NULL, content_type TEXT, entry TEXT NOT NULL);
-        CREATE INDEX tree_files_shard ON tree_files (shard, path);
-        CREATE INDEX tree_files_sha ON tree_files (sha, path);
-        -- Bytes of manifest objects at hand (the tree's, the store's, the encoding's), by sha256.
+        -- Every file the tree's manifest lists, as its shard lists it (entry: the JSON as read). A path
+        -- belongs to one shard (its hash says which: the manifest reader checks), so (shard, path)
+        -- finds a path listed twice; no other index is kept up while the rows go in.
+        CREATE TABLE tree_files (shard INTEGER NOT NULL, path TEXT NOT NULL, sha TEXT NOT NULL,
+          size INTEGER NOT NULL, content_type TEXT, entry TEXT NOT NULL, PRIMARY KEY (shard, path)) WITHOUT ROWID;
+        -- Bytes of manifest objects at hand (the store's, the encoding's), by sha256.
         CREATE TABLE bodies (sha TEXT PRIMARY KEY, from_tree INTEGER NOT NULL, body BLOB NOT NULL);
+        -- The tree's own manifest objects (its shard objects): where they are in the tree.
+        CREATE TABLE tree_objects (sha TEXT PRIMARY KEY, path TEXT NOT NULL) WITHOUT ROWID;
         -- What a shard head of the current release lists (its bases and files).
         CREATE TABLE head_lists (head TEXT NOT NULL, sha TEXT NOT NULL, from_tree INTEGER NOT NULL);
         CREATE INDEX head_lists_head ON head_lists (head);
@@ -79,11 +82,14 @@ export class PublishLedger {
         -- The release's distinct objects: shard objects first, then files in path order.
         CREATE TABLE objects (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, size INTEGER NOT NULL,
           path TEXT NOT NULL, content_type TEXT NOT NULL, kind TEXT NOT NULL,
-          missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0);
+          missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0, checked INTEGER NOT NULL DEFAULT 0);
         CREATE INDEX objects_pending ON objects (pending, ord);
         -- The pack list, in its order; build: this publish uploads the pack.
         CREATE TABLE packs (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, ref TEXT NOT NULL,
           index_sha TEXT NOT NULL, build INTEGER NOT NULL, buildable INTEGER NOT NULL);
+        -- The objects of a pack to build, in its order (read from its index when first asked for).
+        CREATE TABLE pack_members (pack INTEGER NOT NULL, k INTEGER NOT NULL, sha TEXT NOT NULL,
+          offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY (pack, k)) WITHOUT ROWID;
         -- One kept release's packs, while its pack list is read (earlierPacks).
         CREATE TABLE staged_packs (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL, ref TEXT NOT NULL,
           index_sha TEXT NOT NULL, index_body BLOB NOT NULL, holds INTEGER NOT NULL, buildable INTEGER NOT NULL);
@@ -98,7 +104,8 @@ export class PublishLedger {
         treeShard: prepare('SELECT entry FROM tree_files WHERE shard = ? ORDER BY path').pluck(),
         body: prepare('INSERT OR IGNORE INTO bodies (sha, from_tree, body) VALUES (?, ?, ?)'),
         getBody: prepare('SELECT body FROM bodies WHERE sha = ?').pluck(),
-        getTreeBody: prepare('SELECT body FROM bodies WHERE sha = ? AND from_tree = 1').pluck(),
+        treeObject: prepare('INSERT OR IGNORE INTO tree_objects (sha, path) VALUES (?, ?)'),
+        treeObjectPath: prepare('SELECT path FROM tree_objects WHERE sha = ?').pluck(),
         headList: prepare('INSERT INTO head_lists (head, sha, from_tree) VALUES (?, ?, ?)'),
         hasHead: prepare('SELECT 1 FROM head_lists WHERE head = ? LIMIT 1').pluck(),
         getPlan: prepare('SELECT head, bases, changed, delta FROM shard_plans WHERE shard = ?'),
@@ -111,7 +118,6 @@ export class PublishLedger {
         storeObject: prepare('INSERT OR IGNORE INTO store_objects (sha) VALUES (?)'),
         storePack: prepare('INSERT OR IGNORE INTO store_packs (sha) VALUES (?)'),
         object: prepare('SELECT sha AS sha256, size, path, content_type, kind FROM objects WHERE sha = ?'),
-        claim: prepare('UPDATE objects SET pending = 0 WHERE sha = ? AND pending = 1'),
         pack: prepare('INSERT OR IGNORE INTO packs (sha, ref, index_sha, build, buildable) VALUES (?, ?, ?, ?, ?)'),
         generate: prepare('INSERT OR IGNORE INTO generated (sha, size, path, body) VALUES (?, ?, ?, ?)'),
         generatedBody: prepare('SELECT body FROM generated WHERE sha = ?').pluck(),
@@ -181,17 +187,15 @@ export class PublishLedger {
     return (this.stmt.treeShard.all(shard) as string[]).map((e) => JSON.parse(e) as ManifestEntry);
   }
 
-  treeFileCount(): number {
-    return this.count('SELECT count(*) FROM tree_files');
-  }
-
-  /** Every file the tree lists, in path order, a page at a time. */
-  treeFiles(): Generator<{ path: string; size: number }[]> {
-    return this.pages<{ path: string; size: number }>(
-      'SELECT path, size FROM tree_files WHERE path > ? ORDER BY path LIMIT ?',
-      (r) => r.path,
-      '',
+  /** Every file the tree lists, a shard at a time; `read`: the tree check reads it whole (toCheck),
+   * as far as the ledger knows when the page is read. */
+  *treeFiles(): Generator<{ path: string; size: number; read: number }[]> {
+    const page = this.db.prepare(
+      `SELECT f.path, f.size, coalesce(o.checked = 1 AND o.path = f.path, 0) AS read
+       FROM tree_files f LEFT JOIN objects o ON o.sha = f.sha WHERE f.shard = ? ORDER BY f.path`,
     );
+    const shards = this.db.prepare('SELECT DISTINCT shard FROM tree_files ORDER BY shard').pluck().all() as number[];
+    for (const shard of shards) yield page.all(shard) as { path: string; size: number; read: number }[];
   }
 
   // Bytes of manifest objects.
@@ -204,9 +208,14 @@ export class PublishLedger {
     return (this.stmt.getBody.get(sha) as Buffer | undefined) ?? null;
   }
 
-  /** The bytes of a manifest object of the tree itself (manifest.json or a shard object). */
-  treeBody(sha: string): Buffer | null {
-    return (this.stmt.getTreeBody.get(sha) as Buffer | undefined) ?? null;
+  /** Records where a manifest object of the tree itself is (its bytes stay in the tree). */
+  treeObject(sha: string, path: string): void {
+    this.stmt.treeObject.run(sha, path);
+  }
+
+  /** Where a manifest object of the tree is, or null for any other object. */
+  treeObjectPath(sha: string): string | null {
+    return (this.stmt.treeObjectPath.get(sha) as string | undefined) ?? null;
   }
 
   // The current release's shards.
@@ -336,20 +345,25 @@ export class PublishLedger {
       INSERT INTO objects (ord, sha, size, path, content_type, kind)
         SELECT (SELECT count(*) FROM objects) + row_number() OVER (ORDER BY f.path), f.sha, f.size, f.path,
           coalesce(f.content_type, content_type_of(f.path)), 'file'
-        FROM tree_files f
-        WHERE f.path = (SELECT min(path) FROM tree_files g WHERE g.sha = f.sha)
-          AND NOT EXISTS (SELECT 1 FROM objects o WHERE o.sha = f.sha)
+        -- With min(), SQLite takes the other columns from the row holding the minimum: the first path.
+        FROM (SELECT sha, min(path) AS path, size, content_type FROM tree_files GROUP BY sha) f
+        WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.sha = f.sha)
         ORDER BY f.path;
     `);
   }
 
   /** Marks the objects the store does not hold for sure now as missing: those publish uploads. */
   markMissing(): void {
-    this.db.exec('UPDATE objects SET missing = NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = objects.sha)');
+    // Only the rows that change are written (a small release change marks few).
+    this.db.exec(`
+      UPDATE objects SET missing = 0 WHERE missing = 1;
+      UPDATE objects SET missing = 1 WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = objects.sha);`);
   }
 
-  missingCount(kind: LedgerObject['kind']): number {
-    return this.count('SELECT count(*) FROM objects WHERE missing = 1 AND kind = ?', kind);
+  missingCount(kind?: LedgerObject['kind']): number {
+    return kind
+      ? this.count('SELECT count(*) FROM objects WHERE missing = 1 AND kind = ?', kind)
+      : this.count('SELECT count(*) FROM objects WHERE missing = 1');
   }
 
   object(sha: string): LedgerObject | undefined {
@@ -382,23 +396,47 @@ export class PublishLedger {
     );
   }
 
-  /** Marks the files the store does not hold for sure now as pending: this publish uploads them once. */
+  /** Marks what this publish uploads as pending: the objects the store does not hold for sure, nor
+   * did a listing of it find. Returns how many. */
   markPending(): number {
-    return this.db
-      .prepare(
-        "UPDATE objects SET pending = 1 WHERE kind = 'file' AND NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = objects.sha)",
-      )
-      .run().changes;
+    this.db.exec(`
+      UPDATE objects SET pending = 0 WHERE pending = 1;
+      UPDATE objects SET pending = 1 WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = objects.sha)
+        AND NOT EXISTS (SELECT 1 FROM store_objects s WHERE s.sha = objects.sha);`);
+    return this.pendingCount();
   }
 
-  /** Takes a pending file for upload: true once per file, false when it is not (or no longer) pending. */
-  claimPending(sha: string): boolean {
-    return this.stmt.claim.run(sha).changes === 1;
+  pendingCount(kind?: LedgerObject['kind']): number {
+    return kind
+      ? this.count('SELECT count(*) FROM objects WHERE pending = 1 AND kind = ?', kind)
+      : this.count('SELECT count(*) FROM objects WHERE pending = 1');
   }
 
-  /** The files still pending, in order, a page at a time. */
-  pendingFiles(): Generator<LedgerObject[]> {
-    return this.objectPages('pending = 1');
+  /** The objects still pending, in order, a page at a time: all, or those of a kind. */
+  pendingObjects(kind?: LedgerObject['kind']): Generator<LedgerObject[]> {
+    return this.objectPages(`pending = 1${kind ? ` AND kind = '${kind === 'shard' ? 'shard' : 'file'}'` : ''}`);
+  }
+
+  /** These objects went up: pending no more. */
+  uploaded(kind: LedgerObject['kind']): void {
+    this.db.prepare('UPDATE objects SET pending = 0 WHERE pending = 1 AND kind = ?').run(kind);
+  }
+
+  /** What the tree check reads, in order, marked so that the size check leaves them to it: every
+   * missing object (a new release's packs are cut from them), or, when the release keeps the packs
+   * its manifest names (`keptPacks`), the files this publish uploads and those of the packs it builds. */
+  toCheck(keptPacks: boolean): Paged<LedgerObject> {
+    let where = 'missing = 1';
+    if (keptPacks) {
+      where = `kind = 'file' AND (pending = 1 OR sha IN (SELECT m.sha FROM pack_members m JOIN packs p ON p.ord = m.pack WHERE p.build = 1))`;
+      for (const p of this.db.prepare('SELECT ord FROM packs WHERE build = 1').pluck().all() as number[])
+        this.fillMembers(p);
+    }
+    this.db.exec(`UPDATE objects SET checked = 1 WHERE ${where}`);
+    return {
+      count: this.count(`SELECT count(*) FROM objects WHERE ${where}`),
+      pages: () => this.objectPages(where),
+    };
   }
 
   /** The release's objects (generated ones included) the last listing of the store did not find:
@@ -435,8 +473,7 @@ export class PublishLedger {
   /** Appends a pack to the pack list (a pack listed already keeps its place) and its index to the
    * generated objects; `build`: this publish uploads it. Whether every object it holds is the
    * release's is recorded (only those can be built again from the tree). */
-  addPack(pack: Pack, build: boolean): void {
-    const buildable = pack.index.objects.every(([sha]) => this.stmt.object.get(sha) !== undefined);
+  addPack(pack: Pack, build: boolean, buildable = pack.index.objects.every(([sha]) => this.isObject(sha))): void {
     this.inTransaction(() => {
       const added = this.stmt.pack.run(
         pack.ref.sha256,
@@ -456,7 +493,7 @@ export class PublishLedger {
     const stage = this.db.prepare(
       'INSERT INTO staged_packs (sha, ref, index_sha, index_body, holds, buildable) VALUES (?, ?, ?, ?, ?, ?)',
     );
-    const isObject = (sha: string) => this.stmt.object.get(sha) !== undefined;
+    const isObject = (sha: string) => this.isObject(sha);
     return {
       start: () => this.db.exec('DELETE FROM staged_packs'),
       pack: (p) =>
@@ -496,18 +533,52 @@ export class PublishLedger {
     );
   }
 
-  /** The packs to build, in the pack list's order, one at a time. */
-  *packsToBuild(): Generator<Pack> {
-    for (const page of this.pages<{ ord: number; ref: string; body: Buffer }>(
-      `SELECT p.ord, p.ref, g.body FROM packs p JOIN generated g ON g.sha = p.index_sha
-       WHERE p.build = 1 AND p.ord > ? ORDER BY p.ord LIMIT ?`,
-      (r) => r.ord,
-      0,
-    ))
-      for (const r of page) {
-        const ref = JSON.parse(r.ref) as PackRef;
-        yield { ref, index: parsePackIndex(r.body, `the index of pack ${ref.sha256}`), indexBody: r.body };
-      }
+  private isObject(sha: string): boolean {
+    return this.stmt.object.get(sha) !== undefined;
+  }
+
+  /** The packs to build, in the pack list's order. */
+  packsToBuild(): { ord: number; ref: PackRef }[] {
+    return (
+      this.db.prepare('SELECT ord, ref FROM packs WHERE build = 1 ORDER BY ord').all() as { ord: number; ref: string }[]
+    ).map((r) => ({ ord: r.ord, ref: JSON.parse(r.ref) as PackRef }));
+  }
+
+  /** The objects of a pack to build, in its order, each where it goes in the pack and whether this
+   * publish uploads it too. */
+  packMembers(pack: number): (LedgerObject & { offset: number; pending: boolean })[] {
+    this.fillMembers(pack);
+    return (
+      this.db
+        .prepare(
+          `SELECT o.sha AS sha256, m.length AS size, o.path, o.content_type, o.kind, o.pending, m.offset
+           FROM pack_members m JOIN objects o ON o.sha = m.sha WHERE m.pack = ? ORDER BY m.k`,
+        )
+        .all(pack) as (LedgerObject & { offset: number; pending: number })[]
+    ).map((r) => ({ ...r, pending: r.pending === 1 }));
+  }
+
+  /** The objects of a pack went up with it: pending no more. */
+  packUploaded(pack: number): void {
+    this.db
+      .prepare(
+        'UPDATE objects SET pending = 0 WHERE pending = 1 AND sha IN (SELECT sha FROM pack_members WHERE pack = ?)',
+      )
+      .run(pack);
+  }
+
+  /** Records a pack's objects from its index, once. */
+  private fillMembers(pack: number): void {
+    if (this.db.prepare('SELECT 1 FROM pack_members WHERE pack = ? LIMIT 1').get(pack)) return;
+    const r = this.db
+      .prepare('SELECT p.ref, g.body FROM packs p JOIN generated g ON g.sha = p.index_sha WHERE p.ord = ?')
+      .get(pack) as { ref: string; body: Buffer };
+    const ref = JSON.parse(r.ref) as PackRef;
+    const index = parsePackIndex(r.body, `the index of pack ${ref.sha256}`);
+    const insert = this.db.prepare('INSERT INTO pack_members (pack, k, sha, offset, length) VALUES (?, ?, ?, ?, ?)');
+    this.inTransaction(() => {
+      index.objects.forEach(([sha, offset, length], k) => insert.run(pack, k, sha, offset, length));
+    });
   }
 
   packsToBuildCount(): number {
@@ -534,12 +605,13 @@ export class PublishLedger {
     return this.count('SELECT count(*) FROM generated');
   }
 
-  /** The generated objects, in the order generated, a page at a time; `unknown`: only those the store
-   * does not hold for sure. */
-  generatedObjects(o: { unknown?: boolean } = {}): Generator<GeneratedObject[]> {
+  /** The generated objects this publish uploads (those the store does not hold for sure, nor did a
+   * listing of it find), in the order generated, a page at a time. */
+  generatedToUpload(): Generator<GeneratedObject[]> {
     return this.pages<GeneratedObject & { ord: number }>(
       `SELECT ord, sha AS sha256, size, path, 'application/json' AS content_type, 'generated' AS kind FROM generated
-       WHERE ${o.unknown ? 'NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = generated.sha) AND ' : ''}ord > ? ORDER BY ord LIMIT ?`,
+       WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.sha = generated.sha)
+         AND NOT EXISTS (SELECT 1 FROM store_objects s WHERE s.sha = generated.sha) AND ord > ? ORDER BY ord LIMIT ?`,
       (r) => r.ord,
       0,
     );

@@ -10,12 +10,18 @@
 //   1. the manifest's objects (its shards, the pack list and pack indexes, manifest.json), and the
 //      release as `pending` in the history (gc keeps whatever a pending release references, packs
 //      included);
-//   2. the packs of what this release adds (packing.ts), and every other file the store lacks;
+//   2. the packs of what this release adds (packing.ts), and every other file the store lacks, in one
+//      pass (upload-pass.ts);
 //   3. the release moves from pending to the kept releases, and the pointer names it.
-// Re-running an interrupted publish (its release still pending) lists the store once and uploads
-// only what the first run did not, packs included: it takes the manifest (so the pack list) the
-// store has for the release, since cutting packs again over a store that now holds the release's
-// objects would give others.
+// Before step 1 nothing is written (the conditional-write probe aside): the tree is checked whole
+// first, in one read that also cuts and hashes the packs (tree-check.ts), so a damaged tree leaves
+// the store untouched. That is why no object goes up while the tree is still being hashed.
+// Publishing a tree whose name the store records for it (the history's names) but does not keep (an
+// interrupted run, a release --keep retired, or one whose pending entry gc dropped) lists the store
+// once, and uploads only what neither a kept release lists nor the listing found, packs included.
+// What goes into the packs does not depend on that listing (only on the kept releases), so the
+// packs come out the same as the first run's; a re-run whose manifest the store still has takes it
+// (so its pack list) as it is.
 //
 // What it knows of the store (which objects are there) is trusted at step 3 only if no gc deleted
 // anything since it looked: the history's gc epoch (edge/contract/store-layout.ts GcState) is the same, in
@@ -56,15 +62,18 @@ import { treePaths } from '../../edge/contract/tree.js';
 import { startProgress } from '../common/progress.js';
 import { BadInputError, UsageError } from '../common/errors.js';
 import { manifestBody } from './manifest-encoding.js';
-import { forEachLimited } from '../common/concurrency.js';
 import { openStore, type StoreLocation } from './s3-client.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { movePin, readPin, recordPin, resolvePin, type KvsAccess } from './edge-pin.js';
 import { StorageError } from '../common/storage-errors.js';
-import { checkTree } from './tree-check.js';
-import { buildPack, cutPacks, earlierPacks, packListBody, readPacks } from './packing.js';
-import { PublishLedger, type GeneratedObject, type LedgerObject } from './publish-ledger.js';
-import { publishedManifest, readTree } from './published-manifest.js';
+import { checkTree, readChecked, startSizeCheck } from './tree-check.js';
+import { earlierPacks, PackCutter, packListBody, readPacks } from './packing.js';
+import { PublishLedger } from './publish-ledger.js';
+import { prefetchReads, publishedManifest, readTree } from './published-manifest.js';
+import { PhaseClock, type PhaseTimes } from './phases.js';
+import { s3Uploads, storeUploads, type Uploads } from './s3-uploads.js';
+import { UploadPass, type ReleaseObject, type UploadCounts } from './upload-pass.js';
+import { S3Backend } from '../../edge/store/s3-backend.js';
 
 export { s3Client } from './s3-client.js';
 export { OBJECT_CACHE_CONTROL } from '../../edge/store/release-store.js';
@@ -89,6 +98,8 @@ export interface PublishOptions extends StoreLocation {
   gcWaitMs?: number;
   /** Where a pack is closed; PACK_TARGET_BYTES unless a test cuts small packs. */
   packTargetBytes?: number;
+  /** Where the phases' times go (`--log-level debug`): phases.ts. */
+  debug?: (line: string) => void;
 }
 
 export interface PublishSummary {
@@ -108,10 +119,15 @@ export interface PublishSummary {
   seconds: number;
   retired: string[];
   invalidated: string[];
+  /** Where the time went (phases.ts). */
+  phases: PhaseTimes;
 }
 
-/** An object publish uploads: one of the release's (a shard object or a file), or one it generates. */
-type ReleaseObject = LedgerObject | GeneratedObject;
+/** Bare signed PUTs for a bucket (s3-uploads.ts), the store's own writes otherwise. */
+async function uploadsTo(store: ReleaseStore): Promise<Uploads> {
+  const b = store.backend;
+  return (b instanceof S3Backend ? await s3Uploads(b.s3, b.bucket, b.prefix) : null) ?? storeUploads(store);
+}
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
@@ -136,11 +152,17 @@ export async function publish(opts: PublishOptions): Promise<PublishSummary> {
 
 async function publishTree(opts: PublishOptions, ledger: PublishLedger, started: number): Promise<PublishSummary> {
   const log = opts.log ?? (() => {});
+  const clock = new PhaseClock(started, opts.debug ?? (() => {}));
   const concurrency = opts.concurrency ?? 16;
-  const tree = await readTree(
-    opts.dir,
-    ledger,
-    'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store',
+  const store = openStore(opts);
+  // The store's first reads go out now and arrive while the tree's manifest is read.
+  const early = prefetchReads(store);
+  const tree = await clock.time('tree', () =>
+    readTree(
+      opts.dir,
+      ledger,
+      'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store',
+    ),
   );
   const release = tree.index.release;
   if (!RELEASE_NAME.test(release))
@@ -150,233 +172,222 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
   // What the name stands for: the tree's own manifest.json (the published one depends on the store).
   const treeSha = sha256Of(tree.indexBody);
   ledger.keepBody(treeSha, tree.indexBody, true);
-  const store = openStore(opts);
-
-  // Read before anything this publish learns about the store's objects: see the gc epoch above.
-  const history = await store.history();
-  const nameTaken = (h: ReleaseHistory) => {
-    const used = usedNames(h).get(release);
-    if (used !== undefined && used !== treeSha) throw nameUsed(store, release, used);
-  };
-  nameTaken(history);
-
-  // The manifest as this store gets it (manifest-encoding.ts): the same tree again takes the manifest
-  // the store has for it, pack list included; a new one is encoded against the current release. What
-  // the store holds for sure is in the ledger after it.
-  const published = await publishedManifest(store, history, tree, treeSha, ledger, concurrency, log);
-  const { reused } = published;
-
-  // The release's distinct objects: the manifest's shard objects first (heads and bases), then every
-  // other file.
-  ledger.fixObjects();
-
-  // Before any write: a deployment whose pin this publish could not move is left untouched.
-  const pin = await resolvePin(store, opts.kvs, 'publish');
-
-  // An interrupted run of this release left objects and packs no kept release lists: one listing
-  // of each finds them.
-  /** Which packs the store holds, into the ledger: one listing. */
-  const listPacks = () =>
-    store.eachPackSlice(
-      (slice) =>
-        ledger.listedInStore(
-          'pack',
-          slice.map((o) => o.sha),
-        ),
-      concurrency,
-    );
-  const interrupted =
-    reused && history.pending.some((p) => p.release === release && p.manifest_sha256 === published.sha256);
-  if (interrupted) {
-    await store.eachObjectSlice(
-      (slice) => ledger.know(slice.filter((o) => o.size >= 0).map((o) => o.sha)),
-      concurrency,
-    );
-    await listPacks();
-  }
-  ledger.markMissing();
-  // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
-  const checked = await checkTree({
-    dir: opts.dir,
-    files: { count: ledger.treeFileCount(), pages: () => ledger.treeFiles() },
-    upload: { count: ledger.missingCount('file'), pages: () => ledger.objects({ kind: 'file', missing: true }) },
-    held: (sha) => ledger.treeBody(sha),
-    where: store.where,
-    concurrency,
-    progress: opts.progress,
-  });
-  // A shard object's bytes are in the ledger (the encoded ones are in no tree); a file's in the tree.
-  const bodyOf = async (o: ReleaseObject, keep?: boolean) =>
-    (o.kind === 'file' ? null : ledger.body(o.sha256)) ?? (await checked.body(o, keep));
-  const treeBody = (sha256: string, keep?: boolean) => {
-    const o = ledger.object(sha256);
-    if (!o) throw new Error(`a pack of release ${release} holds object ${sha256}, which its tree does not list`);
-    return bodyOf(o, keep);
-  };
-
-  // The packs (packing.ts): a new release packs what it adds; the same tree again takes the pack
-  // list its manifest names, and builds again only the packs of its own objects the store lacks.
-  let packList: Buffer | null;
-  let publishedIndex: Buffer;
-  if (reused) {
-    packList = await readPacks(store, published.index, `release ${release}'s ${treePaths.manifest}`, (p) =>
-      ledger.addPack(p, false),
-    );
-    if (packList) ledger.know([sha256Of(packList)]);
-    ledger.knowPackIndexes();
-    publishedIndex = published.indexBody;
-    if (interrupted) ledger.buildUnlisted();
-  } else {
-    await cutPacks(
-      ledger.objects({ missing: true }),
-      (o) => treeBody(o.sha256, true),
-      concurrency,
-      (p) => ledger.addPack(p, true),
-      opts.packTargetBytes,
-    );
-    await earlierPacks(store, history.releases, ledger.earlierPacksSink(), log);
-    packList = packListBody(ledger.packRefs());
-    // Named in manifest.json, so the release's manifest sha256 covers its packs too.
-    publishedIndex = manifestBody({
-      ...published.index,
-      packs: { sha256: sha256Of(packList), size: packList.length },
-    });
-  }
-  const manifestSha = sha256Of(publishedIndex);
-  // What publish writes that is not a file of the tree: manifest.json with its packs, the pack list
-  // and the pack indexes (recorded with their packs).
-  if (packList) ledger.generate(packList, sha256Of(packList), 'pack list');
-  ledger.generate(publishedIndex, manifestSha, treePaths.manifest);
-  const total = ledger.totalObjects();
-
-  const summary: PublishSummary = {
-    release,
-    previous: null,
-    objects: total,
-    uploaded: 0,
-    present: 0,
-    bytesUploaded: 0,
-    manifestBytesUploaded: 0,
-    packs: 0,
-    packBytes: 0,
-    seconds: 0,
-    retired: [],
-    invalidated: [],
-  };
-  // The first writes: a server without conditional writes is refused before any (its probe object
-  // aside), and the store records its KeyValueStore.
-  if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
-  if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
-  const put = async (o: ReleaseObject, body: Buffer) => {
-    await store.putObject(o.sha256, body, o.content_type);
-    summary.uploaded += 1;
-    summary.bytesUploaded += body.length;
-    if (o.kind === 'shard' || o.sha256 === manifestSha) summary.manifestBytesUploaded += body.length;
-  };
-  const upload = async (o: ReleaseObject) => put(o, ledger.generatedBody(o.sha256) ?? (await bodyOf(o)));
-  const uploadEach = async (pages: Iterable<readonly ReleaseObject[]>) => {
-    for (const page of pages) await forEachLimited(page, concurrency, upload);
-  };
-
-  // Before the first upload: gc keeps every object younger than a pending release's start.
-  const startedAt = new Date().toISOString();
-  const bar =
-    opts.progress === false
-      ? { tick() {}, stop() {} }
-      : startProgress('publishing', total + ledger.packsToBuildCount());
-  // Each pack is built from its objects' bodies, which uploads the files the store lacks on the way
-  // (each pending file once).
-  const uploadPacks = async (tick: () => void) => {
-    for (const p of ledger.packsToBuild()) {
-      const body = await buildPack(
-        p,
-        async ({ sha256 }) => {
-          const body = await treeBody(sha256);
-          if (ledger.claimPending(sha256)) {
-            await put(ledger.object(sha256)!, body);
-            tick();
-          }
-          return body;
-        },
+  // Every file the manifest lists must be there with its size: checked from now on, between the
+  // reads of the store below (tree-check.ts), and awaited before anything is written.
+  const sizes = startSizeCheck(opts.dir, () => ledger.treeFiles());
+  try {
+    /** A manifest object's bytes: the ledger's (the store's, the encoding's), or the tree's own, read
+     * from the tree and checked again. */
+    const manifestObject = (sha: string): Buffer | null => {
+      const held = ledger.body(sha);
+      if (held) return held;
+      const path = ledger.treeObjectPath(sha);
+      return path ? readChecked(opts.dir, { path, sha256: sha }, store.where) : null;
+    };
+    const nameTaken = (h: ReleaseHistory) => {
+      const used = usedNames(h).get(release);
+      if (used !== undefined && used !== treeSha) throw nameUsed(store, release, used);
+    };
+    /** Which packs the store holds, into the ledger: one listing. */
+    const listPacks = () =>
+      store.eachPackSlice(
+        (slice) =>
+          ledger.listedInStore(
+            'pack',
+            slice.map((o) => o.sha),
+          ),
         concurrency,
       );
-      await store.putPack(p.ref.sha256, body);
-      summary.packs += 1;
-      summary.packBytes += body.length;
-      tick();
-    }
-  };
-  try {
-    // 1. The manifest (its shard objects, then manifest.json with its pack list and pack indexes),
-    //    then the release as pending (its name recorded for good).
-    await uploadEach(ledger.objects({ kind: 'shard', unknown: true }));
-    await uploadEach(ledger.generatedObjects({ unknown: true }));
-    bar.tick(ledger.objectCount('shard') + ledger.generatedCount());
-    await store.updateHistory((h) => {
-      nameTaken(h);
-      const listed = protects(h, release, manifestSha);
-      if (listed && h.names?.[release] === treeSha) return null;
-      const pending = listed
-        ? h.pending
-        : [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }];
-      return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: treeSha } };
+
+    // The store as this publish finds it: what it holds for sure is in the ledger after this.
+    const { history, published, pin, listed } = await clock.time('history', async () => {
+      // Read before anything this publish learns about the store's objects counts: see the gc epoch
+      // above (what the early reads found is used only as this history allows).
+      const history = await early.history;
+      nameTaken(history);
+      // The manifest as this store gets it (manifest-encoding.ts): the same tree again takes the
+      // manifest the store has for it, pack list included; a new one is encoded against the current
+      // release.
+      const published = await publishedManifest(early.reads, history, tree, treeSha, ledger, concurrency, log);
+      // The release's distinct objects: the manifest's shard objects first (heads and bases), then
+      // every other file.
+      ledger.fixObjects();
+      // Before any write: a deployment whose pin this publish could not move is left untouched.
+      const pin = await resolvePin(store, opts.kvs, 'publish');
+      // An earlier publish of this same tree that is not kept (interrupted, retired, or its pending
+      // entry dropped by gc) may have left objects and packs no kept release lists: one listing of each
+      // finds them.
+      const listed =
+        usedNames(history).get(release) === treeSha && !history.releases.some((r) => r.release === release);
+      if (listed) {
+        await store.eachObjectSlice(
+          (slice) =>
+            ledger.listedInStore(
+              'object',
+              slice.filter((o) => o.size >= 0).map((o) => o.sha),
+            ),
+          concurrency,
+        );
+        await listPacks();
+      }
+      return { history, published, pin, listed };
     });
-    // 2. The packs, and every other file the store lacks.
-    const pending = ledger.markPending();
-    bar.tick(ledger.objectCount('file') - pending);
-    await uploadPacks(() => bar.tick());
-    for (const page of ledger.pendingFiles())
-      await forEachLimited(page, concurrency, async (o) => {
-        if (!ledger.claimPending(o.sha256)) return;
-        await upload(o);
-        bar.tick();
+    const { reused } = published;
+    // What goes into packs and is hashed: what no kept release lists. What goes up: that, less what the
+    // listing found.
+    ledger.markMissing();
+    ledger.markPending();
+
+    // The packs (packing.ts): a new release packs what it adds, cut and hashed as the tree is checked;
+    // the same tree again takes the pack list its manifest names, and builds again only the packs of
+    // its own objects the store lacks.
+    let packList: Buffer | null = null;
+    let publishedIndex = published.indexBody;
+    if (reused) {
+      packList = await clock.time('history', async () => {
+        const list = await readPacks(store, published.index, `release ${release}'s ${treePaths.manifest}`, (p) =>
+          ledger.addPack(p, false),
+        );
+        if (list) ledger.know([sha256Of(list)]);
+        ledger.knowPackIndexes();
+        return list;
       });
-  } finally {
-    bar.stop();
-  }
+      if (listed) ledger.buildUnlisted();
+    }
+    // Before anything is written: a tree changed since its build is refused whole (tree-check.ts).
+    const cutter = reused ? null : new PackCutter((p) => ledger.addPack(p, !listed, true), opts.packTargetBytes);
+    const checked = await clock.time('hash', () =>
+      checkTree({
+        dir: opts.dir,
+        sizes,
+        upload: ledger.toCheck(reused),
+        held: manifestObject,
+        each: cutter ? (o, body) => cutter.add(o, body) : undefined,
+        where: store.where,
+        progress: opts.progress,
+      }),
+    );
+    if (cutter) {
+      cutter.end();
+      // A listing found some packs: those are not built again.
+      if (listed) ledger.buildUnlisted();
+      await clock.time('history', () => earlierPacks(store, history.releases, ledger.earlierPacksSink(), log));
+      packList = packListBody(ledger.packRefs());
+      // Named in manifest.json, so the release's manifest sha256 covers its packs too.
+      publishedIndex = manifestBody({
+        ...published.index,
+        packs: { sha256: sha256Of(packList), size: packList.length },
+      });
+    }
+    const manifestSha = sha256Of(publishedIndex);
+    // What publish writes that is not a file of the tree: manifest.json with its packs, the pack list
+    // and the pack indexes (recorded with their packs).
+    if (packList) ledger.generate(packList, sha256Of(packList), 'pack list');
+    ledger.generate(publishedIndex, manifestSha, treePaths.manifest);
+    const total = ledger.totalObjects();
 
-  // 3. Kept, then current.
-  const publishedAt = new Date().toISOString();
-  const entry: PublishedRelease = { release, manifest_sha256: manifestSha, published_at: publishedAt };
-  const keep = opts.keep;
-  let seen = history;
-  for (let check = 1; ; check++) {
-    let trusted = false;
-    await store.updateHistory((h): ReleaseHistory | null => {
-      trusted = protects(h, release, manifestSha) && !gcDeletedSince(seen, h);
-      return trusted ? keepRelease(h, entry, keep, summary) : null;
+    const counts: UploadCounts = { uploaded: 0, bytesUploaded: 0, manifestBytesUploaded: 0, packs: 0, packBytes: 0 };
+    const summary = { release, previous: null as string | null, retired: [] as string[] };
+    // The first writes: a server without conditional writes is refused before any (its probe object
+    // aside), and the store records its KeyValueStore.
+    const uploads = await clock.time('probe', async () => {
+      if (!opts.unsafeSingleWriter) await store.checkConditionalWrites('publish');
+      if (pin) await recordPin(store, pin, opts.kvs?.replaces, log);
+      return uploadsTo(store);
     });
-    if (trusted) break;
-    if (check === 3)
-      throw new StorageError(
-        `gc kept deleting objects of ${store.where} while this publish checked them; publish again when gc has finished (it uploads only what is missing)`,
-      );
-    seen = await recheck(store, release, manifestSha, ledger, uploadEach, {
+
+    // Before the first upload: gc keeps every object younger than a pending release's start.
+    const startedAt = new Date().toISOString();
+    const bar =
+      opts.progress === false
+        ? { tick() {}, stop() {} }
+        : startProgress('publishing', ledger.pendingCount() + ledger.packsToBuild().length);
+    const pass = new UploadPass({
+      ledger,
+      uploads,
+      body: (o) => (o.kind === 'file' ? checked.body(o) : Promise.resolve(manifestObject(o.sha256)!)),
+      clock,
       concurrency,
-      log,
-      waitMs: opts.gcWaitMs ?? GC_WAIT_MS,
+      counts,
+      manifestSha,
+      tick: () => bar.tick(),
     });
-    // The packs built from the release's own objects that the store lacks now.
-    await listPacks();
-    ledger.buildUnlisted();
-    await uploadPacks(() => {});
-  }
-  summary.present = Math.max(0, total - summary.uploaded);
-  await store.updatePointer(async (current) => {
-    const h = await store.history();
-    const newest = h.releases.at(-1);
-    if (newest?.release !== release || newest.manifest_sha256 !== manifestSha)
-      throw overtaken(store, release, current?.release ?? null, h);
-    summary.previous = current && current.release !== release ? current.release : (current?.previous ?? null);
-    return { format: 2, ...newest, previous: summary.previous };
-  });
-  log(`${store.where}${POINTER_KEY} → ${release}`);
-  if (pin) await movePin(store, pin, release, pinBehind(store, release, 'publish the same tree again'), log);
+    try {
+      // 1. The manifest (its shard objects, then manifest.json with its pack list and pack indexes),
+      //    then the release as pending (its name recorded for good).
+      await clock.time('manifest', async () => {
+        await pass.each(ledger.pendingObjects('shard'), false);
+        ledger.uploaded('shard');
+        await pass.each(ledger.generatedToUpload(), false);
+        await store.updateHistory((h) => {
+          nameTaken(h);
+          const kept = protects(h, release, manifestSha);
+          if (kept && h.names?.[release] === treeSha) return null;
+          const pending = kept
+            ? h.pending
+            : [...h.pending, { release, manifest_sha256: manifestSha, started_at: startedAt }];
+          return { ...h, pending, names: { ...Object.fromEntries(usedNames(h)), [release]: treeSha } };
+        });
+      });
+      // 2. The packs, and every other file the store lacks, in one pass.
+      await pass.all();
+      clock.endUploads();
+    } finally {
+      bar.stop();
+    }
 
-  if (opts.distributionId)
-    summary.invalidated = await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId);
-  summary.seconds = (performance.now() - started) / 1000;
-  return summary;
+    // 3. Kept, then current.
+    await clock.time('pointer', async () => {
+      const entry: PublishedRelease = { release, manifest_sha256: manifestSha, published_at: new Date().toISOString() };
+      let seen = history;
+      for (let check = 1; ; check++) {
+        let trusted = false;
+        await store.updateHistory((h): ReleaseHistory | null => {
+          trusted = protects(h, release, manifestSha) && !gcDeletedSince(seen, h);
+          return trusted ? keepRelease(h, entry, opts.keep, summary) : null;
+        });
+        if (trusted) break;
+        if (check === 3)
+          throw new StorageError(
+            `gc kept deleting objects of ${store.where} while this publish checked them; publish again when gc has finished (it uploads only what is missing)`,
+          );
+        seen = await recheck(store, release, manifestSha, ledger, (pages) => pass.each(pages, false), {
+          concurrency,
+          log,
+          waitMs: opts.gcWaitMs ?? GC_WAIT_MS,
+        });
+        // The packs built from the release's own objects that the store lacks now.
+        await listPacks();
+        ledger.buildUnlisted();
+        await pass.packs();
+      }
+      await store.updatePointer(async (current) => {
+        const h = await store.history();
+        const newest = h.releases.at(-1);
+        if (newest?.release !== release || newest.manifest_sha256 !== manifestSha)
+          throw overtaken(store, release, current?.release ?? null, h);
+        summary.previous = current && current.release !== release ? current.release : (current?.previous ?? null);
+        return { format: 2, ...newest, previous: summary.previous };
+      });
+      log(`${store.where}${POINTER_KEY} → ${release}`);
+      if (pin) await movePin(store, pin, release, pinBehind(store, release, 'publish the same tree again'), log);
+    });
+
+    const invalidated = opts.distributionId
+      ? await invalidate(opts.cloudfront ?? new CloudFrontClient({}), opts.distributionId)
+      : [];
+    return {
+      ...summary,
+      objects: total,
+      ...counts,
+      present: Math.max(0, total - counts.uploaded),
+      seconds: (performance.now() - started) / 1000,
+      invalidated,
+      phases: clock.times,
+    };
+  } finally {
+    sizes.stop();
+  }
 }
 
 /** A release name means one tree for good (the history's names record its tree's manifest sha256). */
@@ -394,7 +405,7 @@ function keepRelease(
   h: ReleaseHistory,
   entry: PublishedRelease,
   keep: number | undefined,
-  summary: PublishSummary,
+  summary: { retired: string[] },
 ): ReleaseHistory {
   const { release } = entry;
   // A release kept already keeps its entry (its first publication), if it is this same manifest.

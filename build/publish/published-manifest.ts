@@ -30,8 +30,8 @@ export interface ManifestRecord {
   sha256: string;
 }
 
-/** Reads and checks the tree's manifest into the ledger: its files, and its own manifest objects'
- * bytes (checked here, so they are what publish uploads). */
+/** Reads and checks the tree's manifest into the ledger: its files, and where its own manifest
+ * objects are (checked here; publish reads them again, checked again, when it uploads them). */
 export async function readTree(
   dir: string,
   ledger: PublishLedger,
@@ -47,7 +47,7 @@ export async function readTree(
     (i, { shard, objects }) => {
       const twice = ledger.addTreeShard(i, shard.entries);
       if (twice !== null) throw new BadInputError(`${where}: ${twice} is listed twice; ${advice}`);
-      for (const o of objects) ledger.keepBody(o.entry.sha256, o.body, true);
+      for (const o of objects) ledger.treeObject(o.entry.sha256, o.entry.path);
       // A head with a chain lists its bases too (a rendered tree's shards are full).
       if (shard.bases.length) ledger.recordHead(shard.head.sha256, listedBy(shard), true);
     },
@@ -61,9 +61,58 @@ const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex
 /** What a shard's head lists: its bases and its files. */
 const listedBy = (shard: LoadedShard) => [...shard.bases.map((b) => b.sha256), ...shard.entries.map((e) => e.sha256)];
 
+/** The store's reads this module makes (prefetchReads starts some of them early). */
+export type StoreReads = Pick<ReleaseStore, 'get' | 'pointer' | 'where'>;
+
+/** Shard heads of the current release fetched ahead: enough for the first rounds of reads, few
+ * enough that a large manifest is not held whole. */
+const PREFETCH_SHARDS = 64;
+
+/** The store's reads a publish starts before it has read its tree, so that they arrive while it
+ * does: the history, the pointer, the current release's manifest.json and its first shard heads.
+ * What they find is only used as the history read then allows (publish.ts: the gc epoch), and every
+ * object read is checked against its sha256 as any other. A prefetched shard is handed over once. */
+export function prefetchReads(store: ReleaseStore): { history: Promise<ReleaseHistory>; reads: StoreReads } {
+  const early = new Map<string, Promise<{ body: Buffer; etag: string } | null>>();
+  // Each is awaited later, or never when publish fails first: never an unhandled rejection.
+  const handled = <T>(p: Promise<T>) => {
+    p.catch(() => {});
+    return p;
+  };
+  const history = handled(store.history());
+  const pointer = handled(store.pointer());
+  let indexKey = '';
+  handled(
+    pointer.then(async (current) => {
+      if (!current) return;
+      indexKey = objectKey(current.manifest_sha256);
+      const index = handled(store.get(indexKey));
+      early.set(indexKey, index);
+      const got = await index;
+      if (!got) return;
+      const shards = parseManifestIndex(got.body, indexKey).shards.slice(0, PREFETCH_SHARDS);
+      for (const { sha256 } of shards) early.set(objectKey(sha256), handled(store.get(objectKey(sha256))));
+    }),
+  );
+  return {
+    history,
+    reads: {
+      where: store.where,
+      pointer: () => pointer,
+      get: (key) => {
+        const got = early.get(key);
+        if (!got) return store.get(key);
+        // manifest.json is read again (knownObjects); a shard once.
+        if (key !== indexKey) early.delete(key);
+        return got;
+      },
+    },
+  };
+}
+
 /** Reads a manifest object of the store, and what it lists, by the sha256s it names. */
 const storeRead =
-  (store: ReleaseStore, manifestSha: string): ManifestRead =>
+  (store: StoreReads, manifestSha: string): ManifestRead =>
   async (path, listed) =>
     (await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256)))?.body ?? null;
 
@@ -82,7 +131,7 @@ class NotTheSame extends Error {}
  * tree's, encoded against the current release (a shard whose full object the store holds is listed
  * as it is); a current release whose manifest cannot be read is said, and every shard is written full. */
 export async function publishedManifest(
-  store: ReleaseStore,
+  store: StoreReads,
   history: ReleaseHistory,
   tree: Omit<ManifestRecord, 'sha256'>,
   treeSha: string,
@@ -150,7 +199,7 @@ export async function publishedManifest(
  * files as the tree: its shard objects are recorded in the ledger as the published manifest's, its
  * heads' listings as the current release's. Null when it lists other files. */
 async function publishedBefore(
-  store: ReleaseStore,
+  store: StoreReads,
   r: { release: string; manifest_sha256: string },
   tree: ManifestIndex,
   ledger: PublishLedger,
@@ -184,7 +233,7 @@ async function publishedBefore(
  * manifest is gone (a gc forced below its safe grace) is reported and left out: this publish uploads
  * what it would have found there. */
 async function knownObjects(
-  store: ReleaseStore,
+  store: StoreReads,
   history: ReleaseHistory,
   tree: ManifestIndex,
   ledger: PublishLedger,

@@ -7,6 +7,8 @@
 //   - A file present in the tree but not in its manifest is ignored: publish uploads only what the
 //     manifest lists and readers are served only that, and finding such files would mean walking
 //     the whole tree.
+//   - Each file is read once here, and what publish packs is cut and hashed on the way (the caller's
+//     `each`), so no second pass reads the tree to hash the packs.
 //   - Verified bodies are kept, up to a budget, for the upload to use: a publish that uploads a small
 //     part of the tree (the usual case: a release shares most objects with the last) reads each file
 //     once. Beyond the budget, memory matters more than a second read: the upload reads the file
@@ -15,19 +17,21 @@
 //   - The tree's files and the upload come a page at a time (publish-ledger.ts), so the check holds
 //     a page of them, not the whole manifest.
 import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import { treePaths } from '../../edge/contract/tree.js';
 import { PACK_TARGET_BYTES } from '../../edge/contract/packs.js';
 import { BadInputError } from '../common/errors.js';
-import { forEachLimited } from '../common/concurrency.js';
 import { startProgress } from '../common/progress.js';
 
-/** A file publish uploads: its first path in the tree, its size and sha256. */
+/** A file publish uploads: its first path in the tree, its size and sha256; `kind` 'file' for a
+ * file of the tree, another kind for a manifest object (whose bytes the caller holds). */
 export interface TreeObject {
   sha256: string;
   size: number;
   path: string;
+  kind?: string;
 }
 
 /** Items a page at a time, and how many in all (for the progress bar). */
@@ -38,16 +42,19 @@ export interface Paged<T> {
 
 export interface TreeCheckOptions {
   dir: string;
-  /** Every file the tree's manifest lists. */
-  files: Paged<{ path: string; size: number }>;
-  /** What publish will upload (objects the store lacks). */
+  /** Every file the tree's manifest lists: their sizes are checked (unless `sizes` did it). */
+  files?: Paged<{ path: string; size: number }>;
+  /** The size check, already started (startSizeCheck). */
+  sizes?: SizeCheck;
+  /** What publish will read from the tree (objects the store lacks, and those of packs it builds). */
   upload: Paged<TreeObject>;
-  /** The bytes of the tree's own manifest objects (manifest.json and its shards), checked when the
-   * manifest was read: those are the ones to upload. */
+  /** The bytes of the manifest objects (manifest.json and its shards), checked when the manifest
+   * was read or encoded: those are the ones to upload. */
   held?: (sha256: string) => Buffer | null;
+  /** Each verified body, in the order `upload` gives them (publish cuts and hashes its packs here). */
+  each?: (o: TreeObject, body: Buffer) => void;
   /** The store, for the message: nothing was written to it. */
   where: string;
-  concurrency: number;
   progress?: boolean;
   /** Bytes of verified bodies kept for the upload. */
   keepBytes?: number;
@@ -55,48 +62,69 @@ export interface TreeCheckOptions {
 
 export interface CheckedTree {
   /** The bytes of an object to upload: the verified body kept by the check, or read and hashed again.
-   * A body kept is handed over (its budget freed) unless `keep` (publish reads it once more to pack it). */
+   * A body kept is handed over (its budget freed) unless `keep` (publish reads it once more). */
   body(o: TreeObject, keep?: boolean): Promise<Buffer>;
 }
 
 /** How many problems the message names; the rest are counted. */
 const NAMED = 5;
-const STATS_IN_FLIGHT = 64;
-/** A pack's worth (edge/contract/packs.ts): what publish holds of bodies at once anyway. */
-const KEEP_BYTES = PACK_TARGET_BYTES;
+/** Two packs' worth (edge/contract/packs.ts): the first bodies the upload needs are at hand. */
+const KEEP_BYTES = 2 * PACK_TARGET_BYTES;
 
 const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
+/** A file's bytes, or null when it cannot be read (it is named as missing). */
+function readOrNull(file: string): Buffer | null {
+  try {
+    return readFileSync(file);
+  } catch {
+    return null;
+  }
+}
+
+/** Checks the tree, reading each file at most once. The files are read in this thread, a page at a
+ * time with the event loop let through between pages: a read of a small file is a few system calls,
+ * and handing each to the thread pool costs more CPU than making them here. */
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
-  const problems = new Map<string, string>();
+  const sizes = opts.sizes ?? startSizeCheck(opts.dir, () => opts.files?.pages() ?? []);
   const bar =
-    opts.progress === false
-      ? { tick() {}, stop() {} }
-      : startProgress('checking the tree', opts.files.count + opts.upload.count);
-  const held = opts.held ?? (() => null);
+    opts.progress === false ? { tick() {}, stop() {} } : startProgress('checking the tree', opts.upload.count);
+  const held = (o: TreeObject) => (o.kind === 'file' ? null : (opts.held?.(o.sha256) ?? null));
   const kept = new Map<string, Buffer>();
   let keptBytes = 0;
+  let problems: Map<string, string>;
   try {
-    for (const page of opts.files.pages())
-      await forEachLimited(page, STATS_IN_FLIGHT, async (e) => {
-        const s = await stat(join(opts.dir, e.path)).catch(() => null);
-        if (!s?.isFile()) problems.set(e.path, 'missing');
-        else if (s.size !== e.size) problems.set(e.path, `${s.size} bytes, the manifest lists ${e.size}`);
-        bar.tick();
-      });
-    for (const page of opts.upload.pages())
-      await forEachLimited(page, opts.concurrency, async (o) => {
-        bar.tick();
-        if (kept.has(o.sha256) || held(o.sha256) || problems.has(o.path)) return;
-        const body = await readFile(join(opts.dir, o.path)).catch(() => null);
-        if (!body) return void problems.set(o.path, 'missing');
-        if (body.length !== o.size || sha256Of(body) !== o.sha256)
-          return void problems.set(o.path, 'its sha256 is not the one the manifest lists (edited since the build)');
+    problems = await sizes.problems;
+    for (const page of opts.upload.pages()) {
+      for (const o of page) {
+        const heldBody = held(o);
+        if (heldBody) {
+          if (problems.size === 0) opts.each?.(o, heldBody);
+          continue;
+        }
+        if (kept.has(o.sha256) || problems.has(o.path)) continue;
+        const body = readOrNull(join(opts.dir, o.path));
+        if (!body) {
+          problems.set(o.path, 'missing');
+          continue;
+        }
+        if (body.length !== o.size) {
+          problems.set(o.path, `${body.length} bytes, the manifest lists ${o.size}`);
+          continue;
+        }
+        if (sha256Of(body) !== o.sha256) {
+          problems.set(o.path, 'its sha256 is not the one the manifest lists (edited since the build)');
+          continue;
+        }
+        if (problems.size === 0) opts.each?.(o, body);
         if (keptBytes + body.length <= (opts.keepBytes ?? KEEP_BYTES)) {
           kept.set(o.sha256, body);
           keptBytes += body.length;
         }
-      });
+      }
+      bar.tick(page.length);
+      await yieldToEvents();
+    }
   } finally {
     bar.stop();
   }
@@ -113,7 +141,7 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
   }
   return {
     async body(o, keep) {
-      const heldBody = held(o.sha256);
+      const heldBody = held(o);
       if (heldBody) return heldBody;
       const body = kept.get(o.sha256);
       if (body && keep) return body;
@@ -122,14 +150,71 @@ export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
         kept.delete(o.sha256);
         return body;
       }
-      const read = await readFile(join(opts.dir, o.path)).catch(() => null);
-      if (!read || sha256Of(read) !== o.sha256) {
-        throw new BadInputError(
-          `${join(opts.dir, o.path)} changed while publishing (after the check, before its upload: it no longer matches ${treePaths.manifest}). ` +
-            `The release stays pending in ${opts.where}: put the tree back as built and publish it again to finish, or leave it for \`isoatlas gc\` to drop`,
-        );
-      }
-      return read;
+      const read = readOrNull(join(opts.dir, o.path));
+      if (read && read.length === o.size && sha256Of(read) === o.sha256) return read;
+      throw changedWhilePublishing(opts.dir, o.path, opts.where);
     },
   };
+}
+
+const changedWhilePublishing = (dir: string, path: string, where: string) =>
+  new BadInputError(
+    `${join(dir, path)} changed while publishing (after the check, before its upload: it no longer matches ${treePaths.manifest}). ` +
+      `The release stays pending in ${where}: put the tree back as built and publish it again to finish, or leave it for \`isoatlas gc\` to drop`,
+  );
+
+/** The check that every file the manifest lists is there with its size: one stat each (but for the
+ * files the check reads whole), a page at a time with the event loop let through between pages, so
+ * that publish can start it as soon as it has read the tree's manifest and its stats fill the waits
+ * on the store. */
+export interface SizeCheck {
+  /** The files that are missing or of another size, by path. */
+  problems: Promise<Map<string, string>>;
+  /** Stops before the next page (the caller gave up: its ledger may close). */
+  stop(): void;
+}
+
+export function startSizeCheck(
+  dir: string,
+  pages: () => Iterable<readonly { path: string; size: number; read?: number }[]>,
+): SizeCheck {
+  let stopped = false;
+  const problems = (async () => {
+    const found = new Map<string, string>();
+    const each = pages()[Symbol.iterator]();
+    for (;;) {
+      await yieldToEvents();
+      if (stopped) return found;
+      const next = each.next();
+      if (next.done) return found;
+      for (const e of next.value) {
+        // A file the check reads whole has its size checked there.
+        if (e.read) continue;
+        let size: number | null = null;
+        try {
+          const s = statSync(join(dir, e.path));
+          size = s.isFile() ? s.size : null;
+        } catch {
+          // missing
+        }
+        if (size === null) found.set(e.path, 'missing');
+        else if (size !== e.size) found.set(e.path, `${size} bytes, the manifest lists ${e.size}`);
+      }
+    }
+  })();
+  // Awaited by the check; a publish that fails before it stops it and never awaits it.
+  problems.catch(() => {});
+  return {
+    problems,
+    stop() {
+      stopped = true;
+    },
+  };
+}
+
+/** A file of the tree read again after the check, refused if it no longer hashes to its sha256. */
+export function readChecked(dir: string, o: { path: string; sha256: string }, where: string): Buffer {
+  const read = readOrNull(join(dir, o.path));
+  if (!read || sha256Of(read) !== o.sha256) throw changedWhilePublishing(dir, o.path, where);
+  return read;
 }

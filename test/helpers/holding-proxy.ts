@@ -1,6 +1,7 @@
 // An HTTP proxy in front of a test's S3 server that holds chosen requests until the test lets them
 // go (or drops them), so a race between two commands is staged step by step instead of timed. It can
-// also strip S3's conditional-write headers, to stand for a server that ignores them.
+// also strip S3's conditional-write headers, to stand for a server that ignores them, and answer
+// chosen requests with an S3 error itself, to stand for a server failing mid-way.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -17,6 +18,9 @@ export interface HoldingProxy {
   endpoint: string;
   /** Holds every request `match` selects, from now on, until released or dropped. */
   hold(match: (method: string, path: string) => boolean): Hold;
+  /** Answers every request `match` selects, from now on, with S3's error `code` and `status` instead
+   * of sending it on (`match` sees every request, in the order they come); returns what ends it. */
+  fail(match: (method: string, path: string) => boolean, status?: number, code?: string): () => void;
   /** Requests sent on to the server whose answer has not come back yet: resolves when there are none. */
   idle(): Promise<void>;
   /** Requests sent on to the server, by method and path. */
@@ -34,6 +38,7 @@ export async function startHoldingProxy(
     gate: Promise<'release' | 'drop'>;
     heldOne: () => void;
   }[] = [];
+  const failures: { match: (method: string, path: string) => boolean; status: number; code: string }[] = [];
   let inFlight = 0;
   let whenIdle: (() => void)[] = [];
   const forwarded: HoldingProxy['forwarded'] = [];
@@ -43,6 +48,13 @@ export async function startHoldingProxy(
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const method = req.method ?? 'GET';
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://proxy').pathname);
+    const failure = failures.find((f) => f.match(method, path));
+    if (failure) {
+      res.writeHead(failure.status, { 'content-type': 'application/xml' });
+      return void res.end(
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${failure.code}</Code><Message>failed by the test's proxy</Message></Error>`,
+      );
+    }
     const hold = holds.find((h) => h.match(method, path));
     if (hold) {
       hold.heldOne();
@@ -85,6 +97,11 @@ export async function startHoldingProxy(
         decide(how);
       };
       return { held, release: () => end('release'), drop: () => end('drop') };
+    },
+    fail(match, status = 500, code = 'InternalError') {
+      const entry = { match, status, code };
+      failures.push(entry);
+      return () => void failures.splice(failures.indexOf(entry), 1);
     },
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((ok) => whenIdle.push(ok))),
     async close() {
