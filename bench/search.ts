@@ -20,16 +20,16 @@ const LIMIT = 10;
 const instance = (tree: string) => new ReleaseData(new VerifiedOrigin(new LocalOrigin(tree)));
 
 /** The query mix: exact symbols, ids and names, one-typo symbols, 3-letter prefixes, and genes' full
- * names (whose common words, "protein" or "family", each name thousands of genes at human scale). */
-function queryMix(tree: string): string[] {
+ * names (whose common words, "protein" or "family", each name thousands of genes at human scale);
+ * and the full names alone. */
+function queryMix(tree: string): { mix: string[]; names: string[] } {
   const sample = sampleQueries(tree, 1000, 11);
   const prefixes = sample.exact.filter((q) => q.kind === 'symbol').map((q) => q.query.slice(0, 3));
-  return [
-    ...sample.exact.map((q) => q.query),
-    ...sample.typo.map((q) => q.query),
-    ...prefixes,
-    ...sample.names.map((q) => q.query),
-  ];
+  const names = sample.names.map((q) => q.query);
+  return {
+    mix: [...sample.exact.map((q) => q.query), ...sample.typo.map((q) => q.query), ...prefixes, ...names],
+    names,
+  };
 }
 
 /** The human-scale tree the build section made (or --human-tree names), else the one
@@ -56,8 +56,24 @@ async function timeWarm(tree: string, random: () => string, queries: number): Pr
   return warm;
 }
 
+/** Cold latencies: each search on a new instance, so every shard it needs (and the manifest shards
+ * that vouch for them) is read from disk and parsed. */
+async function timeCold(tree: string, random: () => string, queries: number): Promise<number[]> {
+  const cold: number[] = [];
+  for (let i = 0; i < queries; i++) {
+    const fresh = instance(tree);
+    const q = random();
+    const t = performance.now();
+    await search(fresh, q, LIMIT);
+    cold.push(performance.now() - t);
+  }
+  return cold;
+}
+
 interface ScaleFigures {
   label: string;
+  /** Full names alone: warm and cold p50 and p99, each run. */
+  names: { warmP50: number[]; warmP99: number[]; coldP50: number[]; coldP99: number[] };
   warmP50: number[];
   warmP99: number[];
   coldP50: number[];
@@ -71,15 +87,17 @@ interface ScaleFigures {
   typoRate: number;
   /** Full-name recall@1 over every named gene; null for a tree without names. */
   nameRate: number | null;
-  names: string;
+  namesFirst: string;
 }
 
 async function measure(ctx: BenchContext, label: string, tree: string): Promise<ScaleFigures> {
   const rng = new Rng(5);
-  const mix = queryMix(tree);
+  const { mix, names } = queryMix(tree);
   const random = () => mix[Math.floor(rng.next() * mix.length)];
+  const randomName = () => names[Math.floor(rng.next() * names.length)];
   const fig: ScaleFigures = {
     label,
+    names: { warmP50: [], warmP99: [], coldP50: [], coldP99: [] },
     warmP50: [],
     warmP99: [],
     coldP50: [],
@@ -92,7 +110,7 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
     exactOk: false,
     typoRate: 0,
     nameRate: null,
-    names: '',
+    namesFirst: '',
   };
   const warmQueries = ctx.opts.quick ? 500 : 2000;
   const colds = ctx.opts.quick ? 50 : 200;
@@ -105,18 +123,19 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
     fig.warmP50.push(quantile(warm, 0.5));
     fig.warmP99.push(quantile(warm, 0.99));
 
-    // Cold: each search on a new instance, so every shard it needs (and the manifest shards that
-    // vouch for them) is read from disk and parsed.
-    const cold: number[] = [];
-    for (let i = 0; i < colds; i++) {
-      const fresh = instance(tree);
-      const q = random();
-      const t = performance.now();
-      await search(fresh, q, LIMIT);
-      cold.push(performance.now() - t);
-    }
+    const cold = await timeCold(tree, random, colds);
     fig.coldP50.push(quantile(cold, 0.5));
     fig.coldP99.push(quantile(cold, 0.99));
+
+    // Full names alone, warm and cold: the mix has too few of them for their own tail.
+    if (names.length) {
+      const warmNames = await timeWarm(tree, randomName, warmQueries / 4);
+      const coldNames = await timeCold(tree, randomName, colds / 2);
+      fig.names.warmP50.push(quantile(warmNames, 0.5));
+      fig.names.warmP99.push(quantile(warmNames, 0.99));
+      fig.names.coldP50.push(quantile(coldNames, 0.5));
+      fig.names.coldP99.push(quantile(coldNames, 0.99));
+    }
 
     // Heap, and the steady state: one instance, many random searches, each loading whatever its cache
     // (bounded by weight) no longer holds; the bounded caches must hold the heap under the budget.
@@ -145,9 +164,9 @@ async function measure(ctx: BenchContext, label: string, tree: string): Promise<
   fig.exactOk = quality.exactMisses.length === 0;
   fig.typoRate = quality.typoInTop3 / quality.typoQueries;
   fig.nameRate = quality.nameQueries ? quality.nameFirst / quality.nameQueries : null;
-  fig.names = `${quality.nameFirst}/${quality.nameQueries}`;
+  fig.namesFirst = `${quality.nameFirst}/${quality.nameQueries}`;
   ctx.log(
-    `  ${label} quality: exact first ${fig.exact}, one-typo in top 3 ${fmt(100 * fig.typoRate, 1)}% (${quality.typoSkipped} typos spelled another name), full name first ${fig.names}`,
+    `  ${label} quality: exact first ${fig.exact}, one-typo in top 3 ${fmt(100 * fig.typoRate, 1)}% (${quality.typoSkipped} typos spelled another name), full name first ${fig.namesFirst}`,
   );
   for (const miss of quality.nameMisses.slice(0, 5))
     ctx.log(`    full name not first: "${miss.query.query}" (${miss.query.gene}) → ${miss.got.join('; ')}`);
@@ -175,7 +194,7 @@ export async function benchSearch(ctx: BenchContext): Promise<SectionReport> {
     fmtSummary(summarize(s.loadedMiB), 1),
     s.exact,
     `${fmt(100 * s.typoRate, 1)}%`,
-    s.nameRate === null ? 'no names' : `${s.names} (${fmt(100 * s.nameRate, 1)}%)`,
+    s.nameRate === null ? 'no names' : `${s.namesFirst} (${fmt(100 * s.nameRate, 1)}%)`,
   ]);
   const at = scales.find((s) => s.label === 'human');
   const judged = (f: (s: ScaleFigures) => boolean) => (at ? f(at) : null);
@@ -223,7 +242,7 @@ export async function benchSearch(ctx: BenchContext): Promise<SectionReport> {
   return {
     id: 'search',
     title: '3. Search over the sharded index',
-    method: `In-process \`search()\` over \`ReleaseData\` on a \`VerifiedOrigin(LocalOrigin)\` (what an edge instance runs), limit ${LIMIT}, a mix of exact symbols, ids and names, one-typo symbols, 3-letter prefixes and genes' full names sampled from the tree. Warm: after 300 untimed searches (so V8 has compiled the search code), ${ctx.opts.quick ? 500 : '2,000'} random queries, each searched once (loading the shards it needs) and timed on its second search. Cold: ${ctx.opts.quick ? 50 : 200} searches, each on a new instance (edge index, manifest index and shards, and search shards all read from disk and parsed). Random mix and heap: ${ctx.opts.quick ? '2,000' : '10,000'} random searches on one instance with the edge's default cache budget (48 MiB of loaded shards, least recently used evicted), each timed, whether its shards are loaded or not; then the V8 heap used after a forced GC (the whole bench process's heap). ${ctx.opts.runs} runs; quality over 1,000 sampled genes and isoforms once, and full-name recall@1 over every gene that has a full name (the demo's are NCBI's; the human scale's are synthetic: real chr22 names with their numbers drawn anew, build/generate/gene-names.ts).`,
+    method: `In-process \`search()\` over \`ReleaseData\` on a \`VerifiedOrigin(LocalOrigin)\` (what an edge instance runs), limit ${LIMIT}, a mix of exact symbols, ids and names, one-typo symbols, 3-letter prefixes and genes' full names sampled from the tree. Warm: after 300 untimed searches (so V8 has compiled the search code), ${ctx.opts.quick ? 500 : '2,000'} random queries, each searched once (loading the shards it needs) and timed on its second search. Cold: ${ctx.opts.quick ? 50 : 200} searches, each on a new instance (edge index, manifest index and shards, and search shards all read from disk and parsed). Random mix and heap: ${ctx.opts.quick ? '2,000' : '10,000'} random searches on one instance with the edge's default cache budget (48 MiB of loaded shards, least recently used evicted), each timed, whether its shards are loaded or not; then the V8 heap used after a forced GC (the whole bench process's heap). Full names alone (the sampled genes' names): ${ctx.opts.quick ? 125 : 500} warm and ${ctx.opts.quick ? 25 : 100} cold searches a run, as above. ${ctx.opts.runs} runs; quality over 1,000 sampled genes and isoforms once, and full-name recall@1 over every gene that has a full name (the demo's are NCBI's; the human scale's are synthetic: real chr22 names with their numbers drawn anew, build/generate/gene-names.ts).`,
     tables: [
       {
         headers: [
@@ -241,6 +260,18 @@ export async function benchSearch(ctx: BenchContext): Promise<SectionReport> {
           'full name first (recall@1)',
         ],
         rows,
+      },
+      {
+        headers: ['scale', 'full names: warm p50 (ms)', 'warm p99 (ms)', 'cold p50 (ms)', 'cold p99 (ms)'],
+        rows: scales
+          .filter((s) => s.names.warmP50.length > 0)
+          .map((s) => [
+            s.label,
+            fmtSummary(summarize(s.names.warmP50), 3),
+            fmtSummary(summarize(s.names.warmP99), 3),
+            fmtSummary(summarize(s.names.coldP50), 1),
+            fmtSummary(summarize(s.names.coldP99), 1),
+          ]),
       },
     ],
     targets,
