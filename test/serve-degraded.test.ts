@@ -83,7 +83,11 @@ describe('GET /health with files that fail verification', () => {
     expect(JSON.stringify(bad.body)).not.toContain(dir);
     // Other files are served all the same.
     expect((await fetch(`${server.api}/release`)).status).toBe(200);
-    expect(server.logs()).toContain(`"event":"unhealthy","detail":"1 file failed verification`);
+    // Log lines are written in batches, a little after the answers: waited for, not read at once.
+    await server.untilLogged(
+      (logs) => logs.includes(`"event":"unhealthy","detail":"1 file failed verification`),
+      'the unhealthy line',
+    );
 
     writeFileSync(join(tree, treePaths.gene(GENE)), original);
     expect(await health(server)).toMatchObject({ status: 200, body: ok.body });

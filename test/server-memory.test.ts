@@ -93,7 +93,10 @@ async function floodHolds(depth: number, rounds: number): Promise<RunningServer>
 describe('clients that pipeline without reading', () => {
   it(`${CLIENTS} clients each far ahead of their answers: cut off, memory bounded, others served`, async () => {
     const running = await floodHolds(100, 3);
-    expect(running.logs()).toMatch(/closed: \d+ requests waiting for a client that does not read/);
+    await running.untilLogged(
+      (logs) => /closed: \d+ requests waiting for a client that does not read/.test(logs),
+      'the line of a client cut off',
+    );
   });
 
   it(`${CLIENTS} clients each within the per-connection bounds: the total budget holds, others served`, async () => {
