@@ -96,6 +96,74 @@ describe('the publish ledger', () => {
       ledger.close();
     }
   });
+
+  it('gives a shard recorded in two parts back whole, whether or not it keeps it parsed', () => {
+    const ledger = new PublishLedger();
+    try {
+      ledger.addTreeShard(0, [file('a/1.json', 1)]);
+      ledger.addTreeShard(0, [file('b/2.json', 2)]);
+      ledger.addTreeShard(1, [file('c/3.json', 3)]);
+      expect(ledger.treeShard(0).map((e) => e.path)).toEqual(['a/1.json', 'b/2.json']);
+      expect(ledger.treeShard(1)).toEqual([file('c/3.json', 3)]);
+    } finally {
+      ledger.close();
+    }
+  });
+
+  it("counts a manifest read whole (its heads, their bases and files) as held by the store, and none of one it forgot or the tree's", () => {
+    const ledger = new PublishLedger();
+    try {
+      const manifest = sha(100);
+      ledger.recordHead(sha(10), [sha(11), sha(1), sha(2)]);
+      ledger.recordHead(sha(20), [sha(3)]);
+      // The tree's own head with a chain: what it lists is not in the store for that.
+      ledger.recordHead(sha(30), [sha(31), sha(4)], true);
+      expect(ledger.knowRecorded(manifest, [sha(10), sha(20)])).toBe(false);
+      ledger.recordedWhole(manifest);
+      expect(ledger.knowRecorded(sha(101), [sha(10), sha(20)])).toBe(false);
+      expect([1, 2, 3, 4, 10, 11, 20, 30, 31, 100, 101].filter((n) => ledger.isKnown(sha(n)))).toEqual([]);
+      expect(ledger.knowRecorded(manifest, [sha(10), sha(20)])).toBe(true);
+      expect([1, 2, 3, 4, 10, 11, 20, 30, 31, 100, 101].filter((n) => ledger.isKnown(sha(n)))).toEqual([
+        1, 2, 3, 10, 11, 20, 100,
+      ]);
+      // A read that failed part-way forgets the manifest: nothing of it counts.
+      const other = new PublishLedger();
+      try {
+        other.recordHead(sha(10), [sha(11), sha(1)]);
+        other.recordedWhole(manifest);
+        other.forgetCurrentRelease();
+        expect(other.knowRecorded(manifest, [sha(10)])).toBe(false);
+        expect(other.isKnown(sha(1))).toBe(false);
+      } finally {
+        other.close();
+      }
+    } finally {
+      ledger.close();
+    }
+  });
+
+  it('tells the size check which files the tree check reads whole: the objects it reads, at their first path only', () => {
+    const ledger = new PublishLedger();
+    try {
+      ledger.addTreeShard(0, [file('a/1.json', 1), file('b/same.json', 5)]);
+      ledger.addTreeShard(1, [file('c/2.json', 2), file('d/same.json', 5)]);
+      ledger.fixObjects();
+      ledger.know([sha(2)]);
+      ledger.markMissing();
+      const before = [...ledger.treeFiles()].flat();
+      expect(before.filter((f) => f.read).map((f) => f.path)).toEqual([]);
+      expect(ledger.toCheck(false).count).toBe(2);
+      const files = [...ledger.treeFiles()].flat();
+      expect(files.map((f) => [f.path, f.read])).toEqual([
+        ['a/1.json', 1],
+        ['b/same.json', 1],
+        ['c/2.json', 0],
+        ['d/same.json', 0],
+      ]);
+    } finally {
+      ledger.close();
+    }
+  });
 });
 
 describe("publish's scratch ledger", () => {

@@ -29,7 +29,10 @@ const sameEntry = (a: ManifestEntry, b: ManifestEntry) =>
 
 /** What differs between two shards' entries (both sorted by path): entries added or changed in
  * `next`, and paths it no longer lists. */
-function diff(prev: ManifestEntry[], next: ManifestEntry[]): { entries: ManifestEntry[]; removed: string[] } {
+function diff(
+  prev: readonly ManifestEntry[],
+  next: readonly ManifestEntry[],
+): { entries: ManifestEntry[]; removed: string[] } {
   const entries: ManifestEntry[] = [];
   const removed: string[] = [];
   let i = 0;
@@ -60,7 +63,7 @@ export const manifestBody = (index: ManifestIndex): Buffer => Buffer.from(JSON.s
 export function planShard(
   shard: number,
   before: LoadedShard,
-  entries: ManifestEntry[],
+  entries: readonly ManifestEntry[],
 ): { plan: ShardPlan; deltaBody: Buffer | null } {
   const change = diff(before.entries, entries);
   const changed = change.entries.length > 0 || change.removed.length > 0;

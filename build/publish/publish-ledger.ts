@@ -45,10 +45,20 @@ export interface ShardPlan {
 /** Rows read back per page. */
 const PAGE = 2048;
 
+/** Files of the tree's shards kept parsed as well, for the encoding to compare with the current
+ * release's without reading them back (a bounded number: a large release's other shards are read
+ * back from the ledger). */
+const TREE_SHARD_CACHE_FILES = 65_536;
+
 export class PublishLedger {
   private readonly scratch: ScratchDatabase;
   private readonly db: Database.Database;
   private readonly stmt: Record<string, Database.Statement>;
+  /** Tree shards as recorded, parsed (TREE_SHARD_CACHE_FILES); null: recorded, but not kept here. */
+  private readonly treeShards = new Map<number, readonly ManifestEntry[] | null>();
+  private treeShardFiles = 0;
+  /** The manifest (its sha256) whose every shard head's listing is recorded (recordHead), read whole. */
+  private recordedManifest: string | null = null;
 
   constructor() {
     this.scratch = openScratchDatabase('publish');
@@ -65,9 +75,10 @@ export class PublishLedger {
         CREATE TABLE bodies (sha TEXT PRIMARY KEY, from_tree INTEGER NOT NULL, body BLOB NOT NULL);
         -- The tree's own manifest objects (its shard objects): where they are in the tree.
         CREATE TABLE tree_objects (sha TEXT PRIMARY KEY, path TEXT NOT NULL) WITHOUT ROWID;
-        -- What a shard head of the current release lists (its bases and files).
-        CREATE TABLE head_lists (head TEXT NOT NULL, sha TEXT NOT NULL, from_tree INTEGER NOT NULL);
-        CREATE INDEX head_lists_head ON head_lists (head);
+        -- What a shard head of the current release (or of the tree) lists (its bases and files), in
+        -- its order (k): a head's rows go in together, with no other index to keep up.
+        CREATE TABLE head_lists (head TEXT NOT NULL, from_tree INTEGER NOT NULL, k INTEGER NOT NULL,
+          sha TEXT NOT NULL, PRIMARY KEY (head, from_tree, k)) WITHOUT ROWID;
         CREATE TABLE shard_plans (shard INTEGER PRIMARY KEY, head TEXT NOT NULL, bases TEXT NOT NULL,
           changed INTEGER NOT NULL, delta TEXT);
         -- The published manifest's shard objects, in the order it names them (k within a shard).
@@ -84,6 +95,8 @@ export class PublishLedger {
           path TEXT NOT NULL, content_type TEXT NOT NULL, kind TEXT NOT NULL,
           missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0, checked INTEGER NOT NULL DEFAULT 0);
         CREATE INDEX objects_pending ON objects (pending, ord);
+        -- The few the tree check reads whole (toCheck), for the size check to leave to it.
+        CREATE INDEX objects_checked ON objects (path) WHERE checked = 1;
         -- The pack list, in its order; build: this publish uploads the pack.
         CREATE TABLE packs (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, ref TEXT NOT NULL,
           index_sha TEXT NOT NULL, build INTEGER NOT NULL, buildable INTEGER NOT NULL);
@@ -106,7 +119,10 @@ export class PublishLedger {
         getBody: prepare('SELECT body FROM bodies WHERE sha = ?').pluck(),
         treeObject: prepare('INSERT OR IGNORE INTO tree_objects (sha, path) VALUES (?, ?)'),
         treeObjectPath: prepare('SELECT path FROM tree_objects WHERE sha = ?').pluck(),
-        headList: prepare('INSERT INTO head_lists (head, sha, from_tree) VALUES (?, ?, ?)'),
+        // A head listed again (two shards of the same bytes) lists the same.
+        headList: prepare(
+          'INSERT INTO head_lists (head, from_tree, k, sha) SELECT ?, ?, key, value FROM json_each(?) WHERE true ON CONFLICT DO NOTHING',
+        ),
         hasHead: prepare('SELECT 1 FROM head_lists WHERE head = ? LIMIT 1').pluck(),
         getPlan: prepare('SELECT head, bases, changed, delta FROM shard_plans WHERE shard = ?'),
         plan: prepare('INSERT OR REPLACE INTO shard_plans (shard, head, bases, changed, delta) VALUES (?, ?, ?, ?, ?)'),
@@ -162,6 +178,7 @@ export class PublishLedger {
   /** Records a shard of the tree's files; returns a path listed before, if any (the manifest is
    * refused then, and the rest of the shard is not recorded). */
   addTreeShard(shard: number, entries: readonly ManifestEntry[]): string | null {
+    const seen = this.treeShards.has(shard);
     let twice: string | null = null;
     this.inTransaction(() => {
       for (const e of entries) {
@@ -179,20 +196,27 @@ export class PublishLedger {
         }
       }
     });
+    // Kept parsed when this is all the shard lists and the budget allows.
+    const keep = twice === null && !seen && this.treeShardFiles + entries.length <= TREE_SHARD_CACHE_FILES;
+    this.treeShards.set(shard, keep ? entries : null);
+    if (keep) this.treeShardFiles += entries.length;
     return twice;
   }
 
   /** Shard `shard` of the tree's files, sorted by path, each entry as its shard listed it. */
-  treeShard(shard: number): ManifestEntry[] {
+  treeShard(shard: number): readonly ManifestEntry[] {
+    const kept = this.treeShards.get(shard);
+    if (kept) return kept;
     return (this.stmt.treeShard.all(shard) as string[]).map((e) => JSON.parse(e) as ManifestEntry);
   }
 
   /** Every file the tree lists, a shard at a time; `read`: the tree check reads it whole (toCheck),
    * as far as the ledger knows when the page is read. */
   *treeFiles(): Generator<{ path: string; size: number; read: number }[]> {
+    // A path is one file of the tree, so the object at that path, checked, is this file's.
     const page = this.db.prepare(
-      `SELECT f.path, f.size, coalesce(o.checked = 1 AND o.path = f.path, 0) AS read
-       FROM tree_files f LEFT JOIN objects o ON o.sha = f.sha WHERE f.shard = ? ORDER BY f.path`,
+      `SELECT f.path, f.size, EXISTS (SELECT 1 FROM objects o WHERE o.checked = 1 AND o.path = f.path) AS read
+       FROM tree_files f WHERE f.shard = ? ORDER BY f.path`,
     );
     const shards = this.db.prepare('SELECT DISTINCT shard FROM tree_files ORDER BY shard').pluck().all() as number[];
     for (const shard of shards) yield page.all(shard) as { path: string; size: number; read: number }[];
@@ -222,9 +246,23 @@ export class PublishLedger {
 
   /** Records what shard head `head` lists (its bases and files), of the tree or the current release. */
   recordHead(head: string, shas: readonly string[], fromTree = false): void {
-    this.inTransaction(() => {
-      for (const sha of shas) this.stmt.headList.run(head, sha, fromTree ? 1 : 0);
-    });
+    this.stmt.headList.run(head, fromTree ? 1 : 0, JSON.stringify(shas));
+  }
+
+  /** Every shard head of the store's manifest `manifestSha` (not the tree's) has its listing recorded
+   * (recordHead): it was read whole. */
+  recordedWhole(manifestSha: string): void {
+    this.recordedManifest = manifestSha;
+  }
+
+  /** Counts what the manifest recorded whole lists (its shards' heads, their bases and files) as held
+   * by the store, in one sorted pass; false when `manifestSha` is not that manifest. */
+  knowRecorded(manifestSha: string, heads: readonly string[]): boolean {
+    if (manifestSha !== this.recordedManifest) return false;
+    this.know([manifestSha, ...heads]);
+    // In key order, so that each row goes in at the end of the index.
+    this.db.exec('INSERT OR IGNORE INTO known (sha) SELECT sha FROM head_lists WHERE from_tree = 0 ORDER BY sha');
+    return true;
   }
 
   hasHead(head: string): boolean {
@@ -265,6 +303,7 @@ export class PublishLedger {
 
   /** Forgets the current release's shards (it could not be read whole). */
   forgetCurrentRelease(): void {
+    this.recordedManifest = null;
     this.db.exec('DELETE FROM shard_plans; DELETE FROM head_lists WHERE from_tree = 0;');
   }
 
@@ -342,13 +381,12 @@ export class PublishLedger {
         SELECT row_number() OVER (ORDER BY shard, k), sha, size, path, content_type_of(path), 'shard'
         FROM (SELECT *, row_number() OVER (PARTITION BY sha ORDER BY shard, k) AS nth FROM manifest_objects)
         WHERE nth = 1 ORDER BY shard, k;
-      INSERT INTO objects (ord, sha, size, path, content_type, kind)
-        SELECT (SELECT count(*) FROM objects) + row_number() OVER (ORDER BY f.path), f.sha, f.size, f.path,
-          coalesce(f.content_type, content_type_of(f.path)), 'file'
-        -- With min(), SQLite takes the other columns from the row holding the minimum: the first path.
-        FROM (SELECT sha, min(path) AS path, size, content_type FROM tree_files GROUP BY sha) f
-        WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.sha = f.sha)
-        ORDER BY f.path;
+      -- In path order, each sha's first row goes in and its others are not (sha is unique), so each
+      -- file is at its first path; ord, left out, numbers them on from the shard objects.
+      INSERT INTO objects (sha, size, path, content_type, kind)
+        SELECT sha, size, path, coalesce(content_type, content_type_of(path)), 'file' FROM tree_files
+        WHERE true ORDER BY path
+        ON CONFLICT (sha) DO NOTHING;
     `);
   }
 

@@ -116,7 +116,7 @@ const storeRead =
   async (path, listed) =>
     (await store.get(objectKey(path === treePaths.manifest ? manifestSha : listed!.sha256)))?.body ?? null;
 
-const sameEntries = (a: ManifestEntry[], b: ManifestEntry[]) =>
+const sameEntries = (a: readonly ManifestEntry[], b: readonly ManifestEntry[]) =>
   a.length === b.length &&
   a.every(
     (e, i) =>
@@ -172,6 +172,7 @@ export async function publishedManifest(
         ledger.recordPlan(plan);
       });
       planned = index.shards.length === count;
+      ledger.recordedWhole(pointer.manifest_sha256);
     } catch (err) {
       if (!(err instanceof BadInputError)) throw err;
       log(`${err.message}: the manifest of ${release} is written whole, not as a change from ${pointer.release}`);
@@ -224,6 +225,7 @@ async function publishedBefore(
     if (err instanceof NotTheSame) return null;
     throw err;
   }
+  ledger.recordedWhole(r.manifest_sha256);
   return { index, indexBody, sha256: r.manifest_sha256 };
 }
 
@@ -260,12 +262,20 @@ async function knownObjects(
       broken(r, objectKey(r.manifest_sha256), 'the manifest');
       continue;
     }
+    const where = `${store.where} (release ${r.release}) `;
+    const index = parseManifestIndex(got.body, `${where}${treePaths.manifest}`);
+    // The manifest read whole above (the current release's, usually): its listing is recorded already.
+    if (
+      ledger.knowRecorded(
+        r.manifest_sha256,
+        index.shards.map((s) => s.sha256),
+      )
+    )
+      continue;
     // What this release lists counts only once all of its manifest was found.
     ledger.startListing();
     ledger.list([r.manifest_sha256]);
     let whole = true;
-    const where = `${store.where} (release ${r.release}) `;
-    const index = parseManifestIndex(got.body, `${where}${treePaths.manifest}`);
     const shards = [...index.shards.keys()].filter((i) => !ledger.isKnown(index.shards[i].sha256));
     await forEachLimited(shards, concurrency, async (i) => {
       const head = index.shards[i];
