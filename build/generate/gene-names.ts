@@ -8,18 +8,6 @@ import { gunzipSync } from 'node:zlib';
 import { DEMO } from '../paths.js';
 import type { Rng } from './random.js';
 
-/** The isoatlas gene-info TSV's columns (build/import/gene-info.ts reads them). */
-export const GENE_INFO_COLUMNS = [
-  'ensembl_gene_id',
-  'ncbi_gene_id',
-  'hgnc_id',
-  'symbol',
-  'name',
-  'gene_type',
-  'synonyms',
-  'uniprot_ids',
-] as const;
-
 /** Share of the genes with a name of their own symbol style that get one (about the share of
  * GENCODE's genes that HGNC names). */
 const NAMED_SHARE = 0.85;

@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { Rng } from './random.js';
 import { HUMAN_GENES_DEFAULT } from './human-stages.js';
 import { codingRegion, type CodingRegion } from './coding-region.js';
-import { GENE_INFO_COLUMNS, drawGeneName, nameTemplates } from './gene-names.js';
+import { drawGeneName, nameTemplates } from './gene-names.js';
+import { GENE_INFO_COLUMNS } from '../import/gene-info.js';
 import { fixed } from './mmcif.js';
 import {
   CATH_LABELS,

@@ -26,7 +26,8 @@ export interface GeneInfoRecord extends GeneInfo, XrefRow {
   line: number;
 }
 
-const ISOATLAS_COLUMNS = [
+/** The isoatlas gene-info TSV's columns (the synthetic human-scale release writes them too). */
+export const GENE_INFO_COLUMNS = [
   'ensembl_gene_id',
   'ncbi_gene_id',
   'hgnc_id',
@@ -70,7 +71,7 @@ async function headerOf(path: string): Promise<string[]> {
 export async function readGeneInfo(path: string): Promise<{ format: 'isoatlas' | 'hgnc'; rows: GeneInfoRecord[] }> {
   const header = await headerOf(path);
   const format = header.includes('locus_group') && header.includes('entrez_id') ? 'hgnc' : 'isoatlas';
-  const required = format === 'hgnc' ? HGNC_COLUMNS : ISOATLAS_COLUMNS;
+  const required = format === 'hgnc' ? HGNC_COLUMNS : GENE_INFO_COLUMNS;
   const rows: GeneInfoRecord[] = [];
   for await (const { line, row } of readTsv(path, { required })) {
     const ensembl = one(row.ensembl_gene_id);

@@ -643,11 +643,16 @@ export const ReleaseList = Type.Object(
 const ReleaseLink = (description: string) =>
   Nullable(Type.String({ description, examples: ['/api/v1/isoforms/PB.3.1?release=2026.11'] }));
 
+/** What names a gene or an isoform in a list of them (a search hit, a changed record). */
+const RecordNamed = {
+  type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
+  id: Type.String({ description: "A gene's unversioned id or an isoform's transcript id" }),
+  symbol: Type.String({ description: "The gene's symbol (an isoform's: its gene's)" }),
+};
+
 export const ChangedRecord = Type.Object(
   {
-    type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
-    id: Type.String({ description: "A gene's unversioned id or an isoform's transcript id" }),
-    symbol: Type.String({ description: "The gene's symbol (an isoform's: its gene's)" }),
+    ...RecordNamed,
     name: Nullable(
       Type.String({
         description:
@@ -699,9 +704,7 @@ export const ReleaseChanges = Type.Object(
 
 export const SearchHit = Type.Object(
   {
-    type: Type.Union([Type.Literal('gene'), Type.Literal('isoform')]),
-    id: Type.String({ description: "A gene's unversioned id or an isoform's transcript id" }),
-    symbol: Type.String({ description: "The gene's symbol (an isoform's: its gene's)" }),
+    ...RecordNamed,
     name: Nullable(
       Type.String({
         description:
