@@ -3,32 +3,38 @@
 // each, looked up through one array indexed by document number, costs no map or object per match.
 import type { TermDoc } from './contract/search.js';
 
+/** Document numbers per page of the slot table: a page is made when a search first touches it, so a
+ * new edge instance answering a query of a few documents does not zero a table of every document. */
+const PAGE_BITS = 12;
+const PAGE_MASK = (1 << PAGE_BITS) - 1;
+
 export class DocumentSlots {
-  /** Document number → its slot + 1 (0: none). */
-  private readonly slot: Int32Array;
+  /** Document number → its slot + 1 (0: none), by page. */
+  private readonly pages: (Int32Array | undefined)[];
   /** The documents gathered, by slot. */
   readonly docs: TermDoc[] = [];
   /** By slot: bits of what found the document (the exact tier: the query's words its name holds). */
   readonly masks: number[] = [];
 
   constructor(readonly documents: number) {
-    this.slot = new Int32Array(documents);
+    this.pages = new Array((documents >>> PAGE_BITS) + 1).fill(undefined);
   }
 
   /** The slot of `doc`, given one on first sight. */
   slotOf(doc: TermDoc): number {
     const n = doc[3];
-    const s = this.slot[n];
+    const page = (this.pages[n >>> PAGE_BITS] ??= new Int32Array(1 << PAGE_BITS));
+    const s = page[n & PAGE_MASK];
     if (s !== 0) return s - 1;
     this.docs.push(doc);
     this.masks.push(0);
-    this.slot[n] = this.docs.length;
+    page[n & PAGE_MASK] = this.docs.length;
     return this.docs.length - 1;
   }
 
   /** Empties the slots for the next search (only the slots used are touched). */
   clear(): void {
-    for (const doc of this.docs) this.slot[doc[3]] = 0;
+    for (const doc of this.docs) this.pages[doc[3] >>> PAGE_BITS]![doc[3] & PAGE_MASK] = 0;
     this.docs.length = 0;
     this.masks.length = 0;
   }

@@ -74,6 +74,46 @@ function wordCount(name: string): number {
   return count;
 }
 
+/** The bits of `words` (a query's words, bit j for words[j]) among `wanted` that `name` holds as
+ * whole words, as nameWords would split it. A query checks thousands of names for its common words:
+ * an ASCII name is read in place, building no words. */
+export function wordsInName(name: string, words: string[], wanted: number): number {
+  let found = 0;
+  for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) >= 0x80) return wordsInNameSlow(name, words, wanted);
+  let start = -1;
+  for (let i = 0; i <= name.length; i++) {
+    if (i < name.length && isWordChar(name, i)) {
+      if (start < 0) start = i;
+      continue;
+    }
+    if (start < 0) continue;
+    const length = i - start;
+    for (let j = 0; j < words.length; j++) {
+      const bit = 1 << j;
+      if (!(wanted & bit) || found & bit || words[j].length !== length) continue;
+      let k = 0;
+      while (k < length) {
+        const c = name.charCodeAt(start + k);
+        // ASCII lower case: an upper-case letter's code plus 32.
+        if ((c >= 0x41 && c <= 0x5a ? c + 32 : c) !== words[j].charCodeAt(k)) break;
+        k++;
+      }
+      if (k === length) found |= bit;
+    }
+    start = -1;
+  }
+  return found;
+}
+
+function wordsInNameSlow(name: string, words: string[], wanted: number): number {
+  let found = 0;
+  for (const word of nameWords(name)) {
+    const j = words.indexOf(word);
+    if (j >= 0 && wanted & (1 << j)) found |= 1 << j;
+  }
+  return found;
+}
+
 /** Whether `words` holds `sequence` in order, side by side. */
 function holdsPhrase(words: string[], sequence: string[]): boolean {
   for (let i = 0; i + sequence.length <= words.length; i++) {

@@ -20,9 +20,16 @@
 // prefix run or typo shard per word.
 // Within a tier, higher scores first, then genes before isoforms, then by id. Only the best `limit`
 // of each tier are ranked (no tier sorts thousands of prefix matches); `total` counts them all.
-import { FIELD_WEIGHTS, PREFIX_SHARD_LIMIT, SEARCH_FIELDS, allowedEdits, typoKeys } from './contract/search.js';
+import {
+  FIELD_WEIGHTS,
+  PREFIX_SHARD_LIMIT,
+  SEARCH_FIELDS,
+  allowedEdits,
+  nameWords,
+  typoKeys,
+} from './contract/search.js';
 import { shardOf } from './contract/shards.js';
-import { nameBonus, nameShare, parseQuery, type ParsedQuery } from './name-match.js';
+import { nameBonus, nameShare, parseQuery, wordsInName, type ParsedQuery } from './name-match.js';
 import { links, type SearchDirectory } from './contract/tree.js';
 import type { SearchHitBody } from './contract/schemas.js';
 import type { ReleaseData } from './release-data.js';
@@ -246,20 +253,43 @@ function place(top: Candidate[], k: number, c: Candidate): void {
   if (top.length > k) top.pop();
 }
 
+/** The release's common name words (contract/search.ts COMMON_NAME_WORD_SHARE), each with how many
+ * genes' names hold it. */
+const commonWordMaps = new WeakMap<SearchDirectory, Map<string, number>>();
+function commonWords(dir: SearchDirectory): Map<string, number> {
+  let map = commonWordMaps.get(dir);
+  if (!map) commonWordMaps.set(dir, (map = new Map(Object.entries(dir.common_words ?? {}))));
+  return map;
+}
+
 /** The exact tier. Each term scores its best: a whole symbol, id, transcript name or synonym it is, or
  * a gene's full name holding all its words; a name holding every word of the query gains the name
- * bonuses. Also says which terms matched anything (the later tiers of a longer query take the rest). */
+ * bonuses. Also says which terms matched anything (the later tiers of a longer query take the rest).
+ * The genes are found by the query's telling strings (its terms and words that are not common words
+ * of names), or when the index has none of them by its least common word; the other common words are
+ * not read but checked against the names of the genes found. */
 async function exactTier(
   data: ReleaseData,
   dir: SearchDirectory,
   q: ParsedQuery,
   k: number,
 ): Promise<TierResult & { termMatched: boolean[] }> {
-  // Every term and word looked up first: the rest runs without a pause, on slots every search shares.
+  const common = commonWords(dir);
+  const isCommon = (s: string) => {
+    const words = nameWords(s);
+    return words.length > 0 && words.every((w) => common.has(w));
+  };
+  // Every string to read looked up first: the rest runs without a pause, on slots every search shares.
   const where = new Map<string, { shard: TermShard; t: number } | null>();
-  await Promise.all(
-    [...new Set([...q.terms, ...q.words])].map(async (s) => where.set(s, await findTerm(data, dir, s))),
-  );
+  const look = (strings: string[]) => Promise.all(strings.map(async (s) => where.set(s, await findTerm(data, dir, s))));
+  const telling = [...new Set([...q.terms, ...q.words])].filter((s) => !isCommon(s));
+  await look(telling);
+  if (!telling.some((s) => where.get(s))) {
+    const commons = q.words.filter((w) => common.has(w));
+    if (commons.length) await look([commons.reduce((a, b) => (common.get(b)! < common.get(a)! ? b : a))]);
+  }
+  // The query's words left unread, checked against each found gene's name (one bit each).
+  const unread = q.words.reduce((mask, w, j) => (where.has(w) ? mask : mask | (1 << j)), 0);
   // Per term: the records it names through any field but the name (a few at most).
   const perTerm = q.terms.map((term) => {
     const matches: TermMatches = new Map();
@@ -288,8 +318,16 @@ async function exactTier(
         if (list[p + 1] === NAME_FIELD) slots.masks[slots.slotOf(docs[list[p]])] |= 1 << j;
     });
     for (const matches of perTerm) for (const c of matches.values()) slots.slotOf([c.id, c.symbol, c.name, c.n]);
+    if (unread !== 0)
+      for (let s = 0; s < slots.docs.length; s++) {
+        const name = slots.docs[s][2];
+        // An isoform's name is its transcript name, not a full name: only genes' names hold words.
+        if (name === null || slots.docs[s][0].startsWith('i:')) continue;
+        slots.masks[s] |= wordsInName(name, q.words, unread);
+      }
     const matched = new DocumentSet(dir.documents);
-    const termMatched = q.terms.map(() => false);
+    // A term left unread is a known word of names, matched or not: not one for the later tiers.
+    const termMatched = q.terms.map((term) => !where.has(term));
     const top: Candidate[] = [];
     for (let s = 0; s < slots.docs.length; s++) {
       const doc = slots.docs[s];

@@ -42,6 +42,10 @@ const PRIORITY = [
 ];
 let docs: Doc[];
 let data: ReleaseData;
+/** Every term of every record (any field): what the index knows. */
+let known: Set<string>;
+/** docs/API.md's common words of names: held by more than 1 in 40 of the named genes, with their counts. */
+let common: Map<string, number>;
 
 // The demo's whole tree: term shards and typo shards of many entries, queries over every real symbol.
 beforeAll(async () => {
@@ -84,7 +88,24 @@ beforeAll(async () => {
     });
   }
   data = new ReleaseData(new VerifiedOrigin(new LocalOrigin(tree)));
+  known = new Set(docs.flatMap((d) => d.terms.map(([t]) => t)));
+  const named = docs.filter((d) => d.nameWords.length > 0);
+  common = new Map();
+  for (const d of named) for (const w of new Set(d.nameWords)) common.set(w, (common.get(w) ?? 0) + 1);
+  for (const [w, n] of common) if (n <= named.length / 40) common.delete(w);
 });
+
+/** The strings of a query that find records (docs/API.md): its terms and words that are not common
+ * words of names; when the release knows none of them, its least common word. */
+function readStrings(terms: string[], words: string[]): Set<string> {
+  const isCommon = (s: string) => wordsOf(s).length > 0 && wordsOf(s).every((w) => common.has(w));
+  const telling = [...new Set([...terms, ...words])].filter((s) => !isCommon(s));
+  const read = new Set(telling);
+  const commons = words.filter((w) => common.has(w));
+  if (!telling.some((s) => known.has(s)) && commons.length > 0)
+    read.add(commons.reduce((a, b) => (common.get(b)! < common.get(a)! ? b : a)));
+  return read;
+}
 
 /** One query term's prefix or fuzzy matches: document → [score, fields]. */
 function termMatches(term: string, tier: 'prefix' | 'fuzzy'): Map<Doc, [number, Set<string>]> {
@@ -119,16 +140,24 @@ function termMatches(term: string, tier: 'prefix' | 'fuzzy'): Map<Doc, [number, 
   return out;
 }
 
-/** The exact tier, as docs/API.md states it: each term its best, a whole symbol, id, name or synonym
- * it is (1, a synonym 0.5) or a full name holding all its words (0.6); then, for a full name holding
- * every word of the query (its first 30 distinct), 0.1 for the words as a phrase, 0.15 more for the
- * whole name, and 0.1 × query words ÷ name words. */
+/** The exact tier, as docs/API.md states it: over the records the query's read strings find, each term
+ * its best, a whole symbol, id, name or synonym it is (1, a synonym 0.5) or a full name holding all its
+ * words (0.6); then, for a full name holding every word of the query (its first 30 distinct), 0.1 for
+ * the words as a phrase, 0.15 more for the whole name, and 0.1 × query words ÷ name words. */
 function exactMatches(terms: string[], query: string, matchedTerms: Set<string>): Map<Doc, [number, Set<string>]> {
   const sequence = wordsOf(query);
   const words = [...new Set(sequence)].slice(0, 30);
+  const read = readStrings(terms, words);
+  // A term of common words only, not read, is a known word: not one for the prefix and typo tiers.
+  for (const term of terms) if (!read.has(term)) matchedTerms.add(term);
   const out = new Map<Doc, [number, Set<string>]>();
   for (const doc of docs) {
     const nameHas = new Set(doc.nameWords);
+    // Only the records the read strings find: through another field than the name, or a name word.
+    const found =
+      doc.terms.some(([t, field]) => field !== 'name' && read.has(t) && terms.includes(t)) ||
+      words.some((w) => read.has(w) && nameHas.has(w));
+    if (!found) continue;
     const fields = new Set<string>();
     let score = 0;
     for (const term of terms) {

@@ -6,6 +6,7 @@
 import MiniSearch from 'minisearch';
 import { treePaths, type SearchDirectory } from '../../edge/contract/tree.js';
 import {
+  COMMON_NAME_WORD_SHARE,
   SEARCH_FIELDS,
   TERMS_PER_SHARD,
   TERM_SHARD_BYTES,
@@ -80,8 +81,9 @@ function* searchDocuments(db: Db): Iterable<SearchDocument> {
 const termKey = (term: string) => Buffer.from(term, 'utf16le').swap16();
 const termOf = (key: Buffer) => key.swap16().toString('utf16le');
 
-/** Reads every document into the scratch tables; returns how many there are. */
-function spillDocuments(db: Db, scratch: Scratch): number {
+/** Reads every document into the scratch tables; returns how many there are, and how many are genes
+ * with a full name. */
+function spillDocuments(db: Db, scratch: Scratch): { documents: number; named: number } {
   scratch.db.exec(`
     CREATE TABLE search_docs (n INTEGER PRIMARY KEY, id TEXT NOT NULL, gene_symbol TEXT NOT NULL, name TEXT);
     CREATE TABLE search_postings (term BLOB NOT NULL, doc INTEGER NOT NULL, field INTEGER NOT NULL);
@@ -91,7 +93,9 @@ function spillDocuments(db: Db, scratch: Scratch): number {
   const postings = scratch.spill('INSERT INTO search_postings (term, doc, field) VALUES (?, ?, ?)');
   const typo = scratch.spill('INSERT INTO search_typo (bucket, n, id, symbol, name) VALUES (?, ?, ?, ?, ?)');
   let n = 0;
+  let named = 0;
   for (const doc of searchDocuments(db)) {
+    if (doc.name !== null) named += 1;
     docs.add(n, doc.id, doc.gene_symbol, doc.shown_name);
     SEARCH_FIELDS.forEach((field, f) => {
       const value = doc[field];
@@ -106,11 +110,17 @@ function spillDocuments(db: Db, scratch: Scratch): number {
     n += 1;
   }
   for (const spill of [docs, postings, typo]) spill.flush();
-  return n;
+  return { documents: n, named };
 }
 
-/** Term shards: every (term, document, field), in term order, cut between distinct terms. */
-async function writeTermShards(w: TreeWriter, scratch: Scratch, directory: SearchDirectory): Promise<void> {
+/** Term shards: every (term, document, field), in term order, cut between distinct terms; and the
+ * common words of full names (more than `commonAbove` genes' names hold them). */
+async function writeTermShards(
+  w: TreeWriter,
+  scratch: Scratch,
+  directory: SearchDirectory,
+  commonAbove: number,
+): Promise<void> {
   const rows = scratch.db
     .prepare(
       `SELECT p.term, p.doc, p.field, d.id, d.gene_symbol, d.name
@@ -122,6 +132,13 @@ async function writeTermShards(w: TreeWriter, scratch: Scratch, directory: Searc
   let local = new Map<number, number>();
   let list: number[] = [];
   let last: Buffer | null = null;
+  // How many genes' full names hold the current term (postings come in document order, one per field).
+  let names = 0;
+  const NAME = SEARCH_FIELDS.indexOf('name');
+  const common: Record<string, number> = {};
+  const endTerm = () => {
+    if (names > commonAbove) common[body.terms.at(-1)!] = names;
+  };
   // About the shard's JSON size: a cut needs no exact figure.
   let bytes = 0;
   const write = async () => {
@@ -133,6 +150,8 @@ async function writeTermShards(w: TreeWriter, scratch: Scratch, directory: Searc
   };
   for (const [key, doc, field, id, geneSymbol, name] of rows) {
     if (last === null || !key.equals(last)) {
+      if (last !== null) endTerm();
+      names = 0;
       if (body.terms.length === TERMS_PER_SHARD || bytes >= TERM_SHARD_BYTES) await write();
       last = key;
       const term = termOf(Buffer.from(key));
@@ -147,9 +166,14 @@ async function writeTermShards(w: TreeWriter, scratch: Scratch, directory: Searc
       bytes += id.length + geneSymbol.length + (name?.length ?? 4) + 20;
     }
     list.push(d, field);
+    if (field === NAME) names += 1;
     bytes += 8;
   }
-  if (body.terms.length) await write();
+  if (body.terms.length) {
+    endTerm();
+    await write();
+  }
+  directory.common_words = common;
 }
 
 /** Typo shards: MiniSearch indexes of the symbols filed under the shard's keys, in document order. */
@@ -180,9 +204,9 @@ async function writeTypoShards(w: TreeWriter, scratch: Scratch): Promise<number>
 
 /** Writes the term and fuzzy shards; returns their directory for edge/index.json. */
 export async function renderSearchIndex(w: TreeWriter, db: Db, scratch: Scratch): Promise<SearchDirectory> {
-  const documents = spillDocuments(db, scratch);
+  const { documents, named } = spillDocuments(db, scratch);
   const directory: SearchDirectory = { terms: [], typo: { shards: 0 }, documents };
-  await writeTermShards(w, scratch, directory);
+  await writeTermShards(w, scratch, directory, named * COMMON_NAME_WORD_SHARE);
   directory.typo.shards = await writeTypoShards(w, scratch);
   return directory;
 }

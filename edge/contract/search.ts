@@ -99,11 +99,20 @@ export interface TypoDocument {
 export const TERMS_PER_SHARD = 2048;
 /** About the most bytes a term shard holds before it is cut (between terms, so a single word of
  * thousands of full names, "protein", still has them all in one shard): a query loads a shard per
- * word, and a word whose neighbours in term order are common words should not load them all. */
-export const TERM_SHARD_BYTES = 256 * 1024;
-/** A prefix query reads at most this many term shards (a one-letter prefix can span hundreds); its
- * matches then come from the first shards in term order. */
-export const PREFIX_SHARD_LIMIT = 3;
+ * word, and a new edge instance parses all of each shard it reads, so the smaller the shard the less a
+ * cold search pays; each shard more lengthens edge/index.json, which every new instance reads. */
+export const TERM_SHARD_BYTES = 128 * 1024;
+/** A word is common when more than this share of the genes with a full name hold it ("protein",
+ * "pseudogene", "family"). In a query with a rarer word that the index knows, a common word finds no
+ * genes by itself: it only adds to the score of the genes the other words find, checked against their
+ * names (Elasticsearch's common terms query and MySQL's natural-language full-text search treat
+ * frequent words so); in a query of common words only, the least common of them finds the genes. A full name then costs the postings of its telling words, not the thousands of
+ * genes that share "protein", and the genes holding only its common words, which would rank below the
+ * name itself, are not among the hits. A share, not a count, so a small release behaves as a large one. */
+export const COMMON_NAME_WORD_SHARE = 1 / 40;
+/** A prefix query reads at most this many term shards (a one-letter prefix can span hundreds), sized
+ * with TERM_SHARD_BYTES; its matches then come from the first shards in term order. */
+export const PREFIX_SHARD_LIMIT = 6;
 
 /** Edits a typo-tolerant match may differ by: one (an insertion, deletion, substitution, or swap of
  * two neighbours) for terms of 3 characters or more; none below, where any edit is another word. */

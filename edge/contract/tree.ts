@@ -112,6 +112,9 @@ export interface SearchDirectory {
   typo: { shards: number };
   /** How many documents (genes and isoforms) the index has: their numbers are 0 … documents - 1. */
   documents: number;
+  /** The common words of full names (contract/search.ts COMMON_NAME_WORD_SHARE), each with how many
+   * genes' names hold it, in term order; absent in a tree built before they were listed (none then). */
+  common_words?: Record<string, number>;
 }
 
 /** One shard of a hashed table: key → value. */
