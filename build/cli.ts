@@ -33,7 +33,10 @@ const DEFAULT_KEYS_DIR = process.env.ISOATLAS_KEYS_DIR ?? join(PROJECT_ROOT, '.i
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 function summaryLine(s: BuildSummary, out: string) {
-  return `built release ${s.release}: ${s.genes} genes, ${s.isoforms} isoforms, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${s.seconds.toFixed(1)} s (${out})`;
+  const cleared = s.interrupted.length
+    ? `; removed what ${s.interrupted.length} killed build(s) of it left (process ${s.interrupted.join(', ')})`
+    : '';
+  return `built release ${s.release}: ${s.genes} genes, ${s.isoforms} isoforms, ${s.structures} structures → ${s.files} files, ${mb(s.bytes)} in ${s.seconds.toFixed(1)} s (${out})${cleared}`;
 }
 
 function parseTrack(value: string): Track {

@@ -22,7 +22,7 @@ import { writeManifestFrom } from './manifest.js';
 import { ManifestSpill } from './manifest-spill.js';
 import { Scratch } from './scratch.js';
 import type { Db } from '../release-db/database.js';
-import { checkBuildOutput } from './output-guard.js';
+import { checkBuildOutput, removeInterruptedBuilds, scratchName, stagingName } from './output-guard.js';
 
 export interface BuildSummary {
   release: string;
@@ -32,6 +32,8 @@ export interface BuildSummary {
   genes: number;
   isoforms: number;
   structures: number;
+  /** Process ids of killed builds of the same output whose leftovers this build removed. */
+  interrupted: number[];
 }
 
 /** Rows per batch: enough that per-batch queries cost little, few enough that a batch (with its
@@ -110,7 +112,8 @@ export async function renderTree(
   const started = performance.now();
   const out = resolve(outDir);
   await checkBuildOutput(out, { force: opts.replace ?? false });
-  const staging = `${out}.partial-${process.pid}`;
+  const interrupted = removeInterruptedBuilds(out);
+  const staging = stagingName(out, process.pid);
   rmSync(staging, { recursive: true, force: true });
   const db = openReleaseDb(dbPath);
   // The release is read in key order, a batch at a time, so a small page cache holds the pages
@@ -132,8 +135,8 @@ export async function renderTree(
     // it renders are recorded must not be the connection that records them.
     mkdirSync(dirname(out), { recursive: true });
     // The manifest's rows are only appended until the end, so its cache is small till then.
-    manifestScratch = new Scratch(`${out}.manifest-${process.pid}.sqlite`, APPEND_CACHE_KIB);
-    tableScratch = new Scratch(`${out}.tables-${process.pid}.sqlite`);
+    manifestScratch = new Scratch(scratchName(out, 'manifest', process.pid), APPEND_CACHE_KIB);
+    tableScratch = new Scratch(scratchName(out, 'tables', process.pid));
     const spill = new ManifestSpill(manifestScratch);
     const edgeFiles: [string, string][] = [];
     w = new TreeWriter(staging, {
@@ -189,6 +192,7 @@ export async function renderTree(
       genes: counts.genes,
       isoforms: counts.isoforms,
       structures: structures.entries,
+      interrupted,
     };
   } catch (err) {
     // The writer stops first: a batch it still held must not land after the staging tree is gone.
