@@ -59,6 +59,7 @@ export class ReleaseData {
           !Array.isArray(index.search?.terms) ||
           !isShardCount(index.search?.typo?.shards) ||
           !Number.isInteger(index.search?.documents) ||
+          !isWordCounts(index.search.common_words) ||
           typeof index.sha256 !== 'object' ||
           index.sha256 === null
         )
@@ -155,6 +156,13 @@ export class ReleaseData {
       );
     return decoder.decode(await this.origin.readChecked(path, sha256));
   }
+}
+
+/** Absent (a tree built before common words were listed), or words with their counts. */
+function isWordCounts(value: unknown): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  return Object.values(value).every((n) => Number.isInteger(n));
 }
 
 function lookup<T>(table: ShardBody<T>, key: string): T | null {

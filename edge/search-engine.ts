@@ -15,6 +15,9 @@
 //   gene's full name scores NAME_WORD_WEIGHT (a term of several words, "mitogen-activated", when the
 //   name holds them all; each term counts its best match, a symbol or the name), and a name holding
 //   every word of the query gains the bonuses of name-match.ts (phrase, whole name, length).
+// A query finds records through its telling strings, not through the common words of full names
+// (contract/search.ts COMMON_NAME_WORD_SHARE, listed by the build in the edge index), which only score
+// the genes found, checked against their names; a query of common words only, through its least common.
 // A one-word query goes through every tier; a longer one through prefix and fuzzy only in its words
 // that matched nothing exactly (a word being typed, a typo), so a full name, whole words, costs no
 // prefix run or typo shard per word.

@@ -122,6 +122,21 @@ describe('common words of full names (demo release)', () => {
     expect(Object.entries(dir.common_words ?? {})).toEqual(expected);
   });
 
+  it('loads an edge index without the list (an older tree), and refuses one whose list is not words with counts', async () => {
+    const index = JSON.parse(readFileSync(join(tree, treePaths.edgeIndex), 'utf8')) as EdgeIndex;
+    // The index as its origin answers it, already verified: only its shape is left to check.
+    const served = (common: unknown) =>
+      new ReleaseData({
+        description: 'test',
+        read: async () => ({
+          body: Buffer.from(JSON.stringify({ ...index, search: { ...index.search, common_words: common } })),
+        }),
+      } as unknown as VerifiedOrigin).index();
+    await expect(served(undefined)).resolves.toMatchObject({ format: index.format });
+    for (const bad of [['protein'], { protein: 'many' }, 'protein', null])
+      await expect(served(bad), JSON.stringify(bad)).rejects.toThrow(/not an edge index/);
+  });
+
   it('finds every named gene first by its full name, as the whole index ranks what the strings read find', async () => {
     const lean = open(CountingData);
     const whole = open(WholeIndexData);

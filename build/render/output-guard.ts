@@ -49,13 +49,14 @@ export async function checkBuildOutput(out: string, opts: { force: boolean }): P
 export const stagingName = (out: string, pid: number) => `${out}.partial-${pid}`;
 export const scratchName = (out: string, kind: 'manifest' | 'tables', pid: number) => `${out}.${kind}-${pid}.sqlite`;
 
-/** Whether a process with this id runs (one we may not signal runs too). */
+/** Whether a process with this id may run: only "no such process" says it does not (one we may not
+ * signal runs, and an id no process can have was not a build's). */
 function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

@@ -106,9 +106,10 @@ export const TERM_SHARD_BYTES = 128 * 1024;
  * "pseudogene", "family"). In a query with a rarer word that the index knows, a common word finds no
  * genes by itself: it only adds to the score of the genes the other words find, checked against their
  * names (Elasticsearch's common terms query and MySQL's natural-language full-text search treat
- * frequent words so); in a query of common words only, the least common of them finds the genes. A full name then costs the postings of its telling words, not the thousands of
- * genes that share "protein", and the genes holding only its common words, which would rank below the
- * name itself, are not among the hits. A share, not a count, so a small release behaves as a large one. */
+ * frequent words so); in a query of common words only, the least common of them finds the genes. A
+ * full name then costs the postings of its telling words, not the thousands of genes that share
+ * "protein", and the genes holding only its common words, which would rank below the name itself, are
+ * not among the hits. A share, not a count, so a small release behaves as a large one. */
 export const COMMON_NAME_WORD_SHARE = 1 / 40;
 /** A prefix query reads at most this many term shards (a one-letter prefix can span hundreds), sized
  * with TERM_SHARD_BYTES; its matches then come from the first shards in term order. */
