@@ -97,13 +97,16 @@ describe('the publish ledger', () => {
     }
   });
 
-  it('gives a shard recorded in two parts back whole, whether or not it keeps it parsed', () => {
+  it('gives a shard recorded in two parts back whole, whether or not it keeps it parsed, as the build lists it', () => {
     const ledger = new PublishLedger();
     try {
+      // An entry without a content type (a tree of an earlier format) comes back without one.
+      const { content_type: _, ...untyped } = file('b/2.json', 2);
       ledger.addTreeShard(0, [file('a/1.json', 1)]);
-      ledger.addTreeShard(0, [file('b/2.json', 2)]);
+      ledger.addTreeShard(0, [untyped as ManifestEntry]);
       ledger.addTreeShard(1, [file('c/3.json', 3)]);
-      expect(ledger.treeShard(0).map((e) => e.path)).toEqual(['a/1.json', 'b/2.json']);
+      // Read back from the ledger, not kept parsed: in the build's member order, as a delta lists it.
+      expect(JSON.stringify(ledger.treeShard(0))).toBe(JSON.stringify([file('a/1.json', 1), untyped]));
       expect(ledger.treeShard(1)).toEqual([file('c/3.json', 3)]);
     } finally {
       ledger.close();

@@ -66,11 +66,11 @@ export class PublishLedger {
     try {
       this.db.function('content_type_of', { deterministic: true }, (path) => contentTypeOf(String(path)));
       this.db.exec(`
-        -- Every file the tree's manifest lists, as its shard lists it (entry: the JSON as read). A path
-        -- belongs to one shard (its hash says which: the manifest reader checks), so (shard, path)
-        -- finds a path listed twice; no other index is kept up while the rows go in.
+        -- Every file the tree's manifest lists, as its shard lists it. A path belongs to one shard (its
+        -- hash says which: the manifest reader checks), so (shard, path) finds a path listed twice; no
+        -- other index is kept up while the rows go in.
         CREATE TABLE tree_files (shard INTEGER NOT NULL, path TEXT NOT NULL, sha TEXT NOT NULL,
-          size INTEGER NOT NULL, content_type TEXT, entry TEXT NOT NULL, PRIMARY KEY (shard, path)) WITHOUT ROWID;
+          size INTEGER NOT NULL, content_type TEXT, PRIMARY KEY (shard, path)) WITHOUT ROWID;
         -- Bytes of manifest objects at hand (the store's, the encoding's), by sha256.
         CREATE TABLE bodies (sha TEXT PRIMARY KEY, from_tree INTEGER NOT NULL, body BLOB NOT NULL);
         -- The tree's own manifest objects (its shard objects): where they are in the tree.
@@ -112,9 +112,9 @@ export class PublishLedger {
       const prepare = (sql: string) => this.db.prepare(sql);
       this.stmt = {
         treeFile: prepare(
-          'INSERT OR IGNORE INTO tree_files (path, shard, sha, size, content_type, entry) VALUES (?, ?, ?, ?, ?, ?)',
+          'INSERT OR IGNORE INTO tree_files (path, shard, sha, size, content_type) VALUES (?, ?, ?, ?, ?)',
         ),
-        treeShard: prepare('SELECT entry FROM tree_files WHERE shard = ? ORDER BY path').pluck(),
+        treeShard: prepare('SELECT path, size, sha, content_type FROM tree_files WHERE shard = ? ORDER BY path').raw(),
         body: prepare('INSERT OR IGNORE INTO bodies (sha, from_tree, body) VALUES (?, ?, ?)'),
         getBody: prepare('SELECT body FROM bodies WHERE sha = ?').pluck(),
         treeObject: prepare('INSERT OR IGNORE INTO tree_objects (sha, path) VALUES (?, ?)'),
@@ -182,14 +182,7 @@ export class PublishLedger {
     let twice: string | null = null;
     this.inTransaction(() => {
       for (const e of entries) {
-        const added = this.stmt.treeFile.run(
-          e.path,
-          shard,
-          e.sha256,
-          e.size,
-          e.content_type ?? null,
-          JSON.stringify(e),
-        );
+        const added = this.stmt.treeFile.run(e.path, shard, e.sha256, e.size, e.content_type ?? null);
         if (added.changes === 0) {
           twice = e.path;
           return;
@@ -203,11 +196,15 @@ export class PublishLedger {
     return twice;
   }
 
-  /** Shard `shard` of the tree's files, sorted by path, each entry as its shard listed it. */
+  /** Shard `shard` of the tree's files, sorted by path. */
   treeShard(shard: number): readonly ManifestEntry[] {
     const kept = this.treeShards.get(shard);
     if (kept) return kept;
-    return (this.stmt.treeShard.all(shard) as string[]).map((e) => JSON.parse(e) as ManifestEntry);
+    // In the members' order the build writes them (build/render/manifest.ts), as a delta lists them.
+    return (this.stmt.treeShard.all(shard) as [string, number, string, string | null][]).map(
+      ([path, size, sha256, content_type]) =>
+        (content_type === null ? { path, size, sha256 } : { path, size, sha256, content_type }) as ManifestEntry,
+    );
   }
 
   /** Every file the tree lists, a shard at a time; `read`: the tree check reads it whole (toCheck),
