@@ -144,29 +144,6 @@ describe('the publish ledger', () => {
       ledger.close();
     }
   });
-
-  it('tells the size check which files the tree check reads whole: the objects it reads, at their first path only', () => {
-    const ledger = new PublishLedger();
-    try {
-      ledger.addTreeShard(0, [file('a/1.json', 1), file('b/same.json', 5)]);
-      ledger.addTreeShard(1, [file('c/2.json', 2), file('d/same.json', 5)]);
-      ledger.fixObjects();
-      ledger.know([sha(2)]);
-      ledger.markMissing();
-      const before = [...ledger.treeFiles()].flat();
-      expect(before.filter((f) => f.read).map((f) => f.path)).toEqual([]);
-      expect(ledger.toCheck(false).count).toBe(2);
-      const files = [...ledger.treeFiles()].flat();
-      expect(files.map((f) => [f.path, f.read])).toEqual([
-        ['a/1.json', 1],
-        ['b/same.json', 1],
-        ['c/2.json', 0],
-        ['d/same.json', 0],
-      ]);
-    } finally {
-      ledger.close();
-    }
-  });
 });
 
 describe("publish's scratch ledger", () => {

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkTree, type TreeObject } from '../build/publish/tree-check.js';
+import { checkTree, startSizeCheck, type TreeObject } from '../build/publish/tree-check.js';
 import { BadInputError } from '../build/common/errors.js';
 
 let dir: string;
@@ -91,6 +91,30 @@ describe('checkTree', () => {
     await expect(
       checkTree({ dir: root, files: treeFiles, upload, where: 's3://test/', progress: false }),
     ).resolves.toBeDefined();
+  });
+
+  it('checks sizes in its worker: another size, a directory or nothing at the path; stopped, it ends', async () => {
+    const root = writeTree('sizes');
+    mkdirSync(join(root, 'api/v1/dir.json'));
+    const listed = [
+      ...objects,
+      { path: 'api/v1/a.json', size: 99 },
+      { path: 'api/v1/dir.json', size: 1 },
+      { path: 'api/v1/none.json', size: 1 },
+    ];
+    const sizes = startSizeCheck(root);
+    for (const f of listed) sizes.add([f]);
+    sizes.end();
+    expect([...(await sizes.problems)].sort()).toEqual([
+      ['api/v1/a.json', `${files['api/v1/a.json'].length} bytes, the manifest lists 99`],
+      ['api/v1/dir.json', 'missing'],
+      ['api/v1/none.json', 'missing'],
+    ]);
+    // Stopped before its end (publish failed first): its promise fails instead of hanging.
+    const stopped = startSizeCheck(root);
+    stopped.add(listed);
+    stopped.stop();
+    await expect(stopped.problems).rejects.toThrow(/size check/);
   });
 
   it("takes the tree's own manifest objects from what it holds, not from the files", async () => {

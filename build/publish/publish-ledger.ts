@@ -93,10 +93,8 @@ export class PublishLedger {
         -- The release's distinct objects: shard objects first, then files in path order.
         CREATE TABLE objects (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, size INTEGER NOT NULL,
           path TEXT NOT NULL, content_type TEXT NOT NULL, kind TEXT NOT NULL,
-          missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0, checked INTEGER NOT NULL DEFAULT 0);
+          missing INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0);
         CREATE INDEX objects_pending ON objects (pending, ord);
-        -- The few the tree check reads whole (toCheck), for the size check to leave to it.
-        CREATE INDEX objects_checked ON objects (path) WHERE checked = 1;
         -- The pack list, in its order; build: this publish uploads the pack.
         CREATE TABLE packs (ord INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, ref TEXT NOT NULL,
           index_sha TEXT NOT NULL, build INTEGER NOT NULL, buildable INTEGER NOT NULL);
@@ -205,18 +203,6 @@ export class PublishLedger {
       ([path, size, sha256, content_type]) =>
         (content_type === null ? { path, size, sha256 } : { path, size, sha256, content_type }) as ManifestEntry,
     );
-  }
-
-  /** Every file the tree lists, a shard at a time; `read`: the tree check reads it whole (toCheck),
-   * as far as the ledger knows when the page is read. */
-  *treeFiles(): Generator<{ path: string; size: number; read: number }[]> {
-    // A path is one file of the tree, so the object at that path, checked, is this file's.
-    const page = this.db.prepare(
-      `SELECT f.path, f.size, EXISTS (SELECT 1 FROM objects o WHERE o.checked = 1 AND o.path = f.path) AS read
-       FROM tree_files f WHERE f.shard = ? ORDER BY f.path`,
-    );
-    const shards = this.db.prepare('SELECT DISTINCT shard FROM tree_files ORDER BY shard').pluck().all() as number[];
-    for (const shard of shards) yield page.all(shard) as { path: string; size: number; read: number }[];
   }
 
   // Bytes of manifest objects.
@@ -457,9 +443,9 @@ export class PublishLedger {
     this.db.prepare('UPDATE objects SET pending = 0 WHERE pending = 1 AND kind = ?').run(kind);
   }
 
-  /** What the tree check reads, in order, marked so that the size check leaves them to it: every
-   * missing object (a new release's packs are cut from them), or, when the release keeps the packs
-   * its manifest names (`keptPacks`), the files this publish uploads and those of the packs it builds. */
+  /** What the tree check reads, in order: every missing object (a new release's packs are cut from
+   * them), or, when the release keeps the packs its manifest names (`keptPacks`), the files this
+   * publish uploads and those of the packs it builds. */
   toCheck(keptPacks: boolean): Paged<LedgerObject> {
     let where = 'missing = 1';
     if (keptPacks) {
@@ -467,7 +453,6 @@ export class PublishLedger {
       for (const p of this.db.prepare('SELECT ord FROM packs WHERE build = 1').pluck().all() as number[])
         this.fillMembers(p);
     }
-    this.db.exec(`UPDATE objects SET checked = 1 WHERE ${where}`);
     return {
       count: this.count(`SELECT count(*) FROM objects WHERE ${where}`),
       pages: () => this.objectPages(where),

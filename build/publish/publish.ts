@@ -157,25 +157,27 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
   const store = openStore(opts);
   // The store's first reads go out now and arrive while the tree's manifest is read.
   const early = prefetchReads(store);
-  const tree = await clock.time('tree', () =>
-    readTree(
-      opts.dir,
-      ledger,
-      'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store',
-    ),
-  );
-  const release = tree.index.release;
-  if (!RELEASE_NAME.test(release))
-    throw new UsageError(
-      `release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`,
-    );
-  // What the name stands for: the tree's own manifest.json (the published one depends on the store).
-  const treeSha = sha256Of(tree.indexBody);
-  ledger.keepBody(treeSha, tree.indexBody, true);
-  // Every file the manifest lists must be there with its size: checked from now on, between the
-  // reads of the store below (tree-check.ts), and awaited before anything is written.
-  const sizes = startSizeCheck(opts.dir, () => ledger.treeFiles());
+  // Every file the manifest lists must be there with its size: checked from now on, beside the
+  // reading of the tree and the store (tree-check.ts), and awaited before anything is written.
+  const sizes = startSizeCheck(opts.dir);
   try {
+    const tree = await clock.time('tree', () =>
+      readTree(
+        opts.dir,
+        ledger,
+        'build the tree again (`isoatlas build --force`) and publish that; nothing was written to the store',
+        (files) => sizes.add(files),
+      ),
+    );
+    sizes.end();
+    const release = tree.index.release;
+    if (!RELEASE_NAME.test(release))
+      throw new UsageError(
+        `release name ${JSON.stringify(release)} cannot be published: names are letters, digits, '.', '_' and '-' (it becomes a URL segment)`,
+      );
+    // What the name stands for: the tree's own manifest.json (the published one depends on the store).
+    const treeSha = sha256Of(tree.indexBody);
+    ledger.keepBody(treeSha, tree.indexBody, true);
     /** A manifest object's bytes: the ledger's (the store's, the encoding's), or the tree's own, read
      * from the tree and checked again. */
     const manifestObject = (sha: string): Buffer | null => {

@@ -30,12 +30,14 @@ export interface ManifestRecord {
   sha256: string;
 }
 
-/** Reads and checks the tree's manifest into the ledger: its files, and where its own manifest
- * objects are (checked here; publish reads them again, checked again, when it uploads them). */
+/** Reads and checks the tree's manifest into the ledger: its files (each shard's also handed to
+ * `files`), and where its own manifest objects are (checked here; publish reads them again, checked
+ * again, when it uploads them). */
 export async function readTree(
   dir: string,
   ledger: PublishLedger,
   advice: string,
+  files: (entries: readonly ManifestEntry[]) => void = () => {},
 ): Promise<Omit<ManifestRecord, 'sha256'>> {
   const read: ManifestRead = async (path) => readFile(join(dir, path)).catch(() => null);
   const where = `${dir}/`;
@@ -47,6 +49,7 @@ export async function readTree(
     (i, { shard, objects }) => {
       const twice = ledger.addTreeShard(i, shard.entries);
       if (twice !== null) throw new BadInputError(`${where}: ${twice} is listed twice; ${advice}`);
+      files(shard.entries);
       for (const o of objects) ledger.treeObject(o.entry.sha256, o.entry.path);
       // A head with a chain lists its bases too (a rendered tree's shards are full).
       if (shard.bases.length) ledger.recordHead(shard.head.sha256, listedBy(shard), true);

@@ -17,7 +17,8 @@
 //   - The tree's files and the upload come a page at a time (publish-ledger.ts), so the check holds
 //     a page of them, not the whole manifest.
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import { treePaths } from '../../edge/contract/tree.js';
@@ -42,9 +43,9 @@ export interface Paged<T> {
 
 export interface TreeCheckOptions {
   dir: string;
-  /** Every file the tree's manifest lists: their sizes are checked (unless `sizes` did it). */
+  /** Every file the tree's manifest lists: their sizes are checked (unless `sizes` does it). */
   files?: Paged<{ path: string; size: number }>;
-  /** The size check, already started (startSizeCheck). */
+  /** The size check, already handed every file the tree's manifest lists (startSizeCheck). */
   sizes?: SizeCheck;
   /** What publish will read from the tree (objects the store lacks, and those of packs it builds). */
   upload: Paged<TreeObject>;
@@ -86,7 +87,11 @@ function readOrNull(file: string): Buffer | null {
  * time with the event loop let through between pages: a read of a small file is a few system calls,
  * and handing each to the thread pool costs more CPU than making them here. */
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
-  const sizes = opts.sizes ?? startSizeCheck(opts.dir, () => opts.files?.pages() ?? []);
+  const sizes = opts.sizes ?? startSizeCheck(opts.dir);
+  if (!opts.sizes) {
+    for (const page of opts.files?.pages() ?? []) sizes.add(page);
+    sizes.end();
+  }
   const bar =
     opts.progress === false ? { tick() {}, stop() {} } : startProgress('checking the tree', opts.upload.count);
   const held = (o: TreeObject) => (o.kind === 'file' ? null : (opts.held?.(o.sha256) ?? null));
@@ -163,51 +168,64 @@ const changedWhilePublishing = (dir: string, path: string, where: string) =>
       `The release stays pending in ${where}: put the tree back as built and publish it again to finish, or leave it for \`isoatlas gc\` to drop`,
   );
 
-/** The check that every file the manifest lists is there with its size: one stat each (but for the
- * files the check reads whole), a page at a time with the event loop let through between pages, so
- * that publish can start it as soon as it has read the tree's manifest and its stats fill the waits
- * on the store. */
+/** The check that every file the manifest lists is there with its size: one stat each, made by a
+ * worker thread, so that publish can hand it each shard's files as it reads the tree's manifest and
+ * the stats never hold up its parsing. A stat is a blocking call that costs far more than handing the
+ * path over; handing each to the thread pool instead costs more CPU in this thread than the stats
+ * themselves. The files the check reads whole are stated too: fewer than the rest but on a first
+ * publish, where the worker's stats take a small part of the time the hashing does. */
 export interface SizeCheck {
+  /** Hands these files to the check. */
+  add(files: readonly { path: string; size: number }[]): void;
+  /** No more files: `problems` settles once the worker has checked those it was handed. */
+  end(): void;
   /** The files that are missing or of another size, by path. */
   problems: Promise<Map<string, string>>;
-  /** Stops before the next page (the caller gave up: its ledger may close). */
+  /** Stops the check (the caller gave up): `problems` fails. */
   stop(): void;
 }
 
-export function startSizeCheck(
-  dir: string,
-  pages: () => Iterable<readonly { path: string; size: number; read?: number }[]>,
-): SizeCheck {
-  let stopped = false;
-  const problems = (async () => {
-    const found = new Map<string, string>();
-    const each = pages()[Symbol.iterator]();
-    for (;;) {
-      await yieldToEvents();
-      if (stopped) return found;
-      const next = each.next();
-      if (next.done) return found;
-      for (const e of next.value) {
-        // A file the check reads whole has its size checked there.
-        if (e.read) continue;
-        let size: number | null = null;
-        try {
-          const s = statSync(join(dir, e.path));
-          size = s.isFile() ? s.size : null;
-        } catch {
-          // missing
-        }
-        if (size === null) found.set(e.path, 'missing');
-        else if (size !== e.size) found.set(e.path, `${size} bytes, the manifest lists ${e.size}`);
-      }
-    }
-  })();
+/** A page of files to stat, or the end of them; the worker answers the end with what it found. */
+type SizeMessage = { paths: string[]; sizes: number[] } | { end: true };
+
+// CommonJS, as Node runs the source of an `eval` worker (file-batches.ts says why plain text).
+const SIZE_WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { statSync } = require('node:fs');
+const { join } = require('node:path');
+const found = [];
+parentPort.on('message', (m) => {
+  if (m.end) return parentPort.postMessage(found);
+  for (let i = 0; i < m.paths.length; i++) {
+    const s = statSync(join(workerData.dir, m.paths[i]), { throwIfNoEntry: false });
+    const size = s && s.isFile() ? s.size : null;
+    if (size === null) found.push([m.paths[i], 'missing']);
+    else if (size !== m.sizes[i]) found.push([m.paths[i], size + ' bytes, the manifest lists ' + m.sizes[i]]);
+  }
+});
+`;
+
+export function startSizeCheck(dir: string): SizeCheck {
+  const worker = new Worker(SIZE_WORKER_SOURCE, { eval: true, workerData: { dir } });
+  // A publish that fails never waits for it.
+  worker.unref();
+  const post = (m: SizeMessage) => worker.postMessage(m);
+  const problems = new Promise<Map<string, string>>((resolve, reject) => {
+    worker.once('message', (found: [string, string][]) => {
+      resolve(new Map(found));
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+    worker.once('exit', () => reject(new Error('the size check of the tree stopped before it finished')));
+  });
   // Awaited by the check; a publish that fails before it stops it and never awaits it.
   problems.catch(() => {});
   return {
+    add: (files) => post({ paths: files.map((f) => f.path), sizes: files.map((f) => f.size) }),
+    end: () => post({ end: true }),
     problems,
     stop() {
-      stopped = true;
+      void worker.terminate();
     },
   };
 }
