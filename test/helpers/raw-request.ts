@@ -12,6 +12,20 @@ export interface RawReply {
   text: string;
 }
 
+/** The text decoded when first read: most callers read only the bytes, some of them large. */
+function reply(status: number, headers: http.IncomingHttpHeaders, body: Buffer): RawReply {
+  let text: string | undefined;
+  return {
+    status,
+    headers,
+    body,
+    get text() {
+      text ??= body.toString('utf8');
+      return text;
+    },
+  };
+}
+
 export function rawRequest(
   base: string,
   path: string,
@@ -33,8 +47,7 @@ export function rawRequest(
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
-          const body = Buffer.concat(chunks);
-          resolve({ status: res.statusCode!, headers: res.headers, body, text: body.toString('utf8') });
+          resolve(reply(res.statusCode!, res.headers, Buffer.concat(chunks)));
         });
         // An answer the server cuts short (after its head) is no answer.
         res.on('close', () => {
@@ -67,7 +80,7 @@ export function rawExchange(base: string, head: string): Promise<RawReply> {
       for (const line of lines)
         headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
       const body = raw.subarray(end + 4, end + 4 + Number(headers['content-length'] ?? raw.length));
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body, text: body.toString('utf8') });
+      resolve(reply(Number(statusLine.split(' ')[1]), headers, body));
     });
   });
 }
