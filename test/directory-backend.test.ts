@@ -3,10 +3,24 @@
 // refused when it does not hold, concurrent writers of one key never both win, and a store over a
 // backend that ignores the conditions is refused (and shown to lose updates).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { open } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DirectoryBackend, STALE_LOCK_MS } from '../edge/store/directory-backend.js';
+import { DirectoryBackend, READ_NOW_BYTES, STALE_LOCK_MS } from '../edge/store/directory-backend.js';
 import { ReleaseStore } from '../edge/store/release-store.js';
 import { ConditionFailed, StorageError, type StoreBackend, type WriteOptions } from '../edge/store/backend.js';
 import { HISTORY_KEY, PROBE_KEY, objectKey } from '../edge/contract/store-layout.js';
@@ -160,5 +174,34 @@ describe('directory backend', () => {
     await expect(b.write('../outside', text('x'), json)).rejects.toThrow(StorageError);
     expect(readFileSync(join(b.root, HISTORY_KEY), 'utf8')).toBe('{}');
     expect(await b.removeScratch('objects', 0)).toBe(1);
+  });
+
+  it('reads a small file while every thread of the pool is busy (a pack streams thousands), a large one whole, a directory or nothing as null', async () => {
+    const b = fresh();
+    const small = randomBytes(4096);
+    const large = randomBytes(READ_NOW_BYTES + 1);
+    mkdirSync(join(b.root, 'objects', 'dir'), { recursive: true });
+    writeFileSync(join(b.root, 'objects', 'small'), small);
+    writeFileSync(join(b.root, 'objects', 'large'), large);
+    // Each thread of libuv's pool held by an open of a FIFO, which returns once a writer opens it.
+    const fifos = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE) || 4 }, (_, i) =>
+      join(b.root, `fifo-${i}`),
+    );
+    execFileSync('mkfifo', fifos);
+    const held = fifos.map((f) => open(f, 'r'));
+    let read: Uint8Array | null | undefined;
+    const reading = b.read('objects/small').then((o) => (read = o?.body ?? null));
+    // Turns of the event loop, no timer: a read queued behind the held threads cannot end in them.
+    for (let i = 0; i < 10; i++) await new Promise<void>((turned) => setImmediate(turned));
+    const whilePoolBusy = read;
+    const writers = fifos.map((f) => openSync(f, 'w'));
+    for (const handle of await Promise.all(held)) await handle.close();
+    for (const fd of writers) closeSync(fd);
+    await reading;
+    expect(whilePoolBusy).toEqual(small);
+    // Compared as bytes: a deep equality walks them one by one.
+    expect(Buffer.from((await b.read('objects/large'))!.body).equals(large)).toBe(true);
+    expect(await b.read('objects/dir')).toBeNull();
+    expect(await b.read('objects/none')).toBeNull();
   });
 });
