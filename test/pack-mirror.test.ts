@@ -53,13 +53,19 @@ function damage(dir: string, objects: Map<string, number>): { missing: string[];
 }
 const whole = { missing: [], wrong: [] };
 
-/** The requests a server logged, from its request log lines. */
-function logged(server: RunningServer): { path: string; status: number }[] {
+let barriers = 0;
+/** The requests a server logged, from its request log lines, once it has written them all: it writes
+ * its log in batches, so a request made last is waited for in the log, and left out. */
+async function logged(server: RunningServer): Promise<{ path: string; status: number }[]> {
+  const barrier = `/log-barrier-${++barriers}`;
+  await (await fetch(`${server.base}${barrier}`)).arrayBuffer();
+  await server.untilLogged((logs) => logs.includes(`"path":"${barrier}"`), 'the request made last, logged');
   return server
     .logs()
     .split('\n')
     .filter((l) => l.startsWith('{') && l.includes('"status"') && l.includes('"path"'))
-    .map((l) => JSON.parse(l) as { path: string; status: number });
+    .map((l) => JSON.parse(l) as { path: string; status: number })
+    .filter((r) => r.path !== barrier && !r.path.startsWith('/log-barrier-'));
 }
 
 const serve = (dir: string) => startServer({ dir, extraArgs: ['--keys-dir', join(work, `keys-${Math.random()}`)] });
@@ -245,7 +251,7 @@ describe('a mirror through packs', () => {
       expect(s).toMatchObject({ release: packed.release, fetched: packed.objects.size, reused: 0, waited: 0 });
       expect(s.packs).toBe(packed.packs.length);
       expect(damage(first, packed.objects)).toEqual(whole);
-      const requests = logged(server);
+      const requests = await logged(server);
       // The pointer, the history, the manifest, the pack list, each index, then ranges only.
       expect(requests.filter((r) => r.path.startsWith('/objects/'))).toHaveLength(2 + packed.packs.length);
       expect(requests.filter((r) => r.path.startsWith('/packs/'))).toHaveLength(s.ranges);
@@ -257,7 +263,7 @@ describe('a mirror through packs', () => {
     const chained = join(work, 'chained');
     await withServer(first, async (server) => {
       const s = await mirror({ from: server.base, to: chained, progress: false });
-      const requests = logged(server);
+      const requests = await logged(server);
       console.log(
         `chained demo sync through default limits: ${requests.length} requests, ${(s.bytes / 1e6).toFixed(1)} MB, ${s.seconds.toFixed(1)} s, ${s.ranges} ranges of ${s.packs} packs`,
       );
@@ -493,7 +499,7 @@ describe('the first mirror, synced again', () => {
         now: () => new Date(Date.now() + (DEFAULT_GRACE_HOURS + 1) * 3_600_000),
       });
       expect(s).toMatchObject({ fetched: 0, ranges: 0 });
-      expect(logged(server).map((r) => r.path)).toEqual(['/current.json', '/releases.json']);
+      expect((await logged(server)).map((r) => r.path)).toEqual(['/current.json', '/releases.json']);
     });
     // The pack list and the indexes are the release's objects too (build/publish/sweep.ts).
     expect(metadata.filter((sha) => !existsSync(join(first, objectKey(sha))))).toEqual([]);
@@ -527,13 +533,13 @@ describe("a chained mirror of a release whose pack list names an earlier release
     await withServer(upstream, async (server) => {
       const s = await mirror({ from: server.base, to: downstream, keep: 1, progress: false });
       expect(s.release).toBe('small-2');
-      const packAnswers = logged(server).filter((r) => r.path.startsWith('/packs/'));
+      const packAnswers = (await logged(server)).filter((r) => r.path.startsWith('/packs/'));
       // Some joined ranges covered release 1's objects and were refused (404), then read in runs.
       expect(packAnswers.filter((r) => r.status === 404).length).toBeGreaterThan(0);
       expect(packAnswers.filter((r) => r.status >= 500)).toEqual([]);
       expect(packAnswers.length).toBeLessThan(wanted.size / 2);
       // Objects requested one by one: the manifest, the pack list and the indexes, not the files.
-      const objectAnswers = logged(server).filter((r) => r.path.startsWith('/objects/'));
+      const objectAnswers = (await logged(server)).filter((r) => r.path.startsWith('/objects/'));
       expect(objectAnswers.length).toBe(2 + s.packs);
     });
     expect(damage(downstream, wanted)).toEqual(whole);
@@ -570,7 +576,7 @@ describe('a re-sync after a 1% change', () => {
       expect(s.fetched + s.reused).toBeLessThan(entries.length / 5);
       expect(s.hashed).toBe(0);
       // One object at a time: manifest.json, the new pack list and the new packs' indexes.
-      const objectAnswers = logged(server).filter((r) => r.path.startsWith('/objects/'));
+      const objectAnswers = (await logged(server)).filter((r) => r.path.startsWith('/objects/'));
       expect(objectAnswers.length).toBe(2 + s.packs);
       expect(damage(to, new Map(changed.map((e) => [e.sha256, e.size])))).toEqual(whole);
       expect(damage(to, new Map(entries.map((e) => [e.sha256, e.size])))).toEqual(whole);
