@@ -6,6 +6,7 @@
 // answered, and shows each fault found.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type http from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,6 +135,25 @@ describe('the nginx front over the same store, attacked', () => {
 
   it('closes the connection of a client that never reads, whatever it asked for', async () => {
     expect(await neverReads(frontSubject, targetsOf(samples(facts)))).toEqual({});
+  });
+
+  it("spools no answer to disk for a client that never reads: the server's send waits, and its timeout cuts it", async () => {
+    const pack = targetsOf(samples(facts)).find((t) => t.path.startsWith('/packs/'))!.path;
+    const socket = await new Promise<Socket>((connected) => {
+      const s = connect({ host: '127.0.0.1', port: Number(new URL(front.base).port) }, () => {
+        s.pause();
+        s.write(`GET ${pack} HTTP/1.1\r\nHost: atlas.test\r\n\r\n`, () => connected(s));
+      });
+    });
+    try {
+      // Spooled to a temporary file, the pack would have been read whole from the server, not cut.
+      await front.server.untilLogged(
+        (logs) => logs.split('\n').some((l) => l.includes('"answer_cut"') && l.includes(`"path":"${pack}"`)),
+        "the server's answer of the pack to nginx, cut",
+      );
+    } finally {
+      socket.destroy();
+    }
   });
 
   it('writes no piece of the key to its log, its error log, or the server behind it', () => {
