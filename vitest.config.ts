@@ -35,12 +35,12 @@ export default defineConfig({
     hookTimeout: 300_000,
     teardownTimeout: 60_000,
     // Test files in processes of their own (they start servers and children, and change
-    // process-wide state such as console.error), three at a time on the two cores the machines this
+    // process-wide state such as console.error), four at a time on the two cores the machines this
     // runs on have: most files spend much of their time waiting on the servers and commands they
-    // start, and a third file fills those waits. On a machine busy with other work, where each
+    // start, and the others fill those waits. On a machine busy with other work, where each
     // runnable process gets a like share of the cores, it also keeps the suite's share from
-    // shrinking. Measured against two at a time, quiet and loaded: BENCHMARKS.md, "Tests".
+    // shrinking. Measured against two and three at a time: BENCHMARKS.md, "Tests".
     pool: 'forks',
-    maxWorkers: 3,
+    maxWorkers: 4,
   },
 });
