@@ -3,7 +3,7 @@
 // between the check and its upload is refused (exit 3) rather than uploaded. The whole publish,
 // against S3, is in publish.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,21 +93,26 @@ describe('checkTree', () => {
     ).resolves.toBeDefined();
   });
 
-  it('checks sizes in its worker: another size, a directory or nothing at the path; stopped, it ends', async () => {
+  it('checks sizes in its worker: another size, a directory, nothing, a file for a directory or a loop of links at the path; stopped, it ends', async () => {
     const root = writeTree('sizes');
     mkdirSync(join(root, 'api/v1/dir.json'));
+    symlinkSync(join(root, 'api/v1/loop.json'), join(root, 'api/v1/loop.json'));
     const listed = [
       ...objects,
       { path: 'api/v1/a.json', size: 99 },
       { path: 'api/v1/dir.json', size: 1 },
       { path: 'api/v1/none.json', size: 1 },
+      { path: 'api/v1/a.json/under-a-file.json', size: 1 },
+      { path: 'api/v1/loop.json', size: 1 },
     ];
     const sizes = startSizeCheck(root);
     for (const f of listed) sizes.add([f]);
     sizes.end();
     expect([...(await sizes.problems)].sort()).toEqual([
       ['api/v1/a.json', `${files['api/v1/a.json'].length} bytes, the manifest lists 99`],
+      ['api/v1/a.json/under-a-file.json', 'missing'],
       ['api/v1/dir.json', 'missing'],
+      ['api/v1/loop.json', 'missing'],
       ['api/v1/none.json', 'missing'],
     ]);
     // Stopped before its end (publish failed first): its promise fails instead of hanging.

@@ -87,11 +87,7 @@ function readOrNull(file: string): Buffer | null {
  * time with the event loop let through between pages: a read of a small file is a few system calls,
  * and handing each to the thread pool costs more CPU than making them here. */
 export async function checkTree(opts: TreeCheckOptions): Promise<CheckedTree> {
-  const sizes = opts.sizes ?? startSizeCheck(opts.dir);
-  if (!opts.sizes) {
-    for (const page of opts.files?.pages() ?? []) sizes.add(page);
-    sizes.end();
-  }
+  const sizes = opts.sizes ?? handedAll(startSizeCheck(opts.dir), opts.files?.pages() ?? []);
   const bar =
     opts.progress === false ? { tick() {}, stop() {} } : startProgress('checking the tree', opts.upload.count);
   const held = (o: TreeObject) => (o.kind === 'file' ? null : (opts.held?.(o.sha256) ?? null));
@@ -197,13 +193,24 @@ const found = [];
 parentPort.on('message', (m) => {
   if (m.end) return parentPort.postMessage(found);
   for (let i = 0; i < m.paths.length; i++) {
-    const s = statSync(join(workerData.dir, m.paths[i]), { throwIfNoEntry: false });
-    const size = s && s.isFile() ? s.size : null;
+    // Not there, a file where a directory was, a loop of links: all 'missing', as the check says.
+    let size = null;
+    try {
+      const s = statSync(join(workerData.dir, m.paths[i]));
+      if (s.isFile()) size = s.size;
+    } catch {}
     if (size === null) found.push([m.paths[i], 'missing']);
     else if (size !== m.sizes[i]) found.push([m.paths[i], size + ' bytes, the manifest lists ' + m.sizes[i]]);
   }
 });
 `;
+
+/** The check, handed these files and told they are all. */
+function handedAll(sizes: SizeCheck, pages: Iterable<readonly { path: string; size: number }[]>): SizeCheck {
+  for (const page of pages) sizes.add(page);
+  sizes.end();
+  return sizes;
+}
 
 export function startSizeCheck(dir: string): SizeCheck {
   const worker = new Worker(SIZE_WORKER_SOURCE, { eval: true, workerData: { dir } });
