@@ -14,8 +14,8 @@
 //     once. Beyond the budget, memory matters more than a second read: the upload reads the file
 //     again and hashes it again, so a file changed between the check and its upload is still never
 //     uploaded.
-//   - The tree's files and the upload come a page at a time (publish-ledger.ts), so the check holds
-//     a page of them, not the whole manifest.
+//   - The upload comes a page at a time (publish-ledger.ts) and the tree's files a shard at a time (to
+//     the size check's worker), so the check holds a page or a shard of them, not the whole manifest.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
