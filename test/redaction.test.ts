@@ -2,7 +2,7 @@
 // issued secret survive in a line or an answer, whatever was pasted around or into the key, while the
 // API's own words (the fixture tree's paths, ids, symbols, names and synonyms, and the request log's
 // lines for them) pass unchanged. The odds SECURITY.md states ("Redaction") are what these measure.
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -177,6 +177,38 @@ describe('what redaction writes', () => {
     expect(redactKeys(detail, target)).toBe(`"limit" must be an integer; got "${REDACTED}"`);
     const plain = '"limit" must be an integer; got "TBC1D22A-201"';
     expect(redactKeys(plain, '/api/v1/search?query=PRR5&limit=TBC1D22A-201')).toBe(plain);
+  });
+
+  it('answers each text the same whatever was read before it (the readings it keeps of recent texts)', async () => {
+    // Targets and the members that quote them, some holding pieces of a secret, some the API's words;
+    // read in turn as a problem reads them, then again in other orders.
+    const targets = [
+      `/api/v1/search?query=${secret.slice(0, 30)}&limit=${secret.slice(30)}`,
+      '/api/v1/genes/NOSUCHGENE1',
+      `/api/v1/genes/${secret}`,
+      '/api/v1/search?query=PRR5&limit=TBC1D22A-201',
+      `/api/v1/genes/${secret.toUpperCase()}`,
+      '/api/v1/isoforms/PRR5-201',
+    ];
+    const calls = targets.flatMap((target): [string, string?][] => [
+      [target],
+      [`no gene with symbol or id "${target.slice(14)}"`, target],
+      [`got "${secret.slice(30)}"`, target],
+      ['/api/v1/release', target],
+    ]);
+    const expected = new Map<[string, string?], string>();
+    for (const c of calls) {
+      // Each answer from a module that has read nothing before.
+      vi.resetModules();
+      expected.set(c, (await import('../edge/access/redaction.js')).redactKeys(c[0], c[1]));
+    }
+    for (let round = 0; round < 12; round++) {
+      // Turned by a different amount each round, every other round backwards.
+      const turned = [...calls.slice((round * 5) % calls.length), ...calls.slice(0, (round * 5) % calls.length)];
+      for (const c of round % 2 ? turned.reverse() : turned)
+        expect(redactKeys(c[0], c[1]), `${c.join(' | ')} in round ${round}`).toBe(expected.get(c));
+    }
+    expect([...expected.values()].filter((v, i) => v !== calls[i][0]).length).toBeGreaterThan(0);
   });
 
   it('clip cuts what is already redacted, so no cut leaves a piece behind', () => {

@@ -290,16 +290,43 @@ function replaceTokens(text: string, doomed: (start: number, end: number, token:
   return kept === 0 ? text : out + text.slice(kept);
 }
 
+/** What redaction finds in a text: its reading, and the spans of it that could hold a secret. */
+interface Findings {
+  reading: Reading;
+  spans: number[];
+  /** suspectPieces of the text, once asked for. */
+  pieces?: Set<string>;
+}
+
+const NOTHING: Findings = { reading: { text: '', from: null }, spans: [] };
+/** The texts read last, and what was found in them: one request's target is read for each member of
+ * its problem that quotes it, and again for its log line. */
+const recent = new Map<string, Findings>();
+const RECENT = 4;
+
+function findings(text: string): Findings {
+  if (!maySuspect(text)) return NOTHING;
+  let found = recent.get(text);
+  if (found) return found;
+  const reading = read(text);
+  found = { reading, spans: suspectSpans(reading.text) };
+  if (recent.size >= RECENT) recent.delete(recent.keys().next().value as string);
+  recent.set(text, found);
+  return found;
+}
+
 /** Every PIECE characters in a row, as read, of the long runs that redaction replaces in `context`. */
 function suspectPieces(context: string): Set<string> {
+  const found = findings(context);
+  if (found.pieces) return found.pieces;
   const pieces = new Set<string>();
-  if (!maySuspect(context)) return pieces;
-  const { text } = read(context);
-  const spans = suspectSpans(text);
+  const { text } = found.reading;
+  const spans = found.spans;
   for (let s = 0; s < spans.length; s += 2) {
     for (const [run] of text.slice(spans[s], spans[s + 1]).matchAll(RUNS))
       for (let i = 0; i + PIECE <= run.length; i++) pieces.add(run.slice(i, i + PIECE));
   }
+  if (found !== NOTHING) found.pieces = pieces;
   return pieces;
 }
 
@@ -310,9 +337,8 @@ function suspectPieces(context: string): Set<string> {
  * alone and look like nothing. */
 export function redactKeys(text: string, context?: string): string {
   let out = text;
-  if (maySuspect(text)) {
-    const reading = read(text);
-    const spans = suspectSpans(reading.text);
+  const { reading, spans } = findings(text);
+  if (spans.length) {
     const at = (i: number) => (reading.from ? reading.from[i] : i);
     let span = 0;
     out = replaceTokens(text, (start, end) => {
