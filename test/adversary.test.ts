@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type http from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KEY_PATTERN } from '../edge/access/key-format.js';
@@ -16,6 +16,7 @@ import { LocalOrigin } from '../edge/origins/local.js';
 import { createNodeServer } from '../edge/adapters/node-http.js';
 import { SERVER_LIMIT_ENV } from '../edge/adapters/server-limits.js';
 import { systemPaths } from '../edge/contract/dispatch.js';
+import { packKey } from '../edge/contract/packs.js';
 import { attackAll, leaks, neverReads, type Subject, type Target } from './helpers/adversary.js';
 import { samples, type SampleFacts } from './helpers/dispatch-samples.js';
 import { writePackedStore } from './helpers/pack-store.js';
@@ -38,6 +39,18 @@ let work: string;
 let server: RunningServer;
 let subject: Subject;
 let facts: SampleFacts;
+/** A pack larger than the kernel can hold on the way to a client that never reads. */
+let bulkPack: string;
+
+/** More bytes than the kernel and nginx may hold between the server and a client, through nginx: on
+ * each of the two connections, the receiver's and the sender's buffers grown to their largest (the
+ * third figures of tcp_rmem and tcp_wmem), and a MiB for nginx's own buffers. A pack that fits there
+ * may be sent whole to a client that never reads, whatever nginx does (nginx's receive buffer from
+ * the server grows as it reads). */
+function beyondKernelBuffers(): number {
+  const largest = (name: string) => Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[2]);
+  return 2 * (largest('tcp_rmem') + largest('tcp_wmem')) + 2 ** 20;
+}
 
 const targetsOf = (entries: { label: string; paths: string[] }[]): Target[] =>
   entries.flatMap((e) => e.paths.map((path) => ({ label: e.label, path })));
@@ -45,7 +58,8 @@ const targetsOf = (entries: { label: string; paths: string[] }[]): Target[] =>
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'isoatlas-adversary-'));
   const store = join(work, 'store');
-  const packed = writePackedStore(inject('fixtureTree'), store);
+  const packed = writePackedStore(inject('fixtureTree'), store, { bulkBytes: beyondKernelBuffers() });
+  bulkPack = `/${packKey(packed.bulk!.pack.sha256)}`;
   facts = {
     release: packed.release,
     manifestSha: packed.manifestSha,
@@ -138,7 +152,8 @@ describe('the nginx front over the same store, attacked', () => {
   });
 
   it("spools no answer to disk for a client that never reads: the server's send waits, and its timeout cuts it", async () => {
-    const pack = targetsOf(samples(facts)).find((t) => t.path.startsWith('/packs/'))!.path;
+    const pack = bulkPack;
+    // The pack is larger than the kernel holds on the way, so that only nginx could take it whole.
     const socket = await new Promise<Socket>((connected) => {
       const s = connect({ host: '127.0.0.1', port: Number(new URL(front.base).port) }, () => {
         s.pause();

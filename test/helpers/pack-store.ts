@@ -20,8 +20,10 @@ export interface PackedStore {
   /** Every object a mirror of the store holds: the manifest, its shards, the files, the pack list and
    * the indexes (sha256 → size). */
   objects: Map<string, number>;
-  /** The packs, in the pack list's order. */
+  /** The packs, in the pack list's order (the bulk pack not among them). */
   packs: PackIndex[];
+  /** The bulk pack, when asked for. */
+  bulk?: PackIndex;
 }
 
 function put(dir: string, key: string, body: Uint8Array): void {
@@ -30,11 +32,13 @@ function put(dir: string, key: string, body: Uint8Array): void {
 }
 
 /** `objects: false` writes only the objects no pack holds (the manifest, the pack list, the indexes):
- * a source a mirror can sync from through its packs only. */
+ * a source a mirror can sync from through its packs only. `bulkBytes` lists one more pack, last, of
+ * at least that many bytes: the tree's largest file over and over. Its body is not written (a server
+ * streams a pack from its objects), so a pack larger than anything the tree holds costs no disk. */
 export function writePackedStore(
   tree: string,
   dir: string,
-  opts: { release?: string; packBytes?: number; objects?: boolean } = {},
+  opts: { release?: string; packBytes?: number; objects?: boolean; bulkBytes?: number } = {},
 ): PackedStore {
   const { index, entries } = readManifest(tree);
   const release = opts.release ?? index.release;
@@ -71,6 +75,19 @@ export function writePackedStore(
     if (size >= target) close();
   }
   close();
+  let bulk: PackIndex | undefined;
+  if (opts.bulkBytes !== undefined) {
+    const [sha, length] = [...objects].reduce((a, b) => (b[1] > a[1] ? b : a));
+    const body = readFileSync(join(tree, pathOf.get(sha)!.path));
+    const times = Math.ceil(opts.bulkBytes / length);
+    const hash = createHash('sha256');
+    for (let i = 0; i < times; i++) hash.update(body);
+    bulk = {
+      format: PACK_FORMAT,
+      pack: { sha256: hash.digest('hex'), size: times * length },
+      objects: Array.from({ length: times }, (_, i) => [sha, i * length, length]),
+    };
+  }
   const object = (body: Uint8Array) => {
     const sha = sha256(body);
     put(dir, objectKey(sha), body);
@@ -79,7 +96,7 @@ export function writePackedStore(
   };
   const list: PackList = {
     format: PACK_FORMAT,
-    packs: packs.map((p) => ({
+    packs: [...packs, ...(bulk ? [bulk] : [])].map((p) => ({
       sha256: p.pack.sha256,
       size: p.pack.size,
       index: object(Buffer.from(JSON.stringify(p))),
@@ -97,7 +114,7 @@ export function writePackedStore(
     HISTORY_KEY,
     Buffer.from(JSON.stringify({ format: STORE_FORMAT, releases: [published], pending: [], retired: [] })),
   );
-  return { release, manifestSha, objects, packs };
+  return { release, manifestSha, objects, packs, bulk };
 }
 
 /** A small tree of `count` files of `tree` (the first in path order) with its own manifest: cheap to
