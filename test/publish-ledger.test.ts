@@ -113,6 +113,46 @@ describe('the publish ledger', () => {
     }
   });
 
+  it('records a long shard whole, and names the first path it lists twice wherever that falls in it', () => {
+    // Past several batches of rows (publish-ledger.ts records a shard's first rows many at a time).
+    const entries = Array.from({ length: 300 }, (_, i) => file(`p/${String(i).padStart(4, '0')}.json`, i + 1));
+    for (const at of [1, 63, 64, 65, 130, 300]) {
+      const ledger = new PublishLedger();
+      try {
+        // entries[at - 1] listed again right after itself: that copy is the first path listed twice.
+        const twice = [...entries.slice(0, at), entries[at - 1], ...entries.slice(at)];
+        expect(ledger.addTreeShard(2, twice), `listed again at ${at}`).toBe(entries[at - 1].path);
+      } finally {
+        ledger.close();
+      }
+    }
+    const ledger = new PublishLedger();
+    try {
+      expect(ledger.addTreeShard(3, entries)).toBeNull();
+      ledger.fixObjects();
+      expect([...ledger.objects()].flat().map((o) => [o.path, o.sha256])).toEqual(
+        entries.map((e) => [e.path, e.sha256]),
+      );
+    } finally {
+      ledger.close();
+    }
+  });
+
+  it('gives back the bytes of every manifest object it keeps, the first kept for a sha256, past what it holds in memory', () => {
+    const ledger = new PublishLedger();
+    try {
+      // Three bodies of 20 MiB: more than the ledger keeps in memory, so some go to its file.
+      const bodies = [1, 2, 3].map((n) => Buffer.alloc(20 * 2 ** 20, n));
+      bodies.forEach((b, i) => ledger.keepBody(sha(i + 1), b));
+      ledger.keepBody(sha(1), Buffer.from('another body'));
+      ledger.keepBody(sha(3), Buffer.from('another body'));
+      bodies.forEach((b, i) => expect(ledger.body(sha(i + 1))?.equals(b)).toBe(true));
+      expect(ledger.body(sha(4))).toBeNull();
+    } finally {
+      ledger.close();
+    }
+  });
+
   it("counts a manifest read whole (its heads, their bases and files) as held by the store, and none of one it forgot or the tree's", () => {
     const ledger = new PublishLedger();
     try {

@@ -367,7 +367,7 @@ describe('races between publish, rollback and gc, staged with held requests (iss
       const alone = await cli(['publish', '--dir', release1, ...args, '--unsafe-single-writer']);
       expect(alone.code, alone.stderr).toBe(0);
       const rb = await cli(['rollback', '--to', RELEASE1, ...args]);
-      expect(rb.code).toBe(4);
+      expect(rb.code, rb.stderr).toBe(4);
       expect(rb.stderr).toContain('rollback changed nothing');
     } finally {
       await plain.close();

@@ -93,8 +93,11 @@ function packOf(index: PackIndex): Pack {
 export const packListBody = (packs: readonly PackRef[]): Buffer =>
   Buffer.from(JSON.stringify({ format: PACK_FORMAT, packs: [...packs] } satisfies PackList));
 
+/** The store's reads of packs and their lists (publish hands its early reads: published-manifest.ts). */
+export type PackReads = Pick<ReleaseStore, 'get' | 'where'>;
+
 /** Reads a value the store must have, checked against the sha256 that names it. */
-async function readObject(store: ReleaseStore, sha256: string, what: string): Promise<Buffer | null> {
+async function readObject(store: PackReads, sha256: string, what: string): Promise<Buffer | null> {
   const got = await store.get(objectKey(sha256));
   if (!got) return null;
   if (sha256Of(got.body) !== sha256)
@@ -108,7 +111,7 @@ async function readObject(store: ReleaseStore, sha256: string, what: string): Pr
  * at a time and handed to `each`; returns the pack list's bytes. Null for a manifest without packs
  * (published before packs existed); missing objects are named. */
 export async function readPacks(
-  store: ReleaseStore,
+  store: PackReads,
   index: ManifestIndex,
   where: string,
   each: (pack: Pack) => void | Promise<void>,
@@ -146,7 +149,7 @@ export interface EarlierPacksSink {
  * to find them (the store has those), each release's handed to `sink`. A release whose manifest or
  * pack list cannot be read is left out, said in the log: its objects are then read one by one. */
 export async function earlierPacks(
-  store: ReleaseStore,
+  store: PackReads,
   releases: readonly PublishedRelease[],
   sink: EarlierPacksSink,
   log: (line: string) => void,

@@ -45,6 +45,13 @@ export interface ShardPlan {
 /** Rows read back per page. */
 const PAGE = 2048;
 
+/** Bytes of manifest objects kept in memory: a small release's all, a large one's first (the rest
+ * are written to the file, where reading them back costs a copy). */
+const BODY_BYTES = 32 * 1024 * 1024;
+
+/** The tree's files recorded per statement. */
+const TREE_ROWS = 64;
+
 /** Files of the tree's shards kept parsed as well, for the encoding to compare with the current
  * release's without reading them back (a bounded number: a large release's other shards are read
  * back from the ledger). */
@@ -59,6 +66,11 @@ export class PublishLedger {
   private treeShardFiles = 0;
   /** The manifest (its sha256) whose every shard head's listing is recorded (recordHead), read whole. */
   private recordedManifest: string | null = null;
+  /** Bytes of manifest objects kept in memory (keepBody), and their total. */
+  private readonly bodies = new Map<string, Buffer>();
+  private bodyBytes = 0;
+  /** A body went to the file (keepBody). */
+  private bodiesSpilled = false;
 
   constructor() {
     this.scratch = openScratchDatabase('publish');
@@ -111,6 +123,9 @@ export class PublishLedger {
       this.stmt = {
         treeFile: prepare(
           'INSERT OR IGNORE INTO tree_files (path, shard, sha, size, content_type) VALUES (?, ?, ?, ?, ?)',
+        ),
+        treeFiles: prepare(
+          `INSERT OR IGNORE INTO tree_files (path, shard, sha, size, content_type) VALUES ${Array(TREE_ROWS).fill('(?, ?, ?, ?, ?)').join(', ')}`,
         ),
         treeShard: prepare('SELECT path, size, sha, content_type FROM tree_files WHERE shard = ? ORDER BY path').raw(),
         body: prepare('INSERT OR IGNORE INTO bodies (sha, from_tree, body) VALUES (?, ?, ?)'),
@@ -179,9 +194,29 @@ export class PublishLedger {
     const seen = this.treeShards.has(shard);
     let twice: string | null = null;
     this.inTransaction(() => {
-      for (const e of entries) {
-        const added = this.stmt.treeFile.run(e.path, shard, e.sha256, e.size, e.content_type ?? null);
-        if (added.changes === 0) {
+      let from = 0;
+      if (!seen) {
+        // A shard's first rows: a path listed twice is among them, found here, and the rows before it
+        // go in TREE_ROWS at a time (one statement's call and bindings for all of them).
+        const paths = new Set<string>();
+        let end = entries.length;
+        for (let i = 0; i < entries.length && end === entries.length; i++) {
+          if (paths.has(entries[i].path)) end = i;
+          else paths.add(entries[i].path);
+        }
+        for (; from + TREE_ROWS <= end; from += TREE_ROWS) {
+          const values: unknown[] = [];
+          for (let j = from; j < from + TREE_ROWS; j++) {
+            const e = entries[j];
+            values.push(e.path, shard, e.sha256, e.size, e.content_type ?? null);
+          }
+          this.stmt.treeFiles.run(values);
+        }
+      }
+      // The rest one by one: those of a shard recorded before are checked against it as they go in.
+      for (; from < entries.length; from++) {
+        const e = entries[from];
+        if (this.stmt.treeFile.run(e.path, shard, e.sha256, e.size, e.content_type ?? null).changes === 0) {
           twice = e.path;
           return;
         }
@@ -207,12 +242,22 @@ export class PublishLedger {
 
   // Bytes of manifest objects.
 
+  /** Keeps the bytes of a manifest object (the first kept for a sha256 stays): in memory while they
+   * fit BODY_BYTES, in the file beyond. */
   keepBody(sha: string, body: Buffer, fromTree = false): void {
-    this.stmt.body.run(sha, fromTree ? 1 : 0, body);
+    if (this.bodies.has(sha)) return;
+    // Once one has gone to the file, all later ones do: a sha256 there is never kept again in memory.
+    if (!this.bodiesSpilled && this.bodyBytes + body.length <= BODY_BYTES) {
+      this.bodies.set(sha, body);
+      this.bodyBytes += body.length;
+    } else {
+      this.bodiesSpilled = true;
+      this.stmt.body.run(sha, fromTree ? 1 : 0, body);
+    }
   }
 
   body(sha: string): Buffer | null {
-    return (this.stmt.getBody.get(sha) as Buffer | undefined) ?? null;
+    return this.bodies.get(sha) ?? (this.stmt.getBody.get(sha) as Buffer | undefined) ?? null;
   }
 
   /** Records where a manifest object of the tree itself is (its bytes stay in the tree). */

@@ -273,7 +273,7 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
       cutter.end();
       // A listing found some packs: those are not built again.
       if (listed) ledger.buildUnlisted();
-      await clock.time('history', () => earlierPacks(store, history.releases, ledger.earlierPacksSink(), log));
+      await clock.time('history', () => earlierPacks(early.reads, history.releases, ledger.earlierPacksSink(), log));
       packList = packListBody(ledger.packRefs());
       // Named in manifest.json, so the release's manifest sha256 covers its packs too.
       publishedIndex = manifestBody({

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { objectKey, usedNames, type PublishedRelease, type ReleaseHistory } from '../../edge/contract/store-layout.js';
 import { treePaths, type ManifestEntry, type ManifestIndex } from '../../edge/contract/tree.js';
 import { parseManifestIndex } from '../../edge/contract/manifest.js';
+import { parsePackList } from '../../edge/contract/packs.js';
 import type { ReleaseStore } from '../../edge/store/release-store.js';
 import { BadInputError } from '../common/errors.js';
 import { forEachLimited } from '../common/concurrency.js';
@@ -70,11 +71,14 @@ export type StoreReads = Pick<ReleaseStore, 'get' | 'pointer' | 'where'>;
 /** Shard heads of the current release fetched ahead: enough for the first rounds of reads, few
  * enough that a large manifest is not held whole. */
 const PREFETCH_SHARDS = 64;
+/** Pack indexes of the current release fetched ahead, on the same grounds. */
+const PREFETCH_PACK_INDEXES = 8;
 
 /** The store's reads a publish starts before it has read its tree, so that they arrive while it
- * does: the history, the pointer, the current release's manifest.json and its first shard heads.
- * What they find is only used as the history read then allows (publish.ts: the gc epoch), and every
- * object read is checked against its sha256 as any other. A prefetched shard is handed over once. */
+ * does: the history, the pointer, the current release's manifest.json, its first shard heads, its
+ * pack list and first pack indexes. What they find is only used as the history read then allows
+ * (publish.ts: the gc epoch), and every object read is checked against its sha256 as any other. A
+ * prefetched object other than manifest.json is handed over once. */
 export function prefetchReads(store: ReleaseStore): { history: Promise<ReleaseHistory>; reads: StoreReads } {
   const early = new Map<string, Promise<{ body: Buffer; etag: string } | null>>();
   // Each is awaited later, or never when publish fails first: never an unhandled rejection.
@@ -89,12 +93,23 @@ export function prefetchReads(store: ReleaseStore): { history: Promise<ReleaseHi
     pointer.then(async (current) => {
       if (!current) return;
       indexKey = objectKey(current.manifest_sha256);
-      const index = handled(store.get(indexKey));
-      early.set(indexKey, index);
-      const got = await index;
+      const read = handled(store.get(indexKey));
+      early.set(indexKey, read);
+      const got = await read;
       if (!got) return;
-      const shards = parseManifestIndex(got.body, indexKey).shards.slice(0, PREFETCH_SHARDS);
-      for (const { sha256 } of shards) early.set(objectKey(sha256), handled(store.get(objectKey(sha256))));
+      const index = parseManifestIndex(got.body, indexKey);
+      const fetch = (sha256: string) => {
+        const read = handled(store.get(objectKey(sha256)));
+        early.set(objectKey(sha256), read);
+        return read;
+      };
+      for (const { sha256 } of index.shards.slice(0, PREFETCH_SHARDS)) fetch(sha256);
+      // Its pack list and first pack indexes, which publish reads after the shards (earlierPacks).
+      if (!index.packs) return;
+      const list = await fetch(index.packs.sha256);
+      if (!list) return;
+      const refs = parsePackList(list.body, objectKey(index.packs.sha256)).packs.slice(0, PREFETCH_PACK_INDEXES);
+      for (const ref of refs) fetch(ref.index.sha256);
     }),
   );
   return {

@@ -24,6 +24,18 @@ export const normalizePrefix = (prefix = '') => (prefix === '' || prefix.endsWit
 
 const statusOf = (err: unknown) => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
+/** A body's bytes in one buffer: its chunks copied once into memory left unfilled (the SDK's own
+ * collector fills a new array with zeros first, which is most of its cost on a body of many KB). */
+async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    length += chunk.length;
+  }
+  return Buffer.concat(chunks, length);
+}
+
 /** DeleteObjects takes at most this many keys. */
 const DELETE_BATCH = 1000;
 
@@ -55,7 +67,7 @@ export class S3Backend implements StoreBackend {
         }),
         { abortSignal: signal },
       );
-      return { body: await out.Body!.transformToByteArray(), etag: out.ETag ?? '' };
+      return { body: await collect(out.Body as AsyncIterable<Uint8Array>), etag: out.ETag ?? '' };
     } catch (err) {
       const name = (err as Error).name;
       // A missing bucket is a 404 too, but not an empty store: it is said, not taken for one.
