@@ -25,7 +25,7 @@ export const normalizePrefix = (prefix = '') => (prefix === '' || prefix.endsWit
 const statusOf = (err: unknown) => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** A body's bytes in one buffer: its chunks copied once into memory left unfilled (the SDK's own
- * collector fills a new array with zeros first, which is most of its cost on a body of many KB). */
+ * collector fills a new array with zeros first: about half its cost on a body of many KB). */
 async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const chunks: Uint8Array[] = [];
   let length = 0;
