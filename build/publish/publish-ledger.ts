@@ -72,7 +72,8 @@ export class PublishLedger {
   /** A body went to the file (keepBody). */
   private bodiesSpilled = false;
 
-  constructor() {
+  /** `bodyBytes`: how many bytes of manifest objects are kept in memory (BODY_BYTES). */
+  constructor(private readonly opts: { bodyBytes?: number } = {}) {
     this.scratch = openScratchDatabase('publish');
     this.db = this.scratch.db;
     try {
@@ -243,11 +244,11 @@ export class PublishLedger {
   // Bytes of manifest objects.
 
   /** Keeps the bytes of a manifest object (the first kept for a sha256 stays): in memory while they
-   * fit BODY_BYTES, in the file beyond. */
+   * fit the budget, in the file beyond. */
   keepBody(sha: string, body: Buffer, fromTree = false): void {
     if (this.bodies.has(sha)) return;
     // Once one has gone to the file, all later ones do: a sha256 there is never kept again in memory.
-    if (!this.bodiesSpilled && this.bodyBytes + body.length <= BODY_BYTES) {
+    if (!this.bodiesSpilled && this.bodyBytes + body.length <= (this.opts.bodyBytes ?? BODY_BYTES)) {
       this.bodies.set(sha, body);
       this.bodyBytes += body.length;
     } else {
