@@ -152,8 +152,8 @@ describe('the nginx front over the same store, attacked', () => {
   });
 
   it("spools no answer to disk for a client that never reads: the server's send waits, and its timeout cuts it", async () => {
-    const pack = bulkPack;
     // The pack is larger than the kernel holds on the way, so that only nginx could take it whole.
+    const pack = bulkPack;
     const socket = await new Promise<Socket>((connected) => {
       const s = connect({ host: '127.0.0.1', port: Number(new URL(front.base).port) }, () => {
         s.pause();

@@ -98,18 +98,18 @@ export function prefetchReads(store: ReleaseStore): { history: Promise<ReleaseHi
       const got = await read;
       if (!got) return;
       const index = parseManifestIndex(got.body, indexKey);
-      const fetch = (sha256: string) => {
+      const ahead = (sha256: string) => {
         const read = handled(store.get(objectKey(sha256)));
         early.set(objectKey(sha256), read);
         return read;
       };
-      for (const { sha256 } of index.shards.slice(0, PREFETCH_SHARDS)) fetch(sha256);
+      for (const { sha256 } of index.shards.slice(0, PREFETCH_SHARDS)) ahead(sha256);
       // Its pack list and first pack indexes, which publish reads after the shards (earlierPacks).
       if (!index.packs) return;
-      const list = await fetch(index.packs.sha256);
+      const list = await ahead(index.packs.sha256);
       if (!list) return;
       const refs = parsePackList(list.body, objectKey(index.packs.sha256)).packs.slice(0, PREFETCH_PACK_INDEXES);
-      for (const ref of refs) fetch(ref.index.sha256);
+      for (const ref of refs) ahead(ref.index.sha256);
     }),
   );
   return {

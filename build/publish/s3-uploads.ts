@@ -19,6 +19,7 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { objectKey } from '../../edge/contract/store-layout.js';
 import { packKey } from '../../edge/contract/packs.js';
 import { OBJECT_CACHE_CONTROL, type ReleaseStore } from '../../edge/store/release-store.js';
+import { collect } from '../../edge/store/s3-backend.js';
 import { noteWhereOn } from '../common/storage-errors.js';
 
 /** Where publish's objects and packs go. */
@@ -169,10 +170,7 @@ const describe = (e: { protocol: string; hostname: string; port?: number; path: 
   `${e.protocol}//${e.hostname}${e.port ? `:${e.port}` : ''}${e.path === '/' ? '' : e.path}`;
 
 async function readAll(body: PutResponse['body']): Promise<string> {
-  if (!body) return '';
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of body) chunks.push(chunk);
-  return Buffer.concat(chunks).toString('utf8');
+  return body ? (await collect(body)).toString('utf8') : '';
 }
 
 /** An S3 error answer as the SDK names it: S3's code as the name, its message, the HTTP status. */

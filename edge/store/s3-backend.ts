@@ -26,7 +26,7 @@ const statusOf = (err: unknown) => (err as { $metadata?: { httpStatusCode?: numb
 
 /** A body's bytes in one buffer: its chunks copied once into memory left unfilled (the SDK's own
  * collector fills a new array with zeros first: about half its cost on a body of many KB). */
-async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
+export async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const chunks: Uint8Array[] = [];
   let length = 0;
   for await (const chunk of body) {
