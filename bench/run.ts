@@ -145,7 +145,7 @@ async function main(argv: string[]): Promise<number> {
   const host = machine();
   const commit = gitCommit(ROOT);
   const stampNow = () =>
-    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}${o.quick ? ' with --quick (smoke run: short durations, not figures to publish)' : ''}`;
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit} on ${host.cpu} (${host.cores} cores)${o.quick ? ' with --quick (smoke run: short durations, not figures to publish)' : ''}`;
   const failed: string[] = [];
   const started = performance.now();
   try {
