@@ -39,6 +39,7 @@ import { IntegrityError } from './origins/verified.js';
 import { StorePacks } from './origins/store-packs.js';
 import { packSha } from './contract/packs.js';
 import { packFile } from './endpoints/pack-file.js';
+import { requestUrl } from './request-url.js';
 
 export interface HandlerOptions {
   /** The tree: one release (a directory, a base URL) or a published bucket with a release pointer. */
@@ -122,7 +123,7 @@ interface Target {
 }
 
 function targetOf(request: Request, releases: Releases, options: HandlerOptions, packs?: StorePacks): Target {
-  const url = new URL(request.url);
+  const url = requestUrl(request);
   const dispatched = dispatch(url.pathname, {
     structureFiles: options.serveStructureFiles === true,
     storeFiles: options.storeFiles !== undefined,

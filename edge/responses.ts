@@ -3,6 +3,7 @@
 import { redactKeys } from './access/redaction.js';
 import { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS } from './contract/http-headers.js';
 import { DEFAULT_RELEASE_PARAM } from './contract/routes.js';
+import { requestUrl } from './request-url.js';
 
 export { ALLOW, CORS_HEADERS, PREFLIGHT_HEADERS };
 export const JSON_TYPE = 'application/json; charset=utf-8';
@@ -112,7 +113,7 @@ function viewerQuery(search: string): string {
 /** A problem answer. 404s may be cached briefly (a name absent from a release stays absent);
  * everything else is about this request only. */
 export function problem(request: Request, init: ProblemInit): Response {
-  const url = new URL(request.url);
+  const url = requestUrl(request);
   const bytes = problemBody(url.pathname + viewerQuery(url.search), init);
   const headers = new Headers({
     ...CORS_HEADERS,

@@ -302,8 +302,29 @@ describe('arrangement A: open, key optional', () => {
 });
 
 describe('who counts as one client', () => {
+  it('reads any text of digits and dots as the pattern of a dotted IPv4 address does', () => {
+    const byPattern = (text: string) => {
+      const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+      const parts = m?.slice(1).map(Number);
+      return parts?.every((p) => p <= 255) ? parts.join('.') : text;
+    };
+    // Zeros and dots weighted up, so that about one text in a hundred is four numbers, of which
+    // many have a leading zero or a number over 255.
+    const alphabet = '001256789....';
+    let seed = 47;
+    const next = () => (seed = (seed * 48271) % 2147483647);
+    for (let n = 0; n < 20_000; n++) {
+      const text = Array.from({ length: next() % 17 }, () => alphabet[next() % alphabet.length]).join('');
+      expect(clientBucket(text, 64), text).toBe(byPattern(text));
+    }
+  });
+
   it('names an IPv4 client by its address and an IPv6 client by its network, however written', () => {
     expect(clientBucket('192.0.2.1', 64)).toBe('192.0.2.1');
+    expect(clientBucket('192.000.02.1', 64)).toBe('192.0.2.1');
+    // Not an IPv4 address: each its own client, as given.
+    for (const other of ['256.0.2.1', '192.0.2', '192.0.2.1.5', '192..2.1', '192.0.2.1.', '.192.0.2', '1920.0.2.1', ''])
+      expect(clientBucket(other, 64), other).toBe(other);
     for (const mapped of ['::ffff:192.0.2.1', '::FFFF:192.0.2.1', '0:0:0:0:0:ffff:c000:201', '::ffff:c000:0201'])
       expect(clientBucket(mapped, 64), mapped).toBe('192.0.2.1');
     const net = '2001:db8:1:2:0:0:0:0/64';

@@ -25,12 +25,30 @@ export function clientBucket(ip: string, v6Prefix: number): string {
   return `${masked.map((g) => g.toString(16)).join(':')}/${v6Prefix}`;
 }
 
-/** A dotted IPv4 address in its plain form (no leading zeros), or null. */
+/** A dotted IPv4 address (four numbers of 1-3 digits, each at most 255) in its plain form (no
+ * leading zeros), or null. Read a character at a time, and the text itself returned when it is plain:
+ * it runs for every request and every connection. */
 function ipv4Of(text: string): string | null {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
-  if (!m) return null;
-  const parts = m.slice(1).map(Number);
-  return parts.every((p) => p <= 255) ? parts.join('.') : null;
+  let value = 0;
+  let digits = 0;
+  let numbers = 0;
+  let plain = true;
+  // A dot after the last character ends the fourth number like the others.
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 46;
+    if (c >= 48 && c <= 57) {
+      if (digits === 3) return null;
+      if (digits > 0 && value === 0) plain = false;
+      value = value * 10 + (c - 48);
+      digits++;
+    } else if (c === 46 && digits > 0 && value <= 255 && numbers < 4) {
+      numbers++;
+      value = 0;
+      digits = 0;
+    } else return null;
+  }
+  if (numbers !== 4) return null;
+  return plain ? text : text.split('.').map(Number).join('.');
 }
 
 /** The eight 16-bit groups of an IPv6 address (with `::` and a dotted IPv4 tail), or null. */

@@ -8,6 +8,7 @@ import { treePaths } from '../contract/tree.js';
 import { fileKinds } from '../contract/dispatch.js';
 import { bodyResponse, CORS_HEADERS, problem } from '../responses.js';
 import { mustRead, resolveIsoform, type Release, type RouteHandler } from './route-request.js';
+import { requestUrl } from '../request-url.js';
 
 const MMCIF_TYPE = 'chemical/x-mmcif';
 
@@ -46,7 +47,7 @@ export async function locateStructureFile(
   request: Request,
   releases: { get(release?: string): Promise<Release | null> },
 ): Promise<{ sha256: string; size: number } | Response> {
-  const m = fileKinds.structure_file.match(new URL(request.url).pathname);
+  const m = fileKinds.structure_file.match(requestUrl(request).pathname);
   if (m?.release == null)
     return problem(request, {
       status: 404,

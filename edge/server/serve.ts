@@ -29,9 +29,10 @@ import { importServerSecret } from '../access/key-format.js';
 import { MemoryQuotaStore } from '../access/stores/memory.js';
 import { FileKeyRegistry } from '../access/stores/key-file.js';
 import { readSecret, registryPath } from '../../build/keys/registry.js';
-import { processLogger, type Logger } from './logger.js';
+import { infoLines, processLogger, type Logger } from './logger.js';
 import { ServerMetrics } from './metrics.js';
 import { withSystemPaths, type SystemAnswers } from './system-paths.js';
+import { requestUrl } from '../request-url.js';
 import { MIRROR_RECORD, type MirrorRecord } from '../mirror/mirror.js';
 import { IntegrityError, type VerificationFailure } from '../origins/verified.js';
 import { RefusedRecord } from '../mirror/refused-record.js';
@@ -392,7 +393,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     context.countedByFront = front.counted(request, context);
     const response = await answered(request, context);
     if (context.countedByFront && context.answeredBy !== 'admission' && response.status === 404) {
-      const url = new URL(request.url);
+      const url = requestUrl(request);
       const keep = front.keep(request, url.pathname + url.search, true);
       for (const [name, value] of Object.entries(keep)) response.headers.set(name, value);
       // Kept, it is given again in other minutes: the front adds the minute's RateLimit fields.
@@ -400,11 +401,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
     }
     return response;
   };
-  // One line per request, at info level. The line holds no header (RequestLogEntry), so the logger's
-  // redaction by path (credential headers) has nothing to find there and is left out: half of the
-  // line's cost. Its target is redacted where it is taken (node-http.ts printable), and the whole
-  // line of what is shaped like a key, as every line (logger.ts).
-  const accessLog = log.child({}, { redact: { paths: [], censor: '' } });
+  // One line per request, at info level (logger.ts infoLines). The line holds no header
+  // (RequestLogEntry), so the logger's redaction by path (credential headers) has nothing to find
+  // there and is left out. Its target is redacted where it is taken (node-http.ts printable), and the
+  // whole line of what is shaped like a key, as every line.
+  const accessLog = infoLines(log);
   const server = createNodeServer(handler, {
     trustedFronts: new TrustedFronts(opts.trustProxy ?? []),
     ipv6Prefix: opts.access.ipv6_prefix,
@@ -412,7 +413,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     logRequest: (entry) => {
       // A front's admissions are not logged: the front logs the request they stood for.
       if (entry.route === 'admission' && (entry.status === 204 || entry.status === 403)) return;
-      accessLog.info(entry);
+      accessLog(entry);
       metrics?.observe(entry.route, entry.status, entry.ms / 1000);
     },
   });

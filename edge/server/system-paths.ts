@@ -3,6 +3,7 @@
 // class says.
 import type { Handler, RequestContext } from '../handler.js';
 import { systemPathAnswered, systemPathAt, type SystemPathId } from '../contract/dispatch.js';
+import { requestUrl } from '../request-url.js';
 
 /** One answer for each system path of the dispatch table: a path added there without one does not
  * compile. */
@@ -15,7 +16,7 @@ export type SystemAnswers = {
  * access control: never keyed or counted), and is no endpoint otherwise. */
 export function withSystemPaths(api: Handler, answers: SystemAnswers, server: { metrics: boolean }): Handler {
   return (request, context = {}) => {
-    const id = systemPathAt(new URL(request.url).pathname);
+    const id = systemPathAt(requestUrl(request).pathname);
     if (
       id === null ||
       !systemPathAnswered(id, { method: request.method, viaFront: context.viaFront, metrics: server.metrics })
