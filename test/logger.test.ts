@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { createLogger, infoLines } from '../edge/server/logger.js';
+import { createLogger } from '../edge/server/logger.js';
 import { consoleLog } from '../edge/handler-log.js';
 import { runCli } from './helpers/run.js';
 
@@ -22,37 +22,6 @@ function captured(settings: Parameters<typeof createLogger>[0] = {}) {
   });
   return { logger, lines };
 }
-
-describe('infoLines (the request log)', () => {
-  const entry = { client: '192.0.2.1', method: 'GET', path: '/api/v1/genes/PRR5', status: 200, bytes: 1, ms: 0.4 };
-  const timeless = (line: string) => line.replace(/"time":"[^"]+"/, '"time":"T"');
-
-  it('writes the line logger.info writes, field for field and byte for byte, key shapes redacted', () => {
-    const { logger, lines } = captured();
-    const line = infoLines(logger);
-    for (const e of [
-      entry,
-      { ...entry, path: `/api/v1/genes/PRR5?key=${KEY}`, release: null },
-      { note: 'a "quoted"\nline' },
-    ]) {
-      logger.info(e);
-      line(e);
-    }
-    expect(lines).toHaveLength(6);
-    for (let i = 0; i < 6; i += 2) expect(timeless(lines[i + 1])).toBe(timeless(lines[i]));
-    expect(lines.join('\n')).not.toContain(KEY.slice(9));
-    expect(JSON.parse(lines[1])).toEqual({ level: 'info', time: expect.stringMatching(/Z$/), ...entry });
-  });
-
-  it('writes nothing above info, and goes through pino for a logger with bindings of its own', () => {
-    const quiet = captured({ level: 'warn' });
-    infoLines(quiet.logger)(entry);
-    expect(quiet.lines).toEqual([]);
-    const { logger, lines } = captured();
-    infoLines(logger.child({ part: 'front' }))(entry);
-    expect(JSON.parse(lines[0])).toMatchObject({ part: 'front', ...entry });
-  });
-});
 
 describe('createLogger', () => {
   it('writes one JSON object per line with an ISO time and the level by name; below the level, nothing', () => {

@@ -125,22 +125,6 @@ export function logFormat(): LogFormat {
   return currentShape.startsWith('json') ? 'json' : 'human';
 }
 
-/** One line at info level for each entry, as `logger.info(entry)` writes it (`{"level":"info","time":…`
- * then the entry's fields) through the same destination and the same redaction of what is shaped
- * like a key, made with one JSON.stringify: the request log of a server, whose every request pino's
- * general path (serializers, hooks, bindings, a copy of the object) cost more than the rest of its
- * line did. A logger with bindings of its own, or that is not pino's, logs through pino as before. */
-export function infoLines(logger: Logger): (entry: object) => void {
-  const stream = (logger as unknown as Record<symbol, DestinationStream | undefined>)[pino.symbols.streamSym];
-  if (!stream || Object.keys(logger.bindings()).length > 0) return (entry) => logger.info(entry);
-  return (entry) => {
-    if (!logger.isLevelEnabled('info')) return;
-    const fields = JSON.stringify(entry);
-    const rest = fields === '{}' ? '}' : `,${fields.slice(1)}`;
-    stream.write(redactKeyShapes(`{"level":"info","time":"${isoNow()}"${rest}\n`));
-  };
-}
-
 /** The process's logger as configured now. */
 export function processLogger(): Logger {
   return current;
