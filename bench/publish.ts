@@ -333,6 +333,9 @@ async function runScale(
 /** A scale as the tables name it: the demo, or the synthetic release's size (the human-scale tree, or
  * any other given with --human-tree). */
 const nameOf = (m: ScaleRuns) => (m.scale === 'demo' ? 'demo' : `synthetic, ${fmt(m.files)} files`);
+/** The same in a sentence, its parenthesis left open: `the demo release (28,842 files`. */
+const releaseOf = (m: ScaleRuns, first = false) =>
+  `${first ? 'The' : 'the'} ${m.scale === 'demo' ? 'demo' : 'synthetic'} release (${fmt(m.files)} files`;
 
 function report(
   measured: ScaleRuns[],
@@ -448,7 +451,7 @@ function report(
     );
   const notes: string[] = [];
   notes.push(
-    `Scale: ${measured.map((m) => `the ${nameOf(m)} release (${m.scale === 'demo' ? `${fmt(m.files)} files, ` : ''}${fmt(m.change.isoforms)} isoforms; ${m.runs.length} runs)`).join(' and ')}; the scale is chosen with \`--publish-scale demo|human|demo+human\` (human: the tree the build section made in the same run, or \`--human-tree\`; demo+human runs one pair on it after the demo's). The summary table, the mirror and the first two targets are the first scale's.`,
+    `Scale: ${measured.map((m) => `${releaseOf(m)}, ${fmt(m.change.isoforms)} isoforms; ${m.runs.length} runs)`).join(' and ')}; the scale is chosen with \`--publish-scale demo|human|demo+human\` (human: the tree the build section made in the same run, or \`--human-tree\`; demo+human runs one pair on it after the demo's). The summary table, the mirror and the first two targets are the first scale's.`,
     `The machine is a shared 2-core box on which other work (builds and test runs in other worktrees) ran during the measurements; the load average when each run started is in the per-run table. The tools took turns going first on new buckets, so that load weighs on both alike; it is part of the spread over runs. \`publish()\` runs in the bench's own Node process, rclone in a process of its own. CPU: publish's is \`process.cpuUsage()\` of the bench process over the call, rclone's what /usr/bin/time reports for its process (user + system).`,
     `rclone (${rcloneVersion ?? 'not installed'}) runs with \`${RCLONE_FLAGS.join(' ')}\`, as its S3 documentation advises: \`--fast-list\` reads the bucket's listing with one request per 1,000 objects instead of one listing per directory (${RCLONE_DOCS.fastList}); \`--checksum\` compares size and MD5 (the listing's ETag) instead of modification times, which on S3 cost a HEAD per object, and the same page says to use these flags with \`--fast-list\` (${RCLONE_DOCS.checksum}; ${RCLONE_DOCS.flags}: "Check for changes with size & checksum"); \`--s3-no-head\` skips the HEAD rclone sends after every upload to check it, at the price of a higher chance of an undetected failed upload (${RCLONE_DOCS.noHead}). Both tools have ${PARALLEL} requests in flight (\`--transfers\`, \`--checkers\`); rclone makes one attempt (\`--retries 1\`).`,
     "Phases (publish's own, build/publish/phases.ts, also at `--log-level debug`): tree = reading the tree's manifest; history = the store's history, pointer and kept manifests and pack lists; hash = checking the tree, which cuts and hashes the packs in the same read; probe = the conditional-write check; manifest = the manifest's objects and the pending entry; objects and packs = from the first PUT of each to its last (one pass: a pack goes up as the next is filled, its objects on the way); pointer = kept and current. `first PUT` is when the first object went up, in seconds from the start. Publish packs what it adds (packs/, for mirrors), so its first publish sends about twice the bytes rclone does.",
@@ -498,7 +501,7 @@ function report(
     id: 'publish',
     title: '4. Publishing and mirroring (s3rver, beside rclone)',
     method:
-      `${measured.map((m) => `The ${nameOf(m)} release${m.scale === 'demo' ? ` (${fmt(m.files)} files)` : ''}, ${m.runs.length} runs`).join('; ')}, on s3rver with conditional writes (bin/local-s3.cjs, which publish requires; rclone sends none) in its own process on loopback. Each run starts a new s3rver with a new bucket for each tool, and the tools take turns going first (run 1 publish then rclone, run 2 rclone then publish, …). ` +
+      `${measured.map((m, i) => `${releaseOf(m, i === 0)}), ${m.runs.length} runs`).join('; ')}, on s3rver with conditional writes (bin/local-s3.cjs, which publish requires; rclone sends none) in its own process on loopback. Each run starts a new s3rver with a new bucket for each tool, and the tools take turns going first (run 1 publish then rclone, run 2 rclone then publish, …). ` +
       `In each run: release 1 uploaded in full by \`publish()\` (build/publish/publish.ts: its objects and its packs) and by \`rclone sync\` (Debian's rclone, \`${RCLONE_FLAGS.join(' ')}\`, one attempt; the objects alone) into its own bucket; then release 2, a copy of the release DB with the expression (TPM) of every 100th isoform changed ` +
       `(${main.change.changed} of ${fmt(main.change.isoforms)} at the first scale), rendered once for all runs, published and \`rclone sync\`ed over release 1 the same way. In run 1 of the first scale only, \`mirror()\` from s3:// into an empty directory after release 1 and again after release 2. ` +
       "Figures are each tool's own wall time; object counts are `publish()`'s and `mirror()`'s summaries; a ratio is rclone's time over publish's in the same run.",
