@@ -85,7 +85,7 @@ export class PublishLedger {
         CREATE TABLE tree_files (shard INTEGER NOT NULL, path TEXT NOT NULL, sha TEXT NOT NULL,
           size INTEGER NOT NULL, content_type TEXT, PRIMARY KEY (shard, path)) WITHOUT ROWID;
         -- Bytes of manifest objects at hand (the store's, the encoding's), by sha256.
-        CREATE TABLE bodies (sha TEXT PRIMARY KEY, from_tree INTEGER NOT NULL, body BLOB NOT NULL);
+        CREATE TABLE bodies (sha TEXT PRIMARY KEY, body BLOB NOT NULL);
         -- The tree's own manifest objects (its shard objects): where they are in the tree.
         CREATE TABLE tree_objects (sha TEXT PRIMARY KEY, path TEXT NOT NULL) WITHOUT ROWID;
         -- What a shard head of the current release (or of the tree) lists (its bases and files), in
@@ -129,7 +129,7 @@ export class PublishLedger {
           `INSERT OR IGNORE INTO tree_files (path, shard, sha, size, content_type) VALUES ${Array(TREE_ROWS).fill('(?, ?, ?, ?, ?)').join(', ')}`,
         ),
         treeShard: prepare('SELECT path, size, sha, content_type FROM tree_files WHERE shard = ? ORDER BY path').raw(),
-        body: prepare('INSERT OR IGNORE INTO bodies (sha, from_tree, body) VALUES (?, ?, ?)'),
+        body: prepare('INSERT OR IGNORE INTO bodies (sha, body) VALUES (?, ?)'),
         getBody: prepare('SELECT body FROM bodies WHERE sha = ?').pluck(),
         treeObject: prepare('INSERT OR IGNORE INTO tree_objects (sha, path) VALUES (?, ?)'),
         treeObjectPath: prepare('SELECT path FROM tree_objects WHERE sha = ?').pluck(),
@@ -245,7 +245,7 @@ export class PublishLedger {
 
   /** Keeps the bytes of a manifest object (the first kept for a sha256 stays): in memory while they
    * fit the budget, in the file beyond. */
-  keepBody(sha: string, body: Buffer, fromTree = false): void {
+  keepBody(sha: string, body: Buffer): void {
     if (this.bodies.has(sha)) return;
     // Once one has gone to the file, all later ones do: a sha256 there is never kept again in memory.
     if (!this.bodiesSpilled && this.bodyBytes + body.length <= (this.opts.bodyBytes ?? BODY_BYTES)) {
@@ -253,7 +253,7 @@ export class PublishLedger {
       this.bodyBytes += body.length;
     } else {
       this.bodiesSpilled = true;
-      this.stmt.body.run(sha, fromTree ? 1 : 0, body);
+      this.stmt.body.run(sha, body);
     }
   }
 

@@ -177,7 +177,7 @@ async function publishTree(opts: PublishOptions, ledger: PublishLedger, started:
       );
     // What the name stands for: the tree's own manifest.json (the published one depends on the store).
     const treeSha = sha256Of(tree.indexBody);
-    ledger.keepBody(treeSha, tree.indexBody, true);
+    ledger.keepBody(treeSha, tree.indexBody);
     /** A manifest object's bytes: the ledger's (the store's, the encoding's), or the tree's own, read
      * from the tree and checked again. */
     const manifestObject = (sha: string): Buffer | null => {

@@ -6,6 +6,7 @@ import { objectKey } from '../contract/store-layout.js';
 import { fileKinds } from '../contract/dispatch.js';
 import { REFUSED_TARGET_DETAIL, refusedTarget } from '../contract/targets.js';
 import { problem } from '../responses.js';
+import { requestUrl } from '../request-url.js';
 
 type CfHeaders = Record<string, { key?: string; value: string }[]>;
 
@@ -73,7 +74,7 @@ export function createLambdaEdgeHandler(handler: Handler, locate?: ReleaseFileLo
     // generates is limited to 1 MB): the request is sent on to the bucket with the object's key as
     // its URI, and CloudFront caches the answer under the viewer's URL. Every other path is the
     // handler's, which serves no structure file here.
-    if (locate && fileKinds.structure_file.match(new URL(request.url).pathname)?.release != null) {
+    if (locate && fileKinds.structure_file.match(requestUrl(request).pathname)?.release != null) {
       const found = await locate(request).catch((err: unknown) => failure(request, err, requestId));
       if (found instanceof Response) return toCloudFront(found, cf.method);
       return { ...cf, uri: `/${objectKey(found.sha256)}`, querystring: '' };
